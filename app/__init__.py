@@ -1,0 +1,1 @@
+"""Lagrange Studio desktop application (PySide6). Imports engine; nothing imports app."""

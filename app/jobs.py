@@ -1,0 +1,173 @@
+"""Run engine jobs on a QThreadPool and relay their progress to the UI thread.
+
+``JobRunner.submit(job, name=...)`` returns a :class:`JobHandle` (a QObject living on the
+UI thread) whose signals ``progress(ProgressUpdate)``, ``finished(result)``,
+``failed(message, traceback)``, ``cancelled()`` and ``ended()`` are delivered through
+queued connections. Progress is throttled to about 20 updates a second by the engine's
+:class:`~engine.jobs.ThreadJobContext`. ``handle.cancel()`` asks the job to stop; the job
+ends at its next ``check_cancelled()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
+
+from engine.jobs import JobCancelled, ProgressUpdate, ThreadJobContext
+
+log = logging.getLogger(__name__)
+
+__all__ = ["JobHandle", "JobRunner"]
+
+
+class JobHandle(QObject):
+    """The UI thread's view of one running job."""
+
+    progress = Signal(object)          # ProgressUpdate
+    finished = Signal(object)          # result
+    failed = Signal(str, str)          # message, formatted traceback
+    cancelled = Signal()
+    ended = Signal()                   # after any of the three above
+    # internal, emitted from the worker thread, delivered queued to this object's thread
+    _relay_progress = Signal(object)
+    _relay_done = Signal(str, object, object)
+
+    def __init__(self, job_id: int, name: str, parent: QObject | None = None):
+        super().__init__(parent)
+        self.id = job_id
+        self.name = name
+        self.state = "queued"          # queued, running, finished, failed, cancelled
+        self.result: Any = None
+        self.error: str | None = None
+        self.last_progress: ProgressUpdate | None = None
+        self.error_handled = False     # True when the submitter handles failures itself
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        self._cancel_event = threading.Event()
+        self._relay_progress.connect(self._on_progress)
+        self._relay_done.connect(self._on_done)
+
+    @property
+    def is_running(self) -> bool:
+        return self.state in ("queued", "running")
+
+    def cancel(self) -> None:
+        """Ask the job to stop at its next cancellation check."""
+        if self.is_running:
+            log.info("cancelling job %r", self.name)
+            self._cancel_event.set()
+
+    @Slot(object)
+    def _on_progress(self, update: ProgressUpdate) -> None:
+        if not self.is_running:
+            return
+        self.state = "running"
+        self.last_progress = update
+        self.progress.emit(update)
+
+    @Slot(str, object, object)
+    def _on_done(self, kind: str, payload: Any, tb: Any) -> None:
+        self.ended_at = time.monotonic()
+        self.state = kind
+        if kind == "finished":
+            self.result = payload
+            self.finished.emit(payload)
+        elif kind == "cancelled":
+            self.cancelled.emit()
+        else:
+            self.error = str(payload)
+            log.error("job %r failed: %s\n%s", self.name, payload, tb)
+            self.failed.emit(str(payload), str(tb))
+        self.ended.emit()
+
+
+class _JobRunnable(QRunnable):
+    def __init__(self, job: Callable, handle: JobHandle):
+        super().__init__()
+        self.setAutoDelete(True)
+        self._job = job
+        self._handle = handle
+
+    def run(self) -> None:  # worker thread
+        handle = self._handle
+        handle.started_at = time.monotonic()
+        ctx = ThreadJobContext(on_progress=handle._relay_progress.emit,
+                               cancel_event=handle._cancel_event)
+        try:
+            ctx.check_cancelled()
+            handle._relay_progress.emit(ProgressUpdate(0.0, "started"))
+            result = self._job(ctx)
+        except JobCancelled:
+            handle._relay_done.emit("cancelled", None, None)
+        except BaseException as exc:  # noqa: BLE001 - a job's failure is reported, never raised here
+            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            handle._relay_done.emit("failed", message, traceback.format_exc())
+        else:
+            if handle._cancel_event.is_set():
+                handle._relay_done.emit("cancelled", None, None)
+            else:
+                handle._relay_done.emit("finished", result, None)
+
+
+class JobRunner(QObject):
+    """Submits jobs to a thread pool; several run at once. Lives on the UI thread."""
+
+    job_started = Signal(object)   # JobHandle
+    job_ended = Signal(object)     # JobHandle
+
+    def __init__(self, parent: QObject | None = None, max_threads: int | None = None):
+        super().__init__(parent)
+        self._pool = QThreadPool(self)
+        if max_threads:
+            self._pool.setMaxThreadCount(max_threads)
+        else:
+            self._pool.setMaxThreadCount(max(4, self._pool.maxThreadCount()))
+        self._ids = itertools.count(1)
+        self._active: dict[int, JobHandle] = {}
+
+    def submit(self, job: Callable, *, name: str,
+               on_result: Callable[[Any], None] | None = None,
+               on_error: Callable[[str, str], None] | None = None,
+               on_progress: Callable[[ProgressUpdate], None] | None = None,
+               on_cancelled: Callable[[], None] | None = None) -> JobHandle:
+        """Start ``job(ctx)`` in a worker thread; callbacks run on the UI thread.
+
+        Without ``on_error``, a failure is shown by the main window in an error dialog.
+        """
+        handle = JobHandle(next(self._ids), name, parent=self)
+        if on_result:
+            handle.finished.connect(on_result)
+        if on_error:
+            handle.failed.connect(on_error)
+            handle.error_handled = True
+        if on_progress:
+            handle.progress.connect(on_progress)
+        if on_cancelled:
+            handle.cancelled.connect(on_cancelled)
+        handle.ended.connect(lambda h=handle: self._on_ended(h))
+        self._active[handle.id] = handle
+        self.job_started.emit(handle)
+        self._pool.start(_JobRunnable(job, handle))
+        return handle
+
+    def _on_ended(self, handle: JobHandle) -> None:
+        self._active.pop(handle.id, None)
+        self.job_ended.emit(handle)
+        handle.deleteLater()
+
+    def active_jobs(self) -> list[JobHandle]:
+        return list(self._active.values())
+
+    def cancel_all(self) -> None:
+        for handle in self.active_jobs():
+            handle.cancel()
+
+    def wait_for_done(self, msecs: int = -1) -> bool:
+        """Block until the pool is idle (for shutdown and tests)."""
+        return self._pool.waitForDone(msecs)

@@ -1,0 +1,155 @@
+"""Start Lagrange Studio: ``lagrange-studio`` / ``python -m app``.
+
+Options for headless checks: ``--screenshot PATH`` writes a PNG of the main window once it
+has drawn (and keeps running), ``--quit-after SECONDS`` quits, ``--self-test`` opens the
+window, runs a small engine job through the job runner and exits 0 (or prints what failed),
+``--benchmark-view NAME --json`` measures the 3D view's frame rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import traceback
+
+log = logging.getLogger("app")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lagrange-studio", description="Lagrange Studio desktop app")
+    p.add_argument("--robot", metavar="NAME_OR_PATH", help="open this robot (library name or URDF file)")
+    p.add_argument("--workspace", choices=["robot", "model_lab", "eigenmode", "car"],
+                   help="workspace to show first")
+    p.add_argument("--open", metavar="FILE", action="append", default=[], help="open a file (URDF, log, model, session)")
+    p.add_argument("--screenshot", metavar="PATH", help="write a PNG of the main window once it has drawn")
+    p.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
+    p.add_argument("--self-test", action="store_true", help="check the installation and exit")
+    p.add_argument("--benchmark-view", metavar="NAME_OR_PATH", help="measure the 3D view's frame rate")
+    p.add_argument("--seconds", type=float, default=3.0, help="duration of --benchmark-view")
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    p.add_argument("--settings", metavar="INI", help="use this settings file instead of the user's")
+    return p
+
+
+def _make_application(argv: list[str]):
+    from PySide6.QtCore import QCoreApplication, Qt
+    from PySide6.QtWidgets import QApplication
+
+    from engine.paths import resource
+
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication(argv[:1])
+    app.setApplicationName("Lagrange Studio")
+    app.setOrganizationName("Lagrange Studio")
+    try:
+        app.setStyleSheet(resource("style.qss").read_text(encoding="utf-8"))
+    except OSError as exc:
+        log.warning("style sheet not loaded: %s", exc)
+    return app
+
+
+def create_main_window(options: dict, settings=None):
+    """Build the main window with logging and the exception hook wired (used by tests too)."""
+    from app.errors import ExceptionHook
+    from app.logging_setup import configure_logging
+    from app.main_window import MainWindow
+
+    _, relay = configure_logging()
+    window = MainWindow(settings=settings, log_relay=relay, options=options)
+    window.exception_hook = ExceptionHook(lambda: window).install()
+    return window
+
+
+def _schedule_screenshot(window, path: str) -> None:
+    from PySide6.QtCore import QTimer
+
+    def shoot():
+        ok = window.screenshot(path)
+        print(f"screenshot {'written to' if ok else 'FAILED:'} {path}", file=sys.stderr, flush=True)
+
+    # wait until the window has been exposed and the first page has painted
+    QTimer.singleShot(1500, shoot)
+
+
+def run_self_test(window, app) -> int:
+    """Open the window, run a real engine job through the runner, check every workspace builds."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from engine.selftest import selftest_job
+
+    failures: list[str] = []
+    outcome: dict = {}
+    loop = QEventLoop()
+    handle = window.jobs.submit(selftest_job, name="self-test")
+    handle.finished.connect(lambda r: outcome.update(result=r))
+    handle.failed.connect(lambda m, tb: outcome.update(error=m + "\n" + tb))
+    handle.ended.connect(loop.quit)
+    QTimer.singleShot(120_000, loop.quit)
+    loop.exec()
+    if "result" not in outcome:
+        failures.append(f"engine job: {outcome.get('error', 'did not finish in 120 s')}")
+    elif not outcome["result"].get("ok"):
+        failures.append(f"engine job returned {outcome['result']}")
+    for key in window.workspace_keys():
+        page = window.page(key)
+        if type(page).__name__ == "_BrokenPage":
+            failures.append(f"workspace {key} failed to start (see the log)")
+        app.processEvents()
+    screen = window.screen()
+    report = {"ok": not failures, "failures": failures, "job": outcome.get("result"),
+              "screen": screen.name() if screen else None, "platform": app.platformName()}
+    print(json.dumps(report, indent=2, default=str))
+    return 0 if not failures else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv if argv is None else [sys.argv[0], *argv])
+    args = build_parser().parse_args(argv[1:])
+
+    from app.display import ensure_display
+
+    ensure_display()
+    app = _make_application(argv)
+
+    if args.benchmark_view:
+        from app.viewer.benchmark import run_view_benchmark
+
+        result = run_view_benchmark(args.benchmark_view, seconds=args.seconds)
+        print(json.dumps(result) if args.json else
+              "\n".join(f"{k}: {v}" for k, v in result.items()))
+        return 0
+
+    from app.settings import open_settings
+
+    options = {"robot": args.robot, "workspace": args.workspace}
+    window = create_main_window(options, settings=open_settings(args.settings))
+    window.show()
+
+    if args.self_test:
+        try:
+            return run_self_test(window, app)
+        except Exception:  # noqa: BLE001
+            print(json.dumps({"ok": False, "failures": [traceback.format_exc()]}, indent=2))
+            return 1
+        finally:
+            window.close()
+
+    from PySide6.QtCore import QTimer
+
+    for path in args.open:
+        QTimer.singleShot(0, lambda p=path: window.open_file(p))
+    if args.screenshot:
+        _schedule_screenshot(window, args.screenshot)
+    if args.quit_after is not None:
+        QTimer.singleShot(int(args.quit_after * 1000), window.close)
+    started = time.monotonic()
+    code = app.exec()
+    log.info("exited after %.1f s", time.monotonic() - started)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,412 @@
+"""The main window: a sidebar of workspaces, menus, the job status bar and the log console."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import traceback
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout,
+                               QLabel, QListWidget, QListWidgetItem, QMainWindow, QMessageBox,
+                               QStackedWidget, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from app import settings as app_settings
+from app.context import AppContext
+from app.errors import show_error_dialog
+from app.jobs import JobRunner
+from app.logging_setup import QtLogRelay
+from app.widgets.job_status import JobStatusWidget
+from app.widgets.log_console import LogConsole
+from app.workspaces import WORKSPACES, WorkspaceSpec
+from engine import __version__
+from engine.io import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+SESSION_FILTER = "Lagrange Studio session (*.lagrange.json *.json)"
+SESSION_VERSION = 1
+
+
+class _BrokenPage(QWidget):
+    """Shown in place of a workspace whose page failed to build; the rest of the app works."""
+
+    def __init__(self, spec: WorkspaceSpec, error: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        label = QLabel(f"The {spec.title} workspace could not start:\n\n{error}")
+        label.setWordWrap(True)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(label)
+        layout.addStretch(1)
+
+
+class MainWindow(QMainWindow):
+    workspace_changed = Signal(str)
+
+    def __init__(self, *, settings=None, log_relay: QtLogRelay | None = None,
+                 options: dict | None = None, runner: JobRunner | None = None):
+        super().__init__()
+        self.setWindowTitle("Lagrange Studio")
+        self.setObjectName("mainWindow")
+        self.setAcceptDrops(True)
+        self.settings = settings if settings is not None else app_settings.open_settings()
+        self.jobs = runner or JobRunner(self)
+        self.jobs.job_ended.connect(self._report_unhandled_failure)
+        self.options = dict(options or {})
+        self.error_dialogs: list[QMessageBox] = []
+        self.ctx = AppContext(jobs=self.jobs, settings=self.settings, status=self.show_status,
+                              add_recent_file=self.add_recent_file, show_error=self.show_error,
+                              options=self.options)
+        self.pages: dict[str, QWidget] = {}
+        self._workspace_actions: list[QAction] = []
+        self._build_central()
+        self._build_status_bar()
+        self.log_console = LogConsole(log_relay or QtLogRelay(), self)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_console)
+        self._build_menus()
+        self.resize(1400, 900)
+        self.resizeDocks([self.log_console], [140], Qt.Orientation.Vertical)
+        self._restore_settings()
+
+    # ----- layout -----------------------------------------------------------------------
+    def _build_central(self) -> None:
+        central = QWidget()
+        layout = QHBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        self.sidebar = QListWidget()
+        self.sidebar.setObjectName("workspaceSidebar")
+        self.sidebar.setFixedWidth(200)
+        self.sidebar.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.sidebar.setIconSize(QSize(20, 20))
+        self.stack = QStackedWidget()
+        self.stack.setObjectName("workspaceStack")
+        for spec in WORKSPACES:
+            item = QListWidgetItem(spec.title)
+            item.setToolTip(f"{spec.description}  ({spec.shortcut})")
+            item.setData(Qt.ItemDataRole.UserRole, spec.key)
+            self.sidebar.addItem(item)
+            holder = QWidget()  # replaced by the page on first show (pages build lazily)
+            holder.setObjectName(f"holder_{spec.key}")
+            self.stack.addWidget(holder)
+        self.sidebar.currentRowChanged.connect(self._on_sidebar_row)
+        layout.addWidget(self.sidebar)
+        layout.addWidget(self.stack, 1)
+        self.setCentralWidget(central)
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        bar.setObjectName("statusBar")
+        self.job_status = JobStatusWidget(self.jobs, self)
+        bar.addPermanentWidget(self.job_status)
+
+    def _build_menus(self) -> None:
+        menubar = self.menuBar()
+        file_menu = menubar.addMenu("&File")
+        self._add_action(file_menu, "Open &URDF…", "Ctrl+O", lambda: self._open_dialog("robot", "Open URDF"))
+        self._add_action(file_menu, "Open &Log…", "Ctrl+Shift+L", lambda: self._open_dialog("model_lab", "Open log"))
+        self._add_action(file_menu, "Open &Model…", "Ctrl+Shift+M", lambda: self._open_dialog("model_lab", "Open model"))
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        file_menu.addSeparator()
+        self._add_action(file_menu, "&Save Session…", "Ctrl+S", self._save_session_dialog)
+        self._add_action(file_menu, "Open Sess&ion…", "Ctrl+Shift+O", self._open_session_dialog)
+        file_menu.addSeparator()
+        self._add_action(file_menu, "&Export Screenshot…", "Ctrl+E", self._export_dialog)
+        file_menu.addSeparator()
+        self._add_action(file_menu, "&Quit", QKeySequence.StandardKey.Quit, self.close)
+
+        view_menu = menubar.addMenu("&View")
+        for index, spec in enumerate(WORKSPACES):
+            action = self._add_action(view_menu, spec.title, spec.shortcut,
+                                      lambda i=index: self.sidebar.setCurrentRow(i))
+            self._workspace_actions.append(action)
+        view_menu.addSeparator()
+        toggle = self.log_console.toggleViewAction()
+        toggle.setText("&Log Console")
+        toggle.setShortcut(QKeySequence("Ctrl+L"))
+        view_menu.addAction(toggle)
+        self._add_action(view_menu, "&Full Screen", "F11", self._toggle_full_screen)
+
+        self.workspace_menu = menubar.addMenu("&Workspace")
+        self.workspace_menu.aboutToShow.connect(self._fill_workspace_menu)
+
+        help_menu = menubar.addMenu("&Help")
+        self._add_action(help_menu, "&Keyboard Shortcuts", "Ctrl+/", self.show_shortcuts)
+        self._add_action(help_menu, "&About Lagrange Studio", None, self.show_about)
+
+    def _add_action(self, menu, text, shortcut, slot) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(lambda checked=False: slot())
+        menu.addAction(action)
+        return action
+
+    # ----- workspaces -------------------------------------------------------------------
+    def workspace_keys(self) -> list[str]:
+        return [spec.key for spec in WORKSPACES]
+
+    def page(self, key: str) -> QWidget:
+        """The workspace page for ``key``, built on first use."""
+        if key in self.pages:
+            return self.pages[key]
+        index = self.workspace_keys().index(key)
+        spec = WORKSPACES[index]
+        try:
+            module = importlib.import_module(spec.module)
+            page = getattr(module, spec.class_name)(self.ctx, None)
+        except Exception:  # noqa: BLE001 - a broken workspace must not take the app down
+            details = traceback.format_exc()
+            log.error("workspace %s failed to start:\n%s", spec.title, details)
+            page = _BrokenPage(spec, details.strip().splitlines()[-1])
+        page.setObjectName(f"page_{key}")
+        holder = self.stack.widget(index)
+        self.stack.insertWidget(index, page)
+        self.stack.removeWidget(holder)
+        holder.deleteLater()
+        self.pages[key] = page
+        return page
+
+    def current_workspace(self) -> str:
+        return WORKSPACES[max(self.sidebar.currentRow(), 0)].key
+
+    def show_workspace(self, key: str) -> QWidget:
+        index = self.workspace_keys().index(key)
+        page = self.page(key)
+        self.sidebar.setCurrentRow(index)
+        self.stack.setCurrentIndex(index)
+        return page
+
+    def _on_sidebar_row(self, row: int) -> None:
+        if row < 0:
+            return
+        key = WORKSPACES[row].key
+        self.page(key)
+        self.stack.setCurrentIndex(row)
+        self.workspace_changed.emit(key)
+
+    def _fill_workspace_menu(self) -> None:
+        self.workspace_menu.clear()
+        page = self.page(self.current_workspace())
+        actions = page.menu_actions() if hasattr(page, "menu_actions") else []
+        if not actions:
+            none = self.workspace_menu.addAction("(no actions)")
+            none.setEnabled(False)
+        for action in actions:
+            self.workspace_menu.addAction(action)
+
+    # ----- services for pages -----------------------------------------------------------
+    def show_status(self, message: str, timeout_ms: int = 5000) -> None:
+        self.statusBar().showMessage(message, timeout_ms)
+
+    def show_error(self, title: str, message: str) -> None:
+        log.error("%s: %s", title, message)
+        box = show_error_dialog(self, title, message)
+        self.error_dialogs = [b for b in self.error_dialogs if b.isVisible()] + [box]
+
+    def _report_unhandled_failure(self, handle) -> None:
+        """A failed job whose submitter gave no ``on_error`` gets an error dialog here."""
+        if handle.state == "failed" and not handle.error_handled:
+            self.show_error(f"Job failed: {handle.name}", handle.error or "unknown error")
+
+    def add_recent_file(self, path: str) -> None:
+        app_settings.add_recent_file(self.settings, path)
+
+    # ----- files ------------------------------------------------------------------------
+    def open_file(self, path: str, prefer: str | None = None) -> bool:
+        """Give ``path`` to the workspace that takes it (``prefer`` first, then the current)."""
+        order = [k for k in (prefer, self.current_workspace()) if k] + self.workspace_keys()
+        seen = set()
+        for key in order:
+            if key in seen:
+                continue
+            seen.add(key)
+            page = self.page(key)
+            if hasattr(page, "open_file") and self._accepts(page, path):
+                if page.open_file(path):
+                    self.show_workspace(key)
+                    self.add_recent_file(path)
+                    return True
+        self.show_error("Cannot open file", f"{path}: no workspace opens files of this kind.")
+        return False
+
+    @staticmethod
+    def _accepts(page, path: str) -> bool:
+        import fnmatch
+        import re
+
+        filters = page.file_filters() if hasattr(page, "file_filters") else []
+        if not filters:
+            return True
+        name = Path(path).name.lower()
+        for flt in filters:
+            for pattern in re.findall(r"\*[^\s)]*", flt):
+                if fnmatch.fnmatch(name, pattern.lower()):
+                    return True
+        return False
+
+    def _open_dialog(self, key: str, title: str) -> None:
+        page = self.page(key)
+        filters = page.file_filters() if hasattr(page, "file_filters") else []
+        path, _ = QFileDialog.getOpenFileName(self, title, "", ";;".join(filters + ["All files (*)"]))
+        if path:
+            self.open_file(path, prefer=key)
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = app_settings.recent_files(self.settings)
+        if not files:
+            empty = self.recent_menu.addAction("(none)")
+            empty.setEnabled(False)
+        for path in files:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda checked=False, p=path: self.open_file(p))
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 - Qt API
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802 - Qt API
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                self.open_file(url.toLocalFile())
+        event.acceptProposedAction()
+
+    # ----- sessions ---------------------------------------------------------------------
+    def session_state(self) -> dict:
+        pages = {}
+        for key, page in self.pages.items():
+            if hasattr(page, "session_state"):
+                try:
+                    pages[key] = page.session_state()
+                except Exception:  # noqa: BLE001
+                    log.exception("workspace %s could not save its state", key)
+        return {"format": "lagrange-studio-session", "version": SESSION_VERSION,
+                "workspace": self.current_workspace(), "pages": pages}
+
+    def save_session(self, path: str) -> None:
+        atomic_write_text(path, json.dumps(self.session_state(), indent=2) + "\n")
+        self.add_recent_file(path)
+        self.show_status(f"Session saved to {path}")
+
+    def open_session(self, path: str) -> bool:
+        try:
+            state = json.loads(Path(path).read_text(encoding="utf-8"))
+            if not isinstance(state, dict) or state.get("format") != "lagrange-studio-session":
+                raise ValueError("not a Lagrange Studio session file (missing format field)")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+            self.show_error("Cannot open session", f"{path}: {exc}")
+            return False
+        for key, page_state in (state.get("pages") or {}).items():
+            if key in self.workspace_keys():
+                page = self.page(key)
+                if hasattr(page, "restore_session_state"):
+                    try:
+                        page.restore_session_state(page_state)
+                    except Exception as exc:  # noqa: BLE001
+                        self.show_error("Cannot restore workspace", f"{path}: workspace {key}: {exc}")
+        if state.get("workspace") in self.workspace_keys():
+            self.show_workspace(state["workspace"])
+        self.add_recent_file(path)
+        return True
+
+    def _save_session_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save session", "session.lagrange.json", SESSION_FILTER)
+        if path:
+            self.save_session(path)
+
+    def _open_session_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open session", "", SESSION_FILTER)
+        if path:
+            self.open_session(path)
+
+    # ----- export and help --------------------------------------------------------------
+    def screenshot(self, path: str, widget: QWidget | None = None) -> bool:
+        image = (widget or self).grab()
+        ok = image.save(path, "PNG")
+        log.info("screenshot %s: %s", "written" if ok else "FAILED", path)
+        return ok
+
+    def _export_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export screenshot", "lagrange.png", "PNG image (*.png)")
+        if path:
+            if not self.screenshot(path, self.stack.currentWidget()):
+                self.show_error("Export failed", f"{path}: could not write the image")
+
+    def shortcut_table(self) -> list[tuple[str, str]]:
+        rows = []
+        for action in self.findChildren(QAction):
+            if not action.shortcut().isEmpty() and action.text():
+                rows.append((action.text().replace("&", ""),
+                             action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)))
+        return sorted(set(rows), key=lambda r: r[0])
+
+    def show_shortcuts(self) -> QDialog:
+        dialog = QDialog(self)
+        dialog.setWindowTitle("Keyboard shortcuts")
+        dialog.setObjectName("shortcutsDialog")
+        rows = self.shortcut_table()
+        table = QTableWidget(len(rows), 2)
+        table.setHorizontalHeaderLabels(["Action", "Shortcut"])
+        for r, (name, key) in enumerate(rows):
+            table.setItem(r, 0, QTableWidgetItem(name))
+            table.setItem(r, 1, QTableWidgetItem(key))
+        table.resizeColumnsToContents()
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(dialog.reject)
+        layout = QVBoxLayout(dialog)
+        layout.addWidget(table)
+        layout.addWidget(buttons)
+        dialog.resize(420, 480)
+        dialog.open()
+        return dialog
+
+    def show_about(self) -> None:
+        import torch
+
+        QMessageBox.about(self, "About Lagrange Studio",
+                          f"<b>Lagrange Studio</b> {__version__}<br>Model, learn and control mechanical "
+                          f"systems.<br><br>torch {torch.__version__}, Qt {QApplication.instance().applicationVersion() or ''}")
+
+    def _toggle_full_screen(self) -> None:
+        self.showNormal() if self.isFullScreen() else self.showFullScreen()
+
+    # ----- settings and shutdown --------------------------------------------------------
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("window/geometry")
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        state = self.settings.value("window/state")
+        if isinstance(state, QByteArray) and not state.isEmpty():
+            self.restoreState(state)
+        start = self.options.get("workspace") or self.settings.value("window/workspace", "robot")
+        if start not in self.workspace_keys():
+            start = "robot"
+        # build the first page after the window is up, so the window appears at once
+        QTimer.singleShot(0, lambda: self.show_workspace(start))
+        self.sidebar.blockSignals(True)
+        self.sidebar.setCurrentRow(self.workspace_keys().index(start))
+        self.sidebar.blockSignals(False)
+
+    def save_settings(self) -> None:
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.setValue("window/workspace", self.current_workspace())
+        self.settings.sync()
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        self.save_settings()
+        for page in self.pages.values():
+            if hasattr(page, "shutdown"):
+                try:
+                    page.shutdown()
+                except Exception:  # noqa: BLE001
+                    log.exception("workspace shutdown failed")
+        self.jobs.cancel_all()
+        self.jobs.wait_for_done(3000)
+        super().closeEvent(event)

@@ -1,0 +1,1 @@
+"""Widgets shared by several workspaces (plots, forms, job progress, placeholders)."""

@@ -1,0 +1,1 @@
+"""The Model lab workspace."""

@@ -1,0 +1,49 @@
+"""Where the shipped data lives: ``resources/`` and ``urdf/``.
+
+Looked up, in order: ``$LAGRANGE_DATA_DIR``; the PyInstaller bundle (``sys._MEIPASS``);
+the source checkout (the folder above this package, also used by editable installs);
+``<sys.prefix>/share/lagrange-studio`` (a wheel install).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["data_root", "resources_dir", "urdf_dir", "resource"]
+
+
+def _candidates():
+    env = os.environ.get("LAGRANGE_DATA_DIR")
+    if env:
+        yield Path(env)
+    meipass = getattr(sys, "_MEIPASS", None)
+    if meipass:
+        yield Path(meipass)
+    yield Path(__file__).resolve().parent.parent
+    yield Path(sys.prefix) / "share" / "lagrange-studio"
+
+
+@lru_cache(maxsize=None)
+def data_root() -> Path:
+    """The folder that holds ``resources/`` and ``urdf/``."""
+    for root in _candidates():
+        if (root / "urdf").is_dir() and (root / "resources").is_dir():
+            return root
+    raise FileNotFoundError(
+        "cannot find Lagrange Studio's data folders (resources/, urdf/); set LAGRANGE_DATA_DIR")
+
+
+def resources_dir() -> Path:
+    return data_root() / "resources"
+
+
+def urdf_dir() -> Path:
+    return data_root() / "urdf"
+
+
+def resource(*parts: str) -> Path:
+    """Path of a file under ``resources/``."""
+    return resources_dir().joinpath(*parts)

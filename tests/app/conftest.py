@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+
+
+@pytest.fixture
+def settings_path(tmp_path):
+    return str(tmp_path / "settings.ini")
+
+
+@pytest.fixture
+def make_window(qtbot, settings_path):
+    """Build (and show) main windows bound to one settings file; closed at teardown."""
+    from app.main import create_main_window
+
+    windows = []
+
+    def make(options: dict | None = None, path: str | None = None):
+        settings = QSettings(path or settings_path, QSettings.Format.IniFormat)
+        window = create_main_window(options or {}, settings=settings)
+        qtbot.addWidget(window)
+        with qtbot.waitExposed(window):
+            window.show()
+        window.activateWindow()
+        # keyboard shortcuts need the active window
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+        windows.append(window)
+        return window
+
+    yield make
+    for window in windows:
+        window.exception_hook.uninstall()
+        window.jobs.cancel_all()
+        window.jobs.wait_for_done(5000)
