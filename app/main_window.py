@@ -69,7 +69,6 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_console)
         self._build_menus()
         self.resize(1400, 900)
-        self.resizeDocks([self.log_console], [140], Qt.Orientation.Vertical)
         self._restore_settings()
 
     # ----- layout -----------------------------------------------------------------------
@@ -384,6 +383,8 @@ class MainWindow(QMainWindow):
         state = self.settings.value("window/state")
         if isinstance(state, QByteArray) and not state.isEmpty():
             self.restoreState(state)
+        else:  # first start: a short log console under the workspace
+            QTimer.singleShot(0, lambda: self.resizeDocks([self.log_console], [130], Qt.Orientation.Vertical))
         start = self.options.get("workspace") or self.settings.value("window/workspace", "robot")
         if start not in self.workspace_keys():
             start = "robot"

@@ -86,14 +86,10 @@ def test(args: list[str]) -> int:
 
 
 def bench(args: list[str]) -> int:
+    """Every engine benchmark, then the 3D view's frame rate; extra args go to each."""
     python = setup()
-    out = subprocess.run([str(python), "-m", "engine", "bench", "--help"], cwd=ROOT,
-                         capture_output=True, text=True).stdout
-    names = []
-    for line in out.splitlines():
-        if line.strip().startswith("{") and not names:
-            names = [n.strip() for n in line.strip().strip("{}").split(",") if n.strip()]
-            break
+    names = subprocess.run([str(python), "-c", "from engine.cli.bench import bench_names; print(*bench_names())"],
+                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     code = 0
     for name in names:
         say(f"bench {name}")

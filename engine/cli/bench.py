@@ -12,12 +12,23 @@ import pkgutil
 from engine.cli._common import add_group
 
 
-def register(subparsers) -> None:
+def _bench_modules():
     import engine.cli as pkg
 
-    _, sub = add_group(subparsers, "bench", "benchmarks against reference libraries (speed is measured here, never in tests)")
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("bench_"):
             module = importlib.import_module(f"engine.cli.{info.name}")
             if hasattr(module, "register_bench"):
-                module.register_bench(sub)
+                yield info.name[len("bench_"):], module
+
+
+def bench_names() -> list[str]:
+    """The names of the available benchmarks (``python -m engine bench NAME``)."""
+    return [name for name, _ in _bench_modules()]
+
+
+def register(subparsers) -> None:
+    _, sub = add_group(subparsers, "bench",
+                       "benchmarks against reference libraries (speed is measured here, never in tests)")
+    for _, module in _bench_modules():
+        module.register_bench(sub)
