@@ -204,7 +204,7 @@ def test_event_loop_keeps_serving_while_a_cpu_heavy_job_runs(make_window, qtbot)
     timer.stop()
     assert handle.state == "finished"
     gaps = [b - a for a, b in zip(ticks, ticks[1:])]
-    assert len(ticks) > 50
+    assert len(ticks) > 10
     longest_stall = max(gaps)
     assert longest_stall < 0.5, f"the UI thread stalled for {longest_stall:.3f} s"
 
