@@ -18,12 +18,19 @@ class CheckpointError(ValueError):
     """A checkpoint or JSON file that cannot be read; the message names the file."""
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder, then rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets normal permissions
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

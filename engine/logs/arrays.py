@@ -1,0 +1,156 @@
+"""Binary column logs: NPZ (numpy, never pickled) and Parquet (pyarrow).
+
+NPZ layouts understood:
+
+- ``data`` (2-D, ``(rows, k)``) plus ``columns`` (1-D string array of ``k`` names): the
+  layout :func:`engine.logs.writers.write_npz` writes;
+- otherwise every 1-D numeric array is a column and every 2-D numeric array ``name`` of
+  shape ``(rows, k)`` gives columns ``name[0]`` ... ``name[k-1]``; 0-d arrays and string
+  arrays are skipped with a note. All columns must have the same length.
+
+Parquet: every column must be numeric, boolean or a timestamp (converted to seconds since
+the epoch); row groups are read one by one (progress and cancellation between them).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from engine.jobs import JobCancelled
+from engine.logs.errors import LogError
+from engine.logs.table import LogTable
+
+__all__ = ["read_npz", "read_parquet"]
+
+
+def read_npz(path: str | os.PathLike, ctx=None) -> LogTable:
+    """Read a ``.npz`` log (``np.load(allow_pickle=False)``) into a :class:`LogTable`."""
+    path = Path(path)
+    try:
+        if path.stat().st_size == 0:
+            raise LogError("the file is empty", path=path)
+        archive = np.load(path, allow_pickle=False)
+    except LogError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zipfile, zlib, numpy and OS errors alike: the file is unreadable
+        raise LogError(f"not a readable .npz file ({type(exc).__name__}: {exc})", path=path) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise LogError("a single .npy array, not an .npz archive of named columns", path=path)
+    notes: list[str] = []
+    data: dict[str, np.ndarray] = {}
+    with archive:
+        keys = list(archive.files)
+        try:
+            arrays = {}
+            for i, key in enumerate(keys):
+                if ctx is not None:
+                    ctx.check_cancelled()
+                    ctx.progress(i / max(len(keys), 1), f"reading {path.name}: {key}")
+                arrays[key] = archive[key]
+        except JobCancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - zipfile, zlib (corrupt data), numpy (pickled objects) errors
+            what = "holds Python objects (pickled), which are never loaded" if "pickle" in str(exc) \
+                else f"cannot be read ({type(exc).__name__}: {exc})"
+            raise LogError(f"array {what}", path=path, column=key) from None
+    if not arrays:
+        raise LogError("the archive holds no arrays", path=path)
+    if "data" in arrays and "columns" in arrays and arrays["columns"].dtype.kind == "U":
+        values, names = arrays["data"], [str(n) for n in arrays["columns"].reshape(-1)]
+        if values.ndim != 2 or values.shape[1] != len(names):
+            raise LogError(f"'data' has shape {values.shape} but 'columns' names {len(names)} columns",
+                           path=path, column="data")
+        if values.dtype.kind not in "biuf":
+            raise LogError(f"'data' has non-numeric dtype {values.dtype}", path=path, column="data")
+        if len(set(names)) != len(names):
+            raise LogError("'columns' repeats a name", path=path, column="columns")
+        data = {n: values[:, i] for i, n in enumerate(names)}
+    else:
+        for key, arr in arrays.items():
+            if arr.ndim == 0 or arr.dtype.kind not in "biuf":
+                notes.append(f"skipped array {key!r} (dtype {arr.dtype}, shape {arr.shape})")
+                continue
+            if arr.ndim == 1:
+                data[key] = arr
+            elif arr.ndim == 2:
+                for j in range(arr.shape[1]):
+                    data[f"{key}[{j}]"] = arr[:, j]
+            else:
+                raise LogError(f"array of shape {arr.shape}: only 1-D and 2-D arrays are columns",
+                               path=path, column=key)
+    if not data:
+        raise LogError("the archive holds no numeric 1-D or 2-D arrays", path=path)
+    lengths = {k: len(v) for k, v in data.items()}
+    first = next(iter(lengths))
+    for key, n in lengths.items():
+        if n != lengths[first]:
+            raise LogError(f"mismatched lengths: {n} rows here, {lengths[first]} in {first!r}",
+                           path=path, column=key)
+    if lengths[first] == 0:
+        raise LogError("the arrays have no rows", path=path)
+    if ctx is not None:
+        ctx.progress(1.0, f"read {path.name}")
+    return LogTable(columns=list(data), data=data, source=str(path), format="npz", notes=notes)
+
+
+def _arrow_to_float(column, name: str, path: Path) -> np.ndarray:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    typ = column.type
+    if pa.types.is_timestamp(typ):
+        unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[typ.unit]
+        ints = pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False)
+        return ints.astype(np.float64) * unit
+    if pa.types.is_duration(typ):
+        unit = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[typ.unit]
+        return pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False).astype(np.float64) * unit
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ) \
+            or pa.types.is_decimal(typ):
+        return pc.cast(column, pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
+    raise LogError(f"column type {typ} is not numeric", path=path, column=name)
+
+
+def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
+    """Read a Parquet log (numeric columns) into a :class:`LogTable`, row group by row group."""
+    path = Path(path)
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - the logs extra
+        raise LogError("reading Parquet needs pyarrow (pip install 'lagrange-studio[logs]')",
+                       path=path) from exc
+    try:
+        if path.stat().st_size == 0:
+            raise LogError("the file is empty", path=path)
+        pfile = pq.ParquetFile(path)
+    except LogError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError...
+        raise LogError(f"not a readable Parquet file ({exc})", path=path) from None
+    names = list(pfile.schema_arrow.names)
+    if not names:
+        raise LogError("the file has no columns", path=path)
+    if len(set(names)) != len(names):
+        raise LogError("repeated column names", path=path)
+    parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    n_groups = pfile.num_row_groups
+    for g in range(n_groups):
+        if ctx is not None:
+            ctx.check_cancelled()
+        try:
+            group = pfile.read_row_group(g)
+        except Exception as exc:  # noqa: BLE001
+            raise LogError(f"row group {g} cannot be read ({exc})", path=path) from None
+        for name in names:
+            parts[name].append(_arrow_to_float(group.column(name), name, path))
+        if ctx is not None:
+            ctx.progress((g + 1) / n_groups * 0.99, f"reading {path.name}: row group {g + 1}/{n_groups}")
+    data = {n: np.concatenate(p) if p else np.zeros(0) for n, p in parts.items()}
+    if len(data[names[0]]) == 0:
+        raise LogError("the file has no rows", path=path)
+    if ctx is not None:
+        ctx.progress(1.0, f"read {path.name}")
+    return LogTable(columns=names, data=data, source=str(path), format="parquet")

@@ -1,0 +1,400 @@
+"""From a mapped log to training data: resample, smooth, differentiate, split.
+
+:func:`prepare_log` (job form :func:`prepare_job`) turns a :class:`LogTable` and a
+:class:`LogMapping` into a :class:`PreparedLog` on a uniform time grid:
+
+1. map and convert to SI units; check time (finite, strictly increasing) and NaN gaps;
+2. optionally unwrap angle columns (``q`` in rad/deg/rev) so interpolation and
+   differences do not jump at +-pi;
+3. resample to the step ``dt`` (linear or cubic interpolation);
+4. Savitzky-Golay smoothing (``scipy.signal.savgol_filter``) of ``q`` (and of logged
+   velocities, and of ``u`` if asked);
+5. velocities: the logged ones when mapped (and ``use_logged_velocities``), else finite
+   differences (``np.gradient``, second order) of smoothed ``q`` or the Savitzky-Golay
+   derivative; accelerations the same way;
+6. train / validation masks from time ranges (or the last ``val_fraction`` of the time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.io import atomic_write_bytes
+from engine.logs.errors import LogError
+from engine.logs.mapping import LogMapping, MappedLog, apply_mapping
+from engine.logs.table import LogTable
+from engine.logs.units import ANGLE_UNITS
+from engine.logs.validate import check_no_gaps, check_time
+
+__all__ = [
+    "PrepareConfig",
+    "PreparedLog",
+    "differentiate",
+    "load_prepared",
+    "prepare_job",
+    "prepare_log",
+    "resample",
+    "smooth",
+    "smoothing_preview",
+    "split_masks",
+]
+
+INTERPOLATIONS = ("linear", "cubic")
+DERIVATIVES = ("finite_difference", "savgol")
+
+
+@dataclass
+class PrepareConfig:
+    """Preparation settings (one source of truth for the CLI flags and the GUI form).
+
+    Times are log times in seconds (after unit conversion). ``dt``: resampling step (s),
+    None = the median step of the log. ``window``: Savitzky-Golay window in samples of the
+    resampled signal (odd, > ``polyorder``). ``train_ranges`` / ``val_ranges``: lists of
+    ``[t_start, t_end]`` (s, inclusive); with neither, the last ``val_fraction`` of the
+    time is validation; with one, the other is its complement.
+    """
+
+    dt: float | None = None
+    t_start: float | None = None
+    t_end: float | None = None
+    interpolation: str = "linear"
+    smooth: bool = True
+    window: int = 11
+    polyorder: int = 3
+    smooth_controls: bool = False
+    derivative: str = "finite_difference"
+    use_logged_velocities: bool = True
+    accelerations: bool = True
+    unwrap_angles: bool = False
+    train_ranges: list[list[float]] = field(default_factory=list)
+    val_ranges: list[list[float]] = field(default_factory=list)
+    val_fraction: float = 0.2
+
+    def validate(self) -> None:
+        if self.dt is not None and not (np.isfinite(self.dt) and self.dt > 0):
+            raise LogError(f"must be positive, got {self.dt}", column="dt")
+        if self.interpolation not in INTERPOLATIONS:
+            raise LogError(f"must be one of {INTERPOLATIONS}", column="interpolation")
+        if self.derivative not in DERIVATIVES:
+            raise LogError(f"must be one of {DERIVATIVES}", column="derivative")
+        if self.window < 3 or self.window % 2 == 0:
+            raise LogError(f"must be an odd number >= 3, got {self.window}", column="window")
+        if not 0 <= self.polyorder < self.window:
+            raise LogError(f"must be in [0, window), got {self.polyorder}", column="polyorder")
+        if not 0 <= self.val_fraction < 1:
+            raise LogError(f"must be in [0, 1), got {self.val_fraction}", column="val_fraction")
+        for name in ("train_ranges", "val_ranges"):
+            for r in getattr(self, name):
+                if len(r) != 2 or not r[0] < r[1]:
+                    raise LogError(f"each range must be [t_start, t_end] with t_start < t_end, got {r}",
+                                   column=name)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PrepareConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known
+        if unknown:
+            raise LogError(f"unknown field(s) {sorted(unknown)}", column=min(unknown))
+        return cls(**d)
+
+
+@dataclass
+class PreparedLog:
+    """Uniformly sampled training data from a log (SI units).
+
+    ``t``: (N,) s; ``q``, ``qd``: (N, nq); ``qdd``: (N, nq) or None; ``u``: (N, nu) (nu may
+    be 0); ``dt``: s; ``train_mask``, ``val_mask``: (N,) bool, disjoint. ``description``:
+    source, mapping, config, names and units; ``data_hash``: sha256 of the arrays.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray | None
+    u: np.ndarray
+    dt: float
+    train_mask: np.ndarray
+    val_mask: np.ndarray
+    description: dict
+    data_hash: str
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.t.shape[0])
+
+    def segments(self, mask: np.ndarray) -> list[slice]:
+        """Contiguous runs of ``mask`` as slices (for windowing trajectories)."""
+        edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+        return [slice(int(a), int(b)) for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = {"t": self.t, "q": self.q, "qd": self.qd, "u": self.u, "train_mask": self.train_mask,
+               "val_mask": self.val_mask}
+        if self.qdd is not None:
+            out["qdd"] = self.qdd
+        return out
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write an ``.npz`` (no pickle): the arrays, ``dt``, and the description as JSON text."""
+        buf = io.BytesIO()
+        meta = json.dumps({"dt": self.dt, "description": self.description, "data_hash": self.data_hash},
+                          default=_json_default)
+        np.savez_compressed(buf, meta=np.array(meta), **self.arrays())
+        return atomic_write_bytes(path, buf.getvalue())
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(type(obj).__name__)
+
+
+def load_prepared(path: str | os.PathLike) -> PreparedLog:
+    """Read a :meth:`PreparedLog.save` file."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(str(arrays.pop("meta")))
+        return PreparedLog(t=arrays["t"], q=arrays["q"], qd=arrays["qd"], qdd=arrays.get("qdd"),
+                           u=arrays["u"], dt=float(meta["dt"]), train_mask=arrays["train_mask"].astype(bool),
+                           val_mask=arrays["val_mask"].astype(bool), description=meta["description"],
+                           data_hash=meta["data_hash"])
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        raise LogError(f"not a prepared log ({exc})", path=path) from None
+
+
+def data_hash(arrays: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(arrays[key])
+        h.update(key.encode())
+        h.update(str(a.dtype).encode() + str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def resample(t: np.ndarray, values: np.ndarray, grid: np.ndarray, method: str = "linear") -> np.ndarray:
+    """Interpolate ``values`` (N,) or (N, k) sampled at increasing ``t`` (N,) onto ``grid`` (M,).
+
+    NaN entries are skipped per column (each column is interpolated over its own samples).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    flat = values.reshape(len(t), -1)
+    out = np.empty((len(grid), flat.shape[1]))
+    for j in range(flat.shape[1]):
+        ok = np.isfinite(flat[:, j])
+        tj, vj = t[ok], flat[ok, j]
+        if len(tj) < 2:
+            raise LogError(f"column {j} has {len(tj)} samples; cannot interpolate")
+        if method == "cubic" and len(tj) >= 4:
+            from scipy.interpolate import CubicSpline
+
+            out[:, j] = CubicSpline(tj, vj, extrapolate=True)(grid)
+        else:
+            out[:, j] = np.interp(grid, tj, vj)
+    return out.reshape((len(grid),) + values.shape[1:])
+
+
+def smooth(values: np.ndarray, window: int, polyorder: int, deriv: int = 0, dt: float = 1.0) -> np.ndarray:
+    """Savitzky-Golay filter along axis 0 (``deriv`` > 0 gives derivatives scaled by ``dt``)."""
+    from scipy.signal import savgol_filter
+
+    n = values.shape[0]
+    if n < window:
+        raise LogError(f"the smoothing window ({window} samples) is longer than the data ({n} samples)",
+                       column="window")
+    return savgol_filter(values, window, polyorder, deriv=deriv, delta=dt, axis=0, mode="interp")
+
+
+def differentiate(values: np.ndarray, dt: float) -> np.ndarray:
+    """Second-order finite differences along axis 0 (central inside, one-sided at the ends)."""
+    if values.shape[0] < 3:
+        raise LogError("need at least 3 samples for finite differences")
+    return np.gradient(values, dt, axis=0, edge_order=2)
+
+
+def split_masks(t: np.ndarray, config: PrepareConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Train and validation masks (N,) bool from the config's time ranges."""
+
+    def in_ranges(ranges):
+        m = np.zeros(len(t), dtype=bool)
+        for a, b in ranges:
+            m |= (t >= a) & (t <= b)
+        return m
+
+    if config.train_ranges or config.val_ranges:
+        train = in_ranges(config.train_ranges) if config.train_ranges else None
+        val = in_ranges(config.val_ranges) if config.val_ranges else None
+        if train is None:
+            train = ~val
+        if val is None:
+            val = ~train
+        overlap = train & val
+        if overlap.any():
+            i = int(np.argmax(overlap))
+            raise LogError(f"train and validation ranges overlap at t = {t[i]:.6g} s", column="val_ranges")
+        if not train.any():
+            raise LogError("the train ranges hold no samples of the prepared log "
+                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", column="train_ranges")
+        if not val.any() and config.val_ranges:
+            raise LogError("the validation ranges hold no samples of the prepared log "
+                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", column="val_ranges")
+        return train, val
+    if config.val_fraction == 0:
+        return np.ones(len(t), dtype=bool), np.zeros(len(t), dtype=bool)
+    cut = t[0] + (1.0 - config.val_fraction) * (t[-1] - t[0])
+    return t < cut, t >= cut
+
+
+def _mapped_checked(table: LogTable, mapping: LogMapping) -> MappedLog:
+    m = apply_mapping(table, mapping)
+    if table.sparse:
+        # Each column is checked over its own samples; time over the rows that have any.
+        keep = np.isfinite(m.t) & np.isfinite(m.q[:, 0])
+        check_time(table, m.t[keep], mapping.time, rows=np.flatnonzero(keep))
+    else:
+        check_time(table, m.t, mapping.time)
+        check_no_gaps(table, [c for c in mapping.columns if c != mapping.time])
+    return m
+
+
+def _grid(t: np.ndarray, config: PrepareConfig, source: str, spans: list[tuple[float, float]] = ()
+          ) -> tuple[np.ndarray, float]:
+    """The uniform grid: from the latest start to the earliest end of the signals' ``spans``
+    (multi-rate logs are never extrapolated), cropped to ``[t_start, t_end]``."""
+    lo = max([float(np.nanmin(t))] + [a for a, _ in spans])
+    hi = min([float(np.nanmax(t))] + [b for _, b in spans])
+    t_lo = lo if config.t_start is None else max(config.t_start, lo)
+    t_hi = hi if config.t_end is None else min(config.t_end, hi)
+    dt = config.dt if config.dt is not None else float(np.median(np.diff(t[np.isfinite(t)])))
+    if not t_hi > t_lo:
+        raise LogError(f"the time range [{config.t_start}, {config.t_end}] holds no data "
+                       f"(the signals span {lo:.6g} to {hi:.6g} s)", path=source, column="t_start")
+    n = int(np.floor((t_hi - t_lo) / dt + 1e-9)) + 1
+    return t_lo + dt * np.arange(n), dt
+
+
+def _resampled(table, mapping, config):
+    config.validate()
+    m = _mapped_checked(table, mapping)
+    q = m.q.copy()
+    if config.unwrap_angles:
+        for j, col in enumerate(mapping.q):
+            if mapping.unit(col) in ANGLE_UNITS:
+                ok = np.isfinite(q[:, j])
+                q[ok, j] = np.unwrap(q[ok, j])
+    src_t = m.t
+    spans = []
+    if table.sparse:
+        ok = np.isfinite(src_t)
+        src_t, q = src_t[ok], q[ok]
+        qd = m.qd[ok] if m.qd is not None else None
+        u = m.u[ok]
+        for sig in (q, qd, u):
+            for j in range(0 if sig is None else sig.shape[1]):
+                tj = src_t[np.isfinite(sig[:, j])]
+                if len(tj) < 2:
+                    raise LogError(f"a mapped signal has {len(tj)} samples with a time; for signals from "
+                                   "several topics map the time column 't' (it covers every row)",
+                                   path=table.source or None, column=mapping.time)
+                spans.append((float(tj[0]), float(tj[-1])))
+    else:
+        qd, u = m.qd, m.u
+    grid, dt = _grid(m.t, config, table.source, spans)
+    try:
+        q_r = resample(src_t, q, grid, config.interpolation)
+        qd_r = resample(src_t, qd, grid, config.interpolation) if qd is not None else None
+        u_r = resample(src_t, u, grid, config.interpolation) if u.shape[1] else np.zeros((len(grid), 0))
+    except LogError as exc:
+        raise LogError(exc.reason, path=table.source or None) from None
+    return m, grid, dt, q_r, qd_r, u_r
+
+
+def prepare_log(table: LogTable, mapping: LogMapping, config: PrepareConfig | None = None,
+                ctx=None) -> PreparedLog:
+    """Resample, smooth, differentiate and split a log (see the module doc)."""
+    config = config or PrepareConfig()
+    if ctx is not None:
+        ctx.progress(0.0, "checking and resampling")
+    m, t, dt, q_raw, qd_log, u = _resampled(table, mapping, config)
+    if ctx is not None:
+        ctx.check_cancelled()
+        ctx.progress(0.4, "smoothing")
+    try:
+        q = smooth(q_raw, config.window, config.polyorder) if config.smooth else q_raw
+        if config.smooth_controls and u.shape[1]:
+            u = smooth(u, config.window, config.polyorder)
+        if qd_log is not None and config.use_logged_velocities:
+            qd = smooth(qd_log, config.window, config.polyorder) if config.smooth else qd_log
+            qd_source = "logged"
+        elif config.derivative == "savgol":
+            qd = smooth(q_raw, config.window, config.polyorder, deriv=1, dt=dt)
+            qd_source = "savgol"
+        else:
+            qd = differentiate(q, dt)
+            qd_source = "finite_difference"
+        qdd = None
+        if config.accelerations:
+            if config.derivative == "savgol" and qd_source != "logged":
+                qdd = smooth(q_raw, config.window, config.polyorder, deriv=2, dt=dt)
+            else:
+                qdd = differentiate(qd, dt)
+    except LogError as exc:
+        raise LogError(exc.reason, path=table.source or None, column=exc.column) from None
+    if ctx is not None:
+        ctx.check_cancelled()
+        ctx.progress(0.8, "splitting")
+    train, val = split_masks(t, config)
+    arrays = {"t": t, "q": q, "qd": qd, "u": u, "train_mask": train, "val_mask": val}
+    if qdd is not None:
+        arrays["qdd"] = qdd
+    description = {
+        "source": table.source, "format": table.format, "mapping": mapping.to_dict(),
+        "config": config.to_dict(), "n_samples": len(t), "dt": dt,
+        "t_range": [float(t[0]), float(t[-1])], "q_names": list(mapping.q), "qd_names": list(mapping.qd),
+        "u_names": list(mapping.u), "q_units": m.q_units, "u_units": m.u_units, "qd_source": qd_source,
+        "n_train": int(train.sum()), "n_val": int(val.sum()),
+    }
+    prepared = PreparedLog(t=t, q=q, qd=qd, qdd=qdd, u=u, dt=dt, train_mask=train, val_mask=val,
+                           description=description, data_hash=data_hash(arrays))
+    if ctx is not None:
+        ctx.progress(1.0, f"prepared {len(t)} samples at dt = {dt:.6g} s")
+    return prepared
+
+
+def prepare_job(table: LogTable, mapping: LogMapping, config: PrepareConfig | None = None):
+    """A job (``job(ctx) -> PreparedLog``) for a job runner."""
+    return lambda ctx: prepare_log(table, mapping, config, ctx)
+
+
+def smoothing_preview(table: LogTable, mapping: LogMapping, config: PrepareConfig | None = None,
+                      signal: str = "q", index: int = 0) -> dict[str, np.ndarray]:
+    """Raw (resampled) against smoothed for one mapped signal, for a live preview.
+
+    Returns ``{"t": (M,), "raw": (M,), "smoothed": (M,)}``; ``signal`` is ``"q"``, ``"qd"``
+    or ``"u"`` and ``index`` its column.
+    """
+    config = config or PrepareConfig()
+    _, t, _, q_raw, qd_log, u = _resampled(table, mapping, config)
+    values = {"q": q_raw, "qd": qd_log, "u": u}.get(signal)
+    if values is None or not 0 <= index < values.shape[1]:
+        raise LogError(f"no mapped signal {signal}[{index}]", column=signal)
+    raw = values[:, index]
+    try:
+        smoothed = smooth(raw, config.window, config.polyorder)
+    except LogError as exc:
+        raise LogError(exc.reason, path=table.source or None, column=exc.column) from None
+    return {"t": t, "raw": raw, "smoothed": smoothed}

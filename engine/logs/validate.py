@@ -1,0 +1,164 @@
+"""Checks on loaded logs, with messages that name file, line and column.
+
+:func:`check_time` and :func:`check_no_gaps` raise :class:`LogError` on the first problem
+(used by preparation); :func:`find_problems` lists every problem without raising (used by
+``logs inspect`` and the GUI's problem list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from engine.logs.errors import LogError
+from engine.logs.table import LogTable
+
+__all__ = [
+    "Problem",
+    "check_no_gaps",
+    "check_time",
+    "find_problems",
+    "guess_time_column",
+    "nan_runs",
+    "sample_rate",
+    "time_unit_from_name",
+]
+
+TIME_NAMES = ("t", "time", "timestamp", "stamp", "time_s", "t_s", "time_ms", "t_ms", "sec", "seconds")
+
+
+@dataclass
+class Problem:
+    """One problem found in a log: ``kind`` (``time``, ``nan``, ``empty``, ``constant``)."""
+
+    kind: str
+    message: str
+    column: str | None = None
+    line: int | None = None
+    row: int | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def nan_runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of non-finite values in a 1-D array as ``(first_row, last_row)`` (inclusive)."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return []
+    edges = np.diff(np.concatenate([[0], bad.astype(np.int8), [0]]))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1) - 1
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def _where(table: LogTable, row: int) -> str:
+    line = table.line_of(row)
+    return f"line {line}" if line is not None else f"row {row + 1}"
+
+
+def _span(table: LogTable, a: int, b: int) -> str:
+    la, lb = table.line_of(a), table.line_of(b)
+    if la is not None:
+        return f"line {la}" if a == b else f"lines {la} to {lb}"
+    return f"row {a + 1}" if a == b else f"rows {a + 1} to {b + 1}"
+
+
+def check_time(table: LogTable, t: np.ndarray, column: str | None, rows: np.ndarray | None = None) -> None:
+    """Raise LogError unless ``t`` is finite and strictly increasing (names line and column).
+
+    ``rows`` maps entries of ``t`` to table rows (default: entry i is row i).
+    """
+    rows = np.arange(len(t)) if rows is None else rows
+    if len(t) < 2:
+        raise LogError(f"need at least 2 samples, found {len(t)}", path=table.source or None, column=column)
+    finite = np.isfinite(t)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise LogError("missing or non-finite time", path=table.source or None,
+                       line=table.line_of(int(rows[i])), column=column)
+    steps = np.diff(t)
+    bad = np.flatnonzero(steps <= 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        what = "repeats" if steps[i - 1] == 0 else "goes back"
+        raise LogError(f"time is not increasing: it {what} from {t[i - 1]:.9g} to {t[i]:.9g} "
+                       f"({bad.size} such step(s) in all)", path=table.source or None,
+                       line=table.line_of(int(rows[i])), column=column)
+
+
+def check_no_gaps(table: LogTable, columns: list[str]) -> None:
+    """Raise LogError for the first column with NaN gaps, saying where the gaps are."""
+    for col in columns:
+        runs = nan_runs(table.column(col))
+        if runs:
+            a, b = runs[0]
+            more = f" ({len(runs)} gaps, {sum(e - s + 1 for s, e in runs)} missing values in all)" \
+                if len(runs) > 1 else ""
+            raise LogError(f"NaN gap: {b - a + 1} missing value(s) at {_span(table, a, b)}{more}",
+                           path=table.source or None, line=table.line_of(a), column=col)
+
+
+def guess_time_column(table: LogTable) -> str | None:
+    """A column that looks like time: a known name that increases, else the first
+    strictly increasing column; None if there is none."""
+    lower = {c.lower(): c for c in table.columns}
+    for name in TIME_NAMES:
+        if name in lower:
+            return lower[name]
+    for c in table.columns:
+        v = table.data[c]
+        v = v[np.isfinite(v)]
+        if len(v) > 1 and np.all(np.diff(v) > 0):
+            return c
+    return None
+
+
+def time_unit_from_name(name: str) -> str:
+    """Guess a time column's unit from its name (``time_ms``, ``stamp_us``, ``t [ns]``...); else ``s``."""
+    low = name.lower().rstrip("]) ")
+    for unit in ("ms", "us", "ns"):
+        if low.endswith(unit):
+            return unit
+    return "s"
+
+
+def sample_rate(t: np.ndarray) -> float | None:
+    """Median samples per time unit of ``t`` (finite, increasing entries), or None."""
+    t = t[np.isfinite(t)]
+    if len(t) < 2:
+        return None
+    dt = np.median(np.diff(t))
+    return float(1.0 / dt) if dt > 0 else None
+
+
+def find_problems(table: LogTable, time_column: str | None = None, max_per_column: int = 5) -> list[Problem]:
+    """Every problem found (never raises): non-increasing time, NaN gaps, empty columns."""
+    problems: list[Problem] = []
+    if table.n_rows == 0:
+        return [Problem("empty", "the log has no rows")]
+    time_column = time_column or guess_time_column(table)
+    if time_column is None:
+        problems.append(Problem("time", "no increasing column that could be time; map one, or give a "
+                                        "sample period"))
+    else:
+        t = table.column(time_column)
+        rows = np.flatnonzero(np.isfinite(t))
+        steps = np.diff(t[rows])
+        for k in np.flatnonzero(steps <= 0)[:max_per_column]:
+            r = int(rows[k + 1])
+            problems.append(Problem("time", f"time is not increasing: {t[rows[k]]:.9g} then {t[r]:.9g}",
+                                    column=time_column, line=table.line_of(r), row=r))
+    for col in table.columns:
+        v = table.data[col]
+        finite = np.isfinite(v)
+        if not finite.any():
+            problems.append(Problem("nan", "the column has no values", column=col))
+            continue
+        if table.sparse:
+            continue  # multi-rate recordings are NaN between their topic's messages
+        for a, b in nan_runs(v)[:max_per_column]:
+            problems.append(Problem("nan", f"NaN gap: {b - a + 1} missing value(s) at {_span(table, a, b)}",
+                                    column=col, line=table.line_of(a), row=a))
+    return problems
