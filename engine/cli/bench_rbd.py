@@ -1,0 +1,55 @@
+"""`python -m engine bench rbd --robot panda --batch 1,64,1024,4096 [--json]`.
+
+Times FK + Jacobian, RNEA, CRBA and ABA of the rigid-body engine against Pinocchio (a
+Python loop over the samples), pytorch_kinematics and differentiable-robot-model, in this
+process, and prints the ratios. The work lives in engine.robots.benchmark.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine.cli._common import print_json
+
+
+def _batches(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--batch must be comma-separated positive integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise ValueError(f"--batch must be comma-separated positive integers, got {text!r}")
+    return values
+
+
+def _run(args) -> int:
+    from engine.robots.benchmark import RbdBenchConfig, format_table, run_rbd_benchmark
+
+    cfg = RbdBenchConfig(robot=args.robot, batches=_batches(args.batch), threads=args.threads,
+                         min_time_s=args.min_time, repeats=args.repeats)
+
+    def progress(fraction, message):
+        if not args.json:
+            print(f"[{fraction:5.0%}] {message}", file=sys.stderr, flush=True)
+
+    result = run_rbd_benchmark(cfg, progress=progress)
+    if args.json:
+        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows")} | {"urdf": result["urdf"]})
+    else:
+        print(format_table(result))
+    return 0
+
+
+def register_bench(subparsers) -> None:
+    from engine.robots.benchmark import RbdBenchConfig
+
+    d = RbdBenchConfig()
+    p = subparsers.add_parser("rbd", help="rigid-body engine: FK+Jacobian, RNEA, CRBA, ABA vs Pinocchio, "
+                                          "pytorch_kinematics, differentiable-robot-model")
+    p.add_argument("--robot", default=d.robot, help="library name (panda, ur5, allegro...) or URDF path")
+    p.add_argument("--batch", default=",".join(map(str, d.batches)), help="comma-separated batch sizes")
+    p.add_argument("--threads", type=int, default=d.threads, help="torch threads")
+    p.add_argument("--repeats", type=int, default=d.repeats, help="measurements per cell (median)")
+    p.add_argument("--min-time", type=float, default=d.min_time_s, help="seconds per cell, at least")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run)

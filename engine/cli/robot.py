@@ -1,0 +1,217 @@
+"""`python -m engine robot ...`: the robot library, URDF summaries, inverse kinematics and the
+identification loop. Parsing and printing only; the work lives in engine.robots.
+
+    robot list [--json]
+    robot info URDF_OR_NAME [--json]
+    robot ik URDF_OR_NAME --link NAME --target x y z [roll pitch yaw] [--json]
+    robot identify [URDF_OR_NAME] [--perturb 0.3] [--epochs N] ... [--json]
+
+Flags of ``ik`` and ``identify`` are generated from :class:`engine.robots.ik.IKOptions` and
+:class:`engine.robots.identification.IdentificationConfig` (their defaults are the single
+source of truth).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+
+from engine.cli._common import add_group, print_json, run_cli_job
+
+
+def _add_dataclass_flags(parser, cls, skip=()):
+    """One ``--flag`` per int/float/str/bool field of a dataclass, default = the field's."""
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default
+        if isinstance(default, bool):
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
+                                help=f"(default: {default})")
+        elif isinstance(default, (int, float, str)):
+            parser.add_argument(flag, dest=f.name, type=type(default), default=default,
+                                help=f"(default: {default})")
+
+
+def _dataclass_kwargs(args, cls, skip=()):
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+            if f.name not in skip and hasattr(args, f.name)}
+
+
+def _finite(x: float):
+    return x if math.isfinite(x) else None
+
+
+# --------------------------------------------------------------------------- list
+
+def _cmd_list(args) -> int:
+    from engine.robots.library import list_robots
+
+    entries = list_robots()
+    if args.json:
+        print_json({"robots": [e.to_dict() for e in entries]})
+        return 0
+    width = max((len(e.name) for e in entries), default=4)
+    for e in entries:
+        print(f"{e.name:<{width}}  {e.source:<18}  {e.title}")
+    return 0
+
+
+# --------------------------------------------------------------------------- info
+
+def robot_info(name_or_path) -> dict:
+    """Summary of a robot: dof, joints (type, limits), links (mass), total mass, springs."""
+    from engine.robots.library import joint_springs, load_robot, resolve_robot
+
+    path = resolve_robot(name_or_path)
+    model = load_robot(name_or_path)
+    desc = model.description
+    lim = model.joint_limits
+    joints = []
+    for i, name in enumerate(model.joint_names):
+        j = desc.joint(name)
+        joints.append({
+            "name": name, "type": j.type, "parent": j.parent, "child": j.child, "axis": list(j.axis),
+            "lower": _finite(float(lim.lower[i])), "upper": _finite(float(lim.upper[i])),
+            "velocity": _finite(float(lim.velocity[i])), "effort": _finite(float(lim.effort[i])),
+            "damping": j.damping, "friction": j.friction,
+        })
+    fixed = [{"name": j.name, "parent": j.parent, "child": j.child} for j in desc.joints if not j.movable]
+    links = [{"name": l.name, "mass": l.inertial.mass if l.inertial is not None else 0.0,
+              "visuals": len(l.visuals), "collisions": len(l.collisions)} for l in desc.links]
+    springs = {k: {"stiffness": s.stiffness, "rest": s.rest} for k, s in joint_springs(path).items()}
+    return {"name": model.name, "path": str(path), "dof": model.dof, "root": desc.root,
+            "joints": joints, "fixed_joints": fixed, "links": links, "total_mass": model.total_mass,
+            "springs": springs}
+
+
+def _cmd_info(args) -> int:
+    info = robot_info(args.robot)
+    if args.json:
+        print_json(info)
+        return 0
+    print(f"{info['name']}  ({info['path']})")
+    print(f"  dof {info['dof']}, {len(info['links'])} links, total mass {info['total_mass']:.4g} kg, root {info['root']}")
+    for j in info["joints"]:
+        lo = "-inf" if j["lower"] is None else f"{j['lower']:.4g}"
+        hi = "inf" if j["upper"] is None else f"{j['upper']:.4g}"
+        print(f"  {j['name']:<24} {j['type']:<10} [{lo}, {hi}]  effort {j['effort']}  velocity {j['velocity']}")
+    for name, s in info["springs"].items():
+        print(f"  spring at {name}: k = {s['stiffness']:g}, rest {s['rest']:g}")
+    return 0
+
+
+# --------------------------------------------------------------------------- ik
+
+def _pose_from_target(values):
+    """3 numbers: a position (3,); 6: a pose (4, 4) from x y z roll pitch yaw."""
+    import numpy as np
+    import torch
+
+    from engine.robots.description import rpy_to_matrix
+
+    if len(values) == 3:
+        return torch.tensor(values, dtype=torch.float64)
+    if len(values) == 6:
+        T = np.eye(4)
+        T[:3, :3] = rpy_to_matrix(values[3:])
+        T[:3, 3] = values[:3]
+        return torch.tensor(T)
+    raise ValueError(f"--target takes 3 (x y z, m) or 6 (x y z roll pitch yaw, m and rad) numbers, got {len(values)}")
+
+
+def _run_ik(args) -> int:
+    import torch
+
+    from engine.robots.ik import IKOptions, solve_ik
+    from engine.robots.library import load_robot
+
+    model = load_robot(args.robot)
+    if args.link not in model.link_names:
+        raise ValueError(f"robot {model.name!r} has no link {args.link!r}; links: {', '.join(model.link_names)}")
+    target = _pose_from_target(args.target)
+    q0 = None
+    if args.q0 is not None:
+        if len(args.q0) != model.dof:
+            raise ValueError(f"--q0 needs {model.dof} joint values, got {len(args.q0)}")
+        q0 = torch.tensor(args.q0, dtype=torch.float64)
+    options = IKOptions(**_dataclass_kwargs(args, IKOptions))
+    result = solve_ik(model, {args.link: target}, q0=q0, options=options)
+    out = {
+        "robot": model.name, "link": args.link, "target": list(args.target),
+        "joint_names": model.joint_names, "q": result.q.tolist(),
+        "converged": bool(result.converged), "position_error": float(result.position_error),
+        "rotation_error": float(result.rotation_error), "residual": float(result.residual),
+        "iterations": int(result.iterations), "starts": int(result.starts),
+        "pose": model.link_pose(result.q, args.link).tolist(),
+    }
+    if args.json:
+        print_json(out)
+    else:
+        status = "converged" if out["converged"] else "NOT converged"
+        print(f"{status}: position error {out['position_error'] * 1e3:.3f} mm, rotation error "
+              f"{out['rotation_error']:.4f} rad, {out['iterations']} iterations, {out['starts']} start(s)")
+        for name, v in zip(model.joint_names, out["q"]):
+            print(f"  {name:<24} {v: .6f}")
+    return 0 if out["converged"] else 1
+
+
+# --------------------------------------------------------------------------- identify
+
+def _run_identify(args) -> int:
+    from engine.robots.identification import IdentificationConfig, identification_job
+
+    kw = _dataclass_kwargs(args, IdentificationConfig, skip=("links", "robot"))
+    config = IdentificationConfig(robot=args.robot, links=tuple(args.links) if args.links else None, **kw)
+    result = run_cli_job(identification_job(config), quiet=args.json)
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print(f"{result.robot}: {result.samples} samples, {result.seconds:.1f} s")
+    print(f"{'link':<22}{'kind':<9}{'true':>10}{'initial':>10}{'fitted':>10}{'err before':>12}{'err after':>11}")
+    for p in result.parameters:
+        flag = "" if p.identifiable else "  (unidentifiable)"
+        print(f"{p.link:<22}{p.kind:<9}{p.true:>10.4g}{p.initial:>10.4g}{p.fitted:>10.4g}"
+              f"{100 * p.initial_error:>11.2f}%{100 * p.fitted_error:>10.3f}%{flag}")
+    print(f"torque RMSE on test motions: {result.torque_rmse_before:.4g} -> {result.torque_rmse_after:.4g} N m")
+    for name, reason in result.unidentifiable.items():
+        print(f"not identifiable: {name}: {reason}")
+    return 0
+
+
+# --------------------------------------------------------------------------- registration
+
+def register(subparsers) -> None:
+    from engine.robots.identification import IdentificationConfig
+    from engine.robots.ik import IKOptions
+
+    _, sub = add_group(subparsers, "robot", "robots: the library, URDF summaries, inverse kinematics, identification")
+
+    p = sub.add_parser("list", help="robots shipped in urdf/ and found in installed description packages")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("info", help="dof, joints, links, limits and total mass of a URDF or library robot")
+    p.add_argument("robot", help="library name (see `robot list`) or URDF path")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("ik", help="inverse kinematics of one link to a position or pose (exit 1: not converged)")
+    p.add_argument("robot", help="library name or URDF path")
+    p.add_argument("--link", required=True, help="the link to place")
+    p.add_argument("--target", required=True, nargs="+", type=float, metavar="X",
+                   help="x y z (m) [roll pitch yaw (rad, URDF convention)]")
+    p.add_argument("--q0", nargs="+", type=float, default=None, help="start joint values (default: neutral)")
+    _add_dataclass_flags(p, IKOptions)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run_ik)
+
+    p = sub.add_parser("identify", help="the learning loop: perturb masses, fit them on sine-motion data, report")
+    p.add_argument("robot", nargs="?", default=IdentificationConfig.robot, help="library name or URDF path "
+                   f"(default: {IdentificationConfig.robot})")
+    p.add_argument("--links", nargs="+", default=None, help="links to perturb and learn (default: every moving body)")
+    _add_dataclass_flags(p, IdentificationConfig, skip=("robot", "links"))
+    p.add_argument("--json", action="store_true", help="print JSON (progress stays off)")
+    p.set_defaults(func=_run_identify)

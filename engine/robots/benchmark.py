@@ -1,0 +1,304 @@
+"""Speed of the rigid-body engine against Pinocchio, pytorch_kinematics and differentiable-robot-model.
+
+``run_rbd_benchmark(RbdBenchConfig(robot="panda", batches=(1, 64, 1024, 4096)))`` times, in
+this process and with ``threads`` torch threads:
+
+- ``fk_jacobian``: forward kinematics of every link plus the world-frame Jacobian of the
+  end link (ours: ``forward_kinematics`` + ``jacobian``; Pinocchio: ``framesForwardKinematics``
+  + ``computeFrameJacobian`` per sample; pytorch_kinematics: ``forward_kinematics`` +
+  ``jacobian`` of the serial chain; differentiable-robot-model: ``compute_forward_kinematics``
+  + ``compute_endeffector_jacobian``);
+- ``rnea``, ``crba``, ``aba``: inverse dynamics, mass matrix, forward dynamics (Pinocchio:
+  ``rnea``, ``crba``, ``aba`` in a Python loop over the samples; differentiable-robot-model:
+  ``compute_inverse_dynamics``, ``compute_lagrangian_inertia_matrix``,
+  ``compute_forward_dynamics``).
+
+Times are the median over repeats of one call on the whole batch (ms). A library that is
+not installed, or cannot load the robot, gives None. Ours and Pinocchio run in float64,
+pytorch_kinematics in float64, differentiable-robot-model in its own float32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.robots.model import RobotModel
+
+__all__ = ["ALGORITHMS", "RbdBenchConfig", "resolve_bench_robot", "run_rbd_benchmark"]
+
+ALGORITHMS = ("fk_jacobian", "rnea", "crba", "aba")
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RbdBenchConfig:
+    robot: str = "panda"                      # library name or URDF path
+    batches: tuple[int, ...] = (1, 64, 1024, 4096)
+    threads: int = 2                          # torch.set_num_threads
+    min_time_s: float = 0.2                   # per measurement, at least
+    repeats: int = 5                          # medians over this many measurements
+    max_calls: int = 2000                     # cap on calls per measurement
+    seed: int = 0
+    libraries: tuple[str, ...] = ("pinocchio", "pytorch_kinematics", "drm")
+
+
+def _erd_fallback(name: str) -> Path | None:
+    from engine.robots.urdf import description_package_roots
+
+    rel = {"panda": "panda_description/urdf/panda.urdf", "ur5": "ur_description/urdf/ur5_robot.urdf",
+           "allegro": "allegro_hand_description/urdf/allegro_right_hand.urdf"}.get(name.lower())
+    if rel is None:
+        return None
+    for root in description_package_roots():
+        for c in (root / "example-robot-data" / "robots" / rel, root / rel):
+            if c.is_file():
+                return c
+    return None
+
+
+def resolve_bench_robot(name_or_path: str) -> Path:
+    """A library name (engine.robots.library) or a URDF path -> the URDF file."""
+    try:
+        from engine.robots.library import resolve_robot
+    except ImportError:
+        resolve_robot = None
+    if resolve_robot is not None:
+        return Path(resolve_robot(name_or_path))
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    found = _erd_fallback(str(name_or_path))
+    if found is None:
+        raise ValueError(f"unknown robot {name_or_path!r}: give a URDF path or panda, ur5, allegro")
+    return found
+
+
+def _time_interleaved(fns: dict, cfg: RbdBenchConfig) -> dict:
+    """Median wall time of one call (ms) of each function, measured in turns.
+
+    Each repeat times every library once, one after the other, so that a change of load
+    on the machine affects all of them alike; a function that raises gives None.
+    """
+    calls, out = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()
+            t0 = time.perf_counter()
+            fn()
+            once = max(time.perf_counter() - t0, 1e-7)
+        except Exception as exc:  # a library that cannot run this case is reported as null
+            log.info("%s failed: %s", name, exc)
+            out[name] = None
+            continue
+        calls[name] = (int(min(cfg.max_calls, max(1, cfg.min_time_s / cfg.repeats / once))), once)
+    samples = {name: [] for name in calls}
+    for r in range(cfg.repeats):
+        for name, (n, once) in calls.items():
+            if r >= 2 and once >= 0.5:     # slow references: two measurements are enough
+                continue
+            fn = fns[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / n * 1e3)
+    out.update({name: statistics.median(v) for name, v in samples.items()})
+    return out
+
+
+class _Ours:
+    def __init__(self, path: Path, end_link: str):
+        self.model = RobotModel.from_urdf(path, mimic="independent", strict=False)
+        self.end = end_link
+
+    def calls(self, q, qd, qdd):
+        m, e = self.model, self.end
+        q, qd, qdd = (torch.as_tensor(x) for x in (q, qd, qdd))
+        return {"fk_jacobian": lambda: (m.forward_kinematics(q), m.jacobian(q, e)),
+                "rnea": lambda: m.inverse_dynamics(q, qd, qdd),
+                "crba": lambda: m.mass_matrix(q),
+                "aba": lambda: m.forward_dynamics(q, qd, qdd)}
+
+
+class _Pinocchio:
+    def __init__(self, path: Path, model: RobotModel, end_link: str):
+        import pinocchio as pin
+
+        self.pin = pin
+        self.pm = pin.buildModelFromUrdf(str(path))
+        self.pd = self.pm.createData()
+        names = [self.pm.names[i] for i in range(1, self.pm.njoints)]
+        if sorted(names) != sorted(model.joint_names) or self.pm.nq != self.pm.nv:
+            raise ValueError("Pinocchio reads a different joint set (or continuous joints)")
+        self.perm = np.array([self.pm.joints[names.index(j) + 1].idx_v for j in model.joint_names])
+        self.fid = self.pm.getFrameId(end_link, pin.BODY)
+
+    def calls(self, q, qd, qdd):
+        pin, pm, pd, fid = self.pin, self.pm, self.pd, self.fid
+
+        def reorder(x):
+            out = np.zeros_like(x)
+            out[:, self.perm] = x
+            return [np.ascontiguousarray(r) for r in out]
+
+        qs, qds, qdds = reorder(q), reorder(qd), reorder(qdd)
+        rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+        def fkj():
+            for x in qs:
+                pin.framesForwardKinematics(pm, pd, x)
+                pin.computeFrameJacobian(pm, pd, x, fid, rf)
+
+        def rnea():
+            for x, v, a in zip(qs, qds, qdds):
+                pin.rnea(pm, pd, x, v, a)
+
+        def crba():
+            for x in qs:
+                pin.crba(pm, pd, x)
+
+        def aba():
+            for x, v, a in zip(qs, qds, qdds):
+                pin.aba(pm, pd, x, v, a)
+
+        return {"fk_jacobian": fkj, "rnea": rnea, "crba": crba, "aba": aba}
+
+
+class _PytorchKinematics:
+    def __init__(self, path: Path, end_link: str):
+        import pytorch_kinematics as pk
+
+        data = path.read_bytes()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            self.chain = pk.build_chain_from_urdf(data).to(dtype=torch.float64)
+            self.serial = pk.build_serial_chain_from_urdf(data, end_link).to(dtype=torch.float64)
+        self.names = self.chain.get_joint_parameter_names()
+
+    def calls(self, q, qd, qdd, model: RobotModel):
+        if sorted(self.names) != sorted(model.joint_names) or len(self.serial.get_joint_parameter_names()) != model.dof:
+            return {}
+        order = [model.joint_names.index(n) for n in self.names]
+        qt = torch.as_tensor(q)[:, order].contiguous()
+        serial_order = [model.joint_names.index(n) for n in self.serial.get_joint_parameter_names()]
+        qs = torch.as_tensor(q)[:, serial_order].contiguous()
+        return {"fk_jacobian": lambda: (self.chain.forward_kinematics(qt), self.serial.jacobian(qs))}
+
+
+class _DRM:
+    def __init__(self, path: Path, end_link: str):
+        from differentiable_robot_model.robot_model import DifferentiableRobotModel
+
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.robot = DifferentiableRobotModel(str(path), device="cpu")
+        self.end = end_link
+
+    def calls(self, q, qd, qdd, model: RobotModel):
+        r, e = self.robot, self.end
+        names = [r._bodies[i].joint_name if hasattr(r._bodies[i], "joint_name") else None
+                 for i in getattr(r, "_controlled_joints", [])]
+        if r._n_dofs != model.dof:
+            return {}
+        if all(names) and sorted(names) == sorted(model.joint_names):
+            order = [model.joint_names.index(n) for n in names]
+        else:
+            order = list(range(model.dof))
+        f = lambda x: torch.as_tensor(x, dtype=torch.float32)[:, order].contiguous()
+        q32, qd32, qdd32 = f(q), f(qd), f(qdd)
+        return {"fk_jacobian": lambda: (r.compute_forward_kinematics(q32, e), r.compute_endeffector_jacobian(q32, e)),
+                "rnea": lambda: r.compute_inverse_dynamics(q32, qd32, qdd32, include_gravity=True),
+                "crba": lambda: r.compute_lagrangian_inertia_matrix(q32),
+                "aba": lambda: r.compute_forward_dynamics(q32, qd32, qdd32, include_gravity=True)}
+
+
+def _end_link(model: RobotModel) -> str:
+    """The deepest link (the last of the longest chain): the end effector of an arm."""
+    depth = {}
+    desc = model.description
+    for name in model.link_names:
+        j = desc.parent_joint(name)
+        depth[name] = 0 if j is None else depth[j.parent] + (1 if j.movable else 0)
+    best = max(depth.values())
+    return next(n for n in model.link_names if depth[n] == best)
+
+
+def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None] | None = None) -> dict:
+    """Run the benchmark; returns ``{robot, dof, threads, rows: [{algorithm, batch, ours_ms, ...}]}``."""
+    torch.set_num_threads(cfg.threads)
+    path = resolve_bench_robot(cfg.robot)
+    ours = _Ours(path, "")
+    model = ours.model
+    end = _end_link(model)
+    ours.end = end
+    others = {}
+    loaders = {"pinocchio": lambda: _Pinocchio(path, model, end),
+               "pytorch_kinematics": lambda: _PytorchKinematics(path, end),
+               "drm": lambda: _DRM(path, end)}
+    for name in cfg.libraries:
+        try:
+            others[name] = loaders[name]()
+        except Exception as exc:  # absent or unable to read this robot: reported as null
+            log.info("%s unavailable for %s: %s", name, path, exc)
+    rng = np.random.default_rng(cfg.seed)
+    rows = []
+    total = len(cfg.batches) * len(ALGORITHMS)
+    done = 0
+    for batch in cfg.batches:
+        lo = np.maximum(model.joint_limits.lower.numpy(), -np.pi)
+        hi = np.minimum(model.joint_limits.upper.numpy(), np.pi)
+        q = rng.uniform(lo, hi, size=(batch, model.dof))
+        qd = rng.normal(size=(batch, model.dof))
+        qdd = rng.normal(size=(batch, model.dof))
+        fns = {"ours": ours.calls(q, qd, qdd)}
+        for name, lib in others.items():
+            try:
+                fns[name] = lib.calls(q, qd, qdd) if name == "pinocchio" else lib.calls(q, qd, qdd, model)
+            except Exception as exc:
+                log.info("%s failed: %s", name, exc)
+                fns[name] = {}
+        for alg in ALGORITHMS:
+            row = {"algorithm": alg, "batch": batch}
+            keys = {"ours": "ours_ms", "pinocchio": "pinocchio_ms", "pytorch_kinematics": "pytorch_kinematics_ms",
+                    "drm": "drm_ms"}
+            present = {name: fns[name][alg] for name in keys if alg in fns.get(name, {})}
+            times = _time_interleaved(present, cfg)
+            for name, key in keys.items():
+                row[key] = times.get(name)
+            rows.append(row)
+            done += 1
+            if progress is not None:
+                progress(done / total, f"{alg} batch {batch}")
+    return {"robot": str(cfg.robot), "urdf": str(path), "dof": model.dof, "threads": cfg.threads,
+            "end_link": end, "rows": rows}
+
+
+def format_table(result: dict) -> str:
+    """The result as a text table with speed-up ratios (reference time / ours)."""
+    lines = [(f"robot {result['robot']} ({result['dof']} dof, {result['threads']} threads, end link "
+              f"{result['end_link']}); times in ms, ratio = their time / ours (> 1: we are faster)")]
+    head = f"{'algorithm':<12}{'batch':>6}{'ours':>10}{'pinocchio':>11}{'x':>7}{'pk':>9}{'x':>7}{'drm':>10}{'x':>8}"
+    lines.append(head)
+
+    def cell(r, key, width):
+        v = r.get(key)
+        return f"{'-':>{width}}" if v is None else f"{v:>{width}.3f}"
+
+    def ratio(r, key, width):
+        v, o = r.get(key), r.get("ours_ms")
+        return f"{'-':>{width}}" if v is None or not o else f"{v / o:>{width}.1f}"
+
+    for r in result["rows"]:
+        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 10)}{cell(r, 'pinocchio_ms', 11)}"
+                     f"{ratio(r, 'pinocchio_ms', 7)}{cell(r, 'pytorch_kinematics_ms', 9)}{ratio(r, 'pytorch_kinematics_ms', 7)}"
+                     f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}")
+    return "\n".join(lines)

@@ -1,0 +1,230 @@
+"""Immutable description of a robot: what a URDF says, validated, nothing computed.
+
+A :class:`RobotDescription` is produced by :func:`engine.robots.urdf.load_urdf` (or
+``parse_urdf_string``) and consumed by :class:`engine.robots.model.RobotModel` (dynamics)
+and the 3D viewer (visuals, collisions). All values are plain Python floats and tuples
+(SI units: metres, radians, kilograms, kg m^2, N m s/rad), so a description is hashable,
+picklable-free, and safe to share between threads.
+
+Frames follow URDF: a joint's child link frame is ``T_parent_link @ origin @ motion(q)``,
+where ``motion`` rotates about (revolute, continuous) or translates along (prismatic) the
+joint ``axis`` given in the joint frame. An ``Inertial`` holds the mass, the centre of mass
+frame (``origin``, in the link frame) and the rotational inertia about the centre of mass
+expressed in that frame.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "MOVABLE_JOINT_TYPES",
+    "SUPPORTED_JOINT_TYPES",
+    "Collision",
+    "Geometry",
+    "Inertial",
+    "Joint",
+    "Limit",
+    "Link",
+    "Mimic",
+    "Origin",
+    "RobotDescription",
+    "Visual",
+    "rpy_to_matrix",
+]
+
+MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
+SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + ("fixed",)
+
+
+def rpy_to_matrix(rpy) -> np.ndarray:
+    """URDF roll-pitch-yaw (fixed axes x, y, z) to a 3x3 rotation matrix: Rz(y) Ry(p) Rx(r)."""
+    r, p, y = (float(v) for v in rpy)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A rigid transform: translation ``xyz`` (m) and roll-pitch-yaw ``rpy`` (rad)."""
+
+    xyz: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    rpy: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def rotation(self) -> np.ndarray:
+        return rpy_to_matrix(self.rpy)
+
+    def matrix(self) -> np.ndarray:
+        """The 4x4 homogeneous matrix."""
+        T = np.eye(4)
+        T[:3, :3] = self.rotation()
+        T[:3, 3] = self.xyz
+        return T
+
+
+@dataclass(frozen=True)
+class Inertial:
+    """Mass (kg), centre-of-mass frame in the link frame, inertia (kg m^2) about the CoM.
+
+    ``inertia`` is ``(ixx, ixy, ixz, iyy, iyz, izz)`` in the ``origin`` frame, as in URDF.
+    """
+
+    mass: float = 0.0
+    origin: Origin = field(default_factory=Origin)
+    inertia: tuple[float, float, float, float, float, float] = (0.0,) * 6
+
+    def inertia_matrix(self) -> np.ndarray:
+        """3x3 rotational inertia about the CoM, in the ``origin`` frame."""
+        ixx, ixy, ixz, iyy, iyz, izz = self.inertia
+        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+
+    def inertia_in_link_frame(self) -> np.ndarray:
+        """3x3 rotational inertia about the CoM, with axes of the link frame."""
+        R = self.origin.rotation()
+        return R @ self.inertia_matrix() @ R.T
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A visual or collision shape. ``kind`` is box | cylinder | sphere | capsule | mesh.
+
+    ``size`` (box, m), ``radius``/``length`` (cylinder, sphere, capsule), ``filename`` (the
+    URI as written), ``path`` (the resolved file, or None when it cannot be found) and
+    ``scale`` (mesh).
+    """
+
+    kind: str
+    size: tuple[float, float, float] | None = None
+    radius: float | None = None
+    length: float | None = None
+    filename: str | None = None
+    path: str | None = None
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Visual:
+    name: str | None
+    origin: Origin
+    geometry: Geometry
+    rgba: tuple[float, float, float, float] | None = None
+    material: str | None = None
+
+
+@dataclass(frozen=True)
+class Collision:
+    name: str | None
+    origin: Origin
+    geometry: Geometry
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Joint limits: position (rad or m), velocity (rad/s or m/s), effort (N m or N).
+
+    Missing values are +-inf (continuous joints have no position limits).
+    """
+
+    lower: float = -math.inf
+    upper: float = math.inf
+    velocity: float = math.inf
+    effort: float = math.inf
+
+
+@dataclass(frozen=True)
+class Mimic:
+    joint: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: Origin = field(default_factory=Origin)
+    axis: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    limit: Limit = field(default_factory=Limit)
+    damping: float = 0.0
+    friction: float = 0.0
+    mimic: Mimic | None = None
+
+    @property
+    def movable(self) -> bool:
+        return self.type in MOVABLE_JOINT_TYPES
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    inertial: Inertial | None = None
+    visuals: tuple[Visual, ...] = ()
+    collisions: tuple[Collision, ...] = ()
+
+
+@dataclass(frozen=True)
+class RobotDescription:
+    """A validated kinematic tree. ``links`` and ``joints`` keep the file's order."""
+
+    name: str
+    links: tuple[Link, ...]
+    joints: tuple[Joint, ...]
+    root: str
+    source: str | None = None
+
+    def link(self, name: str) -> Link:
+        for link in self.links:
+            if link.name == name:
+                return link
+        raise KeyError(f"no link named {name!r} in robot {self.name!r}")
+
+    def joint(self, name: str) -> Joint:
+        for joint in self.joints:
+            if joint.name == name:
+                return joint
+        raise KeyError(f"no joint named {name!r} in robot {self.name!r}")
+
+    def parent_joint(self, link: str) -> Joint | None:
+        """The joint whose child is ``link`` (None for the root)."""
+        for joint in self.joints:
+            if joint.child == link:
+                return joint
+        return None
+
+    @property
+    def movable_joints(self) -> tuple[Joint, ...]:
+        return tuple(j for j in self.joints if j.movable)
+
+    @property
+    def total_mass(self) -> float:
+        return float(sum(l.inertial.mass for l in self.links if l.inertial is not None))
+
+    @property
+    def base_dir(self) -> Path | None:
+        return Path(self.source).parent if self.source else None
+
+    def with_link_inertial(self, link: str, inertial: Inertial | None) -> RobotDescription:
+        """A copy with ``link``'s inertial replaced (not validated: use the model's checks)."""
+        self.link(link)
+        links = tuple(replace(l, inertial=inertial) if l.name == link else l for l in self.links)
+        return replace(self, links=links)
+
+    def with_joint_dynamics(self, joint: str, damping: float | None = None,
+                            friction: float | None = None) -> RobotDescription:
+        """A copy with ``joint``'s damping and/or friction replaced."""
+        self.joint(joint)
+        joints = tuple(
+            replace(j, damping=j.damping if damping is None else float(damping),
+                    friction=j.friction if friction is None else float(friction))
+            if j.name == joint else j for j in self.joints)
+        return replace(self, joints=joints)

@@ -1,0 +1,541 @@
+"""RobotModel: a URDF as a batched, differentiable torch module (kinematics and dynamics).
+
+Build it once::
+
+    model = RobotModel.from_urdf("panda.urdf")             # float64, CPU by default
+    model = RobotModel.from_string(xml, base_dir=folder)
+    model = RobotModel.from_description(description)
+
+then call pure functions of ``(parameters, inputs)``; each takes any leading batch shape
+``...`` and nothing is stored on the model between calls (safe to share across threads):
+
+=======================================  ==============================================
+``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order
+``link_pose(q, link)``                   ``(..., 4, 4)``
+``jacobian(q, link, point=None)``        ``(..., 6, dof)`` world frame; rows: linear then
+                                         angular velocity of the link origin (or of
+                                         ``point (..., 3)`` given in the link frame)
+``inverse_dynamics(q, qd, qdd)``         ``(..., dof)`` RNEA (N m / N)
+``mass_matrix(q)``                       ``(..., dof, dof)`` CRBA
+``bias_forces(q, qd)``                   ``C(q, qd) qd + g(q)``
+``gravity_torques(q)``                   ``g(q)``
+``forward_dynamics(q, qd, tau)``         ``(..., dof)`` ABA (rad/s^2 / m/s^2)
+``kinetic_energy(q, qd)``                ``(...)`` J
+``potential_energy(q)``                  ``(...)`` J (movable bodies; the fixed base is a constant)
+=======================================  ==============================================
+
+``gravity``: True (the model's ``gravity``, default ``(0, 0, -9.81)`` m/s^2), False, or a
+``(3,)`` tensor. ``damping=True`` adds the joint viscous damping ``D qd`` to the joint
+forces (inverse dynamics) or subtracts it from the applied ones (forward dynamics).
+
+Learnable parameters (the model is an ``nn.Module``; ``model.parameters()`` feeds an
+optimiser)::
+
+    model.make_learnable("panda_link3", "mass")             # softplus-positive mass
+    model.make_learnable("panda_link3", "inertia")          # log-Cholesky, physically consistent
+    model.make_learnable("panda_link3", "com")              # free 3-vector (link frame)
+    model.make_learnable("panda_link3", "damping")          # of the joint whose child is the link
+    model.make_learnable("panda_link3", "mass", parametrization=my_module)  # any nn.Module
+
+Current values, differentiable: ``link_mass(link)`` ``()``, ``link_com(link)`` ``(3,)`` (link
+frame, m), ``link_inertia(link)`` ``(3, 3)`` (about the CoM, link-frame axes, kg m^2),
+``joint_damping()`` ``(dof,)``. Copies: ``clone()`` (a deep copy, learnables included);
+``with_link_params(mass={link: kg}, com={link: xyz}, inertia={link: 3x3}, damping={joint: d})``
+returns a new, non-learnable model with those values replaced (e.g. a perturbed robot for
+identification); ``current_description()`` bakes the current (learned) values into a
+:class:`RobotDescription`.
+
+Loading options: ``mimic="independent"`` loads mimic joints as independent joints
+(Pinocchio's default; the default "error" refuses them); ``strict=False`` accepts published
+URDFs whose inertias are slightly unphysical (e.g. example-robot-data's Allegro hand), with
+a warning.
+
+Implementation: fixed joints are merged into their parent bodies; internally bodies are
+numbered breadth first and tensors are body-major ``(n, B, ...)``, so per-body constants
+enter as one matrix product over all samples, tree recursions of RNEA/CRBA are products
+with the ancestor matrix (cumulative sums for serial chains) and ABA takes one vectorised
+step per tree depth (see :mod:`engine.robots.dynamics`, :mod:`engine.robots.kinematics`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import namedtuple
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from engine.robots import dynamics as dyn
+from engine.robots import kinematics as kin
+from engine.robots.description import Inertial, Origin, RobotDescription
+from engine.robots.parametrizations import KINDS, PositiveScalar, default_parametrization
+from engine.robots.topology import build_topology
+from engine.robots.urdf import check_inertial, load_urdf, parse_urdf_string
+
+__all__ = ["JointLimits", "RobotModel"]
+
+JointLimits = namedtuple("JointLimits", ["lower", "upper", "velocity", "effort"])
+JointLimits.__doc__ = "Joint limits, tensors (dof,): position (rad or m), velocity, effort (+-inf where absent)."
+
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+# from this batch size on, forward kinematics composes one depth at a time (fewer flops)
+# instead of by pointer jumping (fewer calls)
+_SEQUENTIAL_FK_BATCH = 128
+
+
+def _matrix_to_rpy(R: np.ndarray) -> tuple[float, float, float]:
+    pitch = math.atan2(-R[2, 0], math.hypot(R[0, 0], R[1, 0]))
+    roll = math.atan2(R[2, 1], R[2, 2])
+    yaw = math.atan2(R[1, 0], R[0, 0])
+    return roll, pitch, yaw
+
+
+class RobotModel(nn.Module):
+    """A fixed-base kinematic tree with batched Featherstone algorithms (see the module docstring)."""
+
+    def __init__(self, description: RobotDescription, dtype: torch.dtype = torch.float64,
+                 device: str | torch.device = "cpu", gravity=DEFAULT_GRAVITY):
+        super().__init__()
+        self.description = description
+        topo = build_topology(description)
+        self.topology = topo
+        n = topo.n_bodies
+        self.dof = n
+        self.joint_names = list(topo.joint_names)
+        self.link_names = list(topo.link_names)
+        self._link_index = {name: i for i, name in enumerate(self.link_names)}
+        self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
+        self._dof_of_child = {link: k for k, link in enumerate(topo.child_link_of_dof)}
+        kw = {"dtype": dtype, "device": device}
+
+        def buf(name, value, dtype_=None):
+            t = torch.as_tensor(np.asarray(value), dtype=dtype_ or dtype, device=device)
+            self.register_buffer(name, t, persistent=False)
+
+        rev = topo.revolute.astype(float)
+        buf("_axis4", np.concatenate([topo.axis.reshape(n, 3), np.zeros((n, 1))], -1).reshape(n, 4, 1))
+        buf("_rev", rev)
+        buf("_pri", 1.0 - rev)
+        C0, C = kin.joint_transform_basis(torch.as_tensor(topo.tree_transform, **kw).reshape(n, 4, 4),
+                                          torch.as_tensor(topo.axis, **kw).reshape(n, 3),
+                                          torch.as_tensor(topo.revolute, device=device))
+        self.register_buffer("_C0", C0, persistent=False)
+        self.register_buffer("_C", C, persistent=False)
+        self._jump_names = []
+        for k, table in enumerate(topo.jumps):
+            buf(f"_jump{k}", table, torch.long)
+            self._jump_names.append(f"_jump{k}")
+        buf("_link_body", topo.link_body, torch.long)
+        self._link_body_int = [int(b) for b in topo.link_body]
+        buf("_link_offset", topo.link_offset)
+        anc = topo.ancestors.astype(float)
+        buf("_anc", anc)
+        buf("_anc_strict", anc - np.eye(n))
+        buf("_body_dof", topo.body_dof, torch.long)        # internal body i+1 -> dof index
+        buf("_dof_body", topo.dof_body - 1, torch.long)    # dof index -> internal position
+        self._permuted = not np.array_equal(topo.body_dof, np.arange(n))
+        # per link: which joints move it (internal order)
+        link_anc = np.zeros((len(self.link_names), n))
+        for l, b in enumerate(topo.link_body):
+            if b > 0:
+                link_anc[l] = topo.ancestors[b - 1]
+        buf("_link_rev_mask", link_anc * rev)
+        buf("_link_pri_mask", link_anc * (1.0 - rev))
+        self._levels = [(s - 1, e - 1) for s, e in topo.levels]
+        self._level_parent_names = [None]
+        for d in range(1, len(self._levels)):
+            s, e = topo.levels[d]
+            ps, pe = topo.levels[d - 1]
+            local = topo.body_parent[s:e] - ps
+            if e - s == pe - ps and np.array_equal(local, np.arange(e - s)):
+                self._level_parent_names.append(None)
+            else:
+                buf(f"_level_parent{d}", local, torch.long)
+                self._level_parent_names.append(f"_level_parent{d}")
+        # link inertials, link_names order
+        mass, com, inertia = [], [], []
+        for name in self.link_names:
+            inertial = description.link(name).inertial
+            if inertial is None:
+                mass.append(0.0), com.append(np.zeros(3)), inertia.append(np.zeros((3, 3)))
+            else:
+                mass.append(inertial.mass)
+                com.append(np.asarray(inertial.origin.xyz, dtype=float))
+                inertia.append(inertial.inertia_in_link_frame())
+        buf("_link_mass", np.array(mass))
+        buf("_link_com", np.array(com).reshape(-1, 3))
+        buf("_link_inertia", np.array(inertia).reshape(-1, 3, 3))
+        mb, cb, Ib = dyn.link_inertia_to_bodies(self._link_mass, self._link_com, self._link_inertia,
+                                                self._link_body, self._link_offset, n)
+        self.register_buffer("_body_m", mb, persistent=False)
+        self.register_buffer("_body_c", cb, persistent=False)
+        self.register_buffer("_body_Ic", Ib, persistent=False)
+        for name, t in zip(("_bc_m", "_bc_c1", "_bc_Ic4"), dyn.body_constants(mb, cb, Ib)):
+            self.register_buffer(name, t, persistent=False)
+        # a serial chain (each body the child of the previous one): tree sums are cumsums
+        self._chain = bool(np.array_equal(topo.body_parent, np.maximum(np.arange(n + 1) - 1, 0)))
+        # links whose frame is not their body's frame need one more product in FK
+        offset_links = [l for l in range(len(self.link_names)) if not np.allclose(topo.link_offset[l], np.eye(4), atol=0, rtol=0)]
+        buf("_offset_links", offset_links, torch.long)
+        buf("_offset_bodies", topo.link_body[offset_links] if offset_links else [], torch.long)
+        buf("_offset_T", topo.link_offset[offset_links] if offset_links else np.zeros((0, 4, 4)))
+        joints = [description.joint(j) for j in self.joint_names]
+        buf("_damping", [j.damping for j in joints])
+        buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
+        self._limits = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort] for j in joints],
+                                dtype=float).reshape(n, 4)
+        self.learnable = nn.ModuleDict()
+        self._learnable: dict[tuple[str, str], str] = {}
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_description(cls, description: RobotDescription, dtype=torch.float64, device="cpu",
+                         gravity=DEFAULT_GRAVITY) -> RobotModel:
+        return cls(description, dtype=dtype, device=device, gravity=gravity)
+
+    @classmethod
+    def from_urdf(cls, path: str | Path, dtype=torch.float64, device="cpu", mimic: str = "error",
+                  strict: bool = True, gravity=DEFAULT_GRAVITY) -> RobotModel:
+        """Load a URDF file (see :func:`engine.robots.urdf.load_urdf` for ``mimic`` and ``strict``)."""
+        return cls(load_urdf(path, mimic=mimic, strict=strict), dtype=dtype, device=device, gravity=gravity)
+
+    @classmethod
+    def from_string(cls, xml: str | bytes, base_dir=None, dtype=torch.float64, device="cpu",
+                    mimic: str = "error", strict: bool = True, gravity=DEFAULT_GRAVITY) -> RobotModel:
+        return cls(parse_urdf_string(xml, base_dir=base_dir, mimic=mimic, strict=strict),
+                   dtype=dtype, device=device, gravity=gravity)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def name(self) -> str:
+        return self.description.name
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._C0.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self._C0.device
+
+    @property
+    def gravity(self) -> torch.Tensor:
+        """The model's gravity vector ``(3,)`` (m/s^2), set at construction."""
+        return -self._a0[3:]
+
+    @property
+    def joint_limits(self) -> JointLimits:
+        t = torch.as_tensor(self._limits, dtype=self.dtype, device=self.device)
+        return JointLimits(*t.unbind(-1)) if self.dof else JointLimits(*(t.new_zeros(0),) * 4)
+
+    @property
+    def total_mass(self) -> float:
+        return self.description.total_mass
+
+    def extra_repr(self) -> str:
+        return f"name={self.name!r}, dof={self.dof}, links={len(self.link_names)}"
+
+    # ------------------------------------------------------------------ helpers
+    def _flat(self, *xs):
+        """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, (B, n)...)."""
+        ts = [torch.as_tensor(x, dtype=self.dtype, device=self.device) for x in xs]
+        if len(ts) > 1:
+            ts = torch.broadcast_tensors(*ts)
+        for t in ts:
+            if t.shape[-1:] != (self.dof,):
+                raise ValueError(f"expected joint vectors of shape (..., {self.dof}), got {tuple(t.shape)}")
+        shape = ts[0].shape[:-1]
+        return shape, [t.reshape(math.prod(shape), self.dof) for t in ts]
+
+    def _to_internal(self, x):
+        """(B, n) user order -> (n, B) internal (body-major) order."""
+        return x.t().index_select(0, self._body_dof) if self._permuted else x.t().contiguous()
+
+    def _to_user(self, x):
+        """(n, B, ...) internal order -> (n, B, ...) user order."""
+        return x.index_select(0, self._dof_body) if self._permuted else x
+
+    def _body_poses(self, q_int):
+        if q_int.shape[1] >= _SEQUENTIAL_FK_BATCH and len(self._levels) > 1:
+            return kin.body_poses_by_level(q_int, self._C0, self._C, self._levels, self._levels_parents())
+        return kin.body_poses(q_int, self._C0, self._C, [getattr(self, n) for n in self._jump_names])
+
+    def _link_idx(self, link: str) -> int:
+        try:
+            return self._link_index[link]
+        except KeyError:
+            raise KeyError(f"no link named {link!r} in robot {self.name!r}") from None
+
+    def _gravity_acc(self, gravity):
+        """Spatial base acceleration [0; -g] (6,), or None."""
+        if gravity is False or gravity is None:
+            return None
+        if gravity is True:
+            return self._a0
+        g = torch.as_tensor(gravity, dtype=self.dtype, device=self.device)
+        return torch.cat([torch.zeros_like(g), -g])
+
+    def _levels_parents(self):
+        return [None if n is None else getattr(self, n) for n in self._level_parent_names]
+
+    # ------------------------------------------------------------------ learnable parameters
+    def make_learnable(self, link: str, kind: str, parametrization: None | str | nn.Module = None) -> nn.Module:
+        """Make ``kind`` ("mass", "com", "inertia", "damping") of ``link`` learnable.
+
+        ``parametrization``: None for the default physical one (see
+        :mod:`engine.robots.parametrizations`), "softplus" or "exp" for a positive scalar, or
+        any ``nn.Module`` whose ``forward()`` returns the value (shape ``()``, ``(3,)``,
+        ``(3, 3)``). Returns the module (registered under ``model.learnable``; its
+        parameters are in ``model.parameters()``).
+        """
+        if kind not in KINDS:
+            raise ValueError(f"unknown parameter kind {kind!r}; expected one of {KINDS}")
+        l = self._link_idx(link)
+        if kind == "damping" and link not in self._dof_of_child:
+            raise ValueError(f"link {link!r} is not the child of a movable joint; it has no joint damping")
+        if kind != "damping" and self.description.link(link).inertial is None and not isinstance(parametrization, nn.Module):
+            raise ValueError(f"link {link!r} has no <inertial>; pass a parametrization module with an initial value")
+        with torch.no_grad():
+            current = {"mass": self.link_mass, "com": self.link_com, "inertia": self.link_inertia,
+                       "damping": self._link_damping}[kind](link).detach().clone()
+        if parametrization is None:
+            module = default_parametrization(kind, current)
+        elif isinstance(parametrization, str):
+            if kind not in ("mass", "damping"):
+                raise ValueError(f"parametrization {parametrization!r} applies to mass and damping only")
+            module = PositiveScalar(float(current), kind=parametrization, dtype=self.dtype, device=self.device)
+        elif isinstance(parametrization, nn.Module):
+            module = parametrization
+        else:
+            raise TypeError("parametrization must be None, 'softplus', 'exp' or an nn.Module")
+        shape = {"mass": (), "com": (3,), "inertia": (3, 3), "damping": ()}[kind]
+        try:
+            out = module()
+        except TypeError as exc:
+            raise ValueError(f"the {kind} parametrization must be callable without arguments "
+                             f"and return a tensor of shape {shape}: {exc}") from None
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != shape:
+            raise ValueError(f"the {kind} parametrization must return a tensor of shape {shape}, "
+                             f"got {getattr(out, 'shape', type(out))}")
+        key = self._learnable.get((link, kind)) or f"{kind}_{l}"
+        self.learnable[key] = module
+        self._learnable[(link, kind)] = key
+        return module
+
+    def learnable_parameters(self) -> dict[tuple[str, str], nn.Module]:
+        """``{(link, kind): module}`` of everything made learnable."""
+        return {k: self.learnable[v] for k, v in self._learnable.items()}
+
+    def _learned(self, link: str, kind: str):
+        key = self._learnable.get((link, kind))
+        return None if key is None else self.learnable[key]()
+
+    def link_mass(self, link: str) -> torch.Tensor:
+        """Current mass of ``link`` (kg), shape ``()``."""
+        v = self._learned(link, "mass")
+        return v if v is not None else self._link_mass[self._link_idx(link)]
+
+    def link_com(self, link: str) -> torch.Tensor:
+        """Current centre of mass of ``link`` in the link frame (m), shape ``(3,)``."""
+        v = self._learned(link, "com")
+        return v if v is not None else self._link_com[self._link_idx(link)]
+
+    def link_inertia(self, link: str) -> torch.Tensor:
+        """Current rotational inertia of ``link`` about its CoM, link-frame axes (kg m^2), ``(3, 3)``."""
+        v = self._learned(link, "inertia")
+        return v if v is not None else self._link_inertia[self._link_idx(link)]
+
+    def _link_damping(self, link: str) -> torch.Tensor:
+        v = self._learned(link, "damping")
+        return v if v is not None else self._damping[self._dof_of_child[link]]
+
+    def joint_damping(self) -> torch.Tensor:
+        """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)``."""
+        learned = [(self._dof_of_child[link], key) for (link, kind), key in self._learnable.items() if kind == "damping"]
+        if not learned:
+            return self._damping
+        idx = torch.tensor([k for k, _ in learned], device=self.device)
+        return self._damping.index_put((idx,), torch.stack([self.learnable[key]() for _, key in learned]))
+
+    def _body_inertials(self):
+        """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)) in body frames, learnables applied."""
+        inertial = [(link, kind, key) for (link, kind), key in self._learnable.items() if kind != "damping"]
+        if not inertial:
+            return self._bc_m, self._bc_c1, self._bc_Ic4
+        tensors = {"mass": self._link_mass, "com": self._link_com, "inertia": self._link_inertia}
+        for kind in ("mass", "com", "inertia"):
+            sel = [(self._link_index[link], key) for link, k, key in inertial if k == kind]
+            if sel:
+                idx = torch.tensor([i for i, _ in sel], device=self.device)
+                vals = torch.stack([self.learnable[key]() for _, key in sel])
+                tensors[kind] = tensors[kind].index_put((idx,), vals)
+        return dyn.body_constants(*dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"],
+                                                              self._link_body, self._link_offset, self.dof))
+
+    # ------------------------------------------------------------------ copies
+    def clone(self) -> RobotModel:
+        """An independent deep copy (learnable modules included)."""
+        return copy.deepcopy(self)
+
+    def current_description(self) -> RobotDescription:
+        """The description with the current (possibly learned) inertials and damping baked in."""
+        desc = self.description
+        with torch.no_grad():
+            for link, kind in list(self._learnable):
+                if kind == "damping":
+                    desc = desc.with_joint_dynamics(self.joint_names[self._dof_of_child[link]],
+                                                    damping=float(self._link_damping(link)))
+            for link in {l for l, k in self._learnable if k != "damping"}:
+                desc = desc.with_link_inertial(link, _inertial(self.link_mass(link), self.link_com(link),
+                                                               self.link_inertia(link)))
+        return desc
+
+    def with_link_params(self, mass: Mapping[str, float] | None = None, com: Mapping | None = None,
+                         inertia: Mapping | None = None, damping: Mapping[str, float] | None = None,
+                         check: bool = True) -> RobotModel:
+        """A new (non-learnable) model with some link parameters replaced.
+
+        mass ``{link: kg}``, com ``{link: (3,) m, link frame}``, inertia ``{link: (3, 3) kg m^2
+        about the CoM, link-frame axes}``, damping ``{joint name: N m s/rad}``. The values
+        start from the current ones (learned values included); ``check`` validates physical
+        consistency (raises ``URDFError``).
+        """
+        desc = self.current_description()
+        links = set(mass or {}) | set(com or {}) | set(inertia or {})
+        for link in links:
+            self._link_idx(link)
+            m = (mass or {}).get(link, self.link_mass(link))
+            c = (com or {}).get(link, self.link_com(link))
+            I = (inertia or {}).get(link, self.link_inertia(link))
+            new = _inertial(m, c, I)
+            if check:
+                check_inertial(new, link)
+            desc = desc.with_link_inertial(link, new)
+        for joint, d in (damping or {}).items():
+            if joint not in self._joint_index:
+                raise KeyError(f"no movable joint named {joint!r} in robot {self.name!r}")
+            desc = desc.with_joint_dynamics(joint, damping=float(d))
+        return RobotModel(desc, dtype=self.dtype, device=self.device, gravity=tuple(self.gravity.tolist()))
+
+    # ------------------------------------------------------------------ kinematics
+    def forward_kinematics(self, q) -> torch.Tensor:
+        """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
+        shape, (q,) = self._flat(q)
+        T = self._body_poses(self._to_internal(q))
+        out = kin.link_poses(T, self._link_body, self._offset_links, self._offset_bodies, self._offset_T)
+        return out.transpose(0, 1).reshape(shape + out.shape[:1] + (4, 4))
+
+    def link_pose(self, q, link: str) -> torch.Tensor:
+        """World pose of ``link``, ``(..., 4, 4)``."""
+        l = self._link_idx(link)
+        shape, (q,) = self._flat(q)
+        T = self._body_poses(self._to_internal(q))
+        out = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
+        return out.reshape(shape + (4, 4))
+
+    def jacobian(self, q, link: str, point=None) -> torch.Tensor:
+        """Geometric Jacobian ``(..., 6, dof)`` of ``link`` in the world frame.
+
+        Rows 0-2: linear velocity of the link origin (or of ``point``, ``(3,)`` or ``(..., 3)``
+        in the link frame, m); rows 3-5: angular velocity. Columns follow ``joint_names``.
+        """
+        l = self._link_idx(link)
+        if point is not None:
+            point = torch.as_tensor(point, dtype=self.dtype, device=self.device)
+            q_t = torch.as_tensor(q, dtype=self.dtype, device=self.device)
+            shape = torch.broadcast_shapes(q_t.shape[:-1], point.shape[:-1])
+            q = q_t.expand(shape + q_t.shape[-1:])
+            point = point.expand(shape + (3,)).reshape(-1, 3)
+        shape, (q,) = self._flat(q)
+        T = self._body_poses(self._to_internal(q))
+        Tl = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
+        p = Tl[:, :3, 3]
+        if point is not None:
+            p = p + torch.matmul(Tl[:, :3, :3], point.unsqueeze(-1)).squeeze(-1)
+        z = kin.apply_to_bodies(T[1:], self._axis4)[..., :3, 0]
+        J = kin.point_jacobian(z, T[1:, :, :3, 3], self._link_rev_mask[l], self._link_pri_mask[l], p)
+        return self._to_user(J).permute(1, 2, 0).reshape(shape + (6, self.dof))
+
+    # ------------------------------------------------------------------ dynamics
+    def _kinematic_terms(self, q_int):
+        """Body poses, motion subspaces and world inertials ``(m, c_w, Ic_w)``."""
+        T = self._body_poses(q_int)
+        S, _, _ = dyn.motion_subspaces(T, self._axis4, self._rev, self._pri)
+        return T, S, dyn.world_inertia_terms(T, *self._body_inertials())
+
+    def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
+        """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., dof)`` (RNEA)."""
+        shape, (q, qd, qdd) = self._flat(q, qd, qdd)
+        _, S, inertials = self._kinematic_terms(self._to_internal(q))
+        tau = self._to_user(dyn.rnea(S, inertials, self._to_internal(qd), self._to_internal(qdd),
+                                     self._gravity_acc(gravity), self._anc, self._chain)).t()
+        if damping:
+            tau = tau + self.joint_damping() * qd
+        return tau.reshape(shape + (self.dof,))
+
+    def bias_forces(self, q, qd, gravity=True) -> torch.Tensor:
+        """``C(q, qd) qd + g(q)``, ``(..., dof)``."""
+        shape, (q, qd) = self._flat(q, qd)
+        _, S, inertials = self._kinematic_terms(self._to_internal(q))
+        tau = dyn.rnea(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc, self._chain)
+        return self._to_user(tau).t().reshape(shape + (self.dof,))
+
+    def gravity_torques(self, q, gravity=True) -> torch.Tensor:
+        """``g(q)``: the joint forces that hold the robot still, ``(..., dof)``."""
+        shape, (q,) = self._flat(q)
+        _, S, inertials = self._kinematic_terms(self._to_internal(q))
+        tau = dyn.rnea(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
+        return self._to_user(tau).t().reshape(shape + (self.dof,))
+
+    def mass_matrix(self, q) -> torch.Tensor:
+        """Joint-space inertia matrix ``M(q)``, ``(..., dof, dof)`` (CRBA)."""
+        shape, (q,) = self._flat(q)
+        _, S, inertials = self._kinematic_terms(self._to_internal(q))
+        M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
+        if self._permuted:
+            M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
+        return M.reshape(shape + (self.dof, self.dof))
+
+    def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False) -> torch.Tensor:
+        """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., dof)`` (ABA)."""
+        shape, (q, qd, tau) = self._flat(q, qd, tau)
+        if self.dof == 0:
+            return tau.reshape(shape + (0,))
+        if damping:
+            tau = tau - self.joint_damping() * qd
+        _, S, inertials = self._kinematic_terms(self._to_internal(q))
+        qdd = dyn.aba(S, dyn.spatial_inertia_world(*inertials), self._to_internal(qd), self._to_internal(tau),
+                      self._gravity_acc(gravity), self._anc, self._levels, self._levels_parents(), self._chain)
+        return self._to_user(qdd).t().reshape(shape + (self.dof,))
+
+    def kinetic_energy(self, q, qd) -> torch.Tensor:
+        """``0.5 qd^T M(q) qd`` (J), ``(...)``."""
+        shape, (q, qd) = self._flat(q, qd)
+        _, S, inertials = self._kinematic_terms(self._to_internal(q))
+        return dyn.kinetic_energy(S, inertials, self._to_internal(qd), self._anc, self._chain).reshape(shape)
+
+    def potential_energy(self, q, gravity=True) -> torch.Tensor:
+        """Gravitational potential energy of the movable bodies (J), ``(...)``; zero at the world origin."""
+        shape, (q,) = self._flat(q)
+        a0 = self._gravity_acc(gravity)
+        if a0 is None:
+            return torch.zeros(shape, dtype=self.dtype, device=self.device)
+        T = self._body_poses(self._to_internal(q))
+        m, c1, _ = self._body_inertials()
+        c_w = kin.apply_to_bodies(T[1:], c1)[..., :3, 0]
+        return dyn.potential_energy(m, c_w, -a0[3:]).reshape(shape)
+
+
+def _inertial(mass, com, inertia) -> Inertial:
+    """An :class:`Inertial` (CoM frame axes = link axes) from tensors or arrays."""
+    m = float(torch.as_tensor(mass).detach())
+    c = torch.as_tensor(com).detach().cpu().double().numpy().reshape(3)
+    I = torch.as_tensor(inertia).detach().cpu().double().numpy().reshape(3, 3)
+    I = 0.5 * (I + I.T)
+    return Inertial(mass=m, origin=Origin(xyz=tuple(float(x) for x in c)),
+                    inertia=(float(I[0, 0]), float(I[0, 1]), float(I[0, 2]), float(I[1, 1]), float(I[1, 2]),
+                             float(I[2, 2])))

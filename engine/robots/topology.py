@@ -1,0 +1,131 @@
+"""The kinematic tree of a :class:`RobotDescription`, flattened into index arrays.
+
+Fixed joints are merged: a *body* is the root (index 0, the fixed base and every link
+welded to it) or a movable joint's child link together with all links welded to it.
+Internally bodies are numbered breadth first (by depth), so the bodies of one depth are a
+contiguous range and the recursions of ABA run one vectorised step per depth. The user's
+joint order (``joint_names``, the order of ``q``) is depth first from the root, the order
+Pinocchio uses; ``dof_of_body``/``body_of_dof`` map between the two.
+
+Everything here is numpy, computed once; :class:`RobotModel` turns it into buffers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.robots.description import RobotDescription
+
+__all__ = ["Topology", "build_topology"]
+
+
+@dataclass(frozen=True)
+class Topology:
+    link_names: tuple[str, ...]           # depth-first from the root
+    joint_names: tuple[str, ...]          # movable joints, depth-first (the order of q)
+    n_bodies: int                         # movable bodies (= dof); body 0 (root) not counted
+    body_parent: np.ndarray               # (n+1,) internal parent index, root -> 0
+    body_depth: np.ndarray                # (n+1,) root 0
+    body_dof: np.ndarray                  # (n,) dof index of internal body i+1
+    dof_body: np.ndarray                  # (n,) internal body index (1-based) of dof k
+    tree_transform: np.ndarray            # (n, 4, 4) parent body frame -> joint frame at q = 0
+    axis: np.ndarray                      # (n, 3) unit joint axis in the joint (= child) frame
+    revolute: np.ndarray                  # (n,) bool (revolute or continuous)
+    link_body: np.ndarray                 # (L,) internal body of each link (link_names order)
+    link_offset: np.ndarray               # (L, 4, 4) link frame in its body frame
+    ancestors: np.ndarray                 # (n, n) [i, j] = body j+1 is body i+1 or an ancestor of it
+    levels: tuple[tuple[int, int], ...]   # per depth 1..D: [start, stop) of internal bodies (1-based)
+    jumps: tuple[np.ndarray, ...]         # pointer-jumping ancestor tables for forward kinematics
+    joint_of_dof: tuple[str, ...]         # = joint_names
+    child_link_of_dof: tuple[str, ...]    # child link of each movable joint, dof order
+
+
+def build_topology(desc: RobotDescription) -> Topology:
+    children: dict[str, list] = {l.name: [] for l in desc.links}
+    for j in desc.joints:
+        children[j.parent].append(j)
+
+    # depth-first order of links and movable joints (the user's order)
+    link_order, dof_joints = [], []
+    stack = [(desc.root, None)]
+    while stack:
+        link, joint = stack.pop()
+        link_order.append(link)
+        if joint is not None and joint.movable:
+            dof_joints.append(joint)
+        for j in reversed(children[link]):
+            stack.append((j.child, j))
+    n = len(dof_joints)
+    dof_index = {j.name: k for k, j in enumerate(dof_joints)}
+
+    # each link's body (the nearest movable joint above it) and its pose in that body
+    link_dof: dict[str, int] = {}           # -1 = root body
+    link_in_body: dict[str, np.ndarray] = {}
+    depth_of_dof = np.zeros(n, dtype=np.int64)
+    parent_dof = np.full(n, -1, dtype=np.int64)
+    tree = np.zeros((n, 4, 4))
+    link_dof[desc.root] = -1
+    link_in_body[desc.root] = np.eye(4)
+    for link in link_order:
+        for j in children[link]:
+            T = link_in_body[link] @ j.origin.matrix()
+            if j.movable:
+                k = dof_index[j.name]
+                parent_dof[k] = link_dof[link]
+                depth_of_dof[k] = 1 + (depth_of_dof[link_dof[link]] if link_dof[link] >= 0 else 0)
+                tree[k] = T
+                link_dof[j.child] = k
+                link_in_body[j.child] = np.eye(4)
+            else:
+                link_dof[j.child] = link_dof[link]
+                link_in_body[j.child] = T
+
+    # breadth-first internal numbering: stable sort of dofs by depth
+    dof_by_level = sorted(range(n), key=lambda k: (depth_of_dof[k], k))
+    body_of_dof = np.zeros(n, dtype=np.int64)
+    for b, k in enumerate(dof_by_level):
+        body_of_dof[k] = b + 1
+    body_dof = np.array(dof_by_level, dtype=np.int64)
+    body_parent = np.zeros(n + 1, dtype=np.int64)
+    body_depth = np.zeros(n + 1, dtype=np.int64)
+    for k in range(n):
+        b = body_of_dof[k]
+        body_parent[b] = body_of_dof[parent_dof[k]] if parent_dof[k] >= 0 else 0
+        body_depth[b] = depth_of_dof[k]
+
+    axis = np.array([dof_joints[k].axis for k in body_dof], dtype=float).reshape(n, 3)
+    revolute = np.array([dof_joints[k].type in ("revolute", "continuous") for k in body_dof], dtype=bool)
+    tree_body = tree[body_dof] if n else np.zeros((0, 4, 4))
+
+    ancestors = np.zeros((n, n), dtype=bool)
+    for b in range(1, n + 1):
+        a = b
+        while a != 0:
+            ancestors[b - 1, a - 1] = True
+            a = body_parent[a]
+
+    levels = []
+    max_depth = int(body_depth.max()) if n else 0
+    for d in range(1, max_depth + 1):
+        idx = np.nonzero(body_depth == d)[0]
+        levels.append((int(idx[0]), int(idx[-1]) + 1))
+
+    # pointer jumping: step k composes each pose with its 2^k-th ancestor's; after
+    # ceil(log2(depth)) steps every body's pose is relative to the root
+    jumps = []
+    anc = body_parent.copy()
+    while (1 << len(jumps)) < max_depth:
+        jumps.append(anc.copy())
+        anc = anc[anc]
+
+    link_body = np.array([body_of_dof[link_dof[l]] if link_dof[l] >= 0 else 0 for l in link_order], dtype=np.int64)
+    link_offset = np.stack([link_in_body[l] for l in link_order])
+    return Topology(
+        link_names=tuple(link_order), joint_names=tuple(j.name for j in dof_joints), n_bodies=n,
+        body_parent=body_parent, body_depth=body_depth, body_dof=body_dof, dof_body=body_of_dof,
+        tree_transform=tree_body, axis=axis, revolute=revolute, link_body=link_body, link_offset=link_offset,
+        ancestors=ancestors, levels=tuple(levels), jumps=tuple(jumps),
+        joint_of_dof=tuple(j.name for j in dof_joints), child_link_of_dof=tuple(j.child for j in dof_joints),
+    )

@@ -1,0 +1,123 @@
+"""Malformed URDFs: each one is answered by a URDFError that names the file and the element.
+
+The corpus lives in ``malformed/``; ``malformed/expected.json`` gives, per file, a word the
+message must contain (the offending element, value or rule). A hypothesis fuzz test mutates a
+valid URDF and checks that the loader raises nothing but URDFError.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.paths import urdf_dir
+from engine.robots import RobotModel
+from engine.robots.library import load_robot
+from engine.robots.urdf import URDFError, load_urdf, parse_urdf_string
+
+CORPUS = Path(__file__).parent / "malformed"
+EXPECTED = json.loads((CORPUS / "expected.json").read_text())
+
+
+def test_corpus_is_large_and_complete():
+    files = sorted(p.stem for p in CORPUS.glob("*.urdf"))
+    assert len(files) >= 20
+    assert files == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_malformed_urdf_raises_a_clear_error(name):
+    path = CORPUS / f"{name}.urdf"
+    with pytest.raises(URDFError) as err:
+        load_urdf(path)
+    exc = err.value
+    message = str(exc)
+    assert isinstance(exc, ValueError)
+    assert str(path) in message and exc.file == str(path)          # names the file
+    assert EXPECTED[name].lower() in message.lower()                 # names the offending thing
+    # names the element (or, for unreadable XML, the line)
+    assert exc.element or exc.line is not None, message
+    if exc.element:
+        assert "<" in exc.element
+    # the model and the library refuse it the same way: nothing half-loaded
+    with pytest.raises(URDFError):
+        RobotModel.from_urdf(path)
+    with pytest.raises(URDFError):
+        load_robot(str(path))
+
+
+def test_line_numbers_point_at_the_element():
+    with pytest.raises(URDFError) as err:
+        load_urdf(CORPUS / "bad_number_text.urdf")
+    line = err.value.line
+    text = (CORPUS / "bad_number_text.urdf").read_text().splitlines()
+    assert "heavy" in text[line - 1]
+
+
+def test_missing_mesh_is_a_warning_only(tmp_path, caplog):
+    xml = (urdf_dir() / "pendulum.urdf").read_text().replace(
+        '<geometry><cylinder radius="0.02" length="1.0"/></geometry>',
+        '<geometry><mesh filename="package://nowhere_description/meshes/rod.stl"/></geometry>', 1)
+    assert "nowhere_description" in xml
+    path = tmp_path / "meshy.urdf"
+    path.write_text(xml)
+    with caplog.at_level(logging.WARNING):
+        model = load_robot(str(path))
+    assert model.dof == 1
+    assert any("rod.stl" in r.getMessage() for r in caplog.records)
+
+
+# --------------------------------------------------------------------------- fuzzing
+
+VALID = (urdf_dir() / "planar_2link.urdf").read_text()
+_TOKENS = ["<", ">", "/>", "</link>", "<joint>", '"', "=", " ", "nan", "-1", "1e309", "0", "&", "<!--",
+           "<link name=\"link1\"/>", "type=\"floating\"", "xyz=\"1 2\"", "\x00", "é", "]]>", "<?xml"]
+
+
+@st.composite
+def mutated_urdf(draw):
+    text = VALID
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["delete", "insert", "replace_number", "duplicate", "truncate"]))
+        n = len(text)
+        if n == 0:
+            break
+        if kind == "delete":
+            a = draw(st.integers(0, n - 1))
+            text = text[:a] + text[a + draw(st.integers(1, 40)):]
+        elif kind == "insert":
+            a = draw(st.integers(0, n))
+            token = draw(st.one_of(st.sampled_from(_TOKENS), st.text(max_size=5)))
+            text = text[:a] + token + text[a:]
+        elif kind == "replace_number":
+            numbers = list(re.finditer(r"-?\d+(\.\d+)?(e-?\d+)?", text))
+            if numbers:
+                m = numbers[draw(st.integers(0, len(numbers) - 1))]
+                new = draw(st.sampled_from(["nan", "-inf", "abc", "", "-5", "1e400", "0", "1 2", "0x10"]))
+                text = text[:m.start()] + new + text[m.end():]
+        elif kind == "duplicate":
+            a = draw(st.integers(0, n - 1))
+            b = min(n, a + draw(st.integers(1, 200)))
+            text = text[:b] + text[a:b] + text[b:]
+        else:
+            text = text[:draw(st.integers(0, n))]
+    return text
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_urdf())
+def test_fuzzed_urdf_raises_only_urdf_error(text):
+    try:
+        desc = parse_urdf_string(text)
+    except URDFError as exc:
+        assert str(exc)
+        return
+    # whatever loads is a usable tree
+    model = RobotModel.from_description(desc)
+    assert model.dof == len([j for j in desc.joints if j.movable])
