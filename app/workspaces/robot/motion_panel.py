@@ -1,0 +1,242 @@
+"""Motion: keyframes of poses played back on a time slider (joint-space interpolation),
+and simulations (forward dynamics) played back in real time."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.workspaces.robot.robot_jobs import SimulationOptions, interpolate_keyframes
+
+__all__ = ["MotionPanel"]
+
+TIME_STEPS = 1000
+MODE_TITLES = {"free_fall": "Free fall (τ = 0)", "gravity_compensation": "Gravity compensation",
+               "pd_keyframes": "PD to keyframes"}
+
+
+class MotionPanel(QWidget):
+    """``q_requested(q)``: show this pose (playback); ``simulate_requested(options)``;
+    ``cancel_requested()``. The page supplies the current pose with ``current_q``."""
+
+    q_requested = Signal(object)
+    simulate_requested = Signal(object)
+    cancel_requested = Signal()
+
+    def __init__(self, current_q, parent=None):
+        super().__init__(parent)
+        self._current_q = current_q
+        self.key_times: list[float] = []
+        self.key_poses: list[np.ndarray] = []
+        self.trajectory: tuple[np.ndarray, np.ndarray] | None = None   # (t (T,), q (T, dof))
+        self._source = "keyframes"
+        self._timer = QTimer(self)
+        self._timer.setInterval(16)
+        self._timer.timeout.connect(self._tick)
+        self._clock = QElapsedTimer()
+        self._t0 = 0.0
+        layout = QVBoxLayout(self)
+
+        layout.addWidget(QLabel("<b>Keyframes</b>"))
+        row = QHBoxLayout()
+        self.add_key_button = QPushButton("Add keyframe")
+        self.add_key_button.setToolTip("Append the current pose, 1 s after the last keyframe")
+        self.add_key_button.clicked.connect(self.add_keyframe)
+        self.remove_key_button = QPushButton("Remove")
+        self.remove_key_button.clicked.connect(self.remove_keyframe)
+        self.clear_key_button = QPushButton("Clear")
+        self.clear_key_button.clicked.connect(self.clear_keyframes)
+        for b in (self.add_key_button, self.remove_key_button, self.clear_key_button):
+            row.addWidget(b)
+        layout.addLayout(row)
+        self.key_list = QListWidget()
+        self.key_list.setMaximumHeight(90)
+        layout.addWidget(self.key_list)
+        self.interval_spin = QDoubleSpinBox()
+        self.interval_spin.setRange(0.1, 30.0)
+        self.interval_spin.setValue(1.0)
+        self.interval_spin.setSuffix(" s")
+        form = QFormLayout()
+        form.addRow("Interval", self.interval_spin)
+        layout.addLayout(form)
+
+        play = QHBoxLayout()
+        self.play_button = QPushButton("Play")
+        self.play_button.clicked.connect(self.toggle_play)
+        self.time_slider = QSlider(Qt.Orientation.Horizontal)
+        self.time_slider.setRange(0, TIME_STEPS)
+        self.time_slider.valueChanged.connect(self._on_slider)
+        self.time_label = QLabel("0.00 s")
+        play.addWidget(self.play_button)
+        play.addWidget(self.time_slider, 1)
+        play.addWidget(self.time_label)
+        layout.addLayout(play)
+
+        layout.addWidget(QLabel("<b>Simulation</b> (forward dynamics from the current pose, at rest)"))
+        sim = QFormLayout()
+        self.mode_box = QComboBox()
+        for mode in SimulationOptions.MODES:
+            self.mode_box.addItem(MODE_TITLES[mode], mode)
+        sim.addRow("Torques", self.mode_box)
+        defaults = SimulationOptions()
+        self.duration_spin = QDoubleSpinBox()
+        self.duration_spin.setRange(0.1, 30.0)
+        self.duration_spin.setValue(defaults.duration)
+        self.duration_spin.setSuffix(" s")
+        sim.addRow("Duration", self.duration_spin)
+        self.dt_spin = QDoubleSpinBox()
+        self.dt_spin.setDecimals(4)
+        self.dt_spin.setRange(0.0002, 0.02)
+        self.dt_spin.setSingleStep(0.0005)
+        self.dt_spin.setValue(defaults.dt)
+        self.dt_spin.setSuffix(" s")
+        sim.addRow("Step (RK4)", self.dt_spin)
+        self.kp_spin = QDoubleSpinBox()
+        self.kp_spin.setRange(0.0, 1e4)
+        self.kp_spin.setValue(defaults.kp)
+        sim.addRow("PD kp", self.kp_spin)
+        self.kd_spin = QDoubleSpinBox()
+        self.kd_spin.setRange(0.0, 1e3)
+        self.kd_spin.setValue(defaults.kd)
+        sim.addRow("PD kd", self.kd_spin)
+        self.damping_box = QCheckBox("URDF joint damping")
+        self.damping_box.setChecked(defaults.damping)
+        sim.addRow(self.damping_box)
+        layout.addLayout(sim)
+        srow = QHBoxLayout()
+        self.simulate_button = QPushButton("Simulate")
+        self.simulate_button.clicked.connect(lambda: self.simulate_requested.emit(self.simulation_options()))
+        self.sim_cancel_button = QPushButton("Cancel")
+        self.sim_cancel_button.setEnabled(False)
+        self.sim_cancel_button.clicked.connect(self.cancel_requested)
+        srow.addWidget(self.simulate_button)
+        srow.addWidget(self.sim_cancel_button)
+        layout.addLayout(srow)
+        self.status_label = QLabel("")
+        self.status_label.setWordWrap(True)
+        layout.addWidget(self.status_label)
+        layout.addStretch(1)
+
+    # ------------------------------------------------------------ keyframes
+    def add_keyframe(self, q=None) -> None:
+        q = np.asarray(self._current_q() if q is None else q, float).copy()
+        t = 0.0 if not self.key_times else self.key_times[-1] + self.interval_spin.value()
+        self.key_times.append(t)
+        self.key_poses.append(q)
+        self.key_list.addItem(f"t = {t:.2f} s")
+        self._source = "keyframes"
+        self.trajectory = None
+
+    def remove_keyframe(self) -> None:
+        i = self.key_list.currentRow()
+        if 0 <= i < len(self.key_times):
+            self.key_times.pop(i)
+            self.key_poses.pop(i)
+            self.key_list.takeItem(i)
+
+    def clear_keyframes(self) -> None:
+        self.key_times.clear()
+        self.key_poses.clear()
+        self.key_list.clear()
+
+    def reset(self) -> None:
+        """A new robot: forget keyframes and trajectories."""
+        self.stop()
+        self.clear_keyframes()
+        self.trajectory = None
+        self.status_label.setText("")
+
+    # ------------------------------------------------------------ playback
+    def duration(self) -> float:
+        if self._source == "trajectory" and self.trajectory is not None:
+            return float(self.trajectory[0][-1])
+        return float(self.key_times[-1]) if self.key_times else 0.0
+
+    def pose_at(self, t: float) -> np.ndarray | None:
+        if self._source == "trajectory" and self.trajectory is not None:
+            ts, qs = self.trajectory
+            i = int(np.clip(np.searchsorted(ts, t), 0, len(ts) - 1))
+            return qs[i]
+        if self.key_times:
+            return interpolate_keyframes(self.key_times, self.key_poses, t)
+        return None
+
+    def play_trajectory(self, t: np.ndarray, q: np.ndarray) -> None:
+        """Play a simulated trajectory (t (T,) s, q (T, dof)) in real time."""
+        self.trajectory = (np.asarray(t, float), np.asarray(q, float))
+        self._source = "trajectory"
+        self.play()
+
+    def play_keyframes(self) -> None:
+        self._source = "keyframes"
+        self.play()
+
+    def toggle_play(self) -> None:
+        if self._timer.isActive():
+            self.stop()
+        else:
+            if self._source == "trajectory" and self.trajectory is None:
+                self._source = "keyframes"
+            self.play()
+
+    def play(self) -> None:
+        if self.duration() <= 0:
+            self.status_label.setText("Add two keyframes (or run a simulation) to play a motion.")
+            return
+        self._t0 = 0.0 if self.time_slider.value() >= TIME_STEPS else self.time_slider.value() / TIME_STEPS * self.duration()
+        self._clock.start()
+        self._timer.start()
+        self.play_button.setText("Stop")
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self.play_button.setText("Play")
+
+    @property
+    def playing(self) -> bool:
+        return self._timer.isActive()
+
+    def _tick(self) -> None:
+        T = self.duration()
+        t = self._t0 + self._clock.elapsed() / 1000.0
+        if t >= T:
+            t = T
+            self.stop()
+        self._show_time(t)
+
+    def _show_time(self, t: float) -> None:
+        T = self.duration()
+        self.time_slider.blockSignals(True)
+        self.time_slider.setValue(int(np.rint(t / T * TIME_STEPS)) if T > 0 else 0)
+        self.time_slider.blockSignals(False)
+        self.time_label.setText(f"{t:.2f} s")
+        q = self.pose_at(t)
+        if q is not None:
+            self.q_requested.emit(np.asarray(q, float))
+
+    def _on_slider(self, value: int) -> None:
+        if self.duration() > 0:
+            self._show_time(value / TIME_STEPS * self.duration())
+
+    # ------------------------------------------------------------ simulation
+    def simulation_options(self) -> SimulationOptions:
+        return SimulationOptions(mode=self.mode_box.currentData(), duration=self.duration_spin.value(),
+                                 dt=self.dt_spin.value(), kp=self.kp_spin.value(), kd=self.kd_spin.value(),
+                                 damping=self.damping_box.isChecked())
+
+    def set_simulating(self, busy: bool) -> None:
+        self.simulate_button.setEnabled(not busy)
+        self.sim_cancel_button.setEnabled(busy)

@@ -1,0 +1,668 @@
+"""The Robot workspace: a 3D URDF viewer, target poses optimised by IK, live dynamics.
+
+Layout: a tool row (robot picker, Open URDF, view toggles, load progress), the joint
+controls on the left, the 3D view in the middle, tabs (Targets, Dynamics, Motion) on the
+right. Every long computation runs as a job: loading (URDF + meshes), IK (Optimise, and
+Follow with only the latest request solved), the dynamics readouts and simulations.
+
+Scripting/test surface: ``load_robot(name_or_path)``, ``robot`` (the LoadedRobot),
+``set_q(q)``, ``q``, ``targets.add_target(link, pose)``, ``optimise()``, ``view``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.viewer.scene import RobotView
+from app.widgets.latest_job import LatestJob
+from app.workspaces.robot.dynamics_panel import DynamicsPanel
+from app.workspaces.robot.joints_panel import JointsPanel
+from app.workspaces.robot.motion_panel import MotionPanel
+from app.workspaces.robot.robot_jobs import (
+    IKRequest,
+    LoadedRobot,
+    dynamics_readouts,
+    ik_job,
+    load_robot_job,
+    simulate_job,
+    slider_limits,
+)
+from app.workspaces.robot.targets_panel import TargetsPanel
+from engine.robots.ik import neutral_configuration
+
+log = logging.getLogger(__name__)
+
+# PySide6 6.12 on Python 3.11 drops references to None/True/False (see the module)
+
+__all__ = ["RobotPage"]
+
+DEFAULT_ROBOT = "panda"
+RECENT_KEY = "robot/recent"
+LAST_KEY = "robot/last"
+UNITS_KEY = "robot/angle_units"
+MAX_RECENT = 8
+ANIMATION_MS = 450
+READOUT_INTERVAL_MS = 60
+# Follow mode: a short solve from the current pose, one start (speed over global search)
+FOLLOW_IK = {"n_starts": 1, "max_iters": 30}
+
+
+class _PoseCommand(QUndoCommand):
+    """An undoable change of the joint positions (a solve, a reset, a random pose)."""
+
+    def __init__(self, page: RobotPage, old_q, new_q, text: str, animate: bool):
+        super().__init__(text)
+        self.page, self.old_q, self.new_q, self.animate = page, np.array(old_q), np.array(new_q), animate
+        self._first = True
+
+    def redo(self):
+        if self._first and not self.animate:
+            self._first = False     # the pose is already shown
+            return
+        self._first = False
+        self.page._go_to(self.new_q, animate=self.animate)
+
+    def undo(self):
+        self.page._go_to(self.old_q, animate=False)
+
+
+END_EFFECTOR_HINTS = ("tcp", "end_effector", "ee_link", "tool", "grasp", "hand", "flange", "tip")
+
+
+def _default_end_effector(model) -> str:
+    """The tool of an arm: the deepest link named like one (tcp, ee_link, tool, hand...),
+    else the deepest link of the tree (the last one on a tie)."""
+    desc = model.description
+    parent = {j.child: j.parent for j in desc.joints}
+
+    def depth(link):
+        d = 0
+        while link in parent:
+            link = parent[link]
+            d += 1
+        return d
+
+    links = list(model.link_names)
+    for hint in END_EFFECTOR_HINTS:
+        named = [l for l in links if hint in l.lower()]
+        if named:
+            return max(reversed(named), key=depth)
+    return max(reversed(links), key=depth)
+
+
+class RobotPage(QWidget):
+    """The Robot workspace page (``RobotPage(ctx, parent=None)``)."""
+
+    robot_loaded = Signal(object)      # LoadedRobot
+    robot_failed = Signal(str)         # the error message shown
+    ik_finished = Signal(object)       # IKOutcome
+
+    def __init__(self, ctx, parent=None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.robot: LoadedRobot | None = None
+        self._generation = 0
+        self._load_handle = None
+        self._ik_handle = None
+        self._sim_handle = None
+        self._drag_start_q = None
+        self._anim = QTimer(self)
+        self._anim.setInterval(16)
+        self._anim.timeout.connect(self._animate_step)
+        self._anim_clock = QElapsedTimer()
+        self._anim_from = self._anim_to = None
+        self.last_ik = None
+        self.undo_stack = QUndoStack(self)
+        self.setAcceptDrops(True)
+        self._build()
+        units = str(self.ctx.settings.value(UNITS_KEY, "deg"))
+        self.joints.set_units(units if units in ("deg", "rad") else "deg")
+        self.joints.units_box.currentIndexChanged.connect(
+            lambda _i: self.ctx.settings.setValue(UNITS_KEY, self.joints.units))
+        self._readouts_timer = QTimer(self)          # coalesces readout requests (<= ~15 a second)
+        self._readouts_timer.setSingleShot(True)
+        self._readouts_timer.setInterval(READOUT_INTERVAL_MS)
+        self._readouts_timer.timeout.connect(self._submit_readouts)
+        self._readouts = LatestJob(ctx.jobs, "robot readouts", self)
+        self._readouts.result.connect(self._on_readouts)
+        self._follow = LatestJob(ctx.jobs, "robot IK (follow)", self)
+        self._follow.result.connect(self._on_follow_result)
+        self._follow.failed.connect(lambda msg: self.targets.set_message(f"IK failed: {msg}", None, ok=False))
+        self._fill_picker()
+        start = ctx.options.get("robot") or self.ctx.settings.value(LAST_KEY) or DEFAULT_ROBOT
+        self.load_robot(str(start))
+
+    # ================================================================== layout
+    def _build(self) -> None:
+        # panes and scroll areas show the window behind them (so they follow the app theme)
+        self.setStyleSheet("QTabWidget::pane { background: transparent; border: 1px solid palette(mid); }"
+                           "QScrollArea { background: transparent; border: none; }"
+                           "QScrollArea > QWidget > QWidget { background: transparent; }")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Robot"))
+        self.picker = QComboBox()
+        self.picker.setMinimumWidth(260)
+        self.picker.setToolTip("Robots of the library (shipped, installed packages) and recent files")
+        self.picker.activated.connect(self._on_picked)
+        bar.addWidget(self.picker)
+        self.open_button = QPushButton("Open URDF…")
+        self.open_button.clicked.connect(self._open_dialog)
+        bar.addWidget(self.open_button)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setRange(0, 1000)
+        self.progress.setVisible(False)
+        bar.addWidget(self.progress)
+        bar.addStretch(1)
+        self.overlay_buttons = {}
+        for key, title in (("frames", "Frames"), ("joint_axes", "Joint axes"), ("com", "CoM"),
+                           ("collision", "Collision")):
+            b = QToolButton()
+            b.setText(title)
+            b.setCheckable(True)
+            b.toggled.connect(lambda on, key=key: self.view.set_overlay(key, on))
+            bar.addWidget(b)
+            self.overlay_buttons[key] = b
+        for title, slot in (("Reset view", lambda: self.view.reset_camera()),
+                            ("Fit", lambda: self.view.fit_to_robot()),
+                            ("Screenshot…", self._screenshot_dialog)):
+            b = QToolButton()
+            b.setText(title)
+            b.clicked.connect(slot)
+            bar.addWidget(b)
+        layout.addLayout(bar)
+
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.joints = JointsPanel()
+        self.joints.q_changed.connect(self._on_q_changed)
+        self.joints.pose_action.connect(lambda old, new, text: self._push_pose(old, new, text, animate=False))
+        split.addWidget(self.joints)
+        self.view = RobotView()
+        self.view.link_clicked.connect(self._on_link_clicked)
+        self.view.gizmo_pressed.connect(self._on_gizmo_pressed)
+        split.addWidget(self.view)
+        self.tabs = QTabWidget()
+        self.targets = TargetsPanel(self.view)
+        self.targets.optimise_requested.connect(self.optimise)
+        self.targets.cancel_requested.connect(self.cancel_ik)
+        self.targets.target_dragged.connect(self._on_target_dragged)
+        self.targets.targets_changed.connect(self._on_targets_changed)
+        self.targets.end_effector_changed.connect(self._on_end_effector)
+        self.tabs.addTab(self.targets, "Targets")
+        self.dynamics = DynamicsPanel()
+        self.tabs.addTab(self.dynamics, "Dynamics")
+        self.motion = MotionPanel(lambda: self.q)
+        self.motion.q_requested.connect(lambda q: self.set_q(q))
+        self.motion.simulate_requested.connect(self.simulate)
+        self.motion.cancel_requested.connect(self._cancel_simulation)
+        self.tabs.addTab(self.motion, "Motion")
+        split.addWidget(self.tabs)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setStretchFactor(2, 0)
+        split.setSizes([300, 800, 340])
+        layout.addWidget(split, 1)
+        self.status_label = QLabel("")
+        self.status_label.setObjectName("robot_status")
+        layout.addWidget(self.status_label)
+
+        self.undo_action = self.undo_stack.createUndoAction(self, "Undo")
+        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
+        self.undo_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.redo_action = self.undo_stack.createRedoAction(self, "Redo")
+        self.redo_action.setShortcut(QKeySequence.StandardKey.Redo)
+        self.redo_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.addAction(self.undo_action)
+        self.addAction(self.redo_action)
+
+    def _status(self, message: str) -> None:
+        self.status_label.setText(message)
+        self.ctx.status(message)
+
+    # ================================================================== robots
+    def _fill_picker(self) -> None:
+        self.picker.blockSignals(True)
+        self.picker.clear()
+        try:
+            from engine.robots.library import list_robots
+            entries = list_robots()
+        except Exception as exc:  # noqa: BLE001 - the library is optional for the picker
+            log.warning("robot library unavailable: %s", exc)
+            entries = []
+        for e in entries:
+            self.picker.addItem(f"{e.name} — {e.title}", e.name)
+        recent = self._recent()
+        if recent:
+            self.picker.insertSeparator(self.picker.count())
+            for path in recent:
+                self.picker.addItem(f"{Path(path).name} (recent: {path})", path)
+        self.picker.blockSignals(False)
+
+    def _recent(self) -> list[str]:
+        value = self.ctx.settings.value(RECENT_KEY, [])
+        if isinstance(value, str):
+            value = [value]
+        return [str(v) for v in (value or [])]
+
+    def _remember(self, loaded: LoadedRobot) -> None:
+        self.ctx.settings.setValue(LAST_KEY, loaded.source)
+        if Path(loaded.source).suffix.lower() in (".urdf", ".xml"):
+            path = str(Path(loaded.path).resolve())
+            recent = [path] + [p for p in self._recent() if p != path]
+            self.ctx.settings.setValue(RECENT_KEY, recent[:MAX_RECENT])
+            self.ctx.add_recent_file(path)
+            self._fill_picker()
+        idx = self.picker.findData(loaded.source)
+        if idx < 0:
+            idx = self.picker.findData(str(Path(loaded.path).resolve()))
+        if idx >= 0:
+            self.picker.setCurrentIndex(idx)
+
+    def _on_picked(self, index: int) -> None:
+        data = self.picker.itemData(index)
+        if data:
+            self.load_robot(str(data))
+
+    def load_robot(self, name_or_path: str):
+        """Load a library robot or a URDF file as a job; returns its JobHandle.
+
+        On failure the error is shown (ctx.show_error, quoting the engine) and the robot
+        already shown stays.
+        """
+        if self._load_handle is not None and self._load_handle.is_running:
+            self._load_handle.cancel()
+        self.progress.setValue(0)
+        self.progress.setVisible(True)
+        idx = self.picker.findData(str(name_or_path))
+        if idx >= 0:
+            self.picker.setCurrentIndex(idx)
+        self._status(f"Loading {name_or_path}…")
+        handle = self.ctx.jobs.submit(load_robot_job(name_or_path), name=f"load robot {name_or_path}",
+                                      on_result=self._on_loaded,
+                                      on_error=lambda msg, tb, src=name_or_path: self._on_load_failed(src, msg),
+                                      on_progress=self._on_load_progress)
+        handle.ended.connect(lambda h=handle: self._on_load_ended(h))
+        self._load_handle = handle
+        return handle
+
+    def _on_load_progress(self, update) -> None:
+        if update.fraction is not None:
+            self.progress.setValue(int(1000 * update.fraction))
+        self.progress.setFormat(update.message[:40] or "%p%")
+
+    def _on_load_ended(self, handle) -> None:
+        if handle is self._load_handle:
+            self.progress.setVisible(False)
+            self._load_handle = None
+
+    def _on_load_failed(self, source: str, message: str) -> None:
+        shown = self.robot.name if self.robot is not None else "none"
+        self._status(f"Could not open {source}; still showing {shown}")
+        self.ctx.show_error("Cannot open robot", f"{source}\n\n{message}")
+        self.robot_failed.emit(message)
+        if self.robot is None and source != DEFAULT_ROBOT:
+            # nothing shown yet (a stale last robot, a bad --robot): fall back to the default
+            self.load_robot(DEFAULT_ROBOT)
+
+    def _on_loaded(self, loaded: LoadedRobot) -> None:
+        self._generation += 1
+        self._stop_animation()
+        self.cancel_ik()
+        self._cancel_simulation()
+        self.robot = loaded
+        model = loaded.model
+        for w in loaded.geometry.warnings:
+            log.warning("%s", w)
+        self.view.set_robot(loaded.geometry, joint_axes=loaded.joint_axes, coms=loaded.coms)
+        lo, hi = slider_limits(model)
+        by_name = {j.name: j for j in model.description.joints}
+        revolute = [by_name[n].type in ("revolute", "continuous") for n in model.joint_names]
+        neutral = np.clip(neutral_configuration(model).numpy(), lo, hi)
+        self.joints.set_robot(model.joint_names, revolute, lo, hi, neutral)
+        extent = self._robot_extent(neutral)
+        self.targets.set_robot(model.link_names, _default_end_effector(model), self.link_pose,
+                               gizmo_size=max(0.03, 0.12 * extent))
+        self.motion.reset()
+        self.dynamics.clear()
+        self.undo_stack.clear()
+        self._on_q_changed(self.joints.q)
+        self.view.fit_to_robot()
+        self._remember(loaded)
+        warn = f" ({len(loaded.geometry.warnings)} mesh warnings, see the log)" if loaded.geometry.warnings else ""
+        if loaded.notes:
+            warn += "; " + "; ".join(loaded.notes)
+            for note in loaded.notes:
+                log.warning("%s: %s", loaded.path, note)
+        self._status(f"{model.name}: {model.dof} joints, {len(model.link_names)} links, "
+                     f"{loaded.geometry.triangles} triangles{warn}")
+        self.robot_loaded.emit(loaded)
+
+    def _robot_extent(self, q) -> float:
+        poses = self.robot.model.forward_kinematics(torch.as_tensor(q)).detach().numpy()
+        pts = poses[:, :3, 3]
+        return float(max(np.ptp(pts, axis=0).max(), 0.1))
+
+    # ================================================================== pose
+    @property
+    def q(self) -> np.ndarray:
+        return self.joints.q
+
+    def set_q(self, q) -> None:
+        """Show joint positions q (dof,), SI units, clamped into the limits."""
+        self.joints.set_q(q)
+
+    def link_pose(self, link: str, q=None) -> np.ndarray:
+        """World pose (4, 4) of a link at q (default: the shown pose), from the engine."""
+        q = self.q if q is None else q
+        with torch.no_grad():
+            return self.robot.model.link_pose(torch.as_tensor(np.asarray(q, float)), link).numpy()
+
+    def _on_q_changed(self, q) -> None:
+        if self.robot is None:
+            return
+        model = self.robot.model
+        with torch.no_grad():
+            poses = model.forward_kinematics(torch.as_tensor(np.asarray(q, float))).numpy()
+        self.view.set_link_poses(dict(zip(model.link_names, poses)))
+        self._request_readouts()
+
+    def _request_readouts(self) -> None:
+        if not self._readouts_timer.isActive():
+            self._readouts_timer.start()
+
+    def _submit_readouts(self) -> None:
+        if self.robot is None or not self.targets.end_effector:
+            return
+        self._readouts.submit(lambda: None if self.robot is None else dynamics_readouts(
+            self.robot.model, self.q, self.targets.end_effector, serial=self._generation))
+
+    def _on_readouts(self, r) -> None:
+        if r.serial == self._generation:
+            self.dynamics.show_readouts(r)
+
+    def _on_end_effector(self, link: str) -> None:
+        self.view.set_highlight([link] if link else [])
+        self._request_readouts()
+
+    def _on_link_clicked(self, link: str) -> None:
+        self.targets.set_end_effector(link)
+        self._status(f"end effector: {link}")
+
+    def _push_pose(self, old_q, new_q, text: str, animate: bool) -> None:
+        self.undo_stack.push(_PoseCommand(self, old_q, new_q, text, animate))
+
+    def _go_to(self, q, animate: bool) -> None:
+        if not animate:
+            self._stop_animation()
+            self.set_q(q)
+            return
+        self._anim_from = self.q
+        self._anim_to = np.asarray(q, float)
+        self._anim_clock.start()
+        self._anim.start()
+
+    def _animate_step(self) -> None:
+        s = min(self._anim_clock.elapsed() / ANIMATION_MS, 1.0)
+        s_smooth = s * s * (3 - 2 * s)
+        self.set_q((1 - s_smooth) * self._anim_from + s_smooth * self._anim_to)
+        if s >= 1.0:
+            self._anim.stop()
+
+    def _stop_animation(self) -> None:
+        if self._anim.isActive():
+            self._anim.stop()
+            if self._anim_to is not None:
+                self.set_q(self._anim_to)
+
+    @property
+    def animating(self) -> bool:
+        return self._anim.isActive()
+
+    # ================================================================== IK
+    def _ik_request(self, overrides: dict) -> IKRequest | None:
+        if self.robot is None or not self.targets.targets:
+            return None
+        if self.robot.model.dof == 0:
+            self.targets.set_message("This robot has no joints to move.", None, ok=False)
+            return None
+        try:
+            options = self.targets.ik_options()
+        except ValueError as exc:
+            self.targets.set_message(f"Solver options: {exc}", None, ok=False)
+            return None
+        return IKRequest(targets={t.link: t.pose for t in self.targets.targets}, q0=self.q,
+                         position_only=frozenset(t.link for t in self.targets.targets if t.position_only),
+                         options=options, overrides=overrides, serial=self._generation)
+
+    def optimise(self):
+        """Solve IK for every target as a job; the robot animates to the solution."""
+        if not self.targets.targets:
+            self.targets.set_message("Add a target first (pick an end effector, then Add target).", None, ok=False)
+            return None
+        request = self._ik_request({})
+        if request is None:
+            return None
+        self.cancel_ik()
+        self._stop_animation()
+        self.targets.set_busy(True)
+        self.targets.set_message("Solving…", None)
+        start_q = self.q
+        handle = self.ctx.jobs.submit(ik_job(self.robot.model, request), name="robot IK",
+                                      on_result=lambda out, q0=start_q: self._on_ik_result(out, q0),
+                                      on_error=lambda msg, tb: self.targets.set_message(f"IK failed: {msg}", None, ok=False),
+                                      on_cancelled=lambda: self.targets.set_message("Cancelled.", None),
+                                      on_progress=self._on_ik_progress)
+        handle.ended.connect(lambda h=handle: self._on_ik_ended(h))
+        self._ik_handle = handle
+        return handle
+
+    def _on_ik_progress(self, update) -> None:
+        if update.fraction is not None:
+            self.targets.set_message(f"Solving… {100 * update.fraction:.0f}%", None)
+
+    def _on_ik_ended(self, handle) -> None:
+        if handle is self._ik_handle:
+            self._ik_handle = None
+            self.targets.set_busy(False)
+
+    def cancel_ik(self) -> None:
+        if self._ik_handle is not None:
+            self._ik_handle.cancel()
+        self._follow.cancel()
+
+    def _describe(self, out) -> tuple[str, bool]:
+        parts = []
+        for link, (perr, rerr) in out.per_target.items():
+            r = "" if rerr is None else f", {np.degrees(rerr):.2f}°"
+            parts.append(f"{link}: {1000 * perr:.2f} mm{r}")
+        detail = "; ".join(parts)
+        if out.converged:
+            return f"Reached: {detail}", True
+        return (f"Out of reach: the closest pose within the joint limits misses the target"
+                f"{'s' if len(out.per_target) > 1 else ''} ({detail})."), False
+
+    def _on_ik_result(self, out, start_q) -> None:
+        if out.serial != self._generation:
+            return
+        self.last_ik = out
+        text, ok = self._describe(out)
+        self.targets.set_message(text, out.residual, ok=ok)
+        self._push_pose(start_q, out.q, "IK solve", animate=True)
+        self.ik_finished.emit(out)
+
+    def _on_gizmo_pressed(self, gizmo) -> None:
+        self.targets.select_gizmo(gizmo)
+        self._drag_start_q = self.q
+
+    def _on_target_dragged(self) -> None:
+        if not self.targets.follow_box.isChecked():
+            return
+        def make_job():
+            request = self._ik_request(dict(FOLLOW_IK))
+            return None if request is None else ik_job(self.robot.model, request)
+        self._follow.submit(make_job)
+
+    def _on_follow_result(self, out) -> None:
+        if out.serial != self._generation:
+            return
+        self.last_ik = out
+        text, ok = self._describe(out)
+        self.targets.set_message(text, out.residual, ok=ok)
+        self._stop_animation()
+        self.set_q(out.q)
+
+    def _on_targets_changed(self) -> None:
+        # a drag in follow mode ends: one undo step for the whole drag
+        if self._drag_start_q is not None and self.targets.follow_box.isChecked():
+            start = self._drag_start_q
+
+            def push_when_idle():
+                self._follow.idle.disconnect(push_when_idle)
+                self._push_pose(start, self.q, "follow targets", animate=False)
+            if self._follow.busy:
+                self._follow.idle.connect(push_when_idle)
+            else:
+                self._push_pose(start, self.q, "follow targets", animate=False)
+        self._drag_start_q = None
+
+    # ================================================================== simulation
+    def simulate(self, options):
+        if self.robot is None:
+            return None
+        self._cancel_simulation()
+        self.motion.set_simulating(True)
+        self.motion.status_label.setText("Simulating…")
+        gen = self._generation
+        handle = self.ctx.jobs.submit(
+            simulate_job(self.robot.model, self.q, np.zeros(self.robot.model.dof), options,
+                         list(self.motion.key_times), list(self.motion.key_poses)),
+            name="robot simulation",
+            on_result=lambda res: self._on_simulated(res, gen),
+            on_error=lambda msg, tb: self.motion.status_label.setText(f"Simulation failed: {msg}"),
+            on_cancelled=lambda: self.motion.status_label.setText("Simulation cancelled."),
+            on_progress=lambda u: self.motion.status_label.setText(u.message))
+        handle.ended.connect(lambda: self.motion.set_simulating(False))
+        self._sim_handle = handle
+        return handle
+
+    def _on_simulated(self, result, generation) -> None:
+        self._sim_handle = None
+        if generation != self._generation:
+            return
+        self.motion.status_label.setText(f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s, playing")
+        self.motion.play_trajectory(result.t, result.q)
+
+    def _cancel_simulation(self) -> None:
+        if self._sim_handle is not None and self._sim_handle.is_running:
+            self._sim_handle.cancel()
+        self._sim_handle = None
+
+    # ================================================================== files
+    def file_filters(self) -> list[str]:
+        return ["URDF (*.urdf *.URDF *.xml)"]
+
+    def open_file(self, path: str) -> bool:
+        if Path(path).suffix.lower() not in (".urdf", ".xml"):
+            return False
+        self.load_robot(str(path))
+        return True
+
+    def _open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open URDF", "", ";;".join(self.file_filters()))
+        if path:
+            self.open_file(path)
+
+    def _screenshot_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save screenshot", "robot.png", "PNG (*.png)")
+        if path:
+            try:
+                self.view.save_screenshot(path)
+                self._status(f"saved {path}")
+            except OSError as exc:
+                self.ctx.show_error("Screenshot", str(exc))
+
+    def dragEnterEvent(self, event):
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if any(Path(u.toLocalFile()).suffix.lower() in (".urdf", ".xml") for u in urls):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event):
+        for u in event.mimeData().urls():
+            if self.open_file(u.toLocalFile()):
+                event.acceptProposedAction()
+                return
+        event.ignore()
+
+    # ================================================================== page interface
+    def menu_actions(self) -> list[QAction]:
+        shot = QAction("Save 3D view as PNG…", self)
+        shot.triggered.connect(self._screenshot_dialog)
+        fit = QAction("Fit view to robot", self)
+        fit.triggered.connect(self.view.fit_to_robot)
+        return [self.undo_action, self.redo_action, fit, shot]
+
+    def session_state(self) -> dict:
+        return {
+            "robot": self.robot.source if self.robot else None,
+            "q": self.q.tolist() if self.robot else None,
+            "units": self.joints.units,
+            "targets": [{"link": t.link, "pose": t.pose.tolist(), "position_only": t.position_only}
+                        for t in self.targets.targets],
+            "keyframes": {"times": list(self.motion.key_times), "poses": [q.tolist() for q in self.motion.key_poses]},
+        }
+
+    def restore_session_state(self, state: dict) -> None:
+        if state.get("units") in ("deg", "rad"):
+            self.joints.set_units(state["units"])
+        source = state.get("robot")
+        if not source:
+            return
+
+        def apply(_loaded):
+            self.robot_loaded.disconnect(apply)
+            if state.get("q") is not None and len(state["q"]) == self.robot.model.dof:
+                self.set_q(state["q"])
+            for t in state.get("targets", []):
+                try:
+                    self.targets.add_target(t["link"], np.asarray(t["pose"], float), bool(t.get("position_only")))
+                except ValueError as exc:
+                    log.warning("session target skipped: %s", exc)
+            kf = state.get("keyframes") or {}
+            for q in kf.get("poses", []):
+                self.motion.add_keyframe(q)
+        self.robot_loaded.connect(apply)
+        self.load_robot(source)
+
+    def shutdown(self) -> None:
+        self.ctx.settings.setValue(UNITS_KEY, self.joints.units)
+        self._stop_animation()
+        self.motion.stop()
+        self.cancel_ik()
+        self._readouts_timer.stop()
+        self._readouts.cancel()
+        self._cancel_simulation()
+        if self._load_handle is not None:
+            self._load_handle.cancel()

@@ -1,0 +1,303 @@
+"""Target poses for IK: pick an end-effector link, place targets (gizmos in the view or
+typed values), Optimise / Follow / Cancel, and the solve's residual and message.
+
+Each :class:`Target` owns a :class:`~app.viewer.gizmo.TargetGizmo` shown in the view.
+The panel emits ``targets_changed()`` when a target moves (dragged or typed) and
+``optimise_requested()`` / ``cancel_requested()``; the page runs the solves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+from scipy.spatial.transform import Rotation
+
+from app.viewer.gizmo import TargetGizmo
+from app.widgets.forms import DataclassForm
+from engine.robots.ik import IKOptions
+
+__all__ = ["Target", "TargetsPanel", "pose_from_xyz_rpy", "xyz_rpy_from_pose"]
+
+TARGET_COLORS = [(1.0, 0.85, 0.1, 1.0), (0.1, 0.9, 1.0, 1.0), (1.0, 0.4, 0.9, 1.0),
+                 (0.5, 1.0, 0.3, 1.0), (1.0, 0.55, 0.2, 1.0)]
+
+
+def pose_from_xyz_rpy(xyz, rpy) -> np.ndarray:
+    """(4, 4) from a position (m) and URDF roll-pitch-yaw (rad; R = Rz(y) Ry(p) Rx(r))."""
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_euler("xyz", rpy).as_matrix()
+    T[:3, 3] = xyz
+    return T
+
+
+def xyz_rpy_from_pose(T) -> tuple[np.ndarray, np.ndarray]:
+    T = np.asarray(T, float)
+    return T[:3, 3].copy(), Rotation.from_matrix(T[:3, :3]).as_euler("xyz")
+
+
+@dataclass
+class Target:
+    link: str
+    gizmo: TargetGizmo
+    position_only: bool = False
+
+    @property
+    def pose(self) -> np.ndarray:
+        return self.gizmo.pose
+
+
+class TargetsPanel(QWidget):
+    targets_changed = Signal()
+    target_dragged = Signal()          # a gizmo moved under the mouse (follow mode solves)
+    optimise_requested = Signal()
+    cancel_requested = Signal()
+    end_effector_changed = Signal(str)
+
+    def __init__(self, view, parent=None):
+        super().__init__(parent)
+        self.view = view
+        self.targets: list[Target] = []
+        self._updating = False
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        self.link_box = QComboBox()
+        self.link_box.setToolTip("The end-effector link (or click a link in the view)")
+        self.link_box.currentTextChanged.connect(self._on_link_changed)
+        form.addRow("End effector", self.link_box)
+        layout.addLayout(form)
+        buttons = QHBoxLayout()
+        self.add_button = QPushButton("Add target")
+        self.add_button.setToolTip("Place a target at the end effector's current pose")
+        self.add_button.clicked.connect(lambda: self.add_target(self.link_box.currentText()))
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.clicked.connect(self.remove_selected)
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.clicked.connect(self.clear)
+        for b in (self.add_button, self.remove_button, self.clear_button):
+            buttons.addWidget(b)
+        layout.addLayout(buttons)
+        self.list = QListWidget()
+        self.list.setMaximumHeight(110)
+        self.list.currentRowChanged.connect(self._on_row_changed)
+        layout.addWidget(self.list)
+
+        grid = QGridLayout()
+        self.value_spins: list[QDoubleSpinBox] = []
+        for k, (name, unit, rng) in enumerate([("x", " m", 5.0), ("y", " m", 5.0), ("z", " m", 5.0),
+                                                ("roll", " °", 180.0), ("pitch", " °", 180.0),
+                                                ("yaw", " °", 180.0)]):
+            spin = QDoubleSpinBox()
+            spin.setRange(-rng, rng)
+            spin.setDecimals(4 if unit == " m" else 1)
+            spin.setSingleStep(0.01 if unit == " m" else 5.0)
+            spin.setSuffix(unit)
+            spin.setKeyboardTracking(False)
+            spin.setObjectName(f"target_{name}")
+            spin.valueChanged.connect(self._on_typed)
+            grid.addWidget(QLabel(name), k // 3 * 2, k % 3)
+            grid.addWidget(spin, k // 3 * 2 + 1, k % 3)
+            self.value_spins.append(spin)
+        layout.addLayout(grid)
+        self.position_only_box = QCheckBox("Position only (ignore orientation)")
+        self.position_only_box.toggled.connect(self._on_position_only)
+        layout.addWidget(self.position_only_box)
+
+        run = QHBoxLayout()
+        self.optimise_button = QPushButton("Optimise")
+        self.optimise_button.setToolTip("Solve IK for all targets (a job; the robot animates to the solution)")
+        self.optimise_button.clicked.connect(self.optimise_requested)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel_requested)
+        self.follow_box = QCheckBox("Follow")
+        self.follow_box.setToolTip("Re-solve while a target is dragged")
+        run.addWidget(self.optimise_button)
+        run.addWidget(self.cancel_button)
+        run.addWidget(self.follow_box)
+        layout.addLayout(run)
+        self.options_box = QGroupBox("Solver options")
+        self.options_box.setCheckable(True)
+        self.options_box.setChecked(False)
+        box = QVBoxLayout(self.options_box)
+        self.options_form = DataclassForm(
+            IKOptions, include=["tol_pos", "tol_rot", "max_iters", "n_starts", "rotation_weight", "seed"],
+            labels={"tol_pos": "Position tolerance (m)", "tol_rot": "Rotation tolerance (rad)",
+                    "max_iters": "Iterations per start", "n_starts": "Starts",
+                    "rotation_weight": "Rotation weight (m/rad)", "seed": "Random seed"})
+        box.addWidget(self.options_form)
+        self.options_form.setVisible(False)
+        self.options_box.toggled.connect(self.options_form.setVisible)
+        layout.addWidget(self.options_box)
+        self.residual_label = QLabel("residual: –")
+        self.residual_label.setObjectName("ik_residual")
+        self.message_label = QLabel("")
+        self.message_label.setObjectName("ik_message")
+        self.message_label.setWordWrap(True)
+        layout.addWidget(self.residual_label)
+        layout.addWidget(self.message_label)
+        layout.addStretch(1)
+        self._link_pose = lambda link: np.eye(4)
+        self._gizmo_size = 0.12
+
+    # ------------------------------------------------------------ robot
+    def set_robot(self, links, default_link: str, link_pose, gizmo_size: float) -> None:
+        """New robot: ``links`` offered as end effectors, ``link_pose(link) -> (4, 4)``."""
+        self.clear()
+        self._link_pose = link_pose
+        self._gizmo_size = gizmo_size
+        self.link_box.blockSignals(True)
+        self.link_box.clear()
+        self.link_box.addItems(list(links))
+        self.link_box.setCurrentText(default_link)
+        self.link_box.blockSignals(False)
+        self.end_effector_changed.emit(default_link)
+        self.set_message("", None)
+
+    @property
+    def end_effector(self) -> str:
+        return self.link_box.currentText()
+
+    def set_end_effector(self, link: str) -> None:
+        if self.link_box.findText(link) >= 0:
+            self.link_box.setCurrentText(link)
+
+    def _on_link_changed(self, link: str) -> None:
+        if link:
+            self.end_effector_changed.emit(link)
+
+    # ------------------------------------------------------------ targets
+    def add_target(self, link: str, pose: np.ndarray | None = None, position_only: bool | None = None) -> Target:
+        """Add (or replace) the target of ``link``; default pose: the link's current pose."""
+        if self.link_box.findText(link) < 0:
+            raise ValueError(f"no link named {link!r} in this robot")
+        for t in list(self.targets):
+            if t.link == link:
+                self._remove(t)
+        pose = self._link_pose(link) if pose is None else np.asarray(pose, float)
+        color = TARGET_COLORS[len(self.targets) % len(TARGET_COLORS)]
+        gizmo = TargetGizmo(pose=pose, size=self._gizmo_size, color=color, label=link)
+        target = Target(link, gizmo, bool(self.position_only_box.isChecked() if position_only is None else position_only))
+        gizmo.set_rotate_enabled(not target.position_only)
+        gizmo.pose_changed.connect(lambda _T, t=target: self._on_gizmo_moved(t))
+        gizmo.drag_finished.connect(self.targets_changed)
+        self.targets.append(target)
+        self.view.add_gizmo(gizmo)
+        self.list.addItem(self._row_text(target))
+        self.list.setCurrentRow(len(self.targets) - 1)
+        self.targets_changed.emit()
+        return target
+
+    def target_for(self, link: str) -> Target | None:
+        return next((t for t in self.targets if t.link == link), None)
+
+    def set_target_pose(self, link: str, pose: np.ndarray) -> None:
+        t = self.target_for(link)
+        if t is None:
+            raise ValueError(f"no target on link {link!r}")
+        t.gizmo.set_pose(pose)
+        self._refresh_row(t)
+        self.targets_changed.emit()
+
+    def _remove(self, target: Target) -> None:
+        i = self.targets.index(target)
+        self.view.remove_gizmo(target.gizmo)
+        self.targets.pop(i)
+        self.list.takeItem(i)
+
+    def remove_selected(self) -> None:
+        i = self.list.currentRow()
+        if 0 <= i < len(self.targets):
+            self._remove(self.targets[i])
+            self.targets_changed.emit()
+
+    def clear(self) -> None:
+        for t in list(self.targets):
+            self._remove(t)
+        self.targets_changed.emit()
+
+    def selected(self) -> Target | None:
+        i = self.list.currentRow()
+        return self.targets[i] if 0 <= i < len(self.targets) else None
+
+    def select_gizmo(self, gizmo) -> None:
+        for i, t in enumerate(self.targets):
+            if t.gizmo is gizmo:
+                self.list.setCurrentRow(i)
+
+    def _row_text(self, t: Target) -> str:
+        p = t.pose[:3, 3]
+        return f"{t.link}: ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f}) m" + (" [position]" if t.position_only else "")
+
+    def _refresh_row(self, t: Target) -> None:
+        i = self.targets.index(t)
+        self.list.item(i).setText(self._row_text(t))
+        if self.selected() is t:
+            self._show_values(t)
+
+    def _on_gizmo_moved(self, t: Target) -> None:
+        self._refresh_row(t)
+        self.target_dragged.emit()
+
+    def _on_row_changed(self, i: int) -> None:
+        t = self.selected()
+        if t is not None:
+            self._show_values(t)
+            self.position_only_box.blockSignals(True)
+            self.position_only_box.setChecked(t.position_only)
+            self.position_only_box.blockSignals(False)
+
+    def _show_values(self, t: Target) -> None:
+        xyz, rpy = xyz_rpy_from_pose(t.pose)
+        self._updating = True
+        for spin, v in zip(self.value_spins, list(xyz) + list(np.degrees(rpy))):
+            spin.setValue(float(v))
+        self._updating = False
+
+    def _on_typed(self, _value: float) -> None:
+        if self._updating:
+            return
+        t = self.selected()
+        if t is None:
+            return
+        vals = [s.value() for s in self.value_spins]
+        t.gizmo.set_pose(pose_from_xyz_rpy(vals[:3], np.radians(vals[3:])))
+        self._refresh_row(t)
+        self.targets_changed.emit()
+
+    def _on_position_only(self, on: bool) -> None:
+        t = self.selected()
+        if t is not None:
+            t.position_only = bool(on)
+            t.gizmo.set_rotate_enabled(not on)
+            self._refresh_row(t)
+            self.targets_changed.emit()
+
+    # ------------------------------------------------------------ state
+    def ik_options(self) -> IKOptions:
+        """The engine's IKOptions with the edits of the form (its defaults otherwise)."""
+        return self.options_form.value()
+
+    def set_busy(self, busy: bool) -> None:
+        self.optimise_button.setEnabled(not busy)
+        self.cancel_button.setEnabled(busy)
+
+    def set_message(self, message: str, residual: float | None, ok: bool = True) -> None:
+        self.message_label.setText(message)
+        self.message_label.setStyleSheet("" if ok else "color: #ff8a65;")
+        self.residual_label.setText("residual: –" if residual is None else f"residual: {residual:.3g}")
