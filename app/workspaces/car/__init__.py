@@ -1,0 +1,1 @@
+"""The Car planner workspace."""

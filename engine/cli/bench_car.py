@@ -1,0 +1,31 @@
+"""`python -m engine bench car`: MPC control rate and Drifting Turn planning time (learned 8x64 GELU model)."""
+
+from __future__ import annotations
+
+from engine.cli._common import print_json
+
+
+def register_bench(subparsers) -> None:
+    p = subparsers.add_parser("car", help="car planner: MPC cycle time (horizon 20, 512 candidates) and Drifting Turn time")
+    p.add_argument("--model", default=None, help="a trained car model folder (default: train a small one first)")
+    p.add_argument("--cycles", type=int, default=60, help="MPC cycles to time")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_bench)
+
+
+def _bench(args) -> int:
+    import torch
+
+    from engine.planning.benchmark import BenchConfig, run_benchmark
+
+    torch.set_num_threads(max(1, args.threads))
+    res = run_benchmark(BenchConfig(cycles=args.cycles), model_dir=args.model)
+    if args.json:
+        print_json(res)
+    else:
+        print(f"MPC: {res['cycle_ms']:.1f} ms per cycle ({res['control_rate_hz']:.1f} Hz), "
+              f"{res['iterations_per_cycle']} iterations x {res['candidates']} candidates, horizon {res['horizon']}; "
+              f"eager autograd iteration {res['eager_iteration_ms']:.1f} ms; "
+              f"Drifting Turn {res['drifting_turn_seconds']:.2f} s ({'converged' if res['drifting_turn_converged'] else 'not converged'})")
+    return 0

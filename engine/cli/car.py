@@ -1,0 +1,160 @@
+"""`python -m engine car ...`: train the learned car model, plan, drive a track with MPC, select models."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from engine.cli._common import add_group, print_json, run_cli_job
+
+
+def register(subparsers) -> None:
+    _, sub = add_group(subparsers, "car", "RC car: learn its dynamics, optimise trajectories, MPC on a track")
+
+    p = sub.add_parser("train", help="simulate driving data and train the learned car model")
+    p.add_argument("--out", required=True, help="folder for car_model.safetensors + car_model.json")
+    p.add_argument("--minutes", type=float, default=None, help="minutes of simulated driving data (default 15)")
+    p.add_argument("--log", default=None,
+                   help="train on a recorded CSV log (columns t, x, y, yaw, throttle, steering) instead")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--activation", choices=("gelu", "relu"), default=None)
+    p.add_argument("--loss", choices=("relative", "l1", "l2"), default=None)
+    p.add_argument("--hidden", type=int, default=None)
+    p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser("plan", help="optimise a scenario's trajectory and execute it on the simulator")
+    p.add_argument("--scenario", default="drifting-turn",
+                   help="parallel-parking, dynamic-reverse, drifting-turn, or a plan JSON file")
+    p.add_argument("--model", default="sim", help="a trained model folder, or 'sim'")
+    p.add_argument("--max-iterations", type=int, default=None)
+    p.add_argument("--candidates", type=int, default=None)
+    p.add_argument("--save", default=None, help="write the optimised plan (JSON) here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_plan)
+
+    p = sub.add_parser("mpc", help="drive laps on a track with receding-horizon MPC (closed loop on the simulator)")
+    p.add_argument("--track", default="default", help="a shipped track name or a CSV/JSON file")
+    p.add_argument("--model", default="sim", help="a trained model folder, or 'sim'")
+    p.add_argument("--laps", type=int, default=1)
+    p.add_argument("--horizon", type=int, default=None)
+    p.add_argument("--iterations", type=int, default=None, help="optimiser iterations per cycle")
+    p.add_argument("--target-speed", type=float, default=None)
+    p.add_argument("--max-seconds", type=float, default=None, help="simulated time limit")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_mpc)
+
+    p = sub.add_parser("select", help="model selection: TVE of ReLU/GELU x L1/L2/relative (table + box plot)")
+    p.add_argument("--out", default=None, help="folder for selection.json and selection.png")
+    p.add_argument("--seeds", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--minutes", type=float, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_select)
+
+
+def _overrides(args, names):
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+def _train(args) -> int:
+    from engine.planning.training import TrainConfig, train_job
+
+    cfg = TrainConfig()
+    cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
+                  driving=replace(cfg.driving, **_overrides(args, ("minutes",))))
+    dataset = None
+    if args.log:
+        import torch
+
+        from engine.planning.car_data import prepare_log, read_car_csv
+
+        prep = prepare_log(read_car_csv(args.log), h=cfg.params.dt, savgol_window=cfg.driving.savgol_window,
+                           savgol_order=cfg.driving.savgol_order, source=args.log)
+        dataset = {"inputs": torch.from_numpy(prep["inputs"]).float(),
+                   "targets": torch.from_numpy(prep["targets"]).float()}
+    res = run_cli_job(train_job(cfg, args.out, dataset=dataset), quiet=args.json)
+    out = {k: res[k] for k in ("model_dir", "train_loss", "val_loss", "initial_loss", "tve", "samples", "seconds")}
+    if args.json:
+        print_json(out)
+    else:
+        print(f"trained: loss {out['initial_loss']:.4f} -> {out['train_loss']:.4f}, TVE {out['tve']:.3f}, saved in {args.out}")
+    return 0
+
+
+def _plan(args) -> int:
+    from pathlib import Path
+
+    from engine.planning.dynamics import load_dynamics
+    from engine.planning.optimiser import OptimiserConfig
+    from engine.planning.scenarios import (
+        SCENARIOS,
+        execute_open_loop,
+        load_plan,
+        plan_trajectory,
+        save_plan,
+        scenario,
+    )
+    from engine.systems.rc_car import CarParams
+
+    params = CarParams()
+    plan = scenario(args.scenario) if args.scenario in SCENARIOS or not Path(args.scenario).exists() \
+        else load_plan(args.scenario)[0]
+    dyn = load_dynamics(args.model, params)
+    cfg = OptimiserConfig(**_overrides(args, ("candidates",)),
+                          **({"max_iterations": args.max_iterations} if args.max_iterations else {}))
+    outcome = run_cli_job(lambda ctx: plan_trajectory(plan, dyn, params, cfg, ctx=ctx), quiet=args.json)
+    ex = execute_open_loop(plan, outcome.controls, params)
+    r = outcome.result
+    out = {"scenario": plan.name, "model": dyn.name, "converged": r.converged, "iterations": r.iterations,
+           "seconds": r.seconds, "initial_cost": r.initial_cost, "final_cost": r.cost, "reason": r.reason,
+           "target_errors": outcome.target_errors,
+           "executed_position_error": ex["position_error"], "executed_heading_error": ex["heading_error"]}
+    if args.save:
+        save_plan(args.save, plan, outcome.controls, {"model": dyn.name})
+    if args.json:
+        print_json(out)
+    else:
+        print(f"{plan.name} on {dyn.name}: {'converged' if r.converged else 'not converged'} in {r.iterations} "
+              f"iterations ({r.seconds:.2f} s), cost {r.initial_cost:.3g} -> {r.cost:.3g}; executed on the "
+              f"simulator: end error {ex['position_error']:.3f} m, {ex['heading_error']:.3f} rad")
+    return 0
+
+
+def _mpc(args) -> int:
+    from engine.planning.dynamics import load_dynamics
+    from engine.planning.mpc import MPCConfig, run_mpc
+    from engine.planning.tracks import load_track
+    from engine.systems.rc_car import CarParams
+
+    params = CarParams()
+    track = load_track(args.track)
+    cfg = MPCConfig(**_overrides(args, ("horizon", "iterations", "target_speed", "max_seconds")))
+    dyn = load_dynamics(args.model, params)
+    res = run_cli_job(lambda ctx: run_mpc(track, dyn, params, cfg, laps=args.laps, ctx=ctx), quiet=args.json)
+    out = {k: res[k] for k in ("completed", "lap_time", "max_track_deviation", "control_rate_hz",
+                               "iterations_per_cycle", "cycle_ms", "lap_times", "track")}
+    if args.json:
+        print_json(out)
+    else:
+        lap = f"{out['lap_time']:.2f} s" if out["lap_time"] else "not completed"
+        print(f"{track.name}: lap {lap}, max deviation {out['max_track_deviation']:.3f} m, "
+              f"{out['control_rate_hz']:.1f} Hz control rate ({out['iterations_per_cycle']} iterations per cycle)")
+    return 0
+
+
+def _select(args) -> int:
+    from engine.planning.training import SelectionConfig, select_models_job
+
+    cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes")))
+    res = run_cli_job(select_models_job(cfg, args.out), quiet=args.json)
+    if args.json:
+        print_json({k: v for k, v in res.items() if k != "runs"})
+    else:
+        print(f"{'activation':<10} {'loss':<9} {'TVE mean':>9} {'min':>7} {'max':>7}")
+        for r in res["table"]:
+            print(f"{r['activation']:<10} {r['loss']:<9} {r['tve_mean']:9.3f} {r['tve_min']:7.3f} {r['tve_max']:7.3f}")
+        if res.get("plot"):
+            print(f"box plot: {res['plot']}")
+    return 0

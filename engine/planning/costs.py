@@ -1,0 +1,138 @@
+"""Costs of a car trajectory (Köhler et al., Eqs. 4-6), batched over candidates.
+
+Controls are optimised in *normalised* units ``w = u / u_scale`` (throttle / max_throttle,
+steering / max_steering) so both channels live in [-1, 1]; the regulariser and the soft bounds
+act on ``w``. Shapes: poses and velocities (B, N+1, 3) (index 0 is the start), normalised
+controls (B, N, 2); every cost returns (B,).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+__all__ = [
+    "PlanError",
+    "PlanWeights",
+    "Target",
+    "TargetCost",
+    "control_cost",
+    "poses_from_velocities",
+]
+
+
+class PlanError(ValueError):
+    """A malformed plan (target steps, horizon, weights); the message names the field."""
+
+
+@dataclass(frozen=True)
+class PlanWeights:
+    """Weights of the trajectory cost."""
+
+    position: float = 20.0       # per target, on |p_xy - target_xy|^2 (1/m^2)
+    heading: float = 5.0         # per target, on 2 (1 - cos(yaw - target_yaw)) ~ dyaw^2
+    control: float = 0.01        # sum |w_i|^2 (normalised controls)
+    control_rate: float = 0.2    # sum |w_i - w_{i-1}|^2
+    bounds: float = 100.0        # one-sided quadratic barrier outside [-1, 1]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PlanWeights:
+        return cls(**{k: float(v) for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Target:
+    """A target pose ``(x, y, yaw)`` (m, m, rad) to be reached at trajectory step ``step``
+    (1..N). ``heading`` False leaves the heading free."""
+
+    step: int
+    x: float
+    y: float
+    yaw: float = 0.0
+    heading: bool = True
+    weight: float = 1.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Target:
+        try:
+            return cls(step=int(data["step"]), x=float(data["x"]), y=float(data["y"]),
+                       yaw=float(data.get("yaw", 0.0)), heading=bool(data.get("heading", True)),
+                       weight=float(data.get("weight", 1.0)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlanError(f"target {data!r}: needs numeric step, x, y (and yaw) ({exc})") from None
+
+
+def poses_from_velocities(pose0: torch.Tensor, V: torch.Tensor, h: float) -> torch.Tensor:
+    """The pose update ``p_{k+1} = p_k + h R(yaw_k) v_{k+1}`` for a whole trajectory at once.
+
+    ``pose0`` (..., 3), ``V`` (..., N+1, 3) (``V[..., 0, :]`` is not used) -> poses (..., N+1, 3).
+    """
+    r = V[..., 1:, 2]
+    yaw = pose0[..., 2:3] + h * torch.cumsum(r, -1)                     # yaw_1..yaw_N
+    yaw_prev = torch.cat([pose0[..., 2:3].expand(yaw[..., :1].shape), yaw[..., :-1]], -1)
+    c, s = torch.cos(yaw_prev), torch.sin(yaw_prev)
+    vx, vy = V[..., 1:, 0], V[..., 1:, 1]
+    x = pose0[..., 0:1] + h * torch.cumsum(c * vx - s * vy, -1)
+    y = pose0[..., 1:2] + h * torch.cumsum(s * vx + c * vy, -1)
+    rest = torch.stack([x, y, yaw], -1)
+    return torch.cat([pose0.unsqueeze(-2).expand(rest[..., :1, :].shape), rest], -2)
+
+
+class TargetCost:
+    """``sum_t weight_t (position |p_xy - t_xy|^2 + heading 2 (1 - cos(yaw - t_yaw)))``."""
+
+    def __init__(self, targets: list[Target], weights: PlanWeights, horizon: int,
+                 dtype=torch.float32, device=None):
+        if not targets:
+            raise PlanError("targets: at least one target pose is needed")
+        for t in targets:
+            if not (1 <= t.step <= horizon):
+                raise PlanError(f"target step {t.step}: must be within 1..{horizon} (the horizon)")
+        self.targets = list(targets)
+        self.weights = weights
+        self.steps = torch.tensor([t.step for t in targets], device=device)
+        self.goal = torch.tensor([[t.x, t.y, t.yaw] for t in targets], dtype=dtype, device=device)
+        self.w_pos = torch.tensor([t.weight * weights.position for t in targets], dtype=dtype, device=device)
+        self.w_head = torch.tensor([t.weight * weights.heading * float(t.heading) for t in targets],
+                                   dtype=dtype, device=device)
+
+    def __call__(self, P: torch.Tensor, V: torch.Tensor | None = None) -> torch.Tensor:
+        p = P[..., self.steps, :]                                            # (B, T, 3)
+        d = p[..., :2] - self.goal[:, :2]
+        pos = (d * d).sum(-1)
+        head = 2.0 * (1.0 - torch.cos(p[..., 2] - self.goal[:, 2]))
+        return (self.w_pos * pos + self.w_head * head).sum(-1)
+
+    def errors(self, P: torch.Tensor) -> list[dict]:
+        """Per target: position error (m) and absolute heading error (rad, wrapped) of one
+        trajectory ``P`` (N+1, 3)."""
+        out = []
+        for t in self.targets:
+            p = P[t.step]
+            pos = float(torch.hypot(p[0] - t.x, p[1] - t.y))
+            head = float(torch.atan2(torch.sin(p[2] - t.yaw), torch.cos(p[2] - t.yaw)).abs())
+            out.append({"step": t.step, "position_error": pos, "heading_error": head})
+        return out
+
+
+def control_cost(W: torch.Tensor, weights: PlanWeights, w_prev: torch.Tensor | None = None) -> torch.Tensor:
+    """Regulariser and soft bounds on normalised controls ``W`` (B, N, 2) -> (B,).
+
+    ``w_prev`` (2,) is the control applied just before (MPC), included in the rate term.
+    """
+    mag = (W * W).sum((-1, -2))
+    dW = W[..., 1:, :] - W[..., :-1, :]
+    rate = (dW * dW).sum((-1, -2))
+    if w_prev is not None:
+        d0 = W[..., 0, :] - w_prev
+        rate = rate + (d0 * d0).sum(-1)
+    over = torch.relu(W.abs() - 1.0)
+    bound = (over * over).sum((-1, -2))
+    return weights.control * mag + weights.control_rate * rate + weights.bounds * bound

@@ -1,0 +1,167 @@
+"""The paper's optimiser: gradient through the whole rollout, then a line search over 512
+log-spaced step sizes in [1e-6, 1] evaluated as one batch; repeat until converged.
+
+The line search keeps the current controls when no candidate is cheaper, so it never returns
+a higher cost than it started from. Convergence: the relative cost decrease stayed below
+``tolerance`` for ``patience`` iterations in a row, or no candidate improved at all, or the
+gradient vanished.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+__all__ = ["OptimiseResult", "OptimiserConfig", "line_search", "optimise", "step_sizes"]
+
+
+@dataclass(frozen=True)
+class OptimiserConfig:
+    """Hyperparameters of the gradient + batched line-search optimiser."""
+
+    candidates: int = 512
+    step_min: float = 1e-6
+    step_max: float = 1.0
+    max_iterations: int = 400
+    tolerance: float = 5e-4        # relative decrease per iteration counted as "no progress"
+    patience: int = 6
+    grad_tolerance: float = 1e-7
+    time_limit: float = 0.0        # s, 0 = none
+    direction: str = "conjugate"   # "gradient" (the paper) or "conjugate" (Polak-Ribiere+, same line search)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> OptimiserConfig:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class OptimiseResult:
+    controls: torch.Tensor          # normalised controls (N, 2)
+    cost: float
+    initial_cost: float
+    iterations: int
+    converged: bool
+    seconds: float
+    costs: list = field(default_factory=list)
+    pose: torch.Tensor | None = None  # (N+1, 3)
+    v: torch.Tensor | None = None     # (N+1, 3)
+    reason: str = ""
+
+
+_STEP_CACHE: dict = {}
+
+
+def step_sizes(config: OptimiserConfig, dtype=torch.float32) -> torch.Tensor:
+    """The ``candidates`` log-spaced step sizes in [step_min, step_max]."""
+    key = (config.candidates, config.step_min, config.step_max, dtype)
+    if key not in _STEP_CACHE:
+        _STEP_CACHE[key] = torch.logspace(math.log10(config.step_min), math.log10(config.step_max),
+                                          config.candidates, dtype=dtype)
+    return _STEP_CACHE[key]
+
+
+def line_search(evaluator, W: torch.Tensor, grad: torch.Tensor, cost: float,
+                config: OptimiserConfig = OptimiserConfig()):
+    """Try ``W - alpha grad`` for all step sizes at once; return ``(W_new, cost_new, alpha, traj)``.
+
+    ``grad`` may be any search direction's negative (``W - alpha * grad``). ``alpha`` is 0 (and
+    ``W`` returned unchanged) when no candidate beats ``cost``.
+    """
+    alphas = step_sizes(config, W.dtype)
+    Wc = W.unsqueeze(0) - alphas[:, None, None] * grad.unsqueeze(0)
+    costs, traj = evaluator.batch_costs(Wc)
+    costs = torch.nan_to_num(costs, nan=float("inf"))
+    k = int(torch.argmin(costs))
+    best = float(costs[k])
+    if not best < cost:
+        return W, cost, 0.0, None
+    return Wc[k], best, float(alphas[k]), traj
+
+
+def optimise(evaluator, W0: torch.Tensor, config: OptimiserConfig = OptimiserConfig(), ctx=None,
+             on_iteration=None, iterations: int | None = None) -> OptimiseResult:
+    """Minimise the evaluator's cost over normalised controls starting from ``W0`` (N, 2).
+
+    ``ctx`` (a job context) gets progress with the cost and is checked for cancellation;
+    ``on_iteration(i, cost, W, traj)`` is called after every iteration. ``iterations`` forces
+    a fixed number of iterations (MPC) and skips the convergence test.
+    """
+    t0 = time.perf_counter()
+    W = W0.detach().clone()
+    cost, grad, traj = evaluator.cost_and_grad(W)
+    initial = cost
+    costs = [cost]
+    quiet = 0
+    converged = False
+    reason = "iteration limit"
+    limit = iterations if iterations is not None else config.max_iterations
+    it = 0
+    search = grad
+    for it in range(1, limit + 1):
+        if not math.isfinite(cost):
+            reason = "cost is not finite"
+            break
+        if iterations is None and float(grad.abs().max()) < config.grad_tolerance:
+            converged, reason = True, "gradient vanished"
+            it -= 1
+            break
+        W_new, new_cost, alpha, new_traj = line_search(evaluator, W, search, cost, config)
+        if alpha == 0 and search is not grad:  # the conjugate direction failed: restart along the gradient
+            search = grad
+            W_new, new_cost, alpha, new_traj = line_search(evaluator, W, search, cost, config)
+        improved = alpha > 0
+        decrease = cost - new_cost
+        if improved:
+            W = W_new
+            traj_v = new_traj[1] if new_traj is not None else None
+            cost = new_cost
+            if it < limit:
+                g_old = grad
+                _, grad, traj = _grad(evaluator, W, traj_v)
+                search = _direction(config, grad, g_old, search)
+            else:
+                traj = new_traj
+        costs.append(cost)
+        if on_iteration is not None:
+            on_iteration(it, cost, W, traj)
+        if ctx is not None:
+            ctx.check_cancelled()
+            if iterations is None:
+                ctx.progress(min(0.99, it / limit), f"iteration {it}", {"cost": cost, "step": alpha})
+        if iterations is not None:
+            continue
+        if not improved:
+            converged, reason = True, "no candidate improved"
+            break
+        quiet = quiet + 1 if decrease <= config.tolerance * max(abs(cost), 1e-12) else 0
+        if quiet >= config.patience:
+            converged, reason = True, "relative decrease below tolerance"
+            break
+        if config.time_limit and time.perf_counter() - t0 > config.time_limit:
+            reason = "time limit"
+            break
+    P, V = traj if traj is not None else evaluator.trajectory(W)
+    return OptimiseResult(W, cost, initial, it, converged, time.perf_counter() - t0, costs, P, V, reason)
+
+
+def _direction(config, grad, g_old, search_old):
+    """The next search direction (as a "gradient" to subtract): the gradient, or Polak-Ribiere+
+    conjugate gradient ``g + beta * s_old`` with ``beta = max(0, g.(g - g_old) / |g_old|^2)``."""
+    if config.direction != "conjugate":
+        return grad
+    denom = float((g_old * g_old).sum())
+    beta = max(0.0, float((grad * (grad - g_old)).sum()) / denom) if denom > 0 else 0.0
+    d = grad + beta * search_old
+    return d if float((d * grad).sum()) > 0 else grad
+
+
+def _grad(evaluator, W, V=None):
+    if V is not None and hasattr(evaluator, "jacobians"):
+        return evaluator.cost_and_grad(W, V)
+    return evaluator.cost_and_grad(W)

@@ -1,0 +1,170 @@
+"""Training the learned car model as a job, the TVE metric and the paper's model selection.
+
+TVE (trajectory validation error, Eq. 10): roll the model out open loop from the start of
+each of the 40 validation trajectories (3 s) under the recorded controls and average the L1
+norm of the end-pose error ``|x_n - x_n^j|_1`` (x, y, yaw).
+"""
+
+from __future__ import annotations
+
+import io as _io
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine import io
+from engine.models.car_mlp import CarMLPConfig, save_car_model, train_car_mlp
+from engine.planning.car_data import DrivingConfig, make_dataset, validation_trajectories
+from engine.planning.dynamics import LearnedDynamics, rollout
+from engine.systems.rc_car import CarParams
+
+__all__ = [
+    "SelectionConfig",
+    "TrainConfig",
+    "select_models_job",
+    "selection_plot",
+    "train_job",
+    "trajectory_validation_error",
+]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything ``car train`` needs: the car, the driver/motion capture, the model."""
+
+    model: CarMLPConfig = CarMLPConfig()
+    driving: DrivingConfig = DrivingConfig()
+    params: CarParams = CarParams()
+    validation_count: int = 40
+    validation_seconds: float = 3.0
+
+    def to_dict(self) -> dict:
+        return {"model": self.model.to_dict(), "driving": self.driving.to_dict(),
+                "params": self.params.to_dict(), "validation_count": self.validation_count,
+                "validation_seconds": self.validation_seconds}
+
+
+def trajectory_validation_error(model, validation: dict, h: float) -> tuple[float, np.ndarray]:
+    """TVE and the per-trajectory end-pose L1 errors (J,) of ``model`` on ``validation``."""
+    dyn = LearnedDynamics(model, h)
+    with torch.no_grad():
+        P, _ = rollout(dyn, validation["pose0"].float(), validation["v0"].float(),
+                       validation["controls"].float())
+    err = (P[:, -1] - validation["pose"][:, -1].float()).abs().sum(-1).numpy()
+    return float(err.mean()), err
+
+
+def train_job(config: TrainConfig = TrainConfig(), out_dir: str | Path | None = None, dataset=None,
+              validation=None):
+    """A job: simulate data, train, measure TVE, save into ``out_dir`` (if given).
+
+    The job returns a dict with ``train_loss``, ``val_loss``, ``initial_loss``, ``tve``,
+    ``samples``, ``seconds`` and ``model_dir``; the trained model is under ``model``.
+    """
+    def job(ctx):
+        t0 = time.perf_counter()
+        data = dataset if dataset is not None else make_dataset(config.params, config.driving, ctx)
+        ctx.check_cancelled()
+        model, hist = train_car_mlp(data["inputs"], data["targets"], config.model, ctx=_Scaled(ctx, 0.1, 0.9))
+        val = validation if validation is not None else validation_trajectories(
+            config.params, config.validation_count, config.validation_seconds)
+        tve, _ = trajectory_validation_error(model, val, config.params.dt)
+        meta = {"h": config.params.dt, "train": config.to_dict(), "tve": tve,
+                "train_loss": hist["train_loss"][-1], "val_loss": hist["val_loss"][-1]}
+        if out_dir is not None:
+            save_car_model(out_dir, model, meta)
+        ctx.progress(1.0, "trained", {"tve": tve})
+        return {"model": model, "train_loss": hist["train_loss"][-1], "val_loss": hist["val_loss"][-1],
+                "initial_loss": hist["train_loss"][0], "history": hist, "tve": tve,
+                "samples": int(data["inputs"].shape[0]), "seconds": time.perf_counter() - t0,
+                "model_dir": str(out_dir) if out_dir is not None else None}
+    return job
+
+
+class _Scaled:
+    """Maps a sub-task's progress fraction into [lo, hi] of the parent job."""
+
+    def __init__(self, ctx, lo, hi):
+        self.ctx, self.lo, self.hi = ctx, lo, hi
+
+    def progress(self, fraction, message="", metrics=None):
+        f = None if fraction is None else self.lo + (self.hi - self.lo) * fraction
+        self.ctx.progress(min(f, 0.99) if f is not None else None, message, metrics)
+
+    def check_cancelled(self):
+        self.ctx.check_cancelled()
+
+    @property
+    def cancelled(self):
+        return self.ctx.cancelled
+
+
+@dataclass(frozen=True)
+class SelectionConfig:
+    """The paper's comparison: activations x losses, several seeds each, TVE on 40 trajectories."""
+
+    activations: tuple[str, ...] = ("gelu", "relu")
+    losses: tuple[str, ...] = ("relative", "l1", "l2")
+    seeds: int = 3
+    epochs: int = 20
+    minutes: float = 15.0
+    hidden: int = 64
+    layers: int = 8
+
+
+def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str | Path | None = None,
+                      params: CarParams = CarParams()):
+    """A job training every (activation, loss, seed); returns the TVE table (and writes
+    ``selection.json`` and the box plot ``selection.png`` into ``out_dir`` if given)."""
+    def job(ctx):
+        data = make_dataset(params, DrivingConfig(minutes=config.minutes))
+        val = validation_trajectories(params)
+        rows = []
+        runs = [(a, l, s) for a in config.activations for l in config.losses for s in range(config.seeds)]
+        for i, (act, loss, seed) in enumerate(runs):
+            ctx.check_cancelled()
+            mc = CarMLPConfig(hidden=config.hidden, layers=config.layers, activation=act, loss=loss,
+                              epochs=config.epochs, seed=seed)
+            model, _ = train_car_mlp(data["inputs"], data["targets"], mc,
+                                     ctx=_Scaled(ctx, i / len(runs), (i + 1) / len(runs)))
+            tve, errs = trajectory_validation_error(model, val, params.dt)
+            rows.append({"activation": act, "loss": loss, "seed": seed, "tve": tve, "errors": errs.tolist()})
+            ctx.progress((i + 1) / len(runs), f"{act}/{loss}/seed {seed}", {"tve": tve})
+        table = []
+        for act in config.activations:
+            for loss in config.losses:
+                sel = [r["tve"] for r in rows if r["activation"] == act and r["loss"] == loss]
+                table.append({"activation": act, "loss": loss, "tve_mean": float(np.mean(sel)),
+                              "tve_min": float(np.min(sel)), "tve_max": float(np.max(sel)), "runs": len(sel)})
+        best = min(table, key=lambda r: r["tve_mean"])
+        result = {"table": table, "runs": rows, "best": best, "validation_trajectories": int(val["pose0"].shape[0])}
+        if out_dir is not None:
+            out = Path(out_dir)
+            io.write_json(out / "selection.json", result)
+            io.atomic_write_bytes(out / "selection.png", selection_plot(rows))
+            result["plot"] = str(out / "selection.png")
+        return result
+    return job
+
+
+def selection_plot(rows: list[dict]) -> bytes:
+    """Box plots of the TVE per (activation, loss) as PNG bytes (matplotlib Agg)."""
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    groups = sorted({(r["activation"], r["loss"]) for r in rows})
+    fig = Figure(figsize=(7, 3.5), dpi=100)
+    ax = fig.add_subplot(111)
+    data = [[r["tve"] for r in rows if (r["activation"], r["loss"]) == g] for g in groups]
+    ax.boxplot(data)
+    ax.set_xticks(range(1, len(groups) + 1), [f"{a}\n{l}" for a, l in groups])
+    ax.set_ylabel("TVE (mean L1 end-pose error)")
+    ax.set_title("Model selection: 40 validation trajectories of 3 s")
+    fig.tight_layout()
+    buf = _io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

@@ -1,0 +1,106 @@
+"""Driving data, preprocessing (Savitzky-Golay + finite differences) and the learned model."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from engine.models.car_mlp import (
+    CarMLP,
+    CarMLPConfig,
+    CarModelError,
+    car_loss,
+    load_car_model,
+    save_car_model,
+    train_car_mlp,
+)
+from engine.planning.car_data import (
+    CarDataError,
+    DrivingConfig,
+    make_dataset,
+    prepare_log,
+    read_car_csv,
+    validation_trajectories,
+)
+from engine.planning.training import trajectory_validation_error
+from engine.systems.rc_car import CarParams
+
+
+def _circle_log(speed=2.0, radius=1.5, rate=240.0, seconds=4.0):
+    t = np.arange(0, seconds, 1 / rate)
+    w = speed / radius
+    return {"t": t, "x": radius * np.sin(w * t), "y": radius * (1 - np.cos(w * t)),
+            "yaw": np.angle(np.exp(1j * w * t)), "throttle": np.ones_like(t), "steering": np.full_like(t, 0.2)}
+
+
+def test_prepare_log_recovers_the_chord_velocities_of_a_circle():
+    speed, radius, h = 2.0, 1.5, 0.05
+    prep = prepare_log(_circle_log(speed, radius), h=h)
+    w = speed / radius
+    chord = 2 * radius * math.sin(w * h / 2) / h       # analytic chord speed over one step
+    v = prep["v"][1:]
+    assert np.allclose(v[:, 0], chord * math.cos(w * h / 2), atol=1e-3)
+    assert np.allclose(v[:, 1], chord * math.sin(w * h / 2), atol=1e-3)
+    assert np.allclose(v[:, 2], w, atol=1e-3)          # yaw unwrapped across +-pi
+    assert prep["inputs"].shape[1] == 5 and np.allclose(prep["inputs"][:, 3:], [1.0, 0.2])
+
+
+def test_savgol_smoothing_removes_most_of_the_motion_capture_noise():
+    log = _circle_log()
+    rng = np.random.default_rng(0)
+    noisy = dict(log, x=log["x"] + rng.normal(0, 0.003, len(log["t"])),
+                 yaw=log["yaw"] + rng.normal(0, 0.015, len(log["t"])))
+    clean = prepare_log(log)["v"][1:]
+    raw = prepare_log(noisy, savgol_window=0.0)["v"][1:]
+    smooth = prepare_log(noisy, savgol_window=0.1)["v"][1:]
+    assert np.abs(smooth - clean).mean() < 0.5 * np.abs(raw - clean).mean()
+
+
+def test_csv_log_reading_and_errors(tmp_path):
+    log = _circle_log(seconds=1.0)
+    path = tmp_path / "drive.csv"
+    rows = ["t,x,y,yaw,throttle,steering"] + [",".join(f"{log[c][i]:.6f}" for c in ("t", "x", "y", "yaw", "throttle", "steering"))
+                                              for i in range(len(log["t"]))]
+    path.write_text("\n".join(rows) + "\n")
+    data = read_car_csv(path)
+    assert np.allclose(data["x"], log["x"], atol=1e-6)
+    (tmp_path / "bad.csv").write_text("t,x,y,yaw,throttle\n0,0,0,0,0\n")
+    with pytest.raises(CarDataError, match="steering"):
+        read_car_csv(tmp_path / "bad.csv")
+    (tmp_path / "bad2.csv").write_text("t,x,y,yaw,throttle,steering\n0,0,0,0,0,0\n0.1,1,x,0,0,0\n")
+    with pytest.raises(CarDataError, match="line 3"):
+        read_car_csv(tmp_path / "bad2.csv")
+
+
+def test_a_small_model_trained_briefly_lowers_its_loss_and_round_trips(tmp_path):
+    params = CarParams(substeps=2)
+    data = make_dataset(params, DrivingConfig(minutes=1.0, segments=4))
+    cfg = CarMLPConfig(hidden=32, layers=2, epochs=25, batch_size=64, lr=3e-3, loss="relative")
+    untrained = CarMLP(cfg)
+    untrained.set_normalisation(data["inputs"], data["targets"])
+    x, y = data["inputs"], data["targets"]
+    with torch.no_grad():
+        before = float(car_loss(untrained(x[:, :3], x[:, 3:]), y))
+    model, hist = train_car_mlp(x, y, cfg)
+    with torch.no_grad():
+        after = float(car_loss(model(x[:, :3], x[:, 3:]), y))
+    assert after < 0.8 * before
+    assert hist["train_loss"][-1] < hist["train_loss"][0]
+    save_car_model(tmp_path / "m", model, {"h": params.dt})
+    back, meta = load_car_model(tmp_path / "m")
+    with torch.no_grad():
+        assert torch.equal(back(x[:5, :3], x[:5, 3:]), model(x[:5, :3], x[:5, 3:]))
+    assert meta["config"]["hidden"] == 32
+    val = validation_trajectories(params, count=4, seconds=1.0)
+    tve, errs = trajectory_validation_error(model, val, params.dt)
+    assert errs.shape == (4,) and tve == pytest.approx(errs.mean())
+
+
+def test_bad_model_config_and_checkpoint(tmp_path):
+    with pytest.raises(CarModelError, match="activation"):
+        CarMLPConfig(activation="tanh")
+    (tmp_path / "car_model.json").write_text('{"kind": "something"}')
+    (tmp_path / "car_model.safetensors").write_bytes(b"junk")
+    with pytest.raises(ValueError, match="car_model"):
+        load_car_model(tmp_path)
