@@ -1,0 +1,1 @@
+"""The Eigenmode designer workspace."""

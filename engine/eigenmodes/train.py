@@ -1,0 +1,168 @@
+"""Learning the control potential so that the closed loop oscillates through the task (a job).
+
+``learn_mode(design, ctx)`` runs Adam on ``task_weight * task + gamma * constraint +
+effort_weight * effort`` with sensitivities by back-propagation through the RK4 steps, the
+period fixed or learned (appendix D: ``log T`` is a parameter; the step count is fixed and
+the step size is ``T / N``). It reports per-epoch metrics through ``ctx.progress`` and
+returns a :class:`DesignedMode`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from engine.eigenmodes.checks import mode_checks
+from engine.eigenmodes.config import DesignConfig
+from engine.eigenmodes.dynamics import closed_loop_energy, closed_loop_field, rk4_trajectory
+from engine.eigenmodes.losses import design_losses
+from engine.eigenmodes.potential import PotentialMLP
+from engine.jobs import JobContext, NullJobContext
+from engine.systems.double_pendulum import elbow_position, tip_position
+
+__all__ = ["DesignedMode", "DivergedError", "learn_mode", "loss_names", "simulate_mode", "steps_for"]
+
+loss_names = ("total", "task", "constraint", "effort")
+
+
+class DivergedError(ValueError):
+    """Training produced a non-finite loss; the message names the epoch and what to change."""
+
+
+def steps_for(period: float, dt: float) -> int:
+    """Even number of RK4 steps closest to ``period / dt`` (at least 2)."""
+    return max(2, 2 * int(round(period / dt / 2)))
+
+
+@dataclass
+class DesignedMode:
+    """A designed eigenmode: the design, the learned potential and period, the history and checks.
+
+    ``trajectory``: dict of numpy arrays over one period on a fine grid: ``t (n,)``,
+    ``q (n, 2)``, ``p (n, 2)``, ``u (n, 2)``, ``energy (n,)``, ``elbow (n, 2)``, ``tip (n, 2)``.
+    ``history``: loss name -> list over epochs (``total``, ``task``, ``constraint``, ``effort``,
+    and ``period``).
+    """
+
+    design: DesignConfig
+    potential: PotentialMLP
+    period: float
+    history: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)
+    trajectory: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def q0(self) -> np.ndarray:
+        return np.asarray(self.design.task.q0, dtype=float)
+
+    @property
+    def energy(self) -> float:
+        """The mode's closed-loop energy H_cl(q0, 0) (J)."""
+        return float(self.trajectory["energy"][0])
+
+
+def _dtype(name: str):
+    return torch.float64 if name == "float64" else torch.float32
+
+
+def simulate_mode(potential: PotentialMLP, design: DesignConfig, period: float,
+                  steps: int | None = None) -> dict:
+    """Closed-loop trajectory from ``(q0, 0)`` over ``[0, period]`` in float64 on a fine grid."""
+    plant = design.plant
+    steps = steps or steps_for(period, design.train.dt / 4)
+    pot = potential.to(torch.float64)
+    with torch.no_grad():
+        x0 = torch.tensor([*design.task.q0, 0.0, 0.0], dtype=torch.float64)
+        xs = rk4_trajectory(closed_loop_field(pot, plant), x0, float(period), steps)
+        q = xs[:, :2]
+        u = -pot.gradient(q)
+        out = {"t": np.linspace(0.0, period, steps + 1), "q": q.numpy().copy(), "p": xs[:, 2:].numpy().copy(),
+               "u": u.numpy().copy(), "energy": closed_loop_energy(xs, pot, plant).numpy().copy(),
+               "elbow": elbow_position(q, plant).numpy().copy(), "tip": tip_position(q, plant).numpy().copy()}
+    return out
+
+
+def evaluate_checks(potential: PotentialMLP, design: DesignConfig, period: float) -> tuple[dict, dict]:
+    traj = simulate_mode(potential, design, period)
+    xs = np.concatenate([traj["q"], traj["p"]], -1)
+    half = (len(xs) - 1) // 2
+    checks = mode_checks(xs, traj["u"], traj["tip"][half], np.asarray(design.task.target), period)
+    return checks, traj
+
+
+def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
+               preview: Callable[[dict], None] | None = None, preview_interval: float = 0.25,
+               initial: PotentialMLP | None = None) -> DesignedMode:
+    """Learn V_theta for ``design``; a job body (``ctx`` may be None for a plain call).
+
+    ``preview(orbit)`` (optional side channel, called from this thread at most every
+    ``preview_interval`` s) receives ``{"epoch", "q" (n, 2), "tip" (n, 2)}`` of the current orbit.
+    """
+    ctx = ctx or NullJobContext()
+    design.validate()
+    cfg, w, task, plant = design.train, design.weights, design.task, design.plant
+    dtype = _dtype(cfg.dtype)
+    torch.manual_seed(cfg.seed)
+    potential = initial.to(dtype) if initial is not None else PotentialMLP(design.potential, dtype=dtype, seed=cfg.seed)
+    x0 = torch.tensor([*task.q0, 0.0, 0.0], dtype=dtype)
+    target = torch.tensor(task.target, dtype=dtype)
+    steps = steps_for(task.period, cfg.dt)
+    log_period = torch.tensor(math.log(task.period), dtype=dtype, requires_grad=task.learn_period)
+    groups = [{"params": list(potential.parameters()), "lr": cfg.lr}]
+    if task.learn_period:
+        groups.append({"params": [log_period], "lr": cfg.period_lr})
+    opt = torch.optim.Adam(groups)
+    sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=cfg.lr_decay)
+    field_fn = closed_loop_field(potential, plant)
+    history = {k: [] for k in (*loss_names, "period")}
+    start = time.perf_counter()
+    last_preview = -float("inf")
+    params = [p for g in groups for p in g["params"]]
+
+    for epoch in range(cfg.epochs):
+        ctx.check_cancelled()
+        if w.constraint_mode == "hard" and cfg.epochs > 1:
+            ratio = w.constraint_weight_max / max(w.constraint_weight, 1e-12)
+            gamma = w.constraint_weight * ratio ** (epoch / (cfg.epochs - 1))
+        else:
+            gamma = w.constraint_weight
+        period = torch.exp(log_period)
+        xs = rk4_trajectory(field_fn, x0, period, steps)
+        parts = design_losses(xs, period, potential, target, plant)
+        total = w.task_weight * parts["task"] + gamma * parts["constraint"] + w.effort_weight * parts["effort"]
+        if not torch.isfinite(total):
+            raise DivergedError(f"eigenmode training diverged at epoch {epoch + 1} (loss is not finite): "
+                                f"lower TrainConfig.lr or TrainConfig.dt, or change the period")
+        opt.zero_grad(set_to_none=True)
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        opt.step()
+        sched.step()
+        values = {"total": float(total.detach()), "task": float(parts["task"].detach()), "constraint": float(parts["constraint"].detach()),
+                  "effort": float(parts["effort"].detach()), "period": float(period.detach())}
+        for k, v in values.items():
+            history[k].append(v)
+        metrics = {"epoch": epoch + 1, **values, "tip_error": math.sqrt(values["task"])}
+        ctx.progress((epoch + 1) / max(cfg.epochs, 1), f"epoch {epoch + 1}/{cfg.epochs}", metrics)
+        now = time.perf_counter()
+        if preview is not None and (now - last_preview >= preview_interval or epoch == cfg.epochs - 1):
+            last_preview = now
+            with torch.no_grad():
+                q = xs[:, :2].detach().to(torch.float64)
+                preview({"epoch": epoch + 1, "q": q.numpy().copy(), "tip": tip_position(q, plant).numpy().copy()})
+
+    final_period = float(torch.exp(log_period.detach()))
+    seconds = time.perf_counter() - start
+    potential = potential.to(torch.float64)
+    for p in potential.parameters():
+        p.requires_grad_(False)
+    checks, traj = evaluate_checks(potential, design, final_period)
+    checks["seconds"] = seconds
+    return DesignedMode(design=design, potential=potential, period=final_period, history=history,
+                        checks=checks, trajectory=traj, seconds=seconds)

@@ -1,0 +1,38 @@
+"""`python -m engine eigenmode learn / stabilise` print JSON with the documented schema."""
+
+import json
+
+from engine.cli import main
+
+
+def _run(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_learn_and_stabilise_json_schema(tmp_path, capsys):
+    out = tmp_path / "mode"
+    learned = _run(capsys, ["eigenmode", "learn", "--q0", "-0.6", "-0.2", "--target", "1.2", "-1.5",
+                            "--period", "2.5", "--epochs", "3", "--dt", "0.1", "--hidden", "16",
+                            "--effort-weight", "1e-4", "--out", str(out), "--json"])
+    assert set(learned) == {"tip_error", "periodicity_error", "p_half_norm", "line_shaped", "control_effort",
+                            "period", "seconds"}
+    assert isinstance(learned["line_shaped"], bool)
+    for k in ("tip_error", "periodicity_error", "p_half_norm", "control_effort", "seconds"):
+        assert isinstance(learned[k], float) and learned[k] >= 0
+    assert learned["period"] == 2.5
+    assert (out / "mode.safetensors").exists() and (out / "mode.json").exists() and (out / "trajectory.csv").exists()
+
+    stab = _run(capsys, ["eigenmode", "stabilise", "--mode", str(out), "--damping", "0.1",
+                         "--perturb", "0.1", "-0.1", "--periods", "1", "--dt", "0.02",
+                         "--settle-periods", "0", "--multiplier-steps", "60", "--json"])
+    assert {"energy_error_final", "position_distance_final", "momentum_distance_final",
+            "cycle_multipliers"} <= set(stab)
+    assert len(stab["cycle_multipliers"]) == 3          # four states, the trivial multiplier excluded
+    assert all(len(m) == 2 for m in stab["cycle_multipliers"])
+
+
+def test_learn_rejects_unreachable_target(tmp_path, capsys):
+    code = main(["eigenmode", "learn", "--target", "3", "3", "--epochs", "1", "--out", str(tmp_path / "x"), "--json"])
+    assert code == 2
+    assert "target" in capsys.readouterr().err
