@@ -1,0 +1,178 @@
+"""`python -m engine learn ...`: learned dynamics (data, train, sweep, reproduce). Parsing and printing only."""
+
+from __future__ import annotations
+
+from engine.cli._common import add_group, print_json, run_cli_job
+
+
+def _csv(kind):
+    def parse(text):
+        return tuple(kind(v) for v in text.split(",") if v.strip())
+    return parse
+
+
+def register(subparsers) -> None:
+    from engine.data.config import DatasetConfig
+    from engine.models.registry import PAPER_MODELS, model_names
+    from engine.training.config import TrainConfig
+    from engine.training.sweep import SweepConfig
+
+    T, S, D = TrainConfig(), SweepConfig(), DatasetConfig()
+    _, sub = add_group(subparsers, "learn", "learn dynamics models (NODE, L-NODE, SyMo, E2E-SyMo) from trajectories")
+
+    p = sub.add_parser("data", help="generate the paper's data set (.npz + .json)")
+    p.add_argument("--system", default=D.system)
+    p.add_argument("--trajectories", type=int, default=D.train_trajectories)
+    p.add_argument("--test-trajectories", type=int, default=D.test_trajectories)
+    p.add_argument("--long-term-steps", type=int, default=D.long_term_steps)
+    p.add_argument("--seed", type=int, default=D.seed)
+    p.add_argument("--out", required=True, help="output .npz path")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_data)
+
+    p = sub.add_parser("train", help="train one model and save it (safetensors + JSON)")
+    p.add_argument("--system", default=T.system)
+    p.add_argument("--model", default=T.model, choices=model_names())
+    p.add_argument("--trajectories", type=int, default=T.trajectories)
+    p.add_argument("--epochs", type=int, default=T.epochs)
+    p.add_argument("--lr", type=float, default=T.learning_rate, help="default: the system's protocol value")
+    p.add_argument("--hidden", type=int, default=T.hidden, help="default: the system's protocol value")
+    p.add_argument("--seed", type=int, default=T.seed)
+    p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
+    p.add_argument("--out", default=None, help="checkpoint folder")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_train)
+
+    def sweep_args(p):
+        p.add_argument("--epochs", type=int, default=S.epochs)
+        p.add_argument("--seeds", type=_csv(int), default=S.seeds, help="comma-separated, e.g. 0,1,2")
+        p.add_argument("--trajectories", type=_csv(int), default=S.trajectories, help="comma-separated N")
+        p.add_argument("--executor", default="local", choices=["local", "inline"],
+                       help="local: a process pool; inline: in this process, one run after another")
+        p.add_argument("--workers", type=int, default=None, help="local processes (default: CPU cores)")
+        p.add_argument("--out", required=True, help="output folder")
+        p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("sweep", help="models x training-set sizes x seeds, one table")
+    p.add_argument("--system", default=S.system)
+    p.add_argument("--models", type=_csv(str), default=S.models, help="comma-separated: " + ",".join(PAPER_MODELS))
+    p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
+    sweep_args(p)
+    p.set_defaults(func=_sweep)
+
+    p = sub.add_parser("reproduce", help="the paper's experiment: table (CSV + JSON) and Fig. 3-like PNG")
+    p.add_argument("name", choices=["symo-pendulum", "symo-cartpole"])
+    p.add_argument("--models", type=_csv(str), default=None, help="default: the paper's six")
+    p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
+    sweep_args(p)
+    p.set_defaults(func=_reproduce)
+    _add_compare(sub)
+
+
+def _add_compare(sub) -> None:
+    from engine.learning_compare import LogCompareConfig
+    from engine.models.registry import model_names
+
+    defaults = LogCompareConfig()
+    p = sub.add_parser("compare", help="train models on a hardware log and compare them (one table)")
+    p.add_argument("--log", required=True, help="log file (CSV/TSV/NPZ/Parquet/bag/MCAP)")
+    p.add_argument("--mapping", required=True, help="mapping JSON (engine.logs.LogMapping)")
+    p.add_argument("--models", required=True, help=f"comma-separated, from: {','.join(model_names())}")
+    p.add_argument("--dt", type=float, default=None, help="resample step in s (default: the log's median step)")
+    for name in ("steps", "horizon", "epochs", "hidden", "layers", "seed"):
+        p.add_argument("--" + name, type=int, default=getattr(defaults, name),
+                       help=f"(default: {getattr(defaults, name)})")
+    p.add_argument("--lr", type=float, default=defaults.learning_rate, help=f"(default: {defaults.learning_rate})")
+    p.add_argument("--out", default=None, help="folder for compare.csv + compare.json")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_compare)
+
+
+def _compare(args) -> int:
+    import sys
+
+    from engine.learning_compare import LogCompareConfig, compare_on_log, rows_to_csv, write_compare_report
+    from engine.logs import PrepareConfig
+
+    config = LogCompareConfig(steps=args.steps, horizon=args.horizon, epochs=args.epochs, learning_rate=args.lr,
+                              hidden=args.hidden, layers=args.layers, seed=args.seed)
+    rows = run_cli_job(lambda ctx: compare_on_log(args.log, args.mapping, args.models,
+                                                  prepare=PrepareConfig(dt=args.dt), config=config, ctx=ctx),
+                       quiet=args.json)
+    if args.out:
+        write_compare_report(args.out, rows, {"log": args.log, "mapping": args.mapping, "config": config.to_dict()})
+    if args.json:
+        print_json(rows)
+    else:
+        sys.stdout.write(rows_to_csv(rows))
+    return 0
+
+
+def _executor(args):
+    from engine.training.executors import get_executor
+
+    return get_executor(args.executor, workers=args.workers)
+
+
+def _data(args) -> int:
+    from engine.data import DatasetConfig, generate_dataset, save_dataset
+
+    cfg = DatasetConfig(system=args.system, train_trajectories=args.trajectories, test_trajectories=args.test_trajectories,
+                        long_term_steps=args.long_term_steps, seed=args.seed)
+    ds = generate_dataset(cfg)
+    path = save_dataset(ds, args.out)
+    desc = {"path": str(path), **ds.describe()}
+    print_json(desc) if args.json else print(f"wrote {path} {desc['shapes']}")
+    return 0
+
+
+def _train(args) -> int:
+    from engine.training import TrainConfig, train_job
+
+    cfg = TrainConfig(model=args.model, system=args.system, trajectories=args.trajectories, epochs=args.epochs,
+                      learning_rate=args.lr, hidden=args.hidden, seed=args.seed)
+    result = run_cli_job(train_job(cfg, out_dir=args.out, data_path=args.data), quiet=args.json)
+    if args.json:
+        print_json({"row": result["row"], "checkpoint": result["checkpoint"]})
+    else:
+        for k, v in result["row"].items():
+            print(f"{k}: {v}")
+    return 0
+
+
+def _print_rows(rows):
+    keys = ["model", "trajectories", "seed", "train_mse", "test_mse", "integration_mse", "energy_mse", "inertia_mse", "seconds"]
+    print("  ".join(f"{k:>15}" for k in keys))
+    for r in rows:
+        print("  ".join(f"{v:>15.4g}" if isinstance(v, float) else f"{str(v):>15}" for v in (r.get(k) for k in keys)))
+
+
+def _sweep(args) -> int:
+    from engine.training.report import write_table
+    from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
+
+    cfg = SweepConfig(system=args.system, models=args.models, trajectories=args.trajectories, seeds=args.seeds,
+                      epochs=args.epochs)
+    executor = _executor(args)
+    rows = run_cli_job(lambda ctx: run_sweep(cfg, args.out, executor, ctx, data_path=args.data), quiet=args.json)
+    write_table(rows, args.out)
+    if args.json:
+        print_json([{k: r.get(k) for k in ROW_KEYS} | ({"error": r["error"]} if "error" in r else {}) for r in rows])
+    else:
+        _print_rows(rows)
+    return 0
+
+
+def _reproduce(args) -> int:
+    from engine.training.report import reproduce
+
+    executor = _executor(args)
+    result = run_cli_job(lambda ctx: reproduce(args.name, args.out, args.epochs, args.seeds, executor, ctx,
+                                               args.trajectories, args.models, args.data), quiet=args.json)
+    if args.json:
+        print_json({"rows": result["rows"], "comparison": result["comparison"], "files": result["files"]})
+    else:
+        _print_rows(result["rows"])
+        for f in result["files"]:
+            print(f"wrote {f}")
+    return 0

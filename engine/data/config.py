@@ -1,0 +1,84 @@
+"""The data protocol of the SyMo paper, per system, as dataclasses (one source of truth).
+
+Pendulum (h = 0.1): th ~ U[-pi, pi], thd ~ U[-2 pi, 2 pi]. Cart-pole (h = 0.05), the paper
+repository's gym reset: x ~ U[-0.5, 0.5], th ~ U[-3.14, 3.14], xd ~ U[-0.05, 0.05],
+thd ~ U[-3, 3]. A constant control per trajectory, u ~ U[-2, 2]. Each trajectory has
+``steps + 2`` points (32 + 2: SyMo's three-point windows); the long-term set has 16
+unseen initial states, zero control, 500 (+2) points.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+__all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for"]
+
+
+@dataclass(frozen=True)
+class SystemProtocol:
+    """Per-system constants of the paper's experiments."""
+
+    h: float                          # s, time step
+    state_low: tuple[float, ...]      # lower bounds of the initial state (q, qd)
+    state_high: tuple[float, ...]
+    hidden: int                       # neurons per hidden layer
+    learning_rate: float
+
+
+PROTOCOLS: dict[str, SystemProtocol] = {
+    "pendulum": SystemProtocol(h=0.1, state_low=(-math.pi, -2 * math.pi), state_high=(math.pi, 2 * math.pi),
+                               hidden=128, learning_rate=1e-4),
+    "cartpole": SystemProtocol(h=0.05, state_low=(-0.5, -3.14, -0.05, -3.0), state_high=(0.5, 3.14, 0.05, 3.0),
+                               hidden=256, learning_rate=1e-3),
+}
+
+
+def protocol_for(system: str) -> SystemProtocol:
+    try:
+        return PROTOCOLS[system]
+    except KeyError:
+        raise ValueError(f"no data protocol for system {system!r}; choose one of {', '.join(sorted(PROTOCOLS))}") from None
+
+
+@dataclass
+class DatasetConfig:
+    """What to generate. ``h=None`` takes the system's protocol step."""
+
+    system: str = "pendulum"
+    h: float | None = None
+    train_trajectories: int = 128        # the largest N; a run with N uses the first N
+    test_trajectories: int = 128
+    steps: int = 32                      # windows per trajectory (points = steps + 2)
+    long_term_trajectories: int = 16
+    long_term_steps: int = 500
+    control_low: float = -2.0
+    control_high: float = 2.0
+    seed: int = 0                        # train + test set
+    long_term_seed: int = 1
+
+    def __post_init__(self):
+        protocol_for(self.system)
+        for name in ("train_trajectories", "test_trajectories", "steps", "long_term_trajectories", "long_term_steps"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"DatasetConfig.{name}: expected a positive integer, got {v!r}")
+        if self.h is not None and not self.h > 0:
+            raise ValueError(f"DatasetConfig.h: expected a positive time step, got {self.h!r}")
+        if not self.control_low <= self.control_high:
+            raise ValueError("DatasetConfig.control_low must be <= control_high")
+
+    @property
+    def time_step(self) -> float:
+        return float(self.h if self.h is not None else protocol_for(self.system).h)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "DatasetConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"DatasetConfig: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(**data)

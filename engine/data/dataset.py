@@ -1,0 +1,133 @@
+"""Generate, save and load the trajectory data sets of the SyMo protocol.
+
+A :class:`TrajectoryDataset` holds numpy float64 arrays:
+
+- ``train_x`` (N, steps + 2, 2n), ``train_u`` (N, steps + 2, m): states ``(q, qd)`` and the
+  control applied from each point to the next (constant per trajectory here);
+- ``test_x``, ``test_u``: the same for the test set;
+- ``long_x`` (16, long_term_steps + 2, 2n), ``long_u``: the unforced long-term set.
+
+Saved as ``<name>.npz`` (read with ``allow_pickle=False``) plus ``<name>.json`` (the config,
+the system and the shapes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine.data.config import DatasetConfig, protocol_for
+from engine.io import read_json, write_json, atomic_write_bytes
+from engine.systems import get_system
+
+__all__ = ["TrajectoryDataset", "DatasetError", "generate_dataset", "save_dataset", "load_dataset"]
+
+ARRAYS = ("train_x", "train_u", "test_x", "test_u", "long_x", "long_u")
+
+
+class DatasetError(ValueError):
+    """A data set file that is missing, malformed or inconsistent; the message names the file and field."""
+
+
+@dataclass
+class TrajectoryDataset:
+    config: DatasetConfig
+    train_x: np.ndarray
+    train_u: np.ndarray
+    test_x: np.ndarray
+    test_u: np.ndarray
+    long_x: np.ndarray
+    long_u: np.ndarray
+
+    @property
+    def system(self):
+        return get_system(self.config.system)
+
+    @property
+    def h(self) -> float:
+        return self.config.time_step
+
+    def describe(self) -> dict:
+        return {"config": self.config.to_dict(), "h": self.h, "system": self.system.describe(),
+                "shapes": {k: list(getattr(self, k).shape) for k in ARRAYS}}
+
+    def subset(self, n_train: int) -> "TrajectoryDataset":
+        """The data set with only the first ``n_train`` training trajectories (nested sets, as in the paper)."""
+        if not 1 <= n_train <= len(self.train_x):
+            raise DatasetError(f"train trajectories: asked for {n_train}, the data set has {len(self.train_x)}")
+        return TrajectoryDataset(self.config, self.train_x[:n_train], self.train_u[:n_train], self.test_x,
+                                 self.test_u, self.long_x, self.long_u)
+
+
+def _sample(system, cfg: DatasetConfig, count: int, steps: int, rng: np.random.Generator, controlled: bool):
+    P = protocol_for(cfg.system)
+    x0 = rng.uniform(P.state_low, P.state_high, size=(count, 2 * system.dof))
+    if controlled:
+        u = rng.uniform(cfg.control_low, cfg.control_high, size=(count, system.control_dim))
+    else:
+        u = np.zeros((count, system.control_dim))
+    x = system.simulate(x0, u, cfg.time_step, steps + 1)
+    return x, np.repeat(u[:, None, :], steps + 2, axis=1)
+
+
+def generate_dataset(config: DatasetConfig | None = None) -> TrajectoryDataset:
+    """Simulate the train, test and long-term sets with scipy RK45 (seeded, reproducible)."""
+    cfg = config or DatasetConfig()
+    system = get_system(cfg.system)
+    rng = np.random.default_rng(cfg.seed)
+    n_tr, n_te = cfg.train_trajectories, cfg.test_trajectories
+    x, u = _sample(system, cfg, n_tr + n_te, cfg.steps, rng, controlled=True)
+    long_x, long_u = _sample(system, cfg, cfg.long_term_trajectories, cfg.long_term_steps,
+                             np.random.default_rng(cfg.long_term_seed), controlled=False)
+    return TrajectoryDataset(cfg, x[:n_tr], u[:n_tr], x[n_tr:], u[n_tr:], long_x, long_u)
+
+
+def save_dataset(dataset: TrajectoryDataset, path: str | Path) -> Path:
+    """Write ``path`` (.npz) and the JSON description beside it (same stem, .json)."""
+    import io
+
+    path = Path(path).with_suffix(".npz")
+    buf = io.BytesIO()
+    np.savez(buf, **{k: getattr(dataset, k) for k in ARRAYS})
+    atomic_write_bytes(path, buf.getvalue())
+    write_json(path.with_suffix(".json"), dataset.describe())
+    return path
+
+
+def load_dataset(path: str | Path) -> TrajectoryDataset:
+    """Load a data set written by :func:`save_dataset`; :class:`DatasetError` names what is wrong."""
+    path = Path(path).with_suffix(".npz")
+    meta_path = path.with_suffix(".json")
+    if not path.exists():
+        raise DatasetError(f"{path}: file not found")
+    try:
+        meta = read_json(meta_path)
+        config = DatasetConfig.from_dict(meta["config"])
+    except (KeyError, TypeError) as exc:
+        raise DatasetError(f"{meta_path}: missing or malformed field 'config' ({exc})") from exc
+    except ValueError as exc:
+        raise DatasetError(f"{meta_path}: {exc}") from exc
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {}
+            for k in ARRAYS:
+                if k not in z.files:
+                    raise DatasetError(f"{path}: missing array {k!r}")
+                arrays[k] = np.asarray(z[k], dtype=np.float64)
+    except DatasetError:
+        raise
+    except Exception as exc:
+        raise DatasetError(f"{path}: not a readable .npz file ({exc})") from exc
+    system = get_system(config.system)
+    d, m = 2 * system.dof, system.control_dim
+    for xs, us in (("train_x", "train_u"), ("test_x", "test_u"), ("long_x", "long_u")):
+        x, u = arrays[xs], arrays[us]
+        if x.ndim != 3 or x.shape[2] != d:
+            raise DatasetError(f"{path}: array {xs!r} must have shape (B, T, {d}), got {x.shape}")
+        if u.shape != x.shape[:2] + (m,):
+            raise DatasetError(f"{path}: array {us!r} must have shape {x.shape[:2] + (m,)}, got {u.shape}")
+        if not np.all(np.isfinite(x)):
+            raise DatasetError(f"{path}: array {xs!r} holds NaN or inf")
+    return TrajectoryDataset(config, **arrays)

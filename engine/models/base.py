@@ -1,0 +1,147 @@
+"""The interface every learned dynamics model implements, and its hyperparameters.
+
+A model is an ``nn.Module`` with:
+
+- ``kind``: ``"state"`` (one-step models on ``x = (q, qd)``: NODE, L-NODE, MLP) or ``"del"``
+  (three-point models on ``q_{k-1}, q_k``: SyMo, E2E-SyMo);
+- :meth:`loss` (a scalar on a :class:`~engine.data.windows.Windows` batch, for training);
+- :meth:`predict` (one-step prediction ``(q_{k+1}, qd_{k+1})`` (W, n) for each window);
+- :meth:`rollout` (long-term prediction from the start of trajectories);
+- :meth:`mass_matrix` (the learned inertia ``H(q)`` (B, n, n), or None without one).
+
+Computations are pure functions of (parameters, inputs): nothing is stored per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+import torch
+from torch import nn
+
+from engine.data.windows import Windows
+
+__all__ = ["ModelSpec", "LearnedDynamics"]
+
+
+@dataclass
+class ModelSpec:
+    """Hyperparameters of a learned model (the paper's defaults)."""
+
+    dof: int = 1
+    angle_mask: tuple = (True,)
+    control_dim: int = 1
+    input_matrix: tuple = ((1.0,),)     # B (n, m): generalised force F = B u (known actuation)
+    h: float = 0.1                      # s, time step
+    hidden: int = 128
+    layers: int = 2
+    inertia_eps: float = 1e-3           # H = L L^T + eps I
+    newton_tol: float = 1e-4            # prediction / integration
+    newton_max_iter: int = 10
+    train_newton_tol: float = 1e-5      # E2E-SyMo training
+    train_newton_max_iter: int = 10
+
+    def __post_init__(self):
+        self.angle_mask = tuple(bool(a) for a in self.angle_mask)
+        self.input_matrix = tuple(tuple(float(v) for v in row) for row in self.input_matrix)
+        if len(self.angle_mask) != self.dof:
+            raise ValueError(f"ModelSpec.angle_mask: expected {self.dof} entries, got {len(self.angle_mask)}")
+        if len(self.input_matrix) != self.dof or any(len(r) != self.control_dim for r in self.input_matrix):
+            raise ValueError(f"ModelSpec.input_matrix: expected shape ({self.dof}, {self.control_dim})")
+        for name in ("hidden", "layers", "newton_max_iter", "train_newton_max_iter"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"ModelSpec.{name}: must be >= 1")
+        if not self.h > 0:
+            raise ValueError("ModelSpec.h: the time step must be > 0")
+
+    @classmethod
+    def for_system(cls, system, h: float, **overrides) -> "ModelSpec":
+        B = system.input_matrix(torch.float64)
+        return cls(dof=system.dof, angle_mask=tuple(system.angle_mask), control_dim=system.control_dim,
+                   input_matrix=tuple(tuple(r) for r in B.tolist()), h=float(h), **overrides)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["angle_mask"] = list(self.angle_mask)
+        d["input_matrix"] = [list(r) for r in self.input_matrix]
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ModelSpec":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"ModelSpec: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+class LearnedDynamics(nn.Module):
+    """Base class; subclasses set ``kind`` and implement :meth:`loss` and a step."""
+
+    kind = "state"
+    name = ""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.spec = spec
+        self.n = spec.dof
+        self.h = float(spec.h)
+        self.register_buffer("B", torch.tensor(spec.input_matrix, dtype=torch.float32), persistent=False)
+
+    def force(self, u: torch.Tensor) -> torch.Tensor:
+        """Generalised force ``B u`` (..., n) for controls (..., m)."""
+        return u @ self.B.to(u.dtype).T
+
+    def loss(self, w: Windows) -> torch.Tensor:
+        raise NotImplementedError
+
+    def mass_matrix(self, q: torch.Tensor) -> torch.Tensor | None:
+        return None
+
+    # -- state models --------------------------------------------------------------------
+    def step(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """One step ``x_k`` (B, 2n), ``u_k`` (B, m) -> ``x_{k+1}`` (state models)."""
+        raise NotImplementedError
+
+    # -- DEL models ----------------------------------------------------------------------
+    def solve_next(self, q_prev, q, u_prev, u, u_next) -> torch.Tensor:
+        """``q_{k+1}`` (B, n) from two configurations and three controls (DEL models)."""
+        raise NotImplementedError
+
+    def velocity(self, q, q_next, u, u_next) -> torch.Tensor:
+        """Velocity at ``q_{k+1}`` for DEL models (default: ``(q_{k+1} - q_k) / h``)."""
+        return (q_next - q) / self.h
+
+    @torch.no_grad()
+    def predict(self, w: Windows) -> tuple[torch.Tensor, torch.Tensor]:
+        """One-step predictions ``(q_{k+1}, qd_{k+1})`` for every window (W, n) each."""
+        if self.kind == "state":
+            x = self.step(w.x, w.u)
+            return x[..., : self.n], x[..., self.n:]
+        q_next = self.solve_next(w.q_prev, w.q, w.u_prev, w.u, w.u_next)
+        return q_next, self.velocity(w.q, q_next, w.u, w.u_next)
+
+    @torch.no_grad()
+    def rollout(self, x: torch.Tensor, u: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Predict trajectory points ``2 .. steps + 1`` from its first points.
+
+        x: (B, T >= 2, 2n) true trajectories (state models start from ``x[:, 1]``; DEL models
+        from ``q[:, 0], q[:, 1]``); u: (B, steps + 2, m) controls per point. Returns ``q``, ``qd``,
+        (B, steps, n) each; DEL velocities come from :meth:`velocity`.
+        """
+        n = self.n
+        qs, qds = [], []
+        if self.kind == "state":
+            xk = x[:, 1]
+            for k in range(1, steps + 1):
+                xk = self.step(xk, u[:, k])
+                qs.append(xk[:, :n])
+                qds.append(xk[:, n:])
+        else:
+            q_prev, q = x[:, 0, :n], x[:, 1, :n]
+            for k in range(1, steps + 1):
+                q_next = self.solve_next(q_prev, q, u[:, k - 1], u[:, k], u[:, k + 1])
+                qs.append(q_next)
+                qds.append(self.velocity(q, q_next, u[:, k], u[:, k + 1]))
+                q_prev, q = q, q_next
+        return torch.stack(qs, 1), torch.stack(qds, 1)

@@ -1,0 +1,83 @@
+"""Model types by name, and checkpoints (safetensors + JSON) that rebuild a model from its name.
+
+``register_model(name, factory)`` adds a type: ``factory(spec: ModelSpec) -> LearnedDynamics``.
+Built in: node-rk4, node-midpoint, lnode-rk4, lnode-midpoint, symo, e2e-symo, mlp. The
+learnable rigid-body robot model registers itself here the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from engine.io import CheckpointError, load_checkpoint, save_checkpoint
+from engine.models.base import LearnedDynamics, ModelSpec
+
+__all__ = ["register_model", "build_model", "model_names", "save_model", "load_model", "PAPER_MODELS"]
+
+_REGISTRY: dict[str, Callable[[ModelSpec], LearnedDynamics]] = {}
+
+# The six models of the paper's Fig. 3, in its order.
+PAPER_MODELS = ("node-rk4", "node-midpoint", "lnode-rk4", "lnode-midpoint", "symo", "e2e-symo")
+
+
+def register_model(name: str, factory: Callable[[ModelSpec], LearnedDynamics], replace: bool = False) -> None:
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"model type {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def model_names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def build_model(name: str, spec: ModelSpec) -> LearnedDynamics:
+    try:
+        factory = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown model type {name!r}; choose one of {', '.join(model_names())}") from None
+    model = factory(spec)
+    model.name = name
+    return model
+
+
+def save_model(directory: str | Path, model: LearnedDynamics, extra: dict | None = None, name: str = "model") -> Path:
+    """Write ``<name>.safetensors`` + ``<name>.json`` (type, hyperparameters and ``extra``: data, metrics)."""
+    meta = {"type": model.name, "hyperparameters": model.spec.to_dict()}
+    meta.update(extra or {})
+    return save_checkpoint(directory, model.state_dict(), meta, name)
+
+
+def load_model(directory: str | Path, name: str = "model") -> tuple[LearnedDynamics, dict]:
+    """Rebuild a model saved by :func:`save_model`; returns ``(model, meta)``."""
+    state, meta = load_checkpoint(directory, name)
+    where = Path(directory) / f"{name}.json"
+    try:
+        spec = ModelSpec.from_dict(meta["hyperparameters"])
+        model = build_model(meta["type"], spec)
+    except (KeyError, TypeError) as exc:
+        raise CheckpointError(f"{where}: missing or malformed field ({exc})") from exc
+    except ValueError as exc:
+        raise CheckpointError(f"{where}: {exc}") from exc
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise CheckpointError(f"{Path(directory) / (name + '.safetensors')}: weights do not match the "
+                              f"{meta['type']!r} model ({exc})") from exc
+    return model, meta
+
+
+def _register_builtin():
+    from engine.models.node import LNODE, NODE, BlackBoxMLP
+    from engine.models.symo import E2ESyMo, SyMo
+
+    register_model("node-rk4", lambda s: NODE(s, "rk4"))
+    register_model("node-midpoint", lambda s: NODE(s, "midpoint"))
+    register_model("lnode-rk4", lambda s: LNODE(s, "rk4"))
+    register_model("lnode-midpoint", lambda s: LNODE(s, "midpoint"))
+    register_model("symo", SyMo)
+    register_model("e2e-symo", E2ESyMo)
+    register_model("mlp", BlackBoxMLP)
+
+
+_register_builtin()

@@ -1,0 +1,183 @@
+"""Symplectic Momentum networks: SyMo and E2E-SyMo (Santos et al.), on the midpoint discrete Lagrangian.
+
+``Ld(qa, qb) = h [1/2 v^T H(m) v - V(m)]`` with ``m = (qa + qb)/2``, ``v = (qb - qa)/h``, and the
+midpoint discrete forces ``fd+(k-1, k) = h/4 B (u_{k-1} + u_k)``, ``fd-(k, k+1) = h/4 B (u_k + u_{k+1})``.
+The forced discrete Euler-Lagrange (DEL) residual at ``q_k``::
+
+    g = D2 Ld(q_{k-1}, q_k) + D1 Ld(q_k, q_{k+1}) + fd+ + fd-          (B, n)
+
+with the slot derivatives in closed form (``dHv[k] = dH/dq_k v``)::
+
+    D1 Ld(qa, qb) = -H v + h/4 (v^T dH/dq v) - h/2 dV/dq,   D2 Ld(qa, qb) = H v + h/4 (v^T dH/dq v) - h/2 dV/dq
+
+and Newton's Jacobian ``J = dg / dq_{k+1}``::
+
+    J = -H/h - 1/2 dHv^T + 1/2 dHv + h/8 v^T d2H v - h/4 d2V     (all at m = (q_k + q_{k+1})/2)
+
+- SyMo trains on ``|g|^2`` of observed triples and predicts by Newton from ``2 q_k - q_{k-1}``.
+- E2E-SyMo trains on ``|q^_{k+1} - q_{k+1}|^2`` through :class:`ImplicitNewtonLayer`, whose
+  backward applies the implicit function theorem (never back-propagating through iterations).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from engine.data.windows import Windows
+from engine.integrators import newton_solve, small_solve
+from engine.models.base import LearnedDynamics, ModelSpec
+from engine.models.lagrangian import LagrangianNetworks
+
+__all__ = ["DiscreteLagrangianModel", "SyMo", "E2ESyMo", "ImplicitNewtonLayer", "implicit_newton"]
+
+
+class ImplicitNewtonLayer(torch.autograd.Function):
+    """Attach implicit-function-theorem gradients to a root ``z*`` of ``g(z; x, theta) = 0``.
+
+    forward(z, g, J): ``z`` (B, n) the root (no graph), ``g`` (B, n) the residual evaluated at the
+    detached root with a graph to ``x`` and ``theta``, ``J = dg/dz`` (B, n, n) at the root (no graph).
+    Returns ``z``. backward: ``dL/dg = -J^-T dL/dz``, which autograd carries through ``g``'s graph to
+    ``x`` and ``theta``: ``dL/dtheta = -dL/dz J^-1 dg/dtheta`` (the implicit function theorem).
+    """
+
+    @staticmethod
+    def forward(ctx, z, g, J):
+        ctx.save_for_backward(J)
+        return z.clone()
+
+    @staticmethod
+    def backward(ctx, grad_z):
+        (J,) = ctx.saved_tensors
+        w = small_solve(J.transpose(-1, -2), grad_z)
+        return None, -w, None
+
+
+def implicit_newton(residual, residual_and_jacobian, z0, tol, max_iter):
+    """Solve ``residual(z) = 0`` by Newton (no graph) and return the root with IFT gradients.
+
+    residual(z) -> g (B, n), differentiable w.r.t. the parameters and inputs it closes over;
+    residual_and_jacobian(z) -> (g, J) without graph (used by the iterations and for J at the root).
+    """
+    with torch.no_grad():
+        z, _, J = newton_solve(residual_and_jacobian, z0.detach(), tol, max_iter)
+        if J is None:  # not converged: the Jacobian at the last iterate
+            J = residual_and_jacobian(z)[1]
+    g = residual(z)
+    return ImplicitNewtonLayer.apply(z, g, J)
+
+
+class DiscreteLagrangianModel(LearnedDynamics):
+    """The shared parts of SyMo and E2E-SyMo: networks, DEL residual, Jacobian, Newton."""
+
+    kind = "del"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__(spec)
+        self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps)
+
+    def mass_matrix(self, q):
+        return self.lagrangian.mass_matrix(q)
+
+    def _slot_terms(self, qa, qb, order=1):
+        """``(Hv, dHv, quad, terms, v)`` at the midpoint of (qa, qb): dHv[k] = dH/dq_k v, quad[k] = v^T dH/dq_k v."""
+        v = (qb - qa) / self.h
+        t = self.lagrangian.terms(0.5 * (qa + qb), order=order)
+        Hv = (t.H @ v.unsqueeze(-1)).squeeze(-1)
+        dHv = (t.dH @ v.unsqueeze(-2).unsqueeze(-1)).squeeze(-1)    # (B, k, i) = (dH/dq_k v)_i
+        quad = (dHv @ v.unsqueeze(-1)).squeeze(-1)
+        return Hv, dHv, quad, t, v
+
+    def _slots(self, qa, qb):
+        """``(D1 Ld(qa, qb), D2 Ld(qa, qb))`` (B, n) each."""
+        Hv, _, quad, t, _ = self._slot_terms(qa, qb)
+        common = 0.25 * self.h * quad - 0.5 * self.h * t.dV
+        return common - Hv, common + Hv
+
+    def d1_ld(self, qa, qb):
+        return self._slots(qa, qb)[0]
+
+    def d2_ld(self, qa, qb):
+        return self._slots(qa, qb)[1]
+
+    def velocity(self, q, q_next, u, u_next):
+        """``qd_{k+1} = H(q_{k+1})^-1 p_{k+1}`` with the discrete Legendre transform
+        ``p_{k+1} = D2 Ld(q_k, q_{k+1}) + fd+(u_k, u_{k+1})`` (B, n): the variational integrator's
+        own velocity, second-order accurate (``(q_{k+1} - q_k)/h`` is the midpoint velocity, O(h) off)."""
+        p = self.d2_ld(q, q_next) + 0.25 * self.h * self.force(u + u_next)
+        return small_solve(self.lagrangian.mass_matrix(q_next), p)
+
+    def forces(self, u_prev, u, u_next):
+        """``fd+ + fd- = h/4 B (u_{k-1} + 2 u_k + u_{k+1})`` (B, n)."""
+        return 0.25 * self.h * self.force(u_prev + 2.0 * u + u_next)
+
+    def residual(self, q_prev, q, q_next, u_prev, u, u_next):
+        """The DEL residual ``g`` (B, n); both collocation points in one network pass (2B)."""
+        B = q.shape[0]
+        d1, d2 = self._slots(torch.cat([q_prev, q]), torch.cat([q, q_next]))
+        return d2[:B] + d1[B:] + self.forces(u_prev, u, u_next)
+
+    def _newton_problem(self, q_prev, q, u_prev, u, u_next):
+        """Closures for Newton in ``q_{k+1}``: ``(residual(z), residual_and_jacobian(z))``."""
+        h = self.h
+        with torch.no_grad():
+            const = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)
+
+        def residual(z):
+            return self.residual(q_prev, q, z, u_prev, u, u_next)
+
+        def residual_and_jacobian(z, graph=False):
+            with torch.set_grad_enabled(graph and torch.is_grad_enabled()):
+                Hv, dHv, quad, t, v = self._slot_terms(q, z, order=2)
+                c = (self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)) if graph else const
+                g = c + (-Hv + 0.25 * h * quad - 0.5 * h * t.dV)
+                vv = v.unsqueeze(-1) * v.unsqueeze(-2)
+                d2Hvv = (t.d2H * vv.unsqueeze(-3).unsqueeze(-3)).sum((-1, -2))
+                J = (-t.H / h - 0.5 * dHv.transpose(-1, -2) + 0.5 * dHv + 0.125 * h * d2Hvv - 0.25 * h * t.d2V)
+            return g, J
+
+        return residual, residual_and_jacobian
+
+    def jacobian(self, q_prev, q, q_next, u_prev, u, u_next):
+        """``dg/dq_{k+1}`` (B, n, n) in closed form (no graph)."""
+        return self._newton_problem(q_prev, q, u_prev, u, u_next)[1](q_next)[1]
+
+    def solve_next(self, q_prev, q, u_prev, u, u_next, tol=None, max_iter=None):
+        """Newton from ``2 q_k - q_{k-1}`` (no graph)."""
+        tol = self.spec.newton_tol if tol is None else tol
+        max_iter = self.spec.newton_max_iter if max_iter is None else max_iter
+        _, rj = self._newton_problem(q_prev, q, u_prev, u, u_next)
+        with torch.no_grad():
+            z = newton_solve(rj, 2.0 * q - q_prev, tol, max_iter)[0]
+        return z
+
+    def solve_next_implicit(self, q_prev, q, u_prev, u, u_next, tol=None, max_iter=None):
+        """``q_{k+1}`` with implicit-function-theorem gradients (E2E-SyMo's layer)."""
+        tol = self.spec.train_newton_tol if tol is None else tol
+        max_iter = self.spec.train_newton_max_iter if max_iter is None else max_iter
+        r, rj = self._newton_problem(q_prev, q, u_prev, u, u_next)
+        return implicit_newton(r, rj, (2.0 * q - q_prev).detach(), tol, max_iter)
+
+    def solve_next_unrolled(self, q_prev, q, u_prev, u, u_next, iterations=20):
+        """Newton with the graph through every iteration (for checking the implicit gradients)."""
+        _, rj = self._newton_problem(q_prev, q, u_prev, u, u_next)
+        z = 2.0 * q - q_prev
+        for _ in range(iterations):
+            g, J = rj(z, graph=True)
+            z = z - small_solve(J, g)
+        return z
+
+
+class SyMo(DiscreteLagrangianModel):
+    """Trained on the DEL residual ``mean_b |g_b|^2`` of observed triples."""
+
+    def loss(self, w: Windows) -> torch.Tensor:
+        g = self.residual(w.q_prev, w.q, w.q_next, w.u_prev, w.u, w.u_next)
+        return (g ** 2).sum(-1).mean()
+
+
+class E2ESyMo(DiscreteLagrangianModel):
+    """Trained end to end on the MSE of the Newton solution ``q^_{k+1}``."""
+
+    def loss(self, w: Windows) -> torch.Tensor:
+        q_next = self.solve_next_implicit(w.q_prev, w.q, w.u_prev, w.u, w.u_next)
+        return ((q_next - w.q_next) ** 2).mean()

@@ -1,0 +1,56 @@
+"""Evaluation metrics of the SyMo paper, all mean squared errors (NaN where a model diverges).
+
+- ``train_mse`` / ``test_mse``: one-step predictions of the configurations ``q_{k+1}``;
+- ``integration_mse``: configurations along the long-term set (16 x 500 steps, zero control),
+  predicted from each trajectory's first points;
+- ``energy_mse``: the true energy of the predicted states against the true energy, along the
+  long-term set (DEL models' velocities by the discrete Legendre transform);
+- ``inertia_mse``: the learned inertia matrix against the true one at the predicted
+  configurations (None for models without one).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from engine.data.dataset import TrajectoryDataset
+from engine.data.windows import make_windows
+from engine.models.base import LearnedDynamics
+
+__all__ = ["evaluate", "METRIC_NAMES"]
+
+METRIC_NAMES = ("train_mse", "test_mse", "integration_mse", "energy_mse", "inertia_mse")
+
+
+def _f(t: torch.Tensor) -> float:
+    v = float(t)
+    return v if math.isfinite(v) else float("nan")
+
+
+@torch.no_grad()
+def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps: int | None = None) -> dict:
+    """Metrics of ``model`` on ``dataset`` (its training set is whatever the model was trained on)."""
+    system = dataset.system
+    n = system.dof
+    dtype = next(t.dtype for t in (*model.parameters(), *model.buffers()) if t.is_floating_point())
+    out = {}
+    for key, x, u in (("train_mse", dataset.train_x, dataset.train_u), ("test_mse", dataset.test_x, dataset.test_u)):
+        w = make_windows(x, u, n, dtype)
+        q_next, _ = model.predict(w)
+        out[key] = _f(((q_next - w.q_next) ** 2).mean())
+    steps = dataset.long_x.shape[1] - 2 if long_term_steps is None else min(long_term_steps, dataset.long_x.shape[1] - 2)
+    x = torch.as_tensor(dataset.long_x, dtype=dtype)
+    u = torch.as_tensor(dataset.long_u, dtype=dtype)
+    q, qd = model.rollout(x, u, steps)
+    q_true = x[:, 2:steps + 2, :n]
+    out["integration_mse"] = _f(((q - q_true) ** 2).mean())
+    q64, qd64 = q.double(), qd.double()
+    e_pred = system.energy(q64, qd64)
+    x64 = torch.as_tensor(dataset.long_x[:, 2:steps + 2])
+    e_true = system.energy(x64[..., :n], x64[..., n:])
+    out["energy_mse"] = _f(((e_pred - e_true) ** 2).mean())
+    H = model.mass_matrix(q)
+    out["inertia_mse"] = None if H is None else _f(((H.double() - system.mass_matrix(q64)) ** 2).mean())
+    return out

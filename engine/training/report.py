@@ -1,0 +1,113 @@
+"""Tables and figures of sweep results, and the paper's reproductions (``symo-pendulum``, ``symo-cartpole``).
+
+The figure follows the paper's Fig. 3/4: train, test, integration, energy and inertia MSE
+against the number of training trajectories N, one line per model, log scales.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+from engine.io import atomic_write_bytes, atomic_write_text, write_json
+from engine.training.metrics import METRIC_NAMES
+from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
+
+__all__ = ["write_table", "plot_rows", "REPRODUCTIONS", "PAPER_INTEGRATION_MSE", "reproduce", "compare_with_paper"]
+
+# Published long-term integration MSE (METHODS section 2), N = 8, 16, 32, 64, 128.
+PAPER_INTEGRATION_MSE = {
+    "pendulum": {"symo": [0.023, 0.096, 0.0034, 0.0091, 0.028], "e2e-symo": [0.023, 0.030, 0.0039, 0.024, 0.028]},
+    "cartpole": {"node-rk4": [307, 75, 46, 9.9, 0.54], "lnode-rk4": [14, 20, 0.18, 0.083, 0.11],
+                 "symo": [1.5, 0.39, 0.28, 0.23, 0.18], "e2e-symo": [18, 0.14, 0.087, 0.091, 0.10]},
+}
+
+REPRODUCTIONS = {"symo-pendulum": "pendulum", "symo-cartpole": "cartpole"}
+
+
+def _clean(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def write_table(rows: list[dict], out_dir: str | Path, stem: str = "results") -> tuple[Path, Path]:
+    """``<stem>.csv`` and ``<stem>.json`` (NaN as empty cell / null)."""
+    out = Path(out_dir)
+    keys = list(ROW_KEYS) + sorted({k for r in rows for k in r} - set(ROW_KEYS))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=keys)
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if _clean(r.get(k)) is None else r.get(k)) for k in keys})
+    csv_path = atomic_write_text(out / f"{stem}.csv", buf.getvalue())
+    json_path = write_json(out / f"{stem}.json", [{k: _clean(r.get(k)) for k in keys} for r in rows])
+    return csv_path, json_path
+
+
+def plot_rows(rows: list[dict], path: str | Path, title: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(20, 4), dpi=100)
+    axes = fig.subplots(1, len(METRIC_NAMES))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    labels = {"train_mse": "train MSE", "test_mse": "test MSE", "integration_mse": "integration MSE",
+              "energy_mse": "energy MSE", "inertia_mse": "inertia MSE"}
+    for ax, metric in zip(axes, METRIC_NAMES):
+        for mi, m in enumerate(models):
+            pts = {}
+            for r in rows:
+                v = _clean(r.get(metric))
+                if r["model"] == m and v is not None and v > 0:
+                    pts.setdefault(r["trajectories"], []).append(v)
+            if pts:
+                ns = sorted(pts)
+                ax.plot(ns, [sum(pts[n]) / len(pts[n]) for n in ns], marker="o", label=m, color=f"C{mi % 10}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("training trajectories N")
+        ax.set_title(labels[metric])
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def compare_with_paper(rows: list[dict], system: str) -> list[dict]:
+    """Our integration MSE beside the published one, where the paper gives it."""
+    ref = PAPER_INTEGRATION_MSE.get(system, {})
+    ns = (8, 16, 32, 64, 128)
+    out = []
+    for r in rows:
+        paper = ref.get(r["model"])
+        if paper and r["trajectories"] in ns:
+            out.append({"model": r["model"], "trajectories": r["trajectories"], "seed": r["seed"],
+                        "integration_mse": _clean(r.get("integration_mse")),
+                        "paper_integration_mse": paper[ns.index(r["trajectories"])]})
+    return out
+
+
+def reproduce(name: str, out_dir: str | Path, epochs: int = 2000, seeds=(0,), executor=None, ctx=None,
+              trajectories=(8, 16, 32, 64, 128), models=None, data_path=None) -> dict:
+    """Run the paper's protocol for ``name`` and write results.csv/json, comparison.json and figure.png."""
+    try:
+        system = REPRODUCTIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown reproduction {name!r}; choose one of {', '.join(REPRODUCTIONS)}") from None
+    cfg = SweepConfig(system=system, epochs=epochs, seeds=tuple(seeds), trajectories=tuple(trajectories),
+                      **({"models": tuple(models)} if models else {}))
+    rows = run_sweep(cfg, out_dir, executor, ctx, data_path=data_path)
+    out = Path(out_dir)
+    csv_path, json_path = write_table(rows, out)
+    comparison = compare_with_paper(rows, system)
+    write_json(out / "comparison.json", comparison)
+    fig = plot_rows(rows, out / "figure.png", f"{name}: {epochs} epochs")
+    return {"rows": rows, "comparison": comparison, "files": [str(csv_path), str(json_path), str(fig),
+                                                                str(out / "comparison.json")]}

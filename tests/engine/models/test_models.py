@@ -1,0 +1,179 @@
+"""Learned models: exact derivatives, the implicit layer's gradients, the DEL residual, training, checkpoints."""
+
+import pytest
+import torch
+from scipy.optimize import fsolve
+from torch.func import jacfwd, vmap
+
+from engine.data import DatasetConfig, generate_dataset, make_windows
+from engine.models import ModelSpec, build_model, load_model, model_names, register_model, save_model
+from engine.models.lagrangian import AnalyticLagrangian, LagrangianNetworks
+from engine.models.symo import E2ESyMo, SyMo
+from engine.systems import get_system
+
+torch.set_num_threads(1)  # small tensors: one thread; more oversubscribes the shared 2-core CPU
+
+
+def _spec(system="cartpole", h=0.05, hidden=16):
+    return ModelSpec.for_system(get_system(system), h, hidden=hidden)
+
+
+def _triples(n, B=5, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    q_prev = torch.randn(B, n, generator=g, dtype=dtype)
+    q = q_prev + 0.05 * torch.randn(B, n, generator=g, dtype=dtype)
+    u = torch.randn(B, 3, 1, generator=g, dtype=dtype)
+    return q_prev, q, u[:, 0], u[:, 1], u[:, 2]
+
+
+def test_network_derivatives_are_exact():
+    torch.manual_seed(0)
+    net = LagrangianNetworks((False, True), hidden=16).double()
+    q = torch.randn(6, 2, dtype=torch.float64)
+    t = net.terms(q, order=2)
+    Hf = lambda x: net.mass_matrix(x[None])[0]
+    Vf = lambda x: net.potential_energy(x[None])[0]
+    torch.testing.assert_close(t.dH, vmap(jacfwd(Hf))(q).permute(0, 3, 1, 2))
+    torch.testing.assert_close(t.d2H, vmap(jacfwd(jacfwd(Hf)))(q).permute(0, 3, 4, 1, 2))
+    torch.testing.assert_close(t.dV, vmap(jacfwd(Vf))(q))
+    torch.testing.assert_close(t.d2V, vmap(jacfwd(jacfwd(Vf)))(q))
+    # H is symmetric positive definite
+    assert torch.linalg.eigvalsh(t.H).min() > 0
+
+
+def test_newton_jacobian_matches_autograd():
+    torch.manual_seed(1)
+    model = SyMo(_spec()).double()
+    q_prev, q, up, u, un = _triples(2)
+    q_next = 2 * q - q_prev + 0.01
+    J = model.jacobian(q_prev, q, q_next, up, u, un)
+    f = lambda z, a, b, c, d, e: model.residual(a[None], b[None], z[None], c[None], d[None], e[None])[0]
+    J_ref = vmap(jacfwd(f))(q_next, q_prev, q, up, u, un)
+    torch.testing.assert_close(J, J_ref)
+
+
+def test_residual_is_zero_on_exact_discrete_trajectories_of_a_known_lagrangian():
+    """An independent variational integrator (autograd of Ld + scipy fsolve) for the true cart-pole."""
+    system = get_system("cartpole")
+    h = 0.05
+
+    def Ld(qa, qb):
+        v = (qb - qa) / h
+        m = 0.5 * (qa + qb)
+        return h * (0.5 * v @ system.mass_matrix(m) @ v - system.potential_energy(m))
+
+    def del_residual(q_prev, q, q_next, u):
+        qk = q.clone().requires_grad_(True)
+        s = Ld(q_prev, qk) + Ld(qk, q_next)
+        return torch.autograd.grad(s, qk)[0] + h * torch.tensor([u, 0.0], dtype=torch.float64)
+
+    u = 0.7
+    traj = [torch.tensor([0.1, 2.0], dtype=torch.float64), torch.tensor([0.11, 2.08], dtype=torch.float64)]
+    for _ in range(20):
+        qp, qk = traj[-2], traj[-1]
+        sol = fsolve(lambda z: del_residual(qp, qk, torch.tensor(z), u).numpy(), (2 * qk - qp).numpy(), xtol=1e-13)
+        traj.append(torch.tensor(sol))
+    traj = torch.stack(traj)
+    model = SyMo(ModelSpec.for_system(system, h)).double()
+    model.lagrangian = AnalyticLagrangian(system)
+    uu = torch.full((len(traj) - 2, 1), u, dtype=torch.float64)
+    g = model.residual(traj[:-2], traj[1:-1], traj[2:], uu, uu, uu)
+    assert float(g.abs().max()) < 1e-10
+    # a wrong trajectory has a clearly non-zero residual
+    assert float(model.residual(traj[:-2], traj[1:-1], traj[2:] + 1e-3, uu, uu, uu).abs().max()) > 1e-3
+    # and Newton's prediction reproduces the trajectory
+    pred = model.solve_next(traj[:-2], traj[1:-1], uu, uu, uu, tol=1e-12, max_iter=20)
+    torch.testing.assert_close(pred, traj[2:], atol=1e-10, rtol=0)
+
+
+def test_implicit_layer_gradients_match_finite_differences_and_unrolled_newton():
+    torch.manual_seed(2)
+    model = E2ESyMo(_spec(hidden=8)).double()
+    q_prev, q, up, u, un = _triples(2, B=3)
+    target = torch.randn(3, 2, dtype=torch.float64)
+
+    def loss_implicit():
+        z = model.solve_next_implicit(q_prev, q, up, u, un, tol=1e-13, max_iter=30)
+        return ((z - target) ** 2).sum()
+
+    params = list(model.parameters())
+    g_ift = torch.autograd.grad(loss_implicit(), params, allow_unused=True, materialize_grads=True)
+    z_unrolled = model.solve_next_unrolled(q_prev, q, up, u, un, iterations=30)
+    g_unr = torch.autograd.grad(((z_unrolled - target) ** 2).sum(), params, allow_unused=True,
+                                materialize_grads=True)
+    for a, b in zip(g_ift, g_unr):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-9)
+    # central finite differences on a few parameter entries
+    W = model.lagrangian.nets.weights[1]  # the hidden layer of the inertia (k=0) and potential (k=1) networks
+    idx = [i for i, p in enumerate(params) if p is W][0]
+    gW = g_ift[idx]
+    eps = 1e-6
+    for (k, i, j) in [(0, 0, 0), (0, 3, 5), (1, 7, 2)]:
+        with torch.no_grad():
+            W[k, i, j] += eps
+            lp = loss_implicit().item()
+            W[k, i, j] -= 2 * eps
+            lm = loss_implicit().item()
+            W[k, i, j] += eps
+        assert abs((lp - lm) / (2 * eps) - gW[k, i, j].item()) < 1e-6 * max(1.0, abs(gW[k, i, j].item()))
+    # gradient w.r.t. the inputs as well (q_k)
+    qk = q.clone().requires_grad_(True)
+    z = model.solve_next_implicit(q_prev, qk, up, u, un, tol=1e-13, max_iter=30)
+    gq = torch.autograd.grad(((z - target) ** 2).sum(), qk)[0]
+    with torch.no_grad():
+        q2 = q.clone()
+        q2[1, 0] += eps
+        lp = ((model.solve_next(q_prev, q2, up, u, un, tol=1e-13, max_iter=30) - target) ** 2).sum().item()
+        q2[1, 0] -= 2 * eps
+        lm = ((model.solve_next(q_prev, q2, up, u, un, tol=1e-13, max_iter=30) - target) ** 2).sum().item()
+    assert abs((lp - lm) / (2 * eps) - gq[1, 0].item()) < 1e-6
+
+
+@pytest.fixture(scope="module")
+def pendulum_data():
+    return generate_dataset(DatasetConfig(train_trajectories=4, test_trajectories=2, long_term_trajectories=2,
+                                          long_term_steps=12, seed=3))
+
+
+@pytest.mark.parametrize("name", ["node-rk4", "node-midpoint", "lnode-rk4", "lnode-midpoint", "symo", "e2e-symo", "mlp"])
+def test_short_training_lowers_the_loss_and_rollout_shapes(name, pendulum_data):
+    torch.manual_seed(0)
+    ds = pendulum_data
+    model = build_model(name, ModelSpec.for_system(ds.system, ds.h, hidden=32))
+    w = make_windows(ds.train_x, ds.train_u, 1)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    first = model.loss(w).item()
+    for _ in range(40):
+        loss = model.loss(w)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert model.loss(w).item() < 0.7 * first
+    x = torch.as_tensor(ds.long_x, dtype=torch.float32)
+    u = torch.as_tensor(ds.long_u, dtype=torch.float32)
+    q, qd = model.rollout(x, u, 12)
+    assert q.shape == (2, 12, 1) and qd.shape == (2, 12, 1)
+    qn, qdn = model.predict(w)
+    assert qn.shape == (len(w), 1) and qdn.shape == (len(w), 1)
+
+
+def test_checkpoints_round_trip_exactly(tmp_path):
+    torch.manual_seed(4)
+    spec = _spec(hidden=16)
+    q_prev, q, up, u, un = _triples(2, dtype=torch.float32)
+    for name in ("e2e-symo", "node-rk4", "lnode-midpoint"):
+        model = build_model(name, spec)
+        save_model(tmp_path / name, model, {"metrics": {"test_mse": 0.5}})
+        back, meta = load_model(tmp_path / name)
+        assert type(back) is type(model) and meta["type"] == name and meta["metrics"]["test_mse"] == 0.5
+        for (k, a), (k2, b) in zip(model.state_dict().items(), back.state_dict().items()):
+            assert k == k2 and torch.equal(a, b)
+        assert back.spec == model.spec
+
+
+def test_registry_accepts_new_model_types_and_rejects_unknown():
+    with pytest.raises(ValueError, match="unknown model type"):
+        build_model("nope", _spec())
+    register_model("test-symo-alias", SyMo, replace=True)
+    assert "test-symo-alias" in model_names()
+    assert isinstance(build_model("test-symo-alias", _spec()), SyMo)

@@ -1,0 +1,81 @@
+"""`python -m engine learn ...`: the sweep JSON schema, reproduce's files, train and data commands."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from engine.cli import main
+
+torch.set_num_threads(1)  # small tensors: one thread; more oversubscribes the shared 2-core CPU
+
+ROW = {"model": str, "system": str, "trajectories": int, "seed": int, "train_mse": float, "test_mse": float,
+       "integration_mse": float, "energy_mse": float, "inertia_mse": (float, type(None)), "seconds": float}
+
+
+def _check_rows(rows, models, ns):
+    assert isinstance(rows, list) and len(rows) == len(models) * len(ns)
+    for r in rows:
+        assert set(ROW) <= set(r)
+        for k, t in ROW.items():
+            assert isinstance(r[k], t) or (r[k] is None and k.endswith("_mse")), (k, r[k])
+        assert r["system"] == "pendulum" and r["model"] in models and r["trajectories"] in ns
+    assert {(r["model"], r["trajectories"]) for r in rows} == {(m, n) for m in models for n in ns}
+    for r in rows:
+        assert (r["inertia_mse"] is None) == r["model"].startswith("node")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "d.npz"
+    assert main(["learn", "data", "--system", "pendulum", "--trajectories", "8", "--test-trajectories", "2",
+                 "--long-term-steps", "10", "--out", str(path), "--json"]) == 0
+    return path
+
+
+def test_data_command(data):
+    desc = json.loads((data.with_suffix(".json")).read_text())
+    assert desc["shapes"]["train_x"] == [8, 34, 2] and desc["shapes"]["long_x"] == [16, 12, 2]
+
+
+def test_sweep_json_schema_with_local_processes(data, tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["learn", "sweep", "--system", "pendulum", "--models", "node-rk4,e2e-symo", "--trajectories", "1,2",
+                 "--epochs", "2", "--data", str(data), "--workers", "2", "--out", str(tmp_path / "sw"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    _check_rows(rows, ["node-rk4", "e2e-symo"], [1, 2])
+    assert (tmp_path / "sw" / "results.csv").exists() and (tmp_path / "sw" / "runs" / "e2e-symo-N2-s0" / "model.json").exists()
+
+
+def test_reproduce_writes_table_and_figure(data, tmp_path, capsys):
+    capsys.readouterr()
+    out = tmp_path / "rep"
+    assert main(["learn", "reproduce", "symo-pendulum", "--epochs", "1", "--trajectories", "8", "--models",
+                 "symo,lnode-midpoint", "--executor", "inline", "--data", str(data), "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    _check_rows(result["rows"], ["symo", "lnode-midpoint"], [8])
+    assert result["comparison"][0]["paper_integration_mse"] == 0.023
+    png = (out / "figure.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    table = json.loads((out / "results.json").read_text())
+    assert [r["model"] for r in table] == ["symo", "lnode-midpoint"]
+    assert (out / "results.csv").read_text().splitlines()[0].startswith("model,system,trajectories,seed,train_mse")
+
+
+def test_train_command_and_bad_input(tmp_path, capsys):
+    assert main(["learn", "train", "--model", "mlp", "--trajectories", "2", "--epochs", "2", "--hidden", "16",
+                 "--out", str(tmp_path / "m"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["row"]["model"] == "mlp" and math.isfinite(out["row"]["test_mse"])
+    assert (tmp_path / "m" / "model.safetensors").exists()
+    assert main(["learn", "train", "--model", "mlp", "--data", str(tmp_path / "missing.npz")]) == 2
+    assert "missing.npz" in capsys.readouterr().err
+
+
+def test_bench_learn_json_schema(capsys):
+    assert main(["bench", "learn", "--json", "--steps", "1", "--epochs", "10", "--models", "node-midpoint"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["steps_per_second"]) == {"node-midpoint"}
+    assert all(v > 0 for v in out["steps_per_second"].values())
+    assert out["estimated_reproduction_minutes"] > 0 and out["workers"] >= 1
