@@ -1,0 +1,215 @@
+"""Shared pyqtgraph helpers: a colour cycle, a loss-curve plot (log scale), figure export (PNG, SVG).
+
+- :func:`make_plot` a ``PlotWidget`` with a grid, a legend and axis labels;
+- :class:`LossPlot` one curve per training run, log-scaled loss against epoch;
+- :func:`export_figure` writes a plot (``PlotWidget``/``PlotItem``/``GraphicsLayoutWidget``) to
+  ``.png`` or ``.svg`` through ``pyqtgraph.exporters``; :func:`export_png_svg` writes both.
+- :func:`shade_region` a non-movable shaded time range (e.g. the validation range).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtGui import QColor
+
+__all__ = [
+    "COLORS",
+    "LossPlot",
+    "color",
+    "curve_data",
+    "export_figure",
+    "export_png_svg",
+    "make_plot",
+    "shade_region",
+]
+
+# a colour-blind-friendly cycle (Okabe-Ito, then Tableau)
+COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
+          "#4E79A7", "#F28E2B", "#59A14F", "#B07AA1")
+
+
+def color(i: int) -> str:
+    return COLORS[i % len(COLORS)]
+
+
+def make_plot(title: str = "", x_label: str = "", y_label: str = "", log_y: bool = False,
+              legend: bool = True, parent=None) -> pg.PlotWidget:
+    """A ``PlotWidget`` with a grid, axis labels, an optional legend and log-scaled y."""
+    w = pg.PlotWidget(parent=parent)
+    item = w.getPlotItem()
+    if title:
+        item.setTitle(title)
+    if x_label:
+        item.setLabel("bottom", x_label)
+    if y_label:
+        item.setLabel("left", y_label)
+    item.showGrid(x=True, y=True, alpha=0.25)
+    for axis in ("left", "bottom"):
+        item.getAxis(axis).enableAutoSIPrefix(False)
+    if legend:
+        item.addLegend(offset=(-10, 10), brush=pg.mkBrush(0, 0, 0, 140))
+    item.setLogMode(x=False, y=log_y)
+    return w
+
+
+def curve_data(curve: pg.PlotDataItem) -> tuple[np.ndarray, np.ndarray]:
+    """The (x, y) arrays given to a curve (before any log-scale transform; empty when none)."""
+    x, y = curve.xData, curve.yData
+    if x is None or y is None:
+        return np.zeros(0), np.zeros(0)
+    return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+
+class LossPlot(pg.PlotWidget):
+    """Training loss against epoch, log scale, one named curve per run."""
+
+    def __init__(self, title: str = "Training loss", parent=None):
+        super().__init__(parent=parent)
+        item = self.getPlotItem()
+        item.setTitle(title)
+        item.setLabel("bottom", "epoch")
+        item.setLabel("left", "loss")
+        item.showGrid(x=True, y=True, alpha=0.25)
+        for axis in ("left", "bottom"):
+            item.getAxis(axis).enableAutoSIPrefix(False)
+        item.addLegend(offset=(-10, 10), brush=pg.mkBrush(0, 0, 0, 140))
+        item.setLogMode(x=False, y=True)
+        self._curves: dict[str, pg.PlotDataItem] = {}
+        self._data: dict[str, tuple[list, list]] = {}
+
+    def curve(self, key: str, name: str | None = None, index: int | None = None) -> pg.PlotDataItem:
+        """The curve of run ``key`` (created with the next colour on first use)."""
+        if key not in self._curves:
+            i = len(self._curves) if index is None else index
+            self._curves[key] = self.getPlotItem().plot([], [], name=name or key, pen=pg.mkPen(color(i), width=2))
+            self._data[key] = ([], [])
+        return self._curves[key]
+
+    def append(self, key: str, epoch: float, loss: float) -> None:
+        """Add one point; non-positive or non-finite losses are skipped (log scale)."""
+        self.curve(key)
+        if not (math.isfinite(loss) and loss > 0):
+            return
+        xs, ys = self._data[key]
+        xs.append(float(epoch))
+        ys.append(float(loss))
+        self._curves[key].setData(np.asarray(xs), np.asarray(ys))
+
+    def set_losses(self, key: str, losses, name: str | None = None) -> None:
+        """Replace the curve of ``key`` with per-epoch ``losses`` (epoch 1..len)."""
+        self.curve(key, name)
+        ys = np.asarray(losses, dtype=float)
+        xs = np.arange(1, len(ys) + 1, dtype=float)
+        ok = np.isfinite(ys) & (ys > 0)
+        self._data[key] = (list(xs[ok]), list(ys[ok]))
+        self._curves[key].setData(xs[ok], ys[ok])
+
+    def remove(self, key: str) -> None:
+        c = self._curves.pop(key, None)
+        self._data.pop(key, None)
+        if c is not None:
+            self.getPlotItem().removeItem(c)
+            legend = self.getPlotItem().legend
+            if legend is not None:
+                legend.removeItem(c)
+
+    def keys(self) -> list[str]:
+        return list(self._curves)
+
+    def points(self, key: str) -> int:
+        return len(self._data.get(key, ([], []))[0])
+
+
+def shade_region(plot: pg.PlotWidget | pg.PlotItem, start: float, end: float,
+                 rgba=(255, 170, 0, 40), label: str | None = None) -> pg.LinearRegionItem:
+    """A fixed shaded vertical band ``[start, end]`` (x units of the plot)."""
+    region = pg.LinearRegionItem(values=(start, end), movable=False, brush=pg.mkBrush(*rgba))
+    region.setZValue(-10)
+    for line in region.lines:
+        line.setPen(pg.mkPen(QColor(*rgba[:3], 120)))
+    plot.addItem(region)
+    if label:
+        text = pg.TextItem(label, color=QColor(*rgba[:3]), anchor=(0, 0))
+        text.setPos(start, 0)
+        region._label = text
+    return region
+
+
+def _item_for_export(figure):
+    if isinstance(figure, pg.PlotWidget):
+        return figure.getPlotItem()
+    if isinstance(figure, pg.GraphicsLayoutWidget):
+        return figure.scene()
+    return figure
+
+
+def export_figure(figure, path: str | Path, width: int | None = None) -> Path:
+    """Write ``figure`` to ``path``: ``.png`` (ImageExporter) or ``.svg`` (SVGExporter).
+
+    ``width``: PNG width in pixels (default: the widget's size, at least 800). Raises
+    ``ValueError`` for other suffixes; the file is written to a temporary name and renamed.
+    """
+    from pyqtgraph import exporters
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    item = _item_for_export(figure)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{suffix}")
+    if suffix == ".png":
+        exporter = exporters.ImageExporter(item)
+        params = exporter.parameters()
+        target = width or max(800, int(params["width"]))
+        if int(params["width"]) != target:
+            params["width"] = target  # height follows the aspect ratio
+        exporter.export(str(tmp))
+    elif suffix == ".svg":
+        try:
+            exporters.SVGExporter(item).export(str(tmp))
+        except ValueError:
+            # pyqtgraph 0.14's SVG post-processing cannot parse the path syntax of newer Qt SVG
+            # generators; render the same scene straight into a QSvgGenerator instead
+            tmp.unlink(missing_ok=True)
+            _render_svg(item, tmp, path.stem)
+    else:
+        raise ValueError(f"{path}: figures export as .png or .svg, not {suffix or 'no suffix'!r}")
+    if not tmp.exists():
+        raise OSError(f"{path}: the exporter wrote nothing")
+    tmp.replace(path)
+    return path
+
+
+def _render_svg(item, path: Path, title: str = "") -> None:
+    """Vector SVG of a plot item (or scene) through ``QSvgGenerator`` (no post-processing)."""
+    from PySide6.QtCore import QRectF, QSize
+    from PySide6.QtGui import QPainter
+    from PySide6.QtSvg import QSvgGenerator
+
+    if isinstance(item, pg.GraphicsScene) or not hasattr(item, "sceneBoundingRect"):
+        scene = item
+        source = scene.itemsBoundingRect()
+    else:
+        scene = item.scene()
+        source = item.sceneBoundingRect()
+    w, h = max(1, int(source.width())), max(1, int(source.height()))
+    gen = QSvgGenerator()
+    gen.setFileName(str(path))
+    gen.setSize(QSize(w, h))
+    gen.setViewBox(QRectF(0, 0, w, h))
+    gen.setTitle(title or path.stem)
+    painter = QPainter(gen)
+    try:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        scene.render(painter, QRectF(0, 0, w, h), source)
+    finally:
+        painter.end()
+
+
+def export_png_svg(figure, stem: str | Path) -> list[Path]:
+    """Write ``<stem>.png`` and ``<stem>.svg``; returns both paths."""
+    stem = Path(stem)
+    return [export_figure(figure, stem.with_suffix(".png")), export_figure(figure, stem.with_suffix(".svg"))]

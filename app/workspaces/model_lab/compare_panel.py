@@ -1,0 +1,432 @@
+"""The Compare panel: a sortable metrics table and four plots of every trained model against the data.
+
+Table columns: train, test, long-term integration, energy and inertia MSE, wall time (CSV export).
+Against a log, a second table gives one-step and k-step errors per signal. Plots (a 2 x 3 grid,
+all visible, each exportable as PNG and SVG):
+
+- rollouts against the data over time (a log: the whole measured signal, the validation range
+  shaded, each model's k-step rollouts over it);
+- phase portrait (q against qd);
+- energy over time (generated data; a log has no known energy);
+- error against the prediction horizon (log scale);
+- learned against true inertia or potential along the data (generated data, models with a
+  Lagrangian; the learned potential shifted by a constant to the true one's mean);
+- a metric against the training-set size N, one line per model type (the SyMo paper's
+  Fig. 3 when runs sweep N).
+
+:meth:`export_report` writes everything (PNG + SVG figures, CSV + JSON table) in one call.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.widgets.plots import color, export_png_svg, make_plot, shade_region
+from app.workspaces.model_lab import engine_bridge as eb
+
+__all__ = ["TABLE_COLUMNS", "ComparePanel"]
+
+# (row key, header)
+TABLE_COLUMNS = (("model", "model"), ("type", "type"), ("trajectories", "N"), ("train_mse", "train MSE"),
+                 ("test_mse", "test MSE"), ("integration_mse", "integration MSE"), ("energy_mse", "energy MSE"),
+                 ("inertia_mse", "inertia MSE"), ("seconds", "wall time [s]"), ("epochs", "epochs"))
+FIGURES = ("rollout", "phase", "energy", "horizon", "inertia", "size")
+SIZE_METRICS = ("integration_mse", "test_mse", "train_mse", "energy_mse", "inertia_mse")
+
+
+class _SortItem(QTableWidgetItem):
+    """A cell that sorts by its number (None/NaN last), shows it compactly."""
+
+    def __init__(self, value):
+        self.number = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            v = float(value)
+            self.number = v if math.isfinite(v) else math.inf
+            text = f"{v:.4g}" if math.isfinite(v) else "diverged"
+            if isinstance(value, int):
+                text = str(value)
+        else:
+            text = "—" if value is None else str(value)
+        super().__init__(text)
+        self.setFlags(self.flags() & ~Qt.ItemFlag.ItemIsEditable)
+
+    def __lt__(self, other):
+        if isinstance(other, _SortItem) and (self.number is not None or other.number is not None):
+            a = self.number if self.number is not None else math.inf
+            b = other.number if other.number is not None else math.inf
+            return a < b
+        return self.text() < other.text()
+
+
+class ComparePanel(QWidget):
+    def __init__(self, ctx, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.dataset = None
+        self.prepared = None
+        self.source: dict | None = None
+        self.runs: list = []          # the runs shown (with results)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Signal"))
+        self.signal = QComboBox()
+        self.signal.currentIndexChanged.connect(lambda *_: self.redraw_plots())
+        bar.addWidget(self.signal)
+        bar.addWidget(QLabel("Learned vs true"))
+        self.learned = QComboBox()
+        self.learned.addItems(["inertia", "potential"])
+        self.learned.currentIndexChanged.connect(lambda *_: self.redraw_plots())
+        bar.addWidget(self.learned)
+        bar.addWidget(QLabel("Size plot"))
+        self.size_metric = QComboBox()
+        self.size_metric.addItems(list(SIZE_METRICS))
+        self.size_metric.currentIndexChanged.connect(lambda *_: self.redraw_plots())
+        bar.addWidget(self.size_metric)
+        bar.addStretch(1)
+        self.csv_button = QPushButton("Export CSV…")
+        self.csv_button.clicked.connect(self._csv_dialog)
+        self.figures_button = QPushButton("Export figures…")
+        self.figures_button.clicked.connect(self._figures_dialog)
+        self.report_button = QPushButton("Report…")
+        self.report_button.setObjectName("reportButton")
+        self.report_button.setToolTip("PNG + SVG figures, CSV + JSON table, into one folder")
+        self.report_button.clicked.connect(self._report_dialog)
+        for b in (self.csv_button, self.figures_button, self.report_button):
+            bar.addWidget(b)
+        layout.addLayout(bar)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        self.tables = QTabWidget()
+        self.table = QTableWidget(0, len(TABLE_COLUMNS))
+        self.table.setObjectName("compareTable")
+        self.table.setHorizontalHeaderLabels([h for _, h in TABLE_COLUMNS])
+        self.table.verticalHeader().setVisible(False)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.tables.addTab(self.table, "Metrics")
+        self.signal_table = QTableWidget(0, 0)
+        self.signal_table.setObjectName("signalTable")
+        self.signal_table.setSortingEnabled(True)
+        self.signal_table.verticalHeader().setVisible(False)
+        self.tables.addTab(self.signal_table, "Per signal (log)")
+        split.addWidget(self.tables)
+
+        grid_widget = QWidget()
+        grid = QGridLayout(grid_widget)
+        grid.setContentsMargins(0, 0, 0, 0)
+        self.plots = {
+            "rollout": make_plot("Rollouts vs data", "t [s]", "q"),
+            "phase": make_plot("Phase portrait", "q", "qd"),
+            "energy": make_plot("Energy", "t [s]", "E [J]"),
+            "horizon": make_plot("Error vs horizon", "horizon [s]", "MSE of q", log_y=True),
+            "inertia": make_plot("Inertia", "t [s]", "H"),
+            "size": make_plot("Error vs N", "trajectories N", "MSE"),
+        }
+        self.plots["size"].getPlotItem().setLogMode(x=True, y=True)
+        for i, (key, plot) in enumerate(self.plots.items()):
+            plot.setObjectName(f"{key}Plot")
+            plot.setMinimumHeight(160)
+            grid.addWidget(plot, i // 3, i % 3)
+        split.addWidget(grid_widget)
+        split.setSizes([180, 520])
+        layout.addWidget(split, 1)
+
+    # -- data and runs -------------------------------------------------------------------
+    def set_data(self, dataset, source: dict, prepared=None) -> None:
+        self.dataset, self.source, self.prepared = dataset, source, prepared
+        n = dataset.system.dof
+        names = getattr(dataset, "q_names", None) or [f"q[{i}]" for i in range(n)]
+        self.signal.blockSignals(True)
+        self.signal.clear()
+        self.signal.addItems(list(names))
+        self.signal.blockSignals(False)
+        self.tables.setTabEnabled(1, self.is_log)
+        self.redraw_plots()
+
+    @property
+    def is_log(self) -> bool:
+        return bool(self.source) and self.source.get("kind") == "log"
+
+    def set_runs(self, runs: list) -> None:
+        """Show these runs (those with results) in the tables and plots."""
+        self.runs = [r for r in runs if r.row is not None]
+        self._fill_table()
+        self._fill_signal_table()
+        self.redraw_plots()
+
+    def rows(self) -> list[dict]:
+        return [dict(r.row) for r in self.runs]
+
+    def _fill_table(self) -> None:
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(self.runs))
+        for i, run in enumerate(self.runs):
+            for j, (key, _) in enumerate(TABLE_COLUMNS):
+                value = run.row.get(key) if key not in ("model", "type") else \
+                    (run.name if key == "model" else run.model_type)
+                item = _SortItem(value)
+                if key == "model":
+                    item.setForeground(QColor(color(run.index)))
+                self.table.setItem(i, j, item)
+        self.table.setSortingEnabled(True)
+
+    def _fill_signal_table(self) -> None:
+        rows = [r for r in self.runs if isinstance(r.row.get("one_step"), dict)]
+        signals = []
+        for r in rows:
+            for s in r.row["one_step"]:
+                if s not in signals:
+                    signals.append(s)
+        horizon = next((r.row.get("horizon") for r in rows if r.row.get("horizon")), None)
+        k = int(horizon) if horizon else "k"
+        headers = ["model"] + [f"1-step {s}" for s in signals] + [f"{k}-step {s}" for s in signals]
+        self.signal_table.setSortingEnabled(False)
+        self.signal_table.clear()
+        self.signal_table.setColumnCount(len(headers))
+        self.signal_table.setHorizontalHeaderLabels(headers)
+        self.signal_table.setRowCount(len(rows))
+        for i, r in enumerate(rows):
+            vals = [r.name] + [r.row["one_step"].get(s) for s in signals] + \
+                   [(r.row.get("k_step") or {}).get(s) for s in signals]
+            for j, v in enumerate(vals):
+                self.signal_table.setItem(i, j, _SortItem(v))
+        self.signal_table.setSortingEnabled(True)
+
+    # -- plots -----------------------------------------------------------------------------
+    def redraw_plots(self) -> None:
+        for plot in self.plots.values():
+            item = plot.getPlotItem()
+            item.clear()
+            if item.legend is not None:
+                item.legend.clear()
+        if self.dataset is None:
+            return
+        j = max(0, self.signal.currentIndex())
+        name = self.signal.currentText() or "q"
+        self.plots["rollout"].getPlotItem().setLabel("left", name)
+        self.plots["phase"].getPlotItem().setLabel("bottom", name)
+        self.plots["phase"].getPlotItem().setLabel("left", f"d({name})/dt")
+        for plot in self.plots.values():
+            plot.getPlotItem().enableAutoRange()
+        if self.is_log:
+            self._draw_log(j)
+        else:
+            self._draw_generated(j)
+        self._draw_sizes()
+        for key in ("rollout", "phase", "energy", "inertia"):
+            _focus_on_reference(self.plots[key])
+
+    def _draw_sizes(self) -> None:
+        """One line per model type: the chosen metric against N (the paper's Fig. 3 for sweeps)."""
+        metric = self.size_metric.currentText()
+        plot = self.plots["size"]
+        plot.getPlotItem().setLabel("left", metric)
+        by_type: dict[str, list] = {}
+        for run in self.runs:
+            v, n = run.row.get(metric), run.row.get("trajectories")
+            if isinstance(v, (int, float)) and n and math.isfinite(v) and v > 0:
+                by_type.setdefault(run.model_type, []).append((int(n), float(v), run.index))
+        for kind, pts in by_type.items():
+            pts.sort()
+            pen = pg.mkPen(color(pts[0][2]), width=2)
+            plot.plot([p[0] for p in pts], [p[1] for p in pts], name=kind, pen=pen, symbol="o",
+                      symbolBrush=color(pts[0][2]), symbolSize=7)
+
+    def _draw_log(self, j: int) -> None:
+        roll, phase, energy = (self.plots[k] for k in ("rollout", "phase", "energy"))
+        p = self.prepared
+        if p is not None:
+            roll.plot(p.t, p.q[:, j], name="measured", pen=pg.mkPen("#888888", width=1))
+            for seg in p.segments(p.val_mask):
+                shade_region(roll, float(p.t[seg.start]), float(p.t[seg.stop - 1]))
+        data = self.dataset
+        n = data.system.dof
+        # measured phase portrait over the validation rollouts
+        xs = data.long_x[:, 2:]
+        phase.plot(_breaks(xs[..., j]), _breaks(xs[..., n + j]), name="measured", pen=pg.mkPen("#888888"),
+                   connect="finite")
+        energy.getPlotItem().setTitle("Energy (n/a for a log)")
+        self.plots["inertia"].getPlotItem().setTitle("Inertia (n/a for a log)")
+        for run in self.runs:
+            c = run.curves
+            if not c:
+                continue
+            pen = pg.mkPen(color(run.index), width=2)
+            roll.plot(_breaks(c["t"]), _breaks(c["q_pred"][..., j]), name=run.name, pen=pen, connect="finite")
+            phase.plot(_breaks(c["q_pred"][..., j]), _breaks(c["qd_pred"][..., j]), name=run.name, pen=pen,
+                       connect="finite")
+            self._draw_horizon(run, data.h)
+
+    def _draw_generated(self, j: int) -> None:
+        roll, phase, energy = (self.plots[k] for k in ("rollout", "phase", "energy"))
+        energy.getPlotItem().setTitle("Energy")
+        inertia = self.plots["inertia"]
+        potential = self.learned.currentText() == "potential"
+        inertia.getPlotItem().setTitle("Potential, learned vs true" if potential else "Inertia, learned vs true")
+        inertia.getPlotItem().setLabel("left", "V [J]" if potential else f"H[{j},{j}]")
+
+        def learned(c, kind):
+            a = c.get(f"potential_{kind}") if potential else c.get(f"inertia_{kind}")
+            if a is None:
+                return None
+            return np.asarray(a) if potential else np.asarray(a)[:, j, j]
+
+        truth_drawn = False
+        for run in self.runs:
+            c = run.curves
+            if not c:
+                continue
+            if not truth_drawn:
+                black = pg.mkPen("#888888", width=2)
+                roll.plot(c["t"], c["q_true"][:, j], name="data", pen=black)
+                phase.plot(c["q_true"][:, j], c["qd_true"][:, j], name="data", pen=black)
+                energy.plot(c["t"], c["energy_true"], name="data", pen=black)
+                if learned(c, "true") is not None:
+                    inertia.plot(c["t"], learned(c, "true"), name="true", pen=black)
+                truth_drawn = True
+            pen = pg.mkPen(color(run.index), width=2)
+            roll.plot(c["t"], _finite(c["q_pred"][:, j]), name=run.name, pen=pen, connect="finite")
+            phase.plot(_finite(c["q_pred"][:, j]), _finite(c["qd_pred"][:, j]), name=run.name, pen=pen,
+                       connect="finite")
+            energy.plot(c["t"], _finite(c["energy_pred"]), name=run.name, pen=pen, connect="finite")
+            if learned(c, "pred") is not None:
+                inertia.plot(c["t"], _finite(learned(c, "pred")), name=run.name, pen=pen, connect="finite")
+            self._draw_horizon(run, self.dataset.h)
+
+    def _draw_horizon(self, run, h: float) -> None:
+        err = np.asarray(run.curves.get("horizon_mse"), dtype=float)
+        if err.size == 0:
+            return
+        x = h * np.arange(1, len(err) + 1)
+        ok = np.isfinite(err) & (err > 0)
+        self.plots["horizon"].plot(x[ok], err[ok], name=run.name, pen=pg.mkPen(color(run.index), width=2))
+
+    # -- export ------------------------------------------------------------------------------
+    def export_csv(self, path: str | Path) -> Path:
+        return eb.write_csv(path, self.rows())
+
+    def export_figures(self, directory: str | Path) -> list[Path]:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        out = []
+        for key, plot in self.plots.items():
+            if key == "inertia":   # both learned-against-true figures
+                current = self.learned.currentIndex()
+                for i in range(self.learned.count()):
+                    self.learned.setCurrentIndex(i)
+                    out += export_png_svg(plot, directory / self.learned.itemText(i))
+                self.learned.setCurrentIndex(current)
+            else:
+                out += export_png_svg(plot, directory / key)
+        return out
+
+    def export_report(self, directory: str | Path) -> list[Path]:
+        """Figures (PNG + SVG), the table (CSV + JSON with the data source) into ``directory``."""
+        if not self.runs:
+            raise ValueError("no trained models to report on")
+        directory = Path(directory)
+        files = self.export_figures(directory)
+        info = {"source": self.source, "data": eb.data_summary(self.dataset) if self.dataset is not None else None,
+                "horizon_mse": {r.name: eb.jsonable(r.curves.get("horizon_mse")) for r in self.runs if r.curves}}
+        paths = eb.write_report(directory, self.rows(), eb.jsonable(info))
+        return files + [paths["csv"], paths["json"]]
+
+    def _csv_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export metrics", "compare.csv", "CSV (*.csv)")
+        if path:
+            try:
+                self.export_csv(path)
+            except OSError as exc:
+                self.ctx.show_error("Export CSV", str(exc))
+
+    def _figures_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export figures to")
+        if folder:
+            try:
+                self.export_figures(folder)
+            except (OSError, ValueError) as exc:
+                self.ctx.show_error("Export figures", str(exc))
+
+    def _report_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Write the report to")
+        if folder:
+            try:
+                files = self.export_report(folder)
+                self.ctx.status(f"report: {len(files)} files in {folder}")
+            except (OSError, ValueError) as exc:
+                self.ctx.show_error("Report", str(exc))
+
+
+REFERENCE_NAMES = ("data", "measured", "true")
+
+
+def _span(a) -> tuple[float, float] | None:
+    a = np.asarray(a, dtype=float)
+    a = a[np.isfinite(a)]
+    return (float(a.min()), float(a.max())) if a.size else None
+
+
+def _focus_on_reference(plot, margin: float = 1.0, blowup: float = 4.0) -> None:
+    """Keep the data in view when a diverging model's curve would dwarf it.
+
+    When the curves span more than ``blowup`` times the reference curve (data / measured /
+    true) on an axis, that axis shows the reference range widened by ``margin`` of its span on
+    each side; otherwise the plot autoscales.
+    """
+    items = plot.getPlotItem().listDataItems()
+    refs = [it for it in items if it.name() in REFERENCE_NAMES]
+    if not refs:
+        return
+    for axis, attr in (("x", "xData"), ("y", "yData")):
+        ref = _span(np.concatenate([np.asarray(getattr(it, attr), dtype=float).ravel() for it in refs]))
+        every = _span(np.concatenate([np.asarray(getattr(it, attr), dtype=float).ravel() for it in items
+                                      if getattr(it, attr) is not None]))
+        if ref is None or every is None:
+            continue
+        width = max(ref[1] - ref[0], 1e-12)
+        if (every[1] - every[0]) > blowup * width:
+            lo, hi = ref[0] - margin * width, ref[1] + margin * width
+            if axis == "x":
+                plot.getPlotItem().setXRange(lo, hi, padding=0)
+            else:
+                plot.getPlotItem().setYRange(lo, hi, padding=0)
+
+
+def _finite(a) -> np.ndarray:
+    a = np.asarray(a, dtype=float).copy()
+    a[~np.isfinite(a)] = np.nan
+    return a
+
+
+def _breaks(a) -> np.ndarray:
+    """(R, k) pieces -> one (R * (k + 1),) array with NaN between pieces (for connect='finite')."""
+    a = np.asarray(a, dtype=float)
+    if a.ndim == 1:
+        return _finite(a)
+    pad = np.full((a.shape[0], 1), np.nan)
+    return _finite(np.concatenate([a, pad], axis=1).reshape(-1))

@@ -1,0 +1,269 @@
+"""The Data source panel: generate a data set from a system, or open a hardware log.
+
+Both run as jobs. Generating uses a form bound to the engine's ``DatasetConfig``; opening a
+log reads it in a job (progress, cancel), then shows the :class:`LogMappingDialog`; accepting
+the dialog prepares the log in a second job. :attr:`dataset_ready` carries the new data set
+(a ``TrajectoryDataset`` or a ``LogDataset``) with a JSON-able description of its source.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.widgets.forms import DataclassForm
+from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab.mapping_dialog import LogMappingDialog
+
+__all__ = ["DataSourcePanel"]
+
+DATASET_FIELDS = ["system", "h", "train_trajectories", "test_trajectories", "steps", "long_term_trajectories",
+                  "long_term_steps", "control_low", "control_high", "seed", "long_term_seed"]
+
+
+class DataSourcePanel(QGroupBox):
+    """Where the data come from. Signals: ``dataset_ready(dataset, source: dict)``, ``busy(bool)``."""
+
+    dataset_ready = Signal(object, object)
+    busy = Signal(bool)
+
+    def __init__(self, ctx, mapping_folder: str | None = None, parent: QWidget | None = None):
+        super().__init__("Data source", parent)
+        self.ctx = ctx
+        self.mapping_folder = mapping_folder
+        self.dataset = None
+        self.source: dict | None = None          # JSON-able: how to rebuild the data set
+        self.table = None                        # the LogTable of an opened log
+        self.prepared = None                     # its PreparedLog
+        self.mapping_dialog: LogMappingDialog | None = None
+        self._handle = None
+        self._pending_log: dict | None = None    # mapping/prepare to apply without the dialog (sessions)
+
+        layout = QVBoxLayout(self)
+        self.tabs = QTabWidget()
+        gen = QWidget()
+        gv = QVBoxLayout(gen)
+        gv.setContentsMargins(4, 4, 4, 4)
+        self.dataset_form = DataclassForm(eb.DatasetConfig,
+                                          include=DATASET_FIELDS, choices={"system": eb.SYSTEMS},
+                                          labels={"h": "Time step h (s)"})
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setWidget(self.dataset_form)
+        gv.addWidget(scroll, 1)
+        self.generate_button = QPushButton("Generate")
+        self.generate_button.setObjectName("generateButton")
+        self.generate_button.clicked.connect(self.generate)
+        gv.addWidget(self.generate_button)
+        self.tabs.addTab(gen, "Generate")
+        logw = QWidget()
+        lv = QVBoxLayout(logw)
+        self.open_button = QPushButton("Open log…")
+        self.open_button.setObjectName("openLogButton")
+        self.open_button.clicked.connect(self._browse)
+        self.remap_button = QPushButton("Edit mapping…")
+        self.remap_button.setEnabled(False)
+        self.remap_button.clicked.connect(lambda: self.show_mapping_dialog())
+        row = QHBoxLayout()
+        row.addWidget(self.open_button)
+        row.addWidget(self.remap_button)
+        lv.addLayout(row)
+        hint = QLabel("CSV, TSV, NPZ, Parquet, ROS bags and MCAP. Columns are mapped to time, q, qd "
+                      "and u in the next dialog.")
+        hint.setWordWrap(True)
+        lv.addWidget(hint)
+        lv.addStretch(1)
+        self.tabs.addTab(logw, "Hardware log")
+        layout.addWidget(self.tabs)
+        row = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("idle")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        row.addWidget(self.progress, 1)
+        row.addWidget(self.cancel_button)
+        layout.addLayout(row)
+        self.summary = QLabel("No data yet: generate a data set or open a log.")
+        self.summary.setObjectName("dataSummary")
+        self.summary.setWordWrap(True)
+        layout.addWidget(self.summary)
+
+    # -- jobs -----------------------------------------------------------------------------
+    def _run(self, job, name: str, on_result) -> None:
+        if self._handle is not None and self._handle.is_running:
+            self._handle.cancel()
+        self.progress.setValue(0)
+        self.progress.setFormat(name)
+        self.cancel_button.setEnabled(True)
+        self.busy.emit(True)
+
+        holder: list = []   # this job's handle, to tell it from a newer job's
+
+        def current() -> bool:
+            return bool(holder) and self._handle is holder[0]
+
+        def on_progress(update):
+            if not current():
+                return
+            if update.fraction is None:
+                self.progress.setRange(0, 0)
+            else:
+                self.progress.setRange(0, 1000)
+                self.progress.setValue(int(1000 * update.fraction))
+            self.progress.setFormat(f"{name}: {update.message}" if update.message else name)
+
+        def done():
+            self._handle = None
+            self.cancel_button.setEnabled(False)
+            self.progress.setRange(0, 1000)
+            self.busy.emit(False)
+
+        def on_error(message, tb):
+            if not current():
+                return
+            done()
+            self.progress.setFormat("failed")
+            self.summary.setText(f"<span style='color:#d9534f'>{message}</span>")
+            self.ctx.show_error(name, message)
+
+        def on_cancelled():
+            if not current():
+                return
+            done()
+            self.progress.setFormat("cancelled")
+
+        def ok(result):
+            if not current():
+                return
+            done()
+            self.progress.setValue(1000)
+            self.progress.setFormat("done")
+            on_result(result)
+
+        self._handle = self.ctx.jobs.submit(job, name=name, on_result=ok, on_error=on_error,
+                                            on_progress=on_progress, on_cancelled=on_cancelled)
+        holder.append(self._handle)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+
+    @property
+    def is_busy(self) -> bool:
+        return self._handle is not None and self._handle.is_running
+
+    # -- generate -------------------------------------------------------------------------
+    def generate(self, config=None) -> None:
+        """Simulate a data set (the form's ``DatasetConfig``, or ``config``) in a job."""
+        try:
+            config = config or self.dataset_form.value()
+        except ValueError as exc:
+            self.summary.setText(f"<span style='color:#d9534f'>{exc}</span>")
+            return
+        self.dataset_form.set_value(config)
+        source = {"kind": "generated", "config": config.to_dict()}
+
+        def on_result(dataset):
+            self._set_dataset(dataset, source)
+
+        self._run(eb.generate_job(config), f"generate {config.system}", on_result)
+
+    # -- logs -----------------------------------------------------------------------------
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open log", "", ";;".join(eb.LOG_FILTERS + ("All files (*)",)))
+        if path:
+            self.open_log(path)
+
+    def open_log(self, path: str, mapping=None, prepare=None, compare=None) -> None:
+        """Read ``path`` in a job; then show the mapping dialog (or, with ``mapping``, prepare at once)."""
+        self.tabs.setCurrentIndex(1)
+        self._pending_log = None if mapping is None else {"mapping": mapping, "prepare": prepare,
+                                                          "compare": compare}
+
+        def on_result(table):
+            self.table = table
+            self.remap_button.setEnabled(True)
+            self.ctx.add_recent_file(str(path))
+            pending, self._pending_log = self._pending_log, None
+            if pending is not None:
+                self.prepare(pending["mapping"], pending["prepare"] or eb.PrepareConfig(),
+                             pending["compare"] or eb.LogCompareConfig())
+            else:
+                self.show_mapping_dialog()
+
+        self._run(eb.read_log_job(path), f"load {Path(path).name}", on_result)
+
+    def show_mapping_dialog(self, mapping=None) -> LogMappingDialog | None:
+        """Open (non-blocking) the mapping dialog for the loaded log; accepted -> prepare."""
+        if self.table is None:
+            return None
+        origin = ""
+        prepare = compare = None
+        if mapping is None and self.source and self.source.get("kind") == "log" \
+                and self.source.get("path") == self.table.source:
+            mapping = eb.LogMapping.from_dict(self.source["mapping"])
+            prepare = eb.PrepareConfig.from_dict(self.source["prepare"])
+            compare = eb.LogCompareConfig(**self.source["compare"])
+            origin = "current"
+        if mapping is None:
+            mapping, origin = eb.initial_mapping(self.table, self.mapping_folder)
+        dialog = LogMappingDialog(self.table, mapping, prepare, compare, self.mapping_folder, origin, parent=self)
+        dialog.accepted.connect(lambda d=dialog: self._dialog_accepted(d))
+        dialog.finished.connect(lambda *_: dialog.deleteLater())
+        self.mapping_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _dialog_accepted(self, dialog: LogMappingDialog) -> None:
+        self.prepare(dialog.mapping(), dialog.prepare_config(), dialog.compare_config())
+
+    def prepare(self, mapping, config, compare) -> None:
+        """Prepare the loaded log in a job with this mapping and configuration."""
+        table = self.table
+        source = {"kind": "log", "path": table.source, "mapping": mapping.to_dict(), "prepare": config.to_dict(),
+                  "compare": compare.to_dict()}
+
+        def on_result(result):
+            prepared, dataset = result
+            self.prepared = prepared
+            self._set_dataset(dataset, source)
+
+        self._run(eb.prepare_job(table, mapping, config, compare), f"prepare {table.name}", on_result)
+
+    def _set_dataset(self, dataset, source: dict) -> None:
+        self.dataset = dataset
+        self.source = source
+        self.summary.setText(eb.data_summary(dataset))
+        self.ctx.status(eb.data_summary(dataset))
+        self.dataset_ready.emit(dataset, source)
+
+    # -- sessions -------------------------------------------------------------------------
+    def restore(self, source: dict | None) -> None:
+        """Rebuild the data set a session describes (jobs; no dialog)."""
+        if not source:
+            return
+        if source.get("kind") == "generated":
+            config = eb.DatasetConfig.from_dict(source["config"])
+            self.dataset_form.set_value(config)
+            self.tabs.setCurrentIndex(0)
+            self.generate(config)
+        elif source.get("kind") == "log":
+            self.open_log(source["path"], eb.LogMapping.from_dict(source["mapping"]),
+                          eb.PrepareConfig.from_dict(source["prepare"]), eb.LogCompareConfig(**source["compare"]))

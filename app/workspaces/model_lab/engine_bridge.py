@@ -1,0 +1,322 @@
+"""The Model lab's one door into the engine: every engine call of this workspace goes through here.
+
+The learned-dynamics engine (``engine.data``, ``engine.models``, ``engine.training``,
+``engine.systems``), the hardware-log engine (``engine.logs``) and the compare functions
+(``engine.learning_compare``) are used only from this module, so a change of their APIs is a
+one-file fix. Jobs returned here follow ``engine.jobs``: ``job(ctx) -> result``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from engine import learning_compare as lc
+from engine.data import DatasetConfig, generate_dataset
+from engine.data.config import PROTOCOLS
+from engine.io import CheckpointError, atomic_write_text
+from engine.logs import (
+    LOG_FILE_FILTERS,
+    LogError,
+    LogMapping,
+    PrepareConfig,
+    find_saved_mapping,
+    guess_time_column,
+    prepare_log,
+    preview_mapping,
+    read_log,
+    save_mapping,
+    smoothing_preview,
+)
+from engine.logs.units import UNIT_KINDS
+from engine.models import ModelSpec, load_model, model_names, save_model
+from engine.training.config import TrainConfig
+
+__all__ = [
+    "LOG_FILTERS",
+    "METRIC_COLUMNS",
+    "MODEL_FILTER",
+    "MODEL_TYPES",
+    "SPEC_FIELDS",
+    "SYSTEMS",
+    "TRAIN_FIELDS",
+    "UNIT_CHOICES",
+    "CheckpointError",
+    "DatasetConfig",
+    "LogCompareConfig",
+    "LogError",
+    "LogMapping",
+    "ModelSpec",
+    "PrepareConfig",
+    "TrainConfig",
+    "check_compatible",
+    "data_hash_of",
+    "data_summary",
+    "default_train_config",
+    "evaluate_job",
+    "generate_job",
+    "initial_mapping",
+    "is_log_file",
+    "is_model_file",
+    "jsonable",
+    "load_trained",
+    "metrics_row",
+    "prepare_job",
+    "preview",
+    "read_log_job",
+    "rows_to_csv",
+    "save_mapping_for",
+    "save_trained",
+    "smoothing",
+    "sub_table",
+    "train_config_from_dict",
+    "train_job",
+    "with_changes",
+    "write_csv",
+    "write_report",
+]
+
+LogCompareConfig = lc.LogCompareConfig
+METRIC_COLUMNS = lc.METRIC_COLUMNS
+LOG_FILTERS: tuple[str, ...] = tuple(f for f in LOG_FILE_FILTERS if not f.startswith("All files"))
+MODEL_FILTER = "Learned models (*.json)"
+SYSTEMS: list[str] = sorted(PROTOCOLS)
+UNIT_CHOICES: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in UNIT_KINDS.items()}
+
+# the fields of the engine's dataclasses the Models panel edits (the rest follow from the data)
+TRAIN_FIELDS = ["epochs", "learning_rate", "hidden", "layers", "batch_factor", "patience", "factor", "seed"]
+SPEC_FIELDS = ["inertia_eps", "newton_tol", "newton_max_iter", "train_newton_tol", "train_newton_max_iter"]
+
+
+def MODEL_TYPES() -> list[str]:
+    """The registered model types (the registry may grow at run time)."""
+    return list(model_names())
+
+
+def _suffixes(filters) -> set[str]:
+    out = set()
+    for f in filters:
+        inside = f[f.find("(") + 1:f.rfind(")")]
+        out |= {p.lstrip("*").lower() for p in inside.split() if p.startswith("*.")}
+    return out
+
+
+def is_log_file(path: str | Path) -> bool:
+    p = Path(path)
+    return p.is_dir() and (p / "metadata.yaml").exists() or p.suffix.lower() in _suffixes(LOG_FILTERS)
+
+
+def is_model_file(path: str | Path) -> bool:
+    p = Path(path)
+    return p.suffix.lower() == ".json" and p.with_suffix(".safetensors").exists()
+
+
+# -- logs --------------------------------------------------------------------------------
+def read_log_job(path: str | Path):
+    """A job reading ``path`` into a LogTable (progress, cancellation, LogError on bad input)."""
+    path = str(path)
+    return lambda ctx: read_log(path, ctx)
+
+
+def initial_mapping(table, mapping_folder: str | Path | None) -> tuple[LogMapping | None, str]:
+    """The best first mapping for ``table`` and where it came from.
+
+    In order: a mapping saved for files of the same columns (``mapping_folder``), a
+    ``<stem>.mapping.json`` beside the log, else a guess (time column, q = the next column,
+    u = the last). Returns ``(mapping or None, origin text)``.
+    """
+    if mapping_folder:
+        saved = find_saved_mapping(table.columns, mapping_folder)
+        if saved is not None:
+            return saved, "saved mapping for files with these columns"
+    if table.source:
+        src = Path(table.source)
+        beside = src.with_name(src.stem + ".mapping.json")
+        if beside.is_file():
+            try:
+                m = LogMapping.load(beside)
+                if all(c in table.columns for c in m.columns):
+                    return m, f"{beside.name}"
+            except LogError:
+                pass
+    time_col = guess_time_column(table)
+    rest = [c for c in table.columns if c != time_col]
+    if not rest:
+        return None, "no columns to map"
+    q = [rest[0]]
+    u = [rest[-1]] if len(rest) > 1 else []
+    try:
+        return LogMapping(time=time_col, q=q, u=u, sample_period=None if time_col else 0.01), "guessed"
+    except LogError:
+        return None, "no guess"
+
+
+def sub_table(table, rows: slice):
+    """A LogTable of some rows of ``table`` (for fast previews of large logs)."""
+    from engine.logs import LogTable
+
+    lines = table.row_lines[rows] if table.row_lines is not None else None
+    return LogTable(list(table.columns), {c: table.data[c][rows] for c in table.columns}, source=table.source,
+                    format=table.format, notes=list(table.notes), row_lines=lines, sparse=table.sparse)
+
+
+def save_mapping_for(mapping: LogMapping, table, folder: str | Path) -> Path:
+    return save_mapping(mapping, table.columns, folder)
+
+
+def preview(table, mapping: LogMapping, rows: int = 12) -> dict[str, np.ndarray]:
+    """The first rows of the mapped signals in SI units, label -> (rows,) array."""
+    return preview_mapping(table, mapping, rows)
+
+
+def smoothing(table, mapping: LogMapping, config: PrepareConfig, signal: str = "q", index: int = 0) -> dict:
+    """``{"t", "raw", "smoothed"}`` for one signal (a preview of the Savitzky-Golay filter)."""
+    return smoothing_preview(table, mapping, config, signal, index)
+
+
+def prepare_job(table, mapping: LogMapping, config: PrepareConfig, compare: lc.LogCompareConfig):
+    """A job: prepare the log and cut it into a data set; returns ``(PreparedLog, LogDataset)``."""
+
+    def job(ctx):
+        prepared = prepare_log(table, mapping, config, ctx)
+        ctx.check_cancelled()
+        return prepared, lc.log_dataset(prepared, compare)
+
+    return job
+
+
+# -- generated data ----------------------------------------------------------------------
+def generate_job(config: DatasetConfig):
+    """A job: simulate the SyMo protocol data set for ``config``."""
+
+    def job(ctx):
+        ctx.progress(None, f"simulating {config.system} ({config.train_trajectories} + "
+                           f"{config.test_trajectories} trajectories)")
+        data = generate_dataset(config)
+        ctx.progress(1.0, "data set ready")
+        return data
+
+    return job
+
+
+def data_summary(dataset) -> str:
+    """One line describing a data set (generated or from a log)."""
+    if isinstance(dataset, lc.LogDataset):
+        d = dataset.description
+        return (f"log {Path(d.get('source') or '').name}: h = {dataset.h:.4g} s, {len(dataset.train_x)} train "
+                f"and {len(dataset.test_x)} validation chunks of {d.get('steps')} steps, "
+                f"{len(dataset.long_x)} rollouts of {d.get('horizon')} steps")
+    c = dataset.config
+    return (f"{c.system}: h = {dataset.h:.4g} s, {len(dataset.train_x)} train / {len(dataset.test_x)} test "
+            f"trajectories of {c.steps} steps, {len(dataset.long_x)} x {c.long_term_steps} long-term")
+
+
+# -- models ------------------------------------------------------------------------------
+def default_train_config(dataset=None, model: str = "node-rk4") -> TrainConfig:
+    """The engine's defaults for the Models form (for a log: its chunk count, lr 1e-3, width 64)."""
+    if dataset is None:
+        return TrainConfig(model=model)
+    return lc.train_config_for(model, dataset)
+
+
+def train_config_from_dict(data: dict) -> TrainConfig:
+    """A TrainConfig from its dict; a log's label in ``system`` is kept (validated as the pendulum)."""
+    d = dict(data)
+    label = d.get("system", "pendulum")
+    if label not in PROTOCOLS:
+        d["system"] = "pendulum"
+    cfg = TrainConfig.from_dict(d)
+    cfg.system = label
+    return cfg
+
+
+def with_changes(cfg: TrainConfig, **changes) -> TrainConfig:
+    """A copy of ``cfg`` with ``changes`` (works for configs labelled with a log's name)."""
+    return train_config_from_dict({**cfg.to_dict(), **changes})
+
+
+def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSpec | None):
+    """A job: build, train and evaluate one model; returns ``{"row", "model", "losses", "curves"}``."""
+    if isinstance(dataset, lc.LogDataset):
+        # the log's name labels the run (the trainer prints it)
+        base = lc.train_config_for(model_type, dataset)
+        cfg = with_changes(train_config, model=model_type, system=dataset.system.name,
+                           learning_rate=train_config.learning_rate or base.learning_rate,
+                           hidden=train_config.hidden or base.hidden)
+    else:
+        cfg = with_changes(train_config, model=model_type, system=dataset.config.system)
+    n_train = len(dataset.train_x)
+    if cfg.trajectories > n_train:
+        raise ValueError(f"trajectories: {cfg.trajectories} asked, the data have {n_train}")
+    overrides = {f: getattr(spec, f) for f in SPEC_FIELDS} if spec is not None else None
+
+    def job(ctx):
+        return lc.train_and_evaluate(model_type, dataset, cfg, overrides, ctx)
+
+    return job
+
+
+def evaluate_job(model, dataset, trajectories: int | None = None):
+    """A job: metrics and curves of an already trained (e.g. loaded) model on the current data."""
+
+    def job(ctx):
+        lc.check_compatible(model, dataset)
+        ctx.progress(0.1, "evaluating")
+        return lc.evaluate_model(model, dataset, trajectories)
+
+    return job
+
+
+check_compatible = lc.check_compatible
+metrics_row = lc.metrics_row
+
+
+def save_trained(path: str | Path, model, meta: dict) -> Path:
+    """Write ``<path stem>.safetensors`` + ``.json`` (type, hyperparameters and ``meta``)."""
+    path = Path(path)
+    directory, name = path.parent, path.stem
+    save_model(directory, model, _jsonable(meta), name=name)
+    return directory / f"{name}.json"
+
+
+def load_trained(path: str | Path):
+    """``(model, meta)`` from a ``.json`` written by :func:`save_trained` (CheckpointError if broken)."""
+    path = Path(path)
+    return load_model(path.parent, name=path.stem)
+
+
+def data_hash_of(dataset) -> str:
+    """sha256 of the data a model is trained on (saved with the model)."""
+    return lc.dataset_hash(dataset)
+
+
+# -- reports -----------------------------------------------------------------------------
+rows_to_csv = lc.rows_to_csv
+
+
+def write_csv(path: str | Path, rows: list[dict]) -> Path:
+    """The compare table as a CSV file (atomic write)."""
+    return atomic_write_text(path, lc.rows_to_csv(rows))
+
+
+def write_report(directory: str | Path, rows: list[dict], info: dict, stem: str = "compare") -> dict:
+    return lc.write_compare_report(directory, rows, info, stem)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+jsonable = _jsonable

@@ -1,0 +1,553 @@
+"""The Models panel: add model types with their hyperparameters, train them as jobs, watch the losses.
+
+Hyperparameters come from forms bound to the engine's ``TrainConfig`` and ``ModelSpec``. Each
+run trains in its own job (up to "parallel" at once, the rest queued) with a live loss curve
+(log scale), progress, an ETA and cancel. A finished run keeps its trained model (the job
+hands it back; the UI never touches a model a job is changing), its metrics row and its plot
+curves, and is written to the model folder (safetensors + JSON) so a session can reopen it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.widgets.forms import DataclassForm
+from app.widgets.plots import LossPlot, color
+from app.workspaces.model_lab import engine_bridge as eb
+
+__all__ = ["Run", "RunsPanel", "format_eta", "parse_sizes"]
+
+RUN_COLUMNS = ("name", "type", "state", "progress", "ETA", "loss")
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``"8, 16,32"`` -> [8, 16, 32]; ValueError naming the bad entry."""
+    out = []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            n = int(part)
+        except ValueError:
+            raise ValueError(f"sweep N: {part!r} is not a whole number") from None
+        if n < 1:
+            raise ValueError(f"sweep N: {n} must be >= 1")
+        out.append(n)
+    if not out:
+        raise ValueError("sweep N: give sizes such as 8,16,32")
+    return out
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    seconds = max(0, round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+@dataclass
+class Run:
+    """One model of the lab: its type and hyperparameters, and once trained its results."""
+
+    key: str
+    name: str
+    model_type: str
+    train_config: object             # engine TrainConfig
+    spec: object | None              # engine ModelSpec (only the SPEC_FIELDS matter)
+    index: int = 0                   # colour index
+    state: str = "ready"             # ready, queued, running, finished, failed, cancelled, loaded
+    fraction: float = 0.0
+    eta: float | None = None
+    loss: float | None = None
+    losses: list = field(default_factory=list)
+    row: dict | None = None
+    curves: dict | None = None
+    model: object | None = None
+    model_path: str | None = None
+    data_hash: str | None = None     # of the data it was trained on
+    data_source: dict | None = None
+    message: str = ""
+    handle: object | None = None
+    started: float | None = None
+
+    @property
+    def has_results(self) -> bool:
+        return self.row is not None
+
+    def to_state(self) -> dict:
+        return eb.jsonable({"key": self.key, "name": self.name, "type": self.model_type,
+                            "train_config": self.train_config.to_dict(),
+                            "spec": {f: getattr(self.spec, f) for f in eb.SPEC_FIELDS} if self.spec else None,
+                            "state": self.state if self.state in ("finished", "loaded") else "ready",
+                            "losses": self.losses, "row": self.row, "model_path": self.model_path,
+                            "message": self.message})
+
+
+class RunsPanel(QWidget):
+    """Signals: ``run_updated(Run)`` on any change, ``run_finished(Run)`` when results arrive."""
+
+    run_updated = Signal(object)
+    run_finished = Signal(object)
+    runs_removed = Signal()
+
+    def __init__(self, ctx, model_folder: str | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.model_folder = Path(model_folder) if model_folder else None
+        self.dataset = None
+        self.source: dict | None = None
+        self.runs: dict[str, Run] = {}
+        self._ids = itertools.count(1)
+        self._queue: list[str] = []
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        box = QGroupBox("Models")
+        bv = QVBoxLayout(box)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Type"))
+        self.type_combo = QComboBox()
+        self.type_combo.setObjectName("modelType")
+        self.type_combo.addItems(eb.MODEL_TYPES())
+        row.addWidget(self.type_combo, 1)
+        self.add_button = QPushButton("Add")
+        self.add_button.setObjectName("addModelButton")
+        self.add_button.clicked.connect(self._add_clicked)
+        row.addWidget(self.add_button)
+        bv.addLayout(row)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Sweep N"))
+        self.sweep_edit = QLineEdit("8,16,32")
+        self.sweep_edit.setToolTip("Training-set sizes: one run of this type per N (the paper's Fig. 3)")
+        row.addWidget(self.sweep_edit, 1)
+        self.sweep_button = QPushButton("Add sweep")
+        self.sweep_button.clicked.connect(self._sweep_clicked)
+        row.addWidget(self.sweep_button)
+        bv.addLayout(row)
+        tool = QToolBox()
+        self.train_form = DataclassForm(eb.default_train_config(), include=["trajectories"] + eb.TRAIN_FIELDS,
+                                        labels={"trajectories": "Trajectories N", "hidden": "Hidden width",
+                                                "learning_rate": "Learning rate", "factor": "LR factor"},
+                                        ranges={"trajectories": (1, 10 ** 7), "epochs": (1, 10 ** 7)})
+        tool.addItem(self.train_form, "Training (TrainConfig)")
+        self.spec_form = DataclassForm(eb.ModelSpec(), include=eb.SPEC_FIELDS)
+        tool.addItem(self.spec_form, "Model (ModelSpec)")
+        bv.addWidget(tool)
+        layout.addWidget(box)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        tw = QWidget()
+        tv = QVBoxLayout(tw)
+        tv.setContentsMargins(0, 0, 0, 0)
+        self.table = QTableWidget(0, len(RUN_COLUMNS))
+        self.table.setObjectName("runsTable")
+        self.table.setHorizontalHeaderLabels(list(RUN_COLUMNS))
+        self.table.verticalHeader().setVisible(False)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        tv.addWidget(self.table)
+        row = QHBoxLayout()
+        self.train_button = QPushButton("Train selected")
+        self.train_button.clicked.connect(lambda: self.train(self.selected_keys()))
+        self.train_all_button = QPushButton("Train all")
+        self.train_all_button.setObjectName("trainAllButton")
+        self.train_all_button.clicked.connect(lambda: self.train(list(self.runs)))
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.clicked.connect(lambda: self.cancel(self.selected_keys() or list(self.runs)))
+        self.remove_button = QPushButton("Remove")
+        self.remove_button.clicked.connect(lambda: self.remove(self.selected_keys()))
+        self.save_button = QPushButton("Save…")
+        self.save_button.clicked.connect(self._save_dialog)
+        self.load_button = QPushButton("Load…")
+        self.load_button.clicked.connect(self._load_dialog)
+        for b in (self.train_button, self.train_all_button, self.cancel_button, self.remove_button,
+                  self.save_button, self.load_button):
+            row.addWidget(b)
+        row.addStretch(1)
+        row.addWidget(QLabel("parallel"))
+        # runs are threads sharing the interpreter: one per two cores pays, more only contend
+        self.parallel = QSpinBox(minimum=1, maximum=16, value=max(1, min(4, (os.cpu_count() or 2) // 2)))
+        self.parallel.setToolTip("How many runs train at once (threads); the others wait in a queue")
+        self.parallel.valueChanged.connect(lambda *_: self._pump())
+        row.addWidget(self.parallel)
+        tv.addLayout(row)
+        split.addWidget(tw)
+        self.loss_plot = LossPlot()
+        self.loss_plot.setObjectName("lossPlot")
+        split.addWidget(self.loss_plot)
+        split.setSizes([160, 260])
+        layout.addWidget(split, 1)
+
+    # -- data --------------------------------------------------------------------------
+    def set_dataset(self, dataset, source: dict) -> None:
+        """New data: defaults follow it; trained models are re-evaluated on it where they fit."""
+        self.dataset = dataset
+        self.source = source
+        n = len(dataset.train_x)
+        if source.get("kind") == "log":
+            base = eb.default_train_config(dataset)
+            self.train_form.set_value({"trajectories": n, "learning_rate": base.learning_rate,
+                                       "hidden": base.hidden, "epochs": base.epochs})
+        else:
+            current = self.train_form.values()["trajectories"]
+            self.train_form.set_value({"trajectories": min(max(1, current), n)})
+        for run in self.runs.values():
+            if run.model is not None and run.state in ("finished", "loaded"):
+                self.evaluate(run)
+
+    # -- runs --------------------------------------------------------------------------
+    def add_run(self, model_type: str | None = None, train_config=None, spec=None, name: str | None = None) -> Run:
+        """Add a model (the forms' values unless given); returns the new run."""
+        model_type = model_type or self.type_combo.currentText()
+        if model_type not in eb.MODEL_TYPES():
+            raise ValueError(f"unknown model type {model_type!r}")
+        tc = train_config or self.train_form.value()
+        tc = eb.with_changes(tc, model=model_type)
+        sp = spec or self.spec_form.value()
+        i = next(self._ids)
+        key = f"run{i}"
+        run = Run(key=key, name=name or f"{model_type} #{i}", model_type=model_type, train_config=tc, spec=sp,
+                  index=i - 1)
+        self.runs[key] = run
+        self._add_row(run)
+        self.run_updated.emit(run)
+        return run
+
+    def add_sweep(self, model_type: str | None = None, sizes: list[int] | None = None) -> list[Run]:
+        """One run per training-set size N (other hyperparameters from the forms)."""
+        model_type = model_type or self.type_combo.currentText()
+        sizes = sizes if sizes is not None else parse_sizes(self.sweep_edit.text())
+        if self.dataset is not None:
+            too_big = [n for n in sizes if n > len(self.dataset.train_x)]
+            if too_big:
+                raise ValueError(f"sweep N: {too_big} exceed the {len(self.dataset.train_x)} training trajectories")
+        base = self.train_form.value()
+        return [self.add_run(model_type, eb.with_changes(base, trajectories=int(n)), name=f"{model_type} N={n}")
+                for n in sizes]
+
+    def _add_clicked(self) -> None:
+        try:
+            self.add_run()
+        except ValueError as exc:
+            self.ctx.show_error("Add model", str(exc))
+
+    def _sweep_clicked(self) -> None:
+        try:
+            self.add_sweep()
+        except ValueError as exc:
+            self.ctx.show_error("Add sweep", str(exc))
+
+    def _add_row(self, run: Run) -> None:
+        r = self.table.rowCount()
+        self.table.insertRow(r)
+        for c in range(len(RUN_COLUMNS)):
+            item = QTableWidgetItem("")
+            item.setData(Qt.ItemDataRole.UserRole, run.key)
+            self.table.setItem(r, c, item)
+        self.table.item(r, 0).setForeground(QColor(color(run.index)))
+        self._refresh_row(run)
+
+    def _row_of(self, key: str) -> int:
+        for r in range(self.table.rowCount()):
+            if self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) == key:
+                return r
+        return -1
+
+    def _refresh_row(self, run: Run) -> None:
+        r = self._row_of(run.key)
+        if r < 0:
+            return
+        loss = "—" if run.loss is None else f"{run.loss:.4g}"
+        vals = (run.name, run.model_type, run.state + (f": {run.message}" if run.message else ""),
+                f"{100 * run.fraction:.0f}%", format_eta(run.eta) if run.state == "running" else "—", loss)
+        for c, v in enumerate(vals):
+            self.table.item(r, c).setText(v)
+
+    def selected_keys(self) -> list[str]:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()})
+        return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in rows]
+
+    def remove(self, keys: list[str]) -> None:
+        for key in keys:
+            run = self.runs.pop(key, None)
+            if run is None:
+                continue
+            if run.handle is not None and run.handle.is_running:
+                run.handle.cancel()
+            if key in self._queue:
+                self._queue.remove(key)
+            r = self._row_of(key)
+            if r >= 0:
+                self.table.removeRow(r)
+            self.loss_plot.remove(key)
+        self.runs_removed.emit()
+
+    # -- training ----------------------------------------------------------------------
+    def train(self, keys: list[str]) -> None:
+        """Queue these runs for training (they start as parallel slots free up)."""
+        if self.dataset is None:
+            self.ctx.show_error("Model lab", "There is no data yet: generate a data set or open a log first.")
+            return
+        for key in keys:
+            run = self.runs.get(key)
+            if run is None or run.state in ("queued", "running"):
+                continue
+            run.state, run.fraction, run.eta, run.message = "queued", 0.0, None, ""
+            run.losses = []
+            self.loss_plot.remove(key)
+            self.loss_plot.curve(key, run.name, run.index)
+            self._queue.append(key)
+            self._refresh_row(run)
+        self._pump()
+
+    def _running(self) -> int:
+        return sum(1 for r in self.runs.values() if r.state == "running")
+
+    def _pump(self) -> None:
+        while self._queue and self._running() < self.parallel.value():
+            self._start(self.runs[self._queue.pop(0)])
+
+    def _start(self, run: Run) -> None:
+        try:
+            job = eb.train_job(run.model_type, self.dataset, run.train_config, run.spec)
+        except ValueError as exc:
+            run.state, run.message = "failed", str(exc)
+            self._refresh_row(run)
+            self.ctx.show_error(f"Train {run.name}", str(exc))
+            return
+        run.state = "running"
+        run.started = time.monotonic()
+        run.model = None
+        dataset, source = self.dataset, self.source
+
+        def on_progress(update, run=run):
+            if run.key not in self.runs:
+                return
+            if update.fraction is not None:
+                run.fraction = update.fraction
+                elapsed = time.monotonic() - run.started
+                run.eta = elapsed * (1 - update.fraction) / update.fraction if update.fraction > 1e-6 else None
+            m = update.metrics or {}
+            if "loss" in m and "epoch" in m:
+                run.loss = float(m["loss"])
+                self.loss_plot.append(run.key, float(m["epoch"]), run.loss)
+            self._refresh_row(run)
+
+        def on_result(result, run=run):
+            run.handle = None
+            if run.key not in self.runs:
+                return
+            run.state, run.fraction, run.eta = "finished", 1.0, 0.0
+            run.model, run.row, run.curves = result["model"], dict(result["row"]), result["curves"]
+            run.data_hash, run.data_source = eb.data_hash_of(dataset), source
+            run.row["model"] = run.name
+            run.row["type"] = run.model_type
+            run.losses = list(result["losses"])
+            run.loss = run.losses[-1] if run.losses else None
+            self.loss_plot.set_losses(run.key, run.losses, run.name)
+            self._autosave(run, dataset, source)
+            self._refresh_row(run)
+            self.run_finished.emit(run)
+            self._pump()
+
+        def on_error(message, tb, run=run):
+            run.handle = None
+            run.state, run.message = "failed", message
+            self._refresh_row(run)
+            self.ctx.show_error(f"Train {run.name}", message)
+            self._pump()
+
+        def on_cancelled(run=run):
+            run.handle = None
+            run.state = "cancelled"
+            self._refresh_row(run)
+            self._pump()
+
+        run.handle = self.ctx.jobs.submit(job, name=f"train {run.name}", on_result=on_result, on_error=on_error,
+                                          on_progress=on_progress, on_cancelled=on_cancelled)
+        self._refresh_row(run)
+        self.run_updated.emit(run)
+
+    def cancel(self, keys: list[str]) -> None:
+        for key in keys:
+            run = self.runs.get(key)
+            if run is None:
+                continue
+            if key in self._queue:
+                self._queue.remove(key)
+                run.state = "cancelled"
+                self._refresh_row(run)
+            elif run.handle is not None:
+                run.handle.cancel()
+
+    def cancel_all(self) -> None:
+        self.cancel(list(self.runs))
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._queue) or self._running() > 0
+
+    # -- evaluation of loaded / restored models -----------------------------------------
+    def evaluate(self, run: Run) -> None:
+        if self.dataset is None or run.model is None:
+            return
+        try:
+            eb.check_compatible(run.model, self.dataset)
+        except ValueError as exc:
+            run.message = f"does not fit the data: {exc}"
+            run.curves = None
+            run.row = None          # its metrics were on other data: not comparable here
+            self._refresh_row(run)
+            self.run_updated.emit(run)
+            return
+        dataset = self.dataset
+        job = eb.evaluate_job(run.model, dataset, run.train_config.trajectories)
+        previous = run.row or {}
+
+        def on_result(result, run=run):
+            metrics, curves = result
+            if run.key not in self.runs:
+                return
+            row = eb.metrics_row(run.model_type, dataset, run.train_config, metrics, previous.get("seconds"))
+            row["model"], row["type"] = run.name, run.model_type
+            run.row, run.curves, run.message = row, curves, ""
+            self._refresh_row(run)
+            self.run_finished.emit(run)
+
+        def on_error(message, tb, run=run):
+            run.message = message
+            self._refresh_row(run)
+
+        self.ctx.jobs.submit(job, name=f"evaluate {run.name}", on_result=on_result, on_error=on_error)
+
+    # -- save / load ---------------------------------------------------------------------
+    def _meta(self, run: Run, source: dict | None) -> dict:
+        """What a saved model carries beside its weights: data description and hash, metrics, losses."""
+        return {"name": run.name, "train_config": run.train_config.to_dict(), "data_source": source,
+                "data_hash": run.data_hash, "metrics": run.row, "losses": run.losses}
+
+    def _autosave(self, run: Run, dataset, source) -> None:
+        if self.model_folder is None or run.model is None:
+            return
+        try:
+            run.model_path = str(eb.save_trained(self.model_folder / f"{run.key}-{run.model_type}-{id(run):x}.json",
+                                                 run.model, self._meta(run, source)))
+        except (OSError, ValueError) as exc:
+            run.message = f"not saved: {exc}"
+
+    def save_run(self, key: str, path: str | Path) -> Path:
+        """Write a trained run as ``<path>.safetensors`` + ``<path>.json``."""
+        run = self.runs[key]
+        if run.model is None:
+            raise ValueError(f"{run.name} has no trained model to save")
+        return eb.save_trained(path, run.model, self._meta(run, run.data_source))
+
+    def load_model_file(self, path: str | Path) -> Run:
+        """Add a saved model (``.json`` beside its ``.safetensors``) as a run; evaluates it on the data."""
+        model, meta = eb.load_trained(path)
+        tc_dict = dict(meta.get("train_config") or {})
+        try:
+            tc = eb.train_config_from_dict(tc_dict)
+        except (ValueError, TypeError):
+            tc = eb.default_train_config(model=model.name)
+        run = self.add_run(model.name, tc, dataclasses.replace(eb.ModelSpec(), **{
+            f: getattr(model.spec, f) for f in eb.SPEC_FIELDS}), name=meta.get("name") or Path(path).stem)
+        run.model, run.state, run.model_path = model, "loaded", str(path)
+        run.data_hash, run.data_source = meta.get("data_hash"), meta.get("data_source")
+        run.losses = list(meta.get("losses") or [])
+        run.row = meta.get("metrics")
+        if run.losses:
+            self.loss_plot.set_losses(run.key, run.losses, run.name)
+            run.loss = run.losses[-1]
+        self._refresh_row(run)
+        self.evaluate(run)
+        return run
+
+    def _save_dialog(self) -> None:
+        keys = self.selected_keys()
+        if not keys:
+            self.ctx.show_error("Save model", "Select a trained model in the table first.")
+            return
+        run = self.runs[keys[0]]
+        path, _ = QFileDialog.getSaveFileName(self, "Save model", f"{run.model_type}.json", eb.MODEL_FILTER)
+        if path:
+            try:
+                self.save_run(run.key, path)
+                self.ctx.status(f"saved {path}")
+            except (OSError, ValueError) as exc:
+                self.ctx.show_error("Save model", str(exc))
+
+    def _load_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load model", "", eb.MODEL_FILTER)
+        if path:
+            try:
+                self.load_model_file(path)
+            except (OSError, ValueError) as exc:
+                self.ctx.show_error("Load model", str(exc))
+
+    # -- sessions ------------------------------------------------------------------------
+    def session_state(self) -> list[dict]:
+        return [run.to_state() for run in self.runs.values()]
+
+    def restore(self, states: list[dict]) -> None:
+        self.remove(list(self.runs))
+        for s in states or []:
+            try:
+                tc_dict = dict(s["train_config"])
+                tc = eb.train_config_from_dict(tc_dict)
+                spec = dataclasses.replace(eb.ModelSpec(), **(s.get("spec") or {}))
+                run = self.add_run(s["type"], tc, spec, name=s.get("name"))
+            except (KeyError, ValueError, TypeError) as exc:
+                self.ctx.show_error("Restore model lab session", f"a model entry is malformed: {exc}")
+                continue
+            run.losses = list(s.get("losses") or [])
+            run.row = s.get("row")
+            if run.losses:
+                self.loss_plot.set_losses(run.key, run.losses, run.name)
+                run.loss = run.losses[-1]
+            path = s.get("model_path")
+            if path and Path(path).exists():
+                try:
+                    run.model, meta = eb.load_trained(path)
+                    run.model_path = path
+                    run.data_hash, run.data_source = meta.get("data_hash"), meta.get("data_source")
+                    run.state = s.get("state") or "loaded"
+                except (OSError, ValueError) as exc:
+                    run.message = f"model file unreadable: {exc}"
+            self._refresh_row(run)
+            if run.model is not None:
+                self.evaluate(run)
