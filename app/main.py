@@ -34,6 +34,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def dark_palette():
+    """The palette behind the style sheet: widgets the sheet does not name (scroll areas,
+    form backgrounds, disabled text) follow it, so nothing is drawn light-on-light."""
+    from PySide6.QtGui import QColor, QPalette
+
+    colours = {
+        QPalette.ColorRole.Window: "#1f232a", QPalette.ColorRole.WindowText: "#d8dee9",
+        QPalette.ColorRole.Base: "#171a1f", QPalette.ColorRole.AlternateBase: "#22262e",
+        QPalette.ColorRole.Text: "#d8dee9", QPalette.ColorRole.Button: "#2e3440",
+        QPalette.ColorRole.ButtonText: "#d8dee9", QPalette.ColorRole.Highlight: "#5e81ac",
+        QPalette.ColorRole.HighlightedText: "#eceff4", QPalette.ColorRole.ToolTipBase: "#2e3440",
+        QPalette.ColorRole.ToolTipText: "#eceff4", QPalette.ColorRole.PlaceholderText: "#7b88a1",
+        QPalette.ColorRole.Link: "#88c0d0", QPalette.ColorRole.BrightText: "#ff5555",
+    }
+    palette = QPalette()
+    for role, colour in colours.items():
+        palette.setColor(role, QColor(colour))
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor("#616e88"))
+    return palette
+
+
 def _make_application(argv: list[str]):
     from PySide6.QtCore import QCoreApplication, Qt
     from PySide6.QtWidgets import QApplication
@@ -44,6 +66,8 @@ def _make_application(argv: list[str]):
     app = QApplication.instance() or QApplication(argv[:1])
     app.setApplicationName("Lagrange Studio")
     app.setOrganizationName("Lagrange Studio")
+    app.setStyle("Fusion")
+    app.setPalette(dark_palette())
     try:
         app.setStyleSheet(resource("style.qss").read_text(encoding="utf-8"))
     except OSError as exc:
@@ -63,15 +87,26 @@ def create_main_window(options: dict, settings=None):
     return window
 
 
-def _schedule_screenshot(window, path: str) -> None:
+def _schedule_screenshot(window, path: str, settle_s: float = 1.5, max_wait_s: float = 30.0) -> None:
+    """Write the PNG once the window has drawn and the jobs started with it (e.g. loading
+    the robot) have ended, or after ``max_wait_s`` at the latest."""
     from PySide6.QtCore import QTimer
 
-    def shoot():
-        ok = window.screenshot(path)
-        print(f"screenshot {'written to' if ok else 'FAILED:'} {path}", file=sys.stderr, flush=True)
+    started = time.monotonic()
 
-    # wait until the window has been exposed and the first page has painted
-    QTimer.singleShot(1500, shoot)
+    def shoot():
+        busy = bool(window.jobs.active_jobs())
+        if busy and time.monotonic() - started < max_wait_s:
+            QTimer.singleShot(250, shoot)
+            return
+        QTimer.singleShot(300, lambda: _write(busy))  # let the last results paint
+
+    def _write(busy: bool):
+        ok = window.screenshot(path)
+        note = " (jobs still running)" if busy else ""
+        print(f"screenshot {'written to' if ok else 'FAILED:'} {path}{note}", file=sys.stderr, flush=True)
+
+    QTimer.singleShot(int(settle_s * 1000), shoot)
 
 
 def run_self_test(window, app) -> int:

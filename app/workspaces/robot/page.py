@@ -218,6 +218,10 @@ class RobotPage(QWidget):
         self.motion.cancel_requested.connect(self._cancel_simulation)
         self.tabs.addTab(self.motion, "Motion")
         split.addWidget(self.tabs)
+        # the 3D view takes what the side panels leave; the panels stay at a readable width
+        self.joints.setMaximumWidth(380)
+        self.tabs.setMaximumWidth(460)
+        split.setCollapsible(1, False)
         split.setStretchFactor(0, 0)
         split.setStretchFactor(1, 1)
         split.setStretchFactor(2, 0)
