@@ -28,7 +28,6 @@ from app.viewer.shaders import robot_shader
 
 log = logging.getLogger(__name__)
 
-# PySide6 6.12 on Python 3.11 drops references to None/True/False (see the module)
 
 __all__ = ["RobotView"]
 

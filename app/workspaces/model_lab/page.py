@@ -12,17 +12,16 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QHBoxLayout, QSplitter, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QSplitter, QTabWidget, QWidget
 
 from app.workspaces.model_lab import engine_bridge as eb
 from app.workspaces.model_lab.compare_panel import ComparePanel
 from app.workspaces.model_lab.data_panel import DataSourcePanel
+from app.workspaces.model_lab.robot_panel import RobotIdentificationPanel
 from app.workspaces.model_lab.runs_panel import RunsPanel
 
 __all__ = ["ModelLabPage"]
 
-# PySide6 6.12 on Python 3.11 drops references to None/True/False on many calls (setText,
-# setValue...), which this page makes by the thousand (tables, progress): see the module
 
 SESSION_VERSION = 1
 
@@ -50,6 +49,7 @@ class ModelLabPage(QWidget):
         self.data_panel = DataSourcePanel(ctx, mapping_folder=_user_folder(settings, "mappings"))
         self.runs_panel = RunsPanel(ctx, model_folder=_user_folder(settings, "models"))
         self.compare_panel = ComparePanel(ctx)
+        self.robot_panel = RobotIdentificationPanel(ctx)
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -62,7 +62,10 @@ class ModelLabPage(QWidget):
         left.setSizes([260, 700])
         self.left_splitter = left
         split.addWidget(left)
-        split.addWidget(self.compare_panel)
+        self.right_tabs = QTabWidget()
+        self.right_tabs.addTab(self.compare_panel, "Compare")
+        self.right_tabs.addTab(self.robot_panel, "Robot identification")
+        split.addWidget(self.right_tabs)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
         split.setSizes([520, 780])
@@ -148,3 +151,4 @@ class ModelLabPage(QWidget):
     def shutdown(self) -> None:
         self.runs_panel.cancel_all()
         self.data_panel.cancel()
+        self.robot_panel.cancel()

@@ -51,7 +51,6 @@ from engine.robots.ik import neutral_configuration
 
 log = logging.getLogger(__name__)
 
-# PySide6 6.12 on Python 3.11 drops references to None/True/False (see the module)
 
 __all__ = ["RobotPage"]
 

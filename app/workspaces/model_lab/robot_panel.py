@@ -1,0 +1,382 @@
+"""The Robot identification panel: fit a learnable robot model to a joint log, compare it with
+the nominal URDF and a black-box MLP.
+
+The user picks a joint log (q, optionally qd, and the joint torques), its mapping JSON
+(found beside the log as ``<stem>.mapping.json`` when there), the robot, which parameter
+kinds to learn, the held-out fraction and the black box's training steps; "Identify" runs
+one background job (read, prepare with Savitzky-Golay derivatives, fit, evaluate). Results:
+the parameters table (nominal against identified, and whether the log identifies each), the
+validation torque RMSE of the three models with the estimated noise level, and a plot of
+one joint's measured torque on the validation part against the three predictions.
+
+The engine calls sit in the small adapter section below (``identification_job`` and the
+config helpers), kept together so they can move to the workspace's engine bridge.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.widgets.plots import color, make_plot
+from engine.io import atomic_write_text
+from engine.robots.log_identification import (
+    LEARNABLE_KINDS,
+    LogIdentificationConfig,
+    identify_from_log,
+    robot_prepare_config,
+)
+
+__all__ = ["LEARNABLE_KINDS", "RobotIdentificationPanel", "default_config", "identification_job"]
+
+# --------------------------------------------------------------------------- engine adapter
+
+
+def default_config() -> LogIdentificationConfig:
+    """The engine's defaults (one source of truth for the form)."""
+    return LogIdentificationConfig()
+
+
+def default_mapping_for(log_path: str) -> str:
+    """``<stem>.mapping.json`` beside the log, or "" when there is none."""
+    p = Path(log_path)
+    candidate = p.with_name(p.stem + ".mapping.json")
+    return str(candidate) if candidate.exists() else ""
+
+
+def identification_job(log_path: str, mapping_path: str, config: LogIdentificationConfig,
+                       val_fraction: float = 0.3):
+    """A job ``job(ctx) -> LogIdentificationResult``: read the log, prepare it (Savitzky-Golay
+    derivatives of q), load the robot, fit and compare."""
+
+    def job(ctx):
+        from engine.logs import LogMapping, prepare_log, read_log
+        from engine.robots.library import load_robot
+
+        mapping = LogMapping.load(mapping_path)
+        table = read_log(log_path, ctx)
+        prepared = prepare_log(table, mapping, robot_prepare_config(val_fraction=val_fraction), ctx)
+        model = load_robot(config.robot)
+        return identify_from_log(prepared, model, config, ctx)
+
+    return job
+
+
+# --------------------------------------------------------------------------- the panel
+
+MODELS = ("learned", "nominal", "blackbox")
+MODEL_TITLES = {"learned": "learned (identified)", "nominal": "nominal URDF", "blackbox": "black-box MLP"}
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.5g}"
+    return json.dumps(np.round(np.asarray(v, dtype=float), 5).tolist())
+
+
+def _item(text: str) -> QTableWidgetItem:
+    it = QTableWidgetItem(text)
+    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
+    return it
+
+
+class RobotIdentificationPanel(QWidget):
+    """Robot system identification from a joint log, as a Model lab tab."""
+
+    finished = Signal(object)  # the LogIdentificationResult
+
+    def __init__(self, ctx, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.setObjectName("robotIdentificationPanel")
+        self.result = None
+        self._handle = None
+        d = default_config()
+
+        self.log_edit = QLineEdit()
+        self.log_edit.setPlaceholderText("joint log: q (qd), torques")
+        self.log_edit.editingFinished.connect(self._guess_mapping)
+        browse_log = QPushButton("…")
+        browse_log.clicked.connect(self._browse_log)
+        self.mapping_edit = QLineEdit()
+        self.mapping_edit.setPlaceholderText("mapping JSON (time, q, u = joint torques)")
+        browse_map = QPushButton("…")
+        browse_map.clicked.connect(self._browse_mapping)
+        self.robot = QComboBox()
+        self.robot.setEditable(True)
+        self.robot.addItems(["panda", "iiwa", "ur5"])
+        self.robot.setCurrentText(d.robot)
+        self.learn_boxes = {k: QCheckBox(k) for k in LEARNABLE_KINDS}
+        for k, box in self.learn_boxes.items():
+            box.setChecked(k in d.learn)
+        self.val_fraction = QDoubleSpinBox()
+        self.val_fraction.setRange(0.05, 0.9)
+        self.val_fraction.setSingleStep(0.05)
+        self.val_fraction.setValue(robot_prepare_config().val_fraction)
+        self.epochs = QSpinBox()
+        self.epochs.setRange(1, 1000)
+        self.epochs.setValue(d.epochs)
+        self.blackbox_steps = QSpinBox()
+        self.blackbox_steps.setRange(0, 100000)
+        self.blackbox_steps.setSingleStep(100)
+        self.blackbox_steps.setValue(d.blackbox_steps)
+
+        form = QFormLayout()
+        row = QHBoxLayout()
+        row.addWidget(self.log_edit)
+        row.addWidget(browse_log)
+        form.addRow("Log", row)
+        row = QHBoxLayout()
+        row.addWidget(self.mapping_edit)
+        row.addWidget(browse_map)
+        form.addRow("Mapping", row)
+        form.addRow("Robot", self.robot)
+        row = QHBoxLayout()
+        for box in self.learn_boxes.values():
+            row.addWidget(box)
+        form.addRow("Learn", row)
+        form.addRow("Held-out fraction", self.val_fraction)
+        form.addRow("Fit steps (L-BFGS)", self.epochs)
+        form.addRow("Black-box steps", self.blackbox_steps)
+
+        self.run_button = QPushButton("Identify")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.save_button = QPushButton("Save result JSON…")
+        self.save_button.setEnabled(False)
+        self.save_button.clicked.connect(self._save_dialog)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("idle")
+        buttons = QHBoxLayout()
+        for w in (self.run_button, self.cancel_button, self.save_button):
+            buttons.addWidget(w)
+        buttons.addWidget(self.progress, 1)
+
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.param_table = QTableWidget(0, 5)
+        self.param_table.setHorizontalHeaderLabels(["link", "kind", "nominal", "identified", "identifiable"])
+        self.param_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.param_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.rmse_table = QTableWidget(0, 3)
+        self.rmse_table.setHorizontalHeaderLabels(["model", "validation RMSE [N m]", "train RMSE [N m]"])
+        self.rmse_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.rmse_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.joint = QComboBox()
+        self.joint.currentIndexChanged.connect(self._plot)
+        self.plot = make_plot("Validation torque", "t [s]", "torque [N m]")
+        self.curves = {}
+
+        tables = QWidget()
+        tl = QVBoxLayout(tables)
+        tl.setContentsMargins(0, 0, 0, 0)
+        tl.addWidget(self.summary)
+        tl.addWidget(self.rmse_table, 1)
+        tl.addWidget(self.param_table, 3)
+        plot_box = QWidget()
+        pl = QVBoxLayout(plot_box)
+        pl.setContentsMargins(0, 0, 0, 0)
+        jrow = QHBoxLayout()
+        jrow.addWidget(QLabel("Joint"))
+        jrow.addWidget(self.joint, 1)
+        pl.addLayout(jrow)
+        pl.addWidget(self.plot, 1)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(tables)
+        split.addWidget(plot_box)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(split, 1)
+
+    # -- inputs ------------------------------------------------------------------------
+    def set_files(self, log_path: str, mapping_path: str | None = None) -> None:
+        self.log_edit.setText(str(log_path))
+        self.mapping_edit.setText(str(mapping_path) if mapping_path else default_mapping_for(str(log_path)))
+
+    def _guess_mapping(self) -> None:
+        if self.log_edit.text() and not self.mapping_edit.text():
+            self.mapping_edit.setText(default_mapping_for(self.log_edit.text()))
+
+    def _browse_log(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open joint log", "", "Logs (*.csv *.tsv *.txt *.npz *.parquet "
+                                              "*.bag *.mcap);;All files (*)")
+        if path:
+            self.set_files(path)
+
+    def _browse_mapping(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open mapping", "", "Mapping (*.json)")
+        if path:
+            self.mapping_edit.setText(path)
+
+    def config(self) -> LogIdentificationConfig:
+        """The form's values over the engine's defaults."""
+        learn = tuple(k for k, box in self.learn_boxes.items() if box.isChecked())
+        return replace(default_config(), robot=self.robot.currentText().strip(), learn=learn,
+                       epochs=self.epochs.value(), blackbox_steps=self.blackbox_steps.value())
+
+    # -- the job -----------------------------------------------------------------------
+    def run(self) -> None:
+        log, mapping = self.log_edit.text().strip(), self.mapping_edit.text().strip()
+        try:
+            if not log or not mapping:
+                raise ValueError("choose a joint log and its mapping JSON")
+            config = self.config()
+            config.validate()
+        except ValueError as exc:
+            self.summary.setText(f"<span style='color:#d9534f'>{exc}</span>")
+            self.ctx.show_error("Robot identification", str(exc))
+            return
+        self.cancel()
+        holder: list = []
+
+        def current():
+            return bool(holder) and self._handle is holder[0]
+
+        def on_progress(update):
+            if not current():
+                return
+            if update.fraction is not None:
+                self.progress.setValue(int(1000 * update.fraction))
+            self.progress.setFormat(update.message or "identifying")
+
+        def done():
+            self._handle = None
+            self.run_button.setEnabled(True)
+            self.cancel_button.setEnabled(False)
+
+        def on_error(message, tb):
+            if not current():
+                return
+            done()
+            self.progress.setFormat("failed")
+            self.summary.setText(f"<span style='color:#d9534f'>{message}</span>")
+            self.ctx.show_error("Robot identification", message)
+
+        def on_cancelled():
+            if not current():
+                return
+            done()
+            self.progress.setFormat("cancelled")
+
+        def ok(result):
+            if not current():
+                return
+            done()
+            self.progress.setValue(1000)
+            self.progress.setFormat("done")
+            self.show_result(result)
+
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setValue(0)
+        self.progress.setFormat("starting")
+        job = identification_job(log, mapping, config, self.val_fraction.value())
+        self._handle = self.ctx.jobs.submit(job, name="Robot identification", on_result=ok, on_error=on_error,
+                                            on_progress=on_progress, on_cancelled=on_cancelled)
+        holder.append(self._handle)
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+
+    @property
+    def is_busy(self) -> bool:
+        return self._handle is not None
+
+    # -- results -----------------------------------------------------------------------
+    def show_result(self, result) -> None:
+        self.result = result
+        self.save_button.setEnabled(True)
+        self.summary.setText(
+            f"{result.robot}: {result.samples_train} training, {result.samples_validation} validation samples, "
+            f"{result.seconds:.1f} s. Estimated torque noise {result.noise_level:.4g} N m (RMS over joints).")
+        self.rmse_table.setRowCount(0)
+        for key in MODELS:
+            v = result.torque_rmse_validation.get(key)
+            r = self.rmse_table.rowCount()
+            self.rmse_table.insertRow(r)
+            self.rmse_table.setItem(r, 0, _item(MODEL_TITLES[key]))
+            self.rmse_table.setItem(r, 1, _item(_fmt(v)))
+            self.rmse_table.setItem(r, 2, _item(_fmt(result.torque_rmse_train.get(key))))
+        self.param_table.setRowCount(0)
+        for p in result.parameters:
+            r = self.param_table.rowCount()
+            self.param_table.insertRow(r)
+            for c, text in enumerate((p.link, p.kind, _fmt(p.nominal), _fmt(p.identified),
+                                      "yes" if p.identifiable else f"no: {p.reason}")):
+                self.param_table.setItem(r, c, _item(text))
+        self.joint.blockSignals(True)
+        self.joint.clear()
+        self.joint.addItems(list(result.joint_names))
+        self.joint.blockSignals(False)
+        self._plot()
+        self.finished.emit(result)
+
+    def _plot(self) -> None:
+        item = self.plot.getPlotItem()
+        item.clear()
+        self.curves = {}
+        if self.result is None or not self.result.validation:
+            return
+        v = self.result.validation
+        j = max(self.joint.currentIndex(), 0)
+        t = np.asarray(v["t"])
+        self.curves["measured"] = item.plot(t, np.asarray(v["tau"])[:, j], pen=None, symbol="o", symbolSize=3,
+                                            symbolPen=None, symbolBrush=(200, 200, 200, 160), name="measured")
+        for i, key in enumerate(MODELS):
+            if key in v:
+                self.curves[key] = item.plot(t, np.asarray(v[key])[:, j], pen={"color": color(i), "width": 2},
+                                             name=MODEL_TITLES[key])
+
+    def save_result(self, path: str | Path) -> Path:
+        """Write the result summary (parameters, RMSEs, noise level, config) as JSON."""
+        if self.result is None:
+            raise ValueError("nothing to save: run an identification first")
+        path = Path(path)
+        atomic_write_text(path, json.dumps(self.result.to_dict(), indent=2))
+        return path
+
+    def _save_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save identification result", "identification.json",
+                                              "JSON (*.json)")
+        if path:
+            try:
+                self.save_result(path)
+            except (OSError, ValueError) as exc:
+                self.ctx.show_error("Save identification result", str(exc))
+
+    def shutdown(self) -> None:
+        self.cancel()

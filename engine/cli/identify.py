@@ -1,0 +1,99 @@
+"""`python -m engine identify ...`: system identification of a robot from a joint log
+(work in engine.robots.log_identification)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from engine.cli._common import add_group, print_json, run_cli_job
+
+
+def _config(args):
+    from engine.robots.log_identification import LogIdentificationConfig
+
+    learn = tuple(k.strip() for k in args.learn.split(",") if k.strip())
+    links = tuple(l.strip() for l in args.links.split(",") if l.strip()) if args.links else None
+    return LogIdentificationConfig(robot=args.robot, learn=learn, links=links, epochs=args.epochs,
+                                   blackbox_steps=args.blackbox_steps, weighting=args.weighting, seed=args.seed)
+
+
+def _log(args) -> int:
+    from engine.logs import LogMapping, prepare_log, read_log
+    from engine.robots.library import load_robot
+    from engine.robots.log_identification import identify_from_log, robot_prepare_config
+
+    config = _config(args)
+    config.validate()
+    mapping = LogMapping.load(args.mapping)
+    overrides = {"window": args.window, "polyorder": args.polyorder}
+    if args.train_range:
+        overrides["train_ranges"] = [list(args.train_range)]
+    prep_config = robot_prepare_config(**overrides)
+    prep_config.validate()
+    model = load_robot(config.robot)
+
+    def job(ctx):
+        table = read_log(args.file, ctx)
+        prepared = prepare_log(table, mapping, prep_config, ctx)
+        return identify_from_log(prepared, model, config, ctx)
+
+    result = run_cli_job(job, quiet=args.json)
+    out = result.to_dict()
+    summary = {
+        "robot": out["robot"],
+        "file": str(args.file),
+        "parameters": [{k: p[k] for k in ("link", "kind", "nominal", "identified", "identifiable", "reason")}
+                       for p in out["parameters"]],
+        "torque_rmse_validation": out["torque_rmse_validation"],
+        "torque_rmse_validation_per_joint": out["torque_rmse_validation_per_joint"],
+        "torque_rmse_train": out["torque_rmse_train"],
+        "noise_level": out["noise_level"],
+        "noise_level_per_joint": out["noise_level_per_joint"],
+        "unidentifiable": out["unidentifiable"],
+        "samples_train": out["samples_train"],
+        "samples_validation": out["samples_validation"],
+        "seconds": out["seconds"],
+        "config": out["config"],
+        "prepare": dataclasses.asdict(prep_config),
+    }
+    if args.json:
+        print_json(summary)
+        return 0
+    print(f"{summary['robot']} from {summary['file']}: {summary['samples_train']} training, "
+          f"{summary['samples_validation']} validation samples, {summary['seconds']:.1f} s")
+    print(f"{'link':<22}{'kind':<9}{'nominal':>12}{'identified':>12}  identifiable")
+    for p in summary["parameters"]:
+        fmt = (lambda v: f"{v:12.5g}") if isinstance(p["nominal"], float) else (lambda v: f"{'(vector)':>12}")
+        print(f"{p['link']:<22}{p['kind']:<9}{fmt(p['nominal'])}{fmt(p['identified'])}  "
+              f"{'yes' if p['identifiable'] else 'no: ' + p['reason']}")
+    print(f"torque RMSE on the validation part (N m), noise level {summary['noise_level']:.4g}:")
+    for key, v in summary["torque_rmse_validation"].items():
+        print(f"  {key:<9}{'-' if v is None else f'{v:.4g}'}")
+    return 0
+
+
+def register(subparsers) -> None:
+    from engine.robots.log_identification import LogIdentificationConfig
+
+    d = LogIdentificationConfig()
+    _, sub = add_group(subparsers, "identify", "system identification of robots from joint logs")
+    p = sub.add_parser("log", help="fit a robot's link masses (and more) to a joint log; compare with the "
+                                   "nominal URDF and a black-box MLP")
+    p.add_argument("file", help="joint log (CSV, NPZ, Parquet, bag, MCAP) with q (and qd) and torques")
+    p.add_argument("--mapping", required=True, help="mapping JSON (LogMapping): time, q, u = joint torques")
+    p.add_argument("--robot", default=d.robot, help=f"library name or URDF path (default: {d.robot})")
+    p.add_argument("--train-range", type=float, nargs=2, metavar=("START", "END"), default=None,
+                   help="training time range in s (default: the first 70 %% of the log)")
+    p.add_argument("--learn", default=",".join(d.learn),
+                   help="comma-separated kinds to fit: mass, damping, com, inertia (default: mass)")
+    p.add_argument("--links", default=None, help="comma-separated links to fit (default: every moving body)")
+    p.add_argument("--epochs", type=int, default=d.epochs, help=f"L-BFGS steps (default: {d.epochs})")
+    p.add_argument("--blackbox-steps", type=int, default=d.blackbox_steps,
+                   help=f"Adam steps of the black-box MLP, 0 for none (default: {d.blackbox_steps})")
+    p.add_argument("--weighting", default=d.weighting, choices=("noise", "variance"),
+                   help=f"per-joint weighting of the torque errors (default: {d.weighting})")
+    p.add_argument("--window", type=int, default=31, help="Savitzky-Golay window for the derivatives (default: 31)")
+    p.add_argument("--polyorder", type=int, default=5, help="Savitzky-Golay polyorder (default: 5)")
+    p.add_argument("--seed", type=int, default=d.seed, help=f"black-box initialisation seed (default: {d.seed})")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_log)

@@ -1,0 +1,484 @@
+"""System identification of a robot from a joint log, compared with a black box and the URDF.
+
+:func:`identify_from_log` (job form :func:`log_identification_job`) takes a prepared joint log
+(:class:`engine.logs.PreparedLog`: ``q``, ``qd``, ``qdd`` on a uniform grid, ``u`` = the
+measured joint torques, a train / validation split) and a nominal :class:`RobotModel`
+(usually the URDF), and
+
+1. estimates the log's torque noise per joint from the data alone: the residual of a
+   Savitzky-Golay fit of each torque, divided by ``sqrt(1 - c0)`` (``c0`` the filter's centre
+   coefficient: for white noise of standard deviation ``sigma`` the residual's is
+   ``sigma sqrt(1 - c0)``; the smooth motion itself passes the filter);
+2. computes the structural identifiability of the learned parameters from the regressor
+   (:func:`engine.robots.identification.regressor` / :func:`identifiability`) on the
+   training part: the Panda's link-1 mass, whose centre of mass lies on the joint-1 axis,
+   acts on no torque and is reported unidentifiable;
+3. makes the parameters learnable on a copy of the nominal model
+   (:meth:`RobotModel.make_learnable`; masses preconditioned by their sensitivity,
+   :class:`PreconditionedMass`, as in the identification loop) and fits them by L-BFGS to the
+   training torques, each joint's error weighted by its estimated noise (a weighted least
+   squares: the torques are linear in the masses); parameters that act on no torque keep
+   their nominal values, those identifiable only in combination with others are fitted
+   from the nominal start (only the identifiable combinations move) and flagged;
+4. trains a black-box MLP ``(q, qd, qdd) -> tau`` on the same training samples;
+5. reports the validation torque RMSE (N m) of the learned model, of the nominal model and
+   of the black box, with the noise level for scale.
+
+Accelerations come from the log preparation: for a log with ``q`` alone (or noisy ``qd``)
+prepare it with :func:`robot_prepare_config` (Savitzky-Golay derivatives of ``q``, a window
+long enough for low-bias accelerations).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from engine.jobs import JobContext, NullJobContext
+from engine.robots.identification import (
+    PreconditionedMass,
+    SineMotion,
+    identifiability,
+    moving_links,
+    regressor,
+)
+
+__all__ = [
+    "LEARNABLE_KINDS",
+    "LogIdentificationConfig",
+    "LogIdentificationResult",
+    "LogParameter",
+    "identify_from_log",
+    "log_identification_job",
+    "robot_prepare_config",
+    "torque_noise_level",
+]
+
+LEARNABLE_KINDS = ("mass", "damping", "com", "inertia")
+
+
+def robot_prepare_config(**overrides):
+    """The log preparation that suits identification: accelerations (and velocities) as
+    Savitzky-Golay derivatives of ``q`` (window 31, polyorder 5 at ~100 Hz), torques not
+    smoothed (their noise is estimated from them), the last 30 % of the time held out.
+    ``overrides`` replace any :class:`engine.logs.PrepareConfig` field."""
+    from engine.logs import PrepareConfig
+
+    base = {"window": 31, "polyorder": 5, "derivative": "savgol", "use_logged_velocities": False,
+            "accelerations": True, "smooth_controls": False, "val_fraction": 0.3}
+    base.update(overrides)
+    return PrepareConfig(**base)
+
+
+@dataclass(frozen=True)
+class LogIdentificationConfig:
+    """Settings of :func:`identify_from_log` (one source of truth for the CLI and the GUI).
+
+    robot: library name or URDF path of the nominal model (used by the CLI and the GUI to
+    load it). learn: the parameter kinds to fit, a subset of ``("mass", "damping", "com",
+    "inertia")``. links: the links to fit (default: the child link of every movable joint).
+    trim: samples dropped at each end of the log (filter edge effects). weighting:
+    ``"noise"`` (each joint's error divided by its estimated noise: weighted least squares)
+    or ``"variance"`` (divided by its torque standard deviation, the paper's normalised MSE).
+    epochs: L-BFGS outer steps (20 inner iterations each). max_train_samples: training samples
+    used by the fit (evenly spaced; all when fewer). identifiability_tol: see
+    :func:`engine.robots.identification.identifiability`. noise_window, noise_polyorder: the
+    Savitzky-Golay filter of the noise estimate. blackbox_*: the MLP's width, depth,
+    full-batch Adam steps and learning rate (0 steps: no black box). seed: the MLP's
+    initialisation.
+    """
+
+    robot: str = "panda"
+    learn: tuple[str, ...] = ("mass",)
+    links: tuple[str, ...] | None = None
+    trim: int = 20
+    weighting: str = "noise"
+    epochs: int = 30
+    max_train_samples: int = 4000
+    identifiability_tol: float = 3e-4
+    noise_window: int = 21
+    noise_polyorder: int = 5
+    blackbox_hidden: int = 64
+    blackbox_layers: int = 2
+    blackbox_steps: int = 1500
+    blackbox_lr: float = 3e-3
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not self.learn:
+            raise ValueError("learn: name at least one parameter kind")
+        for k in self.learn:
+            if k not in LEARNABLE_KINDS:
+                raise ValueError(f"learn: unknown parameter kind {k!r}; expected some of {LEARNABLE_KINDS}")
+        if self.weighting not in ("noise", "variance"):
+            raise ValueError(f"weighting must be 'noise' or 'variance', got {self.weighting!r}")
+        if self.trim < 0 or self.epochs < 0 or self.max_train_samples < 10 or self.blackbox_steps < 0:
+            raise ValueError("trim, epochs and blackbox_steps must be >= 0 and max_train_samples >= 10")
+        if self.noise_window < 3 or self.noise_window % 2 == 0 or not 0 <= self.noise_polyorder < self.noise_window:
+            raise ValueError("noise_window must be odd >= 3 and noise_polyorder in [0, noise_window)")
+        if self.blackbox_hidden < 1 or self.blackbox_layers < 1 or self.blackbox_lr <= 0:
+            raise ValueError("blackbox_hidden and blackbox_layers must be >= 1 and blackbox_lr > 0")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["learn"] = list(self.learn)
+        d["links"] = None if self.links is None else list(self.links)
+        return d
+
+
+@dataclass
+class LogParameter:
+    """One fitted parameter: ``link``, ``kind`` ("mass" kg, "damping" N m s/rad of the link's
+    parent joint, "com" (3,) m, "inertia" (3, 3) kg m^2 about the CoM), its ``nominal``
+    (URDF) and ``identified`` values (floats or nested lists), whether the log identifies it
+    and why not."""
+
+    link: str
+    kind: str
+    nominal: float | list
+    identified: float | list
+    identifiable: bool
+    reason: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LogIdentificationResult:
+    """What :func:`identify_from_log` found.
+
+    parameters: one entry per learned parameter. unidentifiable: ``{"link/kind": reason}``.
+    torque_rmse_validation / torque_rmse_train: ``{"learned", "nominal", "blackbox"}`` RMSE
+    over all joints (N m; blackbox None when not trained); the ``*_per_joint`` forms give
+    ``(dof,)`` lists. noise_level: the estimated torque noise, RMS over joints (N m), and
+    per joint. loss_history: the weighted loss per L-BFGS step. samples_train /
+    samples_validation: sample counts. seconds: wall time. model: the learned
+    :class:`RobotModel` (not in :meth:`to_dict`). validation: ``{"t": (M,), "tau": (M, dof),
+    "learned", "nominal", "blackbox": (M, dof)}`` arrays for plots (not in :meth:`to_dict`).
+    """
+
+    robot: str
+    joint_names: list[str]
+    parameters: list[LogParameter]
+    unidentifiable: dict[str, str]
+    torque_rmse_validation: dict[str, float | None]
+    torque_rmse_validation_per_joint: dict[str, list[float] | None]
+    torque_rmse_train: dict[str, float | None]
+    noise_level: float
+    noise_level_per_joint: list[float]
+    loss_history: list[float]
+    samples_train: int
+    samples_validation: int
+    seconds: float
+    config: dict = field(default_factory=dict)
+    model: object = field(default=None, repr=False)
+    validation: dict = field(default_factory=dict, repr=False)
+
+    def parameter(self, link: str, kind: str = "mass") -> LogParameter:
+        for p in self.parameters:
+            if p.link == link and p.kind == kind:
+                return p
+        raise KeyError(f"no learned {kind} for link {link!r}")
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (no model, no arrays)."""
+        d = {k: v for k, v in asdict(self).items() if k not in ("model", "validation")}
+        d["parameters"] = [p.to_dict() for p in self.parameters]
+        return d
+
+
+# --------------------------------------------------------------------------- noise
+
+def torque_noise_level(tau: np.ndarray, window: int = 21, polyorder: int = 5, trim: int = 0) -> np.ndarray:
+    """Per-column white-noise standard deviation of ``tau`` (N, k), in its units, ``(k,)``.
+
+    The residual ``r = tau - S tau`` of a Savitzky-Golay filter ``S`` (a local polynomial
+    projection) has, for white noise of standard deviation ``sigma``, the standard deviation
+    ``sigma sqrt(1 - c0)`` (``c0``: the centre coefficient); slowly varying signals pass
+    ``S`` and leave no residual. ``trim`` samples are dropped at each end (filter edges).
+    """
+    from scipy.signal import savgol_coeffs, savgol_filter
+
+    tau = np.asarray(tau, dtype=np.float64)
+    if tau.ndim != 2 or tau.shape[0] < window + 2 * trim:
+        raise ValueError(f"torque_noise_level: need (N, k) torques with N >= {window + 2 * trim}, "
+                         f"got shape {tau.shape}")
+    r = tau - savgol_filter(tau, window, polyorder, axis=0, mode="interp")
+    h = window // 2
+    inner = r[max(trim, h):tau.shape[0] - max(trim, h)]
+    c0 = float(savgol_coeffs(window, polyorder)[h])
+    return np.sqrt((inner ** 2).mean(0) / (1.0 - c0))
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _value(x: torch.Tensor):
+    x = x.detach().cpu()
+    return float(x) if x.ndim == 0 else x.tolist()
+
+
+def _rmse(pred: torch.Tensor, target: torch.Tensor) -> tuple[float, list[float]]:
+    e2 = (pred - target) ** 2
+    return float(e2.mean().sqrt()), [float(v) for v in e2.mean(0).sqrt()]
+
+
+def _current(model, link: str, kind: str) -> torch.Tensor:
+    if kind == "damping":
+        return model.joint_damping()[model.joint_names.index(_parent_joint(model, link))]
+    return {"mass": model.link_mass, "com": model.link_com, "inertia": model.link_inertia}[kind](link)
+
+
+def _parent_joint(model, link: str) -> str:
+    for j in model.description.joints:
+        if j.child == link and j.movable:
+            return j.name
+    raise ValueError(f"link {link!r} is not the child of a movable joint; it has no joint damping")
+
+
+def _extra_columns(model, motion: SineMotion, links, kinds, max_samples: int = 400):
+    """Regressor columns (scaled like :func:`regressor`'s) for damping and the centre of mass:
+    damping of the link's joint: the torque of 0.1 N m s/rad (tau is linear in it); centre of
+    mass: the central-difference derivative for a 1 cm move along each axis (local)."""
+    N = motion.q.shape[0]
+    idx = torch.linspace(0, N - 1, min(N, max_samples)).round().long()
+    q, qd, qdd = motion.q[idx], motion.qd[idx], motion.qdd[idx]
+    scale = motion.tau.std(0).clamp_min(1e-9)
+    cols, names = [], []
+    with torch.no_grad():
+        for l in links:
+            if "damping" in kinds:
+                j = model.joint_names.index(_parent_joint(model, l))
+                col = torch.zeros_like(qd)
+                col[:, j] = 0.1 * qd[:, j]
+                cols.append((col / scale).reshape(-1))
+                names.append((l, "damping", -1))
+            if "com" in kinds:
+                c0 = model.link_com(l).detach()
+                for a in range(3):
+                    step = torch.zeros(3, dtype=c0.dtype, device=c0.device)
+                    step[a] = 1e-3
+                    hi = model.with_link_params(com={l: c0 + step}, check=False).inverse_dynamics(q, qd, qdd)
+                    lo = model.with_link_params(com={l: c0 - step}, check=False).inverse_dynamics(q, qd, qdd)
+                    cols.append(((hi - lo) / 2e-3 * 0.01 / scale).reshape(-1))
+                    names.append((l, "com", a))
+    Y = torch.stack(cols, -1).cpu().numpy() if cols else np.zeros((q.numel(), 0))
+    return Y, names
+
+
+def _train_blackbox(x_tr, y_tr, config: LogIdentificationConfig, ctx, progress_span):
+    """A tanh MLP ``x -> y`` on standardised inputs and outputs (full-batch Adam, cosine lr);
+    returns ``predict(x) -> y``."""
+    from engine.models.nets import MLP
+
+    torch.manual_seed(config.seed)
+    xm, xs = x_tr.mean(0), x_tr.std(0).clamp_min(1e-9)
+    ym, ys = y_tr.mean(0), y_tr.std(0).clamp_min(1e-9)
+    net = MLP(x_tr.shape[1], y_tr.shape[1], config.blackbox_hidden, config.blackbox_layers).to(x_tr.dtype)
+    opt = torch.optim.Adam(net.parameters(), lr=config.blackbox_lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(config.blackbox_steps, 1))
+    xn, yn = (x_tr - xm) / xs, (y_tr - ym) / ys
+    a, b = progress_span
+    for step in range(config.blackbox_steps):
+        if step % 25 == 0:
+            ctx.check_cancelled()
+        opt.zero_grad()
+        loss = ((net(xn) - yn) ** 2).mean()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if step % 50 == 0:
+            ctx.progress(a + (b - a) * step / config.blackbox_steps,
+                         f"black box: step {step}/{config.blackbox_steps}", {"blackbox_loss": float(loss.detach())})
+
+    def predict(x):
+        with torch.no_grad():
+            return net((x - xm) / xs) * ys + ym
+
+    return predict
+
+
+# --------------------------------------------------------------------------- the fit
+
+def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIdentificationConfig(),
+                      ctx: JobContext | None = None) -> LogIdentificationResult:
+    """Fit ``model``'s inertial parameters (and damping) to a prepared joint log (module doc).
+
+    prepared: :class:`engine.logs.PreparedLog` with ``q``, ``qd``, ``qdd`` (N, dof) in rad,
+    rad/s, rad/s^2 and ``u`` (N, dof) the joint torques (N m), in the model's joint order.
+    model: the nominal :class:`RobotModel` (not changed; a copy is fitted).
+    """
+    config.validate()
+    ctx = ctx or NullJobContext()
+    t_start = time.monotonic()
+    dof = model.dof
+    if prepared.qdd is None:
+        raise ValueError("identify_from_log: the prepared log has no accelerations; prepare it with "
+                         "accelerations=True (see robot_prepare_config)")
+    for name, arr in (("q", prepared.q), ("qd", prepared.qd), ("qdd", prepared.qdd), ("u", prepared.u)):
+        if arr.ndim != 2 or arr.shape[1] != dof:
+            raise ValueError(f"identify_from_log: the log's {name} has {arr.shape[-1] if arr.ndim == 2 else '?'} "
+                             f"columns but robot {model.name!r} has {dof} joints ({', '.join(model.joint_names)}); "
+                             "map one column per joint, in the robot's joint order")
+    N = prepared.n_samples
+    inner = np.zeros(N, dtype=bool)
+    inner[config.trim:N - config.trim] = True
+    train_mask = prepared.train_mask & inner
+    val_mask = prepared.val_mask & inner
+    if train_mask.sum() < 10:
+        raise ValueError(f"identify_from_log: the training part holds {int(train_mask.sum())} samples "
+                         f"after trimming {config.trim} at each end; need at least 10")
+    if val_mask.sum() < 1:
+        raise ValueError("identify_from_log: the validation part is empty; hold out a time range")
+
+    body, _, fixed = moving_links(model)
+    links = list(config.links) if config.links else body
+    for l in links:
+        if l not in model.link_names:
+            raise ValueError(f"identify_from_log: no link named {l!r} in robot {model.name!r}")
+        if l in fixed:
+            raise ValueError(f"identify_from_log: link {l!r} never moves; its parameters cannot be identified")
+        if "damping" in config.learn and l not in body:
+            raise ValueError(f"identify_from_log: link {l!r} is not the child of a movable joint (no damping)")
+    kinds = [k for k in LEARNABLE_KINDS if k in config.learn]
+    use_damping = "damping" in kinds
+
+    dtype, device = model.dtype, model.device
+
+    def tensor(a):
+        return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
+
+    q, qd, qdd, tau = (tensor(a) for a in (prepared.q, prepared.qd, prepared.qdd, prepared.u))
+    tr_idx = np.flatnonzero(train_mask)
+    if len(tr_idx) > config.max_train_samples:
+        tr_idx = tr_idx[np.linspace(0, len(tr_idx) - 1, config.max_train_samples).round().astype(int)]
+    tr = torch.as_tensor(tr_idx, device=device)
+    va = torch.as_tensor(np.flatnonzero(val_mask), device=device)
+
+    # 1. noise level, from the torques alone
+    ctx.progress(0.0, "estimating the torque noise")
+    noise = torque_noise_level(prepared.u, config.noise_window, config.noise_polyorder, trim=config.trim)
+    noise_t = tensor(noise).clamp_min(1e-9 * max(float(noise.max()), 1e-30) + 1e-12)
+    weight = noise_t if config.weighting == "noise" else tau[tr].std(0).clamp_min(1e-9)
+
+    # 2. identifiability from the nominal model's regressor on the training motion
+    ctx.progress(0.03, "identifiability")
+    ctx.check_cancelled()
+    motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
+    base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
+    Y0, names0 = regressor(model, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
+    Y1, names1 = _extra_columns(model, motion, links, kinds)
+    Y = np.concatenate([Y0, Y1], axis=1)
+    names = list(names0) + list(names1)
+    bad = identifiability(Y, names, config.identifiability_tol)
+    norms = np.linalg.norm(Y, axis=0) if Y.size else np.zeros(0)
+    top = float(norms.max()) if norms.size and norms.max() > 0 else 1.0
+    rel_mass = {l: float(n / top) for (l, k, _), n in zip(names, norms) if k == "mass"}
+
+    # 3. the fit
+    learner = model.clone()
+    for l in links:
+        for k in kinds:
+            if bad.get((l, k), "").startswith("no effect"):
+                continue  # the data do not act on it: it keeps the nominal value
+            # parameters identifiable only in combination are fitted too: from the nominal start
+            # the gradient moves only the identifiable combinations (the null space keeps its
+            # nominal part); the report flags them
+            if k == "mass":
+                learner.make_learnable(l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0)))
+            elif k == "damping":
+                from engine.robots.parametrizations import PositiveScalar
+
+                start = max(float(_current(learner, l, k).detach()), 1e-2)
+                learner.make_learnable(l, k, PositiveScalar(start, dtype=dtype, device=device))
+            else:
+                learner.make_learnable(l, k)
+    params = [p for p in learner.parameters() if p.requires_grad]
+    q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
+
+    def loss_fn():
+        pred = learner.inverse_dynamics(q_tr, qd_tr, qdd_tr, damping=use_damping)
+        return (((pred - tau_tr) / weight) ** 2).mean()
+
+    history: list[float] = []
+    if params and config.epochs:
+        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
+                                tolerance_grad=1e-12, tolerance_change=1e-15)
+
+        def closure():
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+
+        for epoch in range(config.epochs):
+            ctx.check_cancelled()
+            loss = float(opt.step(closure).detach())
+            if not math.isfinite(loss):
+                raise ValueError("identify_from_log: the fit diverged (the loss is not finite); check the "
+                                 "log's units and joint order")
+            history.append(loss)
+            ctx.progress(0.05 + 0.55 * (epoch + 1) / config.epochs, f"fit: step {epoch + 1}/{config.epochs}",
+                         {"loss": loss})
+            if len(history) > 2 and abs(history[-2] - loss) <= 1e-12 * max(loss, 1e-30):
+                break
+
+    # 4. the black box
+    feats = torch.cat([q, qd, qdd], dim=-1)
+    blackbox = None
+    if config.blackbox_steps:
+        blackbox = _train_blackbox(feats[tr], tau[tr], config, ctx, (0.6, 0.97))
+
+    # 5. evaluation
+    with torch.no_grad():
+        preds_val = {"learned": learner.inverse_dynamics(q[va], qd[va], qdd[va], damping=use_damping),
+                     "nominal": model.inverse_dynamics(q[va], qd[va], qdd[va])}
+        preds_tr = {"learned": learner.inverse_dynamics(q_tr, qd_tr, qdd_tr, damping=use_damping),
+                    "nominal": model.inverse_dynamics(q_tr, qd_tr, qdd_tr)}
+        if blackbox is not None:
+            preds_val["blackbox"] = blackbox(feats[va])
+            preds_tr["blackbox"] = blackbox(feats[tr])
+    rmse_val, rmse_val_joint, rmse_tr = {}, {}, {}
+    for key in ("learned", "nominal", "blackbox"):
+        if key in preds_val:
+            rmse_val[key], rmse_val_joint[key] = _rmse(preds_val[key], tau[va])
+            rmse_tr[key] = _rmse(preds_tr[key], tau_tr)[0]
+        else:
+            rmse_val[key] = rmse_val_joint[key] = rmse_tr[key] = None
+
+    reports = []
+    for l in links:
+        for k in kinds:
+            reason = bad.get((l, k), "")
+            identified = _current(learner, l, k)
+            if k == "mass" and not reason and float(identified.detach()) <= 0:
+                reason = "the fitted mass is not positive: not physical"
+            reports.append(LogParameter(link=l, kind=k, nominal=_value(_current(model, l, k)),
+                                        identified=_value(identified), identifiable=(l, k) not in bad,
+                                        reason=reason))
+    unidentifiable = {f"{l}/{k}": r for (l, k), r in bad.items()}
+    for l in fixed:
+        unidentifiable[l] = "never moves (attached to the fixed base): no effect on the joint torques"
+    validation = {"t": prepared.t[val_mask], "tau": prepared.u[val_mask]}
+    validation.update({k: v.cpu().numpy() for k, v in preds_val.items()})
+    ctx.progress(1.0, "identification done", {"torque_rmse_learned": rmse_val["learned"]})
+    return LogIdentificationResult(
+        robot=model.name, joint_names=list(model.joint_names), parameters=reports, unidentifiable=unidentifiable,
+        torque_rmse_validation=rmse_val, torque_rmse_validation_per_joint=rmse_val_joint,
+        torque_rmse_train=rmse_tr, noise_level=float(np.sqrt(np.mean(noise ** 2))),
+        noise_level_per_joint=[float(v) for v in noise], loss_history=history,
+        samples_train=int(tr.numel()), samples_validation=int(va.numel()),
+        seconds=time.monotonic() - t_start, config=config.to_dict(), model=learner, validation=validation)
+
+
+def log_identification_job(prepared, model, config: LogIdentificationConfig = LogIdentificationConfig()):
+    """A job ``job(ctx) -> LogIdentificationResult`` (the model is copied before the fit)."""
+
+    def job(ctx: JobContext) -> LogIdentificationResult:
+        return identify_from_log(prepared, model, config, ctx)
+
+    return job
