@@ -34,3 +34,19 @@ def make_window(qtbot, settings_path):
         window.exception_hook.uninstall()
         window.jobs.cancel_all()
         window.jobs.wait_for_done(5000)
+
+
+@pytest.fixture
+def ctx(tmp_path, qtbot):
+    """An AppContext for a workspace page on its own; errors shown land in ``ctx.errors``."""
+    from app.context import AppContext
+    from app.jobs import JobRunner
+
+    errors: list[tuple[str, str]] = []
+    runner = JobRunner()
+    context = AppContext(jobs=runner, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
+                         show_error=lambda title, message: errors.append((title, message)))
+    context.errors = errors
+    yield context
+    runner.cancel_all()
+    runner.wait_for_done(10000)

@@ -10,28 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
 
 
-from app.context import AppContext
-from app.jobs import JobRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_LOG = ROOT / "resources" / "logs" / "pendulum_friction.csv"
-
-
-@pytest.fixture
-def ctx(tmp_path, qtbot):
-    errors: list[tuple[str, str]] = []
-    runner = JobRunner()
-    context = AppContext(jobs=runner, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
-                         show_error=lambda title, message: errors.append((title, message)))
-    context.errors = errors
-    yield context
-    runner.cancel_all()
-    runner.wait_for_done(10000)
 
 
 @pytest.fixture

@@ -8,27 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
 
-from app.context import AppContext
-from app.jobs import JobRunner
 from app.widgets.plots import curve_data
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "resources" / "logs" / "panda_joints.csv"
 PARAMS = ROOT / "resources" / "logs" / "panda_joints.params.json"
-
-
-@pytest.fixture
-def ctx(tmp_path, qtbot):
-    errors: list[tuple[str, str]] = []
-    runner = JobRunner()
-    context = AppContext(jobs=runner, settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
-                         show_error=lambda title, message: errors.append((title, message)))
-    context.errors = errors
-    yield context
-    runner.cancel_all()
-    runner.wait_for_done(10000)
 
 
 @pytest.fixture
