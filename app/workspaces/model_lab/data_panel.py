@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets.job_progress import PanelJob
 from app.widgets.forms import DataclassForm
 from app.workspaces.model_lab import engine_bridge as eb
 from app.workspaces.model_lab.mapping_dialog import LogMappingDialog
@@ -49,7 +50,6 @@ class DataSourcePanel(QGroupBox):
         self.table = None                        # the LogTable of an opened log
         self.prepared = None                     # its PreparedLog
         self.mapping_dialog: LogMappingDialog | None = None
-        self._handle = None
         self._pending_log: dict | None = None    # mapping/prepare to apply without the dialog (sessions)
 
         layout = QVBoxLayout(self)
@@ -104,70 +104,19 @@ class DataSourcePanel(QGroupBox):
         self.summary.setObjectName("dataSummary")
         self.summary.setWordWrap(True)
         layout.addWidget(self.summary)
+        self._job = PanelJob(self.ctx, self.progress, self.cancel_button, self.summary, self)
+        self._job.busy.connect(self.busy)
 
     # -- jobs -----------------------------------------------------------------------------
     def _run(self, job, name: str, on_result) -> None:
-        if self._handle is not None and self._handle.is_running:
-            self._handle.cancel()
-        self.progress.setValue(0)
-        self.progress.setFormat(name)
-        self.cancel_button.setEnabled(True)
-        self.busy.emit(True)
-
-        holder: list = []   # this job's handle, to tell it from a newer job's
-
-        def current() -> bool:
-            return bool(holder) and self._handle is holder[0]
-
-        def on_progress(update):
-            if not current():
-                return
-            if update.fraction is None:
-                self.progress.setRange(0, 0)
-            else:
-                self.progress.setRange(0, 1000)
-                self.progress.setValue(int(1000 * update.fraction))
-            self.progress.setFormat(f"{name}: {update.message}" if update.message else name)
-
-        def done():
-            self._handle = None
-            self.cancel_button.setEnabled(False)
-            self.progress.setRange(0, 1000)
-            self.busy.emit(False)
-
-        def on_error(message, tb):
-            if not current():
-                return
-            done()
-            self.progress.setFormat("failed")
-            self.summary.setText(f"<span style='color:#d9534f'>{message}</span>")
-            self.ctx.show_error(name, message)
-
-        def on_cancelled():
-            if not current():
-                return
-            done()
-            self.progress.setFormat("cancelled")
-
-        def ok(result):
-            if not current():
-                return
-            done()
-            self.progress.setValue(1000)
-            self.progress.setFormat("done")
-            on_result(result)
-
-        self._handle = self.ctx.jobs.submit(job, name=name, on_result=ok, on_error=on_error,
-                                            on_progress=on_progress, on_cancelled=on_cancelled)
-        holder.append(self._handle)
+        self._job.start(job, name, on_result)
 
     def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
+        self._job.cancel()
 
     @property
     def is_busy(self) -> bool:
-        return self._handle is not None and self._handle.is_running
+        return self._job.is_running
 
     # -- generate -------------------------------------------------------------------------
     def generate(self, config=None) -> None:

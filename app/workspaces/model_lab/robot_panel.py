@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets.job_progress import PanelJob
 from app.widgets.plots import color, make_plot
 from engine.io import atomic_write_text
 from engine.robots.log_identification import (
@@ -116,7 +117,6 @@ class RobotIdentificationPanel(QWidget):
         self.ctx = ctx
         self.setObjectName("robotIdentificationPanel")
         self.result = None
-        self._handle = None
         d = default_config()
 
         self.log_edit = QLineEdit()
@@ -184,6 +184,8 @@ class RobotIdentificationPanel(QWidget):
 
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
+        self._job = PanelJob(self.ctx, self.progress, self.cancel_button, self.summary, self)
+        self._job.busy.connect(lambda busy: self.run_button.setEnabled(not busy))
         self.param_table = QTableWidget(0, 5)
         self.param_table.setHorizontalHeaderLabels(["link", "kind", "nominal", "identified", "identifiable"])
         self.param_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -259,62 +261,15 @@ class RobotIdentificationPanel(QWidget):
             self.summary.setText(f"<span style='color:#d9534f'>{exc}</span>")
             self.ctx.show_error("Robot identification", str(exc))
             return
-        self.cancel()
-        holder: list = []
-
-        def current():
-            return bool(holder) and self._handle is holder[0]
-
-        def on_progress(update):
-            if not current():
-                return
-            if update.fraction is not None:
-                self.progress.setValue(int(1000 * update.fraction))
-            self.progress.setFormat(update.message or "identifying")
-
-        def done():
-            self._handle = None
-            self.run_button.setEnabled(True)
-            self.cancel_button.setEnabled(False)
-
-        def on_error(message, tb):
-            if not current():
-                return
-            done()
-            self.progress.setFormat("failed")
-            self.summary.setText(f"<span style='color:#d9534f'>{message}</span>")
-            self.ctx.show_error("Robot identification", message)
-
-        def on_cancelled():
-            if not current():
-                return
-            done()
-            self.progress.setFormat("cancelled")
-
-        def ok(result):
-            if not current():
-                return
-            done()
-            self.progress.setValue(1000)
-            self.progress.setFormat("done")
-            self.show_result(result)
-
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.progress.setValue(0)
-        self.progress.setFormat("starting")
         job = identification_job(log, mapping, config, self.val_fraction.value())
-        self._handle = self.ctx.jobs.submit(job, name="Robot identification", on_result=ok, on_error=on_error,
-                                            on_progress=on_progress, on_cancelled=on_cancelled)
-        holder.append(self._handle)
+        self._job.start(job, "Robot identification", self.show_result)
 
     def cancel(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
+        self._job.cancel()
 
     @property
     def is_busy(self) -> bool:
-        return self._handle is not None
+        return self._job.is_running
 
     # -- results -----------------------------------------------------------------------
     def show_result(self, result) -> None:

@@ -1,0 +1,81 @@
+"""One job at a time for a panel, mirrored on its progress bar, cancel button and summary."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
+
+
+class PanelJob(QObject):
+    """Runs a panel's jobs through ``ctx.jobs``. A newer job cancels and supersedes an older
+    one, whose late callbacks are then ignored. Errors go to the summary label (in red) and
+    to ``ctx.show_error``; ``busy`` says when a job starts and ends."""
+
+    busy = Signal(bool)
+
+    def __init__(self, ctx, progress: QProgressBar, cancel_button: QPushButton,
+                 summary: QLabel | None = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.ctx = ctx
+        self.progress = progress
+        self.cancel_button = cancel_button
+        self.summary = summary
+        self.handle = None
+
+    @property
+    def is_running(self) -> bool:
+        return self.handle is not None and self.handle.is_running
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+    def start(self, job: Callable, name: str, on_result: Callable[[Any], None]) -> None:
+        if self.is_running:
+            self.handle.cancel()
+        self.progress.setRange(0, 1000)
+        self.progress.setValue(0)
+        self.progress.setFormat(name)
+        self.cancel_button.setEnabled(True)
+        self.busy.emit(True)
+        holder: list = []   # this job's handle, to tell it from a newer job's
+
+        def current() -> bool:
+            return bool(holder) and self.handle is holder[0]
+
+        def on_progress(update):
+            if not current():
+                return
+            if update.fraction is None:
+                self.progress.setRange(0, 0)
+            else:
+                self.progress.setRange(0, 1000)
+                self.progress.setValue(int(1000 * update.fraction))
+            self.progress.setFormat(f"{name}: {update.message}" if update.message else name)
+
+        def finish(label: str) -> bool:
+            if not current():
+                return False
+            self.handle = None
+            self.cancel_button.setEnabled(False)
+            self.progress.setRange(0, 1000)
+            self.progress.setFormat(label)
+            self.busy.emit(False)
+            return True
+
+        def on_error(message: str, tb: str) -> None:
+            if finish("failed"):
+                if self.summary is not None:
+                    self.summary.setText(f"<span style='color:#d9534f'>{message}</span>")
+                self.ctx.show_error(name, message)
+
+        def on_done(result) -> None:
+            if finish("done"):
+                self.progress.setValue(1000)
+                on_result(result)
+
+        self.handle = self.ctx.jobs.submit(job, name=name, on_result=on_done, on_error=on_error,
+                                           on_progress=on_progress, on_cancelled=lambda: finish("cancelled"))
+        holder.append(self.handle)
