@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QStandardPaths, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets.undo import add_undo_redo_actions
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import make_plot
 from app.workspaces.car.canvas import CarCanvas
@@ -211,14 +212,7 @@ class CarPlannerPage(QWidget):
         self.canvas.target_selected.connect(self._select)
         self.canvas.delete_requested.connect(lambda _: self.delete_selected())
 
-        self.undo_action = self.undo_stack.createUndoAction(self, "Undo")
-        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
-        self.undo_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        self.redo_action = self.undo_stack.createRedoAction(self, "Redo")
-        self.redo_action.setShortcut(QKeySequence.StandardKey.Redo)
-        self.redo_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        self.addAction(self.undo_action)
-        self.addAction(self.redo_action)
+        self.undo_action, self.redo_action = add_undo_redo_actions(self, self.undo_stack)
 
     def _plan_tab(self) -> QWidget:
         w = QWidget()

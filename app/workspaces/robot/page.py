@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence, QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets.undo import add_undo_redo_actions
 from app.viewer.scene import RobotView
 from app.widgets.latest_job import LatestJob
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
@@ -230,14 +231,7 @@ class RobotPage(QWidget):
         self.status_label.setObjectName("robot_status")
         layout.addWidget(self.status_label)
 
-        self.undo_action = self.undo_stack.createUndoAction(self, "Undo")
-        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
-        self.undo_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        self.redo_action = self.undo_stack.createRedoAction(self, "Redo")
-        self.redo_action.setShortcut(QKeySequence.StandardKey.Redo)
-        self.redo_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        self.addAction(self.undo_action)
-        self.addAction(self.redo_action)
+        self.undo_action, self.redo_action = add_undo_redo_actions(self, self.undo_stack)
 
     def _status(self, message: str) -> None:
         self.status_label.setText(message)
