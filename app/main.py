@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv[1:])
 
     from app.display import ensure_display
+    from engine.runtime import tune_malloc
 
+    tune_malloc()  # see engine/runtime.py: large tensors reuse memory instead of faulting pages in
     ensure_display()
     app = _make_application(argv)
 

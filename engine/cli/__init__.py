@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from engine.runtime import tune_malloc
+
+    tune_malloc()  # large temporary tensors reuse memory instead of faulting pages in each call
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,

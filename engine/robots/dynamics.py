@@ -10,6 +10,8 @@ Shapes are body-major: ``n`` movable bodies (= dof, internal breadth-first order
 then ``B`` samples: ``S (n, B, 6)`` the joint motion subspaces, ``I (n, B, 6, 6)`` the world
 spatial inertias, joint vectors ``(n, B)``,
 ``a0 (6,)`` the base acceleration (``[0; -gravity]``). Units: SI (N m, N, rad, m, kg).
+The ``*_bl`` functions at the end are the batch-last variants (``(n, k, B)``) used for
+large batches.
 """
 
 from __future__ import annotations
@@ -246,3 +248,262 @@ def kinetic_energy(S, inertials, qd, anc, chain: bool = False):
 def potential_energy(m, c_w, gravity):
     """``-sum_i m_i g . c_i`` over the movable bodies (J), ``(B,)``; gravity ``(3,)`` m/s^2."""
     return -((m[:, None, None] * c_w) * gravity).sum(-1).sum(0)
+
+
+# ---------------------------------------------------------------- batch-last (large batches)
+# The same algorithms on batch-last tensors (see engine.robots.kinematics): spatial vectors
+# ``(n, 6, B)``, 3-vectors ``(n, 3, B)``, 3x3 matrices ``(n, 3, 3, B)``, joint vectors
+# ``(n, B)``; leading dimensions before ``n`` broadcast.
+
+def world_inertials_bl(W, m, c1, Ic4):
+    """World inertials of the movable bodies from poses ``W (n, 3, 4, B)`` and the
+    :func:`body_constants` -> ``(m (n,), c_w (n, 3, B), Ic_w (n, 3, 3, B))``."""
+    R, p = W[:, :, :3], W[:, :, 3]
+    c = c1[:, None, :3, 0, None]                                         # (n, 1, 3, 1)
+    c_w = torch.addcmul(torch.addcmul(torch.addcmul(p, R[:, :, 0], c[:, :, 0]), R[:, :, 1], c[:, :, 1]),
+                        R[:, :, 2], c[:, :, 2])
+    M = torch.matmul(Ic4[:, None, :3, :3].transpose(-1, -2), R)           # R Ic (n, 3, 3, B)
+    Ic_w = M[:, :, None, 0] * R[:, None, :, 0]                           # R Ic R^T
+    Ic_w = torch.addcmul(Ic_w, M[:, :, None, 1], R[:, None, :, 1])
+    Ic_w = torch.addcmul(Ic_w, M[:, :, None, 2], R[:, None, :, 2])
+    return m, c_w, Ic_w
+
+
+def _mv(M, x):
+    """``M x`` for 3x3 matrices ``(..., 3, 3, B)`` and vectors ``(..., 3, B)``."""
+    cols, xs = M.unbind(-2), x.unsqueeze(-2).unbind(-3)
+    out = cols[0] * xs[0]
+    out = torch.addcmul(out, cols[1], xs[1])
+    return torch.addcmul(out, cols[2], xs[2])
+
+
+def motion_subspaces_bl(z, p, rev, pri):
+    """``(n, 6, B)`` joint motion subspaces from world axes ``z`` and origins ``p`` ``(n, 3, B)``;
+    rev / pri ``(n,)`` masks, or None for an all-revolute tree."""
+    pz = _xd(_d3(p), _d3(z))
+    if rev is None:
+        return torch.cat([z, pz], dim=1)
+    r, s = rev[:, None, None], pri[:, None, None]
+    return torch.cat([z * r, pz * r + z * s], dim=1)
+
+
+def _cross(a, b):
+    """``a x b`` for 3-vectors along dim -2, ``(..., 3, B)``."""
+    return _xd(_d3(a), _d3(b))
+
+
+# Cross products from "doubled" vectors [x, y, z, x, y] (dim -2): the cyclic shifts
+# (y, z, x) and (z, x, y) are then views, and a x b takes two ops instead of ten.
+_DOUBLING = {3: (0, 1, 2, 0, 1), 6: (0, 1, 2, 0, 1, 3, 4, 5, 3, 4)}
+_doubling_index: dict = {}      # (size, device) -> index tensor (constants, built once)
+
+
+def _double(a, size: int):
+    key = (size, a.device)
+    idx = _doubling_index.get(key)
+    if idx is None:
+        idx = _doubling_index[key] = torch.tensor(_DOUBLING[size], device=a.device)
+    return a.index_select(-2, idx)      # one gather: faster than concatenating slices
+
+
+def _d3(a):
+    return _double(a, 3)
+
+
+def _d6(v):
+    """Spatial ``(..., 6, B)`` -> ``(..., 10, B)``: both halves doubled ([0:5] and [5:10])."""
+    return _double(v, 6)
+
+
+def _xd(aa, bb):
+    """a x b from doubled ``aa, bb (..., 5, B)``."""
+    return torch.addcmul(aa[..., 1:4, :] * bb[..., 2:5, :], aa[..., 2:5, :], bb[..., 1:4, :], value=-1.0)
+
+
+def _xd2(aa, bb, cc, dd):
+    """a x b + c x d from doubled vectors."""
+    out = torch.addcmul(aa[..., 1:4, :] * bb[..., 2:5, :], aa[..., 2:5, :], bb[..., 1:4, :], value=-1.0)
+    out = torch.addcmul(out, cc[..., 1:4, :], dd[..., 2:5, :])
+    return torch.addcmul(out, cc[..., 2:5, :], dd[..., 1:4, :], value=-1.0)
+
+
+def _cross_motion_bl(v, m, vv=None):
+    """``v x m`` (spatial motion), ``(..., 6, B)``; vv: ``_d6(v)`` when already at hand."""
+    vv = _d6(v) if vv is None else vv
+    mm = _d6(m)
+    w, vo, mw, mo = vv[..., :5, :], vv[..., 5:, :], mm[..., :5, :], mm[..., 5:, :]
+    return torch.cat([_xd(w, mw), _xd2(w, mo, vo, mw)], dim=-2)
+
+
+def _cross_force_bl(v, f, vv=None):
+    """``v x* f`` (spatial force), ``(..., 6, B)``."""
+    vv = _d6(v) if vv is None else vv
+    ff = _d6(f)
+    w, vo, n, fo = vv[..., :5, :], vv[..., 5:, :], ff[..., :5, :], ff[..., 5:, :]
+    return torch.cat([_xd2(w, n, vo, fo), _xd(w, fo)], dim=-2)
+
+
+def _tree_down_bl(anc, x, chain):
+    if chain:       # a short chain: running sums (cheaper than cumsum over a middle dimension)
+        xs = x.unbind(-3)
+        acc = [xs[0]]
+        for xi in xs[1:]:
+            acc.append(acc[-1] + xi)
+        return torch.stack(acc, dim=-3)
+    return torch.matmul(anc, x.reshape(x.shape[:-3] + (x.shape[-3], -1))).view(x.shape)
+
+
+def _tree_up_bl(anc, x, chain):
+    if chain:       # subtree sums of a chain: running sums from the tip
+        xs = x.unbind(-3)
+        acc = [xs[-1]]
+        for xi in xs[-2::-1]:
+            acc.append(acc[-1] + xi)
+        return torch.stack(acc[::-1], dim=-3)
+    return torch.matmul(anc.transpose(0, 1), x.reshape(x.shape[:-3] + (x.shape[-3], -1))).view(x.shape)
+
+
+def inertia_times_bl(m, c_w, Ic_w, x):
+    """World spatial inertias times motion vectors ``x (..., n, 6, B)`` -> forces, same shape."""
+    xa, xl = x[..., :3, :], x[..., 3:, :]
+    cc = _d3(c_w)
+    lin = m[:, None, None] * (xl + _xd(_d3(xa), cc))
+    ang = _mv(Ic_w, xa) + _xd(cc, _d3(lin))
+    return torch.cat([ang, lin], dim=-2)
+
+
+def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False):
+    """As :func:`rnea`, batch-last: ``S (n, 6, B)``, ``qd, qdd (n, B)`` (None = zero) -> ``tau (n, B)``."""
+    m, c_w, Ic_w = inertials
+    if qd is None:
+        v = None
+        acc = S * qdd.unsqueeze(1) if qdd is not None else None
+    else:
+        sqd = S * qd.unsqueeze(1)
+        v = _tree_down_bl(anc, sqd, chain)
+        vv = _d6(v)
+        acc = _cross_motion_bl(v, sqd, vv)
+        if qdd is not None:
+            acc = torch.addcmul(acc, S, qdd.unsqueeze(1))
+    a = _tree_down_bl(anc, acc, chain) if acc is not None else None
+    if a0 is not None:
+        a = a0[:, None].expand(S.shape) if a is None else a + a0[:, None]
+    if a is None:
+        return S.new_zeros((S.shape[0], S.shape[2]))
+    if v is None:
+        f = inertia_times_bl(m, c_w, Ic_w, a)
+    else:
+        h = inertia_times_bl(m, c_w, Ic_w, torch.stack([a, v]))
+        f = h[0] + _cross_force_bl(v, h[1], vv)
+    F = _tree_up_bl(anc, f, chain)
+    return (S * F).sum(1)
+
+
+def crba_bl(S, inertials, anc, anc_strict, chain: bool = False):
+    """As :func:`crba`, batch-last: ``S (n, 6, B)`` -> ``M (B, n, n)`` (internal order)."""
+    m, c_w, Ic_w = inertials
+    n, _, B = c_w.shape
+    mm = m[:, None, None]
+    h = mm * c_w
+    eye = torch.eye(3, dtype=c_w.dtype, device=c_w.device)[:, :, None]
+    J = Ic_w + (h * c_w).sum(1)[:, None, None] * eye - h.unsqueeze(2) * c_w.unsqueeze(1)
+    packed = torch.cat([mm.expand(n, 1, B), h, J.reshape(n, 9, B)], dim=1)
+    comp = _tree_up_bl(anc, packed, chain)
+    mc, hc, Jc = comp[:, :1], comp[:, 1:4], comp[:, 4:].reshape(n, 3, 3, B)
+    sw, so = S[:, :3], S[:, 3:]
+    hh = _d3(hc)
+    F = torch.cat([_mv(Jc, sw) + _xd(hh, _d3(so)), mc * so - _xd(hh, _d3(sw))], dim=1)
+    P = F[:, None, 0] * S[None, :, 0]                                         # (n, n, B): S_j . F_i
+    for k in range(1, 6):
+        P = torch.addcmul(P, F[:, None, k], S[None, :, k])
+    M = torch.where(anc[:, :, None] > 0, P, P.transpose(0, 1))              # lower: S_j . F_i, mirrored
+    if not chain:   # zero where neither body is an ancestor of the other
+        M = M * (anc + anc_strict.transpose(0, 1))[:, :, None]
+    return M.permute(2, 0, 1)
+
+
+# rows of the 6x6 spatial inertia [[J, h x], [(h x)^T, m 1]] in a table of sources:
+# 0-8 J (row-major), 9-11 h, 12-14 -h, 15 m, 16 zero
+_I6_SOURCES = (0, 1, 2, 16, 14, 10, 3, 4, 5, 11, 16, 12, 6, 7, 8, 13, 9, 16,
+               16, 11, 13, 15, 16, 16, 14, 16, 9, 16, 15, 16, 10, 12, 16, 16, 16, 15)
+
+
+def spatial_inertia_world_bl(m, c_w, Ic_w):
+    """The 6x6 world spatial inertias ``(n, 6, 6, B)`` of the movable bodies (batch-last)."""
+    n, _, B = c_w.shape
+    mm = m[:, None, None]
+    h = mm * c_w
+    eye = torch.eye(3, dtype=c_w.dtype, device=c_w.device)[:, :, None]
+    J = torch.addcmul(Ic_w + (h * c_w).sum(1)[:, None, None] * eye, h.unsqueeze(2), c_w.unsqueeze(1), value=-1.0)
+    src = torch.cat([J.reshape(n, 9, B), h, -h, mm.expand(n, 1, B), c_w.new_zeros(1, 1, 1).expand(n, 1, B)], dim=1)
+    idx = torch.tensor(_I6_SOURCES, device=c_w.device)
+    return src.index_select(1, idx).view(n, 6, 6, B)
+
+
+def _mv6(M, x):
+    """``M x`` for symmetric 6x6 matrices ``(k, 6, 6, B)`` and vectors ``(k, 6, B)`` (rows of M as columns)."""
+    rows, xs = M.unbind(-3), x.unsqueeze(-2).unbind(-3)
+    out = rows[0] * xs[0]
+    for j in range(1, 6):
+        out = torch.addcmul(out, rows[j], xs[j])
+    return out
+
+
+def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False):
+    """As :func:`aba`, batch-last: ``S (n, 6, B)``, ``qd, tau (n, B)`` -> ``qdd (n, B)``.
+
+    The articulated inertias are symmetric, so ``I x`` sums the rows of ``I`` (contiguous
+    slices) weighted by the components of ``x``.
+    """
+    m, c_w, Ic_w = inertials
+    I = spatial_inertia_world_bl(m, c_w, Ic_w)
+    sqd = S * qd.unsqueeze(1)
+    v = _tree_down_bl(anc, sqd, chain)
+    vv = _d6(v)
+    c = _cross_motion_bl(v, sqd, vv)
+    pA = _cross_force_bl(v, inertia_times_bl(m, c_w, Ic_w, v), vv)
+    depth = len(levels)
+    sizes = [e - s for s, e in levels]
+    S_l, I_l, p_l, c_l, tau_l = S.split(sizes), I.split(sizes), pA.split(sizes), c.split(sizes), tau.split(sizes)
+    Sc_l = torch.stack([S, c], dim=1).split(sizes)                         # (k, 2, 6, B) per depth
+    acc_I = [None] * depth
+    acc_p = [None] * depth
+    Uos, qfree = [None] * depth, [None] * depth
+    for d in range(depth - 1, -1, -1):
+        IA, pa, Sd = I_l[d], p_l[d], S_l[d]
+        if acc_I[d] is not None:
+            IA = IA + acc_I[d]
+            pa = pa + acc_p[d]
+        if d == 0:
+            U = _mv6(IA, Sd)
+        else:       # IA S and IA c in one pass
+            UC = _mv6(IA.unsqueeze(1), Sc_l[d])
+            U, IAc = UC[:, 0], UC[:, 1]
+        Dinv = 1.0 / (Sd * U).sum(1)
+        qf = (tau_l[d] - (Sd * pa).sum(1)) * Dinv
+        Uo = U * Dinv.unsqueeze(1)
+        Uos[d], qfree[d] = Uo, qf
+        if d == 0:
+            break
+        Ia = torch.addcmul(IA, Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
+        # Ia c = IA c - Uo (U . c)
+        pa_out = torch.addcmul(torch.addcmul(pa + IAc, Uo, (U * c_l[d]).sum(1, keepdim=True), value=-1.0),
+                               U, qf.unsqueeze(1))
+        lp = level_parents[d]
+        if lp is not None:
+            Ia = Ia.new_zeros((sizes[d - 1],) + Ia.shape[1:]).index_add(0, lp, Ia)
+            pa_out = pa_out.new_zeros((sizes[d - 1],) + pa_out.shape[1:]).index_add(0, lp, pa_out)
+        acc_I[d - 1] = Ia
+        acc_p[d - 1] = pa_out
+    parts = []
+    a_prev = None
+    for d in range(depth):
+        if d == 0:
+            ap = c_l[0] if a0 is None else c_l[0] + a0[:, None]
+        else:
+            lp = level_parents[d]
+            ap = (a_prev if lp is None else a_prev.index_select(0, lp)) + c_l[d]
+        qdd_d = qfree[d] - (Uos[d] * ap).sum(1)
+        a_prev = torch.addcmul(ap, S_l[d], qdd_d.unsqueeze(1))
+        parts.append(qdd_d)
+    return torch.cat(parts, dim=0) if len(parts) > 1 else parts[0]

@@ -8,7 +8,8 @@ Pure functions of tensors (no model state). Internally tensors are *body-major*:
 Forward kinematics composes the local joint transforms either by pointer jumping (after
 step ``k`` each body's pose is relative to its ``2^k``-th ancestor: ``ceil(log2 D)`` calls
 for a tree of depth ``D``, best for small batches) or one depth at a time (fewer flops,
-best for large batches).
+best for large batches). The ``*_bl`` functions are the batch-last variants used at large
+batches (see the section below).
 """
 
 from __future__ import annotations
@@ -117,3 +118,81 @@ def point_jacobian(z: torch.Tensor, o: torch.Tensor, rev_mask: torch.Tensor, pri
     r = rev_mask[:, None, None]
     lin = torch.linalg.cross(z, point - o) * r + z * pri_mask[:, None, None]
     return torch.cat([lin, z * r], dim=-1)
+
+
+# ---------------------------------------------------------------- batch-last (large batches)
+# For large batches the same algorithms run on *batch-last* tensors, ``(n, k, B)``: the
+# samples are the innermost, contiguous dimension, so every step over a body's components
+# is one vectorised elementwise op over all samples (tiny per-sample matrix products and
+# strided component access are what cost most at batch sizes in the thousands).
+
+def local_transforms_bl(q: torch.Tensor, Ct4: torch.Tensor) -> torch.Tensor:
+    """q ``(n, B)`` -> top three rows of the local joint transforms ``(n, 3, 4, B)``.
+
+    Ct4 ``(n, 12, 4)``: :func:`joint_transform_basis` ``[C; C0]``, rows 0-2, transposed, so
+    that one product with ``[sin q, 1 - cos q, q, 1]`` gives the transforms.
+    """
+    n, B = q.shape
+    coef = torch.stack([torch.sin(q), 1.0 - torch.cos(q), q, torch.ones_like(q)], dim=1)   # (n, 4, B)
+    return torch.bmm(Ct4, coef).view(n, 3, 4, B)
+
+
+def compose_bl(A: torch.Tensor, L: torch.Tensor, e4: torch.Tensor) -> torch.Tensor:
+    """``A @ L`` for rigid transforms stored as their top rows, ``(k, 3, 4, B)`` each; e4 = (0, 0, 0, 1) ``(1, 1, 4, 1)``."""
+    a, l = A.unsqueeze(3).unbind(2), L.unsqueeze(1).unbind(2)        # (k, 3, 1, B) columns, (k, 1, 4, B) rows
+    out = torch.addcmul(a[3] * e4, a[0], l[0])
+    out = torch.addcmul(out, a[1], l[1])
+    return torch.addcmul(out, a[2], l[2])
+
+
+def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents) -> torch.Tensor:
+    """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time."""
+    local = local_transforms_bl(q, Ct4)
+    if len(levels) <= 1:
+        return local
+    e4 = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=q.dtype, device=q.device).view(1, 1, 4, 1)
+    parts, prev = [], None
+    for loc, lp in zip(local.split([e - s for s, e in levels]), level_parents):
+        prev = loc if prev is None else compose_bl(prev if lp is None else prev.index_select(0, lp), loc, e4)
+        parts.append(prev)
+    return torch.cat(parts, dim=0)
+
+
+def link_poses_bl(W: torch.Tensor, link_src: torch.Tensor | None, offset_bodies: torch.Tensor,
+                  offsets: torch.Tensor) -> torch.Tensor:
+    """Body poses ``(n, 3, 4, B)`` -> link poses ``(B, L, 4, 4)``.
+
+    Sources: index 0 the root, ``1..n`` the bodies, ``n + 1 + j`` the ``j``-th link welded at
+    ``offsets[j]`` (``(k, 4, 4)``) to body ``offset_bodies[j]`` (0 = root); link_src ``(L,)``
+    picks each link's source (None: the sources are already in link order). Few large
+    temporaries: at large batches fresh memory (page faults) costs as much as the arithmetic.
+    """
+    n, _, _, B = W.shape
+    bottom = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=W.dtype, device=W.device)[None, None, :, None]
+    W4 = torch.cat([W, bottom.expand(n, 1, 4, B)], dim=1)                    # (n, 4, 4, B)
+    root = torch.eye(4, dtype=W.dtype, device=W.device)[None, :, :, None].expand(1, 4, 4, B)
+    parts = [root, W4]
+    if offsets.shape[0]:
+        # bodies of the welded links; the root (index 0) is the identity
+        src = torch.cat(parts, dim=0).index_select(0, offset_bodies)
+        parts.append(torch.matmul(offsets.transpose(-1, -2).unsqueeze(1), src))
+    full = torch.cat(parts, dim=0)
+    if link_src is not None:
+        full = full.index_select(0, link_src)
+    L = full.shape[0]
+    return full.view(L * 16, B).t().contiguous().view(B, L, 4, 4)            # one blocked 2-D transpose
+
+
+def cross_bl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cross product of 3-vectors stored along dim -2: ``(..., 3, B)`` -> ``(..., 3, B)``."""
+    a0, a1, a2 = a.unbind(-2)
+    b0, b1, b2 = b.unbind(-2)
+    return torch.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim=-2)
+
+
+def axes_bl(W: torch.Tensor, axis: torch.Tensor) -> torch.Tensor:
+    """World joint axes ``(n, 3, B)`` = ``R_i axis_i``; axis ``(n, 3)`` in the body frame."""
+    a = axis[:, None, :, None]
+    out = W[:, :, 0] * a[:, :, 0]
+    out = torch.addcmul(out, W[:, :, 1], a[:, :, 1])
+    return torch.addcmul(out, W[:, :, 2], a[:, :, 2])

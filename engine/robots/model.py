@@ -55,6 +55,10 @@ numbered breadth first and tensors are body-major ``(n, B, ...)``, so per-body c
 enter as one matrix product over all samples, tree recursions of RNEA/CRBA are products
 with the ancestor matrix (cumulative sums for serial chains) and ABA takes one vectorised
 step per tree depth (see :mod:`engine.robots.dynamics`, :mod:`engine.robots.kinematics`).
+From ``_BATCH_LAST_BATCH`` samples on, the same algorithms run on *batch-last* tensors
+``(n, k, B)`` (samples innermost and contiguous, 3x3 and 6x6 products written as
+elementwise multiply-adds over the samples), which is about twice as fast at batches in
+the thousands; both paths agree with Pinocchio to 1e-9.
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 # from this batch size on, forward kinematics composes one depth at a time (fewer flops)
 # instead of by pointer jumping (fewer calls)
 _SEQUENTIAL_FK_BATCH = 128
+# from this batch size on, the algorithms run on batch-last tensors (samples innermost)
+_BATCH_LAST_BATCH = 96
 
 
 def _matrix_to_rpy(R: np.ndarray) -> tuple[float, float, float]:
@@ -125,6 +131,10 @@ class RobotModel(nn.Module):
                                           torch.as_tensor(topo.revolute, device=device))
         self.register_buffer("_C0", C0, persistent=False)
         self.register_buffer("_C", C, persistent=False)
+        self.register_buffer("_Ct4", torch.cat([C[:, :, :12].transpose(1, 2), C0.reshape(n, 16)[:, :12, None]], dim=2)
+                             .contiguous(), persistent=False)
+        buf("_axis3", topo.axis.reshape(n, 3))
+        self._all_rev = bool(topo.revolute.all())
         self._jump_names = []
         for k, table in enumerate(topo.jumps):
             buf(f"_jump{k}", table, torch.long)
@@ -183,6 +193,11 @@ class RobotModel(nn.Module):
         buf("_offset_links", offset_links, torch.long)
         buf("_offset_bodies", topo.link_body[offset_links] if offset_links else [], torch.long)
         buf("_offset_T", topo.link_offset[offset_links] if offset_links else np.zeros((0, 4, 4)))
+        link_src = [int(b) for b in topo.link_body]
+        for j, l in enumerate(offset_links):
+            link_src[l] = n + 1 + j
+        buf("_link_src", link_src, torch.long)
+        self._link_src_identity = link_src == list(range(len(link_src)))
         joints = [description.joint(j) for j in self.joint_names]
         buf("_damping", [j.damping for j in joints])
         buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
@@ -263,6 +278,21 @@ class RobotModel(nn.Module):
         if q_int.shape[1] >= _SEQUENTIAL_FK_BATCH and len(self._levels) > 1:
             return kin.body_poses_by_level(q_int, self._C0, self._C, self._levels, self._levels_parents())
         return kin.body_poses(q_int, self._C0, self._C, [getattr(self, n) for n in self._jump_names])
+
+    def _batch_last(self, B: int) -> bool:
+        return B >= _BATCH_LAST_BATCH and self.dof > 0
+
+    def _body_poses_bl(self, q_int):
+        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)``."""
+        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents())
+
+    def _kinematic_terms_bl(self, q_int):
+        """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials."""
+        W = self._body_poses_bl(q_int)
+        z = kin.axes_bl(W, self._axis3)
+        S = dyn.motion_subspaces_bl(z, W[:, :, 3], None if self._all_rev else self._rev,
+                                    None if self._all_rev else self._pri)
+        return W, S, dyn.world_inertials_bl(W, *self._body_inertials())
 
     def _link_idx(self, link: str) -> int:
         try:
@@ -425,6 +455,11 @@ class RobotModel(nn.Module):
     def forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
         shape, (q,) = self._flat(q)
+        if self._batch_last(q.shape[0]):
+            out = kin.link_poses_bl(self._body_poses_bl(self._to_internal(q)),
+                                    None if self._link_src_identity else self._link_src, self._offset_bodies,
+                                    self._offset_T)
+            return out.reshape(shape + out.shape[1:])
         T = self._body_poses(self._to_internal(q))
         out = kin.link_poses(T, self._link_body, self._offset_links, self._offset_bodies, self._offset_T)
         return out.transpose(0, 1).reshape(shape + out.shape[:1] + (4, 4))
@@ -451,6 +486,8 @@ class RobotModel(nn.Module):
             q = q_t.expand(shape + q_t.shape[-1:])
             point = point.expand(shape + (3,)).reshape(-1, 3)
         shape, (q,) = self._flat(q)
+        if self._batch_last(q.shape[0]):
+            return self._jacobian_bl(q, l, point).reshape(shape + (6, self.dof))
         T = self._body_poses(self._to_internal(q))
         Tl = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
         p = Tl[:, :3, 3]
@@ -459,6 +496,27 @@ class RobotModel(nn.Module):
         z = kin.apply_to_bodies(T[1:], self._axis4)[..., :3, 0]
         J = kin.point_jacobian(z, T[1:, :, :3, 3], self._link_rev_mask[l], self._link_pri_mask[l], p)
         return self._to_user(J).permute(1, 2, 0).reshape(shape + (6, self.dof))
+
+    def _jacobian_bl(self, q, l: int, point):
+        """Batch-last :meth:`jacobian` for flat ``q (B, n)`` -> ``(B, 6, n)``."""
+        W = self._body_poses_bl(self._to_internal(q))
+        b = self._link_body_int[l]
+        off = self._link_offset[l]
+        local = off[:3, 3] if point is None else off[:3, 3] + point @ off[:3, :3].transpose(0, 1)   # (3,) or (B, 3)
+        if b == 0:
+            p = local.reshape(-1, 3).t().expand(3, q.shape[0]) if point is not None else local[:, None].expand(3, q.shape[0])
+        else:
+            Wb = W[b - 1]
+            loc = local.t() if point is not None else local[:, None]
+            p = (Wb[:, :3] * loc.unsqueeze(0)).sum(1) + Wb[:, 3]                       # (3, B)
+        z = kin.axes_bl(W, self._axis3)
+        o = W[:, :, 3]
+        r = self._link_rev_mask[l][:, None, None]
+        lin = kin.cross_bl(z, p.unsqueeze(0) - o) * r
+        if not self._all_rev:
+            lin = lin + z * self._link_pri_mask[l][:, None, None]
+        J = torch.cat([lin, z * r], dim=1)                                                 # (n, 6, B)
+        return self._to_user(J).permute(2, 1, 0)
 
     # ------------------------------------------------------------------ dynamics
     def _kinematic_terms(self, q_int):
@@ -470,6 +528,13 @@ class RobotModel(nn.Module):
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
         """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., dof)`` (RNEA)."""
         shape, (q, qd, qdd) = self._flat(q, qd, qdd)
+        if self._batch_last(q.shape[0]):
+            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
+            tau = self._to_user(dyn.rnea_bl(S, inertials, self._to_internal(qd), self._to_internal(qdd),
+                                            self._gravity_acc(gravity), self._anc, self._chain)).t()
+            if damping:
+                tau = tau + self.joint_damping() * qd
+            return tau.reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = self._to_user(dyn.rnea(S, inertials, self._to_internal(qd), self._to_internal(qdd),
                                      self._gravity_acc(gravity), self._anc, self._chain)).t()
@@ -480,6 +545,11 @@ class RobotModel(nn.Module):
     def bias_forces(self, q, qd, gravity=True) -> torch.Tensor:
         """``C(q, qd) qd + g(q)``, ``(..., dof)``."""
         shape, (q, qd) = self._flat(q, qd)
+        if self._batch_last(q.shape[0]):
+            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
+            tau = dyn.rnea_bl(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc,
+                              self._chain)
+            return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = dyn.rnea(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc, self._chain)
         return self._to_user(tau).t().reshape(shape + (self.dof,))
@@ -487,6 +557,10 @@ class RobotModel(nn.Module):
     def gravity_torques(self, q, gravity=True) -> torch.Tensor:
         """``g(q)``: the joint forces that hold the robot still, ``(..., dof)``."""
         shape, (q,) = self._flat(q)
+        if self._batch_last(q.shape[0]):
+            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
+            tau = dyn.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
+            return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = dyn.rnea(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
         return self._to_user(tau).t().reshape(shape + (self.dof,))
@@ -494,8 +568,12 @@ class RobotModel(nn.Module):
     def mass_matrix(self, q) -> torch.Tensor:
         """Joint-space inertia matrix ``M(q)``, ``(..., dof, dof)`` (CRBA)."""
         shape, (q,) = self._flat(q)
-        _, S, inertials = self._kinematic_terms(self._to_internal(q))
-        M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
+        if self._batch_last(q.shape[0]):
+            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
+            M = dyn.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain)
+        else:
+            _, S, inertials = self._kinematic_terms(self._to_internal(q))
+            M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
         if self._permuted:
             M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
         return M.reshape(shape + (self.dof, self.dof))
@@ -507,6 +585,11 @@ class RobotModel(nn.Module):
             return tau.reshape(shape + (0,))
         if damping:
             tau = tau - self.joint_damping() * qd
+        if self._batch_last(q.shape[0]):
+            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
+            qdd = dyn.aba_bl(S, inertials, self._to_internal(qd), self._to_internal(tau), self._gravity_acc(gravity),
+                             self._anc, self._levels, self._levels_parents(), self._chain)
+            return self._to_user(qdd).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         qdd = dyn.aba(S, dyn.spatial_inertia_world(*inertials), self._to_internal(qd), self._to_internal(tau),
                       self._gravity_acc(gravity), self._anc, self._levels, self._levels_parents(), self._chain)
