@@ -25,6 +25,7 @@ import torch
 
 from engine.planning.costs import PlanWeights, control_cost, poses_from_velocities
 from engine.planning.dynamics import rollout
+from engine.planning.fused_linear import linear_act
 
 __all__ = ["AutogradEvaluator", "MLPEvaluator", "StageCost", "make_evaluator"]
 
@@ -89,7 +90,9 @@ class MLPEvaluator(_Base):
         self.W1u_t = (W1[:, 3:] * self.u_scale).t().contiguous()      # (2, H): acts on normalised w
         self.b1 = b1
         self.hidden = [(W.t().contiguous(), b) for W, b in layers[1:-1]]
+        self.hidden_oi = [(W.contiguous(), b) for W, b in layers[1:-1]]  # (out, in) for linear_act
         self.WL_t, self.bL = layers[-1][0].t().contiguous(), layers[-1][1]
+        self.act_name = "gelu" if self.gelu else "relu"
         # for the Jacobians: (out, in) layouts
         self.W1 = torch.cat([W1[:, :3], W1[:, 3:] * self.u_scale], 1)  # (H, 5)
         self.Ws = [W for W, _ in layers[1:-1]]
@@ -112,11 +115,16 @@ class MLPEvaluator(_Base):
         Zu = torch.matmul(Wc, self.W1u_t) + self.b1                   # (B, N, H) in one product
         v = self.v0.expand(B, 3).contiguous()
         out = [v]
-        act = self._act
+        act, name = self._act, self.act_name
+        fused = B >= 32  # oneDNN's call overhead only pays off on a batch of candidates
         for i in range(N):
             a = act(torch.addmm(Zu[:, i], v, self.W1v_t))
-            for Wt, b in self.hidden:
-                a = act(torch.addmm(b, a, Wt))
+            if fused:
+                for W, b in self.hidden_oi:
+                    a = linear_act(a, W, b, name)      # one fused oneDNN call per layer where available
+            else:
+                for Wt, b in self.hidden:
+                    a = act(torch.addmm(b, a, Wt))
             v = v + torch.addmm(self.bL, a, self.WL_t)
             out.append(v)
         return torch.stack(out, 1)

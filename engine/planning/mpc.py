@@ -84,8 +84,7 @@ class TrackCost:
     def __call__(self, P: torch.Tensor, V: torch.Tensor | None = None) -> torch.Tensor:
         c = self.config
         xy = P[..., 1:, :2]
-        prog = self.field.progress(xy, self.s0)
-        d = self.field.lateral(xy)
+        prog, d = self.field.progress_and_lateral(xy, self.s0)
         e = prog - self.ref
         out = torch.relu(d.abs() - self.limit)
         return (c.w_progress * e * e + c.w_track * out * out + c.w_centre * d * d).sum(-1)

@@ -197,10 +197,14 @@ class TrackField:
 
     def progress(self, xy: torch.Tensor, s0: float) -> torch.Tensor:
         """Signed arc length from ``s0`` (m), wrapped to (-length/2, length/2]."""
-        c, s, _ = self.coordinates(xy)
+        return self.progress_and_lateral(xy, s0)[0]
+
+    def progress_and_lateral(self, xy: torch.Tensor, s0: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`progress` and :meth:`lateral` of points (..., 2) from one grid lookup."""
+        c, s, d = self.coordinates(xy)
         a0 = 2 * math.pi * s0 / self.length
         rel = torch.atan2(s * math.cos(a0) - c * math.sin(a0), c * math.cos(a0) + s * math.sin(a0))
-        return rel * self.length / (2 * math.pi)
+        return rel * self.length / (2 * math.pi), d
 
     def lateral(self, xy: torch.Tensor) -> torch.Tensor:
         return self.coordinates(xy)[2]

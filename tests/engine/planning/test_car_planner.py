@@ -61,6 +61,38 @@ def test_fast_mlp_gradient_matches_finite_differences(activation):
     assert torch.allclose(g.double(), fd, rtol=2e-3, atol=2e-3 * float(fd.abs().max()))
 
 
+@pytest.mark.parametrize("activation", ["gelu", "relu"])
+def test_fast_mlp_candidate_costs_match_the_module_rollout(activation):
+    """The line search's batch (64 candidates: the fused oneDNN path where torch has it) gives
+    the same costs and best trajectory as rolling the module itself out in float64."""
+    model = _random_model(activation)
+    N = 10
+    weights = PlanWeights()
+    targets = [Target(5, 0.4, 0.1, 0.2), Target(10, 0.9, 0.5, 0.8)]
+    pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
+    fast = MLPEvaluator(model, 0.05, pose0, v0, TargetCost(targets, weights, N), weights, SCALE)
+    ref = AutogradEvaluator(LearnedDynamics(_random_model(activation).double(), 0.05), pose0, v0,
+                            TargetCost(targets, weights, N, dtype=torch.float64), weights, SCALE,
+                            dtype=torch.float64)
+    Wc = torch.randn(64, N, 2, generator=torch.Generator().manual_seed(3)) * 0.5
+    costs, (P, V) = fast.batch_costs(Wc)
+    ref_costs, (P_ref, V_ref) = ref.batch_costs(Wc.double())
+    assert torch.allclose(costs.double(), ref_costs, rtol=1e-4, atol=1e-5)
+    assert torch.allclose(V.double(), V_ref, atol=1e-4) and torch.allclose(P.double(), P_ref, atol=1e-4)
+
+
+def test_fused_linear_matches_the_plain_formula():
+    from engine.planning.fused_linear import linear_act
+
+    gen = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(300, 64, generator=gen), torch.randn(48, 64, generator=gen), torch.randn(48, generator=gen)
+    z = x @ w.t() + b
+    with torch.no_grad():
+        assert torch.allclose(linear_act(x, w, b, "gelu"), torch.nn.functional.gelu(z), atol=1e-4)
+        assert torch.allclose(linear_act(x, w, b, "relu"), torch.relu(z), atol=1e-4)
+        assert torch.allclose(linear_act(x, w, b, "none"), z, atol=1e-4)
+
+
 def test_simulator_gradient_matches_finite_differences():
     params = CarParams(substeps=2)
     N = 10
