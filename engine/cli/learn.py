@@ -15,6 +15,7 @@ def register(subparsers) -> None:
     from engine.data.config import DatasetConfig
     from engine.models.registry import PAPER_MODELS, model_names
     from engine.training.config import TrainConfig
+    from engine.training.executors import EXECUTORS
     from engine.training.sweep import SweepConfig
 
     T, S, D = TrainConfig(), SweepConfig(), DatasetConfig()
@@ -47,9 +48,15 @@ def register(subparsers) -> None:
         p.add_argument("--epochs", type=int, default=S.epochs)
         p.add_argument("--seeds", type=_csv(int), default=S.seeds, help="comma-separated, e.g. 0,1,2")
         p.add_argument("--trajectories", type=_csv(int), default=S.trajectories, help="comma-separated N")
-        p.add_argument("--executor", default="local", choices=["local", "inline"],
-                       help="local: a process pool; inline: in this process, one run after another")
-        p.add_argument("--workers", type=int, default=None, help="local processes (default: CPU cores)")
+        p.add_argument("--executor", default="local", choices=list(EXECUTORS),
+                       help="local: a process pool; inline: in this process, one run after another; "
+                            "ray: tasks on a Ray cluster (the 'cluster' extra; see --address)")
+        p.add_argument("--workers", type=int, default=None,
+                       help="local processes (default: CPU cores); with ray: runs in flight at once "
+                            "(default: all)")
+        p.add_argument("--address", default=None,
+                       help="with --executor ray: the cluster's address HOST:PORT (as `ray start --head` "
+                            "prints) or 'auto' (default: RAY_ADDRESS, else a new local Ray instance)")
         p.add_argument("--out", required=True, help="output folder")
         p.add_argument("--json", action="store_true")
 
@@ -111,7 +118,12 @@ def _compare(args) -> int:
 def _executor(args):
     from engine.training.executors import get_executor
 
-    return get_executor(args.executor, workers=args.workers)
+    if args.address is not None and args.executor != "ray":
+        raise ValueError(f"--address is for --executor ray (the executor is {args.executor!r})")
+    try:
+        return get_executor(args.executor, workers=args.workers, address=args.address)
+    except ImportError as exc:  # an optional extra is missing: a clear message, not a traceback
+        raise ValueError(str(exc)) from exc
 
 
 def _data(args) -> int:

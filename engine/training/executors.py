@@ -1,13 +1,14 @@
 """Where sweep runs execute: an executor maps a picklable function over tasks.
 
 - ``inline``: in the calling thread, one after another (progress of each run is forwarded);
-- ``local`` (default): a pool of local processes (spawned, one torch thread each).
-
-More executors (e.g. a cluster) register in :data:`EXECUTORS` with the same ``run`` method.
+- ``local`` (default): a pool of local processes (spawned, one torch thread each);
+- ``ray``: remote tasks on a Ray cluster (the optional ``cluster`` extra), one CPU and one
+  torch thread each; see :mod:`engine.training.ray_executor`.
 
 Interface: ``executor.run(fn, tasks, on_done, ctx)`` calls ``fn(task)`` for every task and
 ``on_done(index, result)`` as each finishes; it checks ``ctx`` for cancellation at least
-every 100 ms and stops the remaining work when cancelled.
+every 100 ms and stops the remaining work when cancelled. A task that raises ends the run
+with :class:`TaskFailed`, which names the task (the original error is its ``__cause__``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,37 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from engine.jobs import JobContext, NullJobContext
 
-__all__ = ["InlineExecutor", "LocalProcessExecutor", "get_executor", "EXECUTORS"]
+__all__ = ["EXECUTORS", "InlineExecutor", "LocalProcessExecutor", "TaskFailed", "describe_task",
+           "get_executor"]
+
+POLL_SECONDS = 0.05  # how often executors look for finished work and for a cancel (rule: <= 100 ms)
+
+
+def describe_task(task: Any) -> str:
+    """A short human name for a task: its ``name``, a sweep run's model/N/seed, or its repr."""
+    if isinstance(task, Mapping):
+        if "name" in task:
+            return str(task["name"])
+        config = task.get("config")
+        if isinstance(config, Mapping) and "model" in config:
+            keys = ("model", "system", "trajectories", "seed")
+            return " ".join(f"{k}={config[k]}" for k in keys if k in config)
+    text = repr(task)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class TaskFailed(RuntimeError):
+    """A task raised; ``index`` and ``task`` say which one, ``__cause__`` holds the original error."""
+
+    def __init__(self, index: int, task: Any, cause: BaseException | str):
+        self.index, self.task = index, task
+        detail = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
+        super().__init__(f"task {index} ({describe_task(task)}) failed: {detail}")
 
 
 class InlineExecutor:
@@ -29,7 +56,11 @@ class InlineExecutor:
         ctx = ctx or NullJobContext()
         for i, task in enumerate(tasks):
             ctx.check_cancelled()
-            on_done(i, fn(task))
+            try:
+                result = fn(task)
+            except Exception as exc:
+                raise TaskFailed(i, task, exc) from exc
+            on_done(i, result)
 
 
 def _init_worker(threads: int):
@@ -59,8 +90,12 @@ class LocalProcessExecutor:
             while pending:
                 ctx.check_cancelled()
                 for i in [i for i, r in pending.items() if r.ready()]:
-                    on_done(i, pending.pop(i).get())
-                time.sleep(0.05)
+                    try:
+                        result = pending.pop(i).get()
+                    except Exception as exc:
+                        raise TaskFailed(i, tasks[i], exc) from exc
+                    on_done(i, result)
+                time.sleep(POLL_SECONDS)
             pool.close()
         except BaseException:
             pool.terminate()
@@ -69,11 +104,23 @@ class LocalProcessExecutor:
             pool.join()
 
 
+def _ray_executor(address: str | None = None, workers: int | None = None, **kw):
+    from engine.training.ray_executor import RayExecutor
+
+    return RayExecutor(address=address, max_in_flight=workers)
+
+
 EXECUTORS = {"inline": lambda **kw: InlineExecutor(),
-             "local": lambda workers=None, **kw: LocalProcessExecutor(workers)}
+             "local": lambda workers=None, **kw: LocalProcessExecutor(workers),
+             "ray": _ray_executor}
 
 
 def get_executor(name: str = "local", **kwargs):
+    """Build the executor ``name`` (a key of :data:`EXECUTORS`); options it does not use are ignored.
+
+    ``workers``: local processes (``local``) or runs in flight at once (``ray``, default: all,
+    the cluster's CPUs bound it); ``address``: the Ray cluster (``ray`` only).
+    """
     try:
         factory = EXECUTORS[name]
     except KeyError:
