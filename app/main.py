@@ -68,6 +68,10 @@ def _make_application(argv: list[str]):
     app.setOrganizationName("Lagrange Studio")
     app.setStyle("Fusion")
     app.setPalette(dark_palette())
+    if not hasattr(app, "_gc_policy"):
+        from app.gc_policy import MainThreadGarbageCollector
+
+        app._gc_policy = MainThreadGarbageCollector()  # cycles collected on the GUI thread only
     try:
         app.setStyleSheet(resource("style.qss").read_text(encoding="utf-8"))
     except OSError as exc:

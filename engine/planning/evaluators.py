@@ -179,8 +179,13 @@ class MLPEvaluator(_Base):
 
 
 def make_evaluator(dynamics, pose0, v0, stage_cost, weights, u_scale, w_prev=None, fast: bool = True):
-    """The fast MLP evaluator for a learned MLP model, else the autograd one."""
+    """The fast MLP evaluator for a learned MLP model on the CPU, else the autograd one.
+
+    The fast path is a CPU design (small fused products, a NumPy adjoint recursion); a model
+    on another device is planned through autograd on that device.
+    """
     model = getattr(dynamics, "model", None)
-    if fast and model is not None and hasattr(model, "folded_layers"):
+    on_cpu = model is not None and all(p.device.type == "cpu" for p in model.parameters())
+    if fast and on_cpu and hasattr(model, "folded_layers"):
         return MLPEvaluator(model, dynamics.h, pose0, v0, stage_cost, weights, u_scale, w_prev)
     return AutogradEvaluator(dynamics, pose0, v0, stage_cost, weights, u_scale, w_prev)

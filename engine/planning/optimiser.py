@@ -73,7 +73,7 @@ def line_search(evaluator, W: torch.Tensor, grad: torch.Tensor, cost: float,
     ``grad`` may be any search direction's negative (``W - alpha * grad``). ``alpha`` is 0 (and
     ``W`` returned unchanged) when no candidate beats ``cost``.
     """
-    alphas = step_sizes(config, W.dtype)
+    alphas = step_sizes(config, W.dtype).to(W.device)
     Wc = W.unsqueeze(0) - alphas[:, None, None] * grad.unsqueeze(0)
     costs, traj = evaluator.batch_costs(Wc)
     costs = torch.nan_to_num(costs, nan=float("inf"))

@@ -5,6 +5,17 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 
+@pytest.fixture(autouse=True)
+def _garbage_collected_on_the_gui_thread(qapp):
+    """As in the app (app/gc_policy.py): no collection in a job's worker thread, where freeing an
+    earlier test's Qt objects can deadlock with the GUI thread."""
+    from app.gc_policy import MainThreadGarbageCollector
+
+    collector = MainThreadGarbageCollector(interval_s=0.2)
+    yield
+    collector.stop()
+
+
 @pytest.fixture
 def settings_path(tmp_path):
     return str(tmp_path / "settings.ini")
