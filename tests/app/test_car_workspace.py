@@ -1,5 +1,6 @@
 """The Car planner page: place targets with the mouse, optimise as a job, draw the trajectory."""
 
+import gc
 import math
 
 import pytest
@@ -14,6 +15,7 @@ from engine.systems.rc_car import CarParams
 
 @pytest.fixture
 def page(qtbot, tmp_path):
+    gc.collect()   # Qt garbage of earlier tests: collected here, never by a job's worker thread
     ctx = AppContext(jobs=JobRunner(), settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
     ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
     p = CarPlannerPage(ctx)

@@ -74,14 +74,27 @@ class CarCanvas(pg.PlotWidget):
         self.track_left = pg.PlotDataItem(pen=pg.mkPen("#888888", width=2))
         self.track_right = pg.PlotDataItem(pen=pg.mkPen("#888888", width=2))
         self.track_centre = pg.PlotDataItem(pen=pg.mkPen("#555555", width=1, style=Qt.PenStyle.DotLine))
-        self.skid = pg.ScatterPlotItem(size=4, pen=None, brush=pg.mkBrush(30, 30, 30, 200))
+        self.skid = pg.ScatterPlotItem(size=5, pen=None, brush=pg.mkBrush(190, 170, 150, 170))  # visible on the dark canvas
         self.nominal = pg.PlotDataItem(pen=pg.mkPen("#ff8c00", width=2), name="nominal")
         self.executed = pg.PlotDataItem(pen=pg.mkPen("#2ca02c", width=2), name="executed")
         self.compare = pg.PlotDataItem(pen=pg.mkPen("#9467bd", width=2, style=Qt.PenStyle.DashLine), name="other model")
+        self.compare_executed = pg.PlotDataItem(pen=pg.mkPen("#17becf", width=2, style=Qt.PenStyle.DashDotLine),
+                                                name="other model executed")
         self.mpc_plan = pg.PlotDataItem(pen=pg.mkPen("#ff8c00", width=2))
-        for it in (self.track_left, self.track_right, self.track_centre, self.skid, self.compare,
-                   self.nominal, self.executed, self.mpc_plan):
+        self.driven = pg.PlotDataItem(pen=pg.mkPen("#2ca02c", width=2), name="driven")
+        self.log_path = pg.PlotDataItem(pen=pg.mkPen(150, 150, 150, 110, width=1), name="driving log")
+        for it in (self.log_path, self.track_left, self.track_right, self.track_centre, self.skid, self.compare,
+                   self.compare_executed, self.nominal, self.executed, self.driven, self.mpc_plan):
             self.addItem(it)
+        self.legend = pg.LegendItem(offset=(10, 10), brush=pg.mkBrush(0, 0, 0, 150))
+        self.legend.setParentItem(self.getPlotItem().getViewBox())
+        self.legend.setVisible(False)
+        # what is drawn in each layer: "plan" (targets, planned and executed paths) or "track" (MPC)
+        self.layer = "plan"
+        self._legends: dict[str, list] = {"plan": [], "track": []}
+        self._layer_items = {"plan": [self.nominal, self.executed, self.compare, self.compare_executed,
+                                      self.log_path, self._preview],
+                             "track": [self.driven, self.mpc_plan]}
         self.car_body = pg.PlotDataItem(pen=pg.mkPen("#1f77b4", width=2), fillLevel=None)
         self.car_wheels = [pg.PlotDataItem(pen=pg.mkPen("#dddddd", width=3)) for _ in range(4)]
         for it in [self.car_body] + self.car_wheels:
@@ -120,8 +133,32 @@ class CarCanvas(pg.PlotWidget):
             label = pg.TextItem(f"#{i + 1}  step {step}", color=colour, anchor=(0, 1))
             label.setPos(x + 0.1, y + 0.1)
             for it in (body, arrow, label):
+                it.setVisible(self.layer == "plan")
                 self.addItem(it)
                 self._target_items.append(it)
+
+    def set_legend(self, entries: list[tuple[pg.PlotDataItem, str]], layer: str | None = None) -> None:
+        """The legend of ``layer`` (default: the current one) as ``(item, name)`` pairs; none hides it."""
+        self._legends[layer or self.layer] = list(entries)
+        if (layer or self.layer) == self.layer:
+            self.legend.clear()
+            for item, name in entries:
+                self.legend.addItem(item, name)
+            self.legend.setVisible(bool(entries))
+
+    def set_layer(self, layer: str) -> None:
+        """Show the ``"plan"`` items (targets, plans, executed paths) or the ``"track"`` ones
+        (driven path, MPC plan); the track's edges show in both."""
+        self.layer = layer
+        for name, items in self._layer_items.items():
+            for item in items:
+                item.setVisible(name == layer)
+        for item in self._target_items:
+            item.setVisible(layer == "plan")
+        self.set_legend(self._legends[layer], layer)
+
+    def legend_names(self) -> list[str]:
+        return [label.text for _, label in self.legend.items] if self.legend.isVisible() else []
 
     def target_at(self, x: float, y: float) -> int:
         best, best_d = -1, TARGET_PICK_RADIUS
@@ -174,7 +211,7 @@ class CarCanvas(pg.PlotWidget):
             self._preview.setData([self._drag[1], x], [self._drag[2], y])
         else:
             i = self._drag[1]
-            tx, ty, yaw, step = self._targets[i]
+            _, _, yaw, step = self._targets[i]
             targets = list(self._targets)
             targets[i] = (x, y, yaw, step)
             self.set_targets(targets, i)

@@ -1,15 +1,16 @@
 """The Car planner workspace: draw target poses, optimise a trajectory on a learned model (or
-the simulator), play it on the simulator, and drive a race track with MPC.
+the simulator), play it on the simulator, drive a race track with MPC at real-time pace, and
+train, save and load the learned models (the Model tab, :mod:`.model_panel`).
 
 All computation is in ``engine.planning``; this page only collects inputs, submits jobs
-(``ctx.jobs.submit``) and draws. A running job hands its latest iterate to the page through
-a :class:`_Latest` slot, read when the (throttled) progress signal arrives.
+(:mod:`.jobs`) and draws. A running job hands its latest iterate to the page through a
+``Latest`` slot (or every MPC cycle through a ``Feed``), read when the (throttled) progress
+signal arrives.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QStandardPaths, Qt, QTimer
 from PySide6.QtGui import QAction, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
@@ -37,10 +39,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.widgets.undo import add_undo_redo_actions
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import make_plot
+from app.widgets.undo import add_undo_redo_actions
 from app.workspaces.car.canvas import CarCanvas
+from app.workspaces.car.jobs import Feed, Latest, drive_job, optimise_job
+from app.workspaces.car.model_panel import ModelPanel, clean_error
 from engine.planning.costs import PlanWeights, Target
 from engine.planning.mpc import MPCConfig
 from engine.planning.optimiser import OptimiserConfig
@@ -50,23 +54,28 @@ from engine.systems.rc_car import CarParams
 __all__ = ["CarPlannerPage"]
 
 SIM = "sim"
+PLAN_COLOURS = ("#ff8c00", "#9467bd")      # first and second compared plan (GELU, ReLU)
+ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU"}
 
 
-class _Latest:
-    """A thread-safe slot for the newest value a job produced."""
+def read_model_info(folder: str) -> dict:
+    """``car_model.json`` of a model folder (config, tve...), or {} when unreadable."""
+    from engine.io import read_json
 
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._value = None
+    try:
+        meta = read_json(Path(folder) / "car_model.json")
+    except (ValueError, OSError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
-    def set(self, value):
-        with self._lock:
-            self._value = value
 
-    def take(self):
-        with self._lock:
-            value, self._value = self._value, None
-        return value
+def describe_model(folder: str, meta: dict) -> str:
+    cfg = meta.get("config") or {}
+    if not cfg:
+        return Path(folder).name
+    act = str(cfg.get("activation", "?"))
+    return (f"{Path(folder).name} ({ACTIVATION_NAMES.get(act, act)} "
+            f"{cfg.get('layers', '?')}×{cfg.get('hidden', '?')}, {cfg.get('loss', '?')})")
 
 
 class _TargetsCommand(QUndoCommand):
@@ -83,59 +92,6 @@ class _TargetsCommand(QUndoCommand):
         self.page._set_targets(self.before)
 
 
-def _optimise_job(plan: Plan, spec: str, compare: str | None, params: CarParams, cfg: OptimiserConfig,
-                  live: _Latest):
-    def job(ctx):
-        from engine.planning.dynamics import load_dynamics
-        from engine.planning.scenarios import execute_open_loop, plan_trajectory
-
-        dyn = load_dynamics(spec, params)
-        costs = []
-
-        def on_iteration(i, cost, W, traj):
-            costs.append(cost)
-            live.set({"iteration": i, "costs": list(costs),
-                      "pose": None if traj is None or traj[0] is None else traj[0].numpy().copy()})
-
-        out = plan_trajectory(plan, dyn, params, cfg, ctx=ctx, on_iteration=on_iteration)
-        ex = execute_open_loop(plan, out.controls, params)
-        result = {"model": dyn.name, "converged": out.result.converged, "iterations": out.result.iterations,
-                  "seconds": out.result.seconds, "costs": out.result.costs, "pose": out.result.pose.numpy(),
-                  "controls": out.controls.numpy(), "target_errors": out.target_errors,
-                  "executed_pose": ex["pose"].numpy(), "slip": ex["slip"].numpy(),
-                  "executed_position_error": ex["position_error"],
-                  "executed_heading_error": ex["heading_error"], "compare": None}
-        if compare:
-            other = load_dynamics(compare, params)
-            o = plan_trajectory(plan, other, params, cfg, ctx=ctx)
-            result["compare"] = {"model": other.name, "pose": o.result.pose.numpy(),
-                                 "controls": o.controls.numpy()}
-        return result
-    return job
-
-
-def _drive_job(track, spec: str, params: CarParams, cfg: MPCConfig, laps: int, live: _Latest):
-    def job(ctx):
-        from engine.planning.dynamics import load_dynamics
-        from engine.planning.mpc import run_mpc
-
-        dyn = load_dynamics(spec, params)
-        return run_mpc(track, dyn, params, cfg, laps=laps, ctx=ctx, on_cycle=live.set)
-    return job
-
-
-def _train_job(out_dir: str):
-    from engine.planning.training import TrainConfig, train_job
-
-    inner = train_job(TrainConfig(), out_dir)
-
-    def job(ctx):
-        res = inner(ctx)
-        res.pop("model", None)
-        return res
-    return job
-
-
 class CarPlannerPage(QWidget):
     """Car planner: targets by click-and-drag, optimisation as a job, playback, MPC laps."""
 
@@ -149,8 +105,11 @@ class CarPlannerPage(QWidget):
         self.track = None
         self._job = None
         self._drive = None
-        self._live = _Latest()
-        self._drive_live = _Latest()
+        self._live = Latest()
+        self._drive_feed = Feed()
+        self.model_info: dict[str, dict] = {}
+        self.last_drive: dict | None = None
+        self._drive_pose = None
         self._frames = None
         self._frame = 0
         self._skid_points: list = []
@@ -174,10 +133,12 @@ class CarPlannerPage(QWidget):
         pl = QHBoxLayout(plots)
         pl.setContentsMargins(0, 0, 0, 0)
         self.cost_plot = make_plot("Cost", "iteration", "", log_y=True, legend=False)
-        self.cost_curve = self.cost_plot.plot(pen=pg.mkPen("#ff8c00", width=2))
+        self.cost_curve = self.cost_plot.plot(pen=pg.mkPen(PLAN_COLOURS[0], width=2))
+        self.cost_curve2 = self.cost_plot.plot(pen=pg.mkPen(PLAN_COLOURS[1], width=2))
+        self.cost_plot.setYRange(0, 3, padding=0)     # decades 1..1000 until there is data (log axis)
         self.throttle_plot = make_plot("Throttle", "step", "m/s²")
         self.steer_plot = make_plot("Steering", "step", "rad")
-        self.speed_plot = make_plot("Speed", "s", "m/s", legend=False)
+        self.speed_plot = make_plot("Speed profile", "s", "m/s", legend=False)
         self.throttle_curves = {k: self.throttle_plot.plot(pen=pg.mkPen(c, width=2), name=k)
                                 for k, c in (("plan", "#ff8c00"), ("other model", "#9467bd"))}
         self.steer_curves = {k: self.steer_plot.plot(pen=pg.mkPen(c, width=2), name=k)
@@ -195,7 +156,13 @@ class CarPlannerPage(QWidget):
         sl = QVBoxLayout(side)
         self.tabs = QTabWidget()
         self.tabs.addTab(self._plan_tab(), "Plan")
-        self.tabs.addTab(self._track_tab(), "Track")
+        self._track_widget = self._track_tab()
+        self.tabs.addTab(self._track_widget, "Track")
+        self.model_panel = ModelPanel(self.ctx, lambda: self.params, self.models_dir, self.current_model_folder)
+        self.model_panel.model_ready.connect(self.add_model)
+        self.model_panel.log_loaded.connect(self._on_log_loaded)
+        self.tabs.addTab(self.model_panel, "Model")
+        self.tabs.currentChanged.connect(self._on_tab_changed)
         sl.addWidget(self.tabs)
         self.status = QLabel("Click and drag on the canvas to place a target pose.")
         self.status.setWordWrap(True)
@@ -223,17 +190,35 @@ class CarPlannerPage(QWidget):
         self.model_combo.setObjectName("carModel")
         self.compare_combo = QComboBox()
         self.compare_combo.setObjectName("carCompare")
+        self.compare_models = QCheckBox("Compare ReLU and GELU")
+        self.compare_models.setObjectName("carCompareActivations")
+        self.compare_models.setEnabled(False)
+        self.compare_models.setToolTip("Needs a trained GELU and a trained ReLU model: Optimise plans on both "
+                                       "and overlays them")
         row = QHBoxLayout()
-        self.train_button = QPushButton("Train model")
+        self.train_button = QPushButton("Train model…")
+        self.train_button.setToolTip("Training settings, live loss, save and load: the Model tab")
         self.train_button.clicked.connect(self.train_model)
-        add = QPushButton("Add model folder…")
+        add = QPushButton("Load model…")
         add.clicked.connect(self._add_model_folder)
         row.addWidget(self.train_button)
         row.addWidget(add)
         form.addRow("Plan on", self.model_combo)
         form.addRow("Compare with", self.compare_combo)
+        form.addRow(self.compare_models)
         form.addRow(row)
         lay.addWidget(box)
+        self.compare_table = QTableWidget(0, 6)
+        self.compare_table.setObjectName("carCompareTable")
+        self.compare_table.setHorizontalHeaderLabels(["model", "act.", "iter.", "cost", "exec. m", "exec. rad"])
+        self.compare_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.compare_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.compare_table.verticalHeader().setVisible(False)
+        self.compare_table.setToolTip("Each plan executed open loop on the simulator: end position and "
+                                      "heading errors against the last target")
+        self.compare_table.setMaximumHeight(90)
+        self.compare_table.setVisible(False)
+        lay.addWidget(self.compare_table)
 
         box = QGroupBox("Problem")
         form = QFormLayout(box)
@@ -348,6 +333,13 @@ class CarPlannerPage(QWidget):
         self.mpc_form = DataclassForm(MPCConfig, include=["horizon", "iterations", "candidates", "target_speed",
                                                           "w_progress", "w_track", "margin"])
         lay.addWidget(self.mpc_form)
+        self.real_time_check = QCheckBox("Real-time pace (one control cycle per dt)")
+        self.real_time_check.setObjectName("carRealTime")
+        self.real_time_check.setChecked(True)
+        self.real_time_check.setToolTip(f"The car laps at simulated real time: one MPC cycle every "
+                                        f"{self.params.dt * 1000:.0f} ms of wall time; unticked, as fast "
+                                        f"as the computer can")
+        lay.addWidget(self.real_time_check)
         row = QHBoxLayout()
         self.drive_button = QPushButton("Drive")
         self.drive_button.setObjectName("carDrive")
@@ -361,13 +353,39 @@ class CarPlannerPage(QWidget):
         self.lap_label = QLabel("Lap time: –")
         self.lap_label.setObjectName("carLapTime")
         lay.addWidget(self.lap_label)
+        self.rate_label = QLabel("Control rate: –")
+        self.rate_label.setObjectName("carControlRate")
+        self.rate_label.setWordWrap(True)
+        lay.addWidget(self.rate_label)
         lay.addStretch(1)
         return w
+
+    def _on_tab_changed(self, index: int):
+        """The Track tab shows the track layer (driven path, MPC plan), the others the plan layer."""
+        layer = "track" if self.tabs.widget(index) is self._track_widget else "plan"
+        if layer == self.canvas.layer:
+            return
+        self.canvas.set_layer(layer)
+        if layer == "track":
+            if self._drive_pose is not None:
+                self.canvas.set_car(*self._drive_pose)
+            elif self.track is not None:
+                self.canvas.set_car(*self.track.start_pose())
+        else:
+            self._timer.stop()
+            self.canvas.set_car(0.0, 0.0, 0.0)
+        self.canvas.skid.setData([], [])
+        self._skid_points = []
 
     # -- models ----------------------------------------------------------------------------
     def models_dir(self) -> Path:
         default = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)) / "car_models"
         return Path(str(self.ctx.settings.value("car/models_dir", str(default))))
+
+    def current_model_folder(self) -> str | None:
+        """The folder of the model chosen under "Plan on" (None for the simulator)."""
+        spec = self.model_combo.currentData()
+        return spec if spec and spec != SIM else None
 
     def _refresh_models(self, select: str | None = None):
         extra = [str(p) for p in (self.ctx.settings.value("car/extra_models", []) or []) if p]
@@ -375,6 +393,8 @@ class CarPlannerPage(QWidget):
         root = self.models_dir()
         if root.is_dir():
             found = sorted(str(p.parent) for p in root.glob("*/car_model.json"))
+        paths = [p for p in dict.fromkeys(found + extra) if (Path(p) / "car_model.json").exists()]
+        self.model_info = {p: read_model_info(p) for p in paths}
         for combo, first in ((self.model_combo, ("Simulator (reference)", SIM)), (self.compare_combo, ("(none)", ""))):
             current = combo.currentData()
             combo.blockSignals(True)
@@ -382,48 +402,70 @@ class CarPlannerPage(QWidget):
             combo.addItem(*first)
             if combo is self.compare_combo:
                 combo.addItem("Simulator (reference)", SIM)
-            for path in dict.fromkeys(found + extra):
-                combo.addItem(Path(path).name, path)
+            for path in paths:
+                combo.addItem(describe_model(path, self.model_info[path]), path)
             target = select if (select and combo is self.model_combo) else current
             idx = combo.findData(target)
             combo.setCurrentIndex(max(0, idx))
             combo.blockSignals(False)
+        both = all(self.models_by_activation(a) for a in ("gelu", "relu"))
+        if both and not self.compare_models.isEnabled():
+            self.compare_models.setChecked(True)       # the paper's comparison, once it is possible
+        self.compare_models.setEnabled(both)
+        if not both:
+            self.compare_models.setChecked(False)
+
+    def models_by_activation(self, activation: str) -> list[str]:
+        """Model folders with this activation, newest first."""
+        out = [p for p, meta in self.model_info.items()
+               if str((meta.get("config") or {}).get("activation", "")).lower() == activation]
+        return sorted(out, key=lambda p: (Path(p) / "car_model.json").stat().st_mtime, reverse=True)
+
+    def compared_variants(self) -> list[tuple[str, str]]:
+        """``[(label, folder)]`` for "Compare ReLU and GELU": the chosen model for its own
+        activation, the newest model of the other one; GELU first."""
+        chosen = self.current_model_folder()
+        act = str((self.model_info.get(chosen, {}).get("config") or {}).get("activation", "")) if chosen else ""
+        out = []
+        for a in ("gelu", "relu"):
+            models = self.models_by_activation(a)
+            if models:
+                out.append((ACTIVATION_NAMES[a], chosen if act == a else models[0]))
+        return out
 
     def _add_model_folder(self):
-        path = QFileDialog.getExistingDirectory(self, "Folder with car_model.json")
+        path = QFileDialog.getExistingDirectory(self, "Folder with car_model.safetensors and car_model.json")
         if path:
-            self.add_model(path)
+            self.model_panel.load_model(path)
 
     def add_model(self, path: str):
+        """Offer the model in folder ``path`` in the choosers (remembered in the settings) and select it."""
         if not (Path(path) / "car_model.json").exists():
             self.ctx.show_error("Car model", f"{path}: no car_model.json in this folder")
             return
-        extra = [p for p in (self.ctx.settings.value("car/extra_models", []) or []) if p]
-        if path not in extra:
-            extra.append(path)
-        self.ctx.settings.setValue("car/extra_models", extra)
+        path = str(path)
+        try:
+            inside = Path(path).resolve().parent == self.models_dir().resolve()
+        except OSError:
+            inside = False
+        if not inside:
+            extra = [p for p in (self.ctx.settings.value("car/extra_models", []) or []) if p]
+            if path not in extra:
+                extra.append(path)
+            self.ctx.settings.setValue("car/extra_models", extra)
         self._refresh_models(select=path)
+        self.status.setText(f"Model {Path(path).name} ready: choose it under 'Plan on' (chosen now).")
 
     def train_model(self):
-        from datetime import datetime
+        """Open the training settings (the Model tab)."""
+        self.tabs.setCurrentWidget(self.model_panel)
 
-        out = self.models_dir() / datetime.now().strftime("car-%Y%m%d-%H%M%S")
-        self.train_button.setEnabled(False)
-        self.status.setText("Training the car model (15 minutes of simulated driving)…")
-
-        def done(res):
-            self.train_button.setEnabled(True)
-            self.status.setText(f"Model trained: loss {res['initial_loss']:.3f} → {res['train_loss']:.3f}, "
-                                f"TVE {res['tve']:.2f}; saved in {res['model_dir']}")
-            self._refresh_models(select=res["model_dir"])
-
-        def failed(msg, tb):
-            self.train_button.setEnabled(True)
-            self.status.setText(f"Training failed: {msg}")
-
-        self.ctx.jobs.submit(_train_job(str(out)), name="Train car model", on_result=done, on_error=failed,
-                             on_progress=lambda u: self.status.setText(f"Training: {u.message}"),
-                             on_cancelled=lambda: self.train_button.setEnabled(True))
+    def _on_log_loaded(self, prep: dict):
+        P = prep["pose"]
+        self.canvas.log_path.setData(P[:, 0], P[:, 1])
+        self.canvas.getPlotItem().autoRange()
+        self.status.setText(f"Driving log {Path(prep['path']).name} loaded (drawn in grey): "
+                            f"{len(prep['inputs'])} training pairs. Train on it in the Model tab.")
 
     # -- targets -----------------------------------------------------------------------------
     def _set_targets(self, targets: list[Target]):
@@ -519,8 +561,9 @@ class CarPlannerPage(QWidget):
         self.start_speed.setValue(plan.start_velocity[0])
         self.weights_form.set_value(plan.weights)
         self._push(list(plan.targets), f"Load {plan.name}")
-        self.canvas.nominal.setData([], [])
-        self.canvas.executed.setData([], [])
+        for item in (self.canvas.nominal, self.canvas.executed, self.canvas.compare, self.canvas.compare_executed):
+            item.setData([], [])
+        self.compare_table.setVisible(False)
 
     def current_plan(self) -> Plan:
         horizon = self.horizon_spin.value()
@@ -543,16 +586,25 @@ class CarPlannerPage(QWidget):
             self.ctx.show_error("Car planner", str(exc))
             self.status.setText(str(exc))
             return
-        spec = self.model_combo.currentData() or SIM
-        compare = self.compare_combo.currentData() or None
-        self._costs = []
-        self.cost_curve.setData([], [])
-        self.canvas.executed.setData([], [])
-        self.canvas.compare.setData([], [])
+        if self.compare_models.isEnabled() and self.compare_models.isChecked():
+            variants = self.compared_variants()
+            compare = None
+            what = " and ".join(f"{label} ({Path(spec).name})" for label, spec in variants)
+        else:
+            variants = [("plan", self.model_combo.currentData() or SIM)]
+            compare = self.compare_combo.currentData() or None
+            what = self.model_combo.currentText()
+        self._variant_labels = [label for label, _ in variants]
+        for c in (self.cost_curve, self.cost_curve2):
+            c.setData([], [])
+        self.cost_plot.getPlotItem().enableAutoRange()
+        for item in (self.canvas.executed, self.canvas.compare, self.canvas.compare_executed):
+            item.setData([], [])
+        self.compare_table.setVisible(False)
         self.optimise_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
-        self.status.setText(f"Optimising on {self.model_combo.currentText()}…")
-        self._job = self.ctx.jobs.submit(_optimise_job(plan, spec, compare, self.params, cfg, self._live),
+        self.status.setText(f"Optimising on {what}…")
+        self._job = self.ctx.jobs.submit(optimise_job(plan, variants, compare, self.params, cfg, self._live),
                                          name="Optimise car trajectory", on_result=self._on_optimised,
                                          on_error=self._on_job_failed, on_progress=self._on_opt_progress,
                                          on_cancelled=self._on_cancelled)
@@ -563,40 +615,88 @@ class CarPlannerPage(QWidget):
         if live is None:
             return
         costs = live["costs"]
-        self.cost_curve.setData(np.arange(1, len(costs) + 1), np.maximum(np.asarray(costs), 1e-12))
+        k = live.get("variant", 0)
+        curve = self.cost_curve if k == 0 else self.cost_curve2
+        curve.setData(np.arange(1, len(costs) + 1), np.maximum(np.asarray(costs), 1e-12))
         if live["pose"] is not None:
             P = live["pose"]
-            self.canvas.nominal.setData(P[:, 0], P[:, 1])
-        self.status.setText(f"Iteration {live['iteration']}: cost {costs[-1]:.4g}")
+            (self.canvas.nominal if k == 0 else self.canvas.compare).setData(P[:, 0], P[:, 1])
+        who = f"{live['label']}: " if len(self._variant_labels) > 1 else ""
+        self.status.setText(f"{who}iteration {live['iteration']}: cost {costs[-1]:.4g}")
 
     def _on_optimised(self, res: dict):
         self.result = res
-        P = res["pose"]
-        self.canvas.nominal.setData(P[:, 0], P[:, 1])
-        E = res["executed_pose"]
-        self.canvas.executed.setData(E[:, 0], E[:, 1])
-        costs = np.asarray(res["costs"])
-        self.cost_curve.setData(np.arange(len(costs)), np.maximum(costs, 1e-12))
+        variants = res.get("variants") or [res]
+        compared = len(variants) > 1
         steps = np.arange(len(res["controls"]))
-        self.throttle_curves["plan"].setData(steps, res["controls"][:, 0])
-        self.steer_curves["plan"].setData(steps, res["controls"][:, 1])
-        if res.get("compare"):
+        plan_items = (self.canvas.nominal, self.canvas.compare)
+        exec_items = (self.canvas.executed, self.canvas.compare_executed)
+        cost_curves = (self.cost_curve, self.cost_curve2)
+        curve_keys = ("plan", "other model")
+        for k, v in enumerate(variants[:2]):
+            P, E = v["pose"], v["executed_pose"]
+            plan_items[k].setData(P[:, 0], P[:, 1])
+            exec_items[k].setData(E[:, 0], E[:, 1])
+            costs = np.asarray(v["costs"])
+            cost_curves[k].setData(np.arange(len(costs)), np.maximum(costs, 1e-12))
+            self.throttle_curves[curve_keys[k]].setData(steps, v["controls"][:, 0])
+            self.steer_curves[curve_keys[k]].setData(steps, v["controls"][:, 1])
+        if compared:
+            a, b = variants[0]["label"], variants[1]["label"]
+            names = {"plan": f"{a} plan", "other model": f"{b} plan"}
+            self.canvas.set_legend([(self.canvas.nominal, f"{a} plan"), (self.canvas.executed, f"{a} executed"),
+                                    (self.canvas.compare, f"{b} plan"),
+                                    (self.canvas.compare_executed, f"{b} executed")])
+        elif res.get("compare"):
             C = res["compare"]["pose"]
             self.canvas.compare.setData(C[:, 0], C[:, 1])
             self.throttle_curves["other model"].setData(steps, res["compare"]["controls"][:, 0])
             self.steer_curves["other model"].setData(steps, res["compare"]["controls"][:, 1])
+            names = {"plan": "plan", "other model": res["compare"]["model"]}
+            self.canvas.set_legend([(self.canvas.nominal, "plan"), (self.canvas.executed, "executed"),
+                                    (self.canvas.compare, res["compare"]["model"])])
         else:
             for d in (self.throttle_curves, self.steer_curves):
                 d["other model"].setData([], [])
-        errs = ", ".join(f"step {e['step']}: {e['position_error']:.2f} m / {e['heading_error']:.2f} rad"
-                         for e in res["target_errors"])
-        self.status.setText(
-            f"{'Converged' if res['converged'] else 'Stopped'} after {res['iterations']} iterations "
-            f"({res['seconds']:.2f} s) on {res['model']}. Targets: {errs}. Executed on the simulator: "
-            f"{res['executed_position_error']:.2f} m, {res['executed_heading_error']:.2f} rad.")
+            names = {"plan": "plan", "other model": "other model"}
+            self.canvas.set_legend([(self.canvas.nominal, "plan"), (self.canvas.executed, "executed on simulator")])
+        for plot, curves in ((self.throttle_plot, self.throttle_curves), (self.steer_plot, self.steer_curves)):
+            legend = plot.getPlotItem().legend
+            for key, curve in curves.items():
+                label = legend.getLabel(curve) if legend is not None else None
+                if label is not None:
+                    label.setText(names[key])
+        self._fill_compare_table(variants if compared else [])
+        if compared:
+            rows = "; ".join(f"{v['label']}: {v['executed_position_error']:.2f} m / "
+                             f"{v['executed_heading_error']:.2f} rad" for v in variants)
+            self.status.setText(f"Planned on {len(variants)} models. Executed on the simulator: {rows}.")
+        else:
+            errs = ", ".join(f"step {e['step']}: {e['position_error']:.2f} m / {e['heading_error']:.2f} rad"
+                             for e in res["target_errors"])
+            self.status.setText(
+                f"{'Converged' if res['converged'] else 'Stopped'} after {res['iterations']} iterations "
+                f"({res['seconds']:.2f} s) on {res['model']}. Targets: {errs}. Executed on the simulator: "
+                f"{res['executed_position_error']:.2f} m, {res['executed_heading_error']:.2f} rad.")
         self.play_button.setEnabled(True)
 
+    def _fill_compare_table(self, variants: list[dict]):
+        self.compare_table.setRowCount(len(variants))
+        for i, v in enumerate(variants):
+            cells = [v["model"], v["label"], str(v["iterations"]), f"{v['final_cost']:.3g}",
+                     f"{v['executed_position_error']:.2f}", f"{v['executed_heading_error']:.2f}"]
+            for j, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                item.setToolTip(f"{v['spec']}: {v['iterations']} iterations, "
+                                f"{'converged' if v['converged'] else 'stopped'}")
+                if j == 1:
+                    item.setForeground(pg.mkColor(PLAN_COLOURS[i % 2]))
+                self.compare_table.setItem(i, j, item)
+        self.compare_table.setVisible(bool(variants))
+
     def _on_job_failed(self, message, tb):
+        message = clean_error(message)
         self.status.setText(f"Failed: {message}")
         self.ctx.show_error("Car planner", message)
 
@@ -673,13 +773,19 @@ class CarPlannerPage(QWidget):
             self.ctx.show_error("Track", str(exc))
             self.status.setText(str(exc))
             return False
-        left, right = self.track.edges()
-        self.canvas.set_track(left, right, self.track.centre)
-        x, y, yaw = self.track.start_pose()
-        self.canvas.set_car(x, y, yaw)
+        self._show_new_track()
         self.canvas.getPlotItem().autoRange()
         self.status.setText(f"Track {self.track.name}: {self.track.length:.1f} m, {self.track.width:.2f} m wide.")
         return True
+
+    def _show_new_track(self):
+        self.tabs.setCurrentWidget(self._track_widget)
+        left, right = self.track.edges()
+        self.canvas.set_track(left, right, self.track.centre)
+        self._drive_pose = None
+        for item in (self.canvas.driven, self.canvas.mpc_plan):
+            item.setData([], [])
+        self.canvas.set_car(*self.track.start_pose())
 
     def _toggle_draw(self, on: bool):
         self.canvas.set_mode("draw_track" if on else "targets")
@@ -699,17 +805,14 @@ class CarPlannerPage(QWidget):
             return False
         self.draw_button.setChecked(False)
         self.track = track
-        left, right = track.edges()
-        self.canvas.set_track(left, right, track.centre)
-        x, y, yaw = track.start_pose()
-        self.canvas.set_car(x, y, yaw)
+        self._show_new_track()
         self.status.setText(f"Drawn track: {track.length:.1f} m. Press Drive.")
         return True
 
     def drive(self):
-        if self.track is None:
-            if not self.track_combo.count() or not self.load_track(self.track_combo.currentData()):
-                return
+        if self.track is None and (not self.track_combo.count()
+                                   or not self.load_track(self.track_combo.currentData())):
+            return
         if self._drive is not None:
             return
         try:
@@ -718,47 +821,86 @@ class CarPlannerPage(QWidget):
             self.ctx.show_error("MPC", str(exc))
             return
         spec = self.model_combo.currentData() or SIM
+        self._drive_feed.take_all()
         self._drive_path = []
         self._drive_speed = []
         self._skid_points = []
         self.canvas.skid.setData([], [])
+        self.canvas.driven.setData([], [])
+        self.speed_curve.setData([], [])
         self.drive_button.setEnabled(False)
         self.stop_button.setEnabled(True)
+        real_time = self.real_time_check.isChecked()
         self.lap_label.setText("Lap time: driving…")
-        self._drive = self.ctx.jobs.submit(_drive_job(self.track, spec, self.params, cfg, self.laps_spin.value(),
-                                                      self._drive_live), name="MPC laps",
+        self.rate_label.setText(f"Control rate: starting ({'real time, ' if real_time else ''}"
+                                f"target {1 / self.params.dt:.0f} Hz)…")
+        self.canvas.set_legend([(self.canvas.driven, "driven"), (self.canvas.mpc_plan, "MPC plan")], "track")
+        self._drive = self.ctx.jobs.submit(drive_job(self.track, spec, self.params, cfg, self.laps_spin.value(),
+                                                     self._drive_feed, real_time), name="MPC laps",
                                            on_result=self._on_driven, on_error=self._on_job_failed,
-                                           on_progress=self._on_drive_progress)
+                                           on_progress=self._on_drive_progress,
+                                           on_cancelled=lambda: self.lap_label.setText("Lap time: stopped"))
         self._drive.ended.connect(self._on_drive_ended)
 
+    def _rate_text(self, achieved, compute_ms, real_time: bool) -> str:
+        target = 1.0 / self.params.dt
+        parts = []
+        if achieved is not None:
+            parts.append(f"{achieved:.1f} Hz achieved ({achieved / target:.2f}× real time)")
+        if compute_ms is not None and compute_ms > 0:
+            parts.append(f"compute {compute_ms:.0f} ms/cycle ({1000 / compute_ms:.1f} Hz possible)")
+        text = "Control rate: " + (", ".join(parts) if parts else "–")
+        if real_time and achieved is not None and achieved < 0.95 * target:
+            text += f" — slower than the {target:.0f} Hz real-time pace"
+        return text
+
     def _on_drive_progress(self, update):
-        info = self._drive_live.take()
-        if info is None:
+        cycles = self._drive_feed.take_all()
+        if not cycles:
             return
+        for info in cycles:
+            x, y, yaw = info["pose"]
+            self._drive_path.append((x, y))
+            self._drive_speed.append((info["time"], info["speed"]))
+            if max(info["slip"]) > 0.3:
+                self._add_skid(x, y, yaw)
+        info = cycles[-1]
         x, y, yaw = info["pose"]
-        self.canvas.set_car(x, y, yaw, info["u"][1])
-        self._drive_path.append((x, y))
-        self._drive_speed.append((info["time"], info["speed"]))
+        self._drive_pose = (x, y, yaw, info["u"][1])
+        if self.canvas.layer == "track":
+            self.canvas.set_car(*self._drive_pose)
         path = np.asarray(self._drive_path)
-        self.canvas.executed.setData(path[:, 0], path[:, 1])
+        self.canvas.driven.setData(path[:, 0], path[:, 1])
         plan = np.asarray(info["plan"])
         self.canvas.mpc_plan.setData(plan[:, 0], plan[:, 1])
-        if max(info["slip"]) > 0.3:
-            self._add_skid(x, y, yaw)
         sp = np.asarray(self._drive_speed)
         self.speed_curve.setData(sp[:, 0], sp[:, 1])
+        self.rate_label.setText(self._rate_text(info["achieved_hz"], info["compute_ms"],
+                                                self.real_time_check.isChecked()))
+        self.lap_label.setText(f"Lap time: driving… t = {info['time']:.2f} s simulated, "
+                               f"{info['wall']:.2f} s wall clock")
         self.status.setText(f"t = {info['time']:.1f} s, {info['speed']:.2f} m/s, off centre {info['deviation']:.2f} m")
 
     def _on_driven(self, res: dict):
+        self._drive_feed.take_all()
         P = np.asarray(res["pose"])
-        self.canvas.executed.setData(P[:, 0], P[:, 1])
+        self.canvas.driven.setData(P[:, 0], P[:, 1])
         self.canvas.mpc_plan.setData([], [])
         x, y, yaw = P[-1]
-        self.canvas.set_car(x, y, yaw)
+        self._drive_pose = (x, y, yaw, 0.0)
+        if self.canvas.layer == "track":
+            self.canvas.set_car(*self._drive_pose)
         t = np.arange(len(res["speed"])) * self.params.dt
         self.speed_curve.setData(t, np.asarray(res["speed"]))
         lap = f"{res['lap_time']:.2f} s" if res["lap_time"] else "not completed"
-        self.lap_label.setText(f"Lap time: {lap}")
+        laps = res.get("lap_times") or []
+        more = f" (laps: {', '.join(f'{x:.2f}' for x in laps)} s)" if len(laps) > 1 else ""
+        self.lap_label.setText(f"Lap time: {lap}{more}")
+        n = res["iterations_per_cycle"]
+        wall = res.get("wall_seconds")
+        achieved = res["steps"] / wall if wall else None
+        self.rate_label.setText(self._rate_text(achieved, res.get("cycle_ms"), res.get("real_time", False))
+                                + f"; {n} optimiser iteration{'s' if n != 1 else ''} per cycle")
         self.status.setText(f"MPC: lap {lap}, max deviation {res['max_track_deviation']:.2f} m, "
                             f"{res['control_rate_hz']:.1f} Hz control rate, {res['iterations_per_cycle']} iterations/cycle.")
         self.last_drive = res
@@ -773,7 +915,8 @@ class CarPlannerPage(QWidget):
             self._drive.cancel()
 
     # -- files ---------------------------------------------------------------------------------
-    def save_plan(self, path: str):
+    def save_plan(self, path: str) -> bool:
+        """Write the plan (and the optimised controls, when they fit it) as JSON, atomically."""
         import torch
 
         from engine.planning.scenarios import save_plan
@@ -781,8 +924,33 @@ class CarPlannerPage(QWidget):
         controls = None if not self.result else torch.as_tensor(self.result["controls"])
         if controls is not None and controls.shape[0] != self.horizon_spin.value():
             controls = None
-        save_plan(path, self.current_plan(), controls)
+        try:
+            save_plan(path, self.current_plan(), controls)
+        except (OSError, ValueError) as exc:
+            msg = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+            self.ctx.show_error("Save plan", msg)
+            self.status.setText(msg)
+            return False
         self.ctx.add_recent_file(path)
+        self.status.setText(f"Plan saved to {path}.")
+        return True
+
+    def save_track(self, path: str) -> bool:
+        """Write the current track as JSON, atomically."""
+        from engine.planning.tracks import save_track
+
+        if self.track is None:
+            return False
+        try:
+            save_track(path, self.track)
+        except (OSError, ValueError) as exc:
+            msg = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
+            self.ctx.show_error("Save track", msg)
+            self.status.setText(msg)
+            return False
+        self.ctx.add_recent_file(path)
+        self.status.setText(f"Track saved to {path}.")
+        return True
 
     def load_plan(self, path: str) -> bool:
         from engine.planning.scenarios import load_plan
@@ -813,13 +981,11 @@ class CarPlannerPage(QWidget):
             self.load_track(path)
 
     def _save_track_dialog(self):
-        from engine.planning.tracks import save_track
-
         if self.track is None:
             return
         path, _ = QFileDialog.getSaveFileName(self, "Save track", f"{self.track.name}.json", "Car track (*.json)")
         if path:
-            save_track(path, self.track)
+            self.save_track(path)
 
     # -- page interface --------------------------------------------------------------------------
     def file_filters(self) -> list[str]:
@@ -861,6 +1027,7 @@ class CarPlannerPage(QWidget):
 
     def shutdown(self) -> None:
         self._timer.stop()
+        self.model_panel.shutdown()
         for h in (self._job, self._drive):
             if h is not None:
                 h.cancel()

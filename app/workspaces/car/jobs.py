@@ -1,0 +1,258 @@
+"""The Car planner's jobs: thin wrappers that call ``engine.planning`` in a worker thread.
+
+Each ``*_job(...)`` returns ``job(ctx)`` for ``ctx.jobs.submit``. Live values a job wants
+drawn (the current trajectory, every MPC cycle) go through a :class:`Latest` slot or a
+:class:`Feed` queue that the page reads when the (throttled) progress signal arrives; the
+UI thread never touches the job's torch objects.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+__all__ = ["Feed", "Latest", "Pacer", "drive_job", "load_car_log", "optimise_job", "train_job"]
+
+
+class Latest:
+    """A thread-safe slot for the newest value a job produced."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._value = None
+
+    def set(self, value):
+        with self._lock:
+            self._value = value
+
+    def take(self):
+        with self._lock:
+            value, self._value = self._value, None
+        return value
+
+
+class Feed:
+    """A thread-safe queue of values: the job pushes every one, the UI takes them all."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._items: list = []
+
+    def push(self, value):
+        with self._lock:
+            self._items.append(value)
+
+    def take_all(self) -> list:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
+# -- optimisation --------------------------------------------------------------------------
+def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, params, cfg, live: Latest):
+    """Plan on each ``(label, model spec)`` of ``variants`` (the first is the main plan), run
+    every plan open loop on the simulator; ``compare`` is an optional extra model whose plan
+    is only drawn. Returns the first variant's result with ``variants`` (all of them)."""
+    def job(ctx):
+        from engine.planning.dynamics import load_dynamics
+        from engine.planning.scenarios import execute_open_loop, plan_trajectory
+
+        results = []
+        for k, (label, spec) in enumerate(variants):
+            dyn = load_dynamics(spec, params)
+            costs: list[float] = []
+
+            def on_iteration(i, cost, W, traj, k=k, label=label, costs=costs):
+                costs.append(cost)
+                live.set({"variant": k, "label": label, "iteration": i, "costs": list(costs),
+                          "pose": None if traj is None or traj[0] is None else traj[0].numpy().copy()})
+
+            out = plan_trajectory(plan, dyn, params, cfg, ctx=ctx, on_iteration=on_iteration)
+            ex = execute_open_loop(plan, out.controls, params)
+            results.append({"label": label, "spec": spec, "model": dyn.name, "converged": out.result.converged,
+                            "iterations": out.result.iterations, "seconds": out.result.seconds,
+                            "costs": list(out.result.costs), "final_cost": float(out.result.costs[-1])
+                            if len(out.result.costs) else float("nan"),
+                            "pose": out.result.pose.numpy(), "controls": out.controls.numpy(),
+                            "target_errors": out.target_errors, "executed_pose": ex["pose"].numpy(),
+                            "slip": ex["slip"].numpy(), "executed_position_error": ex["position_error"],
+                            "executed_heading_error": ex["heading_error"]})
+        result = dict(results[0])
+        result["variants"] = results
+        result["compare"] = None
+        if compare:
+            other = load_dynamics(compare, params)
+            o = plan_trajectory(plan, other, params, cfg, ctx=ctx)
+            result["compare"] = {"model": other.name, "pose": o.result.pose.numpy(),
+                                 "controls": o.controls.numpy()}
+        return result
+    return job
+
+
+# -- MPC at real-time pace -------------------------------------------------------------------
+class Pacer:
+    """Holds a control loop to one cycle per ``dt`` of wall time (when ``real_time``) and
+    measures it: ``compute_ms`` (work between cycles, the sleeping left out) and
+    ``achieved_hz`` (cycles per wall-clock second over the last ``window`` cycles).
+
+    When the work takes longer than ``dt`` the loop runs as fast as it can and the schedule
+    restarts from now (no catching up in a burst).
+    """
+
+    def __init__(self, dt: float, real_time: bool = True, ctx=None, window: int = 20):
+        self.dt = float(dt)
+        self.real_time = real_time
+        self.ctx = ctx
+        self._t0 = None
+        self._last_end = None
+        self._ends: deque = deque(maxlen=window + 1)
+        self._busy: deque = deque(maxlen=window)
+        self.first = None
+
+    def _sleep_until(self, target: float) -> None:
+        while True:
+            left = target - time.perf_counter()
+            if left <= 0 or (self.ctx is not None and self.ctx.cancelled):
+                return
+            time.sleep(min(left, 0.02))
+
+    def cycle(self, step: int) -> dict:
+        """Call once per control cycle ``step`` (1, 2, ...) when its work is done."""
+        now = time.perf_counter()
+        if self._t0 is None:
+            self._t0 = now - step * self.dt
+            self.first = now - self.dt
+        if self._last_end is not None:
+            self._busy.append(now - self._last_end)
+        if self.real_time:
+            target = self._t0 + step * self.dt
+            if now < target:
+                self._sleep_until(target)
+            elif now > target + self.dt:
+                self._t0 = now - step * self.dt
+        end = time.perf_counter()
+        self._ends.append(end)
+        self._last_end = end
+        n = len(self._ends) - 1
+        achieved = n / (self._ends[-1] - self._ends[0]) if n > 0 and self._ends[-1] > self._ends[0] else None
+        busy = sum(self._busy) / len(self._busy) if self._busy else None
+        return {"achieved_hz": achieved, "compute_ms": None if busy is None else 1000.0 * busy,
+                "target_hz": 1.0 / self.dt, "wall": end - self.first}
+
+
+def drive_job(track, spec: str, params, cfg, laps: int, feed: Feed, real_time: bool = True):
+    """MPC laps on the simulator; each cycle (with its pacing numbers) is pushed to ``feed``.
+
+    With ``real_time`` the loop is held to one cycle per ``params.dt`` of wall time, so the
+    car laps at the simulated pace; the result adds ``achieved_hz`` and ``real_time``.
+    """
+    def job(ctx):
+        from engine.planning.dynamics import load_dynamics
+        from engine.planning.mpc import run_mpc
+
+        dyn = load_dynamics(spec, params)
+        pacer = Pacer(params.dt, real_time, ctx)
+        last: dict = {}
+
+        def on_cycle(info):
+            pace = pacer.cycle(int(info["step"]))
+            last.update(pace)
+            feed.push({"time": info["time"], "pose": info["pose"], "u": info["u"], "slip": info["slip"],
+                       "plan": info["plan"], "speed": info["speed"], "deviation": info["deviation"],
+                       "progress": info["progress"], **pace})
+
+        res = run_mpc(track, dyn, params, cfg, laps=laps, ctx=ctx, on_cycle=on_cycle)
+        res["achieved_hz"] = last.get("achieved_hz")
+        res["real_time"] = real_time
+        res["wall_seconds"] = last.get("wall")
+        return res
+    return job
+
+
+# -- training -----------------------------------------------------------------------------
+def train_job(config, out_dir: str, dataset: dict | None = None):
+    """Train and save a car model (``engine.planning.training.train_job``); the torch model
+    stays in the worker, the UI gets numbers and the folder."""
+    from engine.planning.training import train_job as engine_train_job
+
+    inner = engine_train_job(config, out_dir, dataset=dataset)
+
+    def job(ctx):
+        res = inner(ctx)
+        res.pop("model", None)
+        return res
+    return job
+
+
+# -- driving logs ---------------------------------------------------------------------------
+CAR_SIGNALS = {"t": ("t", "time", "timestamp", "time_s", "t_s"), "x": ("x",), "y": ("y",),
+               "yaw": ("yaw", "heading", "theta", "psi"), "throttle": ("throttle", "acceleration", "accel"),
+               "steering": ("steering", "steer", "delta")}
+
+
+def _car_mapping(table, path: Path):
+    """The mapping of a car log: ``<stem>.mapping.json`` beside the file (as in the model
+    lab), else the columns t, x, y, yaw, throttle, steering (case-insensitive, common aliases)."""
+    from engine.logs import LogError, LogMapping
+
+    beside = path.with_name(path.stem + ".mapping.json")
+    if beside.is_file():
+        mapping = LogMapping.load(beside)
+        if len(mapping.q) != 3 or len(mapping.u) != 2:
+            raise LogError(f"a car log maps q to x, y, yaw and u to throttle, steering; this mapping has "
+                           f"{len(mapping.q)} q and {len(mapping.u)} u column(s)", path=beside)
+        return mapping
+    lower = {c.lower().strip(): c for c in table.columns}
+    found, missing = {}, []
+    for signal, names in CAR_SIGNALS.items():
+        col = next((lower[n] for n in names if n in lower), None)
+        if col is None:
+            missing.append(signal)
+        else:
+            found[signal] = col
+    if missing:
+        raise LogError(f"missing column(s) {', '.join(missing)}: a car log needs t, x, y, yaw, throttle, "
+                       f"steering (found {', '.join(table.columns[:12])})", path=path)
+    return LogMapping(time=found["t"], q=[found["x"], found["y"], found["yaw"]],
+                      u=[found["throttle"], found["steering"]], name=path.stem)
+
+
+def load_car_log(path: str, params, driving, ctx=None) -> dict:
+    """Read a driving log with the model lab's loader (``engine.logs``), map it, and prepare
+    it the car's way (``engine.planning.car_data.prepare_log``: Savitzky-Golay smoothing,
+    finite differences into local velocities at the model step ``params.dt``).
+
+    Returns numpy ``pose`` (K, 3), ``u`` (K, 2), ``inputs`` (K-2, 5), ``targets`` (K-2, 3)
+    and ``path``, ``rows``, ``seconds``. Raises ``engine.logs.LogError`` (or
+    ``CarDataError``), both ValueErrors whose message names the file.
+    """
+    from engine.logs import LogError, apply_mapping, read_log
+    from engine.logs.validate import check_no_gaps, check_time
+    from engine.planning.car_data import CarDataError, prepare_log
+
+    p = Path(path)
+    try:
+        table = read_log(p, ctx)
+        mapping = _car_mapping(table, p)
+        check_no_gaps(table, mapping.columns)
+        m = apply_mapping(table, mapping)
+        check_time(table, m.t, mapping.time)
+        log = {"t": m.t, "x": m.q[:, 0], "y": m.q[:, 1], "yaw": m.q[:, 2],
+               "throttle": m.u[:, 0], "steering": m.u[:, 1]}
+        prep = prepare_log(log, params.dt, driving.savgol_window, driving.savgol_order, source=str(p))
+    except (LogError, CarDataError):
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, IndexError) as exc:
+        raise LogError(f"cannot load this log ({exc})", path=p) from exc
+    prep["path"] = str(p)
+    prep["rows"] = int(table.n_rows)
+    prep["seconds"] = float(m.t[-1] - m.t[0])
+    return prep
+
+
+def load_log_job(path: str, params, driving):
+    def job(ctx):
+        return load_car_log(path, params, driving, ctx)
+    return job

@@ -1,0 +1,113 @@
+"""Car planner editing like a user: type a target's step in the table, Delete key, Ctrl+Z /
+Ctrl+Shift+Z, tracks saved and loaded as JSON, bad files answered with a clear error."""
+
+import gc
+import json
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QApplication
+
+from app.workspaces.car.page import CarPlannerPage
+
+
+@pytest.fixture
+def page(qtbot, ctx, tmp_path):
+    gc.collect()   # Qt garbage of earlier tests: collected here, never by a job's worker thread
+    ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
+    p = CarPlannerPage(ctx)
+    qtbot.addWidget(p)
+    p.resize(1400, 900)
+    with qtbot.waitExposed(p):
+        p.show()
+    p.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is p)
+    yield p
+    p.shutdown()
+
+
+def _drag(qtbot, canvas, start, end):
+    vp = canvas.viewport()
+    a, b = canvas.to_pixels(*start), canvas.to_pixels(*end)
+    qtbot.mousePress(vp, Qt.MouseButton.LeftButton, pos=a)
+    qtbot.mouseMove(vp, pos=QPoint((a.x() + b.x()) // 2, (a.y() + b.y()) // 2))
+    qtbot.mouseMove(vp, pos=b)
+    qtbot.mouseRelease(vp, Qt.MouseButton.LeftButton, pos=b)
+
+
+def test_type_a_step_delete_key_and_shortcuts(page, qtbot):
+    _drag(qtbot, page.canvas, (0.8, 0.0), (0.8, -0.6))          # heading -90 degrees
+    _drag(qtbot, page.canvas, (1.6, 0.4), (2.2, 0.4))
+    assert [t.step for t in page.targets] == [20, 40]
+    assert page.table.item(0, 3).text() == "-90"
+    # type a new step into the table
+    table = page.table
+    rect = table.visualItemRect(table.item(0, 0))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.keyClick(table, Qt.Key.Key_F2)                         # edit the cell
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is not table)
+    editor = QApplication.focusWidget()
+    assert editor is not table
+    editor.selectAll()
+    qtbot.keyClicks(editor, "7")
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: page.targets[0].step == 7)
+    assert page.canvas._targets[0][3] == 7                     # the canvas label follows
+    # select the second target on the canvas and delete it with the Delete key
+    qtbot.mouseClick(page.canvas.viewport(), Qt.MouseButton.LeftButton, pos=page.canvas.to_pixels(1.6, 0.4))
+    assert page.selected == 1
+    page.canvas.setFocus()
+    qtbot.keyClick(page.canvas, Qt.Key.Key_Delete)
+    assert len(page.targets) == 1
+    qtbot.keyClick(page.canvas, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert len(page.targets) == 2
+    qtbot.keyClick(page.canvas, Qt.Key.Key_Z,
+                   Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert len(page.targets) == 1
+
+
+def test_live_cost_curve_while_optimising(page, qtbot):
+    page.horizon_spin.setValue(20)
+    page.start_speed.setValue(1.0)
+    page.opt_form.editor("candidates").setValue(32)
+    page.opt_form.editor("max_iterations").setValue(200)
+    _drag(qtbot, page.canvas, (1.0, 0.6), (1.5, 1.2))
+    qtbot.mouseClick(page.optimise_button, Qt.MouseButton.LeftButton)
+    assert not page.optimise_button.isEnabled() and page.cancel_button.isEnabled()
+    # while the job runs, the cost curve grows and the trajectory is redrawn
+    seen = []
+    page._job.progress.connect(lambda u: seen.append(
+        (0 if page.cost_curve.xData is None else len(page.cost_curve.xData),
+         0 if page.canvas.nominal.xData is None else len(page.canvas.nominal.xData))))
+    qtbot.waitUntil(lambda: page._job is None, timeout=240000)
+    assert page.result is not None
+    assert any(n_cost >= 2 and n_pose == 21 for n_cost, n_pose in seen), seen
+    assert len(page.canvas.nominal.xData) == 21
+    assert "Executed on the simulator" in page.status.text()
+
+
+def test_tracks_and_plans_as_json_and_bad_files(page, qtbot, ctx, tmp_path):
+    assert page.load_track("oval")
+    assert page.tabs.currentIndex() == 1
+    path = tmp_path / "my_track.json"
+    page.save_track(str(path))
+    data = json.loads(path.read_text())
+    assert data["kind"] == "car_track"
+    page.load_track("default")
+    assert page.open_file(str(path))
+    assert page.track.width == pytest.approx(data["width"])
+    assert not list(tmp_path.glob("*.tmp*"))                     # atomic: no temporary left behind
+    bad = tmp_path / "bad_track.csv"
+    bad.write_text("x,y\n0,0\n1,nope\n")
+    assert not page.load_track(str(bad))
+    assert ctx.errors and str(bad) in ctx.errors[-1][1]
+    assert page.track.name == data["name"]                       # the loaded track stays
+    broken = tmp_path / "plan.json"
+    broken.write_text(json.dumps({"kind": "car_plan", "horizon": -3}))
+    assert not page.load_plan(str(broken))
+    assert str(broken) in ctx.errors[-1][1] or "plan" in ctx.errors[-1][1]
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert not page.save_plan(str(blocker / "plan.json"))       # its folder is a file
+    assert str(blocker) in ctx.errors[-1][1]
+    assert page.isVisible()

@@ -1,0 +1,97 @@
+"""Car planner, track mode: draw a track, Drive with MPC at real-time pace, lap time, speed
+profile and the control-rate readout."""
+
+import gc
+import math
+import time
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.workspaces.car.jobs import Pacer
+from app.workspaces.car.page import CarPlannerPage
+
+
+@pytest.fixture
+def page(qtbot, ctx, tmp_path):
+    gc.collect()   # Qt garbage of earlier tests: collected here, never by a job's worker thread
+    ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
+    p = CarPlannerPage(ctx)
+    qtbot.addWidget(p)
+    p.resize(1400, 900)
+    with qtbot.waitExposed(p):
+        p.show()
+    yield p
+    p.shutdown()
+
+
+def test_pacer_holds_a_fast_loop_to_real_time_and_reports_slow_ones():
+    dt = 0.01
+    pacer = Pacer(dt, real_time=True)
+    t0 = time.perf_counter()
+    for k in range(1, 16):
+        info = pacer.cycle(k)
+    # never faster than one cycle per dt (a lower bound on the time: sleeping only adds)
+    assert time.perf_counter() - t0 >= 14 * dt * 0.99
+    assert info["achieved_hz"] <= 1.0 / dt * 1.05
+    assert info["target_hz"] == pytest.approx(100.0)
+    free = Pacer(dt, real_time=False)
+    for k in range(1, 6):
+        time.sleep(2 * dt)              # work slower than real time: no sleeping, the rate shows it
+        info = free.cycle(k)
+    assert info["achieved_hz"] < 0.6 / dt
+    assert info["compute_ms"] >= 2 * dt * 1000 * 0.9
+
+
+def test_drive_a_drawn_track_at_real_time_pace(page, qtbot, ctx):
+    page.tabs.setCurrentIndex(1)
+    qtbot.mouseClick(page.draw_button, Qt.MouseButton.LeftButton)
+    assert page.draw_button.isChecked()
+    page.canvas.setXRange(-3, 3)
+    page.canvas.setYRange(-2.5, 2.5)
+    for k in range(12):
+        th = 2 * math.pi * k / 12
+        qtbot.mouseClick(page.canvas.viewport(), Qt.MouseButton.LeftButton,
+                         pos=page.canvas.to_pixels(1.95 * math.cos(th), 1.5 * math.sin(th)))
+    qtbot.mouseClick(page.finish_button, Qt.MouseButton.LeftButton)
+    assert page.track is not None and page.track.name == "drawn"
+    form = page.mpc_form
+    form.editor("horizon").setValue(8)
+    form.editor("candidates").setValue(16)
+    form.editor("iterations").setValue(1)
+    form.editor("target_speed").setValue(2.0)
+    assert page.real_time_check.isChecked()
+    qtbot.mouseClick(page.drive_button, Qt.MouseButton.LeftButton)
+    assert not page.drive_button.isEnabled() and page.stop_button.isEnabled()
+    qtbot.waitUntil(lambda: "achieved" in page.rate_label.text(), timeout=60000)
+    assert "driving" in page.lap_label.text()
+    qtbot.waitUntil(lambda: page.last_drive is not None and page._drive is None, timeout=240000)
+    assert ctx.errors == []
+    res = page.last_drive
+    assert res["completed"] and res["real_time"]
+    assert page.lap_label.text() == f"Lap time: {res['lap_time']:.2f} s"
+    # real time: the lap took at least its simulated time on the wall clock
+    assert res["wall_seconds"] >= (res["steps"] - 1) * page.params.dt * 0.98
+    assert res["achieved_hz"] <= 1.0 / page.params.dt * 1.1
+    rate = page.rate_label.text()
+    assert "Hz achieved" in rate and "ms/cycle" in rate and "iteration per cycle" in rate
+    t, v = page.speed_curve.xData, page.speed_curve.yData
+    assert len(t) == res["steps"] + 1 and max(v) > 1.0
+    assert len(page.canvas.driven.xData) == res["steps"] + 1
+    assert page.canvas.legend_names() == ["driven", "MPC plan"]
+    page.tabs.setCurrentIndex(0)                 # the plan layer hides the drive
+    assert not page.canvas.driven.isVisible() and page.canvas.nominal.isVisible()
+
+
+def test_stop_a_drive(page, qtbot):
+    assert page.load_track("default")
+    page.mpc_form.editor("horizon").setValue(6)
+    page.mpc_form.editor("candidates").setValue(8)
+    page.mpc_form.editor("iterations").setValue(1)
+    qtbot.mouseClick(page.drive_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(getattr(page, "_drive_path", [])) >= 3, timeout=60000)
+    qtbot.mouseClick(page.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: page._drive is None, timeout=30000)
+    assert page.lap_label.text() == "Lap time: stopped"
+    assert page.drive_button.isEnabled()
+    assert len(page.speed_curve.xData) >= 3
