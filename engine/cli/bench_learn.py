@@ -12,7 +12,8 @@ def register_bench(subparsers) -> None:
                                             "sizes; estimated minutes for the whole reproduction")
     p.add_argument("--system", default="pendulum", choices=["pendulum", "cartpole"])
     p.add_argument("--models", default=",".join(PAPER_MODELS))
-    p.add_argument("--steps", type=int, default=10, help="timed mini-batches per model and N")
+    p.add_argument("--steps", type=int, default=24, help="timed mini-batches per model and N (whole epochs, at least 3; "
+                                                         "the median epoch is scaled to --epochs)")
     p.add_argument("--epochs", type=int, default=2000)
     p.add_argument("--workers", type=int, default=None, help="parallel processes assumed (default: min(2, cores))")
     p.add_argument("--json", action="store_true")

@@ -77,6 +77,8 @@ class LagrangianNetworks(nn.Module):
     def terms(self, q: torch.Tensor, order: int = 1) -> LagrangianTerms:
         """H, V and their derivatives up to ``order`` (0, 1 or 2) at ``q`` (B, n)."""
         (raw, draw, d2raw), (v, dv, d2v) = self.nets(q, order=order)
+        if self.n == 1:
+            return self._terms_1dof(raw, draw, d2raw, v, dv, d2v, order)
         L, dL, d2L = self._cholesky_factor(raw, draw, d2raw)
         Lt = L.transpose(-1, -2)
         H = L @ Lt + self.eps * torch.eye(self.n, dtype=q.dtype, device=q.device)
@@ -92,6 +94,75 @@ class LagrangianNetworks(nn.Module):
             out.d2H = t1 + t1.transpose(-1, -2) + t2 + t2.transpose(-1, -2)
             out.d2V = d2v[..., 0]
         return out
+
+
+    def acceleration_1dof(self, q: torch.Tensor, qd: torch.Tensor, force: torch.Tensor) -> torch.Tensor:
+        """Euler-Lagrange ``qdd = (F - 1/2 dH/dq qd^2 - dV/dq) / H`` for one degree of freedom
+        (B, 1), straight from the networks' outputs: with ``H = l^2 + eps``, ``l = softplus(raw)``,
+        ``1/2 dH/dq = l sigmoid(raw) raw'`` (:meth:`terms` and the general formula, fewer ops)."""
+        if self.nets.fast_dual(q):  # training: one autograd node for this formula
+            Yh, Yv = self.nets.dual_rows(q)
+            return _Acceleration1DOF.apply(Yh, Yv, qd, force, self.eps)
+        (raw, draw, _), (_, dv, _) = self.nets(q, order=1)
+        l = F.softplus(raw)
+        c = l * torch.sigmoid(raw) * draw.reshape(raw.shape) * qd * qd
+        return (force - c - dv.reshape(raw.shape)) / (l * l + self.eps)
+
+    def _terms_1dof(self, raw, draw, d2raw, v, dv, d2v, order):
+        """One degree of freedom in closed form: ``H = l^2 + eps``, ``l = softplus(raw)``, so
+        ``dH = 2 l l'``, ``d2H = 2 (l'^2 + l l'')`` with ``l' = sigmoid(raw) raw'``,
+        ``l'' = sigmoid(raw) raw'' + sigmoid'(raw) raw'^2`` (the general path's mathematics, in
+        a few elementwise ops instead of the scatter and batched products)."""
+        lead = raw.shape[:-1]
+        l = F.softplus(raw)                                            # (..., 1)
+        out = LagrangianTerms(H=(l * l + self.eps).unsqueeze(-1), V=v[..., 0])
+        if order >= 1:
+            sig = torch.sigmoid(raw)
+            r1 = draw.reshape(*lead, 1)
+            dl = sig * r1
+            out.dH = (2.0 * l * dl).reshape(*lead, 1, 1, 1)
+            out.dV = dv[..., 0]
+            if order >= 2:
+                d2l = sig * d2raw.reshape(*lead, 1) + sig * (1.0 - sig) * r1 * r1
+                out.d2H = (2.0 * (dl * dl + l * d2l)).reshape(*lead, 1, 1, 1, 1)
+                out.d2V = d2v[..., 0]
+        return out
+
+
+class _Acceleration1DOF(torch.autograd.Function):
+    """:meth:`LagrangianNetworks.acceleration_1dof` from the dual rows of the inertia head ``Yh``
+    (2B, 1) = (raw, raw') and the potential head ``Yv`` (2B, 1) = (V, V'), with its backward by hand::
+
+        l = softplus(raw), sg = sigmoid(raw), num = F - l sg raw' qd^2 - V',  qdd = num / (l^2 + eps)
+    """
+
+    @staticmethod
+    def forward(ctx, Yh, Yv, qd, force, eps):
+        B = qd.shape[0]
+        raw, draw, dv = Yh[:B], Yh[B:], Yv[B:]
+        l = F.softplus(raw)
+        sg = torch.sigmoid(raw)
+        k = l * sg * draw
+        qd2 = qd * qd
+        den = l * l + eps
+        qdd = (force - k * qd2 - dv) / den
+        ctx.save_for_backward(l, sg, draw, qd, qd2, den, qdd)
+        return qdd
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        l, sg, draw, qd, qd2, den, qdd = ctx.saved_tensors
+        g_num = g / den
+        g_k = -g_num * qd2                                  # d/dk, k = l sg raw'
+        g_l = g_k * sg * draw - 2.0 * l * g_num * qdd       # through k and through den = l^2 + eps
+        g_sg = g_k * l * draw
+        g_raw = (g_l + g_sg * (1.0 - sg)) * sg              # dl/draw = sg, dsg/draw = sg (1 - sg)
+        g_draw = g_k * l * sg
+        gYh = torch.cat([g_raw, g_draw])
+        gYv = torch.cat([torch.zeros_like(g_num), -g_num])
+        g_qd = -2.0 * g_num * (l * sg * draw) * qd if ctx.needs_input_grad[2] else None
+        return gYh, gYv, g_qd, g_num if ctx.needs_input_grad[3] else None, None
 
 
 class AnalyticLagrangian(nn.Module):

@@ -54,6 +54,8 @@ class LNODE(_StateModel):
         self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps)
 
     def acceleration(self, q, qd, u):
+        if self.n == 1:  # C = (dH - dH/2) qd^2, H^-1 a division
+            return self.lagrangian.acceleration_1dof(q, qd, self.force(u))
         t = self.lagrangian.terms(q, order=1)
         # dHqd[b, k, i] = sum_j dH_ij/dq_k qd_j
         dHqd = (t.dH @ qd.unsqueeze(-2).unsqueeze(-1)).squeeze(-1)

@@ -24,11 +24,11 @@ from __future__ import annotations
 import torch
 
 from engine.data.windows import Windows
-from engine.integrators import newton_solve, small_solve
+from engine.integrators import small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.models.lagrangian import LagrangianNetworks
 
-__all__ = ["DiscreteLagrangianModel", "SyMo", "E2ESyMo", "ImplicitNewtonLayer", "implicit_newton"]
+__all__ = ["DiscreteLagrangianModel", "SyMo", "E2ESyMo", "ImplicitNewtonLayer", "implicit_newton", "newton_active_set"]
 
 
 class ImplicitNewtonLayer(torch.autograd.Function):
@@ -52,16 +52,57 @@ class ImplicitNewtonLayer(torch.autograd.Function):
         return None, -w, None
 
 
+@torch.no_grad()
+def newton_active_set(residual_and_jacobian, z0, tol, max_iter):
+    """Batched Newton where each sample stops as soon as its own ``max_i |g_i| < tol``.
+
+    residual_and_jacobian(z, rows) -> ``(g, J)`` (R, n), (R, n, n) for the samples ``rows`` (an
+    index tensor, or None for all) at their iterates ``z`` (R, n). Samples that converged leave
+    the batch, so the late iterations (a few hard or float32-noise-limited samples) cost little.
+    At most ``max_iter`` updates. Returns ``(z, J, iterations)``: the iterates (B, n), the Jacobian
+    at them (B, n, n) (at the last iterate for a sample that did not converge) and the number of
+    updates made.
+    """
+    z = z0.clone()
+    J_out = None
+    rows = None                      # the samples still iterating (None: all of them)
+    za = z0
+    it = 0
+    for it in range(max_iter + 1):
+        g, J = residual_and_jacobian(za, rows)
+        if J_out is None:
+            J_out = J.new_empty(*z0.shape, z0.shape[-1])
+        if it == max_iter:
+            done = None
+        else:
+            ok = g.abs().amax(-1) < tol
+            done = None if bool(ok.all()) else ok
+        if done is None:             # everyone left is converged (or out of iterations)
+            if rows is None:
+                return za, J, it
+            z[rows] = za
+            J_out[rows] = J
+            return z, J_out, it
+        keep = (~done).nonzero().squeeze(1)
+        if len(keep) < len(done):    # record the converged ones and drop them
+            sel = done.nonzero().squeeze(1)
+            tgt = sel if rows is None else rows[sel]
+            z[tgt] = za[sel]
+            J_out[tgt] = J[sel]
+            rows = keep if rows is None else rows[keep]
+            za, g, J = za[keep], g[keep], J[keep]
+        za = za - small_solve(J, g)
+    raise AssertionError("unreachable")
+
+
 def implicit_newton(residual, residual_and_jacobian, z0, tol, max_iter):
     """Solve ``residual(z) = 0`` by Newton (no graph) and return the root with IFT gradients.
 
     residual(z) -> g (B, n), differentiable w.r.t. the parameters and inputs it closes over;
-    residual_and_jacobian(z) -> (g, J) without graph (used by the iterations and for J at the root).
+    residual_and_jacobian(z, rows) -> (g, J) without graph for the samples ``rows`` (None: all),
+    used by the iterations (:func:`newton_active_set`) and for J at the root.
     """
-    with torch.no_grad():
-        z, _, J = newton_solve(residual_and_jacobian, z0.detach(), tol, max_iter)
-        if J is None:  # not converged: the Jacobian at the last iterate
-            J = residual_and_jacobian(z)[1]
+    z, J, _ = newton_active_set(residual_and_jacobian, z0.detach(), tol, max_iter)
     g = residual(z)
     return ImplicitNewtonLayer.apply(z, g, J)
 
@@ -82,6 +123,10 @@ class DiscreteLagrangianModel(LearnedDynamics):
         """``(Hv, dHv, quad, terms, v)`` at the midpoint of (qa, qb): dHv[k] = dH/dq_k v, quad[k] = v^T dH/dq_k v."""
         v = (qb - qa) / self.h
         t = self.lagrangian.terms(0.5 * (qa + qb), order=order)
+        if self.n == 1:  # scalars: products instead of batched matrix products
+            Hv = t.H.reshape(v.shape) * v
+            dHv = t.dH.reshape(v.shape) * v
+            return Hv, dHv.unsqueeze(-1), dHv * v, t, v
         Hv = (t.H @ v.unsqueeze(-1)).squeeze(-1)
         dHv = (t.dH @ v.unsqueeze(-2).unsqueeze(-1)).squeeze(-1)    # (B, k, i) = (dH/dq_k v)_i
         quad = (dHv @ v.unsqueeze(-1)).squeeze(-1)
@@ -116,20 +161,33 @@ class DiscreteLagrangianModel(LearnedDynamics):
         d1, d2 = self._slots(torch.cat([q_prev, q]), torch.cat([q, q_next]))
         return d2[:B] + d1[B:] + self.forces(u_prev, u, u_next)
 
-    def _newton_problem(self, q_prev, q, u_prev, u, u_next):
-        """Closures for Newton in ``q_{k+1}``: ``(residual(z), residual_and_jacobian(z))``."""
+    def _newton_problem(self, q_prev, q, u_prev, u, u_next, const=None):
+        """Closures for Newton in ``q_{k+1}``: ``(residual(z), residual_and_jacobian(z))``.
+
+        ``const``: the part of ``g`` that does not depend on ``q_{k+1}``,
+        ``D2 Ld(q_{k-1}, q_k) + fd+ + fd-`` (B, n), when the caller has it already.
+        """
         h = self.h
-        with torch.no_grad():
-            const = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)
+        if const is None:
+            with torch.no_grad():
+                const = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)
 
         def residual(z):
             return self.residual(q_prev, q, z, u_prev, u, u_next)
 
-        def residual_and_jacobian(z, graph=False):
+        def residual_and_jacobian(z, rows=None, graph=False):
             with torch.set_grad_enabled(graph and torch.is_grad_enabled()):
-                Hv, dHv, quad, t, v = self._slot_terms(q, z, order=2)
-                c = (self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)) if graph else const
+                qk = q if rows is None else q[rows]
+                Hv, dHv, quad, t, v = self._slot_terms(qk, z, order=2)
+                if graph:
+                    c = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)
+                else:
+                    c = const if rows is None else const[rows]
                 g = c + (-Hv + 0.25 * h * quad - 0.5 * h * t.dV)
+                if self.n == 1:  # the dHv terms cancel; v^T d2H v = d2H v^2
+                    J = (-t.H.reshape(v.shape) / h + 0.125 * h * t.d2H.reshape(v.shape) * v * v
+                         - 0.25 * h * t.d2V.reshape(v.shape)).unsqueeze(-1)
+                    return g, J
                 vv = v.unsqueeze(-1) * v.unsqueeze(-2)
                 d2Hvv = (t.d2H * vv.unsqueeze(-3).unsqueeze(-3)).sum((-1, -2))
                 J = (-t.H / h - 0.5 * dHv.transpose(-1, -2) + 0.5 * dHv + 0.125 * h * d2Hvv - 0.25 * h * t.d2V)
@@ -147,15 +205,22 @@ class DiscreteLagrangianModel(LearnedDynamics):
         max_iter = self.spec.newton_max_iter if max_iter is None else max_iter
         _, rj = self._newton_problem(q_prev, q, u_prev, u, u_next)
         with torch.no_grad():
-            z = newton_solve(rj, 2.0 * q - q_prev, tol, max_iter)[0]
+            z = newton_active_set(rj, 2.0 * q - q_prev, tol, max_iter)[0]
         return z
 
     def solve_next_implicit(self, q_prev, q, u_prev, u, u_next, tol=None, max_iter=None):
         """``q_{k+1}`` with implicit-function-theorem gradients (E2E-SyMo's layer)."""
         tol = self.spec.train_newton_tol if tol is None else tol
         max_iter = self.spec.train_newton_max_iter if max_iter is None else max_iter
-        r, rj = self._newton_problem(q_prev, q, u_prev, u, u_next)
-        return implicit_newton(r, rj, (2.0 * q - q_prev).detach(), tol, max_iter)
+        if not torch.is_grad_enabled():
+            r, rj = self._newton_problem(q_prev, q, u_prev, u, u_next)
+            return implicit_newton(r, rj, (2.0 * q - q_prev).detach(), tol, max_iter)
+        # the slot that does not depend on q_{k+1} once, with its graph: Newton's constant and
+        # part of the residual at the root (instead of a separate graph-free pass)
+        f = self.forces(u_prev, u, u_next)
+        d2 = self.d2_ld(q_prev, q)
+        _, rj = self._newton_problem(q_prev, q, u_prev, u, u_next, const=(d2 + f).detach())
+        return implicit_newton(lambda z: d2 + self.d1_ld(q, z) + f, rj, (2.0 * q - q_prev).detach(), tol, max_iter)
 
     def solve_next_unrolled(self, q_prev, q, u_prev, u, u_next, iterations=20):
         """Newton with the graph through every iteration (for checking the implicit gradients)."""

@@ -1,9 +1,14 @@
 """Speed of training: steps per second of every model at the paper's sizes, and the estimated
 wall time of the whole reproduction (models x N x epochs, spread over the local workers).
 
-Each model trains a few mini-batches at every N (batch 4N windows, the paper's widths), one
-torch thread per process, the same code path as :func:`engine.training.trainer.fit`. The
-estimate adds the evaluation (test set and 16 x 500-step rollouts) of every run.
+Each model trains whole epochs at every N (batch 4N windows, the paper's widths), one torch
+thread per process, through the trainer's own epoch function (:func:`engine.training.trainer._train_epoch`:
+the same mini-batch gather, loss, backward and fused Adam step as :func:`~engine.training.trainer.fit`)
+plus fit's per-epoch bookkeeping (scheduler, NaN-guard snapshot) and process set-up (one thread,
+:func:`~engine.runtime.tune_malloc`). After one warm-up epoch, a few epochs
+are timed one by one and the median epoch time is scaled to the run's epochs (medians resist the
+spikes of a shared machine). The estimate adds the evaluation (test set and 16 x 500-step
+rollouts) of every run.
 
 Times are measured as CPU time of this process (``time.process_time``): what the work costs
 a core, independent of other processes sharing the machine; the wall-clock figures
@@ -14,26 +19,38 @@ idle machine.
 from __future__ import annotations
 
 import os
+import statistics
 import time
 
 import torch
 
 from engine.data.config import DatasetConfig
 from engine.data.dataset import generate_dataset
-from engine.data.windows import make_windows
+from engine.jobs import NullJobContext
 from engine.models.registry import PAPER_MODELS
+from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
-from engine.training.trainer import _adam, build_for
+from engine.training.trainer import _adam, _Batches, _snapshot_if_finite, _train_epoch, build_for
 
 __all__ = ["bench_learn"]
 
 
+def _bench_epoch(model, opt, sched, batches, ctx) -> None:
+    """One training epoch as :func:`~engine.training.trainer.fit` runs it (steps, scheduler, snapshot)."""
+    loss, _ = _train_epoch(model, opt, batches, ctx)
+    sched.step(loss)
+    _snapshot_if_finite(model)
+
+
 def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 16, 32, 64, 128), epochs: int = 2000,
-                steps: int = 10, workers: int | None = None, ctx=None) -> dict:
+                steps: int = 24, workers: int | None = None, ctx=None) -> dict:
+    """``steps``: timed mini-batches per model and N (rounded up to whole epochs, at least 3 epochs)."""
     torch.set_num_threads(1)
+    tune_malloc()  # as fit does
     workers = workers or min(2, os.cpu_count() or 1)
     ds = generate_dataset(DatasetConfig(system=system, train_trajectories=max(trajectories), test_trajectories=128))
+    null = NullJobContext()
     per_model = {}
     total_wall = total_cpu = 0.0
     for mi, name in enumerate(models):
@@ -44,33 +61,25 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
         for n in trajectories:
             cfg = TrainConfig(model=name, system=system, trajectories=n, epochs=epochs)
             model = build_for(cfg, ds)
+            batches = _Batches.build(ds, cfg, next(model.parameters()).dtype)
             opt = _adam(model.parameters(), cfg.lr)
-            w = make_windows(ds.train_x[:n], ds.train_u[:n], ds.system.dof)
-            bs = min(cfg.batch_factor * n, len(w))
-            batches_per_epoch = -(-len(w) // bs)
-            g = torch.Generator().manual_seed(0)
+            sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=cfg.patience, factor=cfg.factor)
+            per_epoch = batches.per_epoch()
 
-            def one():
-                b = w.index(torch.randperm(len(w), generator=g)[:bs])
-                loss = model.loss(b)
-                loss.item()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-
-            one()
-            one()
-            t0, c0 = time.perf_counter(), time.process_time()
-            for _ in range(steps):
-                one()
-            dw, dc = time.perf_counter() - t0, time.process_time() - c0
+            _bench_epoch(model, opt, sched, batches, null)  # warm-up
+            times_w, times_c = [], []
+            for _ in range(max(3, -(-steps // per_epoch))):
+                t0, c0 = time.perf_counter(), time.process_time()
+                _bench_epoch(model, opt, sched, batches, null)
+                times_w.append(time.perf_counter() - t0)
+                times_c.append(time.process_time() - c0)
+            dw, dc = statistics.median(times_w), statistics.median(times_c)
             wall += dw
             cpu += dc
-            nsteps += steps
-            run_steps = epochs * batches_per_epoch
-            est_wall += dw / steps * run_steps
-            est_cpu += dc / steps * run_steps
-            detail[n] = steps / dc
+            nsteps += per_epoch
+            est_wall += dw * epochs
+            est_cpu += dc * epochs
+            detail[n] = per_epoch / dc
             if ctx is not None:
                 ctx.check_cancelled()
         t0, c0 = time.perf_counter(), time.process_time()

@@ -34,23 +34,24 @@ def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps
     """Metrics of ``model`` on ``dataset`` (its training set is whatever the model was trained on)."""
     system = dataset.system
     n = system.dof
-    dtype = next(t.dtype for t in (*model.parameters(), *model.buffers()) if t.is_floating_point())
+    ref = next(t for t in (*model.parameters(), *model.buffers()) if t.is_floating_point())
+    dtype, device = ref.dtype, ref.device
     out = {}
     for key, x, u in (("train_mse", dataset.train_x, dataset.train_u), ("test_mse", dataset.test_x, dataset.test_u)):
-        w = make_windows(x, u, n, dtype)
+        w = make_windows(x, u, n, dtype).to(device=device)
         q_next, _ = model.predict(w)
         out[key] = _f(((q_next - w.q_next) ** 2).mean())
     steps = dataset.long_x.shape[1] - 2 if long_term_steps is None else min(long_term_steps, dataset.long_x.shape[1] - 2)
-    x = torch.as_tensor(dataset.long_x, dtype=dtype)
-    u = torch.as_tensor(dataset.long_u, dtype=dtype)
+    x = torch.as_tensor(dataset.long_x, dtype=dtype, device=device)
+    u = torch.as_tensor(dataset.long_u, dtype=dtype, device=device)
     q, qd = model.rollout(x, u, steps)
     q_true = x[:, 2:steps + 2, :n]
     out["integration_mse"] = _f(((q - q_true) ** 2).mean())
-    q64, qd64 = q.double(), qd.double()
+    q64, qd64 = q.double().cpu(), qd.double().cpu()  # the analytic references run on the CPU
     e_pred = system.energy(q64, qd64)
     x64 = torch.as_tensor(dataset.long_x[:, 2:steps + 2])
     e_true = system.energy(x64[..., :n], x64[..., n:])
     out["energy_mse"] = _f(((e_pred - e_true) ** 2).mean())
     H = model.mass_matrix(q)
-    out["inertia_mse"] = None if H is None else _f(((H.double() - system.mass_matrix(q64)) ** 2).mean())
+    out["inertia_mse"] = None if H is None else _f(((H.double().cpu() - system.mass_matrix(q64)) ** 2).mean())
     return out

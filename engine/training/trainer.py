@@ -20,6 +20,7 @@ import torch
 from engine.data.dataset import TrajectoryDataset
 from engine.data.windows import Windows, make_windows
 from engine.jobs import JobContext, NullJobContext
+from engine.runtime import tune_malloc
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.models.registry import build_model, save_model
 from engine.training.config import TrainConfig
@@ -71,6 +72,58 @@ def _save(model, directory, config, dataset, epoch, extra=None):
     return Path(directory)
 
 
+@dataclass
+class _Batches:
+    """One run's training windows, packed (W, F) for one gather per mini-batch, and its sampler."""
+
+    packed: torch.Tensor
+    widths: list
+    batch_size: int
+    generator: torch.Generator
+
+    @classmethod
+    def build(cls, dataset: TrajectoryDataset, config: TrainConfig, dtype, device=None) -> _Batches:
+        data = dataset.subset(config.trajectories)
+        w = make_windows(data.train_x, data.train_u, dataset.system.dof, dtype)
+        packed, widths = w.pack()
+        packed = packed.to(device) if device is not None else packed  # the model's device
+        return cls(packed, widths, min(config.batch_factor * config.trajectories, len(w)),
+                   torch.Generator().manual_seed(config.seed))
+
+    def __len__(self) -> int:
+        return self.packed.shape[0]
+
+    def per_epoch(self) -> int:
+        return -(-len(self) // self.batch_size)
+
+
+def _train_epoch(model: LearnedDynamics, opt, batches: _Batches, ctx: JobContext) -> tuple[float, float | None]:
+    """One epoch of mini-batch steps: ``(mean loss, None)``, or ``(nan, bad value)`` as soon as a
+    mini-batch loss is not finite (before that batch's update)."""
+    W, bs = len(batches), batches.batch_size
+    perm = torch.randperm(W, generator=batches.generator)
+    total = 0.0
+    for i in range(0, W, bs):
+        idx = perm[i:i + bs]
+        loss = model.loss(Windows.unpack(batches.packed[idx], batches.widths))
+        value = loss.item()
+        if not math.isfinite(value):
+            return math.nan, value
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        total += value * len(idx)
+        ctx.check_cancelled()
+    return total / W, None
+
+
+def _snapshot_if_finite(model: LearnedDynamics) -> dict | None:
+    """A copy of the weights when they are all finite (the NaN guard's last good state), else None."""
+    if all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    return None
+
+
 def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
         ctx: JobContext | None = None, checkpoint_dir: str | Path | None = None,
         progress_span: tuple[float, float] = (0.0, 1.0)) -> TrainResult:
@@ -78,46 +131,31 @@ def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
     ctx = ctx or NullJobContext()
     if config.threads:
         torch.set_num_threads(int(config.threads))
+    tune_malloc()  # reuse warm heap pages for the per-step activations (engine/runtime.py)
     N = config.trajectories
-    data = dataset.subset(N)
     dtype = next(model.parameters()).dtype
-    w = make_windows(data.train_x, data.train_u, dataset.system.dof, dtype)
-    W = len(w)
-    packed, widths = w.pack()
-    bs = min(config.batch_factor * N, W)
+    batches = _Batches.build(dataset, config, dtype, next(model.parameters()).device)
     opt = _adam(model.parameters(), config.lr)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=config.patience, factor=config.factor)
-    gen = torch.Generator().manual_seed(config.seed)
     good_state = copy.deepcopy(model.state_dict())
     good_epoch = 0
     losses = []
     lo, hi = progress_span
     t0 = time.perf_counter()
     for epoch in range(1, config.epochs + 1):
-        perm = torch.randperm(W, generator=gen)
-        total = 0.0
-        for i in range(0, W, bs):
-            idx = perm[i:i + bs]
-            loss = model.loss(Windows.unpack(packed[idx], widths))
-            value = loss.item()
-            if not math.isfinite(value):
-                model.load_state_dict(good_state)
-                path = _save(model, checkpoint_dir, config, dataset, good_epoch, {"status": "diverged"})
-                kept = f"; the last good model (epoch {good_epoch}) is kept" + (f" in {path}" if path else "")
-                raise TrainingDiverged(
-                    f"training of {config.model!r} on {config.system} (N={N}) diverged at epoch {epoch}: "
-                    f"the loss is {value}{kept}. Try a lower learning rate.", epoch, good_epoch, path)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            total += value * len(idx)
-            ctx.check_cancelled()
-        epoch_loss = total / W
+        epoch_loss, bad = _train_epoch(model, opt, batches, ctx)
+        if bad is not None:
+            model.load_state_dict(good_state)
+            path = _save(model, checkpoint_dir, config, dataset, good_epoch, {"status": "diverged"})
+            kept = f"; the last good model (epoch {good_epoch}) is kept" + (f" in {path}" if path else "")
+            raise TrainingDiverged(
+                f"training of {config.model!r} on {config.system} (N={N}) diverged at epoch {epoch}: "
+                f"the loss is {bad}{kept}. Try a lower learning rate.", epoch, good_epoch, path)
         losses.append(epoch_loss)
         sched.step(epoch_loss)
-        if all(bool(torch.isfinite(p).all()) for p in model.parameters()):
-            good_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            good_epoch = epoch
+        snap = _snapshot_if_finite(model)
+        if snap is not None:
+            good_state, good_epoch = snap, epoch
         if checkpoint_dir is not None and epoch % config.checkpoint_every == 0:
             _save(model, checkpoint_dir, config, dataset, epoch, {"status": "training"})
         ctx.progress(lo + (hi - lo) * epoch / config.epochs, f"{config.model} N={N} epoch {epoch}/{config.epochs}",

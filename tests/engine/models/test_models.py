@@ -177,3 +177,128 @@ def test_registry_accepts_new_model_types_and_rejects_unknown():
     register_model("test-symo-alias", SyMo, replace=True)
     assert "test-symo-alias" in model_names()
     assert isinstance(build_model("test-symo-alias", _spec()), SyMo)
+
+
+# -- the hand-written fast paths against autograd (float64) ------------------------------------
+
+def _grads(out, inputs):
+    return torch.autograd.grad(out, inputs, allow_unused=True, materialize_grads=True)
+
+
+@pytest.mark.parametrize("mask", [(True,), (False, True), (True, True, False)])
+def test_dual_mlp_values_tangents_and_gradients_match_autograd(mask):
+    from engine.models.nets import StackedConfigurationMLP
+
+    torch.manual_seed(5)
+    net = StackedConfigurationMLP(mask, (3, 1), hidden=9, layers=3).double()
+    q = torch.randn(7, len(mask), dtype=torch.float64, requires_grad=True)
+    fast, ref = net._forward_dual(q), net._forward_autograd(q, 1)
+    ws = [torch.randn_like(t) for o in ref for t in o[:2]]
+    loss = lambda outs: sum((w * t).sum() for w, t in zip(ws, [t for o in outs for t in o[:2]]))
+    for a, b in zip(fast, ref):
+        torch.testing.assert_close(a[0], b[0], rtol=0, atol=1e-12)
+        torch.testing.assert_close(a[1], b[1], rtol=0, atol=1e-12)
+    inputs = [q, *net.parameters()]
+    for a, b in zip(_grads(loss(fast), inputs), _grads(loss(ref), inputs)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("mask", [(True,), (False, True)])
+def test_graph_free_stacked_pass_matches_autograd_path(mask):
+    from engine.models.nets import StackedConfigurationMLP
+
+    torch.manual_seed(6)
+    net = StackedConfigurationMLP(mask, (3, 1), hidden=9, layers=2).double()
+    q = torch.randn(7, len(mask), dtype=torch.float64)
+    with torch.no_grad():
+        for order in (0, 1, 2):
+            for a, b in zip(net._forward_stacked(q, order), net._forward_autograd(q, order)):
+                for x, y in zip(a, b):
+                    assert (x is None) == (y is None)
+                    if x is not None:
+                        torch.testing.assert_close(x, y, rtol=0, atol=1e-12)
+
+
+def test_hand_written_mlp_matches_autograd():
+    from engine.models.nets import MLP
+
+    torch.manual_seed(7)
+    m = MLP(4, 2, hidden=9, layers=3).double()
+    x = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+
+    def ref(x):
+        for lin in m.linears[:-1]:
+            x = torch.tanh(lin(x))
+        return m.linears[-1](x)
+
+    w = torch.randn(6, 2, dtype=torch.float64)
+    torch.testing.assert_close(m(x), ref(x), rtol=0, atol=1e-12)
+    inputs = [x, *m.parameters()]
+    for a, b in zip(_grads((m(x) * w).sum(), inputs), _grads((ref(x) * w).sum(), inputs)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+
+
+def test_one_dof_terms_and_acceleration_match_autograd():
+    torch.manual_seed(8)
+    net = LagrangianNetworks((True,), hidden=16).double()
+    q = torch.randn(6, 1, dtype=torch.float64)
+    qd = torch.randn(6, 1, dtype=torch.float64)
+    f = torch.randn(6, 1, dtype=torch.float64)
+    Hf = lambda x: net.mass_matrix(x[None])[0]
+    Vf = lambda x: net.potential_energy(x[None])[0]
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            t = net.terms(q, order=2)
+        torch.testing.assert_close(t.dH, vmap(jacfwd(Hf))(q).permute(0, 3, 1, 2), rtol=0, atol=1e-10)
+        torch.testing.assert_close(t.d2H, vmap(jacfwd(jacfwd(Hf)))(q).permute(0, 3, 4, 1, 2), rtol=0, atol=1e-10)
+        torch.testing.assert_close(t.dV, vmap(jacfwd(Vf))(q), rtol=0, atol=1e-10)
+        torch.testing.assert_close(t.d2V, vmap(jacfwd(jacfwd(Vf)))(q), rtol=0, atol=1e-10)
+    # L-NODE's closed-form acceleration against the Euler-Lagrange equations with autograd derivatives
+    dH = vmap(jacfwd(Hf))(q)[..., 0, 0, 0]
+    dV = vmap(jacfwd(Vf))(q)[..., 0]
+    H = net.mass_matrix(q)[..., 0, 0]
+    ref = (f[:, 0] - 0.5 * dH * qd[:, 0] ** 2 - dV) / H
+    torch.testing.assert_close(net.acceleration_1dof(q, qd, f)[:, 0], ref, rtol=0, atol=1e-10)
+
+
+def test_one_dof_newton_jacobian_matches_autograd():
+    torch.manual_seed(9)
+    model = SyMo(_spec("pendulum", 0.1)).double()
+    q_prev, q, up, u, un = _triples(1)
+    q_next = 2 * q - q_prev + 0.01
+    J = model.jacobian(q_prev, q, q_next, up, u, un)
+    f = lambda z, a, b, c, d, e: model.residual(a[None], b[None], z[None], c[None], d[None], e[None])[0]
+    torch.testing.assert_close(J, vmap(jacfwd(f))(q_next, q_prev, q, up, u, un), rtol=0, atol=1e-10)
+
+
+def test_active_set_newton_matches_full_batch_newton():
+    from engine.integrators import newton_solve
+    from engine.models.symo import newton_active_set
+
+    torch.manual_seed(10)
+    model = SyMo(_spec()).double()
+    q_prev, q, up, u, un = _triples(2, B=9)
+    _, rj = model._newton_problem(q_prev, q, up, u, un)
+    with torch.no_grad():
+        z_ref = newton_solve(rj, 2 * q - q_prev, 1e-12, 30)[0]
+        z, J, _ = newton_active_set(rj, 2 * q - q_prev, 1e-12, 30)
+    torch.testing.assert_close(z, z_ref, rtol=0, atol=1e-10)
+    torch.testing.assert_close(J, rj(z)[1], rtol=0, atol=1e-12)      # J at the returned iterates
+    assert float(rj(z)[0].abs().max()) < 1e-12
+
+
+def test_fused_one_dof_acceleration_gradients_match_autograd():
+    """The training path (angle rows + dual MLP + acceleration, hand-written backwards) against the
+    autograd formulation of the same Euler-Lagrange acceleration, all inputs and parameters."""
+    torch.manual_seed(11)
+    net = LagrangianNetworks((True,), hidden=16).double()
+    q, qd, f = (torch.randn(6, 1, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    w = torch.randn(6, 1, dtype=torch.float64)
+    fast = net.acceleration_1dof(q, qd, f)
+    (raw, draw, _), (_, dv, _) = net.nets._forward_autograd(q, 1)
+    l = torch.nn.functional.softplus(raw)
+    ref = (f - l * torch.sigmoid(raw) * draw[:, 0] * qd * qd - dv[:, 0]) / (l * l + net.eps)
+    torch.testing.assert_close(fast, ref, rtol=0, atol=1e-12)
+    inputs = [q, qd, f, *net.parameters()]
+    for a, b in zip(_grads((fast * w).sum(), inputs), _grads((ref * w).sum(), inputs)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
