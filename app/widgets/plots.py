@@ -36,10 +36,22 @@ def color(i: int) -> str:
     return COLORS[i % len(COLORS)]
 
 
+class LogAxis(pg.AxisItem):
+    """An axis whose log-scale labels stay readable in small plots: when the view spans a
+    decade or more only the decades are labelled (the 2..9 minor ticks keep their lines)."""
+
+    def logTickStrings(self, values, scale, spacing):
+        strings = super().logTickStrings(values, scale, spacing)
+        lo, hi = sorted(float(r) for r in self.range)
+        if hi - lo < 1.0:
+            return strings
+        return [s if abs(v - round(v)) < 1e-6 else "" for v, s in zip(values, strings)]
+
+
 def make_plot(title: str = "", x_label: str = "", y_label: str = "", log_y: bool = False,
               legend: bool = True, parent=None) -> pg.PlotWidget:
     """A ``PlotWidget`` with a grid, axis labels, an optional legend and log-scaled y."""
-    w = pg.PlotWidget(parent=parent)
+    w = pg.PlotWidget(parent=parent, axisItems={"left": LogAxis("left")})
     item = w.getPlotItem()
     if title:
         item.setTitle(title)
@@ -68,7 +80,7 @@ class LossPlot(pg.PlotWidget):
     """Training loss against epoch, log scale, one named curve per run."""
 
     def __init__(self, title: str = "Training loss", parent=None):
-        super().__init__(parent=parent)
+        super().__init__(parent=parent, axisItems={"left": LogAxis("left")})
         item = self.getPlotItem()
         item.setTitle(title)
         item.setLabel("bottom", "epoch")
