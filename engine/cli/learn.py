@@ -26,6 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--trajectories", type=int, default=D.train_trajectories)
     p.add_argument("--test-trajectories", type=int, default=D.test_trajectories)
     p.add_argument("--long-term-steps", type=int, default=D.long_term_steps)
+    p.add_argument("--sampler", choices=["paper", "numpy"], default=D.sampler,
+                   help="paper: the SyMo repository's exact random draws (default); numpy: the older sampling")
     p.add_argument("--seed", type=int, default=D.seed)
     p.add_argument("--out", required=True, help="output .npz path")
     p.add_argument("--json", action="store_true")
@@ -130,7 +132,7 @@ def _data(args) -> int:
     from engine.data import DatasetConfig, generate_dataset, save_dataset
 
     cfg = DatasetConfig(system=args.system, train_trajectories=args.trajectories, test_trajectories=args.test_trajectories,
-                        long_term_steps=args.long_term_steps, seed=args.seed)
+                        long_term_steps=args.long_term_steps, seed=args.seed, sampler=args.sampler)
     ds = generate_dataset(cfg)
     path = save_dataset(ds, args.out)
     desc = {"path": str(path), **ds.describe()}

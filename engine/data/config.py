@@ -5,6 +5,17 @@ repository's gym reset: x ~ U[-0.5, 0.5], th ~ U[-3.14, 3.14], xd ~ U[-0.05, 0.0
 thd ~ U[-3, 3]. A constant control per trajectory, u ~ U[-2, 2]. Each trajectory has
 ``steps + 2`` points (32 + 2: SyMo's three-point windows); the long-term set has 16
 unseen initial states, zero control, 500 (+2) points.
+
+``sampler="paper"`` (the default) draws exactly the paper repository's random numbers
+(ssantos97/SyMo, Experiments_*/data.py ``get_dataset``/``sample_gym``): the initial states
+from gym's (<= 0.21) seeded ``RandomState`` in the order its ``reset()`` draws them, the
+controls from ``np.random.seed(seed); uniform(-2, 2, (train + test, 1))``, train and test
+from one stream of ``train + test`` trajectories (train first), and each stored trajectory
+starting one step *after* the drawn state (``sample_gym`` records the observation after each
+``env.step``). The long-term integration MSE is dominated by the few of the 16 long-term
+states that pass over or near the upright, so only the paper's own draws make our numbers
+comparable with its figures. ``sampler="numpy"`` is the older ``numpy.random.default_rng``
+sampling (first point = the drawn state), kept for data sets saved before.
 """
 
 from __future__ import annotations
@@ -12,7 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
-__all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for"]
+__all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for", "SAMPLERS"]
+
+SAMPLERS = ("paper", "numpy")
 
 
 @dataclass(frozen=True)
@@ -24,13 +37,19 @@ class SystemProtocol:
     state_high: tuple[float, ...]
     hidden: int                       # neurons per hidden layer
     learning_rate: float
+    # the paper's gym reset: state indices in the order it draws them, and whether it casts to float32
+    reset_draw_order: tuple[int, ...] = ()
+    reset_float32: bool = False
 
 
 PROTOCOLS: dict[str, SystemProtocol] = {
     "pendulum": SystemProtocol(h=0.1, state_low=(-math.pi, -2 * math.pi), state_high=(math.pi, 2 * math.pi),
-                               hidden=128, learning_rate=1e-4),
+                               hidden=128, learning_rate=1e-4,
+                               reset_draw_order=(0, 1), reset_float32=False),
     "cartpole": SystemProtocol(h=0.05, state_low=(-0.5, -3.14, -0.05, -3.0), state_high=(0.5, 3.14, 0.05, 3.0),
-                               hidden=256, learning_rate=1e-3),
+                               hidden=256, learning_rate=1e-3,
+                               # gym CartPole reset: x, x_dot, theta, theta_dot (state is x, th, xd, thd)
+                               reset_draw_order=(0, 2, 1, 3), reset_float32=True),
 }
 
 
@@ -56,6 +75,7 @@ class DatasetConfig:
     control_high: float = 2.0
     seed: int = 0                        # train + test set
     long_term_seed: int = 1
+    sampler: str = "paper"               # "paper": the paper repository's exact draws; "numpy": older sampling
 
     def __post_init__(self):
         protocol_for(self.system)
@@ -65,6 +85,8 @@ class DatasetConfig:
                 raise ValueError(f"DatasetConfig.{name}: expected a positive integer, got {v!r}")
         if self.h is not None and not self.h > 0:
             raise ValueError(f"DatasetConfig.h: expected a positive time step, got {self.h!r}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"DatasetConfig.sampler: expected one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if not self.control_low <= self.control_high:
             raise ValueError("DatasetConfig.control_low must be <= control_high")
 

@@ -13,6 +13,8 @@ the system and the shapes).
 
 from __future__ import annotations
 
+import hashlib
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +24,8 @@ from engine.data.config import DatasetConfig, protocol_for
 from engine.io import read_json, write_json, atomic_write_bytes
 from engine.systems import get_system
 
-__all__ = ["TrajectoryDataset", "DatasetError", "generate_dataset", "save_dataset", "load_dataset"]
+__all__ = ["TrajectoryDataset", "DatasetError", "generate_dataset", "save_dataset", "load_dataset",
+           "gym_random_state", "paper_initial_states"]
 
 ARRAYS = ("train_x", "train_u", "test_x", "test_u", "long_x", "long_u")
 
@@ -72,15 +75,67 @@ def _sample(system, cfg: DatasetConfig, count: int, steps: int, rng: np.random.G
     return x, np.repeat(u[:, None, :], steps + 2, axis=1)
 
 
+# -- the paper repository's random numbers (gym <= 0.21 seeding) -----------------------------
+def _bigint_from_bytes(data: bytes) -> int:
+    data = data + b"\0" * (4 - len(data) % 4)
+    words = struct.unpack(f"{len(data) // 4}I", data)
+    return sum(w << (32 * i) for i, w in enumerate(words))
+
+
+def gym_random_state(seed: int) -> np.random.RandomState:
+    """``gym.utils.seeding.np_random(seed)`` of gym <= 0.21: a ``RandomState`` seeded with the
+    32-bit words of the first 8 bytes of ``sha512(str(seed))`` (what ``env.seed(seed)`` gives)."""
+    if not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"gym seed: expected a non-negative integer, got {seed!r}")
+    big = _bigint_from_bytes(hashlib.sha512(str(int(seed) % 2 ** 64).encode("utf8")).digest()[:8])
+    words = []
+    while big > 0:
+        big, w = divmod(big, 2 ** 32)
+        words.append(w)
+    rs = np.random.RandomState()
+    rs.seed(words or [0])
+    return rs
+
+
+def paper_initial_states(system_name: str, seed: int, count: int) -> np.ndarray:
+    """The states the paper's gym ``reset()`` draws, ``count`` of them after ``env.seed(seed)`` (count, 2n)."""
+    P = protocol_for(system_name)
+    rs = gym_random_state(seed)
+    order = P.reset_draw_order or tuple(range(len(P.state_low)))
+    out = np.empty((count, len(order)))
+    for k in range(count):
+        for i in order:  # one scalar uniform per coordinate, in the reset's order
+            out[k, i] = rs.uniform(low=P.state_low[i], high=P.state_high[i])
+    return out.astype(np.float32).astype(np.float64) if P.reset_float32 else out
+
+
+def _sample_paper(system, cfg: DatasetConfig, count: int, steps: int, seed: int, controlled: bool):
+    """``get_dataset``/``sample_gym`` of the paper repository: controls from the global numpy RNG,
+    states from the seeded env, and ``steps + 2`` points recorded *after* each step."""
+    x0 = paper_initial_states(cfg.system, seed, count)
+    if controlled:
+        u = np.random.RandomState(seed).uniform(cfg.control_low, cfg.control_high, (count, 1))
+        u = np.repeat(u, system.control_dim, axis=1)
+    else:
+        u = np.zeros((count, system.control_dim))
+    x = system.simulate(x0, u, cfg.time_step, steps + 2)[:, 1:]
+    return x, np.repeat(u[:, None, :], steps + 2, axis=1)
+
+
 def generate_dataset(config: DatasetConfig | None = None) -> TrajectoryDataset:
     """Simulate the train, test and long-term sets with scipy RK45 (seeded, reproducible)."""
     cfg = config or DatasetConfig()
     system = get_system(cfg.system)
-    rng = np.random.default_rng(cfg.seed)
     n_tr, n_te = cfg.train_trajectories, cfg.test_trajectories
-    x, u = _sample(system, cfg, n_tr + n_te, cfg.steps, rng, controlled=True)
-    long_x, long_u = _sample(system, cfg, cfg.long_term_trajectories, cfg.long_term_steps,
-                             np.random.default_rng(cfg.long_term_seed), controlled=False)
+    if cfg.sampler == "paper":
+        x, u = _sample_paper(system, cfg, n_tr + n_te, cfg.steps, cfg.seed, controlled=True)
+        long_x, long_u = _sample_paper(system, cfg, cfg.long_term_trajectories, cfg.long_term_steps,
+                                       cfg.long_term_seed, controlled=False)
+    else:
+        rng = np.random.default_rng(cfg.seed)
+        x, u = _sample(system, cfg, n_tr + n_te, cfg.steps, rng, controlled=True)
+        long_x, long_u = _sample(system, cfg, cfg.long_term_trajectories, cfg.long_term_steps,
+                                 np.random.default_rng(cfg.long_term_seed), controlled=False)
     return TrajectoryDataset(cfg, x[:n_tr], u[:n_tr], x[n_tr:], u[n_tr:], long_x, long_u)
 
 
@@ -104,7 +159,8 @@ def load_dataset(path: str | Path) -> TrajectoryDataset:
         raise DatasetError(f"{path}: file not found")
     try:
         meta = read_json(meta_path)
-        config = DatasetConfig.from_dict(meta["config"])
+        # files written before ``sampler`` existed were sampled with numpy's default_rng
+        config = DatasetConfig.from_dict({"sampler": "numpy", **meta["config"]})
     except (KeyError, TypeError) as exc:
         raise DatasetError(f"{meta_path}: missing or malformed field 'config' ({exc})") from exc
     except ValueError as exc:

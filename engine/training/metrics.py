@@ -3,6 +3,11 @@
 - ``train_mse`` / ``test_mse``: one-step predictions of the configurations ``q_{k+1}``;
 - ``integration_mse``: configurations along the long-term set (16 x 500 steps, zero control),
   predicted from each trajectory's first points;
+- ``integration_mse_state``: the paper repository's *cartpole* figure (Experiments_cartpole/train.py,
+  ``int_loss_poses = mean(losses, [1, 2])``): the MSE of the whole state ``(q, qd)`` averaged over
+  steps, coordinates and trajectories, with DEL models' velocities by the backward difference
+  ``(q_{k+1} - q_k) / h`` (Code/integrate_models.py ``implicit_integration_DEL``). Its *pendulum*
+  figure is the angle alone (``mean(losses, [1])[:, 0]``), i.e. ``integration_mse``;
 - ``energy_mse``: the true energy of the predicted states against the true energy, along the
   long-term set (DEL models' velocities by the discrete Legendre transform);
 - ``inertia_mse``: the learned inertia matrix against the true one at the predicted
@@ -18,10 +23,11 @@ import torch
 from engine.data.dataset import TrajectoryDataset
 from engine.data.windows import make_windows
 from engine.models.base import LearnedDynamics
+from engine.models.symo import DiscreteLagrangianModel
 
 __all__ = ["evaluate", "METRIC_NAMES"]
 
-METRIC_NAMES = ("train_mse", "test_mse", "integration_mse", "energy_mse", "inertia_mse")
+METRIC_NAMES = ("train_mse", "test_mse", "integration_mse", "integration_mse_state", "energy_mse", "inertia_mse")
 
 
 def _f(t: torch.Tensor) -> float:
@@ -47,6 +53,11 @@ def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps
     q, qd = model.rollout(x, u, steps)
     q_true = x[:, 2:steps + 2, :n]
     out["integration_mse"] = _f(((q - q_true) ** 2).mean())
+    qd_paper = qd
+    if isinstance(model, DiscreteLagrangianModel):  # the paper reconstructs SyMo velocities by differences
+        q_prev = torch.cat([x[:, 1:2, :n], q[:, :-1]], 1)
+        qd_paper = (q - q_prev) / dataset.h
+    out["integration_mse_state"] = _f(((torch.cat([q, qd_paper], -1) - x[:, 2:steps + 2]) ** 2).mean())
     q64, qd64 = q.double().cpu(), qd.double().cpu()  # the analytic references run on the CPU
     e_pred = system.energy(q64, qd64)
     x64 = torch.as_tensor(dataset.long_x[:, 2:steps + 2])
