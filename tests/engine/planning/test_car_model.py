@@ -104,3 +104,39 @@ def test_bad_model_config_and_checkpoint(tmp_path):
     (tmp_path / "car_model.safetensors").write_bytes(b"junk")
     with pytest.raises(ValueError, match="car_model"):
         load_car_model(tmp_path)
+
+
+def test_velocity_convention_round_trip_poses_to_velocities_to_poses():
+    """Noise-free motion capture of the simulator -> prepare_log velocities -> the planner's pose
+    update ``p_{k+1} = p_k + h R(yaw_k) v_{k+1}`` reproduces the recorded poses exactly (no
+    off-by-one between the velocity definition and the update), and the training pairs use the
+    control that was held over the step they predict."""
+    from engine.planning.car_data import human_driving, mocap_log
+    from engine.planning.costs import poses_from_velocities
+    from engine.systems.rc_car import pose_update
+
+    params = CarParams()
+    cfg = DrivingConfig(pos_noise=0.0, yaw_noise=0.0, aggressive_rate=1.0)
+    drive = human_driving(params, cfg, steps=60, segments=3, seed=5)
+    for s, log in enumerate(mocap_log(drive, params, cfg)):
+        prep = prepare_log(log, h=params.dt, savgol_window=0.0)
+        pose, v = torch.from_numpy(prep["pose"]), torch.from_numpy(prep["v"])
+        assert np.allclose(prep["pose"], drive["pose"][s], atol=1e-9)          # resampled at h
+        back = poses_from_velocities(pose[0], v, params.dt)
+        assert torch.allclose(back, pose, atol=1e-9)
+        step = pose_update(pose[:-1], v[1:], params.dt)                          # one step at a time
+        assert torch.allclose(step, pose[1:], atol=1e-9)
+        # pairs: (v_k, u_k) -> v_{k+1} with u_k the control held on [t_k, t_k + h)
+        assert np.allclose(prep["inputs"][:, :3], prep["v"][1:-1])
+        assert np.allclose(prep["inputs"][:, 3:], drive["controls"][s][1:len(prep["inputs"]) + 1])
+        assert np.allclose(prep["targets"], prep["v"][2:])
+
+
+
+
+def test_held_out_pairs_are_whole_blocks_of_consecutive_steps():
+    from engine.models.car_mlp import _split
+
+    train, val = _split(5000, 0.1, torch.Generator().manual_seed(0))
+    assert len(train) + len(val) == 5000 and not set(train.tolist()) & set(val.tolist())
+    assert len(val) == 500 and set((val // 100).bincount().unique().tolist()) <= {0, 100}
