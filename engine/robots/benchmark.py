@@ -136,7 +136,7 @@ class _Ours:
         return {"fk_jacobian": lambda: (m.forward_kinematics(q), m.jacobian(q, e)),
                 "rnea": lambda: m.inverse_dynamics(q, qd, qdd),
                 "crba": lambda: m.mass_matrix(q),
-                "aba": lambda: m.forward_dynamics(q, qd, qdd)}
+                "aba": lambda: m.forward_dynamics(q, qd, qdd, method="articulated")}  # ABA itself, as the references
 
 
 class _Pinocchio:

@@ -173,8 +173,11 @@ def link_poses_bl(W: torch.Tensor, link_src: torch.Tensor | None, offset_bodies:
     root = torch.eye(4, dtype=W.dtype, device=W.device)[None, :, :, None].expand(1, 4, 4, B)
     parts = [root, W4]
     if offsets.shape[0]:
-        # bodies of the welded links; the root (index 0) is the identity
-        src = torch.cat(parts, dim=0).index_select(0, offset_bodies)
+        # bodies of the welded links (0 = the root, the identity), then one product each
+        if bool((offset_bodies > 0).all()):
+            src = W4.index_select(0, offset_bodies - 1)
+        else:
+            src = torch.cat(parts, dim=0).index_select(0, offset_bodies)
         parts.append(torch.matmul(offsets.transpose(-1, -2).unsqueeze(1), src))
     full = torch.cat(parts, dim=0)
     if link_src is not None:
@@ -190,8 +193,33 @@ def cross_bl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim=-2)
 
 
+_unit_axis_cache: dict = {}
+
+
+def _common_unit_axis(axis: torch.Tensor) -> int | None:
+    """k when every joint axis ``(n, 3)`` is the unit vector e_k (URDFs often turn every joint
+    about its local z), else None; computed once per set of axes."""
+    key = (axis.device, axis.dtype, tuple(axis.shape), axis.detach().to("cpu", torch.float64).numpy().tobytes())
+    if key not in _unit_axis_cache:
+        found = None
+        for k in range(3):
+            e = torch.zeros(3, dtype=axis.dtype, device=axis.device)
+            e[k] = 1.0
+            if axis.shape[0] and bool((axis == e).all()):
+                found = k
+        _unit_axis_cache[key] = found
+    return _unit_axis_cache[key]
+
+
 def axes_bl(W: torch.Tensor, axis: torch.Tensor) -> torch.Tensor:
-    """World joint axes ``(n, 3, B)`` = ``R_i axis_i``; axis ``(n, 3)`` in the body frame."""
+    """World joint axes ``(n, 3, B)`` = ``R_i axis_i``; axis ``(n, 3)`` in the body frame.
+
+    When every axis is the same unit vector e_k this is column k of the rotations (a view).
+    """
+    if not axis.requires_grad:
+        k = _common_unit_axis(axis)
+        if k is not None:
+            return W[:, :, k]
     a = axis[:, None, :, None]
     out = W[:, :, 0] * a[:, :, 0]
     out = torch.addcmul(out, W[:, :, 1], a[:, :, 1])

@@ -578,8 +578,13 @@ class RobotModel(nn.Module):
             M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
         return M.reshape(shape + (self.dof, self.dof))
 
-    def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False) -> torch.Tensor:
-        """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., dof)`` (ABA)."""
+    def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
+        """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., dof)``.
+
+        ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
+        and a tree-sparse LDL^T solve) or ``"auto"``: composite for small deep trees (a 7-DoF
+        arm), where it is faster, ABA for wide ones (a hand). Both agree to rounding.
+        """
         shape, (q, qd, tau) = self._flat(q, qd, tau)
         if self.dof == 0:
             return tau.reshape(shape + (0,))
@@ -588,11 +593,12 @@ class RobotModel(nn.Module):
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
             qdd = dyn.aba_bl(S, inertials, self._to_internal(qd), self._to_internal(tau), self._gravity_acc(gravity),
-                             self._anc, self._levels, self._levels_parents(), self._chain)
+                             self._anc, self._levels, self._levels_parents(), self._chain, method=method)
             return self._to_user(qdd).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         qdd = dyn.aba(S, dyn.spatial_inertia_world(*inertials), self._to_internal(qd), self._to_internal(tau),
-                      self._gravity_acc(gravity), self._anc, self._levels, self._levels_parents(), self._chain)
+                      self._gravity_acc(gravity), self._anc, self._levels, self._levels_parents(), self._chain,
+                      method=method)
         return self._to_user(qdd).t().reshape(shape + (self.dof,))
 
     def kinetic_energy(self, q, qd) -> torch.Tensor:

@@ -1,0 +1,163 @@
+"""Both batch paths and both forward-dynamics methods against Pinocchio, float64, 1e-9.
+
+The model runs small batches body-major (per-sample products) and large ones batch-last,
+component-major (from ``engine.robots.model._BATCH_LAST_BATCH`` samples on); forward
+dynamics runs either the articulated-body recursion or ``M qdd = tau - b`` (composite
+rigid bodies, RNEA bias, a factorisation), chosen by ``dynamics._auto_fd_method``. Every
+combination is checked here on every reference robot (a chain, a tree, the shipped URDFs),
+and gradients of the large-batch path against finite differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import torch
+from robots_testdata import SMALL_TREE, robot_cases
+
+from engine.robots import RobotModel
+from engine.robots import dynamics as dyn
+from engine.robots import model as model_module
+
+TOL = 1e-9
+SMALL = 7
+LARGE = max(model_module._BATCH_LAST_BATCH, 128)
+
+
+def close(ours, ref, tol=TOL):
+    ours, ref = np.asarray(ours), np.asarray(ref)
+    scale = max(1.0, float(np.abs(ref).max()))
+    err = float(np.abs(ours - ref).max())
+    assert err <= tol * scale, f"max error {err:.3e} (scale {scale:.3g})"
+
+
+class Case:
+    def __init__(self, path, opts):
+        self.model = RobotModel.from_urdf(path, **opts)
+        self.pm = pin.buildModelFromUrdf(str(path))
+        self.pd = self.pm.createData()
+        names = [self.pm.names[i] for i in range(1, self.pm.njoints)]
+        joints = [self.pm.joints[names.index(j) + 1] for j in self.model.joint_names]
+        self.perm = np.array([jm.idx_v for jm in joints], dtype=int)
+        self.qslot = [(jm.idx_q, jm.nq) for jm in joints]
+
+    def states(self, batch, seed):
+        rng = np.random.default_rng(seed)
+        lim = self.model.joint_limits
+        lo, hi = np.maximum(lim.lower.numpy(), -np.pi), np.minimum(lim.upper.numpy(), np.pi)
+        n = self.model.dof
+        return (rng.uniform(lo, hi, size=(batch, n)), rng.normal(size=(batch, n)), rng.normal(size=(batch, n)))
+
+    def q_to_pin(self, q):
+        out = np.zeros(self.pm.nq)
+        for value, (i, nq) in zip(q, self.qslot):
+            if nq == 2:
+                out[i:i + 2] = np.cos(value), np.sin(value)
+            else:
+                out[i] = value
+        return out
+
+    def to_pin(self, x):
+        out = np.zeros(self.model.dof)
+        out[self.perm] = x
+        return out
+
+
+@pytest.fixture(scope="module", params=robot_cases())
+def case(request):
+    path, opts = request.param if isinstance(request.param, tuple) else (request.param, {})
+    return Case(path, opts)
+
+
+# samples checked against Pinocchio in each batch (every one for the small batch)
+def _checked(batch):
+    return range(0, batch, 1 if batch <= SMALL else 9)
+
+
+@pytest.mark.parametrize("batch", [SMALL, LARGE])
+def test_rnea_crba_gravity_bias(case, batch):
+    q, qd, qdd = case.states(batch, seed=batch)
+    t = lambda x: torch.as_tensor(x, dtype=torch.float64)
+    m = case.model
+    tau = m.inverse_dynamics(t(q), t(qd), t(qdd)).numpy()
+    M = m.mass_matrix(t(q)).numpy()
+    g = m.gravity_torques(t(q)).numpy()
+    b = m.bias_forces(t(q), t(qd)).numpy()
+    n = m.dof
+    for s in _checked(batch):
+        qp, vp, ap = case.q_to_pin(q[s]), case.to_pin(qd[s]), case.to_pin(qdd[s])
+        close(tau[s], np.reshape(pin.rnea(case.pm, case.pd, qp, vp, ap), -1)[case.perm])
+        Mp = np.reshape(pin.crba(case.pm, case.pd, qp), (n, n))
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        close(M[s], Mp[np.ix_(case.perm, case.perm)])
+        close(g[s], np.reshape(pin.computeGeneralizedGravity(case.pm, case.pd, qp), -1)[case.perm])
+        close(b[s], np.reshape(pin.nonLinearEffects(case.pm, case.pd, qp, vp), -1)[case.perm])
+
+
+@pytest.mark.parametrize("batch", [SMALL, LARGE])
+@pytest.mark.parametrize("method", ["articulated", "composite"])
+def test_forward_dynamics_both_methods(case, batch, method, monkeypatch):
+    monkeypatch.setattr(dyn, "_auto_fd_method", lambda n, depth: method)
+    q, qd, tau = case.states(batch, seed=batch + 1)
+    t = lambda x: torch.as_tensor(x, dtype=torch.float64)
+    qdd = case.model.forward_dynamics(t(q), t(qd), t(tau)).numpy()
+    for s in _checked(batch):
+        ref = pin.aba(case.pm, case.pd, case.q_to_pin(q[s]), case.to_pin(qd[s]), case.to_pin(tau[s]))
+        close(qdd[s], np.reshape(ref, -1)[case.perm])
+
+
+@pytest.mark.parametrize("batch", [SMALL, LARGE])
+def test_kinematics(case, batch):
+    q, _, _ = case.states(batch, seed=batch + 2)
+    m = case.model
+    qt = torch.as_tensor(q, dtype=torch.float64)
+    T = m.forward_kinematics(qt).numpy()
+    end = m.link_names[-1]
+    J = m.jacobian(qt, end).numpy()
+    frames = [case.pm.getFrameId(name, pin.BODY) for name in m.link_names]
+    fid = case.pm.getFrameId(end, pin.BODY)
+    for s in _checked(batch):
+        qp = case.q_to_pin(q[s])
+        pin.computeJointJacobians(case.pm, case.pd, qp)
+        pin.framesForwardKinematics(case.pm, case.pd, qp)
+        close(T[s], np.stack([case.pd.oMf[f].homogeneous for f in frames]))
+        ref = np.reshape(pin.getFrameJacobian(case.pm, case.pd, fid, pin.LOCAL_WORLD_ALIGNED), (6, -1))
+        close(J[s], ref[:, case.perm])
+
+
+@pytest.mark.parametrize("method", ["articulated", "composite"])
+def test_large_batch_gradients_match_finite_differences(method, monkeypatch):
+    """Directional derivatives of the large-batch path, inputs and a learnable mass and inertia."""
+    monkeypatch.setattr(dyn, "_auto_fd_method", lambda n, depth: method)
+    model = RobotModel.from_string(SMALL_TREE)
+    link = model.link_names[2]
+    model.make_learnable(link, "mass")
+    model.make_learnable(link, "inertia")
+    g = torch.Generator().manual_seed(3)
+    n = model.dof
+    x0 = [torch.rand(LARGE, n, generator=g, dtype=torch.float64) - 0.5 for _ in range(3)]
+    params = list(model.parameters())
+    w = torch.randn(LARGE, n, generator=g, dtype=torch.float64)
+    wM = torch.randn(LARGE, n, n, generator=g, dtype=torch.float64)
+
+    def loss(q, qd, x):
+        return ((model.inverse_dynamics(q, qd, x) * w).sum() + (model.forward_dynamics(q, qd, x) * w).sum()
+                + (model.mass_matrix(q) * wM).sum() + (model.jacobian(q, "tool")[..., :n] ** 2).sum())
+
+    xs = [x.clone().requires_grad_(True) for x in x0]
+    value = loss(*xs)
+    grads = torch.autograd.grad(value, xs + params)
+    dirs = [torch.randn(x.shape, generator=g, dtype=torch.float64) for x in xs + params]
+    predicted = sum(float((gr * d).sum()) for gr, d in zip(grads, dirs))
+    eps = 1e-6
+    with torch.no_grad():
+        def shifted(sign):
+            for p, d in zip(params, dirs[3:]):
+                p.add_(sign * eps * d)
+            out = float(loss(*(x + sign * eps * d for x, d in zip(x0, dirs[:3]))))
+            for p, d in zip(params, dirs[3:]):
+                p.sub_(sign * eps * d)
+            return out
+        numeric = (shifted(1.0) - shifted(-1.0)) / (2 * eps)
+    assert abs(numeric - predicted) <= 1e-6 * max(1.0, abs(numeric)), (numeric, predicted)
