@@ -302,3 +302,53 @@ def test_fused_one_dof_acceleration_gradients_match_autograd():
     inputs = [q, qd, f, *net.parameters()]
     for a, b in zip(_grads((fast * w).sum(), inputs), _grads((ref * w).sum(), inputs)):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-10)
+
+
+# -- issue #5: the cart-pole (dof 2) prediction path, end to end -------------------------------
+
+@pytest.fixture(scope="module")
+def cartpole_windows():
+    data = generate_dataset(DatasetConfig(system="cartpole", train_trajectories=4, test_trajectories=1,
+                                          long_term_trajectories=1, long_term_steps=4))
+    return data, make_windows(data.train_x, data.train_u, 2, torch.float32)
+
+
+def test_cartpole_prediction_with_the_true_lagrangian_recovers_the_data(cartpole_windows):
+    """The default prediction path (float32, active-set Newton, tolerance 1e-4, 10 iterations) of a
+    SyMo model that holds the true cart-pole Lagrangian reproduces the RK45 data to the midpoint
+    rule's own error (~1e-8): what a learned model's one-step error is compared against (issue #5)."""
+    data, w = cartpole_windows
+    model = SyMo(ModelSpec.for_system(data.system, data.h))
+    model.lagrangian = AnalyticLagrangian(data.system)
+    q_next, _ = model.predict(w)
+    assert q_next.dtype == torch.float32
+    assert float(((q_next - w.q_next) ** 2).mean()) < 5e-8
+    with torch.no_grad():   # the Newton Jacobian of the dof-2 path against autograd, in float32 too
+        J = model.jacobian(w.q_prev, w.q, w.q_next, w.u_prev, w.u, w.u_next)
+    f = lambda z: model.residual(w.q_prev, w.q, z, w.u_prev, w.u, w.u_next).sum(0)
+    J_ref = torch.autograd.functional.jacobian(f, w.q_next).permute(1, 0, 2)
+    torch.testing.assert_close(J, J_ref, rtol=1e-5, atol=1e-5)
+
+
+def test_cartpole_symo_loss_gradients_fast_path_match_autograd(cartpole_windows, monkeypatch):
+    """The training path of a dof-2 SyMo (dual MLP with hand-written backward, mixed angle mask)
+    gives the same loss and parameter gradients as the plain autograd formulation (float64)."""
+    import engine.models.nets as nets
+
+    data, w = cartpole_windows
+    torch.manual_seed(12)
+    model = SyMo(ModelSpec.for_system(data.system, data.h, hidden=16)).double()
+    w = w.to(torch.float64)
+
+    def grads():
+        model.zero_grad(set_to_none=True)
+        loss = model.loss(w)
+        loss.backward()
+        return loss.detach(), [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()]
+
+    loss_fast, g_fast = grads()
+    monkeypatch.setattr(nets, "_plain_tensors", lambda: False)   # forces the autograd formulation
+    loss_ref, g_ref = grads()
+    torch.testing.assert_close(loss_fast, loss_ref, rtol=1e-12, atol=0)
+    for a, b in zip(g_fast, g_ref):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-14)
