@@ -25,7 +25,7 @@ import torch
 
 from engine.planning.costs import PlanWeights, control_cost, poses_from_velocities
 from engine.planning.dynamics import rollout
-from engine.planning.fused_linear import linear_act
+from engine.planning.fused_linear import fused_layer
 
 __all__ = ["AutogradEvaluator", "MLPEvaluator", "StageCost", "make_evaluator"]
 
@@ -90,9 +90,10 @@ class MLPEvaluator(_Base):
         self.W1u_t = (W1[:, 3:] * self.u_scale).t().contiguous()      # (2, H): acts on normalised w
         self.b1 = b1
         self.hidden = [(W.t().contiguous(), b) for W, b in layers[1:-1]]
-        self.hidden_oi = [(W.contiguous(), b) for W, b in layers[1:-1]]  # (out, in) for linear_act
+        self.hidden_oi = [(W.contiguous(), b) for W, b in layers[1:-1]]  # (out, in) for the fused layer
         self.WL_t, self.bL = layers[-1][0].t().contiguous(), layers[-1][1]
         self.act_name = "gelu" if self.gelu else "relu"
+        self._fused_layer = fused_layer(self.act_name)
         # for the Jacobians: (out, in) layouts
         self.W1 = torch.cat([W1[:, :3], W1[:, 3:] * self.u_scale], 1)  # (H, 5)
         self.Ws = [W for W, _ in layers[1:-1]]
@@ -115,13 +116,14 @@ class MLPEvaluator(_Base):
         Zu = torch.matmul(Wc, self.W1u_t) + self.b1                   # (B, N, H) in one product
         v = self.v0.expand(B, 3).contiguous()
         out = [v]
-        act, name = self._act, self.act_name
+        act = self._act
         fused = B >= 32  # oneDNN's call overhead only pays off on a batch of candidates
+        layer = self._fused_layer
         for i in range(N):
             a = act(torch.addmm(Zu[:, i], v, self.W1v_t))
             if fused:
                 for W, b in self.hidden_oi:
-                    a = linear_act(a, W, b, name)      # one fused oneDNN call per layer where available
+                    a = layer(a, W, b)                 # one fused oneDNN call per layer where available
             else:
                 for Wt, b in self.hidden:
                     a = act(torch.addmm(b, a, Wt))

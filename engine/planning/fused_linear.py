@@ -17,7 +17,7 @@ import functools
 
 import torch
 
-__all__ = ["fused_available", "linear_act"]
+__all__ = ["fused_available", "fused_layer", "linear_act"]
 
 _ACT_ARGS = {"gelu": ("gelu", [None], "none"),   # exact (erf) GELU, as torch.nn.functional.gelu
              "relu": ("relu", [], ""),
@@ -62,3 +62,12 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, act: s
     if x.device.type == "cpu" and fused_available(x.dtype):
         return torch.ops.mkldnn._linear_pointwise(x, weight, bias, *_ACT_ARGS[act])
     return _reference(x, weight, bias, act)
+
+
+def fused_layer(act: str = "gelu", dtype: torch.dtype = torch.float32):
+    """``f(x, weight, bias)`` for a hot loop: the fused operator bound once (no per-call checks),
+    or the plain formula where it is unavailable. CPU tensors of ``dtype``, no autograd."""
+    if fused_available(dtype):
+        op, args = torch.ops.mkldnn._linear_pointwise.default, _ACT_ARGS[act]
+        return lambda x, weight, bias: op(x, weight, bias, *args)
+    return lambda x, weight, bias: _reference(x, weight, bias, act)
