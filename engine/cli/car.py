@@ -68,10 +68,9 @@ def _train(args) -> int:
     if args.log:
         import torch
 
-        from engine.planning.car_data import prepare_log, read_car_csv
+        from engine.planning.car_logs import load_car_log
 
-        prep = prepare_log(read_car_csv(args.log), h=cfg.params.dt, savgol_window=cfg.driving.savgol_window,
-                           savgol_order=cfg.driving.savgol_order, source=args.log)
+        prep = load_car_log(args.log, cfg.params, cfg.driving)  # the model lab's reader, then the car's preparation
         dataset = {"inputs": torch.from_numpy(prep["inputs"]).float(),
                    "targets": torch.from_numpy(prep["targets"]).float()}
     res = run_cli_job(train_job(cfg, args.out, dataset=dataset), quiet=args.json)

@@ -16,9 +16,7 @@ reproduces the recorded poses. Training pairs are ``(v_k, u_k) -> v_{k+1}``. Rea
 
 from __future__ import annotations
 
-import csv
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -33,7 +31,6 @@ __all__ = [
     "human_driving",
     "make_dataset",
     "prepare_log",
-    "read_car_csv",
     "validation_trajectories",
 ]
 
@@ -213,33 +210,6 @@ def prepare_log(log: dict, h: float = 0.05, savgol_window: float = DrivingConfig
     inputs = np.concatenate([v[1:-1], u[1:-1]], -1)
     targets = v[2:]
     return {"pose": pose, "v": v, "u": u, "inputs": inputs, "targets": targets, "h": h}
-
-
-def read_car_csv(path: str | Path) -> dict:
-    """Read a CSV log with a header naming at least t, x, y, yaw, throttle, steering."""
-    path = Path(path)
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.reader(line for line in fh if line.strip() and not line.startswith("#"))]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CarDataError(f"{path}: cannot read ({exc})") from exc
-    if len(rows) < 2:
-        raise CarDataError(f"{path}: needs a header and data rows")
-    header = [h.strip() for h in rows[0]]
-    missing = [c for c in LOG_COLUMNS if c not in header]
-    if missing:
-        raise CarDataError(f"{path}: missing column(s) {missing} (need {', '.join(LOG_COLUMNS)})")
-    out = {c: [] for c in LOG_COLUMNS}
-    for line_no, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise CarDataError(f"{path}: line {line_no} has {len(row)} fields, header has {len(header)}")
-        for c in LOG_COLUMNS:
-            try:
-                out[c].append(float(row[header.index(c)]))
-            except ValueError:
-                raise CarDataError(f"{path}: line {line_no}, column {c!r}: not a number "
-                                   f"({row[header.index(c)]!r})") from None
-    return {c: np.asarray(v) for c, v in out.items()}
 
 
 def make_dataset(params: CarParams = CarParams(), config: DrivingConfig = DrivingConfig(),

@@ -20,7 +20,6 @@ from engine.planning.car_data import (
     DrivingConfig,
     make_dataset,
     prepare_log,
-    read_car_csv,
     validation_trajectories,
 )
 from engine.planning.training import trajectory_validation_error
@@ -58,19 +57,25 @@ def test_savgol_smoothing_removes_most_of_the_motion_capture_noise():
 
 
 def test_csv_log_reading_and_errors(tmp_path):
+    """A log goes through the model lab's reader (engine.logs), then the car's preparation."""
+    from engine.logs import LogError
+    from engine.planning.car_logs import load_car_log
+
     log = _circle_log(seconds=1.0)
     path = tmp_path / "drive.csv"
     rows = ["t,x,y,yaw,throttle,steering"] + [",".join(f"{log[c][i]:.6f}" for c in ("t", "x", "y", "yaw", "throttle", "steering"))
                                               for i in range(len(log["t"]))]
     path.write_text("\n".join(rows) + "\n")
-    data = read_car_csv(path)
-    assert np.allclose(data["x"], log["x"], atol=1e-6)
-    (tmp_path / "bad.csv").write_text("t,x,y,yaw,throttle\n0,0,0,0,0\n")
-    with pytest.raises(CarDataError, match="steering"):
-        read_car_csv(tmp_path / "bad.csv")
-    (tmp_path / "bad2.csv").write_text("t,x,y,yaw,throttle,steering\n0,0,0,0,0,0\n0.1,1,x,0,0,0\n")
-    with pytest.raises(CarDataError, match="line 3"):
-        read_car_csv(tmp_path / "bad2.csv")
+    prep = load_car_log(path, CarParams(), DrivingConfig())
+    direct = prepare_log(log, CarParams().dt, DrivingConfig().savgol_window, DrivingConfig().savgol_order)
+    assert np.allclose(prep["pose"], direct["pose"], atol=1e-5) and np.allclose(prep["v"][1:], direct["v"][1:], atol=1e-3)
+    (tmp_path / "bad.csv").write_text("t,x,y,yaw,throttle\n0,0,0,0,0\n0.1,0,0,0,0\n")
+    with pytest.raises(LogError, match="steering") as err:
+        load_car_log(tmp_path / "bad.csv", CarParams(), DrivingConfig())
+    assert "bad.csv" in str(err.value)
+    (tmp_path / "bad2.csv").write_text("t,x,y,yaw,throttle,steering\n0,0,0,0,0,0\n0,1,0,0,0,0\n")
+    with pytest.raises(ValueError, match="bad2.csv"):
+        load_car_log(tmp_path / "bad2.csv", CarParams(), DrivingConfig())
 
 
 def test_a_small_model_trained_briefly_lowers_its_loss_and_round_trips(tmp_path):
