@@ -53,6 +53,9 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
         note = f"model is {model.config.layers}x{model.config.hidden} {model.config.activation}"
     else:
         note = "8x64 gelu"
+    # the Drifting Turn's iteration count depends on the model's landscape: say which model it was
+    note += (f" from {model_dir} ({model.config.epochs} epochs)" if model_dir is not None
+             else f", trained here for {config.train_epochs} epochs on {config.train_minutes:g} min of driving")
     dyn = LearnedDynamics(model, h)
     track = default_track()
     field = TrackField(track)
