@@ -308,8 +308,8 @@ def world_inertials_bl(W, m, c1, Ic4):
     c_w = P[:, :, 3].transpose(0, 1)
     # (R Ic R^T)_rs = sum_k (R Ic)_rk R_sk: three products over all (r, s)
     Ic_w = P[:, :, None, 0].permute(1, 2, 0, 3) * W[:, None, :, 0].permute(1, 2, 0, 3)
-    for k in (1, 2):
-        Ic_w = torch.addcmul(Ic_w, P[:, :, None, k].permute(1, 2, 0, 3), W[:, None, :, k].permute(1, 2, 0, 3))
+    for k in (1, 2):        # in place: Ic_w is fresh
+        Ic_w.addcmul_(P[:, :, None, k].permute(1, 2, 0, 3), W[:, None, :, k].permute(1, 2, 0, 3))
     return m, c_w, Ic_w
 
 
@@ -318,7 +318,7 @@ def motion_subspaces_bl(z, p, rev, pri):
     origins ``p`` ``(n, 3, B)``: ``[z; p x z]`` revolute, ``[0; z]`` prismatic; rev / pri
     ``(n,)`` masks, or None for an all-revolute tree."""
     zs, ps = z.unbind(1), p.unbind(1)
-    pz = [torch.addcmul(ps[j] * zs[k], ps[k], zs[j], value=-1.0) for _, j, k in _CYCLIC]
+    pz = [(ps[j] * zs[k]).addcmul_(ps[k], zs[j], value=-1.0) for _, j, k in _CYCLIC]
     if rev is None:
         return torch.stack(list(zs) + pz)
     r, s_ = rev[:, None], pri[:, None]
@@ -352,9 +352,9 @@ def _velocity_product_cm(v, s, acc=None):
     ss = _dbl(s.view(2, 3, *s.shape[1:]), 1)                              # [s_ang; s_lin] doubled, (2, 5, n, B)
     # w x s_ang and w x s_lin at once, (2, 3, n, B)
     X = ww[1:4] * ss[:, 2:5] if acc is None else torch.addcmul(acc.view(2, 3, *acc.shape[1:]), ww[1:4], ss[:, 2:5])
-    X = torch.addcmul(X, ww[2:5], ss[:, 1:4], value=-1.0)
+    X.addcmul_(ww[2:5], ss[:, 1:4], value=-1.0)                               # X is fresh: in place
     vv = _dbl(v[3:], 0)
-    lin = torch.addcmul(torch.addcmul(X[1], vv[1:4], ss[0, 2:5]), vv[2:5], ss[0, 1:4], value=-1.0)
+    lin = X[1].addcmul_(vv[1:4], ss[0, 2:5]).addcmul_(vv[2:5], ss[0, 1:4], value=-1.0)
     return torch.cat([X[0], lin])
 
 
@@ -366,24 +366,20 @@ def _body_forces_cm(m, c, Ic, a, v):
     if v is None:
         T, L = a[:3], a[3:]
         TT = _dbl(T, 0)
-        Y = torch.addcmul(torch.addcmul(L, TT[1:4], cc[2:5]), TT[2:5], cc[1:4], value=-1.0)
-        IT = Ic[:, 0] * T[0]
-        IT = torch.addcmul(IT, Ic[:, 1], T[1])
-        g, n_ = Y, torch.addcmul(IT, Ic[:, 2], T[2])
+        Y = torch.addcmul(L, TT[1:4], cc[2:5]).addcmul_(TT[2:5], cc[1:4], value=-1.0)
+        g, n_ = Y, (Ic[:, 0] * T[0]).addcmul_(Ic[:, 1], T[1]).addcmul_(Ic[:, 2], T[2])
     else:
         av = torch.stack([a, v])                                          # (2, 6, n, B)
         T, L = av[:, :3], av[:, 3:]                                       # [alpha; w], [a_lin; v_lin]
         TT = _dbl(T, 1)                                                   # (2, 5, n, B); TT[1] = w doubled
-        Y = torch.addcmul(torch.addcmul(L, TT[:, 1:4], cc[2:5]), TT[:, 2:5], cc[1:4], value=-1.0)
-        IT = Ic[:, 0] * T[:, 0:1]                                         # Ic [alpha; w], (2, 3, n, B)
-        IT = torch.addcmul(IT, Ic[:, 1], T[:, 1:2])
-        IT = torch.addcmul(IT, Ic[:, 2], T[:, 2:3])
+        Y = torch.addcmul(L, TT[:, 1:4], cc[2:5]).addcmul_(TT[:, 2:5], cc[1:4], value=-1.0)
+        IT = (Ic[:, 0] * T[:, 0:1]).addcmul_(Ic[:, 1], T[:, 1:2]).addcmul_(Ic[:, 2], T[:, 2:3])   # Ic [alpha; w]
         ww = TT[1]
         yy, ii = _dbl(Y[1], 0), _dbl(IT[1], 0)
         g = torch.addcmul(torch.addcmul(Y[0], ww[1:4], yy[2:5]), ww[2:5], yy[1:4], value=-1.0)
         n_ = torch.addcmul(torch.addcmul(IT[0], ww[1:4], ii[2:5]), ww[2:5], ii[1:4], value=-1.0)
     gg = _dbl(g, 0)
-    cg = torch.addcmul(cc[1:4] * gg[2:5], cc[2:5], gg[1:4], value=-1.0)
+    cg = (cc[1:4] * gg[2:5]).addcmul_(cc[2:5], gg[1:4], value=-1.0)
     return torch.cat([torch.addcmul(n_, cg, m), g * m])
 
 
@@ -402,6 +398,15 @@ def _double(a, size: int):
     return a.index_select(-2, idx)      # one gather: faster than concatenating slices
 
 
+def _d6_index(device):
+    """``[0, 1, 2, 0, 1, 3, 4, 5, 3, 4]``: doubles both halves of a spatial vector (see :func:`_double`)."""
+    key = (6, device)
+    idx = _doubling_index.get(key)
+    if idx is None:
+        idx = _doubling_index[key] = torch.tensor(_DOUBLING[6], device=device)
+    return idx
+
+
 def _d3(a):
     return _double(a, 3)
 
@@ -413,14 +418,13 @@ def _d6(v):
 
 def _xd(aa, bb):
     """a x b from doubled ``aa, bb (..., 5, B)``."""
-    return torch.addcmul(aa[..., 1:4, :] * bb[..., 2:5, :], aa[..., 2:5, :], bb[..., 1:4, :], value=-1.0)
+    return (aa[..., 1:4, :] * bb[..., 2:5, :]).addcmul_(aa[..., 2:5, :], bb[..., 1:4, :], value=-1.0)
 
 
 def _xd2(aa, bb, cc, dd):
-    """a x b + c x d from doubled vectors."""
-    out = torch.addcmul(aa[..., 1:4, :] * bb[..., 2:5, :], aa[..., 2:5, :], bb[..., 1:4, :], value=-1.0)
-    out = torch.addcmul(out, cc[..., 1:4, :], dd[..., 2:5, :])
-    return torch.addcmul(out, cc[..., 2:5, :], dd[..., 1:4, :], value=-1.0)
+    """a x b + c x d from doubled vectors (accumulated in place in a fresh tensor)."""
+    out = (aa[..., 1:4, :] * bb[..., 2:5, :]).addcmul_(aa[..., 2:5, :], bb[..., 1:4, :], value=-1.0)
+    return out.addcmul_(cc[..., 1:4, :], dd[..., 2:5, :]).addcmul_(cc[..., 2:5, :], dd[..., 1:4, :], value=-1.0)
 
 
 def _cross_motion_bl(v, m, vv=None):
@@ -470,8 +474,8 @@ def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False):
 
 
 _pairs_cache: dict = {}
-# largest (6, n, n, B) intermediate for the all-pairs product of the mass matrix (about
-# 3 MB in float64; above it the per-body rows, which touch less memory, are faster)
+# largest (n, n, B) all-pairs product of a chain's mass matrix (about 3 MB in float64;
+# above it the per-body rows, which touch less memory, are faster)
 _FULL_PRODUCT_ELEMENTS = 400_000
 
 
@@ -522,21 +526,30 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool):
     h = c * m[:, None]
     J = torch.addcmul(Ic, h.unsqueeze(1), c.unsqueeze(0), value=-1.0)                # Ic - m c c^T
     J.diagonal(0, 0, 1).add_((h * c).sum(0).unsqueeze(-1))                          # + m |c|^2 1 (fresh tensor)
-    comp = _tree_up_cm(anc, torch.cat([m[None, :, None].expand(1, n, B), h, J.reshape(9, n, B)]), chain)
+    comp = torch.cat([m[None, :, None].expand(1, n, B), h, J.reshape(9, n, B)])
+    if chain:       # subtree sums in place (comp is fresh): no list of partial sums to stack
+        for i in range(n - 2, -1, -1):
+            comp[:, i].add_(comp[:, i + 1])
+    else:
+        comp = _tree_up_cm(anc, comp, chain)
     mc, hc_, Jc = comp[0], comp[1:4], comp[4:].view(3, 3, n, B)
     sw, so = S[:3], S[3:]
-    # Ic S = [Jc sw + hc x so; mc so + sw x hc], crosses from doubled vectors
-    d3 = _d3_index(S.device)
-    hh, ss, ww = hc_.index_select(0, d3), so.index_select(0, d3), sw.index_select(0, d3)
-    ang = torch.addcmul(hh[1:4] * ss[2:5], hh[2:5], ss[1:4], value=-1.0)
-    for col in range(3):
-        ang = torch.addcmul(ang, Jc[:, col], sw[col])
-    lin = torch.addcmul(torch.addcmul(ww[1:4] * hh[2:5], ww[2:5], hh[1:4], value=-1.0), mc, so)
-    F = torch.cat([ang, lin])
-    if chain and 6 * n * n * B <= _FULL_PRODUCT_ELEMENTS:
+    # Ic S = [Jc sw + hc x so; mc so + sw x hc] = [Jc sw - so x hc; mc so + sw x hc]: both
+    # crosses with hc at once from doubled vectors (S doubled by one gather: [sw; so], 5 each)
+    hh = hc_.index_select(0, _d3_index(S.device))                                   # (5, n, B)
+    ss = S.index_select(0, _d6_index(S.device)).view(2, 5, n, B)                  # [sw; so] doubled
+    X = (ss[:, 1:4] * hh[2:5]).addcmul_(ss[:, 2:5], hh[1:4], value=-1.0)            # [sw x hc, so x hc]
+    ang = (Jc[:, 0] * sw[0]).sub_(X[1]).addcmul_(Jc[:, 1], sw[1]).addcmul_(Jc[:, 2], sw[2])   # fresh: in place
+    lin = X[0].addcmul_(mc, so)
+    F = (*ang.unbind(0), *lin.unbind(0))
+    if chain and n * n * B <= _FULL_PRODUCT_ELEMENTS:
         # a chain relates every pair: all products at once (few large ops), then mirror
-        P = (F.unsqueeze(2) * S.unsqueeze(1)).sum(0)                                 # (n, n, B): F_i . S_j
+        # F_i . S_j as six in-place multiply-adds of (n, n, B) planes (no (6, n, n, B) temporary)
+        P = F[0].unsqueeze(1) * S[0].unsqueeze(0)                                    # (n, n, B)
+        for k in range(1, 6):
+            P.addcmul_(F[k].unsqueeze(1), S[k].unsqueeze(0))
         return P.view(n * n, B).index_select(0, _chain_mirror(n, S.device)).view(n, n, B)
+    F = torch.cat([ang, lin])
     rows, gather = _ancestor_pairs(anc)
     prods = []
     for i, r in enumerate(rows):
@@ -606,8 +619,8 @@ def _mv6(M, x):
     """``M x`` for symmetric 6x6 matrices ``(k, 6, 6, B)`` and vectors ``(k, 6, B)`` (rows of M as columns)."""
     rows, xs = M.unbind(-3), x.unsqueeze(-2).unbind(-3)
     out = rows[0] * xs[0]
-    for j in range(1, 6):
-        out = torch.addcmul(out, rows[j], xs[j])
+    for j in range(1, 6):       # in place: out is fresh
+        out.addcmul_(rows[j], xs[j])
     return out
 
 
@@ -710,14 +723,15 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     sizes = [e - s for s, e in levels]
     S_l, I_l, p_l, c_l, tau_l = S.split(sizes), I.split(sizes), pA.split(sizes), c.split(sizes), tau.split(sizes)
     Sc_l = torch.stack([S, c], dim=1).split(sizes)                         # (k, 2, 6, B) per depth
+    no_grad = not (torch.is_grad_enabled() and (I.requires_grad or S.requires_grad))
     acc_I = [None] * depth
     acc_p = [None] * depth
     Uos, qfree = [None] * depth, [None] * depth
     for d in range(depth - 1, -1, -1):
         IA, pa, Sd = I_l[d], p_l[d], S_l[d]
-        if acc_I[d] is not None:
-            IA = IA + acc_I[d]
-            pa = pa + acc_p[d]
+        if acc_I[d] is not None:        # the accumulators are fresh: add in place
+            IA = acc_I[d].add_(IA)
+            pa = acc_p[d].add_(pa)
         if d == 0:
             U = _mv6(IA, Sd)
             D = (Sd * U).sum(1)
@@ -732,9 +746,12 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
         Uos[d], qfree[d] = Uo, qf
         if d == 0:
             break
-        Ia = torch.addcmul(IA, Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
+        if no_grad and acc_I[d] is not None:    # IA is a fresh accumulator; without autograd, update it in place
+            Ia = IA.addcmul_(Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
+        else:
+            Ia = torch.addcmul(IA, Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
         # pa + Ia c + U qf = pa + IA c + U (qf - (U . c) / D)
-        pa_out = torch.addcmul(pa + IAc, U, torch.addcmul(qf, Uc, Dinv, value=-1.0).unsqueeze(1))
+        pa_out = (pa + IAc).addcmul_(U, torch.addcmul(qf, Uc, Dinv, value=-1.0).unsqueeze(1))
         lp = level_parents[d]
         if lp is not None:
             Ia = Ia.new_zeros((sizes[d - 1],) + Ia.shape[1:]).index_add(0, lp, Ia)

@@ -133,16 +133,26 @@ def local_transforms_bl(q: torch.Tensor, Ct4: torch.Tensor) -> torch.Tensor:
     that one product with ``[sin q, 1 - cos q, q, 1]`` gives the transforms.
     """
     n, B = q.shape
-    coef = torch.stack([torch.sin(q), 1.0 - torch.cos(q), q, torch.ones_like(q)], dim=1)   # (n, 4, B)
-    return torch.bmm(Ct4, coef).view(n, 3, 4, B)
+    coef = torch.stack([torch.sin(q), 1.0 - torch.cos(q), q], dim=1)                    # (n, 3, B)
+    return torch.baddbmm(Ct4[:, :, 3:], Ct4[:, :, :3], coef).view(n, 3, 4, B)         # + the constant column
 
 
 def compose_bl(A: torch.Tensor, L: torch.Tensor, e4: torch.Tensor) -> torch.Tensor:
     """``A @ L`` for rigid transforms stored as their top rows, ``(k, 3, 4, B)`` each; e4 = (0, 0, 0, 1) ``(1, 1, 4, 1)``."""
     a, l = A.unsqueeze(3).unbind(2), L.unsqueeze(1).unbind(2)        # (k, 3, 1, B) columns, (k, 1, 4, B) rows
-    out = torch.addcmul(a[3] * e4, a[0], l[0])
-    out = torch.addcmul(out, a[1], l[1])
-    return torch.addcmul(out, a[2], l[2])
+    return (a[3] * e4).addcmul_(a[0], l[0]).addcmul_(a[1], l[1]).addcmul_(a[2], l[2])     # in place: fresh
+
+
+_e4_cache: dict = {}
+
+
+def _e4(dtype, device) -> torch.Tensor:
+    """The constant (0, 0, 0, 1) as ``(1, 1, 4, 1)`` (built once per dtype and device)."""
+    key = (dtype, device)
+    e4 = _e4_cache.get(key)
+    if e4 is None:
+        e4 = _e4_cache[key] = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=dtype, device=device).view(1, 1, 4, 1)
+    return e4
 
 
 def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents) -> torch.Tensor:
@@ -150,7 +160,7 @@ def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents) -> 
     local = local_transforms_bl(q, Ct4)
     if len(levels) <= 1:
         return local
-    e4 = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=q.dtype, device=q.device).view(1, 1, 4, 1)
+    e4 = _e4(q.dtype, q.device)
     parts, prev = [], None
     for loc, lp in zip(local.split([e - s for s, e in levels]), level_parents):
         prev = loc if prev is None else compose_bl(prev if lp is None else prev.index_select(0, lp), loc, e4)
