@@ -61,3 +61,21 @@ def ctx(tmp_path, qtbot):
     yield context
     runner.cancel_all()
     runner.wait_for_done(10000)
+
+
+@pytest.fixture
+def car_page(qtbot, ctx, tmp_path):
+    """The Car planner page on its own, shown and active (keyboard shortcuts need that), with
+    its trained models kept in ``tmp_path/models``; shut down (jobs stopped) at teardown."""
+    from app.workspaces.car.page import CarPlannerPage
+
+    ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
+    page = CarPlannerPage(ctx)
+    qtbot.addWidget(page)
+    page.resize(1400, 900)
+    with qtbot.waitExposed(page):
+        page.show()
+    page.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is page)
+    yield page
+    page.shutdown()

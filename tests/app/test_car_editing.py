@@ -1,30 +1,17 @@
 """Car planner editing like a user: type a target's step in the table, Delete key, Ctrl+Z /
 Ctrl+Shift+Z, tracks saved and loaded as JSON, bad files answered with a clear error."""
 
-import gc
 import json
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
-from app.workspaces.car.page import CarPlannerPage
 
 
 @pytest.fixture
-def page(qtbot, ctx, tmp_path):
-    gc.collect()   # Qt garbage of earlier tests: collected here, never by a job's worker thread
-    ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
-    p = CarPlannerPage(ctx)
-    qtbot.addWidget(p)
-    p.resize(1400, 900)
-    with qtbot.waitExposed(p):
-        p.show()
-    p.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is p)
-    yield p
-    p.shutdown()
-
+def page(car_page):
+    return car_page
 
 def _drag(qtbot, canvas, start, end):
     vp = canvas.viewport()

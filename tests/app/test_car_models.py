@@ -17,17 +17,8 @@ EXAMPLE_LOG = ROOT / "resources" / "logs" / "rc_car_mocap.csv"
 
 
 @pytest.fixture
-def page(qtbot, ctx, tmp_path):
-    gc.collect()   # Qt garbage of earlier tests: collected here, never by a job's worker thread
-    ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
-    p = CarPlannerPage(ctx)
-    qtbot.addWidget(p)
-    p.resize(1400, 900)
-    with qtbot.waitExposed(p):
-        p.show()
-    yield p
-    p.shutdown()
-
+def page(car_page):
+    return car_page
 
 def _type(qtbot, widget, text):
     """Select a spin box's (or line edit's) text, type ``text`` and press Enter."""

@@ -1,7 +1,6 @@
 """Car planner, track mode: draw a track, Drive with MPC at real-time pace, lap time, speed
 profile and the control-rate readout."""
 
-import gc
 import math
 import time
 
@@ -9,21 +8,11 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.workspaces.car.jobs import Pacer
-from app.workspaces.car.page import CarPlannerPage
 
 
 @pytest.fixture
-def page(qtbot, ctx, tmp_path):
-    gc.collect()   # Qt garbage of earlier tests: collected here, never by a job's worker thread
-    ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
-    p = CarPlannerPage(ctx)
-    qtbot.addWidget(p)
-    p.resize(1400, 900)
-    with qtbot.waitExposed(p):
-        p.show()
-    yield p
-    p.shutdown()
-
+def page(car_page):
+    return car_page
 
 def test_pacer_holds_a_fast_loop_to_real_time_and_reports_slow_ones():
     dt = 0.01

@@ -1,33 +1,17 @@
 """The Car planner page: place targets with the mouse, optimise as a job, draw the trajectory."""
 
-import gc
 import math
 
 import pytest
-from PySide6.QtCore import QPoint, QSettings, Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
-from app.context import AppContext
-from app.jobs import JobRunner
-from app.workspaces.car.page import CarPlannerPage
 from engine.systems.rc_car import CarParams
 
 
 @pytest.fixture
-def page(qtbot, tmp_path):
-    gc.collect()   # Qt garbage of earlier tests: collected here, never by a job's worker thread
-    ctx = AppContext(jobs=JobRunner(), settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat))
-    ctx.settings.setValue("car/models_dir", str(tmp_path / "models"))
-    p = CarPlannerPage(ctx)
-    qtbot.addWidget(p)
-    p.resize(1400, 900)
-    with qtbot.waitExposed(p):
-        p.show()
-    yield p
-    p.shutdown()
-    ctx.jobs.cancel_all()
-    ctx.jobs.wait_for_done(10000)
-
+def page(car_page):
+    return car_page
 
 def _drag(qtbot, canvas, start, end):
     vp = canvas.viewport()

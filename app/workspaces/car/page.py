@@ -924,16 +924,7 @@ class CarPlannerPage(QWidget):
         controls = None if not self.result else torch.as_tensor(self.result["controls"])
         if controls is not None and controls.shape[0] != self.horizon_spin.value():
             controls = None
-        try:
-            save_plan(path, self.current_plan(), controls)
-        except (OSError, ValueError) as exc:
-            msg = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
-            self.ctx.show_error("Save plan", msg)
-            self.status.setText(msg)
-            return False
-        self.ctx.add_recent_file(path)
-        self.status.setText(f"Plan saved to {path}.")
-        return True
+        return self._save("plan", path, lambda: save_plan(path, self.current_plan(), controls))
 
     def save_track(self, path: str) -> bool:
         """Write the current track as JSON, atomically."""
@@ -941,15 +932,19 @@ class CarPlannerPage(QWidget):
 
         if self.track is None:
             return False
+        return self._save("track", path, lambda: save_track(path, self.track))
+
+    def _save(self, what: str, path: str, write) -> bool:
+        """Run ``write()`` (an atomic JSON save); on failure an error naming the file, False."""
         try:
-            save_track(path, self.track)
+            write()
         except (OSError, ValueError) as exc:
             msg = str(exc) if str(path) in str(exc) else f"{path}: {exc}"
-            self.ctx.show_error("Save track", msg)
+            self.ctx.show_error(f"Save {what}", msg)
             self.status.setText(msg)
             return False
         self.ctx.add_recent_file(path)
-        self.status.setText(f"Track saved to {path}.")
+        self.status.setText(f"{what.capitalize()} saved to {path}.")
         return True
 
     def load_plan(self, path: str) -> bool:

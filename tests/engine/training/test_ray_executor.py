@@ -9,7 +9,6 @@ swapping 127.0.0.1 for the machine's network address, for the head and for every
 
 from __future__ import annotations
 
-import importlib.util
 import ipaddress
 import json
 import math
@@ -26,8 +25,6 @@ import pytest
 from engine.jobs import JobCancelled, ThreadJobContext
 from engine.training.executors import TaskFailed, get_executor
 
-HAS_RAY = importlib.util.find_spec("ray") is not None
-needs_ray = pytest.mark.skipif(not HAS_RAY, reason="ray is not installed: pip install -e '.[cluster]'")
 needs_proc = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the supervisor reads /proc (Linux)")
 # signal method: on a timeout the fixtures' teardown still runs and stops the cluster
@@ -124,8 +121,6 @@ class LocalRayHead:
 
 @pytest.fixture(scope="module")
 def head():
-    if not HAS_RAY:
-        pytest.skip("ray is not installed: pip install -e '.[cluster]'")
     if not sys.platform.startswith("linux"):
         pytest.skip("the supervisor reads /proc (Linux)")
     h = LocalRayHead()
@@ -199,7 +194,6 @@ def test_missing_ray_names_the_cluster_extra(monkeypatch):
         get_executor("ray", address="127.0.0.1:1")
 
 
-@needs_ray
 @needs_proc
 def test_results_errors_and_connection(head, ray_module):
     ray = ray_module
@@ -218,7 +212,6 @@ def test_results_errors_and_connection(head, ray_module):
         get_executor("ray", address=f"127.0.0.1:{port}").run(abs, [1], lambda i, r: None)
 
 
-@needs_ray
 @needs_proc
 def test_cancel_stops_running_and_queued_tasks_and_binds_loopback_only(head, ray_module):
     ray = ray_module
@@ -264,7 +257,6 @@ def _sweep(*extra, env=None):
     return json.loads(run.stdout)
 
 
-@needs_ray
 @needs_proc
 def test_cli_sweep_on_ray_matches_local_processes(head, tmp_path):
     data = tmp_path / "d.npz"
