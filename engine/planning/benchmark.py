@@ -77,11 +77,13 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
         W, c, _, _ = line_search(ev, W, g, c, opt)
         times.append(time.perf_counter() - t0)
     eager_ms = 1000 * sorted(times)[len(times) // 2]
-    plan = plan_trajectory(scenario("drifting-turn"), dyn, params, OptimiserConfig(), ctx=NullJobContext())
+    plan_cfg = OptimiserConfig()
+    plan = plan_trajectory(scenario("drifting-turn"), dyn, params, plan_cfg, ctx=NullJobContext())
     return {"control_rate_hz": mpc["control_rate_hz"], "cycle_ms": mpc["cycle_ms"],
             "iterations_per_cycle": config.iterations, "candidates": config.candidates,
             "horizon": config.horizon, "drifting_turn_seconds": plan.result.seconds,
             "drifting_turn_converged": plan.result.converged,
             "drifting_turn_iterations": plan.result.iterations,
+            "drifting_turn_direction": plan_cfg.direction,
             "eager_iteration_ms": eager_ms, "threads": torch.get_num_threads(), "model": note,
             "mpc_cycles": mpc["steps"]}

@@ -18,6 +18,7 @@ __all__ = [
     "Target",
     "TargetCost",
     "control_cost",
+    "control_hessian",
     "poses_from_velocities",
 ]
 
@@ -110,6 +111,18 @@ class TargetCost:
         head = 2.0 * (1.0 - torch.cos(p[..., 2] - self.goal[:, 2]))
         return (self.w_pos * pos + self.w_head * head).sum(-1)
 
+    def residuals(self, P: torch.Tensor) -> torch.Tensor:
+        """The cost as a sum of squares: residuals (..., 3T) with ``(r * r).sum(-1) == self(P)``.
+
+        Per target: ``sqrt(w_pos) (x - t_x)``, ``sqrt(w_pos) (y - t_y)`` and the heading term
+        ``2 sqrt(w_head) sin((yaw - t_yaw) / 2)`` (since ``2 (1 - cos e) = 4 sin^2(e / 2)``).
+        Used for the Gauss-Newton search direction.
+        """
+        p = P[..., self.steps, :]
+        d = (p[..., :2] - self.goal[:, :2]) * self.w_pos.sqrt()[:, None]
+        head = 2.0 * self.w_head.sqrt() * torch.sin(0.5 * (p[..., 2] - self.goal[:, 2]))
+        return torch.cat([d, head.unsqueeze(-1)], -1).flatten(-2)
+
     def errors(self, P: torch.Tensor) -> list[dict]:
         """Per target: position error (m) and absolute heading error (rad, wrapped) of one
         trajectory ``P`` (N+1, 3)."""
@@ -136,3 +149,24 @@ def control_cost(W: torch.Tensor, weights: PlanWeights, w_prev: torch.Tensor | N
     over = torch.relu(W.abs() - 1.0)
     bound = (over * over).sum((-1, -2))
     return weights.control * mag + weights.control_rate * rate + weights.bounds * bound
+
+
+def control_hessian(W: torch.Tensor, weights: PlanWeights, w_prev: torch.Tensor | None = None) -> torch.Tensor:
+    """The Hessian of :func:`control_cost` at ``W`` (N, 2), as a (2N, 2N) matrix over
+    ``W.reshape(-1)`` (step-major: ``[w_0 throttle, w_0 steering, w_1 throttle, ...]``).
+
+    Exact: the magnitude and rate terms are quadratic, and the soft bound is quadratic on each
+    side of its kink (its Hessian counts where ``|w| > 1``). ``w_prev`` only shifts the rate
+    term, so it adds the identity on the first step whenever it is given.
+    """
+    N = W.shape[0]
+    dtype, device = W.dtype, W.device
+    D = torch.zeros(N + 1, N, dtype=dtype, device=device)       # first differences, row 0: w_0 - w_prev
+    idx = torch.arange(N, device=device)
+    D[idx + 1, idx] = -1.0
+    D[idx, idx] = 1.0
+    D = D[1:N] if w_prev is None else D[:N]
+    rate = torch.kron(D.T @ D, torch.eye(2, dtype=dtype, device=device))
+    active = (W.abs() > 1.0).to(dtype).reshape(-1)
+    return 2.0 * (weights.control * torch.eye(2 * N, dtype=dtype, device=device)
+                  + weights.control_rate * rate + weights.bounds * torch.diag(active))

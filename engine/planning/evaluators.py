@@ -14,6 +14,10 @@ offers ``cost_and_grad(W) -> (cost, grad, traj)`` for normalised controls ``W`` 
   ``df/d(v, u)`` of all N steps are formed at once (batched over time), then a 3x3 backward
   recursion carries the velocity adjoint; the pose part of the adjoint (the pose update is
   a cumulative sum) is done by autograd on a vectorised graph.
+
+Both also offer ``residual_jacobian(W) -> (r (R,), J (R, N, 2))`` when the stage cost is a sum
+of squares (it has ``residuals(P)``, as :class:`engine.planning.costs.TargetCost` does): the
+Jacobian of the residuals through the whole rollout, for the Gauss-Newton search direction.
 """
 
 from __future__ import annotations
@@ -75,6 +79,16 @@ class AutogradEvaluator(_Base):
             costs = self.total_cost(P, V, Wc)
             k = int(torch.argmin(costs))
         return costs, (P[k], V[k])
+
+    def residual_jacobian(self, W: torch.Tensor, V: torch.Tensor | None = None):
+        """Residuals (R,) of the stage cost and their Jacobian (R, N, 2) over ``W``, one
+        backward pass per residual through the rollout."""
+        W = W.detach().to(self.dtype).clone().requires_grad_(True)
+        with torch.enable_grad():
+            P, _ = rollout(self.dynamics, self.pose0, self.v0, W * self.u_scale)
+            r = self.stage_cost.residuals(P)
+            rows = [torch.autograd.grad(r[i], W, retain_graph=i + 1 < r.shape[0])[0] for i in range(r.shape[0])]
+        return r.detach(), torch.stack(rows)
 
 
 class MLPEvaluator(_Base):
@@ -178,6 +192,31 @@ class MLPEvaluator(_Base):
         lam_t = torch.from_numpy(lam[1:]).to(self.dtype)              # dl/dv_{k+1}, k = 0..N-1
         grad = gW + torch.einsum("nij,ni->nj", Ju, lam_t)
         return float(cost.detach()), grad.detach(), (P.detach(), V.detach())
+
+    def residual_jacobian(self, W: torch.Tensor, V: torch.Tensor | None = None):
+        """Residuals (R,) of the stage cost and their Jacobian (R, N, 2) over ``W``: the
+        residuals' derivatives with respect to the velocities by autograd through the pose
+        update, then the same backward recursion as the gradient with R rows at once."""
+        W = W.detach().to(self.dtype)
+        with torch.no_grad():
+            if V is None:
+                V = self.velocities(W.unsqueeze(0))[0]
+            Jv, Ju = self.jacobians(V, W)
+
+        Vl = V.detach().clone().requires_grad_(True)
+        with torch.enable_grad():   # one small backward per residual (torch.func would import ~1 s of modules)
+            r = self.stage_cost.residuals(poses_from_velocities(self.pose0, Vl, self.h))
+            G_np = np.stack([torch.autograd.grad(r[i], Vl, retain_graph=i + 1 < r.shape[0])[0].numpy()
+                             for i in range(r.shape[0])]).astype(np.float64)   # (R, N+1, 3)
+        Jv_np, Ju_np = Jv.numpy().astype(np.float64), Ju.numpy().astype(np.float64)
+        N = W.shape[0]
+        J = np.zeros((G_np.shape[0], N, 2))
+        lam = G_np[:, N]                                              # dr/dv_N, (R, 3)
+        for k in range(N - 1, -1, -1):
+            J[:, k] = lam @ Ju_np[k]                                  # v_{k+1} depends on w_k
+            if k > 0:
+                lam = G_np[:, k] + lam @ Jv_np[k]
+        return r.detach(), torch.from_numpy(J).to(self.dtype)
 
 
 def make_evaluator(dynamics, pose0, v0, stage_cost, weights, u_scale, w_prev=None, fast: bool = True):

@@ -47,7 +47,7 @@ from app.workspaces.car.jobs import Feed, Latest, drive_job, optimise_job
 from app.workspaces.car.model_panel import ModelPanel, clean_error
 from engine.planning.costs import PlanWeights, Target
 from engine.planning.mpc import MPCConfig
-from engine.planning.optimiser import OptimiserConfig
+from engine.planning.optimiser import DIRECTIONS, OptimiserConfig
 from engine.planning.scenarios import SCENARIOS, Plan
 from engine.systems.rc_car import CarParams
 
@@ -265,7 +265,7 @@ class CarPlannerPage(QWidget):
         bl = QVBoxLayout(box)
         self.weights_form = DataclassForm(PlanWeights)
         self.opt_form = DataclassForm(OptimiserConfig, include=["candidates", "max_iterations", "direction"],
-                                      choices={"direction": ["conjugate", "gradient"]})
+                                      choices={"direction": list(DIRECTIONS)})
         bl.addWidget(self.weights_form)
         bl.addWidget(self.opt_form)
         lay.addWidget(box)
