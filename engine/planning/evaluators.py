@@ -29,7 +29,7 @@ import torch
 
 from engine.planning.costs import PlanWeights, control_cost, poses_from_velocities
 from engine.planning.dynamics import rollout
-from engine.planning.fused_linear import fused_layer
+from engine.onednn import fused_layer
 
 __all__ = ["AutogradEvaluator", "MLPEvaluator", "StageCost", "make_evaluator"]
 

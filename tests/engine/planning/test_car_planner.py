@@ -82,7 +82,7 @@ def test_fast_mlp_candidate_costs_match_the_module_rollout(activation):
 
 
 def test_fused_linear_matches_the_plain_formula():
-    from engine.planning.fused_linear import linear_act
+    from engine.onednn import linear_act
 
     gen = torch.Generator().manual_seed(0)
     x, w, b = torch.randn(300, 64, generator=gen), torch.randn(48, 64, generator=gen), torch.randn(48, generator=gen)
