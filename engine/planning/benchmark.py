@@ -81,6 +81,7 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
     plan = plan_trajectory(scenario("drifting-turn"), dyn, params, plan_cfg, ctx=NullJobContext())
     return {"control_rate_hz": mpc["control_rate_hz"], "cycle_ms": mpc["cycle_ms"],
             "iterations_per_cycle": config.iterations, "candidates": config.candidates,
+            "mpc_direction": mpc_cfg.direction,
             "horizon": config.horizon, "drifting_turn_seconds": plan.result.seconds,
             "drifting_turn_converged": plan.result.converged,
             "drifting_turn_iterations": plan.result.iterations,

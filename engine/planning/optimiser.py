@@ -52,7 +52,6 @@ class OptimiserConfig:
     grad_tolerance: float = 1e-7
     time_limit: float = 0.0        # s, 0 = none
     direction: str = "gauss-newton"  # or "gradient" (the paper) or "conjugate" (Polak-Ribiere+); same line search
-
     damping: float = 2.0           # initial Levenberg-Marquardt damping of "gauss-newton", x mean(diag(2 J^T J))
 
     def __post_init__(self):
@@ -207,7 +206,7 @@ def gauss_newton_direction(evaluator, W: torch.Tensor, grad: torch.Tensor, V=Non
     JtJ = 2.0 * Jf.T @ Jf
     H = JtJ + control_hessian(W.double(), evaluator.weights, w_prev)
     if damping > 0:
-        H = H + damping * float(JtJ.diagonal().mean()) * torch.eye(H.shape[0], dtype=H.dtype)
+        H = H + damping * float(JtJ.diagonal().mean()) * torch.eye(H.shape[0], dtype=H.dtype, device=H.device)
     d = torch.linalg.solve(H, grad.reshape(-1, 1).double())
     return d.to(W.dtype).reshape(W.shape)
 

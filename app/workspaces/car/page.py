@@ -331,7 +331,8 @@ class CarPlannerPage(QWidget):
         row.addWidget(self.width_spin)
         lay.addLayout(row)
         self.mpc_form = DataclassForm(MPCConfig, include=["horizon", "iterations", "candidates", "target_speed",
-                                                          "w_progress", "w_track", "margin"])
+                                                          "w_progress", "w_track", "margin", "direction"],
+                                      choices={"direction": ["conjugate", "gradient"]})
         lay.addWidget(self.mpc_form)
         self.real_time_check = QCheckBox("Real-time pace (one control cycle per dt)")
         self.real_time_check.setObjectName("carRealTime")
