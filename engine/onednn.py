@@ -2,24 +2,28 @@
 
 Two uses:
 
-- **The planner's inner loop**: ``act(x W^T + b)`` in one call. The 512-candidate line search spends almost all of its time in 160 small products
-(512 x 64 by 64 x 64) each followed by GELU. torch's ``addmm`` then ``gelu`` is two calls and
-two passes over the activations; oneDNN's linear with the activation as a post-op
-(``torch.ops.mkldnn._linear_pointwise``, the kernel torch's own compiler emits for a frozen
-``Linear`` + ``GELU`` on CPU) does both in one pass and packs the weights for the vector
-units. Measured here on one core (512 x 64, exact erf GELU): 63 us for addmm + gelu against
-43 us fused. The operator is private to torch, so it is probed once against the plain
-formula and the plain formula is used wherever it is missing or disagrees; no autograd
-goes through it (the planner calls it under ``torch.no_grad``).
+- **The planner's inner loop**: ``act(x W^T + b)`` in one call. The 512-candidate line
+  search spends almost all of its time in 160 small products (512 x 64 by 64 x 64) each
+  followed by GELU. torch's ``addmm`` then ``gelu`` is two calls and two passes over the
+  activations; oneDNN's linear with the activation as a post-op
+  (``torch.ops.mkldnn._linear_pointwise``, the kernel torch's own compiler emits for a frozen
+  ``Linear`` + ``GELU`` on CPU) does both in one pass and packs the weights for the vector
+  units. Measured here on one core (512 x 64, exact erf GELU): 63 us for addmm + gelu against
+  43 us fused.
 
 - **The learned-dynamics networks' products** (:func:`bmm`, :func:`mm`), in the forward and
   hand-written backward passes of :mod:`engine.models.nets`. torch's CPU build multiplies
   through MKL, which takes a generic code path on AMD processors: on this machine (AMD, one
   thread, float32) a 1024 x 128 by 128 x 128 product takes 350 us in MKL and 165 us in oneDNN
   (201 GFLOP/s), with the same rounding error against float64; the transposed operands of the
-  backward pass (as strided views, no copies) gain 40 to 50 %. Below about 256 x 128 x 128 the
-  call overhead eats the gain, so small products stay with torch. On Intel processors both libraries
-  are fast and the choice costs nothing.
+  backward pass (handed over as strided views) gain about 40 %. Below about 256 x 128 x 128
+  the call overhead eats the gain, so small products stay with torch. On Intel processors both
+  libraries are fast and the choice costs little either way.
+
+The operator is private to torch, so it is probed once against the plain formula (including
+strided operands) and the plain formula is used wherever it is missing or disagrees. No
+autograd goes through it: it is called under ``torch.no_grad`` or inside hand-written
+autograd functions.
 """
 
 from __future__ import annotations
