@@ -117,22 +117,37 @@ class SelectionConfig:
     hidden: int = 64
     layers: int = 8
 
+    def __post_init__(self):
+        from engine.models.car_mlp import ACTIVATIONS, LOSSES
+
+        if not self.activations or any(a not in ACTIVATIONS for a in self.activations):
+            raise ValueError(f"SelectionConfig.activations: one or more of {', '.join(ACTIVATIONS)}")
+        if not self.losses or any(l not in LOSSES for l in self.losses):
+            raise ValueError(f"SelectionConfig.losses: one or more of {', '.join(LOSSES)}")
+        if self.seeds < 1 or self.epochs < 1 or self.minutes <= 0:
+            raise ValueError("SelectionConfig: seeds and epochs must be at least 1, minutes positive")
+
+
+DATA_SHARE = 0.05  # of the selection job's progress bar: simulating the driving data
+
 
 def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str | Path | None = None,
                       params: CarParams = CarParams()):
     """A job training every (activation, loss, seed); returns the TVE table (and writes
     ``selection.json`` and the box plot ``selection.png`` into ``out_dir`` if given)."""
     def job(ctx):
-        data = make_dataset(params, DrivingConfig(minutes=config.minutes))
+        data = make_dataset(params, DrivingConfig(minutes=config.minutes), ctx=_Scaled(ctx, 0.0, DATA_SHARE))
+        ctx.check_cancelled()
         val = validation_trajectories(params)
         rows = []
         runs = [(a, l, s) for a in config.activations for l in config.losses for s in range(config.seeds)]
+        share = (1.0 - DATA_SHARE) / len(runs)
         for i, (act, loss, seed) in enumerate(runs):
             ctx.check_cancelled()
             mc = CarMLPConfig(hidden=config.hidden, layers=config.layers, activation=act, loss=loss,
                               epochs=config.epochs, seed=seed)
             model, _ = train_car_mlp(data["inputs"], data["targets"], mc,
-                                     ctx=_Scaled(ctx, i / len(runs), (i + 1) / len(runs)))
+                                     ctx=_Scaled(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share))
             tve, errs = trajectory_validation_error(model, val, params.dt)
             rows.append({"activation": act, "loss": loss, "seed": seed, "tve": tve, "errors": errs.tolist()})
             ctx.progress((i + 1) / len(runs), f"{act}/{loss}/seed {seed}", {"tve": tve})
@@ -159,7 +174,7 @@ def selection_plot(rows: list[dict]) -> bytes:
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    groups = sorted({(r["activation"], r["loss"]) for r in rows})
+    groups = list(dict.fromkeys((r["activation"], r["loss"]) for r in rows))   # the configuration's order
     fig = Figure(figsize=(7, 3.5), dpi=100)
     ax = fig.add_subplot(111)
     data = [[r["tve"] for r in rows if (r["activation"], r["loss"]) == g] for g in groups]

@@ -11,8 +11,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from pathlib import Path
 
-__all__ = ["Feed", "Latest", "Pacer", "drive_job", "load_log_job", "optimise_job", "train_job"]
+__all__ = ["Feed", "Latest", "Pacer", "drive_job", "load_log_job", "optimise_job", "save_selection_job",
+           "select_job", "train_job"]
 
 
 class Latest:
@@ -182,6 +184,35 @@ def train_job(config, out_dir: str, dataset: dict | None = None):
         res = inner(ctx)
         res.pop("model", None)
         return res
+    return job
+
+
+# -- model selection -------------------------------------------------------------------------
+def select_job(config, params):
+    """The paper's model selection (:func:`engine.planning.training.select_models_job`): every
+    (activation, loss, seed) of ``config`` trained on the same simulated driving and ranked by
+    TVE (m) on 40 validation trajectories; nothing is written, the UI gets the table and runs."""
+    from engine.planning.training import select_models_job
+
+    return select_models_job(config, None, params)
+
+
+def save_selection_job(result: dict, folder: str):
+    """Write a selection ``result`` into ``folder`` as ``selection.json`` and the box plot
+    ``selection.png`` (matplotlib, as ``car select`` does), both atomically; returns both paths."""
+    def job(ctx):
+        from engine import io
+        from engine.planning.training import selection_plot
+
+        out = Path(folder)
+        try:
+            json_path = io.write_json(out / "selection.json", result)
+            ctx.check_cancelled()
+            png_path = io.atomic_write_bytes(out / "selection.png", selection_plot(result["runs"]))
+        except OSError as exc:
+            raise OSError(f"{out}: could not write selection.json and selection.png "
+                          f"({exc.strerror or exc}); choose a folder you can write to") from exc
+        return {"json": str(json_path), "png": str(png_path)}
     return job
 
 

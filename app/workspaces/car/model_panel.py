@@ -1,35 +1,46 @@
 """The Car planner's Model tab: train a car model (settings bound to the engine's
 ``CarMLPConfig`` / ``DrivingConfig``) as a job with a live loss plot, on simulated driving or
-on a loaded driving log; save and load models (safetensors + JSON)."""
+on a loaded driving log; save and load models (safetensors + JSON); run the paper's model
+selection (``SelectionConfig``) as a job and show its TVE table and box plots."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QLineEdit,
+    QProgressBar,
     QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from app.widgets.forms import DataclassForm
-from app.widgets.plots import LossPlot
-from app.workspaces.car.jobs import load_log_job, train_job
+from app.widgets.plots import LossPlot, color
+from app.workspaces.car.jobs import load_log_job, save_selection_job, select_job, train_job
 from engine.models.car_mlp import ACTIVATIONS, LOSSES, CarMLPConfig
 from engine.planning.car_data import DrivingConfig
+from engine.planning.training import SelectionConfig
 
-__all__ = ["ModelPanel", "clean_error"]
+__all__ = ["ModelPanel", "SelectionGroup", "clean_error", "format_tve"]
 
 SIMULATED = "sim"
 LOG = "log"
@@ -132,7 +143,10 @@ class ModelPanel(QWidget):
         self.loss_plot = LossPlot("Training loss")
         self.loss_plot.setObjectName("carLossPlot")
         self.loss_plot.setMinimumHeight(220)
+        self.loss_plot.setMaximumHeight(320)     # the model selection follows below
         lay.addWidget(self.loss_plot)
+        self.selection = SelectionGroup(self.ctx, self._params)
+        lay.addWidget(self.selection)
         lay.addStretch(1)
 
     # -- training ------------------------------------------------------------------------
@@ -325,5 +339,330 @@ class ModelPanel(QWidget):
 
     def shutdown(self):
         for h in (self._job, self._log_job):
+            if h is not None:
+                h.cancel()
+        self.selection.shutdown()
+
+
+SELECT_COLUMNS = ("Act.", "Loss", "Mean", "Min", "Max", "Runs")
+SELECT_TIPS = ("Activation", "Training loss", "Mean TVE over the seeds (m + rad)", "Lowest TVE (m + rad)",
+               "Highest TVE (m + rad)", "Networks trained (one per seed)")
+SELECT_STATS = ("tve_mean", "tve_min", "tve_max")     # the table's columns 2..4
+BOX_WIDTH = 0.5                                       # of a group's unit slot on the x axis
+VALUE_ROLE = Qt.ItemDataRole.UserRole                 # a TVE cell's full-precision value
+RUN_DOT = "#F0E442"                                   # one run's TVE in the box plot (the best pair's: orange)
+
+
+def format_tve(value: float) -> str:
+    """A TVE (the mean L1 end-pose error |dx| + |dy| + |dyaw|, m + rad) to 3 significant digits, trailing zeros kept: 4.80, 0.0312, 12.0."""
+    return f"{value:#.3g}".rstrip(".")
+
+
+class SelectionGroup(QGroupBox):
+    """The paper's model selection: every chosen (activation, loss), several seeds each, trained
+    on the same simulated driving and ranked by TVE (mean L1 end-pose error, m; Eq. 10) on 40
+    validation trajectories of 3 s. Settings bound to ``SelectionConfig``; Run / Cancel; a
+    table (best row bold), box plots, and Save selection… (selection.json + selection.png).
+
+    ``params()`` gives the car's parameters. ``result`` holds the last finished selection
+    (the dict of :func:`engine.planning.training.select_models_job`).
+    """
+
+    def __init__(self, ctx, params, parent: QWidget | None = None):
+        super().__init__("Model selection", parent)
+        self.ctx = ctx
+        self._params = params
+        self.result: dict | None = None
+        self._job = None
+        self._save_job = None
+        self._runs: list[tuple[str, str, int]] = []     # (activation, loss, seed) in the job's order
+        self.tick_labels: list[str] = []                # the plot's x ticks, "gelu / relative", ...
+        self._build()
+
+    # -- layout --------------------------------------------------------------------------
+    def _build(self):
+        lay = QVBoxLayout(self)
+        defaults = SelectionConfig()
+        self.form = DataclassForm(
+            SelectionConfig, include=["seeds", "epochs", "minutes", "hidden", "layers"],
+            labels={"seeds": "Seeds per pair", "minutes": "Driving minutes", "hidden": "Hidden size",
+                    "layers": "Hidden layers"},
+            ranges={"seeds": (1, 1000), "epochs": (1, 100000), "minutes": (0.05, 600.0), "hidden": (1, 1024),
+                    "layers": (1, 32)},
+            tooltips={"seeds": "Networks trained per (activation, loss), seeds 0, 1, ...",
+                      "epochs": "Epochs per network (as `car train`: under-trained models rank misleadingly)",
+                      "minutes": "Minutes of simulated driving shared by every run (the paper: 15)"})
+        self.activation_checks = self._check_row("Activations", ACTIVATIONS, defaults.activations,
+                                                 "carSelectAct")
+        self.loss_checks = self._check_row("Losses", LOSSES, defaults.losses, "carSelectLoss")
+        lay.addWidget(self.form)
+
+        row = QHBoxLayout()
+        self.run_button = QPushButton("Run model selection")
+        self.run_button.setObjectName("carSelectRun")
+        self.run_button.setToolTip("Train every (activation, loss, seed) and rank them by TVE on 40 validation "
+                                   "trajectories of 3 s")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setObjectName("carSelectCancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        lay.addLayout(row)
+        self.progress = QProgressBar()
+        self.progress.setObjectName("carSelectProgress")
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.progress.setVisible(False)
+        lay.addWidget(self.progress)
+        self.status = QLabel("")
+        self.status.setObjectName("carSelectStatus")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+
+        self.table = QTableWidget(0, len(SELECT_COLUMNS))
+        self.table.setObjectName("carSelectTable")
+        for j, (name, tip) in enumerate(zip(SELECT_COLUMNS, SELECT_TIPS)):
+            header = QTableWidgetItem(name)
+            header.setToolTip(tip)
+            self.table.setHorizontalHeaderItem(j, header)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        for j in range(2, 2 + len(SELECT_STATS)):                  # the TVE columns share the spare width
+            self.table.horizontalHeader().setSectionResizeMode(j, QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setToolTip("TVE in m (mean L1 end-pose error) over the seeds of each pair; best mean in bold")
+        self.table.setVisible(False)
+        lay.addWidget(self.table)
+
+        self.plot = pg.PlotWidget()
+        self.plot.setObjectName("carSelectPlot")
+        self.plot.setMinimumHeight(260)
+        self.plot.setMaximumHeight(340)
+        self.plot.setToolTip("Per pair: box Q1–Q3, median line, whiskers to min and max, one dot per run")
+        item = self.plot.getPlotItem()
+        item.setLabel("left", "TVE (L1 end-pose error, m + rad)")
+        item.showGrid(x=False, y=True, alpha=0.25)
+        item.getAxis("left").enableAutoSIPrefix(False)
+        item.setMouseEnabled(x=False, y=True)
+        # room for two-line tick labels ("gelu /", "relative") from the first paint on
+        item.getAxis("bottom").setHeight(2 * self.plot.fontMetrics().lineSpacing() + 14)
+        self.boxes = pg.BarGraphItem(x=[], y0=[], height=[], width=BOX_WIDTH,
+                                     pen=pg.mkPen(color(0), width=1.5), brush=pg.mkBrush(color(0)))
+        self.whiskers = pg.PlotDataItem(pen=pg.mkPen("#bbbbbb", width=1.5))
+        self.medians = pg.PlotDataItem(pen=pg.mkPen("w", width=2.5))
+        self.points = pg.ScatterPlotItem(size=7, pen=pg.mkPen("k"), brush=pg.mkBrush(RUN_DOT))
+        for it in (self.whiskers, self.boxes, self.medians, self.points):
+            item.addItem(it)
+        self.plot.setVisible(False)
+        lay.addWidget(self.plot)
+
+        self.save_button = QPushButton("Save selection…")
+        self.save_button.setObjectName("carSelectSave")
+        self.save_button.setToolTip("Write selection.json and the box plot selection.png into a folder")
+        self.save_button.setEnabled(False)
+        self.save_button.clicked.connect(self._save_dialog)
+        lay.addWidget(self.save_button)
+
+    def _check_row(self, label: str, names, checked, prefix: str) -> dict[str, QCheckBox]:
+        """One check box per name (object name ``{prefix}_{name}``) in a row of the form."""
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        checks = {}
+        for name in names:
+            check = QCheckBox(name)
+            check.setObjectName(f"{prefix}_{name}")
+            check.setChecked(name in checked)
+            row.addWidget(check)
+            checks[name] = check
+        row.addStretch(1)
+        self.form.layout_.addRow(label, box)
+        return checks
+
+    # -- running ---------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self._job is not None
+
+    def selection_config(self) -> SelectionConfig:
+        """The ``SelectionConfig`` the form and check boxes describe (ValueError naming what is wrong)."""
+        config = self.form.value()
+        activations = tuple(n for n, c in self.activation_checks.items() if c.isChecked())
+        losses = tuple(n for n, c in self.loss_checks.items() if c.isChecked())
+        if not activations:
+            raise ValueError("Model selection: tick at least one activation.")
+        if not losses:
+            raise ValueError("Model selection: tick at least one loss.")
+        return replace(config, activations=activations, losses=losses)
+
+    def run(self) -> bool:
+        """Submit the selection as a job (False when one is running or the settings are invalid)."""
+        if self._job is not None:
+            return False
+        try:
+            config = self.selection_config()
+        except ValueError as exc:
+            self.status.setText(str(exc))
+            self.ctx.show_error("Model selection", str(exc))
+            return False
+        self._runs = [(a, loss, s) for a in config.activations for loss in config.losses
+                      for s in range(config.seeds)]
+        self.run_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.progress.setValue(0)
+        self.progress.setVisible(True)
+        self.status.setText(f"{len(self._runs)} runs ({len(config.activations)} activations × "
+                            f"{len(config.losses)} losses × {config.seeds} seeds), {config.epochs} epochs "
+                            f"each; simulating {config.minutes:g} minutes of driving…")
+        self._job = self.ctx.jobs.submit(select_job(config, self._params()), name="Car model selection",
+                                         on_result=self._on_result, on_error=self._on_failed,
+                                         on_progress=self._on_progress,
+                                         on_cancelled=lambda: self.status.setText("Model selection cancelled."))
+        self._job.ended.connect(self._on_ended)
+        return True
+
+    def _on_progress(self, update):
+        if update.fraction is None or not self._runs:
+            return
+        self.progress.setValue(round(1000 * update.fraction))
+        message, metrics = update.message or "", update.metrics or {}
+        if not message.startswith("epoch") and "tve" not in metrics:
+            return                                  # data generation: keep the "simulating" line
+        n = len(self._runs)
+        # run i reports fractions in (i/n, (i+1)/n]
+        i = min(n - 1, max(0, math.ceil(update.fraction * n - 1e-6) - 1))
+        act, loss, seed = self._runs[i]
+        text = f"Run {i + 1}/{n}: {act} / {loss}, seed {seed}"
+        if "tve" in metrics:
+            text += f": TVE {metrics['tve']:.3g}"
+        elif message:
+            text += f", {message}"
+        self.status.setText(text)
+
+    def _on_result(self, res: dict):
+        self.result = res
+        self._fill_table(res)
+        self._draw(res)
+        best = res["best"]
+        runs = f"{best['runs']} run" + ("s" if best["runs"] != 1 else "")
+        self.status.setText(f"Best: {best['activation']} / {best['loss']}, mean TVE {best['tve_mean']:.3g} "
+                            f"over {runs} ({res['validation_trajectories']} validation trajectories).")
+        self.save_button.setEnabled(self._save_job is None)
+
+    def _on_failed(self, message, tb):
+        msg = clean_error(message)
+        self.status.setText(f"Model selection failed: {msg}")
+        self.ctx.show_error("Model selection", msg)
+
+    def _on_ended(self):
+        self._job = None
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
+        self.progress.setVisible(False)
+
+    def cancel(self):
+        if self._job is not None:
+            self._job.cancel()
+
+    # -- results -----------------------------------------------------------------------------
+    @staticmethod
+    def _is_best(row: dict, best: dict) -> bool:
+        return (row["activation"], row["loss"]) == (best["activation"], best["loss"])
+
+    def _fill_table(self, res: dict):
+        """One row per (activation, loss): TVE mean / min / max (m, 3 significant digits), runs."""
+        table = self.table
+        table.setRowCount(len(res["table"]))
+        for i, row in enumerate(res["table"]):
+            bold = self._is_best(row, res["best"])
+            cells = [QTableWidgetItem(row["activation"]), QTableWidgetItem(row["loss"])]
+            for key in SELECT_STATS:
+                cell = QTableWidgetItem(format_tve(row[key]))
+                cell.setData(VALUE_ROLE, float(row[key]))
+                cells.append(cell)
+            cells.append(QTableWidgetItem(str(row["runs"])))
+            for j, cell in enumerate(cells):
+                if j >= 2:
+                    cell.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if bold:
+                    font = cell.font()
+                    font.setBold(True)
+                    cell.setFont(font)
+                table.setItem(i, j, cell)
+        table.setVisible(True)
+        rows = sum(table.rowHeight(i) for i in range(table.rowCount()))
+        table.setFixedHeight(table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())
+
+    def _draw(self, res: dict):
+        """Box plots per (activation, loss): box Q1–Q3, median, whiskers to min / max, the runs as dots."""
+        groups = [(r["activation"], r["loss"]) for r in res["table"]]
+        tves = [np.asarray([r["tve"] for r in res["runs"] if (r["activation"], r["loss"]) == g], dtype=float)
+                for g in groups]
+        every = np.concatenate(tves)                               # all runs, group by group
+        x = np.arange(len(groups), dtype=float)
+        q1, med, q3 = np.array([np.percentile(v, [25, 50, 75]) for v in tves]).T
+        lo = np.array([v.min() for v in tves])
+        hi = np.array([v.max() for v in tves])
+        best = [self._is_best(r, res["best"]) for r in res["table"]]
+        self.boxes.setOpts(x=x, y0=q1, height=q3 - q1, width=BOX_WIDTH,
+                           brushes=[pg.mkBrush(color(1) if b else color(0)) for b in best])
+        half, cap = BOX_WIDTH / 2, BOX_WIDTH / 4
+        self.medians.setData(np.repeat(x, 2) + np.tile([-half, half], len(x)), np.repeat(med, 2), connect="pairs")
+        # per group: lower whisker, upper whisker, lower cap, upper cap (segments as point pairs)
+        wx = np.stack([x, x, x, x, x - cap, x + cap, x - cap, x + cap], axis=1).ravel()
+        wy = np.stack([lo, q1, q3, hi, lo, lo, hi, hi], axis=1).ravel()
+        self.whiskers.setData(wx, wy, connect="pairs")
+        # the runs spread across the middle of their box so equal TVEs stay visible
+        px = np.concatenate([k + np.linspace(-0.6, 0.6, len(v)) * half if len(v) > 1
+                             else np.full(len(v), float(k)) for k, v in enumerate(tves)])
+        dots = [pg.mkBrush(color(1) if b else RUN_DOT) for b, v in zip(best, tves) for _ in v]
+        self.points.setData(x=px, y=every, brush=dots)
+        self.tick_labels = [f"{act} / {loss}" for act, loss in groups]
+        # two lines each: six "gelu / relative" side by side do not fit the side panel
+        self.plot.getAxis("bottom").setTicks([[(k, label.replace(" / ", " /\n"))
+                                               for k, label in enumerate(self.tick_labels)]])
+        self.plot.setXRange(-0.6, len(groups) - 0.4, padding=0)
+        finite = every[np.isfinite(every)]
+        if finite.size:
+            pad = 0.1 * (finite.max() - finite.min()) or 0.05 * abs(finite.max()) or 1.0
+            self.plot.setYRange(finite.min() - pad, finite.max() + pad, padding=0)
+        self.plot.setVisible(True)
+
+    # -- saving ----------------------------------------------------------------------------
+    def save(self, folder: str):
+        """Write the last selection into ``folder`` (selection.json + selection.png) as a job."""
+        if self.result is None or self._save_job is not None:
+            return None
+        self.save_button.setEnabled(False)
+        self._save_job = self.ctx.jobs.submit(save_selection_job(self.result, folder),
+                                              name="Save car model selection",
+                                              on_result=self._on_saved, on_error=self._on_save_failed)
+        self._save_job.ended.connect(self._on_save_ended)
+        return self._save_job
+
+    def _on_saved(self, paths: dict):
+        self.status.setText(f"Saved {paths['json']} and {Path(paths['png']).name}.")
+
+    def _on_save_failed(self, message, tb):
+        msg = clean_error(message)
+        self.status.setText(f"Could not save the selection: {msg}")
+        self.ctx.show_error("Save model selection", msg)
+
+    def _on_save_ended(self):
+        self._save_job = None
+        self.save_button.setEnabled(self.result is not None)
+
+    def _save_dialog(self):
+        folder = QFileDialog.getExistingDirectory(self, "Folder for selection.json and selection.png")
+        if folder:
+            self.save(folder)
+
+    def shutdown(self):
+        for h in (self._job, self._save_job):
             if h is not None:
                 h.cancel()

@@ -145,3 +145,12 @@ def test_held_out_pairs_are_whole_blocks_of_consecutive_steps():
     train, val = _split(5000, 0.1, torch.Generator().manual_seed(0))
     assert len(train) + len(val) == 5000 and not set(train.tolist()) & set(val.tolist())
     assert len(val) == 500 and set((val // 100).bincount().unique().tolist()) <= {0, 100}
+
+
+def test_selection_config_refuses_empty_or_unknown_choices():
+    from engine.planning.training import SelectionConfig
+
+    for bad in ({"seeds": 0}, {"activations": ()}, {"losses": ("huber",)}, {"minutes": 0.0}):
+        with pytest.raises(ValueError, match="SelectionConfig"):
+            SelectionConfig(**bad)
+    assert SelectionConfig(activations=("relu",), losses=("l2",), seeds=1).losses == ("l2",)
