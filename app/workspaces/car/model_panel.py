@@ -354,13 +354,14 @@ RUN_DOT = "#F0E442"                                   # one run's TVE in the box
 
 
 def format_tve(value: float) -> str:
-    """A TVE (the mean L1 end-pose error |dx| + |dy| + |dyaw|, m + rad) to 3 significant digits, trailing zeros kept: 4.80, 0.0312, 12.0."""
+    """A TVE (mean L1 end-pose error |dx| + |dy| + |dyaw|, m + rad) to 3 significant digits,
+    trailing zeros kept: 4.80, 0.0312, 12.0."""
     return f"{value:#.3g}".rstrip(".")
 
 
 class SelectionGroup(QGroupBox):
     """The paper's model selection: every chosen (activation, loss), several seeds each, trained
-    on the same simulated driving and ranked by TVE (mean L1 end-pose error, m; Eq. 10) on 40
+    on the same simulated driving and ranked by TVE (mean L1 end-pose error |dx| + |dy| + |dyaw|, m + rad; Eq. 10) on 40
     validation trajectories of 3 s. Settings bound to ``SelectionConfig``; Run / Cancel; a
     table (best row bold), box plots, and Save selection… (selection.json + selection.png).
 
@@ -435,7 +436,7 @@ class SelectionGroup(QGroupBox):
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setToolTip("TVE in m (mean L1 end-pose error) over the seeds of each pair; best mean in bold")
+        self.table.setToolTip("TVE (mean L1 end-pose error, m + rad) over the seeds of each pair; best mean in bold")
         self.table.setVisible(False)
         lay.addWidget(self.table)
 
