@@ -1,9 +1,10 @@
 """Start Lagrange Studio: ``lagrange-studio`` / ``python -m app``.
 
 Options for headless checks: ``--screenshot PATH`` writes a PNG of the main window once it
-has drawn (and keeps running), ``--quit-after SECONDS`` quits, ``--self-test`` opens the
-window, runs a small engine job through the job runner and exits 0 (or prints what failed),
-``--benchmark-view NAME --json`` measures the 3D view's frame rate.
+has drawn (and keeps running), ``--quit-after SECONDS`` quits (not before a requested
+screenshot is written), ``--self-test`` opens the window, runs a small engine job through
+the job runner and exits 0 (or prints what failed), ``--benchmark-view NAME --json``
+measures the 3D view's frame rate.
 """
 
 from __future__ import annotations
@@ -91,12 +92,14 @@ def create_main_window(options: dict, settings=None):
     return window
 
 
-def _schedule_screenshot(window, path: str, settle_s: float = 1.5, max_wait_s: float = 30.0) -> None:
+def _schedule_screenshot(window, path: str, settle_s: float = 1.5, max_wait_s: float = 30.0):
     """Write the PNG once the window has drawn and the jobs started with it (e.g. loading
-    the robot) have ended, or after ``max_wait_s`` at the latest."""
+    the robot) have ended, or after ``max_wait_s`` at the latest. Returns ``written()``, True
+    once the PNG is written (``--quit-after`` waits for it on a slow, busy machine)."""
     from PySide6.QtCore import QTimer
 
     started = time.monotonic()
+    state = {"written": False}
 
     def shoot():
         busy = bool(window.jobs.active_jobs())
@@ -107,10 +110,25 @@ def _schedule_screenshot(window, path: str, settle_s: float = 1.5, max_wait_s: f
 
     def _write(busy: bool):
         ok = window.screenshot(path)
+        state["written"] = True
         note = " (jobs still running)" if busy else ""
         print(f"screenshot {'written to' if ok else 'FAILED:'} {path}{note}", file=sys.stderr, flush=True)
 
     QTimer.singleShot(int(settle_s * 1000), shoot)
+    return lambda: state["written"]
+
+
+def _schedule_quit(window, seconds: float, ready=lambda: True) -> None:
+    """Close ``window`` after ``seconds``, or as soon after as ``ready()`` (a pending screenshot)."""
+    from PySide6.QtCore import QTimer
+
+    def close_when_ready():
+        if ready():
+            window.close()
+        else:
+            QTimer.singleShot(250, close_when_ready)
+
+    QTimer.singleShot(int(seconds * 1000), close_when_ready)
 
 
 def run_self_test(window, app) -> int:
@@ -182,10 +200,11 @@ def main(argv: list[str] | None = None) -> int:
 
     for path in args.open:
         QTimer.singleShot(0, lambda p=path: window.open_file(p))
+    screenshot_written = lambda: True  # noqa: E731
     if args.screenshot:
-        _schedule_screenshot(window, args.screenshot)
+        screenshot_written = _schedule_screenshot(window, args.screenshot)
     if args.quit_after is not None:
-        QTimer.singleShot(int(args.quit_after * 1000), window.close)
+        _schedule_quit(window, args.quit_after, screenshot_written)
     started = time.monotonic()
     code = app.exec()
     log.info("exited after %.1f s", time.monotonic() - started)
