@@ -27,9 +27,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from engine.onednn import fused_layer
 from engine.planning.costs import PlanWeights, control_cost, poses_from_velocities
 from engine.planning.dynamics import rollout
-from engine.onednn import fused_layer
 
 __all__ = ["AutogradEvaluator", "MLPEvaluator", "StageCost", "make_evaluator"]
 
@@ -169,54 +169,59 @@ class MLPEvaluator(_Base):
         Jv = M[:, :, :3] + torch.eye(3, dtype=M.dtype)
         return Jv, M[:, :, 3:]
 
-    def cost_and_grad(self, W: torch.Tensor, V: torch.Tensor | None = None):
+    def _step_jacobians(self, W: torch.Tensor, V: torch.Tensor | None):
+        """``(W, V, Jv (N, 3, 3), Ju (N, 3, 2))`` at controls ``W``; ``V`` rolled out if not given."""
         W = W.detach().to(self.dtype)
         with torch.no_grad():
             if V is None:
                 V = self.velocities(W.unsqueeze(0))[0]
             Jv, Ju = self.jacobians(V, W)
+        return W, V, Jv, Ju
+
+    def cost_and_grad(self, W: torch.Tensor, V: torch.Tensor | None = None):
+        W, V, Jv, Ju = self._step_jacobians(W, V)
         Vl = V.detach().clone().requires_grad_(True)
         Wl = W.clone().requires_grad_(True)
         with torch.enable_grad():
             P = poses_from_velocities(self.pose0, Vl, self.h)
             cost = self.total_cost(P.unsqueeze(0), Vl.unsqueeze(0), Wl.unsqueeze(0))[0]
             gV, gW = torch.autograd.grad(cost, (Vl, Wl))
-        # backward recursion over time: lam_k = dl/dv_k (total), k = N..1
-        gV_np = gV.numpy().astype(np.float64)
-        Jv_np = Jv.numpy().astype(np.float64)
-        N = W.shape[0]
-        lam = np.zeros((N + 1, 3))
-        lam[N] = gV_np[N]
-        for k in range(N - 1, 0, -1):
-            lam[k] = gV_np[k] + Jv_np[k].T @ lam[k + 1]
-        lam_t = torch.from_numpy(lam[1:]).to(self.dtype)              # dl/dv_{k+1}, k = 0..N-1
-        grad = gW + torch.einsum("nij,ni->nj", Ju, lam_t)
+        lam = _velocity_adjoint(Jv, gV.unsqueeze(0))[0]                # dl/dv_{k+1}, (N, 3)
+        grad = gW + torch.einsum("nij,ni->nj", Ju, lam)
         return float(cost.detach()), grad.detach(), (P.detach(), V.detach())
 
     def residual_jacobian(self, W: torch.Tensor, V: torch.Tensor | None = None):
         """Residuals (R,) of the stage cost and their Jacobian (R, N, 2) over ``W``: the
         residuals' derivatives with respect to the velocities by autograd through the pose
         update, then the same backward recursion as the gradient with R rows at once."""
-        W = W.detach().to(self.dtype)
-        with torch.no_grad():
-            if V is None:
-                V = self.velocities(W.unsqueeze(0))[0]
-            Jv, Ju = self.jacobians(V, W)
-
+        W, V, Jv, Ju = self._step_jacobians(W, V)
         Vl = V.detach().clone().requires_grad_(True)
         with torch.enable_grad():   # one small backward per residual (torch.func would import ~1 s of modules)
             r = self.stage_cost.residuals(poses_from_velocities(self.pose0, Vl, self.h))
-            G_np = np.stack([torch.autograd.grad(r[i], Vl, retain_graph=i + 1 < r.shape[0])[0].numpy()
-                             for i in range(r.shape[0])]).astype(np.float64)   # (R, N+1, 3)
-        Jv_np, Ju_np = Jv.numpy().astype(np.float64), Ju.numpy().astype(np.float64)
-        N = W.shape[0]
-        J = np.zeros((G_np.shape[0], N, 2))
-        lam = G_np[:, N]                                              # dr/dv_N, (R, 3)
-        for k in range(N - 1, -1, -1):
-            J[:, k] = lam @ Ju_np[k]                                  # v_{k+1} depends on w_k
-            if k > 0:
-                lam = G_np[:, k] + lam @ Jv_np[k]
-        return r.detach(), torch.from_numpy(J).to(self.dtype)
+            G = torch.stack([torch.autograd.grad(r[i], Vl, retain_graph=i + 1 < r.shape[0])[0]
+                             for i in range(r.shape[0])])                 # (R, N+1, 3)
+        lam = _velocity_adjoint(Jv, G)                                    # (R, N, 3)
+        return r.detach(), torch.einsum("rni,nij->rnj", lam, Ju)
+
+
+def _velocity_adjoint(Jv: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    """The backward recursion through ``v_{k+1} = f(v_k, w_k)`` for R outputs at once.
+
+    ``Jv`` (N, 3, 3): ``dv_{k+1}/dv_k``; ``G`` (R, N+1, 3): each output's direct derivative
+    with respect to ``v_0 .. v_N``. Returns ``lam`` (R, N, 3), ``lam[:, k]`` = the total
+    derivative with respect to ``v_{k+1}`` (``v_0`` is given, so it has none). A short NumPy
+    loop in float64: N small products, cheaper than as many torch calls.
+    """
+    Jv_np = Jv.numpy().astype(np.float64)
+    G_np = G.numpy().astype(np.float64)
+    N = Jv_np.shape[0]
+    lam = np.empty((G_np.shape[0], N, 3))
+    cur = G_np[:, N]
+    lam[:, N - 1] = cur
+    for k in range(N - 1, 0, -1):
+        cur = G_np[:, k] + cur @ Jv_np[k]
+        lam[:, k - 1] = cur
+    return torch.from_numpy(lam).to(Jv.dtype)
 
 
 def make_evaluator(dynamics, pose0, v0, stage_cost, weights, u_scale, w_prev=None, fast: bool = True):

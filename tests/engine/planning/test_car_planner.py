@@ -3,8 +3,8 @@
 
 import pytest
 import torch
+from car_testmodels import random_car_model
 
-from engine.models.car_mlp import CarMLP, CarMLPConfig
 from engine.planning.costs import PlanWeights, Target, TargetCost
 from engine.planning.dynamics import LearnedDynamics, SimulatorDynamics
 from engine.planning.evaluators import AutogradEvaluator, MLPEvaluator
@@ -23,17 +23,6 @@ from engine.systems.rc_car import CarParams
 SCALE = torch.tensor([8.0, 0.45])
 
 
-def _random_model(activation="gelu", seed=0):
-    torch.manual_seed(seed)
-    m = CarMLP(CarMLPConfig(hidden=32, layers=3, activation=activation))
-    with torch.no_grad():
-        m.in_std.copy_(torch.tensor([1.0, 0.3, 1.5, 4.0, 0.3]))
-        m.out_scale.copy_(torch.tensor([0.3, 0.1, 0.5]))
-        for layer in m.linears:
-            layer.weight.mul_(1.5)
-    return m
-
-
 def _central_differences(f, W, eps=1e-6):
     g = torch.zeros_like(W)
     for idx in range(W.numel()):
@@ -46,13 +35,13 @@ def _central_differences(f, W, eps=1e-6):
 
 @pytest.mark.parametrize("activation", ["gelu", "relu"])
 def test_fast_mlp_gradient_matches_finite_differences(activation):
-    model = _random_model(activation)
+    model = random_car_model(activation)
     N = 12
     weights = PlanWeights()
     cost = TargetCost([Target(6, 0.5, 0.2, 0.3), Target(12, 1.0, 0.6, 1.0)], weights, N, dtype=torch.float64)
     pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
     fast = MLPEvaluator(model, 0.05, pose0, v0, TargetCost(cost.targets, weights, N), weights, SCALE)
-    ref_model = _random_model(activation).double()
+    ref_model = random_car_model(activation).double()
     ref = AutogradEvaluator(LearnedDynamics(ref_model, 0.05), pose0, v0, cost, weights, SCALE, dtype=torch.float64)
     W = torch.randn(N, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.4
     c, g, _ = fast.cost_and_grad(W.float())
@@ -65,13 +54,13 @@ def test_fast_mlp_gradient_matches_finite_differences(activation):
 def test_fast_mlp_candidate_costs_match_the_module_rollout(activation):
     """The line search's batch (64 candidates: the fused oneDNN path where torch has it) gives
     the same costs and best trajectory as rolling the module itself out in float64."""
-    model = _random_model(activation)
+    model = random_car_model(activation)
     N = 10
     weights = PlanWeights()
     targets = [Target(5, 0.4, 0.1, 0.2), Target(10, 0.9, 0.5, 0.8)]
     pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
     fast = MLPEvaluator(model, 0.05, pose0, v0, TargetCost(targets, weights, N), weights, SCALE)
-    ref = AutogradEvaluator(LearnedDynamics(_random_model(activation).double(), 0.05), pose0, v0,
+    ref = AutogradEvaluator(LearnedDynamics(random_car_model(activation).double(), 0.05), pose0, v0,
                             TargetCost(targets, weights, N, dtype=torch.float64), weights, SCALE,
                             dtype=torch.float64)
     Wc = torch.randn(64, N, 2, generator=torch.Generator().manual_seed(3)) * 0.5

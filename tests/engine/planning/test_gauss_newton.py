@@ -6,8 +6,8 @@ import math
 
 import pytest
 import torch
+from car_testmodels import random_car_model
 
-from engine.models.car_mlp import CarMLP, CarMLPConfig
 from engine.planning.costs import PlanWeights, Target, TargetCost, control_cost, control_hessian
 from engine.planning.dynamics import LearnedDynamics, SimulatorDynamics
 from engine.planning.evaluators import AutogradEvaluator, MLPEvaluator
@@ -22,17 +22,6 @@ from engine.systems.rc_car import CarParams
 
 SCALE = torch.tensor([8.0, 0.45])
 TARGETS = [Target(6, 0.5, 0.2, 0.3), Target(12, 1.0, 0.6, 2.5, weight=2.0), Target(9, 0.7, 0.3, heading=False)]
-
-
-def _model(seed=0):
-    torch.manual_seed(seed)
-    m = CarMLP(CarMLPConfig(hidden=32, layers=3, activation="gelu"))
-    with torch.no_grad():
-        m.in_std.copy_(torch.tensor([1.0, 0.3, 1.5, 4.0, 0.3]))
-        m.out_scale.copy_(torch.tensor([0.3, 0.1, 0.5]))
-        for layer in m.linears:
-            layer.weight.mul_(1.5)
-    return m
 
 
 def test_residuals_square_to_the_target_cost():
@@ -70,8 +59,8 @@ def _central_jacobian(f, W, eps=1e-6):
 def test_mlp_residual_jacobian_matches_finite_differences_and_the_gradient():
     N, weights = 12, PlanWeights()
     pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
-    fast = MLPEvaluator(_model(), 0.05, pose0, v0, TargetCost(TARGETS, weights, N), weights, SCALE)
-    ref_dyn = LearnedDynamics(_model().double(), 0.05)
+    fast = MLPEvaluator(random_car_model(), 0.05, pose0, v0, TargetCost(TARGETS, weights, N), weights, SCALE)
+    ref_dyn = LearnedDynamics(random_car_model().double(), 0.05)
     ref_cost = TargetCost(TARGETS, weights, N, dtype=torch.float64)
     W = torch.randn(N, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.4
 
@@ -112,7 +101,7 @@ def test_autograd_residual_jacobian_on_the_simulator_matches_finite_differences(
 
 def test_gauss_newton_direction_solves_the_damped_normal_equations():
     N, weights = 8, PlanWeights()
-    ev = MLPEvaluator(_model(), 0.05, torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]),
+    ev = MLPEvaluator(random_car_model(), 0.05, torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]),
                       TargetCost([Target(8, 0.5, 0.1, 0.2)], weights, N), weights, SCALE)
     assert supports_gauss_newton(ev)
     W = torch.randn(N, 2, generator=torch.Generator().manual_seed(5)) * 0.3
@@ -129,7 +118,7 @@ def test_gauss_newton_direction_solves_the_damped_normal_equations():
 
 
 def test_gauss_newton_plan_reaches_the_optimum_in_far_fewer_iterations_than_steepest_descent():
-    model = _model(3)
+    model = random_car_model(seed=3)
     dyn = LearnedDynamics(model, 0.05)
     plan = Plan("turn", 20, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0),
                 (Target(10, 0.6, 0.3, 0.8), Target(20, 0.9, 0.9, math.pi / 2)))
@@ -148,7 +137,7 @@ def test_gauss_newton_plan_reaches_the_optimum_in_far_fewer_iterations_than_stee
 
 def test_a_stage_cost_without_residuals_falls_back_to_conjugate_gradient():
     N, weights = 6, PlanWeights()
-    ev = MLPEvaluator(_model(), 0.05, torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]),
+    ev = MLPEvaluator(random_car_model(), 0.05, torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]),
                       lambda P, V: (P[..., 1:, 0] - 0.5).pow(2).sum(-1), weights, SCALE)
     assert not supports_gauss_newton(ev)
     res = optimise(ev, torch.zeros(N, 2), OptimiserConfig(max_iterations=50))

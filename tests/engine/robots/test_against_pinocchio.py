@@ -12,62 +12,25 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import torch
+from pinocchio_pair import PinocchioPair
+from pinocchio_pair import close as _close
 from robots_testdata import robot_cases
-
-from engine.robots import RobotModel
 
 N = 100
 TOL = 1e-9
 
 
 def close(ours, ref, tol=TOL):
-    ours, ref = np.asarray(ours), np.asarray(ref)
-    scale = max(1.0, float(np.abs(ref).max()))
-    err = float(np.abs(ours - ref).max())
-    assert err <= tol * scale, f"max error {err:.3e} (scale {scale:.3g})"
+    _close(ours, ref, tol)
 
 
-class Case:
-    """Our model, Pinocchio's, random states in our joint order and the index map."""
+class Case(PinocchioPair):
+    """Our model, Pinocchio's, ``N`` random states in our joint order and the index map."""
 
     def __init__(self, path, opts, seed=0):
-        self.model = RobotModel.from_urdf(path, **opts)
-        self.pm = pin.buildModelFromUrdf(str(path))
-        self.pd = self.pm.createData()
-        names = [self.pm.names[i] for i in range(1, self.pm.njoints)]
-        assert sorted(names) == sorted(self.model.joint_names)
-        assert self.pm.nv == self.model.dof
-        # velocity index of each of our joints in Pinocchio's vectors, and its config slot
-        # (continuous joints are (cos, sin) pairs in Pinocchio's q)
-        joints = [self.pm.joints[names.index(j) + 1] for j in self.model.joint_names]
-        self.perm = np.array([jm.idx_v for jm in joints], dtype=int)
-        self.qslot = [(jm.idx_q, jm.nq) for jm in joints]
-        rng = np.random.default_rng(seed)
-        n = self.model.dof
-        lim = self.model.joint_limits
-        lo = np.maximum(lim.lower.numpy(), -np.pi)
-        hi = np.minimum(lim.upper.numpy(), np.pi)
-        self.q = rng.uniform(lo, hi, size=(N, n))
-        self.qd = rng.normal(size=(N, n))
-        self.qdd = rng.normal(size=(N, n))
-        self.tau = rng.normal(size=(N, n))
-
-    def q_to_pin(self, q):
-        out = np.zeros(self.pm.nq)
-        for value, (i, nq) in zip(q, self.qslot):
-            if nq == 2:
-                out[i:i + 2] = np.cos(value), np.sin(value)
-            else:
-                out[i] = value
-        return out
-
-    def to_pin(self, x):
-        out = np.zeros(self.model.dof)
-        out[self.perm] = x
-        return out
-
-    def from_pin(self, x):
-        return np.reshape(x, -1)[self.perm]
+        super().__init__(path, opts)
+        self.q, self.qd, self.qdd = self.random_states(N, seed)
+        self.tau = np.random.default_rng(seed + 1).normal(size=(N, self.model.dof))
 
     def t(self, x):
         return torch.as_tensor(x, dtype=torch.float64)

@@ -14,6 +14,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import torch
+from pinocchio_pair import PinocchioPair
+from pinocchio_pair import close as _close
 from robots_testdata import SMALL_TREE, robot_cases
 
 from engine.robots import RobotModel
@@ -26,42 +28,12 @@ LARGE = max(model_module._BATCH_LAST_BATCH, 128)
 
 
 def close(ours, ref, tol=TOL):
-    ours, ref = np.asarray(ours), np.asarray(ref)
-    scale = max(1.0, float(np.abs(ref).max()))
-    err = float(np.abs(ours - ref).max())
-    assert err <= tol * scale, f"max error {err:.3e} (scale {scale:.3g})"
+    _close(ours, ref, tol)
 
 
-class Case:
-    def __init__(self, path, opts):
-        self.model = RobotModel.from_urdf(path, **opts)
-        self.pm = pin.buildModelFromUrdf(str(path))
-        self.pd = self.pm.createData()
-        names = [self.pm.names[i] for i in range(1, self.pm.njoints)]
-        joints = [self.pm.joints[names.index(j) + 1] for j in self.model.joint_names]
-        self.perm = np.array([jm.idx_v for jm in joints], dtype=int)
-        self.qslot = [(jm.idx_q, jm.nq) for jm in joints]
-
+class Case(PinocchioPair):
     def states(self, batch, seed):
-        rng = np.random.default_rng(seed)
-        lim = self.model.joint_limits
-        lo, hi = np.maximum(lim.lower.numpy(), -np.pi), np.minimum(lim.upper.numpy(), np.pi)
-        n = self.model.dof
-        return (rng.uniform(lo, hi, size=(batch, n)), rng.normal(size=(batch, n)), rng.normal(size=(batch, n)))
-
-    def q_to_pin(self, q):
-        out = np.zeros(self.pm.nq)
-        for value, (i, nq) in zip(q, self.qslot):
-            if nq == 2:
-                out[i:i + 2] = np.cos(value), np.sin(value)
-            else:
-                out[i] = value
-        return out
-
-    def to_pin(self, x):
-        out = np.zeros(self.model.dof)
-        out[self.perm] = x
-        return out
+        return self.random_states(batch, seed)
 
 
 @pytest.fixture(scope="module", params=robot_cases())
