@@ -257,6 +257,7 @@ def build_learned_model(model: str, dataset, train_config, spec_overrides: dict 
     spec_overrides = dict(spec_overrides or {})
     spec_overrides["hidden"] = int(train_config.hidden if train_config.hidden is not None else train_config.width)
     spec_overrides["layers"] = train_config.layers
+    spec_overrides.setdefault("init", train_config.init)
     torch.manual_seed(train_config.seed)
     return build_model(model, model_spec_for(dataset.system, dataset.h, **spec_overrides))
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from engine.data.windows import Windows
+from engine.models.nets import INITS
 
 __all__ = ["ModelSpec", "LearnedDynamics"]
 
@@ -36,6 +37,7 @@ class ModelSpec:
     hidden: int = 128
     layers: int = 2
     inertia_eps: float = 1e-3           # H = L L^T + eps I
+    init: str = "xavier"                # network init (engine/models/nets.py): "xavier" (the paper's) or "torch"
     newton_tol: float = 1e-4            # prediction / integration
     newton_max_iter: int = 10
     train_newton_tol: float = 1e-5      # E2E-SyMo training
@@ -53,6 +55,8 @@ class ModelSpec:
                 raise ValueError(f"ModelSpec.{name}: must be >= 1")
         if not self.h > 0:
             raise ValueError("ModelSpec.h: the time step must be > 0")
+        if self.init not in INITS:
+            raise ValueError(f"ModelSpec.init: expected one of {', '.join(INITS)}, got {self.init!r}")
 
     @classmethod
     def for_system(cls, system, h: float, **overrides) -> "ModelSpec":

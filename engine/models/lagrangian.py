@@ -33,14 +33,14 @@ class LagrangianTerms:
 
 
 class LagrangianNetworks(nn.Module):
-    def __init__(self, angle_mask, hidden: int = 128, layers: int = 2, eps: float = 1e-3):
+    def __init__(self, angle_mask, hidden: int = 128, layers: int = 2, eps: float = 1e-3, init: str = "xavier"):
         super().__init__()
         n = len(angle_mask)
         self.n = n
         self.eps = float(eps)
         n_off = n * (n - 1) // 2
         # two independent networks (inertia factor, potential), evaluated in lockstep
-        self.nets = StackedConfigurationMLP(angle_mask, (n + n_off, 1), hidden, layers)
+        self.nets = StackedConfigurationMLP(angle_mask, (n + n_off, 1), hidden, layers, init)
         # scatter matrix: [diag (n), strictly lower (n_off)] -> L flattened row-major (n*n)
         S = torch.zeros(n + n_off, n * n)
         for i in range(n):

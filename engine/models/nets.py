@@ -18,6 +18,16 @@ graph (Newton's iterations, rollouts) every order runs as one stacked in-place p
 once-differentiable (nothing in the engine differentiates a training loss twice). The large
 hidden-layer products of those passes go through :mod:`engine.onednn` (twice as fast as torch's
 MKL on AMD processors).
+
+Initialisation (``init``): ``"xavier"`` (the default) is the SyMo paper's (ssantos97/SyMo,
+``Code/Rigid_Body.py`` ``MLP.weight_init``): Xavier-uniform weights with tanh's gain 5/3 and zero
+biases for the layers of its MLPs (the hidden layers; a plain :class:`MLP`'s output layer too),
+PyTorch's default for the heads that read the hidden features (its ``Rigid_Body`` heads). On the
+pendulum it roughly triples the first layers' weights against PyTorch's default. In the full
+pendulum reproduction (seeds 0-2) no SyMo or E2E-SyMo run sends the near-separatrix long-term
+trajectory over the top any more; 5 of the 15 SyMo runs did with PyTorch's default (issue #5,
+results/reproduction/README.md). ``"torch"``: PyTorch's ``nn.Linear`` default (uniform in
++-1/sqrt(fan_in), biases too).
 """
 
 from __future__ import annotations
@@ -29,7 +39,29 @@ from torch import nn
 
 from engine import onednn
 
-__all__ = ["AngleEmbedding", "StackedConfigurationMLP", "MLP", "embed_dim", "tanh", "dual_tanh_mlp", "tanh_mlp"]
+__all__ = ["AngleEmbedding", "StackedConfigurationMLP", "MLP", "embed_dim", "tanh", "dual_tanh_mlp", "tanh_mlp",
+           "INITS"]
+
+INITS = ("xavier", "torch")
+TANH_GAIN = 5.0 / 3.0  # torch.nn.init.calculate_gain("tanh")
+
+
+def _check_init(init: str) -> None:
+    if init not in INITS:
+        raise ValueError(f"network init: expected one of {', '.join(INITS)}, got {init!r}")
+
+
+def _init_layer_(weight: torch.Tensor, bias: torch.Tensor, fan_in: int, fan_out: int, init: str) -> None:
+    """Initialise one layer in place: ``weight`` (..., fan_in, fan_out) or (fan_out, fan_in), ``bias``."""
+    with torch.no_grad():
+        if init == "xavier":
+            bound = TANH_GAIN * math.sqrt(6.0 / (fan_in + fan_out))
+            weight.uniform_(-bound, bound)
+            bias.zero_()
+        else:
+            bound = 1.0 / math.sqrt(fan_in)
+            weight.uniform_(-bound, bound)
+            bias.uniform_(-bound, bound)
 
 
 def tanh(x: torch.Tensor) -> torch.Tensor:
@@ -269,19 +301,23 @@ class AngleEmbedding(nn.Module):
         return e, de, d2e
 
 
-def _linear_stack(sizes):
+def _linear_stack(sizes, init: str):
     layers = []
     for a, b in zip(sizes[:-1], sizes[1:]):
-        layers.append(nn.Linear(a, b))
+        lin = nn.Linear(a, b)  # "torch": nn.Linear's own init, as drawn
+        if init == "xavier":
+            _init_layer_(lin.weight, lin.bias, a, b, init)
+        layers.append(lin)
     return nn.ModuleList(layers)
 
 
 class MLP(nn.Module):
-    """A plain tanh MLP ``(B, I) -> (B, O)``."""
+    """A plain tanh MLP ``(B, I) -> (B, O)``; ``init``: see the module docstring (every layer)."""
 
-    def __init__(self, in_dim: int, out_dim: int, hidden: int = 128, layers: int = 2):
+    def __init__(self, in_dim: int, out_dim: int, hidden: int = 128, layers: int = 2, init: str = "xavier"):
         super().__init__()
-        self.linears = _linear_stack([in_dim] + [hidden] * layers + [out_dim])
+        _check_init(init)
+        self.linears = _linear_stack([in_dim] + [hidden] * layers + [out_dim], init)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() == 2 and _plain_tensors():
@@ -294,15 +330,17 @@ class MLP(nn.Module):
 class StackedConfigurationMLP(nn.Module):
     """K independent MLPs on the same embedded configuration, evaluated in lockstep (``bmm``).
 
-    Mathematically K separate networks (own weights, PyTorch's default ``nn.Linear`` init);
+    Mathematically K separate networks (own weights; ``init`` for the hidden layers, see the module
+    docstring; the heads keep PyTorch's default ``nn.Linear`` init, as in the paper);
     stacking their hidden layers halves the number of kernel launches for the inertia and
     potential networks. Head ``k`` has ``out_dims[k]`` outputs. :meth:`forward` returns one
     ``(y (B, O_k), dy (B, n, O_k) | None, d2y (B, n, n, O_k) | None)`` per head, derivatives
     with respect to the raw ``q`` (B, n).
     """
 
-    def __init__(self, angle_mask, out_dims, hidden: int = 128, layers: int = 2):
+    def __init__(self, angle_mask, out_dims, hidden: int = 128, layers: int = 2, init: str = "xavier"):
         super().__init__()
+        _check_init(init)
         self.embedding = AngleEmbedding(angle_mask)
         self.n = len(self.embedding.angle_mask)
         K = len(out_dims)
@@ -310,9 +348,10 @@ class StackedConfigurationMLP(nn.Module):
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for a, b in zip(sizes[:-1], sizes[1:]):
-            bound = 1.0 / math.sqrt(a)
-            self.weights.append(nn.Parameter(torch.empty(K, a, b).uniform_(-bound, bound)))
-            self.biases.append(nn.Parameter(torch.empty(K, 1, b).uniform_(-bound, bound)))
+            W, bias = torch.empty(K, a, b), torch.empty(K, 1, b)
+            _init_layer_(W, bias, a, b, init)
+            self.weights.append(nn.Parameter(W))
+            self.biases.append(nn.Parameter(bias))
         self.heads = nn.ModuleList(nn.Linear(hidden, o) for o in out_dims)
 
     def fast_dual(self, q: torch.Tensor) -> bool:

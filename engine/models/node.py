@@ -35,7 +35,7 @@ class NODE(_StateModel):
         self.integrator = integrator
         self._stepper = get_stepper(integrator)
         self.embedding = AngleEmbedding(spec.angle_mask)
-        self.net = MLP(embed_dim(spec.angle_mask) + spec.dof + spec.control_dim, spec.dof, spec.hidden, spec.layers)
+        self.net = MLP(embed_dim(spec.angle_mask) + spec.dof + spec.control_dim, spec.dof, spec.hidden, spec.layers, spec.init)
 
     def vector_field(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         q, qd = x[..., : self.n], x[..., self.n:]
@@ -51,7 +51,7 @@ class LNODE(_StateModel):
         super().__init__(spec)
         self.integrator = integrator
         self._stepper = get_stepper(integrator)
-        self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps)
+        self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init)
 
     def acceleration(self, q, qd, u):
         if self.n == 1:  # C = (dH - dH/2) qd^2, H^-1 a division
@@ -80,7 +80,7 @@ class BlackBoxMLP(_StateModel):
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
         self.embedding = AngleEmbedding(spec.angle_mask)
-        self.net = MLP(embed_dim(spec.angle_mask) + spec.dof + spec.control_dim, 2 * spec.dof, spec.hidden, spec.layers)
+        self.net = MLP(embed_dim(spec.angle_mask) + spec.dof + spec.control_dim, 2 * spec.dof, spec.hidden, spec.layers, spec.init)
 
     def step(self, x, u):
         q, qd = x[..., : self.n], x[..., self.n:]

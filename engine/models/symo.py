@@ -114,7 +114,7 @@ class DiscreteLagrangianModel(LearnedDynamics):
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
-        self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps)
+        self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init)
 
     def mass_matrix(self, q):
         return self.lagrangian.mass_matrix(q)

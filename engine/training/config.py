@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from engine.data.config import protocol_for
+from engine.models.nets import INITS
 
 __all__ = ["TrainConfig", "MODEL_LEARNING_RATES"]
 
@@ -30,6 +31,7 @@ class TrainConfig:
     learning_rate: float | None = None  # pendulum 1e-4, cartpole 1e-3 (SyMo 3e-4: MODEL_LEARNING_RATES)
     hidden: int | None = None           # pendulum 128, cartpole 256
     layers: int = 2
+    init: str = "xavier"                # network init: "xavier" (the paper's code) or "torch" (engine/models/nets.py)
     batch_factor: int = 4               # mini-batch = batch_factor * N windows
     patience: int = 50                  # ReduceLROnPlateau
     factor: float = 0.7
@@ -46,6 +48,8 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig.{name}: expected a positive integer, got {v!r}")
         if self.learning_rate is not None and not self.learning_rate > 0:
             raise ValueError(f"TrainConfig.learning_rate: expected > 0, got {self.learning_rate!r}")
+        if self.init not in INITS:
+            raise ValueError(f"TrainConfig.init: expected one of {', '.join(INITS)}, got {self.init!r}")
         if not 0 < self.factor < 1:
             raise ValueError(f"TrainConfig.factor: expected in (0, 1), got {self.factor!r}")
 

@@ -50,7 +50,8 @@ class TrainResult:
 def build_for(config: TrainConfig, dataset: TrajectoryDataset) -> LearnedDynamics:
     """A fresh model for ``config`` on ``dataset``'s system, seeded by ``config.seed``."""
     torch.manual_seed(config.seed)
-    spec = ModelSpec.for_system(dataset.system, dataset.h, hidden=config.width, layers=config.layers)
+    spec = ModelSpec.for_system(dataset.system, dataset.h, hidden=config.width, layers=config.layers,
+                                init=config.init)
     return build_model(config.model, spec)
 
 

@@ -190,7 +190,7 @@ def test_dual_mlp_values_tangents_and_gradients_match_autograd(mask):
     from engine.models.nets import StackedConfigurationMLP
 
     torch.manual_seed(5)
-    net = StackedConfigurationMLP(mask, (3, 1), hidden=9, layers=3).double()
+    net = StackedConfigurationMLP(mask, (3, 1), hidden=9, layers=3, init="torch").double()
     q = torch.randn(7, len(mask), dtype=torch.float64, requires_grad=True)
     fast, ref = net._forward_dual(q), net._forward_autograd(q, 1)
     ws = [torch.randn_like(t) for o in ref for t in o[:2]]
@@ -208,7 +208,7 @@ def test_graph_free_stacked_pass_matches_autograd_path(mask):
     from engine.models.nets import StackedConfigurationMLP
 
     torch.manual_seed(6)
-    net = StackedConfigurationMLP(mask, (3, 1), hidden=9, layers=2).double()
+    net = StackedConfigurationMLP(mask, (3, 1), hidden=9, layers=2, init="torch").double()
     q = torch.randn(7, len(mask), dtype=torch.float64)
     with torch.no_grad():
         for order in (0, 1, 2):
@@ -223,7 +223,7 @@ def test_hand_written_mlp_matches_autograd():
     from engine.models.nets import MLP
 
     torch.manual_seed(7)
-    m = MLP(4, 2, hidden=9, layers=3).double()
+    m = MLP(4, 2, hidden=9, layers=3, init="torch").double()
     x = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
 
     def ref(x):
@@ -240,7 +240,7 @@ def test_hand_written_mlp_matches_autograd():
 
 def test_one_dof_terms_and_acceleration_match_autograd():
     torch.manual_seed(8)
-    net = LagrangianNetworks((True,), hidden=16).double()
+    net = LagrangianNetworks((True,), hidden=16, init="torch").double()
     q = torch.randn(6, 1, dtype=torch.float64)
     qd = torch.randn(6, 1, dtype=torch.float64)
     f = torch.randn(6, 1, dtype=torch.float64)
@@ -291,7 +291,7 @@ def test_fused_one_dof_acceleration_gradients_match_autograd():
     """The training path (angle rows + dual MLP + acceleration, hand-written backwards) against the
     autograd formulation of the same Euler-Lagrange acceleration, all inputs and parameters."""
     torch.manual_seed(11)
-    net = LagrangianNetworks((True,), hidden=16).double()
+    net = LagrangianNetworks((True,), hidden=16, init="torch").double()
     q, qd, f = (torch.randn(6, 1, dtype=torch.float64, requires_grad=True) for _ in range(3))
     w = torch.randn(6, 1, dtype=torch.float64)
     fast = net.acceleration_1dof(q, qd, f)
@@ -352,3 +352,49 @@ def test_cartpole_symo_loss_gradients_fast_path_match_autograd(cartpole_windows,
     torch.testing.assert_close(loss_fast, loss_ref, rtol=1e-12, atol=0)
     for a, b in zip(g_fast, g_ref):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-14)
+
+
+# -- initialisation: the paper's (Xavier-uniform, tanh gain, zero biases) ----------------------
+
+def _is_xavier_tanh(W, fan_in, fan_out):
+    """Uniform in +-bound with bound = 5/3 sqrt(6 / (fan_in + fan_out)): the extremes approach the
+    bound and the variance is bound^2 / 3 (within sampling error)."""
+    bound = 5.0 / 3.0 * (6.0 / (fan_in + fan_out)) ** 0.5
+    W = W.detach().double()
+    return bool(W.abs().max() <= bound) and float(W.abs().max()) > 0.97 * bound \
+        and abs(float(W.var()) / (bound ** 2 / 3.0) - 1.0) < 0.1
+
+
+def test_default_init_is_the_papers_xavier_with_zero_biases_and_default_heads():
+    torch.manual_seed(0)
+    spec = ModelSpec(hidden=128)
+    model = build_model("symo", spec)
+    nets = model.lagrangian.nets
+    sizes = [2, 128, 128]  # pendulum: (cos q, sin q) -> 128 -> 128, two stacked networks
+    for W, b, (a, o) in zip(nets.weights, nets.biases, zip(sizes[:-1], sizes[1:])):
+        for k in range(W.shape[0]):
+            assert _is_xavier_tanh(W[k], a, o)
+        assert torch.count_nonzero(b) == 0
+    for head in nets.heads:  # the heads keep nn.Linear's default: +-1/sqrt(fan_in), biases too
+        bound = 1.0 / 128 ** 0.5
+        assert float(head.weight.abs().max()) <= bound and torch.count_nonzero(head.bias.detach()) == head.bias.numel()
+    node = build_model("node-rk4", spec)
+    dims = [2 + 1 + 1, 128, 128, 1]  # (cos, sin, qd, u) -> 128 -> 128 -> qdd
+    for lin, a, o in zip(node.net.linears, dims[:-1], dims[1:]):
+        assert _is_xavier_tanh(lin.weight, a, o) and torch.count_nonzero(lin.bias) == 0
+
+
+def test_torch_init_is_selectable_and_reaches_the_model():
+    from engine.training.config import TrainConfig
+    from engine.training.trainer import build_for
+
+    data = generate_dataset(DatasetConfig(train_trajectories=2, test_trajectories=2, steps=4,
+                                          long_term_trajectories=1, long_term_steps=4))
+    model = build_for(TrainConfig(model="symo", init="torch"), data)
+    assert all(torch.count_nonzero(b) == b.numel() for b in model.lagrangian.nets.biases)
+    assert max(float(W.abs().max()) for W in model.lagrangian.nets.weights) <= 1.0 / 2 ** 0.5
+    assert all(torch.count_nonzero(b) == 0 for b in build_for(TrainConfig(model="symo"), data).lagrangian.nets.biases)
+    with pytest.raises(ValueError, match="init"):
+        TrainConfig(init="he")
+    with pytest.raises(ValueError, match="init"):
+        ModelSpec(init="he")
