@@ -115,9 +115,10 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     """``steps``: timed mini-batches per model and N (rounded up to whole epochs, at least 3 epochs).
 
     With ``workers`` > 1 the measurement runs in that many spawned processes at once, each timing
-    every model (the figures are their mean): a sweep keeps every core busy, and two processes
-    sharing the caches and memory bus each run about 10 % slower than one alone. Timing one
-    process on an otherwise idle machine underestimated the real reproduction by that much.
+    every model (the figures are their mean): a sweep keeps every core busy, and processes that
+    share the caches and the memory bus run slower than one alone (two SyMo/L-NODE fits side by
+    side here: 5 to 11 %). Even so, the real pendulum reproduction's training loops ran 5 to 13 %
+    longer than this estimate (results/reproduction/README.md): read it as a lower bound.
     """
     models = tuple(models)
     trajectories = tuple(trajectories)
@@ -129,7 +130,13 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
         from engine.training.executors import LocalProcessExecutor
 
         results: list[dict] = []
-        LocalProcessExecutor(workers).run(_measure_task, [task] * workers, lambda i, r: results.append(r), ctx)
+
+        def on_done(i, result):
+            results.append(result)
+            if ctx is not None:
+                ctx.progress(len(results) / workers, f"bench: {len(results)}/{workers} processes done", {})
+
+        LocalProcessExecutor(workers).run(_measure_task, [task] * workers, on_done, ctx)
         per_model = {name: _mean_of([r[name] for r in results]) for name in models}
     total_cpu = sum(v["estimated_run_seconds"] for v in per_model.values())
     total_wall = sum(v["estimated_run_seconds_wall"] for v in per_model.values())
