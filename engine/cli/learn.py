@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=T.model, choices=model_names())
     p.add_argument("--trajectories", type=int, default=T.trajectories)
     p.add_argument("--epochs", type=int, default=T.epochs)
-    p.add_argument("--lr", type=float, default=T.learning_rate, help="default: the system's protocol value (cartpole SyMo: 3e-4, see engine/training/config.py)")
+    p.add_argument("--lr", type=float, default=T.learning_rate, help="default: the system's protocol value (the paper's: pendulum 1e-4, cartpole 1e-3)")
     p.add_argument("--hidden", type=int, default=T.hidden, help="default: the system's protocol value")
     p.add_argument("--seed", type=int, default=T.seed)
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
