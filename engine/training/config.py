@@ -9,6 +9,7 @@ from engine.models.nets import INITS
 
 __all__ = ["TrainConfig"]
 
+
 @dataclass
 class TrainConfig:
     """One training run. ``None`` takes the system's protocol value (hidden width, learning rate)."""
