@@ -117,8 +117,9 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     With ``workers`` > 1 the measurement runs in that many spawned processes at once, each timing
     every model (the figures are their mean): a sweep keeps every core busy, and processes that
     share the caches and the memory bus run slower than one alone (two SyMo/L-NODE fits side by
-    side here: 5 to 11 %). Even so, the real pendulum reproduction's training loops ran 5 to 13 %
-    longer than this estimate (results/reproduction/README.md): read it as a lower bound.
+    side here: 5 to 11 %). The real pendulum reproductions' training loops have taken between 5 %
+    less and 13 % more than an estimate made near the same time, and the machine's own speed
+    moves by as much (results/reproduction/README.md): read the estimate as good to about 10 %.
     """
     models = tuple(models)
     trajectories = tuple(trajectories)
