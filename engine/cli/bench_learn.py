@@ -6,11 +6,12 @@ from engine.cli._common import print_json, run_cli_job
 
 
 def register_bench(subparsers) -> None:
+    from engine.data.config import PROTOCOLS
     from engine.models.registry import PAPER_MODELS
 
     p = subparsers.add_parser("learn", help="steps/s (CPU time) of NODE, L-NODE, SyMo, E2E-SyMo at the paper's "
                                             "sizes; estimated minutes for the whole reproduction")
-    p.add_argument("--system", default="pendulum", choices=["pendulum", "cartpole"])
+    p.add_argument("--system", default="pendulum", choices=sorted(PROTOCOLS))
     p.add_argument("--models", default=",".join(PAPER_MODELS))
     p.add_argument("--steps", type=int, default=24, help="timed mini-batches per model and N (whole epochs, at least 3; "
                                                          "the median epoch is scaled to --epochs)")

@@ -16,6 +16,7 @@ def register(subparsers) -> None:
     from engine.models.registry import PAPER_MODELS, model_names
     from engine.training.config import TrainConfig
     from engine.training.executors import EXECUTORS
+    from engine.training.report import REPRODUCTIONS
     from engine.training.sweep import SweepConfig
 
     T, S, D = TrainConfig(), SweepConfig(), DatasetConfig()
@@ -38,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=T.model, choices=model_names())
     p.add_argument("--trajectories", type=int, default=T.trajectories)
     p.add_argument("--epochs", type=int, default=T.epochs)
-    p.add_argument("--lr", type=float, default=T.learning_rate, help="default: the system's protocol value (the paper's: pendulum 1e-4, cartpole 1e-3)")
+    p.add_argument("--lr", type=float, default=T.learning_rate, help="default: the system's protocol value (the paper's: pendulum 1e-4, cartpole and acrobot 1e-3)")
     p.add_argument("--hidden", type=int, default=T.hidden, help="default: the system's protocol value")
     p.add_argument("--seed", type=int, default=T.seed)
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
@@ -70,7 +71,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=_sweep)
 
     p = sub.add_parser("reproduce", help="the paper's experiment: table (CSV + JSON) and Fig. 3-like PNG")
-    p.add_argument("name", choices=["symo-pendulum", "symo-cartpole"])
+    p.add_argument("name", choices=list(REPRODUCTIONS))
     p.add_argument("--models", type=_csv(str), default=None, help="default: the paper's six")
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
     sweep_args(p)

@@ -2,7 +2,10 @@
 
 Pendulum (h = 0.1): th ~ U[-pi, pi], thd ~ U[-2 pi, 2 pi]. Cart-pole (h = 0.05), the paper
 repository's gym reset: x ~ U[-0.5, 0.5], th ~ U[-3.14, 3.14], xd ~ U[-0.05, 0.05],
-thd ~ U[-3, 3]. A constant control per trajectory, u ~ U[-2, 2]. Each trajectory has
+thd ~ U[-3, 3]. Acrobot (h = 0.05, Experiments_acrobot): (th1, th2, thd1, thd2) ~ U[-3.14, 3.14]
+each, and a trajectory whose recorded speeds reach gym's limits (|thd1| >= 4 pi - 0.001 or
+|thd2| >= 9 pi - 0.001 rad/s at any recorded point) is rejected and redrawn (``reject_speed``).
+A constant control per trajectory, u ~ U[-2, 2] (the acrobot's on joint 2). Each trajectory has
 ``steps + 2`` points (32 + 2: SyMo's three-point windows); the long-term set has 16
 unseen initial states, zero control, 500 (+2) points.
 
@@ -12,9 +15,10 @@ from gym's (<= 0.21) seeded ``RandomState`` in the order its ``reset()`` draws t
 controls from ``np.random.seed(seed); uniform(-2, 2, (train + test, 1))``, train and test
 from one stream of ``train + test`` trajectories (train first), and each stored trajectory
 starting one step *after* the drawn state (``sample_gym`` records the observation after each
-``env.step``). The long-term integration MSE is dominated by the few of the 16 long-term
-states that pass over or near the upright, so only the paper's own draws make our numbers
-comparable with its figures. ``sampler="numpy"`` is the older ``numpy.random.default_rng``
+``env.step``). A rejected trajectory (acrobot) is redrawn at once from the same env stream,
+with the same control, before the next trajectory's draw. The long-term integration MSE is
+dominated by the few of the 16 long-term states that pass over or near the upright, so only
+the paper's own draws make our numbers comparable with its figures. ``sampler="numpy"`` is the older ``numpy.random.default_rng``
 sampling (first point = the drawn state), kept for data sets saved before.
 """
 
@@ -40,6 +44,15 @@ class SystemProtocol:
     # the paper's gym reset: state indices in the order it draws them, and whether it casts to float32
     reset_draw_order: tuple[int, ...] = ()
     reset_float32: bool = False
+    # the paper's rejection rule (Experiments_acrobot/data.py ``sample_gym``): speed limits (rad/s or
+    # m/s), one per velocity; a trajectory is kept only if every recorded |qd_i| < limit_i - 0.001,
+    # else its state is redrawn. None: every draw is kept (pendulum, cart-pole)
+    reject_speed: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        if self.reject_speed is not None and 2 * len(self.reject_speed) != len(self.state_low):
+            raise ValueError(f"SystemProtocol.reject_speed: expected one limit per velocity "
+                             f"({len(self.state_low) // 2}), got {len(self.reject_speed)}")
 
 
 PROTOCOLS: dict[str, SystemProtocol] = {
@@ -50,6 +63,11 @@ PROTOCOLS: dict[str, SystemProtocol] = {
                                hidden=256, learning_rate=1e-3,
                                # gym CartPole reset: x, x_dot, theta, theta_dot (state is x, th, xd, thd)
                                reset_draw_order=(0, 2, 1, 3), reset_float32=True),
+    "acrobot": SystemProtocol(h=0.05, state_low=(-3.14,) * 4, state_high=(3.14,) * 4,
+                              hidden=256, learning_rate=1e-3,
+                              # gym Acrobot reset: uniform(-3.14, 3.14, size=4) over (th1, th2, thd1, thd2)
+                              reset_draw_order=(0, 1, 2, 3), reset_float32=False,
+                              reject_speed=(4 * math.pi, 9 * math.pi)),
 }
 
 

@@ -21,11 +21,19 @@ from pathlib import Path
 import numpy as np
 
 from engine.data.config import DatasetConfig, protocol_for
-from engine.io import read_json, write_json, atomic_write_bytes
+from engine.io import atomic_write_bytes, read_json, write_json
 from engine.systems import get_system
 
-__all__ = ["TrajectoryDataset", "DatasetError", "generate_dataset", "save_dataset", "load_dataset",
-           "gym_random_state", "paper_initial_states"]
+__all__ = [
+    "DatasetError",
+    "TrajectoryDataset",
+    "generate_dataset",
+    "gym_random_state",
+    "load_dataset",
+    "paper_initial_states",
+    "paper_states_with_rejection",
+    "save_dataset",
+]
 
 ARRAYS = ("train_x", "train_u", "test_x", "test_u", "long_x", "long_u")
 
@@ -97,10 +105,8 @@ def gym_random_state(seed: int) -> np.random.RandomState:
     return rs
 
 
-def paper_initial_states(system_name: str, seed: int, count: int) -> np.ndarray:
-    """The states the paper's gym ``reset()`` draws, ``count`` of them after ``env.seed(seed)`` (count, 2n)."""
-    P = protocol_for(system_name)
-    rs = gym_random_state(seed)
+def _reset_states(P, rs: np.random.RandomState, count: int) -> np.ndarray:
+    """The next ``count`` states of gym ``reset()`` calls on the env stream ``rs`` (count, 2n)."""
     order = P.reset_draw_order or tuple(range(len(P.state_low)))
     out = np.empty((count, len(order)))
     for k in range(count):
@@ -109,16 +115,77 @@ def paper_initial_states(system_name: str, seed: int, count: int) -> np.ndarray:
     return out.astype(np.float32).astype(np.float64) if P.reset_float32 else out
 
 
+def paper_initial_states(system_name: str, seed: int, count: int) -> np.ndarray:
+    """The states the paper's gym ``reset()`` draws, ``count`` of them after ``env.seed(seed)`` (count, 2n).
+
+    These are the trajectories' drawn states when no trajectory is rejected (always for the
+    pendulum and the cart-pole); :func:`paper_states_with_rejection` gives the kept ones."""
+    return _reset_states(protocol_for(system_name), gym_random_state(seed), count)
+
+
+# sample_gym keeps a trajectory if every recorded speed is strictly inside (-MAX + 0.001, MAX - 0.001)
+REJECT_MARGIN = 0.001
+
+
+def _speed_ok(P, x: np.ndarray) -> np.ndarray:
+    """(B,) whether the recorded points ``x`` (B, T, 2n) keep every speed inside the protocol's limits."""
+    n = len(P.reject_speed)
+    limit = np.asarray(P.reject_speed) - REJECT_MARGIN
+    qd = x[..., n:]
+    return np.all((qd < limit) & (qd > -limit), axis=(1, 2))
+
+
+def paper_states_with_rejection(system, P, seed: int, u: np.ndarray, h: float, steps: int,
+                                max_redraws: int | None = None):
+    """sample_gym's loop with the speed rejection: ``(x0, x, redraws)``.
+
+    Trial k draws a state from the env stream, records ``steps`` points after it under its
+    control ``u[k]`` and, if a speed reaches its limit, draws again from the same stream (the
+    control unchanged) until one is kept; then trial k + 1 draws. Done in batches: simulate the
+    remaining trials at once, keep them up to the first rejected one, which takes the next draw,
+    and the later trials the draws after it. Returns the kept states (count, 2n), their
+    trajectories (count, steps + 1, 2n) with the drawn state first, and the number of redraws.
+    More than ``max_redraws`` redraws (default 1000 + 100 count) is a ValueError: the paper's
+    loop would never end.
+    """
+    rs = gym_random_state(seed)
+    count = len(u)
+    x0 = np.empty((count, 2 * system.dof))
+    x = np.empty((count, steps + 1, 2 * system.dof))
+    k, redraws = 0, 0
+    max_redraws = 1000 + 100 * count if max_redraws is None else max_redraws
+    pending = _reset_states(P, rs, count)  # the next draws of the stream, for trials k, k+1, ...
+    while k < count:
+        traj = system.simulate(pending, u[k:], h, steps)
+        ok = _speed_ok(P, traj[:, 1:])
+        bad = int(np.argmin(ok)) if not ok.all() else len(ok)
+        x0[k:k + bad], x[k:k + bad] = pending[:bad], traj[:bad]
+        k += bad
+        if k < count:  # trial k rejected its draw: the draws after it go to trials k, k+1, ...
+            redraws += 1
+            if redraws > max_redraws:
+                raise ValueError(f"{system.name}: {redraws} trajectories redrawn and trial {k} still reaches "
+                                 f"the speed limits reject_speed = {P.reject_speed}; raise them")
+            pending = np.concatenate([pending[bad + 1:], _reset_states(P, rs, 1)])
+    return x0, x, redraws
+
+
 def _sample_paper(system, cfg: DatasetConfig, count: int, steps: int, seed: int, controlled: bool):
     """``get_dataset``/``sample_gym`` of the paper repository: controls from the global numpy RNG,
-    states from the seeded env, and ``steps + 2`` points recorded *after* each step."""
-    x0 = paper_initial_states(cfg.system, seed, count)
+    states from the seeded env, and ``steps + 2`` points recorded *after* each step (with the
+    protocol's speed rejection, where it has one)."""
     if controlled:
         u = np.random.RandomState(seed).uniform(cfg.control_low, cfg.control_high, (count, 1))
         u = np.repeat(u, system.control_dim, axis=1)
     else:
         u = np.zeros((count, system.control_dim))
-    x = system.simulate(x0, u, cfg.time_step, steps + 2)[:, 1:]
+    P = protocol_for(cfg.system)
+    if P.reject_speed is None:
+        x0 = paper_initial_states(cfg.system, seed, count)
+        x = system.simulate(x0, u, cfg.time_step, steps + 2)[:, 1:]
+    else:
+        _, x, _ = paper_states_with_rejection(system, P, seed, u, cfg.time_step, steps + 2)
+        x = x[:, 1:]
     return x, np.repeat(u[:, None, :], steps + 2, axis=1)
 
 

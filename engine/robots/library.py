@@ -84,6 +84,7 @@ SHIPPED_TITLES = {
     "panda": "Franka Emika Panda, 7 DoF (primitive shapes, published inertial values)",
     "pendulum": "Pendulum, uniform rod m = l = 1 (SyMo)",
     "cartpole": "Cart-pole (SyMo / Gym conventions)",
+    "acrobot": "Acrobot, torque on the elbow only (SyMo / Gym Acrobot-v1)",
     "double_pendulum": "Double pendulum with joint spring k2 = 0.5 (eigenmodes paper)",
     "planar_2link": "Planar 2-link arm (vertical plane)",
 }

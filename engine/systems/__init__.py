@@ -1,7 +1,7 @@
 """Analytic mechanical systems: the ground truth for learning and control.
 
 Modules are imported lazily: ``get_system(name)`` builds a registered
-:class:`~engine.systems.base.MechanicalSystem` (``pendulum``, ``cartpole``); other modules
+:class:`~engine.systems.base.MechanicalSystem` (``pendulum``, ``cartpole``, ``acrobot``); other modules
 (``double_pendulum``, ``rc_car``) are imported by their users directly.
 """
 
@@ -15,6 +15,7 @@ __all__ = ["SYSTEMS", "get_system", "system_names"]
 SYSTEMS: dict[str, tuple[str, str]] = {
     "pendulum": ("engine.systems.pendulum", "Pendulum"),
     "cartpole": ("engine.systems.cartpole", "CartPole"),
+    "acrobot": ("engine.systems.acrobot", "Acrobot"),
 }
 
 

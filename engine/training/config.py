@@ -18,8 +18,8 @@ class TrainConfig:
     system: str = "pendulum"
     trajectories: int = 8               # N: training trajectories (the first N of the data set)
     epochs: int = 2000
-    learning_rate: float | None = None  # the protocol's: pendulum 1e-4, cartpole 1e-3
-    hidden: int | None = None           # pendulum 128, cartpole 256
+    learning_rate: float | None = None  # the protocol's: pendulum 1e-4, cartpole and acrobot 1e-3
+    hidden: int | None = None           # pendulum 128, cartpole and acrobot 256
     layers: int = 2
     init: str = "xavier"                # network init: "xavier" (the paper's code) or "torch" (engine/models/nets.py)
     batch_factor: int = 4               # mini-batch = batch_factor * N windows

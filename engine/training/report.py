@@ -1,4 +1,5 @@
-"""Tables and figures of sweep results, and the paper's reproductions (``symo-pendulum``, ``symo-cartpole``).
+"""Tables and figures of sweep results, and the paper's reproductions (``symo-pendulum``, ``symo-cartpole``,
+``symo-acrobot``).
 
 The figure follows the paper's Fig. 3/4: train, test, integration, energy and inertia MSE
 against the number of training trajectories N, one line per model, log scales.
@@ -17,16 +18,18 @@ from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
 
 __all__ = ["write_table", "plot_rows", "REPRODUCTIONS", "PAPER_INTEGRATION_MSE", "PAPER_METRIC", "reproduce", "compare_with_paper"]
 
-# Published long-term integration MSE (METHODS section 2), N = 8, 16, 32, 64, 128.
-PAPER_METRIC = {"pendulum": "integration_mse", "cartpole": "integration_mse_state"}
+# The long-term figure the paper's repository computes per system (Experiments_*/train.py).
+PAPER_METRIC = {"pendulum": "integration_mse", "cartpole": "integration_mse_state", "acrobot": "integration_mse_state"}
 
+# Published long-term integration MSE (METHODS section 2), N = 8, 16, 32, 64, 128. None for the
+# acrobot: its comparison is empty.
 PAPER_INTEGRATION_MSE = {
     "pendulum": {"symo": [0.023, 0.096, 0.0034, 0.0091, 0.028], "e2e-symo": [0.023, 0.030, 0.0039, 0.024, 0.028]},
     "cartpole": {"node-rk4": [307, 75, 46, 9.9, 0.54], "lnode-rk4": [14, 20, 0.18, 0.083, 0.11],
                  "symo": [1.5, 0.39, 0.28, 0.23, 0.18], "e2e-symo": [18, 0.14, 0.087, 0.091, 0.10]},
 }
 
-REPRODUCTIONS = {"symo-pendulum": "pendulum", "symo-cartpole": "cartpole"}
+REPRODUCTIONS = {"symo-pendulum": "pendulum", "symo-cartpole": "cartpole", "symo-acrobot": "acrobot"}
 
 
 def _clean(v):
@@ -84,11 +87,11 @@ def plot_rows(rows: list[dict], path: str | Path, title: str = "") -> Path:
 
 
 def compare_with_paper(rows: list[dict], system: str) -> list[dict]:
-    """Our integration MSE beside the published one, where the paper gives it.
+    """Our integration MSE beside the published one, where the paper gives it (else no rows).
 
     ``metric`` names the figure compared, the one the paper's repository computes for that
     system: the angle alone for the pendulum (``integration_mse``), the whole state for the
-    cartpole (``integration_mse_state``, Experiments_cartpole/train.py).
+    cartpole and the acrobot (``integration_mse_state``, Experiments_{cartpole,acrobot}/train.py).
     """
     ref = PAPER_INTEGRATION_MSE.get(system, {})
     metric = PAPER_METRIC.get(system, "integration_mse")

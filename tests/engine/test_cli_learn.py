@@ -79,3 +79,27 @@ def test_bench_learn_json_schema(capsys):
     assert set(out["steps_per_second"]) == {"node-midpoint"}
     assert all(v > 0 for v in out["steps_per_second"].values())
     assert out["estimated_reproduction_minutes"] > 0 and out["workers"] >= 1
+
+
+def test_acrobot_data_train_and_reproduce(tmp_path, capsys):
+    """The third system end to end: its data, one trained model, and ``reproduce symo-acrobot`` (no
+    published values: an empty comparison; the figure compared is the whole-state MSE)."""
+    data = tmp_path / "acro.npz"
+    assert main(["learn", "data", "--system", "acrobot", "--trajectories", "2", "--test-trajectories", "2",
+                 "--long-term-steps", "10", "--out", str(data), "--json"]) == 0
+    desc = json.loads(capsys.readouterr().out)
+    assert desc["h"] == 0.05 and desc["system"]["name"] == "acrobot"
+    assert desc["shapes"]["train_x"] == [2, 34, 4] and desc["shapes"]["long_x"] == [16, 12, 4]
+    assert main(["learn", "train", "--system", "acrobot", "--model", "symo", "--trajectories", "2", "--epochs", "2",
+                 "--hidden", "16", "--data", str(data), "--out", str(tmp_path / "m"), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["row"]
+    assert row["system"] == "acrobot" and row["model"] == "symo" and math.isfinite(row["test_mse"])
+    model_json = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert "acrobot" in json.dumps(model_json)
+    out = tmp_path / "rep"
+    assert main(["learn", "reproduce", "symo-acrobot", "--epochs", "1", "--trajectories", "2", "--models", "node-rk4",
+                 "--executor", "inline", "--data", str(data), "--out", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [(r["system"], r["model"], r["trajectories"]) for r in result["rows"]] == [("acrobot", "node-rk4", 2)]
+    assert result["comparison"] == [] and json.loads((out / "comparison.json").read_text()) == []
+    assert json.loads((out / "results.json").read_text())[0]["integration_mse_state"] is not None

@@ -20,7 +20,7 @@ from engine.robots.library import (
 )
 
 G = 9.81
-SHIPPED = ["cartpole", "double_pendulum", "panda", "pendulum", "planar_2link"]
+SHIPPED = ["acrobot", "cartpole", "double_pendulum", "panda", "pendulum", "planar_2link"]
 
 
 def test_list_robots_has_shipped_and_installed_robots():
