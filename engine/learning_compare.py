@@ -224,6 +224,8 @@ def model_spec_for(system, h: float, **overrides):
     from engine.models import ModelSpec
 
     B = system.input_matrix(torch.float64)
+    # an analytic system is named (the robot model loads its URDF); a log has no URDF behind it
+    overrides.setdefault("system", None if isinstance(system, LogSystem) else (getattr(system, "name", None) or None))
     return ModelSpec(dof=system.dof, angle_mask=tuple(system.angle_mask), control_dim=system.control_dim,
                      input_matrix=tuple(tuple(r) for r in B.tolist()), h=float(h), **overrides)
 
@@ -351,9 +353,10 @@ def generated_curves(model, dataset, trajectory: int = 0, steps: int | None = No
     H_pred = model.mass_matrix(q_data.to(dtype))
     V_true = system.potential_energy(q_data).numpy()
     V_pred = None
-    lag = getattr(model, "lagrangian", None)
-    if lag is not None and hasattr(lag, "potential_energy"):
-        V_pred = lag.potential_energy(q_data.to(dtype)).double().numpy().reshape(V_true.shape)
+    # the learned potential: the Lagrangian networks' (L-NODE, SyMo) or the robot model's own
+    source = getattr(model, "lagrangian", None) or model
+    if hasattr(source, "potential_energy"):
+        V_pred = source.potential_energy(q_data.to(dtype)).double().detach().numpy().reshape(V_true.shape)
         V_pred = V_pred - V_pred.mean() + V_true.mean()   # a potential is known up to a constant
     return {"t": t, "q_pred": q[i].numpy(), "qd_pred": qd[i].numpy(), "q_true": q_data.numpy(),
             "qd_true": truth[i, :, n:].numpy(), "energy_pred": e_pred[i].numpy(), "energy_true": e_true[i].numpy(),

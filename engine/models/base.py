@@ -22,12 +22,29 @@ from torch import nn
 from engine.data.windows import Windows
 from engine.models.nets import INITS
 
-__all__ = ["ModelSpec", "LearnedDynamics"]
+__all__ = ["ROBOT_KINDS", "LearnedDynamics", "ModelSpec"]
+
+# inertial parameter kinds the robot model (engine/models/robot.py) can learn on each moving link
+ROBOT_KINDS = ("mass", "com", "inertia", "damping")
 
 
 @dataclass
 class ModelSpec:
-    """Hyperparameters of a learned model (the paper's defaults)."""
+    """Hyperparameters of a learned model (the paper's defaults).
+
+    ``system``: the analytic system (an ``engine.systems`` name) the spec was made for, filled by
+    :meth:`for_system`; None for hand-made specs and hardware logs. The robot model
+    (``robot-rk4``, ``robot-midpoint``) loads that system's URDF from it, so a checkpoint
+    rebuilds the same robot.
+
+    Robot model only (the other models ignore them): ``robot_learn``, the inertial parameter
+    kinds learned on every moving link, from ``ROBOT_KINDS`` (mass kg, com m in the link frame,
+    inertia kg m^2 about the CoM, damping N m s/rad of the link's joint); ``robot_perturb``, the
+    initial guess: each learned URDF value scaled by a seeded factor ``U[1 - p, 1 + p]`` (one per
+    link for the mass, the inertia as a whole and the damping, one per component for the
+    CoM), drawn from torch's global RNG (the trainer seeds it), so training starts from a
+    wrong model as when identifying a real robot from a CAD guess; 0 starts at the URDF values.
+    """
 
     dof: int = 1
     angle_mask: tuple = (True,)
@@ -42,9 +59,16 @@ class ModelSpec:
     newton_max_iter: int = 10
     train_newton_tol: float = 1e-5      # E2E-SyMo training
     train_newton_max_iter: int = 10
+    system: str | None = None           # analytic system name (for_system); the robot model's URDF
+    robot_learn: tuple = ("mass", "com", "inertia")  # robot model: learned kinds (ROBOT_KINDS)
+    robot_perturb: float = 0.5          # robot model: initial guess = URDF x U[1 - p, 1 + p]; 0: URDF
 
     def __post_init__(self):
         self.angle_mask = tuple(bool(a) for a in self.angle_mask)
+        if isinstance(self.robot_learn, str):   # "mass,com" as typed on a command line
+            self.robot_learn = tuple(k.strip() for k in self.robot_learn.split(",") if k.strip())
+        self.robot_learn = tuple(str(k) for k in self.robot_learn)
+        self.robot_perturb = float(self.robot_perturb)
         self.input_matrix = tuple(tuple(float(v) for v in row) for row in self.input_matrix)
         if len(self.angle_mask) != self.dof:
             raise ValueError(f"ModelSpec.angle_mask: expected {self.dof} entries, got {len(self.angle_mask)}")
@@ -57,10 +81,20 @@ class ModelSpec:
             raise ValueError("ModelSpec.h: the time step must be > 0")
         if self.init not in INITS:
             raise ValueError(f"ModelSpec.init: expected one of {', '.join(INITS)}, got {self.init!r}")
+        bad = [k for k in self.robot_learn if k not in ROBOT_KINDS]
+        if bad or not self.robot_learn or len(set(self.robot_learn)) != len(self.robot_learn):
+            raise ValueError(f"ModelSpec.robot_learn: expected distinct kinds from {', '.join(ROBOT_KINDS)}, "
+                             f"got {list(self.robot_learn)}")
+        if not 0.0 <= self.robot_perturb < 1.0:
+            raise ValueError(f"ModelSpec.robot_perturb: expected a relative size in [0, 1), got {self.robot_perturb!r}")
+        if self.system is not None and not isinstance(self.system, str):
+            raise ValueError(f"ModelSpec.system: expected a system name or None, got {self.system!r}")
 
     @classmethod
-    def for_system(cls, system, h: float, **overrides) -> "ModelSpec":
+    def for_system(cls, system, h: float, **overrides) -> ModelSpec:
+        """The spec for an analytic system (sizes, angles, input matrix, ``system`` = its name)."""
         B = system.input_matrix(torch.float64)
+        overrides.setdefault("system", getattr(system, "name", None) or None)
         return cls(dof=system.dof, angle_mask=tuple(system.angle_mask), control_dim=system.control_dim,
                    input_matrix=tuple(tuple(r) for r in B.tolist()), h=float(h), **overrides)
 
@@ -68,10 +102,12 @@ class ModelSpec:
         d = asdict(self)
         d["angle_mask"] = list(self.angle_mask)
         d["input_matrix"] = [list(r) for r in self.input_matrix]
+        d["robot_learn"] = list(self.robot_learn)
         return d
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ModelSpec":
+    def from_dict(cls, data: dict) -> ModelSpec:
+        """The inverse of :meth:`to_dict`; fields missing from older checkpoints take their defaults."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

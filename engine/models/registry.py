@@ -1,19 +1,20 @@
 """Model types by name, and checkpoints (safetensors + JSON) that rebuild a model from its name.
 
 ``register_model(name, factory)`` adds a type: ``factory(spec: ModelSpec) -> LearnedDynamics``.
-Built in: node-rk4, node-midpoint, lnode-rk4, lnode-midpoint, symo, e2e-symo, mlp. The
-learnable rigid-body robot model registers itself here the same way.
+Built in: node-rk4, node-midpoint, lnode-rk4, lnode-midpoint, symo, e2e-symo, mlp, and the
+learnable rigid-body robot model of the system's URDF, robot-rk4 and robot-midpoint
+(engine/models/robot.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from engine.io import CheckpointError, load_checkpoint, save_checkpoint
 from engine.models.base import LearnedDynamics, ModelSpec
 
-__all__ = ["register_model", "build_model", "model_names", "save_model", "load_model", "PAPER_MODELS"]
+__all__ = ["PAPER_MODELS", "build_model", "load_model", "model_names", "register_model", "save_model"]
 
 _REGISTRY: dict[str, Callable[[ModelSpec], LearnedDynamics]] = {}
 
@@ -69,6 +70,7 @@ def load_model(directory: str | Path, name: str = "model") -> tuple[LearnedDynam
 
 def _register_builtin():
     from engine.models.node import LNODE, NODE, BlackBoxMLP
+    from engine.models.robot import RobotDynamics
     from engine.models.symo import E2ESyMo, SyMo
 
     register_model("node-rk4", lambda s: NODE(s, "rk4"))
@@ -78,6 +80,8 @@ def _register_builtin():
     register_model("symo", SyMo)
     register_model("e2e-symo", E2ESyMo)
     register_model("mlp", BlackBoxMLP)
+    register_model("robot-rk4", lambda s: RobotDynamics(s, "rk4"))
+    register_model("robot-midpoint", lambda s: RobotDynamics(s, "midpoint"))
 
 
 _register_builtin()

@@ -22,12 +22,16 @@ from engine.training.config import TrainConfig
 from engine.training.executors import get_executor
 from engine.training.metrics import METRIC_NAMES
 
-__all__ = ["SweepConfig", "run_sweep", "sweep_job", "ROW_KEYS", "run_task"]
+__all__ = ["ROW_KEYS", "SweepConfig", "run_sweep", "run_task", "sweep_job"]
 
 ROW_KEYS = ("model", "system", "trajectories", "seed", *METRIC_NAMES, "seconds")
 
-# relative cost per window of each model type, to start the slowest runs first
-_COST = {"lnode-rk4": 6, "e2e-symo": 6, "lnode-midpoint": 3, "symo": 3, "node-rk4": 1.5, "node-midpoint": 1, "mlp": 0.5}
+# relative cost per window of each model type, to start the slowest runs first. The robot models
+# (one ABA per stage, overhead-bound: nearly flat in the batch size) measured against lnode-rk4 on
+# the pendulum, training epochs at N = 8 / 32 / 128: robot-rk4 2.2x / 2.0x / 0.9x (1.4x over the
+# three), robot-midpoint 1.1x / 1.0x / 0.4x (0.66x)
+_COST = {"lnode-rk4": 6, "e2e-symo": 6, "lnode-midpoint": 3, "symo": 3, "node-rk4": 1.5, "node-midpoint": 1, "mlp": 0.5,
+         "robot-rk4": 8, "robot-midpoint": 4}
 
 
 @dataclass

@@ -40,6 +40,8 @@ __all__ = [
     "MODEL_FILTER",
     "MODEL_TYPES",
     "SPEC_FIELDS",
+    "SPEC_LABELS",
+    "SPEC_TOOLTIPS",
     "SYSTEMS",
     "TRAIN_FIELDS",
     "UNIT_CHOICES",
@@ -87,7 +89,16 @@ UNIT_CHOICES: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in UNIT_KINDS.i
 
 # the fields of the engine's dataclasses the Models panel edits (the rest follow from the data)
 TRAIN_FIELDS = ["epochs", "learning_rate", "hidden", "layers", "batch_factor", "patience", "factor", "seed"]
-SPEC_FIELDS = ["inertia_eps", "newton_tol", "newton_max_iter", "train_newton_tol", "train_newton_max_iter"]
+SPEC_FIELDS = ["inertia_eps", "newton_tol", "newton_max_iter", "train_newton_tol", "train_newton_max_iter",
+               "robot_learn", "robot_perturb"]
+# how the Models panel shows the robot model's spec fields (the others: their field names)
+SPEC_LABELS = {"robot_learn": "Robot: learned kinds", "robot_perturb": "Robot: initial perturbation"}
+SPEC_TOOLTIPS = {
+    "robot_learn": "robot-rk4 / robot-midpoint: the inertial parameters learned on every moving link of the "
+                   "system's URDF, a JSON list from \"mass\", \"com\", \"inertia\", \"damping\"",
+    "robot_perturb": "robot-rk4 / robot-midpoint: the initial guess is each learned URDF value times a seeded "
+                     "factor in [1 - p, 1 + p] (a wrong CAD guess to identify from); 0 starts at the URDF values",
+}
 
 
 def MODEL_TYPES() -> list[str]:

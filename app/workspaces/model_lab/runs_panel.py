@@ -162,7 +162,8 @@ class RunsPanel(QWidget):
                                                 "learning_rate": "Learning rate", "factor": "LR factor"},
                                         ranges={"trajectories": (1, 10 ** 7), "epochs": (1, 10 ** 7)})
         tool.addItem(self.train_form, "Training (TrainConfig)")
-        self.spec_form = DataclassForm(eb.ModelSpec(), include=eb.SPEC_FIELDS)
+        self.spec_form = DataclassForm(eb.ModelSpec(), include=eb.SPEC_FIELDS, labels=eb.SPEC_LABELS,
+                                       tooltips=eb.SPEC_TOOLTIPS, ranges={"robot_perturb": (0.0, 0.99)})
         tool.addItem(self.spec_form, "Model (ModelSpec)")
         bv.addWidget(tool)
         layout.addWidget(box)
