@@ -14,7 +14,7 @@ from engine.cli import main
 from engine.data import DatasetConfig, generate_dataset, make_windows
 from engine.io import CheckpointError
 from engine.models import ModelSpec, build_model, load_model, model_names, save_model
-from engine.models.robot import RobotDynamics
+from engine.models.robot import SYSTEM_URDFS, RobotDynamics
 from engine.paths import urdf_dir
 from engine.systems import get_system
 from engine.systems.base import MechanicalSystem
@@ -28,14 +28,9 @@ F64 = torch.float64
 
 
 def _system(name):
-    """The analytic system, or a skip while a system's module or URDF is not there yet (acrobot)."""
-    try:
-        system = get_system(name)
-    except ValueError:
-        pytest.skip(f"no analytic system {name!r} yet")
-    if not (urdf_dir() / f"{name}.urdf").is_file():
-        pytest.skip(f"no urdf/{name}.urdf yet")
-    return system
+    """The analytic system; every system the robot model maps must have its URDF shipped."""
+    assert (urdf_dir() / f"{name}.urdf").is_file(), f"urdf/{name}.urdf is missing"
+    return get_system(name)
 
 
 def _robot(system, h=0.05, name="robot-rk4", **overrides):
@@ -61,7 +56,7 @@ def _pendulum_identifiable(model):
 
 # -- the model with the URDF values is the analytic system --------------------------------------
 
-@pytest.mark.parametrize("name", ["pendulum", "cartpole", "acrobot"])
+@pytest.mark.parametrize("name", sorted(SYSTEM_URDFS))
 def test_unperturbed_model_is_the_analytic_system(name):
     system = _system(name)
     torch.manual_seed(0)
