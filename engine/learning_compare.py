@@ -223,11 +223,9 @@ def model_spec_for(system, h: float, **overrides):
     """A :class:`~engine.models.ModelSpec` for a system (analytic or :class:`LogSystem`) and step ``h`` (s)."""
     from engine.models import ModelSpec
 
-    B = system.input_matrix(torch.float64)
-    # an analytic system is named (the robot model loads its URDF); a log has no URDF behind it
-    overrides.setdefault("system", None if isinstance(system, LogSystem) else (getattr(system, "name", None) or None))
-    return ModelSpec(dof=system.dof, angle_mask=tuple(system.angle_mask), control_dim=system.control_dim,
-                     input_matrix=tuple(tuple(r) for r in B.tolist()), h=float(h), **overrides)
+    if isinstance(system, LogSystem):   # a log names no analytic system: no URDF for the robot model
+        overrides.setdefault("system", None)
+    return ModelSpec.for_system(system, h, **overrides)
 
 
 def train_config_for(model: str, dataset, config: LogCompareConfig | None = None, **overrides):

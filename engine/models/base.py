@@ -91,11 +91,13 @@ class ModelSpec:
             raise ValueError(f"ModelSpec.system: expected a system name or None, got {self.system!r}")
 
     @classmethod
-    def for_system(cls, system, h: float, **overrides) -> ModelSpec:
-        """The spec for an analytic system (sizes, angles, input matrix, ``system`` = its name)."""
-        B = system.input_matrix(torch.float64)
-        overrides.setdefault("system", getattr(system, "name", None) or None)
-        return cls(dof=system.dof, angle_mask=tuple(system.angle_mask), control_dim=system.control_dim,
+    def for_system(cls, mechanical_system, h: float, /, **overrides) -> ModelSpec:
+        """The spec for a system (sizes, angles, input matrix, ``system`` = its name unless an
+        override says otherwise, e.g. ``system=None`` for one with no URDF behind it)."""
+        s = mechanical_system
+        B = s.input_matrix(torch.float64)
+        overrides.setdefault("system", getattr(s, "name", None) or None)
+        return cls(dof=s.dof, angle_mask=tuple(s.angle_mask), control_dim=s.control_dim,
                    input_matrix=tuple(tuple(r) for r in B.tolist()), h=float(h), **overrides)
 
     def to_dict(self) -> dict:
