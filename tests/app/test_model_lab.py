@@ -383,3 +383,35 @@ def test_loss_plot_log_scale_and_export(qtbot, tmp_path):
     assert QImage(str(png)).width() >= 800
     with pytest.raises(ValueError, match="png or .svg"):
         export_figure(plot, tmp_path / "loss.jpg")
+
+
+def test_compare_plots_keep_a_flat_reference_and_near_models_in_view(qtbot):
+    """A conserved energy is a flat line: the view must not zoom onto its zero span (where every
+    model's curve crosses as a vertical line), and must still clip a diverging model."""
+    import pyqtgraph as pg
+
+    from app.workspaces.model_lab.compare_panel import _focus_on_reference
+
+    t = np.linspace(0.0, 10.0, 101)
+
+    def view_after(reference, model_curve):
+        plot = pg.PlotWidget()
+        qtbot.addWidget(plot)
+        plot.resize(400, 300)
+        plot.show()
+        qtbot.waitExposed(plot)
+        plot.plot(t, reference, name="data")
+        plot.plot(t, model_curve, name="run 1")
+        _focus_on_reference(plot)
+        vb = plot.getPlotItem().vb
+        vb.updateAutoRange()
+        return vb.viewRange()
+
+    flat = np.full_like(t, 9.73)
+    (x0, x1), (y0, y1) = view_after(flat, 9.73 + 0.02 * t)           # drifts to 9.93: both shown
+    assert x0 <= 0.0 and x1 >= 10.0
+    assert y0 <= 9.73 and y1 >= 9.93 and y1 - y0 < 1.0
+    _, (y0, y1) = view_after(flat, 9.73 * np.exp(t))                   # diverges: the data stay in view
+    assert y0 < 9.73 < y1 and 0.5 < y1 - y0 < 3.0
+    _, (y0, y1) = view_after(np.zeros_like(t), np.linspace(-1.0, 1.0, t.size))   # flat at zero: autoscale
+    assert y0 <= -1.0 and y1 >= 1.0

@@ -391,12 +391,15 @@ def _span(a) -> tuple[float, float] | None:
     return (float(a.min()), float(a.max())) if a.size else None
 
 
-def _focus_on_reference(plot, margin: float = 1.0, blowup: float = 4.0) -> None:
+def _focus_on_reference(plot, margin: float = 1.0, blowup: float = 4.0, flat: float = 0.05) -> None:
     """Keep the data in view when a diverging model's curve would dwarf it.
 
-    When the curves span more than ``blowup`` times the reference curve (data / measured /
-    true) on an axis, that axis shows the reference range widened by ``margin`` of its span on
-    each side; otherwise the plot autoscales.
+    The reference curve's (data / measured / true) extent on an axis is its span, but at least
+    ``flat`` times its largest magnitude: a conserved energy or a constant inertia is a flat
+    line, and its zero span would otherwise zoom the axis onto a band a few ulps wide, where
+    every model's curve crosses as a vertical line. When the curves span more than ``blowup``
+    times that extent, the axis shows the reference range widened by ``margin`` of the extent on
+    each side; otherwise (or when the reference is flat at zero) the plot autoscales.
     """
     items = plot.getPlotItem().listDataItems()
     refs = [it for it in items if it.name() in REFERENCE_NAMES]
@@ -408,9 +411,12 @@ def _focus_on_reference(plot, margin: float = 1.0, blowup: float = 4.0) -> None:
                                       if getattr(it, attr) is not None]))
         if ref is None or every is None:
             continue
-        width = max(ref[1] - ref[0], 1e-12)
+        width = max(ref[1] - ref[0], flat * max(abs(ref[0]), abs(ref[1])))
+        if width <= 0.0:
+            continue
         if (every[1] - every[0]) > blowup * width:
-            lo, hi = ref[0] - margin * width, ref[1] + margin * width
+            mid = 0.5 * (ref[0] + ref[1])
+            lo, hi = mid - (0.5 + margin) * width, mid + (0.5 + margin) * width
             if axis == "x":
                 plot.getPlotItem().setXRange(lo, hi, padding=0)
             else:
