@@ -254,6 +254,12 @@ def test_generated_data_sweep_compare_energy_inertia_and_cancel(ctx, qtbot, tmp_
     x, y = curve_data(size_items[0])
     assert list(x) == [2, 4]
     assert list(y) == [r.row["integration_mse"] for r in runs.runs.values()]
+    size_item = page.compare_panel.plots["size"].getPlotItem()
+    major = size_item.getAxis("bottom")._tickLevels[0]      # labelled at the sizes trained
+    assert [label for _, label in major] == ["2", "4"]
+    assert [pos for pos, _ in major] == pytest.approx([math.log10(2), math.log10(4)])
+    lo, hi = size_item.vb.viewRange()[0]                     # log10 units: a factor of 4 or more in view
+    assert lo < math.log10(2) and hi > math.log10(4) and hi - lo >= math.log10(4) - 1e-9
 
     # cancel: a long run stops at its next check, keeps the panel usable
     runs.type_combo.setCurrentText("mlp")

@@ -256,6 +256,14 @@ class ComparePanel(QWidget):
             pen = pg.mkPen(color(pts[0][2]), width=2)
             plot.plot([p[0] for p in pts], [p[1] for p in pts], name=kind, pen=pen, symbol="o",
                       symbolBrush=color(pts[0][2]), symbolSize=7)
+        # the N axis labelled at the sizes trained (8, 16, 32, ...), not at log-scale minor ticks
+        sizes = sorted({p[0] for pts in by_type.values() for p in pts})
+        bottom = plot.getPlotItem().getAxis("bottom")
+        bottom.setTicks([[(math.log10(n), str(n)) for n in sizes], []] if sizes else None)
+        if sizes:   # at least a factor of 4 around the sizes, so one size is not a lone crowded tick
+            lo, hi = math.log10(sizes[0]), math.log10(sizes[-1])
+            pad = max(0.1 * (hi - lo), 0.5 * max(0.0, math.log10(4.0) - (hi - lo)))
+            plot.getPlotItem().setXRange(lo - pad, hi + pad, padding=0)
 
     def _draw_log(self, j: int) -> None:
         roll, phase, energy = (self.plots[k] for k in ("rollout", "phase", "energy"))
