@@ -1,0 +1,132 @@
+"""How much the pendulum's long-term figure depends on which 16 states the long-term set holds.
+
+The paper's long-term figure is the angle MSE over one set of 16 trajectories of 500 steps. This
+script draws many more such sets from the protocol's own distribution (states uniform in
+[-pi, pi] x [-2 pi, 2 pi], zero control, h = 0.1), simulates them exactly, and scores on every
+set the models a reproduction trained, beside the exact vector field integrated by RK4. It
+prints, per model and size, the score on the reproduction's own set (the paper's draws) and the
+spread of the scores over the random sets, and the share of sets on which the model scores no
+worse than the paper's published value (METHODS.md section 2).
+
+    python results/reproduction/long_term_sets.py RUNS_DIR [--sets 100] [--seed 0] [--json OUT]
+
+RUNS_DIR: the ``runs`` folder of ``python -m engine learn reproduce symo-pendulum --out DIR``
+(one checkpoint folder per model, size and seed). Everything runs on one core, in float32 as the
+reproduction's own evaluation does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.data.config import DatasetConfig, protocol_for
+from engine.data.dataset import generate_dataset
+from engine.models.registry import load_model
+from engine.systems import get_system
+from engine.training.report import PAPER_INTEGRATION_MSE
+
+TRAJECTORIES_PER_SET = 16
+STEPS = 500
+SIZES = (8, 16, 32, 64, 128)       # the order of PAPER_INTEGRATION_MSE's lists
+PAPER_LNODE_RK4_MAX = 0.60         # METHODS: the paper's pendulum L-NODE-RK4 lies in 0.39 to 0.60
+
+
+def random_long_term_states(sets: int, seed: int) -> np.ndarray:
+    """(sets * 16, 2) initial states drawn uniformly from the pendulum protocol's ranges."""
+    P = protocol_for("pendulum")
+    rng = np.random.default_rng(seed)
+    return rng.uniform(P.state_low, P.state_high, size=(sets * TRAJECTORIES_PER_SET, 2))
+
+
+def long_term_points(system, x0: np.ndarray, h: float) -> np.ndarray:
+    """(B, 502, 2): the 502 points recorded after each step from ``x0``, as the paper's sampler
+    records them (the rollouts start from the first two and predict the other 500)."""
+    return system.simulate(x0, np.zeros((len(x0), system.control_dim)), h, STEPS + 2)[:, 1:]
+
+
+@torch.no_grad()
+def per_trajectory_angle_mse(model, x: np.ndarray) -> np.ndarray:
+    """(B,) angle MSE of ``model``'s 500-step rollouts from the first points of ``x`` (B, 502, 2)."""
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    u = torch.zeros(len(x), x.shape[1], 1)
+    q, _ = model.rollout(xt, u, STEPS)
+    err = ((q - xt[:, 2:STEPS + 2, :1]) ** 2).mean(dim=(1, 2)).double().numpy()
+    return np.where(np.isfinite(err), err, np.inf)
+
+
+def exact_rk4_per_trajectory(system, x: np.ndarray, h: float) -> np.ndarray:
+    """(B,) angle MSE of the exact vector field integrated by classical RK4 at step ``h``, from the
+    same point as the models' rollouts (``x[:, 1]``) over the same 500 steps."""
+    state = torch.as_tensor(x[:, 1], dtype=torch.float64)
+    zero = torch.zeros(len(x), system.control_dim, dtype=torch.float64)
+    f = lambda s: system.state_derivative(s, zero)
+    qs = []
+    for _ in range(STEPS):
+        k1 = f(state)
+        k2 = f(state + 0.5 * h * k1)
+        k3 = f(state + 0.5 * h * k2)
+        k4 = f(state + h * k3)
+        state = state + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        qs.append(state[:, :1])
+    q = torch.stack(qs, 1).numpy()
+    return ((q - x[:, 2:STEPS + 2, :1]) ** 2).mean(axis=(1, 2))
+
+
+def summarise(per_traj: np.ndarray, own: float, paper: float | None) -> dict:
+    scores = per_traj.reshape(-1, TRAJECTORIES_PER_SET).mean(axis=1)
+    finite = scores[np.isfinite(scores)]
+    q = np.quantile(finite, [0.1, 0.5, 0.9]) if finite.size else [math.nan] * 3
+    out = {"own_set": own, "p10": float(q[0]), "median": float(q[1]), "p90": float(q[2]),
+           "diverged_sets": int(np.sum(~np.isfinite(scores))), "sets": int(len(scores))}
+    if paper is not None:
+        out["paper"] = paper
+        out["share_no_worse_than_paper"] = float(np.mean(scores <= paper))
+    return out
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", type=Path)
+    ap.add_argument("--sets", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+
+    system = get_system("pendulum")
+    cfg = DatasetConfig(system="pendulum", sampler="paper")
+    h = cfg.time_step
+    own = generate_dataset(cfg).long_x                              # the reproduction's own set
+    drawn = long_term_points(system, random_long_term_states(args.sets, args.seed), h)
+    paper = PAPER_INTEGRATION_MSE["pendulum"]
+
+    report = {"sets": args.sets, "seed": args.seed, "models": {}}
+    exact_own = float(exact_rk4_per_trajectory(system, own, h).mean())
+    report["models"]["exact-rk4"] = summarise(exact_rk4_per_trajectory(system, drawn, h), exact_own,
+                                              PAPER_LNODE_RK4_MAX)
+    for folder in sorted(p for p in args.runs.iterdir() if (p / "model.json").exists()):
+        model, meta = load_model(folder)
+        model.eval()
+        key = folder.name
+        kind, n = meta["type"], int(meta["train_config"]["trajectories"])
+        own_score = float(per_trajectory_angle_mse(model, own).mean())
+        if kind in paper and n in SIZES:
+            published = paper[kind][SIZES.index(n)]
+        else:
+            published = PAPER_LNODE_RK4_MAX if kind == "lnode-rk4" else None
+        report["models"][key] = summarise(per_trajectory_angle_mse(model, drawn), own_score, published)
+        print(key, json.dumps(report["models"][key]), flush=True)
+    print("exact-rk4", json.dumps(report["models"]["exact-rk4"]))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    main()
