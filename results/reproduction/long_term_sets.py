@@ -83,7 +83,7 @@ def summarise(per_traj: np.ndarray, own: float, paper: float | None) -> dict:
     finite = scores[np.isfinite(scores)]
     q = np.quantile(finite, [0.1, 0.5, 0.9]) if finite.size else [math.nan] * 3
     out = {"own_set": own, "p10": float(q[0]), "median": float(q[1]), "p90": float(q[2]),
-           "diverged_sets": int(np.sum(~np.isfinite(scores))), "sets": int(len(scores))}
+           "diverged_sets": int(np.sum(~np.isfinite(scores))), "sets": len(scores)}
     if paper is not None:
         out["paper"] = paper
         out["share_no_worse_than_paper"] = float(np.mean(scores <= paper))
