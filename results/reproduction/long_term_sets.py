@@ -27,6 +27,7 @@ import torch
 
 from engine.data.config import DatasetConfig, protocol_for
 from engine.data.dataset import generate_dataset
+from engine.integrators import rk4_step
 from engine.models.registry import load_model
 from engine.systems import get_system
 from engine.training.report import PAPER_INTEGRATION_MSE
@@ -65,14 +66,9 @@ def exact_rk4_per_trajectory(system, x: np.ndarray, h: float) -> np.ndarray:
     same point as the models' rollouts (``x[:, 1]``) over the same 500 steps."""
     state = torch.as_tensor(x[:, 1], dtype=torch.float64)
     zero = torch.zeros(len(x), system.control_dim, dtype=torch.float64)
-    f = lambda s: system.state_derivative(s, zero)
     qs = []
     for _ in range(STEPS):
-        k1 = f(state)
-        k2 = f(state + 0.5 * h * k1)
-        k3 = f(state + 0.5 * h * k2)
-        k4 = f(state + h * k3)
-        state = state + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        state = rk4_step(system.state_derivative, state, zero, h)
         qs.append(state[:, :1])
     q = torch.stack(qs, 1).numpy()
     return ((q - x[:, 2:STEPS + 2, :1]) ** 2).mean(axis=(1, 2))
