@@ -25,7 +25,7 @@ from engine.data.windows import make_windows
 from engine.models.base import LearnedDynamics
 from engine.models.symo import DiscreteLagrangianModel
 
-__all__ = ["evaluate", "METRIC_NAMES"]
+__all__ = ["METRIC_NAMES", "evaluate", "paper_rollout_velocities"]
 
 METRIC_NAMES = ("train_mse", "test_mse", "integration_mse", "integration_mse_state", "energy_mse", "inertia_mse")
 
@@ -33,6 +33,18 @@ METRIC_NAMES = ("train_mse", "test_mse", "integration_mse", "integration_mse_sta
 def _f(t: torch.Tensor) -> float:
     v = float(t)
     return v if math.isfinite(v) else float("nan")
+
+
+def paper_rollout_velocities(model: LearnedDynamics, x: torch.Tensor, q: torch.Tensor, qd: torch.Tensor,
+                             h: float) -> torch.Tensor:
+    """The velocities the paper's whole-state figure compares (B, T, n): a rollout's own ``qd`` for
+    state models; for DEL models the backward difference ``(q_{k+1} - q_k) / h``, as the paper's
+    ``implicit_integration_DEL`` reconstructs them. ``x`` (B, T + 2, 2n): the trajectories the
+    rollout ``q`` (B, T, n) started from (its first two points)."""
+    if not isinstance(model, DiscreteLagrangianModel):
+        return qd
+    n = q.shape[-1]
+    return (q - torch.cat([x[:, 1:2, :n], q[:, :-1]], 1)) / h
 
 
 @torch.no_grad()
@@ -53,10 +65,7 @@ def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps
     q, qd = model.rollout(x, u, steps)
     q_true = x[:, 2:steps + 2, :n]
     out["integration_mse"] = _f(((q - q_true) ** 2).mean())
-    qd_paper = qd
-    if isinstance(model, DiscreteLagrangianModel):  # the paper reconstructs SyMo velocities by differences
-        q_prev = torch.cat([x[:, 1:2, :n], q[:, :-1]], 1)
-        qd_paper = (q - q_prev) / dataset.h
+    qd_paper = paper_rollout_velocities(model, x, q, qd, dataset.h)
     out["integration_mse_state"] = _f(((torch.cat([q, qd_paper], -1) - x[:, 2:steps + 2]) ** 2).mean())
     q64, qd64 = q.double().cpu(), qd.double().cpu()  # the analytic references run on the CPU
     e_pred = system.energy(q64, qd64)

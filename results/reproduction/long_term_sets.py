@@ -33,8 +33,8 @@ from engine.data.config import DatasetConfig, protocol_for
 from engine.data.dataset import generate_dataset
 from engine.integrators import rk4_step
 from engine.models.registry import load_model
-from engine.models.symo import DiscreteLagrangianModel
 from engine.systems import get_system
+from engine.training.metrics import paper_rollout_velocities
 from engine.training.report import PAPER_INTEGRATION_MSE, PAPER_METRIC
 
 TRAJECTORIES_PER_SET = 16
@@ -66,8 +66,7 @@ def per_trajectory_figure(model, x: np.ndarray, whole_state: bool, h: float) -> 
     u = torch.zeros(len(x), x.shape[1], 1)
     q, qd = model.rollout(xt, u, STEPS)
     if whole_state:
-        if isinstance(model, DiscreteLagrangianModel):
-            qd = (q - torch.cat([xt[:, 1:2, :n], q[:, :-1]], 1)) / h
+        qd = paper_rollout_velocities(model, xt, q, qd, h)
         err = ((torch.cat([q, qd], -1) - xt[:, 2:STEPS + 2]) ** 2).mean(dim=(1, 2))
     else:
         err = ((q - xt[:, 2:STEPS + 2, :n]) ** 2).mean(dim=(1, 2))
@@ -107,6 +106,11 @@ def summarise(per_traj: np.ndarray, own: float, paper: float | None) -> dict:
     return out
 
 
+def run_seeds(scores: dict) -> list[str]:
+    """The seeds of the scored runs (names ``<model>-N<n>-s<seed>``), in order."""
+    return sorted({k.rsplit("-s", 1)[1] for k in scores if k != "exact-rk4"})
+
+
 def joint_shares(scores: dict, paper: dict, like_paper_max: float | None) -> dict:
     """How often one set would give the paper's figures together, per seed of the runs scored.
 
@@ -122,8 +126,7 @@ def joint_shares(scores: dict, paper: dict, like_paper_max: float | None) -> dic
     out = {"seeds": {}}
     if like_paper is not None:
         out["sets_like_paper_by_lnode_rk4"] = int(like_paper.sum())
-    seeds = sorted({k.rsplit("-s", 1)[1] for k in scores if k != "exact-rk4"})
-    for seed in seeds:
+    for seed in run_seeds(scores):
         entry = {"no_worse_at_every_n": {}}
         if like_paper is not None:
             entry.update(no_worse_given_like_paper={}, median_given_like_paper={})
@@ -148,8 +151,7 @@ def ordering_shares(scores: dict) -> dict:
     below L-NODE-RK4 (``del_below_lnode``), L-NODE-RK4 below NODE-RK4 (``lnode_below_node``), and
     both (``ordering``), where the seed has all four runs at that size."""
     out = {}
-    seeds = sorted({k.rsplit("-s", 1)[1] for k in scores if k != "exact-rk4"})
-    for seed in seeds:
+    for seed in run_seeds(scores):
         for n in SIZES:
             keys = {kind: f"{kind}-N{n}-s{seed}" for kind in ("symo", "e2e-symo", "lnode-rk4", "node-rk4")}
             if not all(k in scores for k in keys.values()):
