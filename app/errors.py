@@ -46,7 +46,7 @@ class ExceptionHook:
             self._parent_getter(), "Unexpected error",
             f"{message}\n\nThe application keeps running; details are in the log.", details)
 
-    def install(self) -> "ExceptionHook":
+    def install(self) -> ExceptionHook:
         sys.excepthook = self
         return self
 

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch
+import torch  # noqa: E402  (after sys.path)
 
 ROWS: list[dict] = []
 FAILURES: list[dict] = []

@@ -82,6 +82,11 @@ def test(args: list[str]) -> int:
     python = setup()
     env = dict(os.environ)
     env.setdefault("LAGRANGE_SETTINGS_FILE", str(ROOT / ".pytest_cache" / "settings.ini"))
+    say("ruff check (the rule set in pyproject.toml)")
+    code = subprocess.call([str(python), "-m", "ruff", "check", "--quiet", "."], cwd=ROOT)
+    if code:
+        say("ruff found problems (above); fix them, or run `.venv/bin/ruff check --fix .`")
+        return code
     return subprocess.call([str(python), "-m", "pytest", *args], cwd=ROOT, env=env)
 
 

@@ -7,7 +7,7 @@ the step, and a time step ``h`` (s); they return ``x`` after one step (..., d).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

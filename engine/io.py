@@ -7,7 +7,8 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
            "save_tensors", "load_tensors", "save_checkpoint", "load_checkpoint",

@@ -51,7 +51,7 @@ def _reference(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, act: s
     return z
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fused_available(dtype: torch.dtype = torch.float32) -> bool:
     """True when oneDNN's fused linear runs here and matches the plain formula for every activation."""
     op = getattr(getattr(torch.ops, "mkldnn", None), "_linear_pointwise", None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 __all__ = ["data_root", "resources_dir", "urdf_dir", "resource"]
@@ -26,7 +26,7 @@ def _candidates():
     yield Path(sys.prefix) / "share" / "lagrange-studio"
 
 
-@lru_cache(maxsize=None)
+@cache
 def data_root() -> Path:
     """The folder that holds ``resources/`` and ``urdf/``."""
     for root in _candidates():

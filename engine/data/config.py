@@ -116,7 +116,7 @@ class DatasetConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "DatasetConfig":
+    def from_dict(cls, data: dict) -> DatasetConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

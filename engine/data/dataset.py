@@ -64,7 +64,7 @@ class TrajectoryDataset:
         return {"config": self.config.to_dict(), "h": self.h, "system": self.system.describe(),
                 "shapes": {k: list(getattr(self, k).shape) for k in ARRAYS}}
 
-    def subset(self, n_train: int) -> "TrajectoryDataset":
+    def subset(self, n_train: int) -> TrajectoryDataset:
         """The data set with only the first ``n_train`` training trajectories (nested sets, as in the paper)."""
         if not 1 <= n_train <= len(self.train_x):
             raise DatasetError(f"train trajectories: asked for {n_train}, the data set has {len(self.train_x)}")

@@ -36,7 +36,7 @@ class Windows:
     def __len__(self) -> int:
         return self.q.shape[0]
 
-    def index(self, idx) -> "Windows":
+    def index(self, idx) -> Windows:
         return Windows(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
     def pack(self) -> tuple[torch.Tensor, list[int]]:
@@ -45,10 +45,10 @@ class Windows:
         return torch.cat(parts, -1), [p.shape[-1] for p in parts]
 
     @classmethod
-    def unpack(cls, packed: torch.Tensor, widths: list[int]) -> "Windows":
+    def unpack(cls, packed: torch.Tensor, widths: list[int]) -> Windows:
         return cls(*torch.split(packed, widths, -1))
 
-    def to(self, dtype=None, device=None) -> "Windows":
+    def to(self, dtype=None, device=None) -> Windows:
         return Windows(**{f.name: getattr(self, f.name).to(dtype=dtype, device=device) for f in fields(self)})
 
     @property

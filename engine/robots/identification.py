@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -63,7 +63,7 @@ class IdentificationConfig:
     perturb: float = 0.3
     perturb_inertia: bool = False
     learn: str = "mass"
-    links: Optional[tuple[str, ...]] = None
+    links: tuple[str, ...] | None = None
     seed: int = 0
     rate_hz: float = 250.0
     duration: float = 4.0
@@ -300,7 +300,7 @@ def identifiability(Y: np.ndarray, names, tol: float = 3e-4) -> dict[tuple[str, 
     if top <= 0:
         return {(l, k): "no effect on the joint torques" for l, k, _ in names}
     weak = norms < tol * top
-    for (l, k, c), w, nrm in zip(names, weak, norms):
+    for (l, k, _), w, nrm in zip(names, weak, norms):
         if w and (l, k) not in out:
             out[(l, k)] = f"no effect on the joint torques (relative sensitivity {nrm / top:.1e})"
     keep = ~weak
@@ -311,7 +311,7 @@ def identifiability(Y: np.ndarray, names, tol: float = 3e-4) -> dict[tuple[str, 
         if null.size:
             weight = (null ** 2).sum(0)
             kept_names = [n for n, k in zip(names, keep) if k]
-            for (l, k, c), wgt in zip(kept_names, weight):
+            for (l, k, _), wgt in zip(kept_names, weight):
                 if wgt > 0.05 and (l, k) not in out:
                     out[(l, k)] = "identifiable only in combination with other parameters"
     return out
@@ -346,7 +346,7 @@ def _nmse(pred, target, var):
 
 # --------------------------------------------------------------------------- the loop
 
-def identify(config: IdentificationConfig = IdentificationConfig(), ctx: Optional[JobContext] = None,
+def identify(config: IdentificationConfig = IdentificationConfig(), ctx: JobContext | None = None,
              model=None) -> IdentificationResult:
     """Run the learning loop (see the module docstring). ``model``: the ground truth (default:
     ``load_robot(config.robot)``), in the config's dtype."""

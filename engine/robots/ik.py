@@ -34,7 +34,7 @@ import math
 import threading
 import weakref
 from dataclasses import dataclass, fields, replace
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -136,7 +136,7 @@ class TreeKinematics:
         # movable joints on the paths root -> target, with the fixed transform before each
         chains = []  # per target: (list of movable joint names root->tip, T_post)
         pre: dict[str, np.ndarray] = {}  # joint -> transform from parent movable frame to joint frame
-        parent_of: dict[str, Optional[str]] = {}
+        parent_of: dict[str, str | None] = {}
         for link in self.links:
             if link not in link_names:
                 close = ", ".join(sorted(link_names)[:20])
@@ -266,7 +266,7 @@ class TreeKinematics:
         return poses, cols.transpose(-1, -2)
 
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _CACHE_LOCK = threading.Lock()
 
 
@@ -356,7 +356,7 @@ def _random_configurations(lower, upper, shape, generator, dtype, device):
 class _Problem:
     kin: TreeKinematics
     pos_t: torch.Tensor               # (*B, T, 3)
-    rot_t: Optional[torch.Tensor]     # (*B, T, 3, 3) or None
+    rot_t: torch.Tensor | None     # (*B, T, 3, 3) or None
     rot_mask: torch.Tensor            # (T,) bool: target t has an orientation
     weights: torch.Tensor             # (T, 6) row weights (0 for unused rows)
 
@@ -494,10 +494,10 @@ def _as_tensor(x, dtype, device):
     return torch.as_tensor(np.asarray(x, dtype=float), dtype=dtype, device=device)
 
 
-def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: Optional[bool] = None,
-             max_iters: Optional[int] = None, tol_pos: Optional[float] = None, tol_rot: Optional[float] = None,
-             damping: Optional[float] = None, n_starts: Optional[int] = None, seed: Optional[int] = None,
-             options: Optional[IKOptions] = None, ctx=None, **overrides) -> IKResult:
+def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bool | None = None,
+             max_iters: int | None = None, tol_pos: float | None = None, tol_rot: float | None = None,
+             damping: float | None = None, n_starts: int | None = None, seed: int | None = None,
+             options: IKOptions | None = None, ctx=None, **overrides) -> IKResult:
     """Solve inverse kinematics for a batch of targets.
 
     model: an engine RobotModel. targets: ``{link name: (*B, 4, 4) pose or (*B, 3) position}``

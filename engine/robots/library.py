@@ -33,9 +33,9 @@ import re
 import site
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from engine.paths import urdf_dir
 
@@ -155,8 +155,8 @@ def _site_dirs() -> list[Path]:
     return out
 
 
-@lru_cache(maxsize=None)
-def example_robot_data_dir() -> Optional[Path]:
+@cache
+def example_robot_data_dir() -> Path | None:
     """The ``robots/`` folder of example-robot-data, or None when it is not installed.
 
     ``$EXAMPLE_ROBOT_DATA_MODEL_DIR`` (example-robot-data's own variable) wins; otherwise the
@@ -172,7 +172,7 @@ def example_robot_data_dir() -> Optional[Path]:
     return None
 
 
-def _package_dir(module: str) -> Optional[Path]:
+def _package_dir(module: str) -> Path | None:
     """Folder of an installed data package, found without importing it."""
     try:
         spec = importlib.util.find_spec(module)
@@ -183,7 +183,7 @@ def _package_dir(module: str) -> Optional[Path]:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _table(base: Optional[Path], table, source: str) -> Iterable[RobotEntry]:
+def _table(base: Path | None, table, source: str) -> Iterable[RobotEntry]:
     if base is None:
         return
     for name, title, rel, *options in table:
@@ -242,7 +242,7 @@ def list_robots() -> list[RobotEntry]:
     return entries
 
 
-def _lookup(name: str, entries: list[RobotEntry]) -> Optional[RobotEntry]:
+def _lookup(name: str, entries: list[RobotEntry]) -> RobotEntry | None:
     by_name = {_norm(e.name): e for e in entries}
     key = _norm(name)
     if key in by_name:
@@ -283,7 +283,7 @@ def resolve_robot(name_or_path) -> Path:
         f"{', ...' if len(entries) > 12 else ''}; `python -m engine robot list` shows all)")
 
 
-def robot_entry(name_or_path) -> Optional[RobotEntry]:
+def robot_entry(name_or_path) -> RobotEntry | None:
     """The library entry of a name (or of a path that is a library file), else None."""
     entries = list_robots()
     entry = _lookup(str(name_or_path), entries) if not isinstance(name_or_path, Path) else None

@@ -58,7 +58,7 @@ class TrainConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TrainConfig":
+    def from_dict(cls, data: dict) -> TrainConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

@@ -18,8 +18,8 @@ QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
 
 
 
-from app.context import AppContext
-from app.jobs import JobRunner
+from app.context import AppContext  # noqa: E402  (after the GL attribute)
+from app.jobs import JobRunner  # noqa: E402
 
 LOAD_MS = 90_000
 SOLVE_MS = 120_000

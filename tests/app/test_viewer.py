@@ -19,7 +19,7 @@ QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
 
 
 
-from app.viewer.geometry import PLACEHOLDER_SIZE, GeometryOptions, load_robot_geometry
+from app.viewer.geometry import PLACEHOLDER_SIZE, GeometryOptions, load_robot_geometry # noqa: E402  (after the GL attribute)
 
 ERD = Path(trimesh.__file__).resolve().parents[1] / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
 PANDA_ERD = ERD / "panda_description" / "urdf" / "panda.urdf"
@@ -137,8 +137,10 @@ def _pixels(img: QImage) -> np.ndarray:
 
 def _posed(g):
     base = np.eye(4)
-    arm = np.eye(4); arm[:3, 3] = [0, 0, 0.3]
-    tool = arm.copy(); tool[:3, 3] += [1, 0, 0]
+    arm = np.eye(4)
+    arm[:3, 3] = [0, 0, 0.3]
+    tool = arm.copy()
+    tool[:3, 3] += [1, 0, 0]
     return {"base": base, "arm": arm, "tool": tool, "broken": base}
 
 
@@ -196,7 +198,8 @@ def _mouse(view, kind, x, y, buttons):
 def test_gizmo_translate_and_rotate_by_dragging(view, qtbot):
     from app.viewer.gizmo import TargetGizmo
     view.setCameraPosition(distance=1.5, elevation=25, azimuth=30)
-    start = np.eye(4); start[:3, 3] = [0.1, 0.0, 0.2]
+    start = np.eye(4)
+    start[:3, 3] = [0.1, 0.0, 0.2]
     gizmo = TargetGizmo(pose=start, size=0.2)
     view.add_gizmo(gizmo)
     seen = []

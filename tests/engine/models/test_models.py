@@ -71,7 +71,7 @@ def test_residual_is_zero_on_exact_discrete_trajectories_of_a_known_lagrangian()
     traj = [torch.tensor([0.1, 2.0], dtype=torch.float64), torch.tensor([0.11, 2.08], dtype=torch.float64)]
     for _ in range(20):
         qp, qk = traj[-2], traj[-1]
-        sol = fsolve(lambda z: del_residual(qp, qk, torch.tensor(z), u).numpy(), (2 * qk - qp).numpy(), xtol=1e-13)
+        sol = fsolve(lambda z, qp=qp, qk=qk: del_residual(qp, qk, torch.tensor(z), u).numpy(), (2 * qk - qp).numpy(), xtol=1e-13)
         traj.append(torch.tensor(sol))
     traj = torch.stack(traj)
     model = SyMo(ModelSpec.for_system(system, h)).double()

@@ -16,7 +16,6 @@ from engine.models.car_mlp import (
     train_car_mlp,
 )
 from engine.planning.car_data import (
-    CarDataError,
     DrivingConfig,
     make_dataset,
     prepare_log,
