@@ -158,6 +158,7 @@ class Joint:
     damping: float = 0.0
     friction: float = 0.0
     mimic: Mimic | None = None
+    armature: float = 0.0  # rotor inertia (kg m^2 or kg) added to the mass matrix's diagonal, as in MJCF
 
     @property
     def movable(self) -> bool:
@@ -181,6 +182,9 @@ class RobotDescription:
     joints: tuple[Joint, ...]
     root: str
     source: str | None = None
+    # True: the root link is attached to the world by a free-flyer joint (Pinocchio's
+    # JointModelFreeFlyer convention: q = [xyz, quaternion x y z w, joints], v = [v, w in base, joints]).
+    floating_base: bool = False
 
     def link(self, name: str) -> Link:
         for link in self.links:
