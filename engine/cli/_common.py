@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Any
 
 from engine.jobs import Job, StderrProgress, run_job
 
 
-def _finite_or_none(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite_or_none(v) for v in obj]
-    return obj
-
-
 def print_json(obj: Any) -> None:
     """Print ``obj`` as JSON on stdout (NaN and inf become null, so the output is strict JSON)."""
-    from engine.io import _json_default
+    from engine.io import finite_or_none, json_default
 
-    json.dump(_finite_or_none(json.loads(json.dumps(obj, default=_json_default))), sys.stdout, indent=2)
+    json.dump(finite_or_none(json.loads(json.dumps(obj, default=json_default))), sys.stdout, indent=2)
     sys.stdout.write("\n")
     sys.stdout.flush()
 

@@ -98,7 +98,7 @@ def _prepare(args) -> int:
 
 
 def _make_examples(args) -> int:
-    from engine.logs.examples import make_examples
+    from engine.data.example_logs import make_examples
 
     paths = run_cli_job(lambda ctx: make_examples(args.out, args.only, ctx), quiet=args.json)
     if args.json:

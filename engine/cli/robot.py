@@ -7,7 +7,7 @@ identification loop. Parsing and printing only; the work lives in engine.robots.
     robot identify [URDF_OR_NAME] [--perturb 0.3] [--epochs N] ... [--json]
 
 Flags of ``ik`` and ``identify`` are generated from :class:`engine.robots.ik.IKOptions` and
-:class:`engine.robots.identification.IdentificationConfig` (their defaults are the single
+:class:`engine.identification.synthetic.IdentificationConfig` (their defaults are the single
 source of truth).
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 
 from engine.cli._common import add_group, print_json, run_cli_job
+from engine.io import finite_or_none
 
 
 def _add_dataclass_flags(parser, cls, skip=()):
@@ -41,7 +41,7 @@ def _dataclass_kwargs(args, cls, skip=()):
 
 
 def _finite(x: float):
-    return x if math.isfinite(x) else None
+    return finite_or_none(float(x))
 
 
 # --------------------------------------------------------------------------- list
@@ -161,7 +161,7 @@ def _run_ik(args) -> int:
 # --------------------------------------------------------------------------- identify
 
 def _run_identify(args) -> int:
-    from engine.robots.identification import IdentificationConfig, identification_job
+    from engine.identification.synthetic import IdentificationConfig, identification_job
 
     kw = _dataclass_kwargs(args, IdentificationConfig, skip=("links", "robot"))
     config = IdentificationConfig(robot=args.robot, links=tuple(args.links) if args.links else None, **kw)
@@ -184,7 +184,7 @@ def _run_identify(args) -> int:
 # --------------------------------------------------------------------------- registration
 
 def register(subparsers) -> None:
-    from engine.robots.identification import IdentificationConfig
+    from engine.identification.synthetic import IdentificationConfig
     from engine.robots.ik import IKOptions
 
     _, sub = add_group(subparsers, "robot", "robots: the library, URDF summaries, inverse kinematics, identification")

@@ -25,7 +25,9 @@ sampling (first point = the drawn state), kept for data sets saved before.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
+
+from engine.io import dataclass_from_dict
 
 __all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for", "SAMPLERS"]
 
@@ -117,8 +119,4 @@ class DatasetConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> DatasetConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"DatasetConfig: unknown field(s) {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "data set settings")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.data.base import ARRAYS, TrajectoryData
 from engine.data.config import DatasetConfig, protocol_for
 from engine.io import atomic_write_bytes, read_json, write_json
 from engine.systems import get_system
@@ -35,15 +36,14 @@ __all__ = [
     "save_dataset",
 ]
 
-ARRAYS = ("train_x", "train_u", "test_x", "test_u", "long_x", "long_u")
-
-
 class DatasetError(ValueError):
     """A data set file that is missing, malformed or inconsistent; the message names the file and field."""
 
 
 @dataclass
-class TrajectoryDataset:
+class TrajectoryDataset(TrajectoryData):
+    """The SyMo protocol's simulated train, test and long-term sets of an analytic system."""
+
     config: DatasetConfig
     train_x: np.ndarray
     train_u: np.ndarray

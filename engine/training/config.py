@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from engine.data.config import protocol_for
+from engine.io import dataclass_from_dict
 from engine.models.nets import INITS
 
 __all__ = ["TrainConfig"]
@@ -59,8 +60,4 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"TrainConfig: unknown field(s) {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "training settings")
