@@ -54,7 +54,8 @@ Implementation: fixed joints are merged into their parent bodies; internally bod
 numbered breadth first and tensors are body-major ``(n, B, ...)``, so per-body constants
 enter as one matrix product over all samples, tree recursions of RNEA/CRBA are products
 with the ancestor matrix (cumulative sums for serial chains) and ABA takes one vectorised
-step per tree depth (see :mod:`engine.robots.dynamics`, :mod:`engine.robots.kinematics`).
+step per tree depth (see :mod:`engine.robots.dynamics_body_major`,
+:mod:`engine.robots.dynamics_batch_last`, :mod:`engine.robots.kinematics`).
 From ``_BATCH_LAST_BATCH`` samples on, the same algorithms run on *batch-last* tensors
 ``(n, k, B)`` (samples innermost and contiguous, 3x3 and 6x6 products written as
 elementwise multiply-adds over the samples), which is about twice as fast at batches in
@@ -73,7 +74,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from engine.robots import dynamics as dyn
+from engine.robots import dynamics_batch_last as dyn_bl
+from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
 from engine.robots.description import Inertial, Origin, RobotDescription
 from engine.robots.parametrizations import KINDS, PositiveScalar, default_parametrization
@@ -290,9 +292,9 @@ class RobotModel(nn.Module):
         """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials."""
         W = self._body_poses_bl(q_int)
         z = kin.axes_bl(W, self._axis3)
-        S = dyn.motion_subspaces_bl(z, W[:, :, 3], None if self._all_rev else self._rev,
+        S = dyn_bl.motion_subspaces_bl(z, W[:, :, 3], None if self._all_rev else self._rev,
                                     None if self._all_rev else self._pri)
-        return W, S, dyn.world_inertials_bl(W, *self._body_inertials())
+        return W, S, dyn_bl.world_inertials_bl(W, *self._body_inertials())
 
     def _link_idx(self, link: str) -> int:
         try:
@@ -530,7 +532,7 @@ class RobotModel(nn.Module):
         shape, (q, qd, qdd) = self._flat(q, qd, qdd)
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = self._to_user(dyn.rnea_bl(S, inertials, self._to_internal(qd), self._to_internal(qdd),
+            tau = self._to_user(dyn_bl.rnea_bl(S, inertials, self._to_internal(qd), self._to_internal(qdd),
                                             self._gravity_acc(gravity), self._anc, self._chain)).t()
             if damping:
                 tau = tau + self.joint_damping() * qd
@@ -547,7 +549,7 @@ class RobotModel(nn.Module):
         shape, (q, qd) = self._flat(q, qd)
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = dyn.rnea_bl(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc,
+            tau = dyn_bl.rnea_bl(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc,
                               self._chain)
             return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
@@ -559,7 +561,7 @@ class RobotModel(nn.Module):
         shape, (q,) = self._flat(q)
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = dyn.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
+            tau = dyn_bl.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
             return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = dyn.rnea(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
@@ -570,7 +572,7 @@ class RobotModel(nn.Module):
         shape, (q,) = self._flat(q)
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            M = dyn.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain)
+            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain)
         else:
             _, S, inertials = self._kinematic_terms(self._to_internal(q))
             M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
@@ -592,7 +594,7 @@ class RobotModel(nn.Module):
             tau = tau - self.joint_damping() * qd
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            qdd = dyn.aba_bl(S, inertials, self._to_internal(qd), self._to_internal(tau), self._gravity_acc(gravity),
+            qdd = dyn_bl.aba_bl(S, inertials, self._to_internal(qd), self._to_internal(tau), self._gravity_acc(gravity),
                              self._anc, self._levels, self._levels_parents(), self._chain, method=method)
             return self._to_user(qdd).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
