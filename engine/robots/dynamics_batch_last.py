@@ -176,24 +176,32 @@ def _tree_down_bl(anc, x, chain):
     return torch.matmul(anc, x.reshape(x.shape[:-3] + (x.shape[-3], -1))).view(x.shape)
 
 
-def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False):
-    """As :func:`rnea`, batch-last: ``S (6, n, B)``, ``qd, qdd (n, B)`` (None = zero) -> ``tau (n, B)``;
-    inertials from :func:`world_inertials_bl`."""
+def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False):
+    """As :func:`engine.robots.dynamics_body_major.rnea`, batch-last: ``S (6, n, B)``, ``qd, qdd
+    (n, B)`` (None = zero), ``a0 (6,)`` or ``(6, B)`` -> ``tau (n, B)``; inertials from
+    :func:`world_inertials_bl`. A moving root: ``v0 (6, B)``; ``total``: also the sum of the
+    body forces ``(6, B)``."""
     m, c, Ic = inertials
     acc = None if qdd is None else S * qdd
     v = None
     if qd is not None:
         sqd = S * qd
         v = _tree_down_cm(anc, sqd, chain)
+        if v0 is not None:
+            v = v + v0[:, None]
         acc = _velocity_product_cm(v, sqd, acc)
+    elif v0 is not None:
+        v = v0[:, None].expand(S.shape)
     a = None if acc is None else _tree_down_cm(anc, acc, chain)
     if a0 is not None:
-        a0 = a0[:, None, None]
+        a0 = a0[:, None, None] if a0.dim() == 1 else a0[:, None]
         a = a0.expand(S.shape) if a is None else a + a0
     if a is None:
-        return S.new_zeros(S.shape[1:])
+        tau = S.new_zeros(S.shape[1:])
+        return (tau, S.new_zeros(6, S.shape[2])) if total else tau
     f = _body_forces_cm(m[:, None], c, Ic, a, v)
-    return (S * _tree_up_cm(anc, f, chain)).sum(0)
+    tau = (S * _tree_up_cm(anc, f, chain)).sum(0)
+    return (tau, f.sum(1)) if total else tau
 
 
 _pairs_cache: dict = {}
@@ -231,12 +239,17 @@ def _ancestor_pairs(anc):
     return hit
 
 
-def crba_bl(S, inertials, anc, anc_strict, chain: bool = False):
-    """As :func:`crba`, batch-last: ``S (6, n, B)`` -> ``M (B, n, n)`` (internal order, a view)."""
+def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False):
+    """As :func:`engine.robots.dynamics_body_major.crba`, batch-last: ``S (6, n, B)`` -> ``M (B, n,
+    n)`` (internal order, a view); ``composite``: also ``F (6, n, B)`` and the whole tree's compact
+    inertia ``(13, B)``."""
+    if composite:
+        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True)
+        return M.permute(2, 0, 1), F, total
     return _mass_matrix_bl(S, inertials, anc, chain).permute(2, 0, 1)
 
 
-def _mass_matrix_bl(S, inertials, anc, chain: bool):
+def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False):
     """The joint-space inertia matrix batch-last, ``(n, n, B)`` (internal order).
 
     Composite rigid bodies in the compact form (mass, first moment ``h``, rotational
@@ -250,6 +263,7 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool):
     J = torch.addcmul(Ic, h.unsqueeze(1), c.unsqueeze(0), value=-1.0)                # Ic - m c c^T
     J.diagonal(0, 0, 1).add_((h * c).sum(0).unsqueeze(-1))                          # + m |c|^2 1 (fresh tensor)
     comp = torch.cat([m[None, :, None].expand(1, n, B), h, J.reshape(9, n, B)])
+    total = comp.sum(1) if composite else None
     if chain:       # subtree sums in place (comp is fresh): no list of partial sums to stack
         for i in range(n - 2, -1, -1):
             comp[:, i].add_(comp[:, i + 1])
@@ -265,6 +279,9 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool):
     ang = (Jc[:, 0] * sw[0]).sub_(X[1]).addcmul_(Jc[:, 1], sw[1]).addcmul_(Jc[:, 2], sw[2])   # fresh: in place
     lin = X[0].addcmul_(mc, so)
     F = (*ang.unbind(0), *lin.unbind(0))
+    if composite:
+        M = _mass_matrix_pairs(S, torch.cat([ang, lin]), anc)
+        return M, torch.cat([ang, lin]), total
     if chain and n * n * B <= _FULL_PRODUCT_ELEMENTS:
         # a chain relates every pair: all products at once (few large ops), then mirror
         # F_i . S_j as six in-place multiply-adds of (n, n, B) planes (no (6, n, n, B) temporary)
@@ -272,13 +289,19 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool):
         for k in range(1, 6):
             P.addcmul_(F[k].unsqueeze(1), S[k].unsqueeze(0))
         return P.view(n * n, B).index_select(0, _chain_mirror(n, S.device)).view(n, n, B)
-    F = torch.cat([ang, lin])
+    return _mass_matrix_pairs(S, torch.cat([ang, lin]), anc)
+
+
+def _mass_matrix_pairs(S, F, anc):
+    """``M_ij = S_j . F_i`` for the pairs (i, ancestor j), mirrored: ``(n, n, B)``."""
+    B = S.shape[2]
     rows, gather = _ancestor_pairs(anc)
     prods = []
     for i, r in enumerate(rows):
         Sa = S[:, r[0]:r[1]] if isinstance(r, tuple) else S.index_select(1, r)
         prods.append((F[:, i:i + 1] * Sa).sum(0))
     prods.append(S.new_zeros(1, 1).expand(1, B))
+    n = S.shape[1]
     return torch.cat(prods, dim=0).index_select(0, gather).view(n, n, B)
 
 
@@ -399,7 +422,8 @@ def auto_fd_method(n: int, depth: int) -> str:
     return "composite" if n <= _COMPOSITE_FD_MAX_DOF and 2 * depth >= n else "articulated"
 
 
-def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto"):
+def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto",
+           armature=None):
     """Forward dynamics batch-last: ``S (6, n, B)``, ``qd, tau (n, B)`` -> ``qdd (n, B)``.
 
     method: "articulated" (the articulated-body algorithm, as :func:`aba`), "composite"
@@ -410,16 +434,19 @@ def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = 
         method = auto_fd_method(S.shape[1], len(levels))
     if method == "composite":
         bias = rnea_bl(S, inertials, qd, None, a0, anc, chain)
-        return solve_mass_matrix_bl(_mass_matrix_bl(S, inertials, anc, chain), tau - bias)
+        M = _mass_matrix_bl(S, inertials, anc, chain)
+        if armature is not None:
+            M = M + torch.diag(armature)[..., None]
+        return solve_mass_matrix_bl(M, tau - bias)
     if method != "articulated":
         raise ValueError(f"unknown forward dynamics method {method!r}")
     m, c, Ic = inertials
     body_major = (m, c.transpose(0, 1).contiguous(), Ic.permute(2, 0, 1, 3).contiguous())
     return _aba_recursion_bl(S.transpose(0, 1).contiguous(), body_major, qd, tau, a0, anc, levels, level_parents,
-                             chain)
+                             chain, armature)
 
 
-def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False):
+def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, armature=None):
     """The articulated-body algorithm on body-major tensors: ``S (n, 6, B)``, inertials
     ``(m (n,), c_w (n, 3, B), Ic_w (n, 3, 3, B))``; one vectorised step per depth.
 
@@ -437,6 +464,7 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     sizes = [e - s for s, e in levels]
     S_l, I_l, p_l, c_l, tau_l = S.split(sizes), I.split(sizes), pA.split(sizes), c.split(sizes), tau.split(sizes)
     Sc_l = torch.stack([S, c], dim=1).split(sizes)                         # (k, 2, 6, B) per depth
+    arm_l = [None] * depth if armature is None else armature[:, None].split(sizes)
     no_grad = not (torch.is_grad_enabled() and (I.requires_grad or S.requires_grad))
     acc_I = [None] * depth
     acc_p = [None] * depth
@@ -454,7 +482,7 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
             U, IAc = UC[:, 0], UC[:, 1]
             DUc = (UC * Sd.unsqueeze(1)).sum(2)
             D, Uc = DUc[:, 0], DUc[:, 1]
-        Dinv = 1.0 / D
+        Dinv = 1.0 / (D if arm_l[d] is None else D + arm_l[d])
         qf = (tau_l[d] - (Sd * pa).sum(1)) * Dinv
         Uo = U * Dinv.unsqueeze(1)
         Uos[d], qfree[d] = Uo, qf

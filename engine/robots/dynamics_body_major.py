@@ -134,40 +134,53 @@ def motion_subspaces(T_bodies, axis4, rev, pri):
     return torch.cat([z * r, torch.linalg.cross(p, z) * r + z * s], dim=-1), z, p
 
 
-def rnea(S, inertials, qd, qdd, a0, anc, chain: bool = False):
-    """Inverse dynamics ``tau (n, B)`` for ``qd, qdd (n, B)`` (None = zero); ``a0 (6,)`` or None.
+def rnea(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False):
+    """Inverse dynamics ``tau (n, B)`` for ``qd, qdd (n, B)`` (None = zero); ``a0 (6,)``, ``(B, 6)`` or None.
 
     inertials: ``(m (n,), c_w (n, B, 3), Ic_w (n, B, 3, 3))`` from :func:`world_inertia_terms`.
+    A moving root (a floating base): ``v0 (B, 6)`` its velocity, ``a0`` its acceleration (gravity
+    included); ``total``: also return the sum of the body forces ``(B, 6)`` (world, about the origin).
     """
     m, c_w, Ic_w = inertials
-    if qd is None:
+    if qd is None and v0 is None:
         v = None
         acc = S * qdd.unsqueeze(-1) if qdd is not None else None
     else:
-        sqd = S * qd.unsqueeze(-1)
-        v = tree_down(anc, sqd, chain)
-        acc = cross_motion(v, sqd)
-        if qdd is not None:
-            acc = acc + S * qdd.unsqueeze(-1)
+        if qd is None:
+            v = v0.expand(S.shape)
+            acc = S * qdd.unsqueeze(-1) if qdd is not None else None
+        else:
+            sqd = S * qd.unsqueeze(-1)
+            v = tree_down(anc, sqd, chain)
+            if v0 is not None:
+                v = v + v0
+            acc = cross_motion(v, sqd)
+            if qdd is not None:
+                acc = acc + S * qdd.unsqueeze(-1)
     a = tree_down(anc, acc, chain) if acc is not None else None
     if a0 is not None:
         a = a0.expand(S.shape) if a is None else a + a0
     if a is None:
-        return torch.zeros(S.shape[:-1], dtype=S.dtype, device=S.device)
+        tau = torch.zeros(S.shape[:-1], dtype=S.dtype, device=S.device)
+        return (tau, S.new_zeros(S.shape[1:])) if total else tau
     if v is None:
         f = inertia_times(m, c_w, Ic_w, a.unsqueeze(-2)).squeeze(-2)
     else:
         h = inertia_times(m, c_w, Ic_w, torch.stack([a, v], dim=-2))
         f = h[..., 0, :] + cross_force(v, h[..., 1, :])
     F = tree_up(anc, f, chain)
-    return (S * F).sum(-1)
+    tau = (S * F).sum(-1)
+    return (tau, f.sum(0)) if total else tau
 
 
-def crba(S, inertials, anc, anc_strict, chain: bool = False):
+def crba(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False):
     """Joint-space inertia matrix ``(B, n, n)`` (internal order), symmetric positive definite.
 
     Composite rigid bodies in the compact form (mass, first moment ``h``, rotational
     inertia ``J`` about the world origin): 13 numbers per body instead of a 6x6 matrix.
+    ``composite``: also return ``F (n, B, 6)``, each composite inertia times its joint's
+    motion subspace, and the whole tree's compact inertia ``(B, 13)`` ``[m, h, J row-major]``
+    (for a floating base).
     """
     m, c_w, Ic_w = inertials
     n, B = c_w.shape[:2]
@@ -182,10 +195,11 @@ def crba(S, inertials, anc, anc_strict, chain: bool = False):
     F = torch.cat([torch.matmul(Jc, sw.unsqueeze(-1)).squeeze(-1) + torch.linalg.cross(hc, so),
                    mc * so - torch.linalg.cross(hc, sw)], dim=-1)                # (n, B, 6) = Ic_i S_i
     P = torch.matmul(F.transpose(0, 1), S.permute(1, 2, 0))                    # (B, n, n): S_j . Ic_i S_i
-    return P * anc + (P * anc_strict).transpose(-1, -2)
+    M = P * anc + (P * anc_strict).transpose(-1, -2)
+    return (M, F, packed.sum(0)) if composite else M
 
 
-def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto"):
+def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto", armature=None):
     """Forward dynamics ``qdd (n, B)``; I ``(n, B, 6, 6)`` the world spatial inertias.
 
     method: "articulated" (the articulated-body algorithm, one step per depth), "composite"
@@ -195,11 +209,12 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
     levels: ``[(start, stop), ...]`` per depth of the bodies (0-based slices of the n
     movable bodies); level_parents: per depth, None when each body's parent is the body at
     the same position of the previous depth (chains), else the parent's position there.
+    armature ``(n,)`` or None: rotor inertias added to the joint-space inertia's diagonal.
     """
     if method == "auto":
         method = dyn_bl.auto_fd_method(S.shape[0], len(levels))
     if method == "composite":
-        return _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain)
+        return _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain, armature)
     if method != "articulated":
         raise ValueError(f"unknown forward dynamics method {method!r}")
     sqd = S * qd.unsqueeze(-1)
@@ -210,6 +225,7 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
     sizes = [e - s for s, e in levels]
     S_l, S_row, I_l, p_l = S.split(sizes), S.unsqueeze(-2).split(sizes), I.split(sizes), pA.split(sizes)
     c_l, c_row, tau_l = c.split(sizes), c.unsqueeze(-2).split(sizes), tau.split(sizes)
+    arm_l = [None] * depth if armature is None else armature[:, None].split(sizes)
     acc_I = [None] * depth
     acc_p = [None] * depth
     Uos, qfree = [None] * depth, [None] * depth
@@ -221,7 +237,8 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
             IA = IA + acc_I[d]
             pa = pa + acc_p[d]
         U = (IA * S_row[d]).sum(-1)
-        Dinv = 1.0 / (Sd * U).sum(-1)
+        D = (Sd * U).sum(-1)
+        Dinv = 1.0 / (D if arm_l[d] is None else D + arm_l[d])
         qf = (tau_l[d] - (Sd * pa).sum(-1)) * Dinv
         Uo = U * Dinv.unsqueeze(-1)
         Uos[d], qfree[d] = Uo, qf
@@ -249,7 +266,7 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
     return torch.cat(parts, dim=0) if len(parts) > 1 else parts[0]
 
 
-def _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain: bool):
+def _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain: bool, armature=None):
     """``M^-1 (tau - b)`` from 6x6 world inertias ``I (n, B, 6, 6)`` (small batches)."""
     n = S.shape[0]
     sqd = S * qd.unsqueeze(-1)
@@ -265,6 +282,8 @@ def _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain: bool):
     F = (tree_up(anc, I, chain) * S.unsqueeze(-2)).sum(-1)                                  # (n, B, 6) = Ic_i S_i
     P = (F.transpose(0, 1).unsqueeze(2) * S.transpose(0, 1).unsqueeze(1)).sum(-1)           # (B, n, n): S_j . Ic_i S_i
     M = P * anc + (P * (anc - torch.eye(n, dtype=anc.dtype, device=anc.device))).transpose(-1, -2)
+    if armature is not None:
+        M = M + torch.diag(armature)
     # the tree-sparse LTDL of solve_mass_matrix_bl, on a batch-last view: a few tiny ops, where
     # a LAPACK Cholesky may start its threads even for one 7x7 matrix (costly on a busy machine)
     return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), tau - bias)

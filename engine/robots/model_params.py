@@ -95,19 +95,25 @@ class LinkParameters:
         v = self._learned(link, "damping")
         return v if v is not None else self._damping[self._dof_of_child[link]]
 
-    def joint_damping(self) -> torch.Tensor:
-        """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)``."""
+    def _joint_damping_full(self) -> torch.Tensor:
+        """Viscous damping of every movable joint (mimic joints included, topology order), ``(n,)``."""
         learned = [(self._dof_of_child[link], key) for (link, kind), key in self._learnable.items() if kind == "damping"]
         if not learned:
             return self._damping
         idx = torch.tensor([k for k, _ in learned], device=self.device)
         return self._damping.index_put((idx,), torch.stack([self.learnable[key]() for _, key in learned]))
 
-    def _body_inertials(self):
-        """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)) in body frames, learnables applied."""
+    def joint_damping(self) -> torch.Tensor:
+        """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)`` (a master joint
+        carries its mimic joints' damping times their multipliers squared)."""
+        d = self._joint_damping_full()
+        return d if self._G is None else (self._G * self._G * d[:, None]).sum(0)
+
+    def _body_parts(self):
+        """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)): every body's inertial in its frame (root first), learnables applied."""
         inertial = [(link, kind, key) for (link, kind), key in self._learnable.items() if kind != "damping"]
         if not inertial:
-            return self._bc_m, self._bc_c1, self._bc_Ic4
+            return self._body_m, self._body_c, self._body_Ic
         tensors = {"mass": self._link_mass, "com": self._link_com, "inertia": self._link_inertia}
         for kind in ("mass", "com", "inertia"):
             sel = [(self._link_index[link], key) for link, k, key in inertial if k == kind]
@@ -115,8 +121,19 @@ class LinkParameters:
                 idx = torch.tensor([i for i, _ in sel], device=self.device)
                 vals = torch.stack([self.learnable[key]() for _, key in sel])
                 tensors[kind] = tensors[kind].index_put((idx,), vals)
-        return dyn.body_constants(*dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"],
-                                                              self._link_body, self._link_offset, self.dof))
+        return dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"], self._link_body,
+                                          self._link_offset, self._n)
+
+    def _body_inertials(self):
+        """Constants of the movable bodies (:func:`engine.robots.dynamics_body_major.body_constants`)."""
+        if not any(kind != "damping" for _, kind in self._learnable):
+            return self._bc_m, self._bc_c1, self._bc_Ic4
+        return dyn.body_constants(*self._body_parts())
+
+    def _root_inertial(self):
+        """The root body's ``(m (), c (3,), Ic (3, 3))`` in its frame."""
+        m, c, Ic = self._body_parts()
+        return m[0], c[0], Ic[0]
 
     # ------------------------------------------------------------------ copies
     def clone(self):
@@ -129,7 +146,7 @@ class LinkParameters:
         with torch.no_grad():
             for link, kind in list(self._learnable):
                 if kind == "damping":
-                    desc = desc.with_joint_dynamics(self.joint_names[self._dof_of_child[link]],
+                    desc = desc.with_joint_dynamics(self._full_joint_names[self._dof_of_child[link]],
                                                     damping=float(self._link_damping(link)))
             for link in {l for l, k in self._learnable if k != "damping"}:
                 desc = desc.with_link_inertial(link, _inertial(self.link_mass(link), self.link_com(link),
@@ -158,7 +175,7 @@ class LinkParameters:
                 check_inertial(new, link)
             desc = desc.with_link_inertial(link, new)
         for joint, d in (damping or {}).items():
-            if joint not in self._joint_index:
+            if joint not in self._full_joint_names:
                 raise KeyError(f"no movable joint named {joint!r} in robot {self.name!r}")
             desc = desc.with_joint_dynamics(joint, damping=float(d))
         return type(self)(desc, dtype=self.dtype, device=self.device, gravity=tuple(self.gravity.tolist()))
