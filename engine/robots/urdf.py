@@ -8,8 +8,10 @@ numbers) and yourdfpy (the URDF object model; no scene graph, no meshes), then v
 - joints whose parent/child link does not exist, a link with two parents, a joint that
   connects a link to itself, loops, several roots;
 - joint types: revolute, continuous, prismatic and fixed are supported; floating and planar
-  are refused; mimic joints are refused unless ``mimic="independent"`` (each mimic joint
-  then becomes an ordinary, independent degree of freedom, as in Pinocchio's default);
+  are refused; mimic joints are kept with their ``<mimic>`` (``mimic="coupled"``, the default:
+  the model couples them to their master joint), made ordinary independent joints
+  (``mimic="independent"``, Pinocchio's default; the ``<mimic>`` is dropped) or refused
+  (``mimic="error"``);
 - inertials (``strict=True``, the default; ``strict=False`` turns these into warnings):
   mass must be positive (``mass = 0`` with an all-zero inertia is accepted as a
   massless marker link, as published URDFs often do), the rotational inertia must be
@@ -58,7 +60,7 @@ __all__ = ["URDFError", "check_inertial", "description_package_roots", "load_urd
 log = logging.getLogger(__name__)
 
 _TRIANGLE_RTOL = 1e-6
-_MIMIC_MODES = ("error", "independent")
+_MIMIC_MODES = ("coupled", "independent", "error")
 
 
 class URDFError(ValueError):
@@ -420,8 +422,9 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
                             "load with mimic='independent' to treat it as an independent joint", mim)
         if not mim.get("joint"):
             raise ctx.error(f"joint {name!r}: <mimic> has no joint", mim)
-        mimic = Mimic(joint=mim.get("joint"), multiplier=_float(ctx, mim, "multiplier", 1.0),
-                      offset=_float(ctx, mim, "offset", 0.0))
+        if mimic_mode == "coupled":
+            mimic = Mimic(joint=mim.get("joint"), multiplier=_float(ctx, mim, "multiplier", 1.0),
+                          offset=_float(ctx, mim, "offset", 0.0))
     return Joint(name=name, type=jtype, parent=links["parent"], child=links["child"], origin=_origin(ctx, el),
                  axis=axis, limit=limit, damping=damping, friction=friction, mimic=mimic)
 
@@ -525,10 +528,11 @@ def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str, str
     return RobotDescription(name=robot_name, links=tuple(links), joints=tuple(joints), root=root_link, source=file)
 
 
-def load_urdf(path: str | Path, mimic: str = "error", strict: bool = True) -> RobotDescription:
+def load_urdf(path: str | Path, mimic: str = "coupled", strict: bool = True) -> RobotDescription:
     """Load and validate the URDF file at ``path`` (raises :class:`URDFError`).
 
-    ``mimic``: "error" refuses mimic joints, "independent" makes each an ordinary joint.
+    ``mimic``: "coupled" (default) keeps each mimic joint coupled to its master, "independent"
+    makes each an ordinary joint, "error" refuses them.
     ``strict``: when False, physically inconsistent inertials (mass 0 with an inertia,
     inertia not positive definite or breaking the triangle inequality, as some published
     URDFs have) and a missing robot name are logged as warnings and kept as given.
@@ -549,7 +553,7 @@ def load_urdf(path: str | Path, mimic: str = "error", strict: bool = True) -> Ro
 
 
 def parse_urdf_string(xml: str | bytes, base_dir: str | Path | None = None,
-                      source: str | None = None, mimic: str = "error", strict: bool = True) -> RobotDescription:
+                      source: str | None = None, mimic: str = "coupled", strict: bool = True) -> RobotDescription:
     """Parse and validate URDF text; relative and ``package://`` names resolve from ``base_dir``."""
     data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
     try:
