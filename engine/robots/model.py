@@ -214,13 +214,22 @@ class RobotModel(nn.Module):
 
     @classmethod
     def from_urdf(cls, path: str | Path, dtype=torch.float64, device="cpu", mimic: str = "error",
-                  strict: bool = True, gravity=DEFAULT_GRAVITY) -> RobotModel:
+                  strict: bool | None = None, gravity=DEFAULT_GRAVITY) -> RobotModel:
         """Load a URDF file (see :func:`engine.robots.urdf.load_urdf` for ``mimic`` and ``strict``)."""
         return cls(load_urdf(path, mimic=mimic, strict=strict), dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
+    def from_file(cls, path: str | Path, dtype=torch.float64, device="cpu", gravity=DEFAULT_GRAVITY,
+                  **options) -> RobotModel:
+        """Load a URDF, xacro or MJCF file, the loader picked from the file (see
+        :func:`engine.robots.files.load_description` for ``options``: mimic, strict, xacro_args)."""
+        from engine.robots.files import load_description
+
+        return cls(load_description(path, **options), dtype=dtype, device=device, gravity=gravity)
+
+    @classmethod
     def from_string(cls, xml: str | bytes, base_dir=None, dtype=torch.float64, device="cpu",
-                    mimic: str = "error", strict: bool = True, gravity=DEFAULT_GRAVITY) -> RobotModel:
+                    mimic: str = "error", strict: bool | None = None, gravity=DEFAULT_GRAVITY) -> RobotModel:
         return cls(parse_urdf_string(xml, base_dir=base_dir, mimic=mimic, strict=strict),
                    dtype=dtype, device=device, gravity=gravity)
 
