@@ -212,7 +212,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
 
     @classmethod
     def from_urdf(cls, path: str | Path, dtype=torch.float64, device="cpu", mimic: str = "coupled",
-                  strict: bool = True, gravity=DEFAULT_GRAVITY, floating_base: bool = False) -> RobotModel:
+                  strict: bool | None = None, gravity=DEFAULT_GRAVITY, floating_base: bool = False) -> RobotModel:
         """Load a URDF file (see :func:`engine.robots.urdf.load_urdf` for ``mimic`` and ``strict``);
         ``floating_base``: attach the root link to the world by a free-flyer joint."""
         desc = load_urdf(path, mimic=mimic, strict=strict)
@@ -221,8 +221,22 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         return cls(desc, dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
+    def from_file(cls, path: str | Path, dtype=torch.float64, device="cpu", gravity=DEFAULT_GRAVITY,
+                  floating_base: bool = False, **options) -> RobotModel:
+        """Load a URDF, xacro or MJCF file, the loader picked from the file (see
+        :func:`engine.robots.files.load_description` for ``options``: mimic, strict, xacro_args).
+        ``floating_base``: attach the root to the world by a free-flyer joint (an MJCF root body
+        with a free joint is floating whatever this says)."""
+        from engine.robots.files import load_description
+
+        desc = load_description(path, **options)
+        if floating_base and not desc.floating_base:
+            desc = replace(desc, floating_base=True)
+        return cls(desc, dtype=dtype, device=device, gravity=gravity)
+
+    @classmethod
     def from_string(cls, xml: str | bytes, base_dir=None, dtype=torch.float64, device="cpu",
-                    mimic: str = "coupled", strict: bool = True, gravity=DEFAULT_GRAVITY,
+                    mimic: str = "coupled", strict: bool | None = None, gravity=DEFAULT_GRAVITY,
                     floating_base: bool = False) -> RobotModel:
         desc = parse_urdf_string(xml, base_dir=base_dir, mimic=mimic, strict=strict)
         if floating_base:
