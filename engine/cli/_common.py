@@ -1,7 +1,9 @@
-"""Small helpers shared by the command modules: JSON output and running jobs with progress."""
+"""Small helpers shared by the command modules: JSON output, running jobs with progress,
+command groups and the ``--device`` option."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import Any
@@ -28,3 +30,26 @@ def add_group(subparsers, name: str, help: str):
     group = subparsers.add_parser(name, help=help, description=help)
     group.set_defaults(group_parser=group)
     return group, group.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
+
+
+def add_device_option(parser, default: str = "cpu") -> None:
+    """Add ``--device cpu|cuda|cuda:N|auto`` to ``parser`` (resolve it with :func:`device_from_args`)."""
+    from engine.devices import DeviceError, parse_device_name
+
+    def device_name(text: str) -> str:
+        try:
+            return parse_device_name(text)
+        except DeviceError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser.add_argument("--device", type=device_name, default=default, metavar="{cpu,cuda,auto}",
+                        help=f"where to compute: cpu, cuda (or cuda:N), or auto (a GPU when there is one; "
+                             f"default {default})")
+
+
+def device_from_args(args, default: str = "cpu"):
+    """The torch device ``args.device`` names here; a clear user error (exit code 2) when CUDA
+    is asked for and absent."""
+    from engine.devices import resolve_device
+
+    return resolve_device(getattr(args, "device", None) or default, flag="--device")
