@@ -99,6 +99,7 @@ class DatasetConfig:
 
     def __post_init__(self):
         protocol_for(self.system)
+        self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
         for name in ("train_trajectories", "test_trajectories", "steps", "long_term_trajectories", "long_term_steps"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
@@ -109,7 +110,6 @@ class DatasetConfig:
             raise ValueError(f"DatasetConfig.sampler: expected one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
         if not self.control_low <= self.control_high:
             raise ValueError("DatasetConfig.control_low must be <= control_high")
-        self._check_sizes()
 
     def _check_sizes(self) -> None:
         """Ranges that make sense and the data set's memory estimated before it is generated

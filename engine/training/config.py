@@ -33,6 +33,7 @@ class TrainConfig:
 
     def __post_init__(self):
         protocol_for(self.system)
+        self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
         for name in ("trajectories", "epochs", "layers", "batch_factor", "checkpoint_every"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
@@ -43,7 +44,6 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.init: expected one of {', '.join(INITS)}, got {self.init!r}")
         if not 0 < self.factor < 1:
             raise ValueError(f"TrainConfig.factor: expected in (0, 1), got {self.factor!r}")
-        self._check_sizes()
 
     def _check_sizes(self) -> None:
         """Ranges that make sense, and the memory of the network and a batch estimated before any
