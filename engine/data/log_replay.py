@@ -27,6 +27,7 @@ from engine.integrators import get_stepper
 from engine.logs.errors import LogError
 from engine.logs.joint_match import match_joints
 from engine.logs.mapping import LogMapping, apply_mapping
+from engine.logs.reader import select_episode
 from engine.logs.table import LogTable
 from engine.robots.model import RobotModel
 
@@ -171,20 +172,6 @@ class LogReplay:
         return T if B is None else B[:, None] @ T
 
 
-def _episode_rows(table: LogTable, episode: int | None) -> np.ndarray | None:
-    if episode is None:
-        return None
-    col = next((c for c in table.columns if c.lower() in ("episode_index", "episode", "episode_id")), None)
-    if col is None:
-        raise LogError("an episode is chosen but the file has no episode column", path=table.source or None,
-                       column="episode")
-    rows = np.flatnonzero(table.data[col] == episode)
-    if rows.size == 0:
-        have = np.unique(table.data[col][np.isfinite(table.data[col])]).astype(int).tolist()
-        raise LogError(f"no episode {episode}; the file has {have[:20]}", path=table.source or None, column=col)
-    return rows
-
-
 def _dense(values: np.ndarray, t: np.ndarray, name: str, source: str) -> np.ndarray:
     """Fill NaN gaps (sparse multi-topic logs) by interpolation over the finite samples."""
     out = values.copy()
@@ -204,10 +191,8 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
     if unknown:
         raise LogError(f"the robot {robot.name!r} has no joint {unknown[0]!r}", path=table.source or None,
                        column="joints")
-    rows = _episode_rows(table, rmap.episode)
-    if rows is not None:
-        table = LogTable(columns=table.columns, data={c: v[rows] for c, v in table.data.items()},
-                         source=table.source, format=table.format, notes=table.notes, sparse=table.sparse)
+    if rmap.episode is not None:
+        table = select_episode(table, rmap.episode)
     m = apply_mapping(table, rmap.mapping)
     t = m.t
     keep = np.isfinite(t)

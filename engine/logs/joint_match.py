@@ -14,6 +14,7 @@ columns, and a floating base's pose columns:
   common prefixes stripped (``panda joint`` from the joints, ``q`` from the columns), their
   remainders agree; a role group of exactly as many numbered columns as the robot has joints
   (``observation.state[0..6]``) maps in order;
+- commands and set points (``action``, ``cmd``, ``target``, ``desired``...) are left out;
 - positions with no unit word are taken as degrees when radians would leave the joint
   limits and degrees would not (velocities of such a log then in deg/s).
 
@@ -43,7 +44,11 @@ UNIT_WORDS = {"deg": "deg", "degree": "deg", "degrees": "deg", "rad": "rad", "ra
               "degs": "deg/s", "dps": "deg/s", "rads": "rad/s", "rpm": "rpm", "nm": "N m", "mnm": "mN m",
               "ms": "ms", "us": "us", "ns": "ns", "mm": "mm"}
 BASE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz")
+# commands and set points are not what the robot did: never matched automatically
+COMMAND_WORDS = {"action", "actions", "cmd", "command", "commanded", "target", "desired", "des", "ref",
+                 "reference", "setpoint", "goal"}
 _TIME_WORDS = {"t", "time", "timestamp", "stamp", "sec", "secs", "seconds"}
+_BOOKKEEPING = _TIME_WORDS | {"seq", "nsec", "nanosec", "index", "id", "count", "frame"}
 
 
 def tokens(name: str) -> list[str]:
@@ -194,6 +199,8 @@ def match_joints(columns: list[str], joint_names: list[str], *, data: dict[str, 
         if c == time or c in base:
             continue
         role, key, unit, words = _role_and_key(c)
+        if COMMAND_WORDS.intersection(words) or (words and words[-1] in _BOOKKEEPING):
+            continue
         if role is None and key and key[-1].isdigit():
             role = "q"      # a bare "j1", "a3": a position
         if role is None and any(_contains(words, tuple(tokens(j))) for j in joint_names):
