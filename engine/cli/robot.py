@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 
 from engine.cli._common import add_group, print_json, run_cli_job
 from engine.io import finite_or_none

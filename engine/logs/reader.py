@@ -94,13 +94,13 @@ def read_log(path: str | os.PathLike, ctx=None, options: ReadOptions | None = No
     Raises :class:`LogError` (naming file, line, column) for anything unreadable; nothing
     is returned half-loaded. Cancellation raises ``engine.jobs.JobCancelled``.
     """
-    from engine.logs.delimited import check_delimiter, require_regular_file
-
     options = options or ReadOptions()
     return select_episode(_read(Path(path), ctx, options), options.episode)
 
 
 def _read(path: Path, ctx, options: ReadOptions) -> LogTable:
+    from engine.logs.delimited import check_delimiter, require_regular_file
+
     if not path.exists():
         raise LogError("file not found", path=path)
     check_delimiter(options.delimiter)
