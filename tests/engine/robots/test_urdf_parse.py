@@ -47,8 +47,10 @@ def test_description_of_the_small_tree():
 def test_example_robot_data_panda_and_mimic():
     path = example_robot_data("panda_description/urdf/panda.urdf")
     with pytest.raises(URDFError, match=r"panda_finger_joint2.*mimic") as err:
-        load_urdf(path)
+        load_urdf(path, mimic="error")
     assert err.value.line is not None and str(path) in str(err.value)
+    coupled = RobotModel.from_urdf(path)  # the default: the second finger follows the first
+    assert coupled.nv == 8 and "panda_finger_joint2" not in coupled.joint_names
     model = RobotModel.from_urdf(path, mimic="independent")
     assert model.dof == 9
     desc = model.description
