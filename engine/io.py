@@ -17,7 +17,7 @@ from collections.abc import Mapping
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json", "json_default",
            "save_tensors", "load_tensors", "save_checkpoint", "load_checkpoint",
            "file_sha256", "CheckpointError", "finite_or_none", "dataclass_from_dict", "staged_files",
-           "replace_folder", "flatten_state", "unflatten_state"]
+           "move_entries", "flatten_state", "unflatten_state", "csv_text"]
 
 
 class CheckpointError(ValueError):
@@ -83,6 +83,27 @@ def dataclass_from_dict(cls, data: Any, where: str | None = None, error: type[Ex
     if unknown:
         raise error(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     return cls(**({k: convert(v) for k, v in data.items()} if convert else dict(data)))
+
+
+def csv_text(rows: list[Mapping[str, Any]], columns: list[str], nan: str = "nan") -> str:
+    """Rows (dicts) as CSV text in ``columns`` order: None is an empty cell, a float its ``repr``
+    (exact), a non-finite float ``nan`` (the text given)."""
+    import csv
+    import io
+
+    def cell(v):
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return repr(v) if math.isfinite(v) else nan
+        return str(v)
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([cell(r.get(c)) for c in columns])
+    return buf.getvalue()
 
 
 def json_default(obj: Any):
@@ -167,67 +188,53 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def move_entries(source: str | os.PathLike, destination: str | os.PathLike) -> Path:
+    """Move every file and folder of ``source`` into ``destination`` (same file system) as one
+    change: an entry of the same name there is moved aside first and put back if a later move
+    fails, so ``destination`` ends with the whole old set or the whole new one; entries of
+    ``destination`` that ``source`` does not have are never touched. ``source`` is left empty."""
+    source, destination = Path(source), Path(destination)
+    destination.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in source.iterdir())
+    backup = Path(tempfile.mkdtemp(prefix=".previous-", dir=destination))
+    done: list[str] = []
+    try:
+        for name in names:
+            if (destination / name).exists() or (destination / name).is_symlink():
+                os.replace(destination / name, backup / name)   # the old entry stays reachable
+            os.replace(source / name, destination / name)
+            done.append(name)
+    except BaseException:
+        for name in reversed(done):  # roll back: the old set again
+            os.replace(destination / name, source / name)
+        for name in names:
+            if (backup / name).exists() or (backup / name).is_symlink():
+                os.replace(backup / name, destination / name)
+        shutil.rmtree(backup, ignore_errors=True)
+        raise
+    _fsync_dir(destination)
+    shutil.rmtree(backup, ignore_errors=True)
+    return destination
+
+
 @contextlib.contextmanager
 def staged_files(directory: str | os.PathLike):
     """Write several files as one save: ``with staged_files(d) as tmp: write files into tmp``.
 
     Yields a new hidden temporary folder inside ``directory`` (created if needed; same file
-    system). When the block ends normally, every file in it replaces its namesake in ``directory``; the
-    files there before are kept aside until all the new ones are in, and put back if a replace
-    fails, so ``directory`` holds either the whole old set or the whole new one. When the block
-    raises (a full disk, an interrupt), nothing in ``directory`` has changed; the temporary
-    folder is removed either way. Other files in ``directory`` are never touched.
+    system). When the block ends normally, what was written there replaces its namesakes in
+    ``directory`` as one change (:func:`move_entries`: the whole old set or the whole new one).
+    When the block raises (a full disk, an interrupt), nothing in ``directory`` has changed.
+    The temporary folder is removed either way; other files in ``directory`` are never touched.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=directory))
     try:
         yield tmp
-        names = sorted(p.name for p in tmp.iterdir() if p.is_file())
-        backup = tmp / ".previous"
-        backup.mkdir()
-        done: list[str] = []
-        try:
-            for name in names:
-                if (directory / name).exists():
-                    os.link(directory / name, backup / name)  # the old file stays reachable
-                os.replace(tmp / name, directory / name)
-                done.append(name)
-        except BaseException:
-            for name in reversed(done):  # roll back: the old set again
-                if (backup / name).exists():
-                    os.replace(backup / name, directory / name)
-                else:
-                    os.unlink(directory / name)
-            raise
-        _fsync_dir(directory)
+        move_entries(tmp, directory)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def replace_folder(source: str | os.PathLike, destination: str | os.PathLike) -> Path:
-    """Swap the finished folder ``source`` in as ``destination`` (same file system), whole.
-
-    An existing ``destination`` is renamed aside first and deleted only once ``source`` has
-    taken its name; if that rename fails it is put back. Returns ``destination``.
-    """
-    source, destination = Path(source), Path(destination)
-    aside = None
-    if destination.exists():
-        aside = destination.with_name(f".{destination.name}.replaced-{os.getpid()}")
-        if aside.exists():
-            shutil.rmtree(aside)
-        os.replace(destination, aside)
-    try:
-        os.replace(source, destination)
-    except BaseException:
-        if aside is not None:
-            os.replace(aside, destination)
-        raise
-    _fsync_dir(destination.parent)
-    if aside is not None:
-        shutil.rmtree(aside, ignore_errors=True)
-    return destination
 
 
 def save_checkpoint(directory: str | os.PathLike, state_dict: Mapping[str, Any],

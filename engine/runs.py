@@ -17,8 +17,8 @@ A run folder holds
 
 A run never writes its final file names before it ends well, so a folder that holds a finished
 model keeps it through a cancelled, diverged or killed extension. A new run asked to go into a
-folder that already holds files is staged in a hidden sibling folder and swapped in whole at the
-end (:func:`engine.io.replace_folder`).
+folder that already holds files is staged in a hidden sibling folder and moved in as one change at
+the end (:func:`engine.io.move_entries`; the folder's other files stay).
 
 The API is generic (any model, any optimiser): :class:`Run` for the folder, :func:`training_state`
 / :func:`restore_training_state` for the state, :func:`list_runs`, :func:`config_diff` and
@@ -30,10 +30,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
-import io
 import json
 import math
 import os
+import shutil
 import signal
 import threading
 import time
@@ -44,9 +44,10 @@ from typing import Any
 
 import torch
 
-from engine.io import (CheckpointError, atomic_write_text, finite_or_none, flatten_state, json_default,
-                       load_tensors, read_json, replace_folder, save_tensors, staged_files, unflatten_state,
+from engine.io import (CheckpointError, atomic_write_text, csv_text, finite_or_none, flatten_state, json_default,
+                       load_tensors, move_entries, read_json, save_tensors, staged_files, unflatten_state,
                        write_json)
+from engine.jobs import JobCancelled
 
 __all__ = ["RUN_FORMAT", "Run", "RunError", "config_diff", "ema", "fingerprint", "flatten_config", "list_runs",
            "interrupts_as_keyboard", "read_metrics", "restore_training_state", "training_state"]
@@ -218,12 +219,27 @@ class Run:
             atomic_write_text(tmp / METRICS, metrics_csv(self.metrics))
             write_json(tmp / INFO, self.info)
             write_json(tmp / CONFIG, self.config)
-        if self.staged:
-            dest = self.destination
-            self.info["destination"] = str(dest)
-            replace_folder(self.path, dest)
-            self.path = dest
+        if self.staged:   # into the folder the user named: the run's entries replace their namesakes
+            move_entries(self.path, self.destination)
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = self.destination
         return self.path
+
+    @contextlib.contextmanager
+    def recording(self, cancelled: Callable[[], str], passthrough: tuple = ()):
+        """Record how the block ends when it does not end well: a cancel or an interrupt as
+        ``cancelled`` (``cancelled()`` gives the message), any other error as ``failed``, except
+        the ``passthrough`` types (which record themselves, e.g. a divergence). Re-raises."""
+        try:
+            yield self
+        except (JobCancelled, KeyboardInterrupt):
+            self.end("cancelled", cancelled())
+            raise
+        except passthrough:
+            raise
+        except Exception as exc:
+            self.end("failed", f"{type(exc).__name__}: {exc}")
+            raise
 
     def where(self) -> str:
         """How a message names this run's folder (and that it is staged, when it is)."""
@@ -270,12 +286,7 @@ def metrics_csv(rows: list[dict]) -> str:
     columns = ["epoch", "step", "wall_time"]
     for r in rows:
         columns += [k for k in r if k not in columns]
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        w.writerow(["" if r.get(c) is None else repr(r[c]) if isinstance(r.get(c), float) else r[c] for c in columns])
-    return buf.getvalue()
+    return csv_text(rows, columns)
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:

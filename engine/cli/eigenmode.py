@@ -66,14 +66,9 @@ def _learn(args) -> int:
         job = lambda ctx: learn_into(design, args.out, ctx)
     with interrupts_as_keyboard():   # SIGTERM ends the run as Ctrl+C does: recorded, files kept
         mode = run_cli_job(job, quiet=args.json)
-    out = mode.run_dir
-    summary = learn_summary(mode)
-    if args.json:
-        print_json(summary)
-    else:
-        for k, v in summary.items():
-            print(f"{k}: {v}")
-        print(f"saved to {out}")
+    _print_summary(learn_summary(mode), args.json)
+    if not args.json:
+        print(f"saved to {mode.run_dir}")
     return 0
 
 
@@ -93,13 +88,16 @@ def _stabilise(args) -> int:
                          quiet=args.json)
     if args.csv:
         write_trajectory_csv(stabilised_csv(result), args.csv)
-    summary = stabilise_summary(result)
-    if args.json:
+    _print_summary(stabilise_summary(result), args.json)
+    return 0
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    if as_json:
         print_json(summary)
     else:
         for k, v in summary.items():
             print(f"{k}: {v}")
-    return 0
 
 
 def _sweep(args) -> int:

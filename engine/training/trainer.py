@@ -11,6 +11,7 @@ checks for cancellation after every mini-batch.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -22,7 +23,7 @@ import torch
 from engine.data.dataset import TrajectoryDataset
 from engine.data.windows import Windows, make_windows
 from engine.io import save_tensors, write_json
-from engine.jobs import JobCancelled, JobContext, NullJobContext
+from engine.jobs import JobContext, NullJobContext
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.models.registry import build_model
 from engine.runtime import tune_malloc
@@ -30,8 +31,8 @@ from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
 from engine.runs import LAST_FINITE, Run, fingerprint, restore_training_state, training_state
 
-__all__ = ["TrainingBatches", "TrainingDiverged", "TrainResult", "adam_optimizer", "build_for", "data_source_of",
-           "fit", "new_run", "train_model"]
+__all__ = ["TrainingBatches", "TrainingDiverged", "TrainResult", "adam_optimizer", "build_for", "cancelled_message",
+           "check_metrics", "data_source_of", "fit", "new_run", "recording", "train_model", "write_model_files"]
 
 
 class TrainingDiverged(ValueError):
@@ -139,7 +140,7 @@ def _model_meta(model: LearnedDynamics, config: TrainConfig, dataset, epoch: int
             "data": dataset.describe(), "epoch": epoch, **extra}
 
 
-def _write_model(folder: Path, model: LearnedDynamics, meta: dict, state: dict | None = None) -> None:
+def write_model_files(folder: Path, model: LearnedDynamics, meta: dict, state: dict | None = None) -> None:
     save_tensors(folder / "model.safetensors", state if state is not None else model.state_dict())
     write_json(folder / "model.json", meta)
 
@@ -193,7 +194,7 @@ def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
             path = None
             if run is not None:
                 meta = _model_meta(model, config, dataset, good_epoch, status="last finite")
-                path = run.save_files(LAST_FINITE, lambda tmp, meta=meta: _write_model(tmp, model, meta))
+                path = run.save_files(LAST_FINITE, lambda tmp, meta=meta: write_model_files(tmp, model, meta))
                 run.end("diverged", f"{what} at epoch {epoch}", epoch_diverged=epoch, last_finite_epoch=good_epoch)
             raise TrainingDiverged(_diverged_message(config, epoch, what, good_epoch, path, run),
                                    epoch, good_epoch, path)
@@ -210,7 +211,7 @@ def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
                                {"step": step, "wall_time": wall0 + time.perf_counter() - t0,
                                 "reference_loss": reference})
         ctx.progress(lo + (hi - lo) * epoch / config.epochs, f"{config.model} N={N} epoch {epoch}/{config.epochs}",
-                     {"loss": epoch_loss, "epoch": epoch})
+                     {"loss": epoch_loss, "epoch": epoch, "step": step, "wall_time": wall0 + time.perf_counter() - t0})
     return TrainResult(model=model, losses=losses, seconds=time.perf_counter() - t0, epochs=config.epochs)
 
 
@@ -262,30 +263,10 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
     run = checkpoint_dir
     if checkpoint_dir is not None and not isinstance(checkpoint_dir, Run):
         run = Run.open(checkpoint_dir, "learn") if resume else new_run(checkpoint_dir, model, config, dataset)
-    try:
+    with recording(run):
         result = fit(model, dataset, config, ctx, run, progress_span, resume=resume)
-    except (JobCancelled, KeyboardInterrupt):
-        if run is not None:
-            run.end("cancelled", cancelled_message(run))
-        raise
-    except TrainingDiverged:
-        raise
-    except Exception as exc:
-        if run is not None:
-            run.end("failed", f"{type(exc).__name__}: {exc}")
-        raise
     metrics = evaluate(model, dataset.subset(config.trajectories))
-    bad = [k for k, v in metrics.items() if v is not None and not math.isfinite(v)]
-    if bad:
-        path = None
-        if run is not None:
-            path = run.save_files(LAST_FINITE, lambda tmp: _write_model(
-                tmp, model, _model_meta(model, config, dataset, result.epochs, status="metrics not finite")))
-            run.end("diverged", f"the metrics {', '.join(bad)} are not finite after epoch {result.epochs}",
-                    metrics=metrics)
-        raise TrainingDiverged(_diverged_message(config, result.epochs, f"the metrics {', '.join(bad)} are not "
-                                                 "finite (the model's predictions blow up)", result.epochs,
-                                                 path, run), result.epochs, result.epochs, path)
+    check_metrics(metrics, model, config, dataset, run, result.epochs)
     losses = [float(r["loss"]) for r in run.metrics] if run is not None else result.losses
     row = {"model": config.model, "system": config.system, "trajectories": config.trajectories,
            "seed": config.seed, **metrics, "seconds": result.seconds,
@@ -293,5 +274,28 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
     if run is not None:
         meta = _model_meta(model, config, dataset, result.epochs, status="done", metrics=metrics,
                            seconds=result.seconds)
-        run.finish(lambda tmp: _write_model(tmp, model, meta), metrics, f"done: {result.epochs} epochs")
+        run.finish(lambda tmp: write_model_files(tmp, model, meta), metrics, f"done: {result.epochs} epochs")
     return {"row": row, "model": model, "losses": losses, "run": run}
+
+
+def recording(run: Run | None):
+    """The run records a cancel, an interrupt or an error (a divergence records itself)."""
+    if run is None:
+        return contextlib.nullcontext()
+    return run.recording(lambda: cancelled_message(run), (TrainingDiverged,))
+
+
+def check_metrics(metrics: dict, model: LearnedDynamics, config: TrainConfig, dataset, run: Run | None,
+                  epoch: int) -> None:
+    """A divergence when a metric is not finite: the weights go to ``checkpoints/last-finite``
+    (they are finite; the rollouts blow up), the run records it, :class:`TrainingDiverged` is raised."""
+    bad = [k for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)]
+    if not bad:
+        return
+    path = None
+    if run is not None:
+        meta = _model_meta(model, config, dataset, epoch, status="metrics not finite")
+        path = run.save_files(LAST_FINITE, lambda tmp: write_model_files(tmp, model, meta))
+        run.end("diverged", f"the metrics {', '.join(bad)} are not finite after epoch {epoch}", metrics=metrics)
+    raise TrainingDiverged(_diverged_message(config, epoch, f"the metrics {', '.join(bad)} are not finite (the "
+                                             "model's predictions blow up)", epoch, path, run), epoch, epoch, path)

@@ -66,15 +66,13 @@ def test_staged_files_replace_all_or_none(tmp_path, monkeypatch):
     assert (tmp_path / "a.txt").read_text() == "old a"
     # a failure between the renames of the swap puts the old set back
     real = os.replace
-    calls = {"n": 0}
 
-    def second_rename_fails(src, dst):
-        calls["n"] += 1
-        if calls["n"] == 2 and str(dst).endswith("b.txt"):
+    def rename_of_new_b_fails(src, dst):
+        if str(dst).endswith("b.txt") and ".saving-" in str(src):
             raise OSError(5, "I/O error")
         return real(src, dst)
 
-    monkeypatch.setattr(os, "replace", second_rename_fails)
+    monkeypatch.setattr(os, "replace", rename_of_new_b_fails)
     with pytest.raises(OSError):
         with staged_files(tmp_path) as tmp:
             (tmp / "a.txt").write_text("new a")
@@ -88,16 +86,22 @@ def test_staged_files_replace_all_or_none(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "other.txt"]
 
 
-def test_replace_folder_swaps_whole(tmp_path):
-    from engine.io import replace_folder
+def test_move_entries_replaces_namesakes_and_keeps_the_rest(tmp_path):
+    from engine.io import move_entries
 
-    (tmp_path / "dest").mkdir()
-    (tmp_path / "dest" / "old.txt").write_text("old")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "new.txt").write_text("new")
-    replace_folder(tmp_path / "src", tmp_path / "dest")
-    assert [p.name for p in (tmp_path / "dest").iterdir()] == ["new.txt"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest"]
+    dest, src = tmp_path / "dest", tmp_path / "src"
+    (dest / "checkpoints").mkdir(parents=True)
+    (dest / "checkpoints" / "old.txt").write_text("old")
+    (dest / "model.json").write_text("old model")
+    (dest / "notes.txt").write_text("mine")
+    (src / "checkpoints").mkdir(parents=True)
+    (src / "checkpoints" / "new.txt").write_text("new")
+    (src / "model.json").write_text("new model")
+    move_entries(src, dest)
+    assert [p.name for p in (dest / "checkpoints").iterdir()] == ["new.txt"]
+    assert (dest / "model.json").read_text() == "new model" and (dest / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in dest.iterdir()) == ["checkpoints", "model.json", "notes.txt"]
+    assert not list(src.iterdir())
 
 
 def test_flatten_state_round_trips_an_optimiser_state(tmp_path):

@@ -125,13 +125,15 @@ def test_a_failure_after_any_checkpoint_keeps_the_old_model(data, tmp_path, monk
     assert len(staged) == 1 and json.loads((staged[0] / "run.json").read_text())["status"] == "cancelled"
 
 
-def test_a_new_run_into_a_finished_folder_replaces_it_whole_when_it_ends_well(data, tmp_path):
+def test_a_new_run_into_a_finished_folder_replaces_its_run_when_it_ends_well(data, tmp_path):
     _finished_model(data, tmp_path / "m")
     (tmp_path / "m" / "notes.txt").write_text("mine")
     run_job(train_job(_cfg(epochs=2, seed=1), out_dir=tmp_path / "m", dataset=data))
     _, meta = _weights(tmp_path / "m")
-    assert meta["train_config"]["seed"] == 1
+    assert meta["train_config"]["seed"] == 1 and Run.open(tmp_path / "m").config["train"]["seed"] == 1
+    assert (tmp_path / "m" / "notes.txt").read_text() == "mine"   # not the run's: left alone
     assert [p.name for p in tmp_path.iterdir()] == ["m"]   # the staging folder is gone
+    assert not [p for p in (tmp_path / "m").iterdir() if p.name.startswith(".")]
 
 
 def test_divergence_exits_non_zero_names_the_epoch_and_keeps_the_old_model(tmp_path, subprocess_env):
