@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,8 @@ from collections.abc import Mapping
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json", "json_default",
            "save_tensors", "load_tensors", "save_checkpoint", "load_checkpoint",
-           "file_sha256", "CheckpointError", "finite_or_none", "dataclass_from_dict"]
+           "file_sha256", "CheckpointError", "finite_or_none", "dataclass_from_dict", "staged_files",
+           "move_entries", "flatten_state", "unflatten_state", "csv_text"]
 
 
 class CheckpointError(ValueError):
@@ -80,6 +83,27 @@ def dataclass_from_dict(cls, data: Any, where: str | None = None, error: type[Ex
     if unknown:
         raise error(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
     return cls(**({k: convert(v) for k, v in data.items()} if convert else dict(data)))
+
+
+def csv_text(rows: list[Mapping[str, Any]], columns: list[str], nan: str = "nan") -> str:
+    """Rows (dicts) as CSV text in ``columns`` order: None is an empty cell, a float its ``repr``
+    (exact), a non-finite float ``nan`` (the text given)."""
+    import csv
+    import io
+
+    def cell(v):
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return repr(v) if math.isfinite(v) else nan
+        return str(v)
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([cell(r.get(c)) for c in columns])
+    return buf.getvalue()
 
 
 def json_default(obj: Any):
@@ -151,12 +175,80 @@ def load_tensors(path: str | os.PathLike, device: str = "cpu") -> dict:
         raise CheckpointError(f"{path}: not a valid safetensors file ({exc})") from exc
 
 
-def save_checkpoint(directory: str | os.PathLike, state_dict: Mapping[str, Any],
-                    meta: Mapping[str, Any], name: str = "model") -> Path:
-    """Write ``<name>.safetensors`` (weights) and ``<name>.json`` (meta) into ``directory``."""
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def move_entries(source: str | os.PathLike, destination: str | os.PathLike) -> Path:
+    """Move every file and folder of ``source`` into ``destination`` (same file system) as one
+    change: an entry of the same name there is moved aside first and put back if a later move
+    fails, so ``destination`` ends with the whole old set or the whole new one; entries of
+    ``destination`` that ``source`` does not have are never touched. ``source`` is left empty."""
+    source, destination = Path(source), Path(destination)
+    destination.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in source.iterdir())
+    backup = Path(tempfile.mkdtemp(prefix=".previous-", dir=destination))
+    done: list[str] = []
+    try:
+        for name in names:
+            if (destination / name).exists() or (destination / name).is_symlink():
+                os.replace(destination / name, backup / name)   # the old entry stays reachable
+            os.replace(source / name, destination / name)
+            done.append(name)
+    except BaseException:
+        for name in reversed(done):  # roll back: the old set again
+            os.replace(destination / name, source / name)
+        for name in names:
+            if (backup / name).exists() or (backup / name).is_symlink():
+                os.replace(backup / name, destination / name)
+        shutil.rmtree(backup, ignore_errors=True)
+        raise
+    _fsync_dir(destination)
+    shutil.rmtree(backup, ignore_errors=True)
+    return destination
+
+
+@contextlib.contextmanager
+def staged_files(directory: str | os.PathLike):
+    """Write several files as one save: ``with staged_files(d) as tmp: write files into tmp``.
+
+    Yields a new hidden temporary folder inside ``directory`` (created if needed; same file
+    system). When the block ends normally, what was written there replaces its namesakes in
+    ``directory`` as one change (:func:`move_entries`: the whole old set or the whole new one).
+    When the block raises (a full disk, an interrupt), nothing in ``directory`` has changed.
+    The temporary folder is removed either way; other files in ``directory`` are never touched.
+    """
     directory = Path(directory)
-    save_tensors(directory / f"{name}.safetensors", state_dict)
-    write_json(directory / f"{name}.json", dict(meta))
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=directory))
+    try:
+        yield tmp
+        move_entries(tmp, directory)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def save_checkpoint(directory: str | os.PathLike, state_dict: Mapping[str, Any],
+                    meta: Mapping[str, Any], name: str = "model",
+                    extra_files: Mapping[str, str | bytes] | None = None) -> Path:
+    """Write ``<name>.safetensors`` (weights) and ``<name>.json`` (meta) into ``directory`` as one
+    save (:func:`staged_files`: both files or neither), with ``extra_files`` (file name -> text or
+    bytes) in the same save."""
+    directory = Path(directory)
+    with staged_files(directory) as tmp:
+        save_tensors(tmp / f"{name}.safetensors", state_dict)
+        write_json(tmp / f"{name}.json", dict(meta))
+        for file_name, data in (extra_files or {}).items():
+            atomic_write_bytes(tmp / file_name, data.encode("utf-8") if isinstance(data, str) else data)
     return directory
 
 
@@ -168,3 +260,45 @@ def load_checkpoint(directory: str | os.PathLike, name: str = "model",
     if not isinstance(meta, dict):
         raise CheckpointError(f"{directory / (name + '.json')}: expected a JSON object")
     return load_tensors(directory / f"{name}.safetensors", device=device), meta
+
+
+def flatten_state(obj: Any, prefix: str = "") -> tuple[Any, dict]:
+    """Split a nested state (an optimiser's or a scheduler's ``state_dict()``, RNG states) into a
+    JSON-ready structure and a ``name -> tensor`` dict for safetensors: each tensor is replaced by
+    ``{"tensor": name}``. Dict keys become strings (int keys are marked so they come back as
+    ints); tuples become lists. :func:`unflatten_state` inverts it."""
+    import torch
+
+    tensors: dict = {}
+
+    def walk(x, path):
+        if isinstance(x, torch.Tensor):
+            tensors[path] = x.detach().cpu().contiguous()
+            return {"tensor": path}
+        if isinstance(x, Mapping):
+            return {"dict": [[k, walk(v, f"{path}.{k}")] for k, v in x.items()]}
+        if isinstance(x, (list, tuple)):
+            return {"list": [walk(v, f"{path}.{i}") for i, v in enumerate(x)], "tuple": isinstance(x, tuple)}
+        if isinstance(x, float) and not math.isfinite(x):
+            return {"float": repr(x)}
+        return x
+
+    return walk(obj, prefix or "state"), tensors
+
+
+def unflatten_state(obj: Any, tensors: Mapping[str, Any]) -> Any:
+    """The nested state :func:`flatten_state` split (tensors looked up by name)."""
+    if isinstance(obj, dict):
+        if "tensor" in obj:
+            try:
+                return tensors[obj["tensor"]]
+            except KeyError:
+                raise CheckpointError(f"saved state: tensor {obj['tensor']!r} is missing") from None
+        if "dict" in obj:
+            return {k: unflatten_state(v, tensors) for k, v in obj["dict"]}
+        if "list" in obj:
+            items = [unflatten_state(v, tensors) for v in obj["list"]]
+            return tuple(items) if obj.get("tuple") else items
+        if "float" in obj:
+            return float(obj["float"])
+    return obj

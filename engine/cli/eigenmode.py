@@ -25,6 +25,8 @@ def _design_from_args(args):
     for part, names in flags.items():
         for name in names:
             setattr(getattr(d, part), name, getattr(args, name))
+    if d.train.epochs is None:
+        d.train.epochs = DesignConfig().train.epochs
     d.validate()
     return d
 
@@ -51,20 +53,22 @@ def _add_design_args(p):
 
 
 def _learn(args) -> int:
-    from engine.eigenmodes.jobs import LearnJob, learn_summary
-    from engine.eigenmodes.storage import save_mode, trajectory_csv, write_trajectory_csv
-    design = _design_from_args(args)
-    mode = run_cli_job(LearnJob(design), quiet=args.json)
-    out = Path(args.out)
-    save_mode(mode, out)
-    write_trajectory_csv(trajectory_csv(mode), out / "trajectory.csv")
-    summary = learn_summary(mode)
-    if args.json:
-        print_json(summary)
+    from engine.eigenmodes.jobs import learn_summary
+    from engine.eigenmodes.storage import learn_into
+    from engine.runs import interrupts_as_keyboard
+
+    if (args.out is None) == (args.resume is None):
+        raise ValueError("eigenmode learn: give --out DIR for a new run or --resume RUN_DIR to continue one")
+    if args.resume is not None:
+        job = lambda ctx: learn_into(None, ctx=ctx, resume_dir=args.resume, epochs=args.epochs)
     else:
-        for k, v in summary.items():
-            print(f"{k}: {v}")
-        print(f"saved to {out}")
+        design = _design_from_args(args)
+        job = lambda ctx: learn_into(design, args.out, ctx)
+    with interrupts_as_keyboard():   # SIGTERM ends the run as Ctrl+C does: recorded, files kept
+        mode = run_cli_job(job, quiet=args.json)
+    _print_summary(learn_summary(mode), args.json)
+    if not args.json:
+        print(f"saved to {mode.run_dir}")
     return 0
 
 
@@ -84,13 +88,16 @@ def _stabilise(args) -> int:
                          quiet=args.json)
     if args.csv:
         write_trajectory_csv(stabilised_csv(result), args.csv)
-    summary = stabilise_summary(result)
-    if args.json:
+    _print_summary(stabilise_summary(result), args.json)
+    return 0
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    if as_json:
         print_json(summary)
     else:
         for k, v in summary.items():
             print(f"{k}: {v}")
-    return 0
 
 
 def _sweep(args) -> int:
@@ -112,7 +119,11 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("learn", help="learn a control potential whose closed loop oscillates through the task")
     _add_design_args(p)
-    p.add_argument("--out", required=True, help="folder for mode.safetensors, mode.json, trajectory.csv")
+    p.set_defaults(epochs=None)   # None: the design's default, or with --resume the run's planned epochs
+    p.add_argument("--out", default=None, help="run folder: config.json, metrics.csv, checkpoints/, and "
+                                               "mode.safetensors, mode.json, trajectory.csv when the run ends well")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its last checkpoint (its own design; --epochs N to extend)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_learn)
 

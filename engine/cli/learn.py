@@ -38,12 +38,18 @@ def register(subparsers) -> None:
     p.add_argument("--system", default=T.system)
     p.add_argument("--model", default=T.model, choices=model_names())
     p.add_argument("--trajectories", type=int, default=T.trajectories)
-    p.add_argument("--epochs", type=int, default=T.epochs)
+    p.add_argument("--epochs", type=int, default=None,
+                   help=f"default: {T.epochs}; with --resume: the new total (extends a finished run)")
     p.add_argument("--lr", type=float, default=T.learning_rate, help="default: the system's protocol value (the paper's: pendulum 1e-4, cartpole and acrobot 1e-3)")
     p.add_argument("--hidden", type=int, default=T.hidden, help="default: the system's protocol value")
     p.add_argument("--seed", type=int, default=T.seed)
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
-    p.add_argument("--out", default=None, help="checkpoint folder")
+    p.add_argument("--out", default=None,
+                   help="run folder: config.json, metrics.csv, checkpoints/, and model.* when the run ends well")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its last checkpoint (its own settings; --epochs N to extend)")
+    p.add_argument("--tensorboard", default=None, metavar="LOGDIR",
+                   help="also write the run's scalars and hyperparameters for TensorBoard (the 'tensorboard' extra)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_train)
 
@@ -143,11 +149,32 @@ def _data(args) -> int:
 
 
 def _train(args) -> int:
-    from engine.training import TrainConfig, train_job
+    from engine.training import TrainConfig, resume_job, train_job
+    from engine.runs import interrupts_as_keyboard
 
-    cfg = TrainConfig(model=args.model, system=args.system, trajectories=args.trajectories, epochs=args.epochs,
-                      learning_rate=args.lr, hidden=args.hidden, seed=args.seed)
-    result = run_cli_job(train_job(cfg, out_dir=args.out, data_path=args.data), quiet=args.json)
+    if args.resume is not None:
+        if args.out is not None:
+            raise ValueError("--out and --resume: a resumed run stays in its folder; give one of them")
+        job = resume_job(args.resume, args.epochs)
+    else:
+        epochs = args.epochs if args.epochs is not None else TrainConfig().epochs
+        cfg = TrainConfig(model=args.model, system=args.system, trajectories=args.trajectories, epochs=epochs,
+                          learning_rate=args.lr, hidden=args.hidden, seed=args.seed)
+        job = train_job(cfg, out_dir=args.out, data_path=args.data)
+    with interrupts_as_keyboard():   # SIGTERM ends the run as Ctrl+C does: recorded, files kept
+        try:
+            result = run_cli_job(job, quiet=args.json)
+        except KeyboardInterrupt:
+            import sys
+
+            print("training interrupted: no final model was written and the files that were there are "
+                  "unchanged; the run folder's run.json says which checkpoint is kept (continue with "
+                  "--resume RUN_DIR)", file=sys.stderr)
+            raise
+    if args.tensorboard and result["checkpoint"]:
+        from engine.training.tensorboard import export_run
+
+        export_run(result["checkpoint"], args.tensorboard)
     if args.json:
         print_json({"row": result["row"], "checkpoint": result["checkpoint"]})
     else:

@@ -14,24 +14,80 @@ import torch
 
 from engine.eigenmodes.config import ConfigError, DesignConfig
 from engine.eigenmodes.potential import PotentialMLP
-from engine.io import CheckpointError, atomic_write_text, load_checkpoint, save_checkpoint
+from engine.eigenmodes.train import MODE_FORMAT, DesignedMode, DivergedError, learn_mode, mode_meta, simulate_mode
+from engine.io import (CheckpointError, atomic_write_text, load_checkpoint, save_checkpoint, save_tensors,
+                       write_json)
+from engine.jobs import JobCancelled, JobContext
+from engine.runs import Run, RunError, fingerprint
 
-__all__ = ["FORMAT", "load_mode", "save_mode", "stabilised_csv", "trajectory_csv", "write_trajectory_csv"]
+__all__ = ["FORMAT", "learn_into", "load_mode", "save_mode", "stabilised_csv", "trajectory_csv", "write_trajectory_csv"]
 
-FORMAT = "lagrange-studio/eigenmode/1"
+FORMAT = MODE_FORMAT
+
+
+def _mode_files(mode) -> tuple[dict, dict, dict]:
+    meta = mode_meta(mode.design, mode.period, mode.checks, mode.history, mode.seconds)
+    return mode.potential.state_dict(), meta, {"trajectory.csv": trajectory_csv(mode)}
 
 
 def save_mode(mode, directory: str | Path) -> Path:
-    """Write the mode into ``directory`` (created if needed); atomic per file."""
-    meta = {"format": FORMAT, "design": mode.design.to_dict(), "period": mode.period,
-            "checks": mode.checks, "history": mode.history, "seconds": mode.seconds}
-    return save_checkpoint(directory, mode.potential.state_dict(), meta, name="mode")
+    """Write the mode into ``directory`` (created if needed): ``mode.safetensors``, ``mode.json``
+    and ``trajectory.csv`` as one save (all three or none; the folder's other files untouched)."""
+    state, meta, extra = _mode_files(mode)
+    return save_checkpoint(directory, state, meta, name="mode", extra_files=extra)
+
+
+def learn_into(design: DesignConfig, out_dir: str | Path | None = None, ctx: JobContext | None = None,
+               preview=None, resume_dir: str | Path | None = None, epochs: int | None = None,
+               checkpoint_every: int = 50):
+    """Learn a mode as a run (:mod:`engine.runs`): in ``out_dir`` (a new run) or continuing the
+    run in ``resume_dir`` (``epochs``: the new total, to extend a finished run). The mode files
+    take their names only when the run ends well; a cancel, an interrupt or a divergence leaves
+    the folder's earlier files as they were (the run's record says what was kept). The whole
+    training state is saved every ``checkpoint_every`` epochs and at the end. Returns the
+    :class:`~engine.eigenmodes.train.DesignedMode`; the run folder is ``mode.run_dir``."""
+    if resume_dir is not None:
+        run = Run.open(resume_dir, "eigenmode")
+        design = DesignConfig.from_dict(run.config["design"])
+        done = run.epoch
+        target = int(epochs) if epochs is not None else design.train.epochs
+        if target <= done:
+            raise RunError(f"{run.path}: the run has {done} epochs; pass --epochs N above {done} to extend it")
+        design.train.epochs = target
+        run.config["design"] = design.to_dict()
+        run.info["status"], run.info["message"] = "running", f"resumed at epoch {done}"
+    else:
+        design.validate()
+        run = Run.create(out_dir, "eigenmode", {"design": design.to_dict()},
+                         {"system": fingerprint(design.to_dict()["plant"]),
+                          "data": fingerprint(design.to_dict()["task"])})
+    try:
+        mode = learn_mode(design, ctx, preview=preview, run=run, resume=resume_dir is not None,
+                          checkpoint_every=checkpoint_every)
+    except (JobCancelled, KeyboardInterrupt):
+        run.end("cancelled", f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in "
+                             f"{run.path} (continue with --resume); no mode was written")
+        raise
+    except DivergedError:
+        raise
+    except Exception as exc:
+        run.end("failed", f"{type(exc).__name__}: {exc}")
+        raise
+    state, meta, extra = _mode_files(mode)
+
+    def write(tmp):
+        save_tensors(tmp / "mode.safetensors", state)
+        write_json(tmp / "mode.json", meta)
+        for name, text in extra.items():
+            atomic_write_text(tmp / name, text)
+
+    mode.run_dir = run.finish(write, {k: v for k, v in mode.checks.items() if isinstance(v, (int, float))},
+                              f"done: {design.train.epochs} epochs")
+    return mode
 
 
 def load_mode(directory: str | Path):
     """Read a mode written by :func:`save_mode`; re-simulates its trajectory. Errors name the file."""
-    from engine.eigenmodes.train import DesignedMode, simulate_mode
-
     directory = Path(directory)
     state, meta = load_checkpoint(directory, name="mode")
     where = directory / "mode.json"

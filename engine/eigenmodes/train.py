@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,10 +23,13 @@ from engine.eigenmodes.config import DesignConfig
 from engine.eigenmodes.dynamics import closed_loop_energy, closed_loop_field, rk4_trajectory
 from engine.eigenmodes.losses import design_losses
 from engine.eigenmodes.potential import PotentialMLP
+from engine.io import save_tensors, write_json
 from engine.jobs import JobContext, NullJobContext
+from engine.runs import LAST_FINITE, Run, restore_training_state, training_state
 from engine.systems.double_pendulum import elbow_position, tip_position
 
-__all__ = ["DesignedMode", "DivergedError", "learn_mode", "loss_names", "simulate_mode", "steps_for"]
+__all__ = ["MODE_FORMAT", "DesignedMode", "DivergedError", "learn_mode", "loss_names", "mode_meta", "simulate_mode",
+           "steps_for"]
 
 loss_names = ("total", "task", "constraint", "effort")
 
@@ -56,6 +60,7 @@ class DesignedMode:
     checks: dict = field(default_factory=dict)
     trajectory: dict = field(default_factory=dict)
     seconds: float = 0.0
+    run_dir: Path | None = None    # the run folder, when learnt as a run (engine.eigenmodes.storage.learn_into)
 
     @property
     def q0(self) -> np.ndarray:
@@ -88,6 +93,13 @@ def simulate_mode(potential: PotentialMLP, design: DesignConfig, period: float,
     return out
 
 
+def _finite_copy(potential: PotentialMLP, log_period: torch.Tensor):
+    """``(weights, log_period)`` copies when all are finite (the divergence guard's last good state), else None."""
+    if not (all(bool(torch.isfinite(p).all()) for p in potential.parameters()) and torch.isfinite(log_period)):
+        return None
+    return ({k: v.detach().clone() for k, v in potential.state_dict().items()}, log_period.detach().clone())
+
+
 def evaluate_checks(potential: PotentialMLP, design: DesignConfig, period: float) -> tuple[dict, dict]:
     traj = simulate_mode(potential, design, period)
     xs = np.concatenate([traj["q"], traj["p"]], -1)
@@ -96,13 +108,34 @@ def evaluate_checks(potential: PotentialMLP, design: DesignConfig, period: float
     return checks, traj
 
 
+MODE_FORMAT = "lagrange-studio/eigenmode/1"
+
+
+def mode_meta(design: DesignConfig, period: float, checks: dict, history: dict, seconds: float, **extra) -> dict:
+    """The ``mode.json`` of a mode folder (see :mod:`engine.eigenmodes.storage`)."""
+    return {"format": MODE_FORMAT, "design": design.to_dict(), "period": period, "checks": checks,
+            "history": history, "seconds": seconds, **extra}
+
+
+def _write_mode(folder: Path, state: dict, meta: dict) -> None:
+    save_tensors(folder / "mode.safetensors", state)
+    write_json(folder / "mode.json", meta)
+
+
 def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
                preview: Callable[[dict], None] | None = None, preview_interval: float = 0.25,
-               initial: PotentialMLP | None = None) -> DesignedMode:
+               initial: PotentialMLP | None = None, run: Run | None = None, resume: bool = False,
+               checkpoint_every: int = 50) -> DesignedMode:
     """Learn V_theta for ``design``; a job body (``ctx`` may be None for a plain call).
 
     ``preview(orbit)`` (optional side channel, called from this thread at most every
     ``preview_interval`` s) receives ``{"epoch", "q" (n, 2), "tip" (n, 2)}`` of the current orbit.
+    ``run``: a run folder (:class:`engine.runs.Run`) that gets every epoch's losses and the whole
+    training state every ``checkpoint_every`` epochs and at the end; ``resume``: continue from
+    its last checkpoint (potential, period, Adam and its schedule, random stream, history), so
+    the result is the uninterrupted run's. A non-finite loss raises :class:`DivergedError`
+    naming the epoch; with a run the last finite potential is kept in ``checkpoints/last-finite``.
+    The caller writes the final mode (:func:`engine.eigenmodes.storage.learn_into`).
     """
     ctx = ctx or NullJobContext()
     design.validate()
@@ -121,11 +154,27 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=cfg.lr_decay)
     field_fn = closed_loop_field(potential, plant)
     history = {k: [] for k in (*loss_names, "period")}
+    first, wall0 = 0, 0.0
+    if resume:
+        state, meta = run.load_state()
+        restore_training_state(state, potential, opt, sched)
+        with torch.no_grad():
+            log_period.copy_(state["log_period"].to(dtype))
+        history = {k: [float(v) for v in state["history"][k]] for k in history}
+        first, wall0 = int(meta["epoch"]), float(meta.get("wall_time", 0.0))
     start = time.perf_counter()
     last_preview = -float("inf")
     params = [p for g in groups for p in g["params"]]
+    good = _finite_copy(potential, log_period)
+    good_epoch = first
 
-    for epoch in range(cfg.epochs):
+    def checkpoint(epoch):
+        extra = {"log_period": log_period.detach().clone(),
+                 "history": {k: torch.tensor(v, dtype=torch.float64) for k, v in history.items()}}
+        run.save_state(epoch, training_state(potential, opt, sched, **extra),
+                       {"step": epoch, "wall_time": wall0 + time.perf_counter() - start})
+
+    for epoch in range(first, cfg.epochs):
         ctx.check_cancelled()
         if w.constraint_mode == "hard" and cfg.epochs > 1:
             ratio = w.constraint_weight_max / max(w.constraint_weight, 1e-12)
@@ -137,7 +186,16 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
         parts = design_losses(xs, period, potential, target, plant)
         total = w.task_weight * parts["task"] + gamma * parts["constraint"] + w.effort_weight * parts["effort"]
         if not torch.isfinite(total):
-            raise DivergedError(f"eigenmode training diverged at epoch {epoch + 1} (loss is not finite): "
+            kept = ""
+            if run is not None:
+                meta = mode_meta(design, float(torch.exp(good[1])), {}, history, wall0 + time.perf_counter() - start,
+                                 status=f"last finite (epoch {good_epoch})")
+                path = run.save_files(LAST_FINITE, lambda tmp, meta=meta, st=good[0]: _write_mode(tmp, st, meta))
+                run.end("diverged", f"the loss is not finite at epoch {epoch + 1}", epoch_diverged=epoch + 1,
+                        last_finite_epoch=good_epoch)
+                kept = (f"; the last finite potential (epoch {good_epoch}) is kept in {path}; no mode was "
+                        f"written ({run.destination} holds what it held before)")
+            raise DivergedError(f"eigenmode training diverged at epoch {epoch + 1} (loss is not finite){kept}: "
                                 f"lower TrainConfig.lr or TrainConfig.dt, or change the period")
         opt.zero_grad(set_to_none=True)
         total.backward()
@@ -148,6 +206,14 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
                   "effort": float(parts["effort"].detach()), "period": float(period.detach())}
         for k, v in values.items():
             history[k].append(v)
+        snap = _finite_copy(potential, log_period)
+        if snap is not None:
+            good, good_epoch = snap, epoch + 1
+        if run is not None:
+            run.log(epoch + 1, epoch + 1, wall0 + time.perf_counter() - start, **values,
+                    lr=opt.param_groups[0]["lr"])
+            if (epoch + 1) % checkpoint_every == 0 or epoch + 1 == cfg.epochs:
+                checkpoint(epoch + 1)
         metrics = {"epoch": epoch + 1, **values, "tip_error": math.sqrt(values["task"])}
         ctx.progress((epoch + 1) / max(cfg.epochs, 1), f"epoch {epoch + 1}/{cfg.epochs}", metrics)
         now = time.perf_counter()
@@ -158,7 +224,7 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
                 preview({"epoch": epoch + 1, "q": q.numpy().copy(), "tip": tip_position(q, plant).numpy().copy()})
 
     final_period = float(torch.exp(log_period.detach()))
-    seconds = time.perf_counter() - start
+    seconds = wall0 + time.perf_counter() - start
     potential = potential.to(torch.float64)
     for p in potential.parameters():
         p.requires_grad_(False)

@@ -18,7 +18,9 @@ from engine.models import ModelSpec, build_model, model_names
 from engine.training.config import TrainConfig
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
-from engine.training.trainer import fit
+from engine.io import finite_or_none
+from engine.runs import Run
+from engine.training.trainer import TrainingDiverged, check_metrics, fit, new_run, recording, write_model_files
 
 __all__ = ["LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
            "train_and_evaluate", "train_config_for"]
@@ -93,27 +95,51 @@ def build_learned_model(model: str, dataset, train_config, spec_overrides: dict 
 
 
 def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: dict | None = None,
-                       ctx=None, progress_span=(0.0, 1.0)) -> dict:
+                       ctx=None, progress_span=(0.0, 1.0), run_dir=None, resume: bool = False,
+                       model_meta: dict | None = None) -> dict:
     """Build, train (the engine's trainer) and evaluate one model on a generated or log data set.
 
     Returns ``{"row": metrics row, "model": the trained model, "losses": [per epoch],
-    "curves": plot data (see :func:`~engine.training.evaluation.evaluate_model`)}``. The row
-    follows the sweep schema: ``model, system, trajectories, seed, train_mse, test_mse,
+    "curves": plot data (see :func:`~engine.training.evaluation.evaluate_model`), "run_dir"}``.
+    The row follows the sweep schema: ``model, system, trajectories, seed, train_mse, test_mse,
     integration_mse, energy_mse, inertia_mse, seconds`` (plus per-signal errors on a log).
+
+    ``run_dir``: the run folder (:mod:`engine.runs`; a new run, or with ``resume`` the run to
+    continue up to ``train_config.epochs``); the final ``model.*`` (with ``model_meta`` added to
+    its JSON) is written there only when the run ends well. A run whose metrics are not finite
+    is recorded as diverged and keeps no final model (the row still shows them).
     """
     model = build_learned_model(model_type, dataset, train_config, spec_overrides)
+    run = None
+    if run_dir is not None:
+        run = Run.open(run_dir, "learn") if resume else new_run(run_dir, model, train_config, dataset)
+        if resume:
+            run.config["train"] = train_config.to_dict()
     lo, hi = progress_span
     t0 = time.perf_counter()
-    result = fit(model, dataset, train_config, ctx, None, (lo, lo + 0.9 * (hi - lo)))
+    with recording(run):
+        result = fit(model, dataset, train_config, ctx, run, (lo, lo + 0.9 * (hi - lo)), resume=resume)
     seconds = time.perf_counter() - t0
     if ctx is not None:
         ctx.progress(lo + 0.9 * (hi - lo), f"{model_type}: evaluating")
     metrics, curves = evaluate_model(model, dataset, train_config.trajectories)
     row = metrics_row(model_type, dataset, train_config, metrics, seconds)
-    row["final_loss"] = as_float(result.losses[-1]) if result.losses else None
+    losses = [float(r["loss"]) for r in run.metrics] if run is not None else list(result.losses)
+    row["final_loss"] = as_float(losses[-1]) if losses else None
+    if run is not None:
+        scalars = {k: v for k, v in metrics.items() if isinstance(v, float)}
+        try:
+            check_metrics(scalars, model, train_config, dataset, run, result.epochs)
+            meta = {"type": model.name, "hyperparameters": model.spec.to_dict(),
+                    "train_config": train_config.to_dict(), "epoch": result.epochs, "status": "done",
+                    **(model_meta or {}), "metrics": finite_or_none(row), "losses": losses}
+            run.finish(lambda tmp: write_model_files(tmp, model, meta), scalars, f"done: {result.epochs} epochs")
+        except TrainingDiverged as exc:
+            row["error"] = str(exc)
     if ctx is not None:
         ctx.progress(hi, f"{model_type}: done")
-    return {"row": row, "model": model, "losses": list(result.losses), "curves": curves}
+    return {"row": row, "model": model, "losses": losses, "curves": curves,
+            "run_dir": None if run is None else str(run.path)}
 
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,

@@ -7,12 +7,10 @@ against the number of training trajectories N, one line per model, log scales.
 
 from __future__ import annotations
 
-import csv
 import io
-import math
 from pathlib import Path
 
-from engine.io import atomic_write_bytes, atomic_write_text, finite_or_none, write_json
+from engine.io import atomic_write_bytes, atomic_write_text, csv_text, finite_or_none, write_json
 from engine.training.metrics import METRIC_NAMES
 from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
 
@@ -30,14 +28,6 @@ PAPER_INTEGRATION_MSE = {
 }
 
 REPRODUCTIONS = {"symo-pendulum": "pendulum", "symo-cartpole": "cartpole", "symo-acrobot": "acrobot"}
-
-
-def _cell(v, nan: str) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return repr(v) if math.isfinite(v) else nan
-    return str(v)
 
 
 def rows_to_csv(rows: list[dict], columns: list[str] | None = None, nan: str = "nan") -> str:
@@ -64,12 +54,7 @@ def rows_to_csv(rows: list[dict], columns: list[str] | None = None, nan: str = "
         columns = list(METRIC_COLUMNS)
         for f in flat:
             columns += [k for k in f if k not in columns]
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(columns)
-    for f in flat:
-        w.writerow([_cell(f.get(c), nan) for c in columns])
-    return buf.getvalue()
+    return csv_text(flat, columns, nan)
 
 
 def write_table(rows: list[dict], out_dir: str | Path, stem: str = "results") -> tuple[Path, Path]:

@@ -1,14 +1,17 @@
 """The training loop: Adam, ReduceLROnPlateau, mini-batches of ``batch_factor * N`` windows.
 
-A NaN (or inf) loss stops the run: the model is restored to the last epoch whose loss was
-finite, that state is written as the checkpoint (when a directory is given), and
-:class:`TrainingDiverged` is raised with a message that says so. Progress goes through the
+With a run folder (:mod:`engine.runs`) every epoch's metrics and periodic checkpoints
+of the whole training state are kept, a run can be resumed exactly, and the final model takes its
+name only when the run ends well. A NaN (or inf) loss stops the run: the last finite weights are
+written under their own name (``checkpoints/last-finite``) and :class:`TrainingDiverged` says so
+and names the epoch; non-finite metrics at the end are a divergence too. Progress goes through the
 job context (``ctx.progress(fraction, message, {'loss': ..., 'epoch': ...})``) and the run
 checks for cancellation after every mini-batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -19,18 +22,22 @@ import torch
 
 from engine.data.dataset import TrajectoryDataset
 from engine.data.windows import Windows, make_windows
+from engine.io import save_tensors, write_json
 from engine.jobs import JobContext, NullJobContext
-from engine.runtime import tune_malloc
 from engine.models.base import LearnedDynamics, ModelSpec
-from engine.models.registry import build_model, save_model
+from engine.models.registry import build_model
+from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
+from engine.runs import LAST_FINITE, Run, fingerprint, restore_training_state, training_state
 
-__all__ = ["TrainingBatches", "TrainingDiverged", "TrainResult", "adam_optimizer", "build_for", "fit", "train_model"]
+__all__ = ["TrainingBatches", "TrainingDiverged", "TrainResult", "adam_optimizer", "build_for", "cancelled_message",
+           "check_metrics", "data_source_of", "fit", "new_run", "recording", "train_model", "write_model_files"]
 
 
 class TrainingDiverged(ValueError):
-    """The loss became NaN/inf; ``last_good_epoch`` and ``checkpoint`` say what was kept."""
+    """The loss or the final metrics became NaN/inf; ``epoch``, ``last_good_epoch`` and
+    ``checkpoint`` (the folder of the last finite weights, or None) say what was kept."""
 
     def __init__(self, message: str, epoch: int, last_good_epoch: int, checkpoint: Path | None):
         super().__init__(message)
@@ -42,9 +49,9 @@ class TrainingDiverged(ValueError):
 @dataclass
 class TrainResult:
     model: LearnedDynamics
-    losses: list = field(default_factory=list)   # mean training loss per epoch
-    seconds: float = 0.0                         # wall time of the training loop
-    epochs: int = 0
+    losses: list = field(default_factory=list)   # mean training loss per epoch (this call's epochs)
+    seconds: float = 0.0                         # wall time of the training loop (this call)
+    epochs: int = 0                              # the last epoch trained (over every resume)
 
 
 def build_for(config: TrainConfig, dataset: TrajectoryDataset) -> LearnedDynamics:
@@ -62,15 +69,6 @@ def adam_optimizer(params, lr):
         return torch.optim.Adam(params, lr=lr, fused=True)
     except (RuntimeError, TypeError):
         return torch.optim.Adam(params, lr=lr)
-
-
-def _save(model, directory, config, dataset, epoch, extra=None):
-    if directory is None:
-        return None
-    meta = {"train_config": config.to_dict(), "data": dataset.describe(), "epoch": epoch}
-    meta.update(extra or {})
-    save_model(directory, model, meta)
-    return Path(directory)
 
 
 @dataclass
@@ -118,6 +116,18 @@ def _train_epoch(model: LearnedDynamics, opt, batches: TrainingBatches, ctx: Job
     return total / W, None
 
 
+# an epoch's mean loss this many times the untrained model's (or than 1, for a model that starts
+# almost exact) is a divergence: a sane run never comes near it; a learning rate far too high
+# gets there in the first epoch
+DIVERGENCE_FACTOR = 1e6
+
+
+def _untrained_loss(model: LearnedDynamics, batches: TrainingBatches) -> float | None:
+    """The loss of the untrained model on the first mini-batch (the divergence guard's reference)."""
+    value = model.loss(Windows.unpack(batches.packed[:batches.batch_size], batches.widths)).item()
+    return value if math.isfinite(value) else None
+
+
 def _snapshot_if_finite(model: LearnedDynamics) -> dict | None:
     """A copy of the weights when they are all finite (the NaN guard's last good state), else None."""
     if all(bool(torch.isfinite(p).all()) for p in model.parameters()):
@@ -125,54 +135,167 @@ def _snapshot_if_finite(model: LearnedDynamics) -> dict | None:
     return None
 
 
+def _model_meta(model: LearnedDynamics, config: TrainConfig, dataset, epoch: int, **extra) -> dict:
+    return {"type": model.name, "hyperparameters": model.spec.to_dict(), "train_config": config.to_dict(),
+            "data": dataset.describe(), "epoch": epoch, **extra}
+
+
+def write_model_files(folder: Path, model: LearnedDynamics, meta: dict, state: dict | None = None) -> None:
+    save_tensors(folder / "model.safetensors", state if state is not None else model.state_dict())
+    write_json(folder / "model.json", meta)
+
+
 def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
-        ctx: JobContext | None = None, checkpoint_dir: str | Path | None = None,
-        progress_span: tuple[float, float] = (0.0, 1.0)) -> TrainResult:
-    """Train ``model`` on the first ``config.trajectories`` training trajectories of ``dataset``."""
+        ctx: JobContext | None = None, checkpoint_dir: str | Path | Run | None = None,
+        progress_span: tuple[float, float] = (0.0, 1.0), resume: bool = False) -> TrainResult:
+    """Train ``model`` on the first ``config.trajectories`` training trajectories of ``dataset``.
+
+    ``checkpoint_dir``: a run folder (:class:`~engine.runs.Run`, or a path: a new run is
+    made there) that gets the metrics of every epoch and the whole training state every
+    ``config.checkpoint_every`` epochs and at the end (never the final model: see
+    :func:`train_model`). ``resume``: continue the run's last checkpoint up to ``config.epochs``
+    (weights, optimiser, scheduler and random streams restored, so the run ends where an
+    uninterrupted one would). A NaN loss raises :class:`TrainingDiverged` naming the epoch; the
+    last finite weights go to the run's ``checkpoints/last-finite``.
+    """
     ctx = ctx or NullJobContext()
     if config.threads:
         torch.set_num_threads(int(config.threads))
     tune_malloc()  # reuse warm heap pages for the per-step activations (engine/runtime.py)
+    run = checkpoint_dir if isinstance(checkpoint_dir, Run) or checkpoint_dir is None else \
+        new_run(checkpoint_dir, model, config, dataset)
     N = config.trajectories
     dtype = next(model.parameters()).dtype
     batches = TrainingBatches.build(dataset, config, dtype, next(model.parameters()).device)
     opt = adam_optimizer(model.parameters(), config.lr)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=config.patience, factor=config.factor)
+    first, step, wall0 = 1, 0, 0.0
+    if resume:
+        state, meta = run.load_state()
+        restore_training_state(state, model, opt, sched, {"batches": batches.generator})
+        first, step, wall0 = int(meta["epoch"]) + 1, int(meta.get("step", 0)), float(meta.get("wall_time", 0.0))
+        reference = meta.get("reference_loss")
+    else:
+        reference = _untrained_loss(model, batches)
+    limit = DIVERGENCE_FACTOR * max(reference, 1.0) if reference is not None else math.inf
     good_state = copy.deepcopy(model.state_dict())
-    good_epoch = 0
+    good_epoch = first - 1
     losses = []
     lo, hi = progress_span
     t0 = time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
+    for epoch in range(first, config.epochs + 1):
         epoch_loss, bad = _train_epoch(model, opt, batches, ctx)
+        what = None if bad is None else f"the loss is {bad}"
+        if bad is None and epoch_loss > limit:
+            bad, what = epoch_loss, (f"the loss is {epoch_loss:.3g}, over {limit:.0e} (the untrained model's "
+                                     f"was {reference:.3g})")
         if bad is not None:
             model.load_state_dict(good_state)
-            path = _save(model, checkpoint_dir, config, dataset, good_epoch, {"status": "diverged"})
-            kept = f"; the last good model (epoch {good_epoch}) is kept" + (f" in {path}" if path else "")
-            raise TrainingDiverged(
-                f"training of {config.model!r} on {config.system} (N={N}) diverged at epoch {epoch}: "
-                f"the loss is {bad}{kept}. Try a lower learning rate.", epoch, good_epoch, path)
+            path = None
+            if run is not None:
+                meta = _model_meta(model, config, dataset, good_epoch, status="last finite")
+                path = run.save_files(LAST_FINITE, lambda tmp, meta=meta: write_model_files(tmp, model, meta))
+                run.end("diverged", f"{what} at epoch {epoch}", epoch_diverged=epoch, last_finite_epoch=good_epoch)
+            raise TrainingDiverged(_diverged_message(config, epoch, what, good_epoch, path, run),
+                                   epoch, good_epoch, path)
+        step += batches.per_epoch()
         losses.append(epoch_loss)
         sched.step(epoch_loss)
         snap = _snapshot_if_finite(model)
         if snap is not None:
             good_state, good_epoch = snap, epoch
-        if checkpoint_dir is not None and epoch % config.checkpoint_every == 0:
-            _save(model, checkpoint_dir, config, dataset, epoch, {"status": "training"})
+        if run is not None:
+            run.log(epoch, step, wall0 + time.perf_counter() - t0, loss=epoch_loss, lr=opt.param_groups[0]["lr"])
+            if epoch % config.checkpoint_every == 0 or epoch == config.epochs:
+                run.save_state(epoch, training_state(model, opt, sched, {"batches": batches.generator}),
+                               {"step": step, "wall_time": wall0 + time.perf_counter() - t0,
+                                "reference_loss": reference})
         ctx.progress(lo + (hi - lo) * epoch / config.epochs, f"{config.model} N={N} epoch {epoch}/{config.epochs}",
-                     {"loss": epoch_loss, "epoch": epoch})
+                     {"loss": epoch_loss, "epoch": epoch, "step": step, "wall_time": wall0 + time.perf_counter() - t0})
     return TrainResult(model=model, losses=losses, seconds=time.perf_counter() - t0, epochs=config.epochs)
 
 
+def cancelled_message(run: Run) -> str:
+    """What a cancelled or interrupted run kept, in one line."""
+    kept = (f"its checkpoint of epoch {run.epoch} is kept in {run.path / 'checkpoints' / 'last'} (continue it "
+            f"with --resume {run.path})" if run.epoch else "it had no checkpoint yet")
+    untouched = f" ({run.destination} is as it was)" if run.staged else ""
+    return f"cancelled before the end; {kept}; no final model was written{untouched}"
+
+
+def _diverged_message(config: TrainConfig, epoch: int, what: str, good_epoch: int, path, run) -> str:
+    kept = (f"; the last finite model (epoch {good_epoch}) is kept in {path}" if path is not None
+            else f"; the last finite weights were those of epoch {good_epoch}")
+    untouched = "" if run is None else "; no final model was written" + (
+        f" ({run.destination} is as it was; this run's record is in {run.path})" if run.staged else "")
+    return (f"training of {config.model!r} on {config.system} (N={config.trajectories}) diverged at epoch "
+            f"{epoch}: {what}{kept}{untouched}. Try a lower learning rate.")
+
+
+def new_run(path: str | Path, model: LearnedDynamics, config: TrainConfig, dataset, data_source: dict | None = None):
+    """A :class:`~engine.runs.Run` for training ``model`` with ``config`` on ``dataset``:
+    the full config (training, model spec, data source) and the system and data fingerprints."""
+    system = dataset.system.describe()
+    run_config = {"train": config.to_dict(), "model": {"type": model.name, "spec": model.spec.to_dict()},
+                  "data": data_source or data_source_of(dataset), "system": system}
+    return Run.create(path, "learn", run_config, {"system": fingerprint(system), "data": dataset.fingerprint()})
+
+
+def data_source_of(dataset) -> dict:
+    """How to get ``dataset`` again for a resume: a generated set's config, or its description."""
+    if getattr(dataset, "kind", "generated") == "generated":
+        return {"kind": "generated", "config": dataset.config.to_dict()}
+    return {"kind": dataset.kind, "description": dataset.describe()}
+
+
 def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext | None = None,
-                checkpoint_dir: str | Path | None = None, progress_span=(0.0, 1.0)) -> dict:
-    """Build, train and evaluate one model; returns a result row (metrics, seconds, losses)."""
-    model = build_for(config, dataset)
-    result = fit(model, dataset, config, ctx, checkpoint_dir, progress_span)
+                checkpoint_dir: str | Path | Run | None = None, progress_span=(0.0, 1.0),
+                resume: bool = False, model: LearnedDynamics | None = None) -> dict:
+    """Build (or take ``model``), train and evaluate one model; returns a result row (metrics,
+    seconds, losses) and ``run`` (the run folder, with a checkpoint dir).
+
+    With a run folder the final ``model.safetensors`` + ``model.json`` are written only when the
+    run ends well, in one save with the run's record; a diverged run (NaN loss, or NaN metrics at
+    the end) raises :class:`TrainingDiverged` and a cancelled one records ``cancelled``: the
+    folder's earlier final model, if any, is left as it was.
+    """
+    model = model if model is not None else build_for(config, dataset)
+    run = checkpoint_dir
+    if checkpoint_dir is not None and not isinstance(checkpoint_dir, Run):
+        run = Run.open(checkpoint_dir, "learn") if resume else new_run(checkpoint_dir, model, config, dataset)
+    with recording(run):
+        result = fit(model, dataset, config, ctx, run, progress_span, resume=resume)
     metrics = evaluate(model, dataset.subset(config.trajectories))
+    check_metrics(metrics, model, config, dataset, run, result.epochs)
+    losses = [float(r["loss"]) for r in run.metrics] if run is not None else result.losses
     row = {"model": config.model, "system": config.system, "trajectories": config.trajectories,
            "seed": config.seed, **metrics, "seconds": result.seconds,
-           "final_loss": result.losses[-1] if result.losses else None}
-    _save(model, checkpoint_dir, config, dataset, result.epochs, {"status": "done", "metrics": metrics,
-                                                                   "seconds": result.seconds})
-    return {"row": row, "model": model, "losses": result.losses}
+           "final_loss": losses[-1] if losses else None}
+    if run is not None:
+        meta = _model_meta(model, config, dataset, result.epochs, status="done", metrics=metrics,
+                           seconds=result.seconds)
+        run.finish(lambda tmp: write_model_files(tmp, model, meta), metrics, f"done: {result.epochs} epochs")
+    return {"row": row, "model": model, "losses": losses, "run": run}
+
+
+def recording(run: Run | None):
+    """The run records a cancel, an interrupt or an error (a divergence records itself)."""
+    if run is None:
+        return contextlib.nullcontext()
+    return run.recording(lambda: cancelled_message(run), (TrainingDiverged,))
+
+
+def check_metrics(metrics: dict, model: LearnedDynamics, config: TrainConfig, dataset, run: Run | None,
+                  epoch: int) -> None:
+    """A divergence when a metric is not finite: the weights go to ``checkpoints/last-finite``
+    (they are finite; the rollouts blow up), the run records it, :class:`TrainingDiverged` is raised."""
+    bad = [k for k, v in metrics.items() if isinstance(v, float) and not math.isfinite(v)]
+    if not bad:
+        return
+    path = None
+    if run is not None:
+        meta = _model_meta(model, config, dataset, epoch, status="metrics not finite")
+        path = run.save_files(LAST_FINITE, lambda tmp: write_model_files(tmp, model, meta))
+        run.end("diverged", f"the metrics {', '.join(bad)} are not finite after epoch {epoch}", metrics=metrics)
+    raise TrainingDiverged(_diverged_message(config, epoch, f"the metrics {', '.join(bad)} are not finite (the "
+                                             "model's predictions blow up)", epoch, path, run), epoch, epoch, path)

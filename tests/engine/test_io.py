@@ -51,3 +51,72 @@ def test_corrupt_checkpoint_names_the_file(tmp_path):
     (tmp_path / "model.json").write_text("{bad")
     with pytest.raises(CheckpointError, match="model.json"):
         load_checkpoint(tmp_path)
+
+
+def test_staged_files_replace_all_or_none(tmp_path, monkeypatch):
+    from engine.io import staged_files
+
+    (tmp_path / "a.txt").write_text("old a")
+    (tmp_path / "b.txt").write_text("old b")
+    (tmp_path / "other.txt").write_text("mine")
+    with pytest.raises(RuntimeError):
+        with staged_files(tmp_path) as tmp:
+            (tmp / "a.txt").write_text("new a")
+            raise RuntimeError("disk full while writing b")
+    assert (tmp_path / "a.txt").read_text() == "old a"
+    # a failure between the renames of the swap puts the old set back
+    real = os.replace
+
+    def rename_of_new_b_fails(src, dst):
+        if str(dst).endswith("b.txt") and ".saving-" in str(src):
+            raise OSError(5, "I/O error")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", rename_of_new_b_fails)
+    with pytest.raises(OSError):
+        with staged_files(tmp_path) as tmp:
+            (tmp / "a.txt").write_text("new a")
+            (tmp / "b.txt").write_text("new b")
+    monkeypatch.setattr(os, "replace", real)
+    assert [(tmp_path / n).read_text() for n in ("a.txt", "b.txt")] == ["old a", "old b"]
+    with staged_files(tmp_path) as tmp:
+        (tmp / "a.txt").write_text("new a")
+        (tmp / "b.txt").write_text("new b")
+    assert [(tmp_path / n).read_text() for n in ("a.txt", "b.txt", "other.txt")] == ["new a", "new b", "mine"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "other.txt"]
+
+
+def test_move_entries_replaces_namesakes_and_keeps_the_rest(tmp_path):
+    from engine.io import move_entries
+
+    dest, src = tmp_path / "dest", tmp_path / "src"
+    (dest / "checkpoints").mkdir(parents=True)
+    (dest / "checkpoints" / "old.txt").write_text("old")
+    (dest / "model.json").write_text("old model")
+    (dest / "notes.txt").write_text("mine")
+    (src / "checkpoints").mkdir(parents=True)
+    (src / "checkpoints" / "new.txt").write_text("new")
+    (src / "model.json").write_text("new model")
+    move_entries(src, dest)
+    assert [p.name for p in (dest / "checkpoints").iterdir()] == ["new.txt"]
+    assert (dest / "model.json").read_text() == "new model" and (dest / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in dest.iterdir()) == ["checkpoints", "model.json", "notes.txt"]
+    assert not list(src.iterdir())
+
+
+def test_flatten_state_round_trips_an_optimiser_state(tmp_path):
+    from engine.io import flatten_state, load_tensors, save_tensors, unflatten_state, write_json
+
+    w = torch.nn.Parameter(torch.randn(3, 2))
+    opt = torch.optim.Adam([w], lr=1e-2)
+    w.grad = torch.ones_like(w)
+    opt.step()
+    state = {"opt": opt.state_dict(), "gen": torch.Generator().manual_seed(3).get_state(), "best": float("inf")}
+    skeleton, tensors = flatten_state(state)
+    save_tensors(tmp_path / "s.safetensors", tensors)
+    write_json(tmp_path / "s.json", skeleton)
+    back = unflatten_state(read_json(tmp_path / "s.json"), load_tensors(tmp_path / "s.safetensors"))
+    assert back["best"] == float("inf") and torch.equal(back["gen"], state["gen"])
+    assert back["opt"]["param_groups"] == state["opt"]["param_groups"]
+    for key in ("exp_avg", "exp_avg_sq", "step"):
+        assert torch.equal(back["opt"]["state"][0][key], state["opt"]["state"][0][key])

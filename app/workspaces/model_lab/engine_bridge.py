@@ -31,6 +31,7 @@ from engine.logs import (
 )
 from engine.logs.units import UNIT_KINDS
 from engine.models import ModelSpec, load_model, model_names, save_model
+from engine import runs
 from engine.training import compare as lc
 from engine.training import evaluation, report
 from engine.training.config import TrainConfig
@@ -75,6 +76,10 @@ __all__ = [
     "smoothing",
     "sub_table",
     "train_config_from_dict",
+    "config_diff",
+    "ema",
+    "resumable",
+    "run_history",
     "train_job",
     "with_changes",
     "write_csv",
@@ -249,8 +254,12 @@ def with_changes(cfg: TrainConfig, **changes) -> TrainConfig:
     return train_config_from_dict({**cfg.to_dict(), **changes})
 
 
-def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSpec | None):
-    """A job: build, train and evaluate one model; returns ``{"row", "model", "losses", "curves"}``."""
+def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSpec | None,
+              run_dir: str | Path | None = None, resume: bool = False, model_meta: dict | None = None):
+    """A job: build, train and evaluate one model; returns ``{"row", "model", "losses", "curves", "run_dir"}``.
+
+    ``run_dir``: the run's folder (config, metrics, checkpoints, and the final model when it ends
+    well); ``resume``: continue that run from its last checkpoint up to ``train_config.epochs``."""
     if isinstance(dataset, LogDataset):
         # the log's name labels the run (the trainer prints it)
         base = lc.train_config_for(model_type, dataset)
@@ -264,10 +273,35 @@ def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSp
         raise ValueError(f"trajectories: {cfg.trajectories} asked, the data have {n_train}")
     overrides = {f: getattr(spec, f) for f in SPEC_FIELDS} if spec is not None else None
 
+    if resume:
+        resumable(run_dir, cfg.epochs)
+
     def job(ctx):
-        return lc.train_and_evaluate(model_type, dataset, cfg, overrides, ctx)
+        return lc.train_and_evaluate(model_type, dataset, cfg, overrides, ctx, run_dir=run_dir, resume=resume,
+                                     model_meta=model_meta)
 
     return job
+
+
+def resumable(run_dir: str | Path | None, epochs: int) -> int:
+    """The epoch a run would resume from; ValueError saying why it cannot resume to ``epochs``."""
+    if run_dir is None or not Path(run_dir, "config.json").is_file():
+        raise ValueError("this model has no run folder to resume (train it first)")
+    run = runs.Run.open(run_dir, "learn")
+    if run.epoch == 0:
+        raise ValueError(f"{run_dir}: the run has no checkpoint yet; train it again")
+    if epochs <= run.epoch:
+        raise ValueError(f"the run has trained {run.epoch} epochs; set Epochs above {run.epoch} to extend it")
+    return run.epoch
+
+
+config_diff = runs.config_diff
+ema = runs.ema
+
+
+def run_history(run_dir: str | Path | None) -> list[dict]:
+    """The per-epoch metrics rows (epoch, step, wall_time, loss, ...) of a run folder ([] if none)."""
+    return runs.read_metrics(run_dir) if run_dir and Path(run_dir).is_dir() else []
 
 
 def evaluate_job(model, dataset, trajectories: int | None = None):

@@ -1,5 +1,12 @@
 """The Models panel: add model types with their hyperparameters, train them as jobs, watch the losses.
 
+Every trained run lives in a run folder under the model folder (``runs/``: config, metrics over
+epochs, steps and wall time, checkpoints, the final model); a cancelled or finished run resumes
+from its last checkpoint (Resume; raise Epochs to extend a finished one). The table shows the
+hyperparameters and final metrics as sortable columns with a filter (``lr<0.01 seed=1 symo``),
+Diff shows what two selected runs' configurations disagree on, and the curves can be smoothed
+(EMA) and drawn against epochs, optimiser steps or wall time (the logic: ``runs_table.py``).
+
 Hyperparameters come from forms bound to the engine's ``TrainConfig`` and ``ModelSpec``. Each
 run trains in its own job (up to "parallel" at once, the rest queued) with a live loss curve
 (log scale), progress, an ETA and cancel. A finished run keeps its trained model (the job
@@ -11,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -29,6 +35,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSlider,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -38,43 +45,45 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+import numpy as np
+
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
 from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab.runs_table import (TABLE_COLUMNS, X_AXES, cell_text, curve_points, diff_text,
+                                                 format_eta, matches, parse_sizes, row_values, sort_key)
 
 __all__ = ["Run", "RunsPanel", "format_eta", "parse_sizes"]
+class RunCurves(LossPlot):
+    """The loss plot of the runs: curves against epochs, optimiser steps or wall time."""
 
-RUN_COLUMNS = ("name", "type", "state", "progress", "ETA", "loss")
+    def set_points(self, key: str, xs, ys, name: str | None = None, index: int | None = None) -> None:
+        self.curve(key, name, index)
+        self._data[key] = (list(xs), list(ys))
+        self._curves[key].setData(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
 
-
-def parse_sizes(text: str) -> list[int]:
-    """``"8, 16,32"`` -> [8, 16, 32]; ValueError naming the bad entry."""
-    out = []
-    for part in text.replace(";", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            n = int(part)
-        except ValueError:
-            raise ValueError(f"sweep N: {part!r} is not a whole number") from None
-        if n < 1:
-            raise ValueError(f"sweep N: {n} must be >= 1")
-        out.append(n)
-    if not out:
-        raise ValueError("sweep N: give sizes such as 8,16,32")
-    return out
+    def set_x_label(self, text: str) -> None:
+        self.getPlotItem().setLabel("bottom", text)
 
 
-def format_eta(seconds: float | None) -> str:
-    if seconds is None or not math.isfinite(seconds):
-        return "—"
-    seconds = max(0, round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
+def _column() -> tuple[QWidget, QVBoxLayout]:
+    w = QWidget()
+    v = QVBoxLayout(w)
+    v.setContentsMargins(0, 0, 0, 0)
+    return w, v
+
+
+class SortableItem(QTableWidgetItem):
+    """A cell that sorts by its value (numbers as numbers, empty cells last), not its text."""
+
+    def __lt__(self, other):
+        mine, theirs = self.data(SORT_ROLE), other.data(SORT_ROLE)
+        if mine is None or theirs is None:
+            return super().__lt__(other)
+        return mine < theirs
+
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 @dataclass
@@ -101,6 +110,9 @@ class Run:
     message: str = ""
     handle: object | None = None
     started: float | None = None
+    run_dir: str | None = None       # the run folder (config, metrics, checkpoints, final model)
+    resume: bool = False             # the next training continues the run folder's last checkpoint
+    history: list = field(default_factory=list)   # per-epoch rows: epoch, step, wall_time, loss
 
     @property
     def has_results(self) -> bool:
@@ -112,7 +124,7 @@ class Run:
                             "spec": {f: getattr(self.spec, f) for f in eb.SPEC_FIELDS} if self.spec else None,
                             "state": self.state if self.state in ("finished", "loaded") else "ready",
                             "losses": self.losses, "row": self.row, "model_path": self.model_path,
-                            "message": self.message})
+                            "message": self.message, "run_dir": self.run_dir})
 
 
 class RunsPanel(QWidget):
@@ -169,12 +181,18 @@ class RunsPanel(QWidget):
         layout.addWidget(box)
 
         split = QSplitter(Qt.Orientation.Vertical)
-        tw = QWidget()
-        tv = QVBoxLayout(tw)
-        tv.setContentsMargins(0, 0, 0, 0)
-        self.table = QTableWidget(0, len(RUN_COLUMNS))
+        tw, tv = _column()
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Filter"))
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("e.g. symo seed=1 learning_rate<0.01")
+        self.filter_edit.textChanged.connect(lambda *_: self._apply_filter())
+        row.addWidget(self.filter_edit, 1)
+        tv.addLayout(row)
+        self.table = QTableWidget(0, len(TABLE_COLUMNS))
         self.table.setObjectName("runsTable")
-        self.table.setHorizontalHeaderLabels(list(RUN_COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(TABLE_COLUMNS))
+        self.table.setSortingEnabled(True)
         self.table.verticalHeader().setVisible(False)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -195,8 +213,15 @@ class RunsPanel(QWidget):
         self.save_button.clicked.connect(self._save_dialog)
         self.load_button = QPushButton("Load…")
         self.load_button.clicked.connect(self._load_dialog)
-        for b in (self.train_button, self.train_all_button, self.cancel_button, self.remove_button,
-                  self.save_button, self.load_button):
+        self.resume_button = QPushButton("Resume")
+        self.resume_button.setToolTip("Continue the selected runs from their last checkpoint (raise Epochs "
+                                      "in the Training form to extend a finished run)")
+        self.resume_button.clicked.connect(lambda: self.resume(self.selected_keys()))
+        self.diff_button = QPushButton("Diff")
+        self.diff_button.setToolTip("What the configurations of the two selected runs disagree on")
+        self.diff_button.clicked.connect(self._diff_clicked)
+        for b in (self.train_button, self.train_all_button, self.cancel_button, self.resume_button,
+                  self.remove_button, self.save_button, self.load_button, self.diff_button):
             row.addWidget(b)
         row.addStretch(1)
         row.addWidget(QLabel("parallel"))
@@ -206,10 +231,29 @@ class RunsPanel(QWidget):
         self.parallel.valueChanged.connect(lambda *_: self._pump())
         row.addWidget(self.parallel)
         tv.addLayout(row)
+        self.diff_view = QLabel("")
+        self.diff_view.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.diff_view.setVisible(False)
+        tv.addWidget(self.diff_view)
         split.addWidget(tw)
-        self.loss_plot = LossPlot()
+        pw, pv = _column()
+        row = QHBoxLayout()
+        row.addWidget(QLabel("x axis"))
+        self.x_axis = QComboBox()
+        for key, label in X_AXES.items():
+            self.x_axis.addItem(label, key)
+        self.x_axis.currentIndexChanged.connect(lambda *_: self._redraw_all())
+        row.addWidget(self.x_axis)
+        row.addWidget(QLabel("smoothing"))
+        self.smoothing = QSlider(Qt.Orientation.Horizontal, minimum=0, maximum=99, value=0)
+        self.smoothing.setToolTip("Exponential moving average of the loss curves (0: raw, as TensorBoard's)")
+        self.smoothing.valueChanged.connect(lambda *_: self._redraw_all())
+        row.addWidget(self.smoothing, 1)
+        pv.addLayout(row)
+        self.loss_plot = RunCurves()
         self.loss_plot.setObjectName("lossPlot")
-        split.addWidget(self.loss_plot)
+        pv.addWidget(self.loss_plot, 1)
+        split.addWidget(pw)
         split.setSizes([160, 260])
         layout.addWidget(split, 1)
 
@@ -273,14 +317,16 @@ class RunsPanel(QWidget):
             self.ctx.show_error("Add sweep", str(exc))
 
     def _add_row(self, run: Run) -> None:
+        self.table.setSortingEnabled(False)
         r = self.table.rowCount()
         self.table.insertRow(r)
-        for c in range(len(RUN_COLUMNS)):
-            item = QTableWidgetItem("")
+        for c in range(len(TABLE_COLUMNS)):
+            item = SortableItem("")
             item.setData(Qt.ItemDataRole.UserRole, run.key)
             self.table.setItem(r, c, item)
         self.table.item(r, 0).setForeground(QColor(color(run.index)))
         self._refresh_row(run)
+        self.table.setSortingEnabled(True)
 
     def _row_of(self, key: str) -> int:
         for r in range(self.table.rowCount()):
@@ -292,11 +338,51 @@ class RunsPanel(QWidget):
         r = self._row_of(run.key)
         if r < 0:
             return
-        loss = "—" if run.loss is None else f"{run.loss:.4g}"
-        vals = (run.name, run.model_type, run.state + (f": {run.message}" if run.message else ""),
-                f"{100 * run.fraction:.0f}%", format_eta(run.eta) if run.state == "running" else "—", loss)
-        for c, v in enumerate(vals):
-            self.table.item(r, c).setText(v)
+        sorting = self.table.isSortingEnabled()
+        self.table.setSortingEnabled(False)   # a re-sort in the middle would move the row
+        values = row_values(run)
+        for c, column in enumerate(TABLE_COLUMNS):
+            item = self.table.item(r, c)
+            item.setText(cell_text(column, values[column]))
+            item.setData(SORT_ROLE, sort_key(values[column]))
+        self.table.setRowHidden(r, not matches(values, self.filter_edit.text()))
+        self.table.setSortingEnabled(sorting)
+
+    def _apply_filter(self) -> None:
+        for run in self.runs.values():
+            r = self._row_of(run.key)
+            if r >= 0:
+                self.table.setRowHidden(r, not matches(row_values(run), self.filter_edit.text()))
+
+    def visible_keys(self) -> list[str]:
+        """The runs the filter shows, in the table's (sorted) order."""
+        return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in range(self.table.rowCount())
+                if not self.table.isRowHidden(r)]
+
+    def diff(self, key_a: str, key_b: str) -> str:
+        """Show (and return) what the configurations of two runs disagree on."""
+        text = diff_text(self.runs[key_a], self.runs[key_b])
+        self.diff_view.setText(text)
+        self.diff_view.setVisible(True)
+        return text
+
+    def _diff_clicked(self) -> None:
+        keys = self.selected_keys()
+        if len(keys) != 2:
+            self.ctx.show_error("Diff runs", "Select exactly two runs in the table to compare their settings.")
+            return
+        self.diff(*keys)
+
+    # -- curves --------------------------------------------------------------------------
+    def _draw(self, run: Run) -> None:
+        xs, ys = curve_points(run.history, self.x_axis.currentData(), self.smoothing.value() / 100)
+        self.loss_plot.set_points(run.key, xs, ys, run.name, run.index)
+
+    def _redraw_all(self) -> None:
+        self.loss_plot.set_x_label(X_AXES[self.x_axis.currentData()])
+        for run in self.runs.values():
+            if run.history:
+                self._draw(run)
 
     def selected_keys(self) -> list[str]:
         rows = sorted({i.row() for i in self.table.selectedIndexes()})
@@ -328,9 +414,35 @@ class RunsPanel(QWidget):
             if run is None or run.state in ("queued", "running"):
                 continue
             run.state, run.fraction, run.eta, run.message = "queued", 0.0, None, ""
-            run.losses = []
+            run.losses, run.history, run.resume = [], [], False
             self.loss_plot.remove(key)
             self.loss_plot.curve(key, run.name, run.index)
+            self._queue.append(key)
+            self._refresh_row(run)
+        self._pump()
+
+    def resume(self, keys: list[str]) -> None:
+        """Queue these runs to continue from their last checkpoint, up to the larger of their own
+        epochs and the Training form's (so raising Epochs extends a finished run)."""
+        if self.dataset is None:
+            self.ctx.show_error("Model lab", "Open the data the runs trained on first.")
+            return
+        epochs = int(self.train_form.values()["epochs"])
+        for key in keys:
+            run = self.runs.get(key)
+            if run is None or run.state in ("queued", "running"):
+                continue
+            target = max(run.train_config.epochs, epochs)
+            try:
+                done = eb.resumable(run.run_dir, target)
+            except ValueError as exc:
+                self.ctx.show_error(f"Resume {run.name}", str(exc))
+                continue
+            run.train_config = eb.with_changes(run.train_config, epochs=target)
+            run.history = [r for r in eb.run_history(run.run_dir) if r["epoch"] <= done]
+            run.losses = [r["loss"] for r in run.history]
+            run.state, run.fraction, run.eta, run.message, run.resume = "queued", 0.0, None, "", True
+            self._draw(run)
             self._queue.append(key)
             self._refresh_row(run)
         self._pump()
@@ -343,8 +455,11 @@ class RunsPanel(QWidget):
             self._start(self.runs[self._queue.pop(0)])
 
     def _start(self, run: Run) -> None:
+        if self.model_folder is not None and run.run_dir is None:
+            run.run_dir = str(self.model_folder / "runs" / f"{run.key}-{run.model_type}-{id(run):x}")
         try:
-            job = eb.train_job(run.model_type, self.dataset, run.train_config, run.spec)
+            job = eb.train_job(run.model_type, self.dataset, run.train_config, run.spec, run_dir=run.run_dir,
+                               resume=run.resume, model_meta=self._meta(run, self.source, with_results=False))
         except ValueError as exc:
             run.state, run.message = "failed", str(exc)
             self._refresh_row(run)
@@ -365,7 +480,8 @@ class RunsPanel(QWidget):
             m = update.metrics or {}
             if "loss" in m and "epoch" in m:
                 run.loss = float(m["loss"])
-                self.loss_plot.append(run.key, float(m["epoch"]), run.loss)
+                run.history.append({k: m.get(k) for k in ("epoch", "step", "wall_time", "loss")})
+                self._draw(run)
             self._refresh_row(run)
 
         def on_result(result, run=run):
@@ -379,8 +495,13 @@ class RunsPanel(QWidget):
             run.row["type"] = run.model_type
             run.losses = list(result["losses"])
             run.loss = run.losses[-1] if run.losses else None
-            self.loss_plot.set_losses(run.key, run.losses, run.name)
-            self._autosave(run, dataset, source)
+            run.run_dir = result.get("run_dir") or run.run_dir
+            run.history = eb.run_history(run.run_dir) or run.history
+            self._draw(run)
+            final = Path(run.run_dir or "", "model.json")
+            run.model_path = str(final) if run.run_dir and final.is_file() else None
+            if run.row.get("error"):
+                run.message = "diverged: no model saved"
             self._refresh_row(run)
             self.run_finished.emit(run)
             self._pump()
@@ -395,6 +516,7 @@ class RunsPanel(QWidget):
         def on_cancelled(run=run):
             run.handle = None
             run.state = "cancelled"
+            run.message = "resumable" if run.run_dir and eb.run_history(run.run_dir) else ""
             self._refresh_row(run)
             self._pump()
 
@@ -456,19 +578,13 @@ class RunsPanel(QWidget):
         self.ctx.jobs.submit(job, name=f"evaluate {run.name}", on_result=on_result, on_error=on_error)
 
     # -- save / load ---------------------------------------------------------------------
-    def _meta(self, run: Run, source: dict | None) -> dict:
+    def _meta(self, run: Run, source: dict | None, with_results: bool = True) -> dict:
         """What a saved model carries beside its weights: data description and hash, metrics, losses."""
-        return {"name": run.name, "train_config": run.train_config.to_dict(), "data_source": source,
-                "data_hash": run.data_hash, "metrics": run.row, "losses": run.losses}
-
-    def _autosave(self, run: Run, dataset, source) -> None:
-        if self.model_folder is None or run.model is None:
-            return
-        try:
-            run.model_path = str(eb.save_trained(self.model_folder / f"{run.key}-{run.model_type}-{id(run):x}.json",
-                                                 run.model, self._meta(run, source)))
-        except (OSError, ValueError) as exc:
-            run.message = f"not saved: {exc}"
+        meta = {"name": run.name, "train_config": run.train_config.to_dict(), "data_source": source,
+                "data_hash": run.data_hash if with_results else eb.data_hash_of(self.dataset)}
+        if with_results:
+            meta.update(metrics=run.row, losses=run.losses)
+        return eb.jsonable(meta)
 
     def save_run(self, key: str, path: str | Path) -> Path:
         """Write a trained run as ``<path>.safetensors`` + ``<path>.json``."""
@@ -491,12 +607,20 @@ class RunsPanel(QWidget):
         run.data_hash, run.data_source = meta.get("data_hash"), meta.get("data_source")
         run.losses = list(meta.get("losses") or [])
         run.row = meta.get("metrics")
-        if run.losses:
-            self.loss_plot.set_losses(run.key, run.losses, run.name)
-            run.loss = run.losses[-1]
+        if Path(path).name == "model.json" and (Path(path).parent / "config.json").is_file():
+            run.run_dir = str(Path(path).parent)     # a run folder's final model: its run comes along
+        self._set_history(run)
         self._refresh_row(run)
         self.evaluate(run)
         return run
+
+    def _set_history(self, run: Run) -> None:
+        """The run's curve from its run folder, else from the per-epoch losses it carries."""
+        run.history = eb.run_history(run.run_dir) or [{"epoch": i + 1, "loss": v} for i, v in enumerate(run.losses)]
+        if run.losses:
+            run.loss = run.losses[-1]
+        if run.history:
+            self._draw(run)
 
     def _save_dialog(self) -> None:
         keys = self.selected_keys()
@@ -537,9 +661,8 @@ class RunsPanel(QWidget):
                 continue
             run.losses = list(s.get("losses") or [])
             run.row = s.get("row")
-            if run.losses:
-                self.loss_plot.set_losses(run.key, run.losses, run.name)
-                run.loss = run.losses[-1]
+            run.run_dir = s.get("run_dir")
+            self._set_history(run)
             path = s.get("model_path")
             if path and Path(path).exists():
                 try:

@@ -1,5 +1,6 @@
 """The training loop: NaN guard, checkpoints, progress and cancellation, metrics, jobs."""
 
+import json
 import math
 import threading
 
@@ -43,8 +44,11 @@ def test_nan_mid_training_stops_cleanly_and_keeps_last_good_checkpoint(data, tmp
     with pytest.raises(TrainingDiverged, match="diverged at epoch 3") as info:
         fit(model, data, cfg, checkpoint_dir=tmp_path)
     assert info.value.last_good_epoch == 2 and "epoch 2" in str(info.value)
-    saved, meta = load_model(tmp_path)
-    assert meta["epoch"] == 2 and meta["status"] == "diverged"
+    # the last finite model under its own name; the final name never taken
+    assert not (tmp_path / "model.json").exists() and str(tmp_path / "checkpoints" / "last-finite") in str(info.value)
+    saved, meta = load_model(tmp_path / "checkpoints" / "last-finite")
+    assert meta["epoch"] == 2 and meta["status"] == "last finite"
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "diverged"
     # the kept model is exactly the one after two clean epochs
     ref = build_for(_cfg(epochs=2), data)
     fit(ref, data, _cfg(epochs=2))
