@@ -478,6 +478,11 @@ def load_robot_geometry(urdf_path: str | os.PathLike, options: GeometryOptions |
         if collision is not None:
             collision.colors[:] = COLLISION_RGBA
         geometry.links[link.name] = LinkGeometry(link.name, visual, collision)
+    return _finish(geometry, options, progress, check_cancelled)
+
+
+def _finish(geometry: RobotGeometry, options: GeometryOptions, progress, check_cancelled) -> RobotGeometry:
+    """Decimate to the triangle budgets and weld each link's meshes (normals for shading)."""
     geometry.source_triangles = geometry.triangles
     budget = _link_budgets(geometry, options)
     for name, g in geometry.links.items():
@@ -494,3 +499,63 @@ def load_robot_geometry(urdf_path: str | os.PathLike, options: GeometryOptions |
     if progress is not None:
         progress(1.0, f"loaded {len(geometry.links)} links, {geometry.triangles} triangles")
     return geometry
+
+
+# ----------------------------------------------------------------------------- any robot file
+def _description_part(element, rgba, options: GeometryOptions, where: str, warnings: list[str]) -> MeshPart | None:
+    """One visual or collision of an engine RobotDescription (xacro, MJCF...) as a mesh part."""
+    import trimesh
+
+    g = element.geometry
+    color = rgba or DEFAULT_RGBA
+    if g.kind == "mesh":
+        try:
+            if not g.path or not Path(g.path).exists():
+                raise FileNotFoundError(f"not found: {g.path or g.filename}")
+            part = _load_mesh_file(Path(g.path), g.scale, rgba, options)
+        except Exception as exc:  # noqa: BLE001 - a missing mesh is a warning, never an error
+            msg = f"{where}: mesh {g.filename!r} could not be loaded ({exc}); drawing a placeholder box"
+            log.warning(msg)
+            warnings.append(msg)
+            part = _placeholder()
+    elif g.kind == "box":
+        part = _part_from_trimesh(trimesh.creation.box(extents=np.asarray(g.size, dtype=float)), color)
+    elif g.kind == "cylinder":
+        part = _part_from_trimesh(trimesh.creation.cylinder(radius=float(g.radius), height=float(g.length),
+                                                            sections=options.cylinder_sections), color)
+    elif g.kind == "capsule":
+        part = _part_from_trimesh(trimesh.creation.capsule(height=float(g.length), radius=float(g.radius),
+                                                           count=[options.cylinder_sections, options.cylinder_sections]),
+                                  color)
+    elif g.kind == "sphere":
+        part = _part_from_trimesh(trimesh.creation.icosphere(subdivisions=options.sphere_subdivisions,
+                                                             radius=float(g.radius)), color)
+    else:
+        return None
+    return _transform_part(part, element.origin.matrix())
+
+
+def description_geometry(desc, options: GeometryOptions | None = None,
+                         progress: Callable[[float, str], None] | None = None,
+                         check_cancelled: Callable[[], None] | None = None) -> RobotGeometry:
+    """The view's geometry of an engine :class:`~engine.robots.description.RobotDescription`
+    (any file format: the description already holds resolved mesh paths and colours)."""
+    options = options or GeometryOptions()
+    name = Path(desc.source).name if desc.source else desc.name
+    geometry = RobotGeometry(name=desc.name, path=str(desc.source or ""))
+    n = max(len(desc.links), 1)
+    for i, link in enumerate(desc.links):
+        if check_cancelled is not None:
+            check_cancelled()
+        if progress is not None:
+            progress(i / n, f"loading {link.name}")
+        visual = MeshPart.merge([p for k, v in enumerate(link.visuals) if (p := _description_part(
+            v, v.rgba, options, f"{name}: link {link.name!r} visual {k}", geometry.warnings)) is not None])
+        collision = None
+        if options.load_collision:
+            collision = MeshPart.merge([p for k, c in enumerate(link.collisions) if (p := _description_part(
+                c, COLLISION_RGBA, options, f"{name}: link {link.name!r} collision {k}", geometry.warnings)) is not None])
+            if collision is not None:
+                collision.colors[:] = COLLISION_RGBA
+        geometry.links[link.name] = LinkGeometry(link.name, visual, collision)
+    return _finish(geometry, options, progress, check_cancelled)

@@ -2,7 +2,7 @@
 identification loop. Parsing and printing only; the work lives in engine.robots.
 
     robot list [--json]
-    robot info URDF_OR_NAME [--json]
+    robot info FILE_OR_NAME [--xacro-arg NAME:=VALUE ...] [--json]   (FILE: URDF, xacro or MJCF)
     robot ik URDF_OR_NAME --link NAME --target x y z [roll pitch yaw] [--json]
     robot simulate URDF_OR_NAME [--q0 ...] [--qd0 ...] [--tau ...] [--mode free_fall] [--duration 2] [--dt 0.002] [--json]
     robot identify [URDF_OR_NAME] [--perturb 0.3] [--epochs N] ... [--json]
@@ -63,12 +63,27 @@ def _cmd_list(args) -> int:
 
 # --------------------------------------------------------------------------- info
 
-def robot_info(name_or_path) -> dict:
+def _add_file_flags(parser) -> None:
+    parser.add_argument("--xacro-arg", dest="xacro_args", action="append", default=None, metavar="NAME:=VALUE",
+                        help="an argument of a .xacro file (repeat for several)")
+
+
+def _load(args):
+    """The robot of ``args.robot`` (library name, URDF, xacro or MJCF file) with --xacro-arg."""
+    from engine.robots.files import parse_xacro_args
+    from engine.robots.library import load_robot
+
+    xacro_args = parse_xacro_args(getattr(args, "xacro_args", None))
+    return load_robot(args.robot, **({"xacro_args": xacro_args} if xacro_args else {}))
+
+
+def robot_info(name_or_path, xacro_args=None) -> dict:
     """Summary of a robot: dof, joints (type, limits), links (mass), total mass, springs."""
+    from engine.robots.files import file_format
     from engine.robots.library import joint_springs, load_robot, resolve_robot
 
     path = resolve_robot(name_or_path)
-    model = load_robot(name_or_path)
+    model = load_robot(name_or_path, **({"xacro_args": dict(xacro_args)} if xacro_args else {}))
     desc = model.description
     lim = model.joint_limits
     joints = []
@@ -84,13 +99,15 @@ def robot_info(name_or_path) -> dict:
     links = [{"name": l.name, "mass": l.inertial.mass if l.inertial is not None else 0.0,
               "visuals": len(l.visuals), "collisions": len(l.collisions)} for l in desc.links]
     springs = {k: {"stiffness": s.stiffness, "rest": s.rest} for k, s in joint_springs(path).items()}
-    return {"name": model.name, "path": str(path), "dof": model.dof, "root": desc.root,
+    return {"name": model.name, "path": str(path), "format": file_format(path), "dof": model.dof, "root": desc.root,
             "joints": joints, "fixed_joints": fixed, "links": links, "total_mass": model.total_mass,
             "springs": springs}
 
 
 def _cmd_info(args) -> int:
-    info = robot_info(args.robot)
+    from engine.robots.files import parse_xacro_args
+
+    info = robot_info(args.robot, parse_xacro_args(args.xacro_args))
     if args.json:
         print_json(info)
         return 0
@@ -128,9 +145,8 @@ def _run_ik(args) -> int:
     import torch
 
     from engine.robots.ik import IKOptions, solve_ik
-    from engine.robots.library import load_robot
 
-    model = load_robot(args.robot)
+    model = _load(args)
     if args.link not in model.link_names:
         raise ValueError(f"robot {model.name!r} has no link {args.link!r}; links: {', '.join(model.link_names)}")
     target = _pose_from_target(args.target)
@@ -184,10 +200,9 @@ def _run_simulate(args) -> int:
     import numpy as np
 
     from engine.robots.ik import neutral_configuration
-    from engine.robots.library import load_robot
     from engine.robots.simulate import SimulationOptions, simulate
 
-    model = load_robot(args.robot)
+    model = _load(args)
     n = model.dof
     for flag, values in (("--q0", args.q0), ("--qd0", args.qd0), ("--tau", args.tau)):
         if values is not None and len(values) != n:
@@ -248,13 +263,15 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_list)
 
-    p = sub.add_parser("info", help="dof, joints, links, limits and total mass of a URDF or library robot")
-    p.add_argument("robot", help="library name (see `robot list`) or URDF path")
+    p = sub.add_parser("info", help="dof, joints, links, limits and total mass of a robot file or library robot")
+    p.add_argument("robot", help="library name (see `robot list`) or a URDF, xacro or MJCF file")
+    _add_file_flags(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("ik", help="inverse kinematics of one link to a position or pose (exit 1: not converged)")
-    p.add_argument("robot", help="library name or URDF path")
+    p.add_argument("robot", help="library name or a URDF, xacro or MJCF file")
+    _add_file_flags(p)
     p.add_argument("--link", required=True, help="the link to place")
     p.add_argument("--target", required=True, nargs="+", type=float, metavar="X",
                    help="x y z (m) [roll pitch yaw (rad, URDF convention)]")
@@ -270,7 +287,8 @@ def register(subparsers) -> None:
         description="Integrate the robot's forward dynamics (articulated-body algorithm) with RK4 at a fixed "
                     "step from q0, qd0. Modes: free_fall (tau = --tau), gravity_compensation (tau = g(q) + --tau), "
                     "pd_keyframes (a PD on accelerations to --target). Units: rad or m, s, N m or N.")
-    p.add_argument("robot", help="library name (see `robot list`) or URDF path")
+    p.add_argument("robot", help="library name (see `robot list`) or a URDF, xacro or MJCF file")
+    _add_file_flags(p)
     p.add_argument("--q0", nargs="+", type=_finite_number, default=None, metavar="Q",
                    help="initial joint positions, one per joint (default: the neutral pose)")
     p.add_argument("--qd0", nargs="+", type=_finite_number, default=None, metavar="QD",

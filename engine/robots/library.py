@@ -254,7 +254,8 @@ def _lookup(name: str, entries: list[RobotEntry]) -> RobotEntry | None:
 
 
 def resolve_robot(name_or_path) -> Path:
-    """The URDF file of a library name (``panda``, ``ur5``...) or of a path to a URDF.
+    """The robot file of a library name (``panda``, ``ur5``...) or of a path to a URDF, xacro
+    or MJCF file.
 
     Raises :class:`RobotNotFoundError` (a ValueError) naming close library names when the
     argument is neither.
@@ -271,13 +272,13 @@ def resolve_robot(name_or_path) -> Path:
     if path.is_file():
         return path.resolve()
     if path.is_dir():
-        raise RobotNotFoundError(f"{path}: is a folder, not a URDF file")
+        raise RobotNotFoundError(f"{path}: is a folder, not a robot file (URDF, xacro or MJCF)")
     names = [e.name for e in entries] + list(_ALIASES)
     close = difflib.get_close_matches(_norm(text), [_norm(n) for n in names], n=5, cutoff=0.5)
     close_names = [n for n in names if _norm(n) in close]
     hint = f"; did you mean {', '.join(close_names)}?" if close_names else ""
-    looks_like_path = path.suffix.lower() in (".urdf", ".xml") or os.sep in text
-    what = "no such URDF file" if looks_like_path else "unknown robot"
+    looks_like_path = path.suffix.lower() in (".urdf", ".xml", ".xacro", ".mjcf") or os.sep in text
+    what = "no such robot file" if looks_like_path else "unknown robot"
     raise RobotNotFoundError(
         f"{what}: {text!r}{hint} (library: {', '.join(e.name for e in entries[:12])}"
         f"{', ...' if len(entries) > 12 else ''}; `python -m engine robot list` shows all)")
@@ -297,10 +298,10 @@ def robot_entry(name_or_path) -> RobotEntry | None:
 
 
 def load_robot(name_or_path, **kwargs):
-    """A :class:`RobotModel` of a library name or URDF path.
+    """A :class:`RobotModel` of a library name or a URDF, xacro or MJCF path.
 
-    ``kwargs`` go to ``RobotModel.from_urdf`` (dtype, device, mimic, strict, gravity), over
-    the entry's own loader options.
+    ``kwargs`` go to ``RobotModel.from_file`` (dtype, device, mimic, strict, xacro_args,
+    gravity), over the entry's own loader options.
     """
     from engine.robots.model import RobotModel
 
@@ -308,7 +309,7 @@ def load_robot(name_or_path, **kwargs):
     entry = robot_entry(name_or_path)
     options = dict(entry.options) if entry is not None else {}
     options.update(kwargs)
-    return RobotModel.from_urdf(path, **options)
+    return RobotModel.from_file(path, **options)
 
 
 _SPRING = re.compile(r"<!--\s*lagrange:spring\s+([^>]*?)\s*-->", re.S)
@@ -322,6 +323,8 @@ def joint_springs(name_or_path) -> dict[str, JointSpring]:
     declaration raises ValueError naming the file.
     """
     path = resolve_robot(name_or_path)
+    if path.name.lower().endswith((".xacro", ".mjcf")):
+        return {}
     text = path.read_text(encoding="utf-8", errors="replace")
     springs: dict[str, JointSpring] = {}
     for match in _SPRING.finditer(text):

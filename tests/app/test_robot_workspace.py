@@ -367,3 +367,40 @@ def test_a_bad_start_robot_is_reported_and_the_default_opens(qtbot, tmp_path):
     assert len(e.errors) == 1 and "missing.urdf" in e.errors[0][1]
     assert page.robot.source == "panda"
     e.close(page)
+
+
+def test_drop_mjcf_and_open_xacro_with_arguments(env, qtbot, monkeypatch):
+    from PySide6.QtCore import QMimeData, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    from engine.robots import RobotModel
+
+    robots = Path(__file__).parents[1] / "engine" / "robots"
+    page = env.page()
+    mjcf = robots / "mjcf" / "arm.xml"
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(mjcf))])
+    drop = QDropEvent(QPoint(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+        page.dropEvent(drop)
+    assert drop.isAccepted() and page.robot.model.joint_names == ["j1", "j2", "j3", "j4"]
+    shown = {n for n, g in page.robot.geometry.links.items() if g.visual is not None}
+    assert {"base", "l1", "l2", "l3"} <= shown                  # box, capsule, cylinder, sphere geoms
+    # a xacro file: the open dialog's arguments field (name:=value pairs)
+    asked = []
+
+    def get_text(parent, title, label, text=""):
+        asked.append(label)
+        return "links:=3 tool:=true", True
+    monkeypatch.setattr("app.workspaces.robot.page.QInputDialog.getText", get_text)
+    xacro = robots / "xacro_arm" / "arm.urdf.xacro"
+    with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+        assert page.open_file(str(xacro))
+    assert asked and "arm.urdf.xacro" in asked[0]
+    ref = RobotModel.from_file(xacro, xacro_args={"links": "3", "tool": "true"})
+    assert page.robot.model.joint_names == ref.joint_names and "tool" in page.robot.model.link_names
+    assert page.session_state()["xacro_args"] == {"links": "3", "tool": "true"}
+    assert env.settings.value("robot/xacro_args") == "links:=3 tool:=true"
+    assert not env.errors
+    env.close(page)

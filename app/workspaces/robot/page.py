@@ -23,7 +23,9 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QHBoxLayout,
+    QInputDialog,
     QLabel,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -41,6 +43,7 @@ from app.workspaces.robot.motion_panel import MotionPanel
 from app.workspaces.robot.robot_jobs import LoadedRobot, dynamics_readouts, ik_job, load_robot_job, simulate_job
 from app.workspaces.robot.state import RobotState, describe_ik
 from app.workspaces.robot.targets_panel import TargetsPanel
+from engine.robots.files import ROBOT_FILE_SUFFIXES, parse_xacro_args
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,7 @@ DEFAULT_ROBOT = "panda"
 RECENT_KEY = "robot/recent"
 LAST_KEY = "robot/last"
 UNITS_KEY = "robot/angle_units"
+XACRO_ARGS_KEY = "robot/xacro_args"
 MAX_RECENT = 8
 ANIMATION_MS = 450
 READOUT_INTERVAL_MS = 60
@@ -113,7 +117,8 @@ class RobotPage(QWidget):
         self.picker.setToolTip("Robots of the library (shipped, installed packages) and recent files")
         self.picker.activated.connect(self._on_picked)
         bar.addWidget(self.picker)
-        self.open_button = QPushButton("Open URDF…")
+        self.open_button = QPushButton("Open robot…")
+        self.open_button.setToolTip("Open a URDF, xacro (.xacro, .urdf.xacro) or MuJoCo MJCF (.xml) file")
         self.open_button.clicked.connect(self._open_dialog)
         bar.addWidget(self.open_button)
         self.progress = QProgressBar()
@@ -243,7 +248,7 @@ class RobotPage(QWidget):
 
     def _remember(self, loaded: LoadedRobot) -> None:
         self.ctx.settings.setValue(LAST_KEY, loaded.source)
-        if Path(loaded.source).suffix.lower() in (".urdf", ".xml"):
+        if Path(loaded.source).name.lower().endswith(ROBOT_FILE_SUFFIXES):
             path = str(Path(loaded.path).resolve())
             recent = [path] + [p for p in self._recent() if p != path]
             self.ctx.settings.setValue(RECENT_KEY, recent[:MAX_RECENT])
@@ -260,8 +265,8 @@ class RobotPage(QWidget):
         if data:
             self.load_robot(str(data))
 
-    def load_robot(self, name_or_path: str):
-        """Load a library robot or a URDF file as a job; returns its JobHandle.
+    def load_robot(self, name_or_path: str, xacro_args: dict | None = None):
+        """Load a library robot or a URDF, xacro or MJCF file as a job; returns its JobHandle.
 
         On failure the error is shown (ctx.show_error, quoting the engine) and the robot
         already shown stays.
@@ -274,7 +279,8 @@ class RobotPage(QWidget):
         if idx >= 0:
             self.picker.setCurrentIndex(idx)
         self._status(f"Loading {name_or_path}…")
-        handle = self.ctx.jobs.submit(load_robot_job(name_or_path), name=f"load robot {name_or_path}",
+        handle = self.ctx.jobs.submit(load_robot_job(name_or_path, xacro_args=xacro_args),
+                                      name=f"load robot {name_or_path}",
                                       on_result=self._on_loaded,
                                       on_error=lambda msg, tb, src=name_or_path: self._on_load_failed(src, msg),
                                       on_progress=self._on_load_progress)
@@ -515,16 +521,40 @@ class RobotPage(QWidget):
 
     # ================================================================== files
     def file_filters(self) -> list[str]:
-        return ["URDF (*.urdf *.URDF *.xml)"]
+        return ["Robot files (*.urdf *.xacro *.xml *.mjcf *.URDF)", "URDF (*.urdf *.URDF)",
+                "xacro (*.xacro)", "MuJoCo MJCF (*.xml *.mjcf)"]
 
-    def open_file(self, path: str) -> bool:
-        if Path(path).suffix.lower() not in (".urdf", ".xml"):
+    def open_file(self, path: str, xacro_args: dict | None = None) -> bool:
+        """Open a robot file; a xacro file without ``xacro_args`` asks for its arguments."""
+        if not Path(path).name.lower().endswith(ROBOT_FILE_SUFFIXES):
             return False
-        self.load_robot(str(path))
+        if Path(path).name.lower().endswith(".xacro") and xacro_args is None:
+            xacro_args = self._ask_xacro_args(path)
+            if xacro_args is None:
+                return True          # the user cancelled: nothing to load, the file was ours
+        self.load_robot(str(path), xacro_args=xacro_args or None)
         return True
 
+    def _ask_xacro_args(self, path: str) -> dict | None:
+        """The open dialog's small arguments field: ``name:=value`` pairs, separated by spaces."""
+        last = str(self.ctx.settings.value(XACRO_ARGS_KEY, ""))
+        while True:
+            text, ok = QInputDialog.getText(self, "xacro arguments", f"{Path(path).name}: arguments "
+                                            "(name:=value, separated by spaces; empty for the defaults)",
+                                            text=last)
+            if not ok:
+                return None
+            try:
+                args = parse_xacro_args(text.split())
+            except ValueError as exc:
+                QMessageBox.warning(self, "xacro arguments", str(exc))
+                last = text
+                continue
+            self.ctx.settings.setValue(XACRO_ARGS_KEY, text)
+            return args
+
     def _open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open URDF", "", ";;".join(self.file_filters()))
+        path, _ = QFileDialog.getOpenFileName(self, "Open robot", "", ";;".join(self.file_filters()))
         if path:
             self.open_file(path)
 
@@ -539,7 +569,7 @@ class RobotPage(QWidget):
 
     def dragEnterEvent(self, event):
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-        if any(Path(u.toLocalFile()).suffix.lower() in (".urdf", ".xml") for u in urls):
+        if any(Path(u.toLocalFile()).name.lower().endswith(ROBOT_FILE_SUFFIXES) for u in urls):
             event.acceptProposedAction()
         else:
             event.ignore()
@@ -587,7 +617,7 @@ class RobotPage(QWidget):
             for q in kf.get("poses", []):
                 self.motion.add_keyframe(q)
         self.robot_loaded.connect(apply)
-        self.load_robot(source)
+        self.load_robot(source, xacro_args=state.get("xacro_args") or None)
 
     def shutdown(self) -> None:
         self.ctx.settings.setValue(UNITS_KEY, self.joints.units)

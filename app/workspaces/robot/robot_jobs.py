@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from app.viewer.geometry import GeometryOptions, RobotGeometry, load_robot_geometry
+from app.viewer.geometry import GeometryOptions, RobotGeometry, description_geometry, load_robot_geometry
 from engine.robots.simulate import (
     Readouts,
     SimulationOptions,
@@ -53,13 +53,14 @@ class LoadedRobot:
     """A robot ready to show: the engine model, its geometry and where it came from."""
 
     source: str                  # what the user asked for (library name or path)
-    path: str                    # the URDF file
+    path: str                    # the robot file (URDF, xacro or MJCF)
     model: object                # engine.robots.RobotModel
     geometry: RobotGeometry
     joint_axes: dict             # child link -> (3,) axis in the child frame
     coms: dict                   # link -> (3,) centre of mass in the link frame (m)
     damping: np.ndarray          # (dof,) URDF joint damping (N m s/rad or N s/m)
     notes: list = field(default_factory=list)   # what the viewer accepted leniently, for the user
+    xacro_args: dict = field(default_factory=dict)   # the arguments a xacro file was expanded with
 
     @property
     def name(self) -> str:
@@ -75,20 +76,24 @@ def slider_limits(model) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _load_model(RobotModel, path: Path):
-    """The engine model of a URDF, strictly validated; a viewer is lenient in two ways the
-    engine offers: physically inconsistent inertials (strict=False) and mimic joints
-    (mimic='independent') are accepted with a note. Every other URDFError propagates."""
+def _load_model(path: Path, xacro_args=None):
+    """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader;
+    a viewer is lenient in two ways the engine offers: physically inconsistent inertials
+    (strict=False) and mimic joints (mimic='independent') are accepted with a note. Every
+    other error propagates."""
+    from engine.robots import RobotModel
     from engine.robots.urdf import URDFError
 
-    kwargs = {"strict": True, "mimic": "error"}
+    kwargs = {"mimic": "error"}
+    if xacro_args:
+        kwargs["xacro_args"] = dict(xacro_args)
     notes: list[str] = []
     for _ in range(3):
         try:
-            return RobotModel.from_urdf(str(path), dtype=torch.float64, **kwargs), notes
+            return RobotModel.from_file(str(path), dtype=torch.float64, **kwargs), notes
         except URDFError as exc:
             text = str(exc)
-            if "strict=False" in text and kwargs["strict"]:
+            if "strict=False" in text and "strict" not in kwargs:
                 kwargs["strict"] = False
                 notes.append("physically inconsistent inertials accepted as given (details in the log)")
             elif "mimic='independent'" in text and kwargs["mimic"] == "error":
@@ -96,7 +101,7 @@ def _load_model(RobotModel, path: Path):
                 notes.append("mimic joints are shown as independent joints")
             else:
                 raise
-    return RobotModel.from_urdf(str(path), dtype=torch.float64, **kwargs), notes
+    return RobotModel.from_file(str(path), dtype=torch.float64, **kwargs), notes
 
 
 def _warm_up_ik(model) -> None:
@@ -114,29 +119,34 @@ def _warm_up_ik(model) -> None:
         log.debug("IK warm-up skipped: %s", exc)
 
 
-def load_robot_job(source: str, geometry_options: GeometryOptions | None = None):
-    """A job (``job(ctx) -> LoadedRobot``) that resolves, validates and loads a robot.
+def load_robot_job(source: str, geometry_options: GeometryOptions | None = None, xacro_args=None):
+    """A job (``job(ctx) -> LoadedRobot``) that resolves, validates and loads a robot (a library
+    name, or a URDF, xacro or MJCF file; ``xacro_args``: {name: value} for a xacro file).
 
-    The engine parses and validates the URDF first, so a bad file fails with the engine's
-    URDFError (which names the file, the element and the line) before any mesh is read.
+    The engine parses and validates the file first, so a bad file fails with the engine's
+    error (which names the file, the element and the line) before any mesh is read.
     """
 
     def job(ctx) -> LoadedRobot:
-        from engine.robots import RobotModel
+        from engine.robots.files import file_format
         from engine.robots.library import resolve_robot
 
         ctx.progress(0.0, f"resolving {source}")
         path = Path(resolve_robot(source))
         ctx.check_cancelled()
         ctx.progress(0.05, f"parsing {path.name}")
-        model, notes = _load_model(RobotModel, path)
+        model, notes = _load_model(path, xacro_args)
         ctx.check_cancelled()
 
         def progress(fraction, message):
             ctx.progress(0.1 + 0.85 * fraction, message)
 
-        geometry = load_robot_geometry(path, geometry_options, progress=progress,
-                                       check_cancelled=ctx.check_cancelled)
+        if file_format(path) == "urdf":
+            geometry = load_robot_geometry(path, geometry_options, progress=progress,
+                                           check_cancelled=ctx.check_cancelled)
+        else:   # xacro, MJCF: the engine's description holds the visuals
+            geometry = description_geometry(model.description, geometry_options, progress=progress,
+                                            check_cancelled=ctx.check_cancelled)
         desc = model.description
         axes = {j.child: np.asarray(j.axis, dtype=float) for j in desc.joints
                 if j.type in ("revolute", "continuous", "prismatic")}
@@ -146,7 +156,7 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None)
         damping = np.array([float(getattr(by_name.get(n), "damping", 0.0) or 0.0) for n in model.joint_names])
         _warm_up_ik(model)
         ctx.progress(1.0, f"loaded {model.name}: {model.dof} joints, {geometry.triangles} triangles")
-        return LoadedRobot(source, str(path), model, geometry, axes, coms, damping, notes)
+        return LoadedRobot(source, str(path), model, geometry, axes, coms, damping, notes, dict(xacro_args or {}))
 
     return job
 

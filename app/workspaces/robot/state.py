@@ -318,6 +318,7 @@ class RobotState:
     def session_state(self) -> dict:
         return {
             "robot": self.robot.source if self.robot else None,
+            "xacro_args": dict(self.robot.xacro_args) if self.robot else {},
             "q": self.q.tolist() if self.robot else None,
             "targets": [{"link": t.link, "pose": t.pose.tolist(), "position_only": t.position_only}
                         for t in self.targets],

@@ -53,7 +53,7 @@ def test_unknown_robot_names_close_matches():
         resolve_robot("pandaa")
     assert isinstance(err.value, ValueError)
     assert "'pandaa'" in str(err.value) and "panda" in str(err.value).split("did you mean")[1]
-    with pytest.raises(RobotNotFoundError, match="no such URDF file"):
+    with pytest.raises(RobotNotFoundError, match="no such robot file"):
         resolve_robot("/nowhere/robot.urdf")
     with pytest.raises(RobotNotFoundError):
         resolve_robot("")

@@ -1,0 +1,242 @@
+"""MuJoCo MJCF files -> :class:`RobotDescription`, read from MuJoCo's compiled model.
+
+MuJoCo compiles the file (defaults, ``<include>``, ``fromto``, angles in degrees, inertias from
+geoms, ...), so what we read is what MuJoCo simulates:
+
+- bodies -> links, with mass, centre of mass and the principal inertia frame (``body_ipos``,
+  ``body_iquat``, ``body_inertia``) as the URDF ``<inertial>``;
+- hinge joints -> revolute (limited) or continuous, slide joints -> prismatic, with range,
+  damping, frictionloss and armature (``Joint.armature``); a body without joints is welded to
+  its parent (a fixed joint); a body with several joints, or a hinge anchored away from the
+  body origin, becomes a chain through massless frames named ``<body>__<joint>`` (URDF joints
+  turn about their frame's origin), so every link named after a body has MuJoCo's body frame;
+- a free joint on a child of the world body -> ``floating_base=True`` (the world's own geoms,
+  such as a floor, are dropped then); a free joint deeper in the tree, ball joints and several
+  floating bodies are refused with a message naming them;
+- geoms -> visuals (box, sphere, capsule, cylinder, mesh files with their scale; planes,
+  height fields and ellipsoids are left to the viewer's ground grid or skipped).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from engine.robots.description import (
+    Geometry,
+    Inertial,
+    Joint,
+    Limit,
+    Link,
+    Origin,
+    RobotDescription,
+    Visual,
+    massless_moving_subtrees,
+)
+from engine.robots.urdf import URDFError
+
+__all__ = ["MJCFError", "load_mjcf"]
+
+log = logging.getLogger(__name__)
+
+
+class MJCFError(URDFError):
+    """A MuJoCo file that cannot be loaded (a ValueError naming the file and the element)."""
+
+
+def _quat_matrix(wxyz) -> np.ndarray:
+    w, x, y, z = (float(v) for v in wxyz)
+    return Rotation.from_quat([x, y, z, w]).as_matrix()
+
+
+def _T(pos, R) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = np.asarray(pos, dtype=float)
+    return T
+
+
+def _trans(p) -> np.ndarray:
+    return _T(p, np.eye(3))
+
+
+def _rpy(R: np.ndarray) -> tuple[float, float, float]:
+    """URDF roll-pitch-yaw of a rotation (R = Rz(y) Ry(p) Rx(r)); at gimbal lock, roll = 0."""
+    pitch = math.asin(max(-1.0, min(1.0, -float(R[2, 0]))))
+    if math.cos(pitch) > 1e-9:
+        return math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0])
+    return 0.0, pitch, math.atan2(-R[0, 1], R[1, 1])
+
+
+def _origin(T: np.ndarray) -> Origin:
+    return Origin(xyz=tuple(float(v) for v in T[:3, 3]), rpy=tuple(float(v) for v in _rpy(T[:3, :3])))
+
+
+def _name(m, kind: str, i: int, fallback: str) -> str:
+    import mujoco
+
+    obj = {"body": mujoco.mjtObj.mjOBJ_BODY, "joint": mujoco.mjtObj.mjOBJ_JOINT,
+           "geom": mujoco.mjtObj.mjOBJ_GEOM}[kind]
+    name = mujoco.mj_id2name(m, obj, i)
+    return name if name else fallback
+
+
+def _geom_visual(m, g: int, shift: np.ndarray, model_dir: Path) -> Visual | None:
+    import mujoco
+
+    t = int(m.geom_type[g])
+    size = m.geom_size[g]
+    G = mujoco.mjtGeom
+    T = shift @ _T(m.geom_pos[g], _quat_matrix(m.geom_quat[g]))
+    if t == G.mjGEOM_BOX:
+        geom = Geometry("box", size=tuple(float(2 * s) for s in size))
+    elif t == G.mjGEOM_SPHERE:
+        geom = Geometry("sphere", radius=float(size[0]))
+    elif t == G.mjGEOM_CAPSULE:
+        geom = Geometry("capsule", radius=float(size[0]), length=float(2 * size[1]))
+    elif t == G.mjGEOM_CYLINDER:
+        geom = Geometry("cylinder", radius=float(size[0]), length=float(2 * size[1]))
+    elif t == G.mjGEOM_MESH:
+        mesh = int(m.geom_dataid[g])
+        adr = int(m.mesh_pathadr[mesh])
+        if adr < 0:
+            log.warning("MJCF geom %d: mesh %d has no file; skipped in the view", g, mesh)
+            return None
+        rel = bytes(m.paths[adr:]).split(b"\0", 1)[0].decode()
+        path = Path(rel) if Path(rel).is_absolute() else (model_dir / rel)
+        # MuJoCo re-centres a mesh on its inertial frame: compiled = R^T (scale * file - p)
+        T = T @ np.linalg.inv(_T(m.mesh_pos[mesh], _quat_matrix(m.mesh_quat[mesh])))
+        geom = Geometry("mesh", filename=rel, path=str(path.resolve()) if path.is_file() else None,
+                        scale=tuple(float(s) for s in m.mesh_scale[mesh]))
+    else:
+        return None
+    mat = int(m.geom_matid[g])
+    rgba = m.mat_rgba[mat] if mat >= 0 else m.geom_rgba[g]
+    return Visual(name=_name(m, "geom", g, None), origin=_origin(T), geometry=geom,
+                  rgba=tuple(float(v) for v in rgba))
+
+
+def load_mjcf(path: str | Path) -> RobotDescription:
+    """Compile an MJCF file with MuJoCo and describe the result (see the module docstring)."""
+    path = Path(path)
+    try:
+        import mujoco
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise MJCFError("reading MJCF files needs the 'mujoco' package: pip install mujoco", file=str(path)) from None
+    if not path.is_file():
+        raise MJCFError("no such MJCF file", file=str(path))
+    try:
+        m = mujoco.MjModel.from_xml_path(str(path))
+    except Exception as exc:  # mujoco raises ValueError with the compiler's message
+        raise MJCFError(f"MuJoCo could not compile the file: {exc}", file=str(path)) from None
+    return describe_mujoco_model(m, path)
+
+
+def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
+    """The :class:`RobotDescription` of a compiled ``mujoco.MjModel`` (``path``: for messages)."""
+    import mujoco
+
+    path = Path(path)
+    J = mujoco.mjtJoint
+    model_dir = path.resolve().parent
+    names = [_name(m, "body", b, f"body{b}") for b in range(m.nbody)]
+    if len(set(names)) != len(names):
+        raise MJCFError("two bodies share a name", file=str(path))
+
+    def err(message, element=None):
+        return MJCFError(message, file=str(path), element=element)
+
+    free = [b for b in range(1, m.nbody)
+            if any(m.jnt_type[j] == J.mjJNT_FREE for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))]
+    for b in free:
+        if m.body_parentid[b] != 0:
+            raise err("a free joint is only supported on a child of the world body (the floating base)",
+                      f"<body name={names[b]!r}>")
+    if len(free) > 1:
+        raise err(f"{len(free)} bodies have free joints ({', '.join(names[b] for b in free)}); one robot "
+                  "with one floating base is supported", "<worldbody>")
+    for j in range(m.njnt):
+        if m.jnt_type[j] == J.mjJNT_BALL:
+            jn = _name(m, "joint", j, f"joint{j}")
+            raise err(f"ball joint {jn!r} in body {names[m.jnt_bodyid[j]]!r} is not supported (3-DoF spherical "
+                      "joints have no counterpart here); replace it by three hinges", f"<joint name={jn!r}>")
+    floating = bool(free)
+    root_body = free[0] if floating else 0
+    if floating:
+        dropped = [names[b] for b in range(1, m.nbody) if m.body_rootid[b] != root_body]
+        if dropped:
+            log.warning("%s: bodies not attached to the floating base are left out: %s", path, ", ".join(dropped))
+        if m.body_geomnum[0]:
+            log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
+
+    links, joints = [], []
+    for b in range(m.nbody):
+        if floating and b != root_body and m.body_rootid[b] != root_body:
+            continue
+        body_joints = [j for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
+                       if m.jnt_type[j] != J.mjJNT_FREE]
+        shift = np.eye(4)
+        inertial = None
+        if m.body_mass[b] > 0 or np.any(m.body_inertia[b]):
+            Ti = shift @ _T(m.body_ipos[b], _quat_matrix(m.body_iquat[b]))
+            I = m.body_inertia[b]
+            inertial = Inertial(mass=float(m.body_mass[b]), origin=_origin(Ti),
+                                inertia=(float(I[0]), 0.0, 0.0, float(I[1]), 0.0, float(I[2])))
+        visuals = []
+        if not (floating and b == 0):
+            for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]):
+                v = _geom_visual(m, g, shift, model_dir)
+                if v is not None:
+                    visuals.append(v)
+        links.append(Link(name=names[b], inertial=inertial, visuals=tuple(visuals)))
+        if b == 0 or b == root_body:
+            continue
+        parent = int(m.body_parentid[b])
+        T_pb = _T(m.body_pos[b], _quat_matrix(m.body_quat[b]))
+        if not body_joints:
+            joints.append(Joint(name=f"{names[b]}__weld", type="fixed", parent=names[parent], child=names[b],
+                                origin=_origin(T_pb)))
+            continue
+        prev_link, prev_anchor, T_prev = names[parent], None, T_pb
+        for k, j in enumerate(body_joints):
+            jname = _name(m, "joint", j, f"{names[b]}__joint{k}")
+            hinge = m.jnt_type[j] == J.mjJNT_HINGE
+            p = np.asarray(m.jnt_pos[j], float) if hinge else np.zeros(3)
+            origin = (T_prev if prev_anchor is None else _trans(-prev_anchor)) @ _trans(p)
+            last = k == len(body_joints) - 1
+            child = names[b] if last and not np.any(p) else f"{names[b]}__{jname}"
+            if child != names[b]:
+                links.append(Link(name=child))
+            limited = bool(m.jnt_limited[j])
+            lo, hi = (float(m.jnt_range[j][0]), float(m.jnt_range[j][1])) if limited else (-math.inf, math.inf)
+            dof = int(m.jnt_dofadr[j])
+            jtype = ("revolute" if limited else "continuous") if hinge else "prismatic"
+            axis = np.asarray(m.jnt_axis[j], float)
+            joints.append(Joint(name=jname, type=jtype, parent=prev_link, child=child, origin=_origin(origin),
+                                axis=tuple(float(a) for a in axis / np.linalg.norm(axis)),
+                                limit=Limit(lower=lo, upper=hi), damping=float(m.dof_damping[dof]),
+                                friction=float(m.dof_frictionloss[dof]), armature=float(m.dof_armature[dof])))
+            prev_link, prev_anchor = child, p
+            if last and child != names[b]:        # back from the hinge's anchor to the body frame
+                joints.append(Joint(name=f"{names[b]}__frame", type="fixed", parent=child, child=names[b],
+                                    origin=_origin(_trans(-p))))
+    if floating:
+        links = [l for l in links if l.name != names[0]]
+    desc = RobotDescription(name=_model_name(m, path), links=tuple(links), joints=tuple(joints),
+                            root=names[root_body], source=str(path), floating_base=floating)
+    bad = massless_moving_subtrees(desc)
+    if bad:
+        joint, moved = bad[0]
+        raise err(f"joint {joint!r} moves bodies {', '.join(map(repr, moved[:6]))} that have no mass and no "
+                  f"inertia", f"<joint name={joint!r}>")
+    return desc
+
+
+def _model_name(m, path: Path) -> str:
+    """The ``<mujoco model="...">`` name (the first string of MuJoCo's name buffer), else the file's stem."""
+    name = bytes(m.names).split(b"\0", 1)[0].decode(errors="replace")
+    return name or path.stem
