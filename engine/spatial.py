@@ -22,6 +22,7 @@ __all__ = [
     "se3_exp",
     "se3_log",
     "rotation_about_axis",
+    "rotation_error_vector",
     "rpy_to_rotation",
     "skew",
     "spatial_inertia",
@@ -192,3 +193,27 @@ def se3_log(quat: torch.Tensor, p: torch.Tensor):
     wp = torch.linalg.cross(w, p, dim=-1)
     v = p - 0.5 * wp + c[..., None] * torch.linalg.cross(w, wp, dim=-1)
     return v, w
+
+
+def rotation_error_vector(R: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotation vector ``log(R)`` (..., 3) and angle (...,) of rotation matrices (..., 3, 3).
+
+    Stable at 0 and at pi (there the axis comes from the largest column of ``R + I``).
+    """
+    w = 0.5 * torch.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
+                           R[..., 1, 0] - R[..., 0, 1]], dim=-1)          # sin(theta) axis
+    cos = 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0)
+    sin = torch.linalg.vector_norm(w, dim=-1)
+    theta = torch.atan2(sin, cos)
+    small = sin < 1e-7
+    scale = torch.where(small, torch.ones_like(sin), theta / torch.where(small, torch.ones_like(sin), sin))
+    vec = w * scale[..., None]
+    near_pi = small & (cos < 0)
+    if bool(near_pi.any()):
+        B = R + torch.eye(3, dtype=R.dtype, device=R.device)
+        col_norm = torch.linalg.vector_norm(B, dim=-2)                       # (..., 3)
+        k = col_norm.argmax(dim=-1)
+        col = torch.gather(B, -1, k[..., None, None].expand(*k.shape, 3, 1)).squeeze(-1)
+        axis = col / torch.linalg.vector_norm(col, dim=-1, keepdim=True).clamp_min(1e-300)
+        vec = torch.where(near_pi[..., None], axis * theta[..., None], vec)
+    return vec, theta

@@ -280,17 +280,21 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
 
         kinds: per input "q" (a configuration, ``nq``) or "v" (a velocity, acceleration or
         force, ``nv``); default all "q"."""
-        ts = [torch.as_tensor(x, dtype=self.dtype, device=self.device) for x in xs]
+        dtype, device = self.dtype, self.device
+        ts = [x if isinstance(x, torch.Tensor) and x.dtype == dtype and x.device == device
+              else torch.as_tensor(x, dtype=dtype, device=device) for x in xs]
+        nq, nv = self.nq, self.nv
         for t, k in zip(ts, kinds or "q" * len(ts)):
-            size = self.nq if k == "q" else self.nv
+            size = nq if k == "q" else nv
             if t.shape[-1:] != (size,):
-                what = "configurations" if k == "q" and self.nq != self.nv else "joint vectors"
+                what = "configurations" if k == "q" and nq != nv else "joint vectors"
                 raise ValueError(f"expected {what} of shape (..., {size}), got {tuple(t.shape)}")
-        if len(ts) > 1:
+        shape = ts[0].shape[:-1]
+        if len(ts) > 1 and any(t.shape[:-1] != shape for t in ts[1:]):
             shape = torch.broadcast_shapes(*(t.shape[:-1] for t in ts))
             ts = [t.expand(shape + t.shape[-1:]) for t in ts]
-        shape = ts[0].shape[:-1]
-        return shape, [t.reshape(math.prod(shape), t.shape[-1]) for t in ts]
+        B = math.prod(shape)
+        return shape, [t.reshape(B, t.shape[-1]) for t in ts]
 
     def _to_internal(self, x):
         """(B, n) user order -> (n, B) internal (body-major) order."""

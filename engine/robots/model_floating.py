@@ -165,19 +165,35 @@ class GeneralCoordinates:
     def _g_jacobian(self, q, l: int, point):
         """Flat ``q`` -> ``(B, 6, nv)``: rows linear, angular (world); base columns first."""
         T = self._g_body_poses(q)
+        z = kin.apply_to_bodies(T[1:], self._axis4)[..., :3, 0]
+        return self._jacobian_from_poses(T, z, l, point)[1]
+
+    def _jacobian_from_poses(self, T, z, l: int, point=None):
+        """Body poses ``T (n + 1, B, 4, 4)`` (world), joint axes ``z (n, B, 3)`` -> (link pose
+        ``(B, 4, 4)``, Jacobian ``(B, 6, nv)`` of its origin or of ``point (B, 3)`` in its frame)."""
         Tl = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
         p = Tl[:, :3, 3]
         if point is not None:
             p = p + torch.matmul(Tl[:, :3, :3], point.unsqueeze(-1)).squeeze(-1)
-        z = kin.apply_to_bodies(T[1:], self._axis4)[..., :3, 0]
         J = kin.point_jacobian(z, T[1:, :, :3, 3], self._link_rev_mask[l], self._link_pri_mask[l], p)
         J = self._project(self._to_user(J).permute(1, 2, 0))
         if not self.floating:
-            return J
+            return Tl, J
         R0, p0 = T[0, :, :3, :3], T[0, :, :3, 3]
         Jb = torch.cat([torch.cat([R0, -torch.matmul(skew(p - p0), R0)], -1),
                         torch.cat([torch.zeros_like(R0), R0], -1)], -2)
-        return torch.cat([Jb, J], dim=-1)
+        return Tl, torch.cat([Jb, J], dim=-1)
+
+    def frame_jacobians(self, q, links):
+        """World poses ``(..., T, 4, 4)`` and Jacobians ``(..., T, 6, nv)`` (rows linear, angular;
+        world frame; at each link's origin) of several links from one kinematics pass."""
+        shape, (q,) = self._flat(q)
+        T = self._g_body_poses(q)
+        z = kin.apply_to_bodies(T[1:], self._axis4)[..., :3, 0]
+        out = [self._jacobian_from_poses(T, z, self._link_idx(link)) for link in links]
+        poses = torch.stack([o[0] for o in out], dim=1)
+        J = torch.stack([o[1] for o in out], dim=1)
+        return poses.reshape(shape + poses.shape[1:]), J.reshape(shape + J.shape[1:])
 
     # ------------------------------------------------------------------ dynamics
     def _g_rnea(self, q, v, a, gravity):

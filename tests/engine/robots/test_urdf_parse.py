@@ -52,7 +52,10 @@ def test_example_robot_data_panda_and_mimic():
     coupled = RobotModel.from_urdf(path)  # the default: the second finger follows the first
     assert coupled.nv == 8 and "panda_finger_joint2" not in coupled.joint_names
     model = RobotModel.from_urdf(path, mimic="independent")
-    assert model.dof == 9
+    assert model.dof == 9 and model.mimic_joint_names == []
+    coupled = RobotModel.from_urdf(path)                # the default: the second finger follows the first
+    assert coupled.dof == 8 and coupled.mimic_joint_names == ["panda_finger_joint2"]
+    assert load_urdf(path).joint("panda_finger_joint2").mimic.joint == "panda_finger_joint1"
     desc = model.description
     mesh = desc.link("panda_link3").visuals[0].geometry
     assert mesh.kind == "mesh" and mesh.path is not None and mesh.path.endswith("link3.dae")
