@@ -72,7 +72,7 @@ class ExampleSettings:
 
     log: str = EXAMPLE_LOG
     models: tuple[str, ...] = EXAMPLE_MODELS
-    epochs: int = 60
+    epochs: int = 40
     steps: int = 16
     horizon: int = 40
 
