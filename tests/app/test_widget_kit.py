@@ -123,3 +123,30 @@ def test_side_panel_scrolls_vertically_only_and_is_as_wide_as_its_content(qtbot)
     assert panel.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
     assert panel.verticalScrollBar().maximum() > 0
     assert content.width() >= 220 and content.width() <= panel.viewport().width()
+
+
+def test_splitter_sizes_are_remembered_and_panels_collapse(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QSplitter
+
+    from app.widgets.layout import remember_splitter
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+
+    def make():
+        splitter = QSplitter()
+        for _ in range(2):
+            splitter.addWidget(QLabel("panel"))
+        qtbot.addWidget(splitter)
+        splitter.resize(600, 200)
+        splitter.show()
+        qtbot.waitExposed(splitter)
+        remember_splitter(splitter, settings, "test/splitter", default=[300, 300])
+        return splitter
+
+    first = make()
+    assert first.isCollapsible(0) and first.isCollapsible(1)
+    first.setSizes([0, 600])                          # the side panel collapsed
+    first.splitterMoved.emit(0, 1)
+    second = make()
+    assert second.sizes()[0] == 0 and second.sizes()[1] > 500
