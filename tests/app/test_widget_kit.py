@@ -150,3 +150,18 @@ def test_splitter_sizes_are_remembered_and_panels_collapse(qtbot, tmp_path):
     first.splitterMoved.emit(0, 1)
     second = make()
     assert second.sizes()[0] == 0 and second.sizes()[1] > 500
+
+
+def test_numbers_stay_readable_under_the_app_style_sheet(qtbot):
+    """The style sheet once squeezed a spin box's text field to 1 px (the numbers vanished)."""
+    from engine.paths import resource
+
+    form = DataclassForm(Task(), specs={"q0": FieldSpec("q0", -3.2, 3.2), "period": FieldSpec("T", 0.2, 20)})
+    form.setStyleSheet(resource("style.qss").read_text(encoding="utf-8"))
+    qtbot.addWidget(form)
+    form.resize(360, 120)
+    form.show()
+    qtbot.waitExposed(form)
+    for editor in [form.editor("period"), *form.editor("q0").parts]:
+        assert editor.lineEdit().width() > editor.width() // 2
+        assert editor.lineEdit().text() in ("2.5", "-0.6", "-0.2")
