@@ -32,6 +32,7 @@ class EmptyState(QWidget):
         title = QLabel("Compare learned dynamics models")
         title.setObjectName("placeholderTitle")
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        title.setWordWrap(True)
         layout.addWidget(title)
         for text in STEPS:
             label = QLabel(text)
