@@ -165,3 +165,28 @@ def test_numbers_stay_readable_under_the_app_style_sheet(qtbot):
     for editor in [form.editor("period"), *form.editor("q0").parts]:
         assert editor.lineEdit().width() > editor.width() // 2
         assert editor.lineEdit().text() in ("2.5", "-0.6", "-0.2")
+
+
+def test_collapse_button_hides_and_restores_the_side_panel(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QSplitter
+
+    from app.widgets.layout import collapse_button, remember_splitter
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    splitter = QSplitter()
+    for _ in range(2):
+        splitter.addWidget(QLabel("panel"))
+    qtbot.addWidget(splitter)
+    splitter.resize(800, 200)
+    splitter.show()
+    qtbot.waitExposed(splitter)
+    remember_splitter(splitter, settings, "k", default=[300, 500])
+    button = collapse_button(splitter, 0)
+    before = splitter.sizes()[0]
+    assert before > 0 and "Hide" in button.toolTip()
+    button.click()
+    assert splitter.sizes()[0] == 0 and "Show" in button.toolTip()
+    assert settings.value("k").split(",")[0] == "0"            # remembered collapsed
+    button.click()
+    assert abs(splitter.sizes()[0] - before) <= 2

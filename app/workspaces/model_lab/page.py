@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.widgets.layout import SidePanel, remember_splitter
+from app.widgets.layout import SidePanel, collapse_button, remember_splitter
 from app.workspaces.model_lab import engine_bridge as eb
 from app.workspaces.model_lab.compare_panel import ComparePanel, rows_height
 from app.workspaces.model_lab.data_panel import DataSourcePanel
@@ -94,6 +94,8 @@ class ModelLabPage(QWidget):
         remember_splitter(split, settings, "model_lab/splitter")
         layout.addWidget(split)
         self.splitter = split
+        self.collapse_button = collapse_button(split, 0, "data and models")
+        self.right_tabs.setCornerWidget(self.collapse_button, Qt.Corner.TopLeftCorner)
 
         self.data_panel.dataset_ready.connect(self._on_dataset)
         self.runs_panel.run_finished.connect(lambda run: self._refresh_compare())
