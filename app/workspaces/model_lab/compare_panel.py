@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets.layout import SidePanel
 from app.widgets.plots import color, export_png_svg, make_plot, shade_region
 from app.workspaces.model_lab import engine_bridge as eb
 from app.workspaces.model_lab.state import SIZE_METRICS, ModelLabState
@@ -171,7 +172,9 @@ class ComparePanel(QWidget):
         grid_widget = QWidget()
         self.grid = QGridLayout(grid_widget)
         self.grid.setContentsMargins(0, 0, 0, 0)
-        pv.addWidget(grid_widget, 1)
+        # on a short screen the plots keep a readable height and scroll (vertically only)
+        self.plot_scroll = SidePanel(grid_widget, preferred_width=600)
+        pv.addWidget(self.plot_scroll, 1)
         self.plots = {
             "rollout": make_plot("Rollouts vs data", "t [s]", "q"),
             "phase": make_plot("Phase portrait", "q", "qd"),
