@@ -30,7 +30,6 @@ from typing import Any
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (
-    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -118,7 +117,6 @@ class _Checked:
         self.allowed = (lo, hi)
         self.problem: str | None = None
         self.setKeyboardTracking(False)
-        self.setButtonSymbols(QAbstractSpinBox.ButtonSymbols.NoButtons)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setMinimumWidth(56)
         self.valueChanged.connect(self._check)

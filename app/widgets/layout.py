@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QWidget
+from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QToolButton, QWidget
 
-__all__ = ["SidePanel", "remember_splitter"]
+__all__ = ["SidePanel", "collapse_button", "remember_splitter"]
 
 
 class SidePanel(QScrollArea):
@@ -61,3 +61,46 @@ def remember_splitter(splitter: QSplitter, settings, key: str, default: list[int
     if settings is not None:
         splitter.splitterMoved.connect(
             lambda *_: settings.setValue(key, ",".join(str(s) for s in splitter.sizes())))
+
+
+def collapse_button(splitter: QSplitter, index: int = 0, what: str = "settings") -> QToolButton:
+    """A small button that hides or shows pane ``index`` of ``splitter`` (its size comes back).
+
+    The splitter's ``splitterMoved`` is emitted after a toggle, so :func:`remember_splitter`
+    saves the collapsed state too."""
+    button = QToolButton()
+    button.setObjectName("collapseButton")
+    button.setAutoRaise(True)
+    button.setCheckable(True)
+    last = {"size": 0}
+
+    def refresh():
+        collapsed = splitter.sizes()[index] == 0
+        button.blockSignals(True)
+        button.setChecked(collapsed)
+        button.blockSignals(False)
+        left = index == 0
+        button.setText(("▶" if left else "◀") if collapsed else ("◀" if left else "▶"))
+        button.setToolTip(f"{'Show' if collapsed else 'Hide'} the {what} panel")
+
+    def toggle(collapse: bool):
+        sizes = splitter.sizes()
+        total = sum(sizes)
+        if collapse and sizes[index] > 0:
+            last["size"] = sizes[index]
+            other = (index + 1) % len(sizes)
+            sizes[other] += sizes[index]
+            sizes[index] = 0
+        elif not collapse and sizes[index] == 0:
+            want = last["size"] or splitter.widget(index).sizeHint().width()
+            other = (index + 1) % len(sizes)
+            sizes[index] = min(want, max(0, total - 200))
+            sizes[other] = max(0, sizes[other] - sizes[index])
+        splitter.setSizes(sizes)
+        splitter.splitterMoved.emit(splitter.handle(1).x() if splitter.count() > 1 else 0, 1)
+        refresh()
+
+    button.toggled.connect(toggle)
+    splitter.splitterMoved.connect(lambda *_: refresh())
+    refresh()
+    return button

@@ -17,14 +17,15 @@ __all__ = ["RunRow"]
 class RunRow(QWidget):
     """``[Run] [Cancel] [progress…]``. Signals: ``run_clicked``, ``cancel_clicked``.
 
-    ``run_text``/``cancel_text``: the buttons' text; ``progress``: add a progress bar (for
+    ``run_text``/``cancel_text``: the buttons' text (``run_text=None``: no run button, for jobs
+    started elsewhere); ``progress``: add a progress bar (for
     :class:`app.widgets.job_progress.PanelJob`); ``run_name``: the run button's object name.
     """
 
     run_clicked = Signal()
     cancel_clicked = Signal()
 
-    def __init__(self, run_text: str = "Run", cancel_text: str = "Cancel", *, progress: bool = False,
+    def __init__(self, run_text: str | None = "Run", cancel_text: str = "Cancel", *, progress: bool = False,
                  run_name: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self._running = False
@@ -40,6 +41,8 @@ class RunRow(QWidget):
         self.cancel_button.setEnabled(False)
         row.addWidget(self.run_button)
         row.addWidget(self.cancel_button)
+        if run_text is None:         # a job row started elsewhere (menus, dialogs): cancel and progress only
+            self.run_button.hide()
         self.progress: QProgressBar | None = None
         if progress:
             self.progress = QProgressBar()

@@ -11,7 +11,9 @@ and lists, in words, what does not fit:
   viewport (scrolled content is meant to extend past it);
 - a scroll area (a side panel) that scrolls sideways, or whose content is wider than it.
 
-Use: ``assert layout_problems(window, 1366, 768) == []``; ``SCREENS`` lists the sizes to check.
+Use: ``assert layout_problems(window, 1366, 768) == []`` (the whole window), or with
+``page=window.page("car")`` for one workspace; ``SCREENS`` lists the sizes to check. Show the
+window with the app's style (``app.main._make_application``): the style sheet changes sizes.
 """
 
 from __future__ import annotations
@@ -43,27 +45,44 @@ def _in_scroll_viewport(w: QWidget, top: QWidget) -> bool:
     return False
 
 
-def layout_problems(window: QWidget, width: int, height: int, tolerance: int = 1) -> list[str]:
-    """Everything that does not fit when ``window`` is shown at ``width`` x ``height``."""
+def layout_problems(window: QWidget, width: int, height: int, tolerance: int = 1,
+                    page: QWidget | None = None) -> list[str]:
+    """Everything that does not fit when ``window`` is shown at ``width`` x ``height``.
+
+    ``page``: check only this part of the window (a workspace page): its minimum size against
+    the room the window leaves it at that screen size, and the widgets inside it (another
+    workspace forcing the window wider is then that workspace's problem, not this one's)."""
     window.resize(width, height)
     settle()
     problems = []
-    hint = window.minimumSizeHint().expandedTo(window.minimumSize())
-    if hint.width() > width:
-        problems.append(f"the window needs at least {hint.width()} px of width, the screen has {width}")
-    if hint.height() > height:
-        problems.append(f"the window needs at least {hint.height()} px of height, the screen has {height}")
-    if window.width() > width + tolerance or window.height() > height + tolerance:
-        problems.append(f"the window is {window.width()} x {window.height()}, asked {width} x {height}")
-    outer = window.rect().adjusted(-tolerance, -tolerance, tolerance, tolerance)
-    for w in window.findChildren(QWidget):
+    if page is None:
+        hint = window.minimumSizeHint().expandedTo(window.minimumSize())
+        if hint.width() > width:
+            problems.append(f"the window needs at least {hint.width()} px of width, the screen has {width}")
+        if hint.height() > height:
+            problems.append(f"the window needs at least {hint.height()} px of height, the screen has {height}")
+        if window.width() > width + tolerance or window.height() > height + tolerance:
+            problems.append(f"the window is {window.width()} x {window.height()}, asked {width} x {height}")
+        top = window
+    else:
+        room_w = width - (window.width() - page.width())
+        room_h = height - (window.height() - page.height())
+        hint = page.minimumSizeHint().expandedTo(page.minimumSize())
+        if hint.width() > room_w:
+            problems.append(f"{_name(page)} needs at least {hint.width()} px of width, the window leaves it {room_w}")
+        if hint.height() > room_h:
+            problems.append(f"{_name(page)} needs at least {hint.height()} px of height, the window leaves it "
+                            f"{room_h}")
+        top = page
+    outer = top.rect().adjusted(-tolerance, -tolerance, tolerance, tolerance)
+    for w in top.findChildren(QWidget):
         if w.isWindow() or not w.isVisible() or w.width() <= 0 or w.height() <= 0:
             continue
-        if _in_scroll_viewport(w, window):
+        if _in_scroll_viewport(w, top):
             continue
-        r = QRect(w.mapTo(window, QPoint(0, 0)), w.size())
+        r = QRect(w.mapTo(top, QPoint(0, 0)), w.size())
         if not outer.contains(r):
-            problems.append(f"{_name(w)} at {r.getRect()} lies outside the window {window.rect().getRect()}")
+            problems.append(f"{_name(w)} at {r.getRect()} lies outside {_name(top)} {top.rect().getRect()}")
             continue
         parent = w.parentWidget()
         if parent is not None and not parent.isWindow():

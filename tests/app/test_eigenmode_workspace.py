@@ -106,3 +106,18 @@ def test_drag_click_learn_animate_and_stabilise(page, qtbot, tmp_path):
     assert len(files) == 1 and (tmp_path / "traj.csv").read_text().startswith("t,q1")
     page.export_png_to(str(tmp_path / "page.png"))
     assert (tmp_path / "page.png").stat().st_size > 1000
+
+
+def test_an_out_of_range_value_is_rejected_and_learn_disabled(page, qtbot):
+    period = page.task_form.editor("period")
+    period.lineEdit().selectAll()
+    qtbot.keyClicks(period.lineEdit(), "30")
+    qtbot.keyClick(period.lineEdit(), Qt.Key.Key_Return)
+    assert period.value() == 30.0                                    # not clamped to 20
+    assert not page.learn_button.isEnabled()
+    assert "above the maximum 20" in page.task_form.problem_label.text()
+    assert page.state.design.task.period == 2.5                      # the design keeps its last valid value
+    period.lineEdit().selectAll()
+    qtbot.keyClicks(period.lineEdit(), "3")
+    qtbot.keyClick(period.lineEdit(), Qt.Key.Key_Return)
+    assert page.learn_button.isEnabled() and page.state.design.task.period == 3.0

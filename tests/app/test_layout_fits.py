@@ -12,6 +12,9 @@ from tests.app.geometry import SCREENS, layout_problems, settle
 
 @pytest.mark.parametrize("workspace", ["model_lab", "eigenmode"])
 def test_workspace_fits_every_screen(make_window, workspace):
+    from app.main import _make_application
+
+    _make_application([])           # the app's style and style sheet: they change every size
     window = make_window()
     settle()                      # the window restores its last workspace after it is shown
     window.show_workspace(workspace)
@@ -20,5 +23,15 @@ def test_workspace_fits_every_screen(make_window, workspace):
     window.show_workspace(workspace)
     settle()
     assert window.current_workspace() == workspace and window.page(workspace).isVisible()
+    page = window.page(workspace)
     for width, height in SCREENS:
-        assert layout_problems(window, width, height) == [], f"at {width} x {height}"
+        assert layout_problems(window, width, height, page=page) == [], f"at {width} x {height}"
+    if workspace == "model_lab":      # with data the compare view replaces the empty state: it fits too
+        from app.workspaces.model_lab import engine_bridge as eb
+
+        config = eb.DatasetConfig(system="pendulum", train_trajectories=2, test_trajectories=2,
+                                  long_term_trajectories=2, long_term_steps=20)
+        page.data_panel.set_dataset(eb.generate_dataset(config), {"kind": "generated", "config": config.to_dict()})
+        assert page.compare_stack.currentWidget() is page.compare_panel
+        for width, height in SCREENS:
+            assert layout_problems(window, width, height, page=page) == [], f"with data, at {width} x {height}"

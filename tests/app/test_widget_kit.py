@@ -123,3 +123,70 @@ def test_side_panel_scrolls_vertically_only_and_is_as_wide_as_its_content(qtbot)
     assert panel.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
     assert panel.verticalScrollBar().maximum() > 0
     assert content.width() >= 220 and content.width() <= panel.viewport().width()
+
+
+def test_splitter_sizes_are_remembered_and_panels_collapse(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QSplitter
+
+    from app.widgets.layout import remember_splitter
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+
+    def make():
+        splitter = QSplitter()
+        for _ in range(2):
+            splitter.addWidget(QLabel("panel"))
+        qtbot.addWidget(splitter)
+        splitter.resize(600, 200)
+        splitter.show()
+        qtbot.waitExposed(splitter)
+        remember_splitter(splitter, settings, "test/splitter", default=[300, 300])
+        return splitter
+
+    first = make()
+    assert first.isCollapsible(0) and first.isCollapsible(1)
+    first.setSizes([0, 600])                          # the side panel collapsed
+    first.splitterMoved.emit(0, 1)
+    second = make()
+    assert second.sizes()[0] == 0 and second.sizes()[1] > 500
+
+
+def test_numbers_stay_readable_under_the_app_style_sheet(qtbot):
+    """The style sheet once squeezed a spin box's text field to 1 px (the numbers vanished)."""
+    from engine.paths import resource
+
+    form = DataclassForm(Task(), specs={"q0": FieldSpec("q0", -3.2, 3.2), "period": FieldSpec("T", 0.2, 20)})
+    form.setStyleSheet(resource("style.qss").read_text(encoding="utf-8"))
+    qtbot.addWidget(form)
+    form.resize(360, 120)
+    form.show()
+    qtbot.waitExposed(form)
+    for editor in [form.editor("period"), *form.editor("q0").parts]:
+        assert editor.lineEdit().width() > editor.width() // 2
+        assert editor.lineEdit().text() in ("2.5", "-0.6", "-0.2")
+
+
+def test_collapse_button_hides_and_restores_the_side_panel(qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QSplitter
+
+    from app.widgets.layout import collapse_button, remember_splitter
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    splitter = QSplitter()
+    for _ in range(2):
+        splitter.addWidget(QLabel("panel"))
+    qtbot.addWidget(splitter)
+    splitter.resize(800, 200)
+    splitter.show()
+    qtbot.waitExposed(splitter)
+    remember_splitter(splitter, settings, "k", default=[300, 500])
+    button = collapse_button(splitter, 0)
+    before = splitter.sizes()[0]
+    assert before > 0 and "Hide" in button.toolTip()
+    button.click()
+    assert splitter.sizes()[0] == 0 and "Show" in button.toolTip()
+    assert settings.value("k").split(",")[0] == "0"            # remembered collapsed
+    button.click()
+    assert abs(splitter.sizes()[0] - before) <= 2

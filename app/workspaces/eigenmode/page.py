@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.widgets.forms import DataclassForm, FieldSpec
-from app.widgets.layout import SidePanel, remember_splitter
+from app.widgets.layout import SidePanel, collapse_button, remember_splitter
 from app.widgets.plots import LossPlot
 from app.widgets.run_row import RunRow
 from app.workspaces.eigenmode.canvas import PendulumCanvas
@@ -190,6 +190,8 @@ class EigenmodePage(QWidget):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 1)
         remember_splitter(self.splitter, getattr(self.ctx, "settings", None), "eigenmode/splitter")
+        self.collapse_button = collapse_button(self.splitter, 0, "settings")
+        anim.insertWidget(0, self.collapse_button)
         outer.addWidget(self.splitter, 1)
 
     def _connect_state(self):

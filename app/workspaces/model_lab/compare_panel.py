@@ -34,17 +34,20 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPushButton,
+    QMenu,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from app.widgets.layout import SidePanel
 from app.widgets.plots import color, export_png_svg, make_plot, shade_region
 from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab.state import SIZE_METRICS, ModelLabState
 
 __all__ = ["TABLE_COLUMNS", "ComparePanel"]
 
@@ -53,7 +56,21 @@ TABLE_COLUMNS = (("model", "model"), ("type", "type"), ("trajectories", "N"), ("
                  ("test_mse", "test MSE"), ("integration_mse", "integration MSE"), ("energy_mse", "energy MSE"),
                  ("inertia_mse", "inertia MSE"), ("seconds", "wall time [s]"), ("epochs", "epochs"))
 FIGURES = ("rollout", "phase", "energy", "horizon", "inertia", "size")
-SIZE_METRICS = ("integration_mse", "test_mse", "train_mse", "energy_mse", "inertia_mse")
+
+
+def rows_height(table: QTableWidget, rows: int) -> int:
+    """The height a table needs to show its header and ``rows`` rows."""
+    row = table.verticalHeader().defaultSectionSize()
+    header = table.horizontalHeader().sizeHint().height()
+    return header + rows * row + 2 * table.frameWidth() + 4
+
+
+def rate_label(label: str) -> str:
+    """"cart_x [m]" -> "d(cart_x)/dt [m/s]"; a label without a unit -> "d(label)/dt"."""
+    if label.endswith("]") and " [" in label:
+        base, unit = label[:-1].rsplit(" [", 1)
+        return f"d({base})/dt [{unit}/s]"
+    return f"d({label})/dt"
 
 
 class _SortItem(QTableWidgetItem):
@@ -81,43 +98,50 @@ class _SortItem(QTableWidgetItem):
 
 
 class ComparePanel(QWidget):
-    def __init__(self, ctx, parent: QWidget | None = None):
+    """Observes a :class:`ModelLabState` (its own when none is given): data, runs, which plots apply."""
+
+    def __init__(self, ctx, parent: QWidget | None = None, state: ModelLabState | None = None):
         super().__init__(parent)
         self.ctx = ctx
-        self.dataset = None
-        self.prepared = None
-        self.source: dict | None = None
-        self.runs: list = []          # the runs shown (with results)
+        self.state = state if state is not None else ModelLabState(getattr(ctx, "jobs", None))
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Signal"))
         self.signal = QComboBox()
-        self.signal.currentIndexChanged.connect(lambda *_: self.redraw_plots())
-        bar.addWidget(self.signal)
-        bar.addWidget(QLabel("Learned vs true"))
+        self.signal.setMinimumContentsLength(8)
+        self.signal.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.signal.currentIndexChanged.connect(lambda i: self._choice(signal=i))
+        bar.addWidget(self.signal, 1)
+        bar.addStretch(1)
+        bar2 = QHBoxLayout()
+        self.learned_label = QLabel("Learned vs true")
+        bar2.addWidget(self.learned_label)
         self.learned = QComboBox()
         self.learned.addItems(["inertia", "potential"])
-        self.learned.currentIndexChanged.connect(lambda *_: self.redraw_plots())
-        bar.addWidget(self.learned)
-        bar.addWidget(QLabel("Size plot"))
+        self.learned.currentTextChanged.connect(lambda t: self._choice(learned=t))
+        bar2.addWidget(self.learned)
+        self.size_label = QLabel("Error vs N shows")
+        bar2.addWidget(self.size_label)
         self.size_metric = QComboBox()
         self.size_metric.addItems(list(SIZE_METRICS))
-        self.size_metric.currentIndexChanged.connect(lambda *_: self.redraw_plots())
-        bar.addWidget(self.size_metric)
-        bar.addStretch(1)
-        self.csv_button = QPushButton("Export CSV…")
-        self.csv_button.clicked.connect(self._csv_dialog)
-        self.figures_button = QPushButton("Export figures…")
-        self.figures_button.clicked.connect(self._figures_dialog)
-        self.report_button = QPushButton("Report…")
-        self.report_button.setObjectName("reportButton")
-        self.report_button.setToolTip("PNG + SVG figures, CSV + JSON table, into one folder")
-        self.report_button.clicked.connect(self._report_dialog)
-        for b in (self.csv_button, self.figures_button, self.report_button):
-            bar.addWidget(b)
+        self.size_metric.currentTextChanged.connect(lambda t: self._choice(size_metric=t))
+        bar2.addWidget(self.size_metric)
+        bar2.addStretch(1)
+        self.export_button = QToolButton()
+        self.export_button.setText("Export")
+        self.export_button.setObjectName("reportButton")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.export_button)
+        self.report_action = menu.addAction("Report (figures + table)…", self._report_dialog)
+        self.report_action.setToolTip("PNG + SVG figures, CSV + JSON table, into one folder")
+        self.csv_action = menu.addAction("Metrics table as CSV…", self._csv_dialog)
+        self.figures_action = menu.addAction("Figures (PNG + SVG)…", self._figures_dialog)
+        self.export_button.setMenu(menu)
+        bar.addWidget(self.export_button)
         layout.addLayout(bar)
+        layout.addLayout(bar2)
 
         split = QSplitter(Qt.Orientation.Vertical)
         self.tables = QTabWidget()
@@ -128,6 +152,7 @@ class ComparePanel(QWidget):
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setMinimumHeight(rows_height(self.table, 5))
         self.tables.addTab(self.table, "Metrics")
         self.signal_table = QTableWidget(0, 0)
         self.signal_table.setObjectName("signalTable")
@@ -136,9 +161,20 @@ class ComparePanel(QWidget):
         self.tables.addTab(self.signal_table, "Per signal (log)")
         split.addWidget(self.tables)
 
+        plots_box = QWidget()
+        pv = QVBoxLayout(plots_box)
+        pv.setContentsMargins(0, 0, 0, 0)
+        self.hidden_note = QLabel("")
+        self.hidden_note.setObjectName("hiddenPlots")
+        self.hidden_note.setWordWrap(True)
+        self.hidden_note.setStyleSheet("color: #8a8f98;")
+        pv.addWidget(self.hidden_note)
         grid_widget = QWidget()
-        grid = QGridLayout(grid_widget)
-        grid.setContentsMargins(0, 0, 0, 0)
+        self.grid = QGridLayout(grid_widget)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        # on a short screen the plots keep a readable height and scroll (vertically only)
+        self.plot_scroll = SidePanel(grid_widget, preferred_width=600)
+        pv.addWidget(self.plot_scroll, 1)
         self.plots = {
             "rollout": make_plot("Rollouts vs data", "t [s]", "q"),
             "phase": make_plot("Phase portrait", "q", "qd"),
@@ -148,39 +184,104 @@ class ComparePanel(QWidget):
             "size": make_plot("Error vs N", "trajectories N", "MSE"),
         }
         self.plots["size"].getPlotItem().setLogMode(x=True, y=True)
-        for i, (key, plot) in enumerate(self.plots.items()):
+        for key, plot in self.plots.items():
             plot.setObjectName(f"{key}Plot")
-            plot.setMinimumHeight(160)
-            grid.addWidget(plot, i // 3, i % 3)
-        split.addWidget(grid_widget)
-        split.setSizes([180, 520])
+            plot.setMinimumSize(180, 150)
+        self._columns = 0
+        self._shown: list[str] = []
+        split.addWidget(plots_box)
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        split.setSizes([rows_height(self.table, 5) + 30, 520])
+        split.setChildrenCollapsible(False)
+        self.splitter = split
         layout.addWidget(split, 1)
 
-    # -- data and runs -------------------------------------------------------------------
+        ev = self.state.events
+        ev.data.connect(lambda data: self._on_data())
+        ev.runs.connect(lambda runs: self._on_runs())
+        ev.plots.connect(self._apply_plots)
+        self._apply_plots(self.state.applicable_plots())
+
+    # -- data and runs (kept in the state) -----------------------------------------------
+    @property
+    def dataset(self):
+        return self.state.data.dataset if self.state.data is not None else None
+
+    @property
+    def prepared(self):
+        return self.state.data.prepared if self.state.data is not None else None
+
+    @property
+    def source(self) -> dict | None:
+        return self.state.data.source if self.state.data is not None else None
+
+    @property
+    def runs(self) -> list:
+        return self.state.runs
+
+    @property
+    def is_log(self) -> bool:
+        return self.state.data is not None and self.state.data.is_log
+
     def set_data(self, dataset, source: dict, prepared=None) -> None:
-        self.dataset, self.source, self.prepared = dataset, source, prepared
-        n = dataset.system.dof
-        names = getattr(dataset, "q_names", None) or [f"q[{i}]" for i in range(n)]
+        self.state.set_data(dataset, source, prepared)
+
+    def set_runs(self, runs: list) -> None:
+        """Show these runs (those with results) in the tables and plots."""
+        self.state.set_runs(runs)
+
+    def rows(self) -> list[dict]:
+        return [dict(r.row) for r in self.runs]
+
+    def _choice(self, **kw) -> None:
+        self.state.set_choices(**kw)
+        self.redraw_plots()
+
+    def _on_data(self) -> None:
         self.signal.blockSignals(True)
         self.signal.clear()
-        self.signal.addItems(list(names))
+        self.signal.addItems(self.state.signal_names())
         self.signal.blockSignals(False)
         self.tables.setTabEnabled(1, self.is_log)
         self.redraw_plots()
 
-    @property
-    def is_log(self) -> bool:
-        return bool(self.source) and self.source.get("kind") == "log"
-
-    def set_runs(self, runs: list) -> None:
-        """Show these runs (those with results) in the tables and plots."""
-        self.runs = [r for r in runs if r.row is not None]
+    def _on_runs(self) -> None:
         self._fill_table()
         self._fill_signal_table()
         self.redraw_plots()
 
-    def rows(self) -> list[dict]:
-        return [dict(r.row) for r in self.runs]
+    # -- which plots show ------------------------------------------------------------------
+    def _apply_plots(self, applicable: dict) -> None:
+        """Hide the plots that do not apply (a note says why); lay the others out in a grid."""
+        shown = [k for k in FIGURES if applicable.get(k) is None]
+        hidden = {k: why for k, why in applicable.items() if why is not None}
+        if self.state.data is None:
+            self.hidden_note.setText("")
+        else:
+            self.hidden_note.setText("; ".join(f"{self.plots[k].getPlotItem().titleLabel.text or k} hidden: {why}"
+                                               for k, why in hidden.items()))
+        self.hidden_note.setVisible(bool(self.hidden_note.text()))
+        self.learned.setVisible(not self.is_log)
+        self.learned_label.setVisible(not self.is_log)
+        self._shown = shown
+        self._relayout(force=True)
+
+    def _relayout(self, force: bool = False) -> None:
+        columns = 2 if self.width() < 900 or len(self._shown) <= 4 else 3
+        if not force and columns == self._columns:
+            return
+        self._columns = columns
+        for plot in self.plots.values():
+            self.grid.removeWidget(plot)
+            plot.hide()
+        for i, key in enumerate(self._shown):
+            self.grid.addWidget(self.plots[key], i // columns, i % columns)
+            self.plots[key].show()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._relayout()
 
     def _fill_table(self) -> None:
         self.table.setSortingEnabled(False)
@@ -230,7 +331,7 @@ class ComparePanel(QWidget):
         name = self.signal.currentText() or "q"
         self.plots["rollout"].getPlotItem().setLabel("left", name)
         self.plots["phase"].getPlotItem().setLabel("bottom", name)
-        self.plots["phase"].getPlotItem().setLabel("left", f"d({name})/dt")
+        self.plots["phase"].getPlotItem().setLabel("left", rate_label(name))
         for plot in self.plots.values():
             plot.getPlotItem().enableAutoRange()
         if self.is_log:
@@ -243,7 +344,7 @@ class ComparePanel(QWidget):
 
     def _draw_sizes(self) -> None:
         """One line per model type: the chosen metric against N (the paper's Fig. 3 for sweeps)."""
-        metric = self.size_metric.currentText()
+        metric = self.state.size_metric
         plot = self.plots["size"]
         plot.getPlotItem().setLabel("left", metric)
         by_type: dict[str, list] = {}
@@ -278,8 +379,6 @@ class ComparePanel(QWidget):
         xs = data.long_x[:, 2:]
         phase.plot(_breaks(xs[..., j]), _breaks(xs[..., n + j]), name="measured", pen=pg.mkPen("#888888"),
                    connect="finite")
-        energy.getPlotItem().setTitle("Energy (n/a for a log)")
-        self.plots["inertia"].getPlotItem().setTitle("Inertia (n/a for a log)")
         for run in self.runs:
             c = run.curves
             if not c:
@@ -294,7 +393,7 @@ class ComparePanel(QWidget):
         roll, phase, energy = (self.plots[k] for k in ("rollout", "phase", "energy"))
         energy.getPlotItem().setTitle("Energy")
         inertia = self.plots["inertia"]
-        potential = self.learned.currentText() == "potential"
+        potential = self.state.learned == "potential"
         inertia.getPlotItem().setTitle("Potential, learned vs true" if potential else "Inertia, learned vs true")
         inertia.getPlotItem().setLabel("left", "V [J]" if potential else f"H[{j},{j}]")
 

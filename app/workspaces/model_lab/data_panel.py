@@ -16,16 +16,16 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QProgressBar,
     QPushButton,
-    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from app.widgets.job_progress import PanelJob
 from app.widgets.forms import DataclassForm
+from app.widgets.job_progress import PanelJob
+from app.widgets.run_row import RunRow
+from app.widgets.text import error_html
 from app.workspaces.model_lab import engine_bridge as eb
 from app.workspaces.model_lab.mapping_dialog import LogMappingDialog
 
@@ -60,15 +60,13 @@ class DataSourcePanel(QGroupBox):
         self.dataset_form = DataclassForm(eb.DatasetConfig,
                                           include=DATASET_FIELDS, choices={"system": eb.SYSTEMS},
                                           labels={"h": "Time step h (s)"})
-        scroll = QScrollArea()
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.dataset_form)
-        gv.addWidget(scroll, 1)
+        gv.addWidget(self.dataset_form)
         self.generate_button = QPushButton("Generate")
         self.generate_button.setObjectName("generateButton")
         self.generate_button.clicked.connect(self.generate)
+        self.dataset_form.validity_changed.connect(self.generate_button.setEnabled)
         gv.addWidget(self.generate_button)
+        gv.addStretch(1)
         self.tabs.addTab(gen, "Generate")
         logw = QWidget()
         lv = QVBoxLayout(logw)
@@ -89,17 +87,10 @@ class DataSourcePanel(QGroupBox):
         lv.addStretch(1)
         self.tabs.addTab(logw, "Hardware log")
         layout.addWidget(self.tabs)
-        row = QHBoxLayout()
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(True)
-        self.progress.setFormat("idle")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        row.addWidget(self.progress, 1)
-        row.addWidget(self.cancel_button)
-        layout.addLayout(row)
+        self.job_row = RunRow(None, progress=True)
+        self.job_row.cancel_clicked.connect(self.cancel)
+        self.progress, self.cancel_button = self.job_row.progress, self.job_row.cancel_button
+        layout.addWidget(self.job_row)
         self.summary = QLabel("No data yet: generate a data set or open a log.")
         self.summary.setObjectName("dataSummary")
         self.summary.setWordWrap(True)
@@ -124,7 +115,7 @@ class DataSourcePanel(QGroupBox):
         try:
             config = config or self.dataset_form.value()
         except ValueError as exc:
-            self.summary.setText(f"<span style='color:#d9534f'>{exc}</span>")
+            self.summary.setText(error_html(exc))
             return
         self.dataset_form.set_value(config)
         source = {"kind": "generated", "config": config.to_dict()}
@@ -195,6 +186,12 @@ class DataSourcePanel(QGroupBox):
             self._set_dataset(dataset, source)
 
         self._run(eb.prepare_job(table, mapping, config, compare), f"prepare {table.name}", on_result)
+
+    def set_dataset(self, dataset, source: dict, prepared=None) -> None:
+        """Data made elsewhere (the one-click example): shown and announced as if made here."""
+        if prepared is not None:
+            self.prepared = prepared
+        self._set_dataset(dataset, source)
 
     def _set_dataset(self, dataset, source: dict) -> None:
         self.dataset = dataset

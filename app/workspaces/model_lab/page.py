@@ -12,13 +12,24 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QHBoxLayout, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QSplitter,
+    QStackedWidget,
+    QTabWidget,
+    QToolBox,
+    QVBoxLayout,
+    QWidget,
+)
 
+from app.widgets.layout import SidePanel, collapse_button, remember_splitter
 from app.workspaces.model_lab import engine_bridge as eb
-from app.workspaces.model_lab.compare_panel import ComparePanel
+from app.workspaces.model_lab.compare_panel import ComparePanel, rows_height
 from app.workspaces.model_lab.data_panel import DataSourcePanel
+from app.workspaces.model_lab.empty_state import EmptyState
 from app.workspaces.model_lab.robot_panel import RobotIdentificationPanel
 from app.workspaces.model_lab.runs_panel import RunsPanel
+from app.workspaces.model_lab.state import ModelLabState
 
 __all__ = ["ModelLabPage"]
 
@@ -39,44 +50,93 @@ def _user_folder(settings: QSettings | None, name: str) -> str | None:
 
 
 class ModelLabPage(QWidget):
-    """The Model lab page, constructed as ``ModelLabPage(ctx, parent=None)``."""
+    """The Model lab page, constructed as ``ModelLabPage(ctx, parent=None)``; its state is
+    :attr:`state` (a Qt-free :class:`ModelLabState`)."""
 
     def __init__(self, ctx, parent: QWidget | None = None):
         super().__init__(parent)
         self.ctx = ctx
         self.setObjectName("modelLabPage")
         settings = getattr(ctx, "settings", None)
+        self.state = ModelLabState(ctx.jobs)
         self.data_panel = DataSourcePanel(ctx, mapping_folder=_user_folder(settings, "mappings"))
         self.runs_panel = RunsPanel(ctx, model_folder=_user_folder(settings, "models"))
-        self.compare_panel = ComparePanel(ctx)
+        self.compare_panel = ComparePanel(ctx, state=self.state)
         self.robot_panel = RobotIdentificationPanel(ctx)
+        self.empty_state = EmptyState()
+
+        # the runs panel's table shows five rows and its loss plot a usable height; the whole
+        # left column scrolls vertically when the window is shorter than that
+        self.runs_panel.table.setMinimumHeight(rows_height(self.runs_panel.table, 5))
+        self.runs_panel.loss_plot.setMinimumHeight(200)
+        for tool in self.runs_panel.findChildren(QToolBox):
+            tool.setMinimumHeight(240)
 
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.data_panel)
-        left.addWidget(self.runs_panel)
-        left.setStretchFactor(0, 0)
-        left.setStretchFactor(1, 1)
-        left.setSizes([260, 700])
-        self.left_splitter = left
-        split.addWidget(left)
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 4, 0)
+        lv.addWidget(self.data_panel)
+        lv.addWidget(self.runs_panel, 1)
+        self.side_panel = SidePanel(left, preferred_width=470)
+        self.compare_stack = QStackedWidget()
+        self.compare_stack.addWidget(self.empty_state)
+        self.compare_stack.addWidget(self.compare_panel)
         self.right_tabs = QTabWidget()
-        self.right_tabs.addTab(self.compare_panel, "Compare")
+        self.right_tabs.addTab(self.compare_stack, "Compare")
         self.right_tabs.addTab(self.robot_panel, "Robot identification")
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.side_panel)
         split.addWidget(self.right_tabs)
-        split.setStretchFactor(0, 2)
-        split.setStretchFactor(1, 3)
-        split.setSizes([520, 780])
+        split.setStretchFactor(0, 0)
+        split.setStretchFactor(1, 1)
+        remember_splitter(split, settings, "model_lab/splitter")
         layout.addWidget(split)
         self.splitter = split
+        self.collapse_button = collapse_button(split, 0, "data and models")
+        self.right_tabs.setCornerWidget(self.collapse_button, Qt.Corner.TopLeftCorner)
 
         self.data_panel.dataset_ready.connect(self._on_dataset)
         self.runs_panel.run_finished.connect(lambda run: self._refresh_compare())
         self.runs_panel.run_updated.connect(lambda run: self._refresh_compare())
         self.runs_panel.runs_removed.connect(self._refresh_compare)
+        ev = self.state.events
+        ev.data.connect(lambda *_: self._show_empty_or_compare())
+        ev.runs.connect(lambda *_: self._show_empty_or_compare())
+        ev.example_busy.connect(self.empty_state.row.set_running)
+        ev.example_progress.connect(self.empty_state.show_progress)
+        ev.example.connect(self._on_example)
+        ev.message.connect(self.ctx.status)
+        ev.error.connect(self.ctx.show_error)
+        self.empty_state.row.run_clicked.connect(self.run_example)
+        self.empty_state.row.cancel_clicked.connect(self.state.cancel_example)
         self._actions: list[QAction] | None = None
+        self._show_empty_or_compare()
+
+    def _show_empty_or_compare(self) -> None:
+        self.compare_stack.setCurrentWidget(self.empty_state if self.state.is_empty else self.compare_panel)
+
+    # -- the one-click example ------------------------------------------------------------
+    def run_example(self) -> None:
+        """Compare models on the shipped example log (a job; progress and cancel on the empty state)."""
+        self.state.run_example()
+
+    def _on_example(self, result) -> None:
+        """The example's data and models join the lab as if made here (the runs table lists them)."""
+        self.data_panel.set_dataset(result.data.dataset, result.data.source, result.data.prepared)
+        for m in result.models:
+            run = self.runs_panel.add_run(m.model_type, m.train_config, name=f"{m.name} (example)")
+            run.model, run.row, run.curves, run.losses = m.model, dict(m.row), m.curves, list(m.losses)
+            run.row["model"] = run.name
+            run.state, run.fraction, run.eta = "finished", 1.0, 0.0
+            run.loss = run.losses[-1] if run.losses else None
+            run.data_source = result.data.source
+            self.runs_panel.loss_plot.set_losses(run.key, run.losses, run.name)
+            refresh = getattr(self.runs_panel, "_refresh_row", None)
+            if refresh is not None:
+                refresh(run)
+        self._refresh_compare()
 
     # -- wiring -------------------------------------------------------------------------
     @property
@@ -85,12 +145,12 @@ class ModelLabPage(QWidget):
         return self.data_panel.mapping_dialog
 
     def _on_dataset(self, dataset, source) -> None:
-        self.compare_panel.set_data(dataset, source, self.data_panel.prepared if source.get("kind") == "log" else None)
+        self.state.set_data(dataset, source, self.data_panel.prepared if source.get("kind") == "log" else None)
         self.runs_panel.set_dataset(dataset, source)
         self._refresh_compare()
 
     def _refresh_compare(self) -> None:
-        self.compare_panel.set_runs(list(self.runs_panel.runs.values()))
+        self.state.set_runs(list(self.runs_panel.runs.values()))
 
     # -- page interface -----------------------------------------------------------------
     def file_filters(self) -> list[str]:
@@ -117,8 +177,7 @@ class ModelLabPage(QWidget):
                             "runs": self.runs_panel.session_state(),
                             "parallel": self.runs_panel.parallel.value(),
                             "signal": self.compare_panel.signal.currentIndex(),
-                            "splitter": list(self.splitter.sizes()),
-                            "left_splitter": list(self.left_splitter.sizes())})
+                            "splitter": list(self.splitter.sizes())})
 
     def restore_session_state(self, state: dict) -> None:
         if not isinstance(state, dict):
@@ -127,8 +186,6 @@ class ModelLabPage(QWidget):
         self.runs_panel.restore(state.get("runs") or [])
         if state.get("splitter"):
             self.splitter.setSizes([int(s) for s in state["splitter"]])
-        if state.get("left_splitter"):
-            self.left_splitter.setSizes([int(s) for s in state["left_splitter"]])
         try:
             self.data_panel.restore(state.get("source"))
         except (ValueError, KeyError, TypeError) as exc:
@@ -149,6 +206,7 @@ class ModelLabPage(QWidget):
         return self._actions
 
     def shutdown(self) -> None:
+        self.state.cancel_example()
         self.runs_panel.cancel_all()
         self.data_panel.cancel()
         self.robot_panel.cancel()

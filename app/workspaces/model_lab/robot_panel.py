@@ -32,18 +32,18 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QSplitter,
     QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from app.widgets.job_progress import PanelJob
 from app.widgets.plots import color, make_plot
+from app.widgets.run_row import RunRow
+from app.widgets.text import error_html, readonly_item
 from engine.io import atomic_write_text
 from engine.identification.from_log import (
     LEARNABLE_KINDS,
@@ -101,10 +101,7 @@ def _fmt(v) -> str:
     return json.dumps(np.round(np.asarray(v, dtype=float), 5).tolist())
 
 
-def _item(text: str) -> QTableWidgetItem:
-    it = QTableWidgetItem(text)
-    it.setFlags(it.flags() & ~Qt.ItemFlag.ItemIsEditable)
-    return it
+_item = readonly_item
 
 
 class RobotIdentificationPanel(QWidget):
@@ -165,27 +162,21 @@ class RobotIdentificationPanel(QWidget):
         form.addRow("Fit steps (L-BFGS)", self.epochs)
         form.addRow("Black-box steps", self.blackbox_steps)
 
-        self.run_button = QPushButton("Identify")
-        self.run_button.clicked.connect(self.run)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
+        self.run_row = RunRow("Identify", progress=True)
+        self.run_row.run_clicked.connect(self.run)
+        self.run_row.cancel_clicked.connect(self.cancel)
+        self.run_button, self.cancel_button, self.progress = (self.run_row.run_button, self.run_row.cancel_button,
+                                                              self.run_row.progress)
         self.save_button = QPushButton("Save result JSON…")
         self.save_button.setEnabled(False)
         self.save_button.clicked.connect(self._save_dialog)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setTextVisible(True)
-        self.progress.setFormat("idle")
-        buttons = QHBoxLayout()
-        for w in (self.run_button, self.cancel_button, self.save_button):
-            buttons.addWidget(w)
-        buttons.addWidget(self.progress, 1)
+        self.run_row.add_widget(self.save_button)
+        buttons = self.run_row
 
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
         self._job = PanelJob(self.ctx, self.progress, self.cancel_button, self.summary, self)
-        self._job.busy.connect(lambda busy: self.run_button.setEnabled(not busy))
+        self._job.busy.connect(self.run_row.set_running)
         self.param_table = QTableWidget(0, 5)
         self.param_table.setHorizontalHeaderLabels(["link", "kind", "nominal", "identified", "identifiable"])
         self.param_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -220,7 +211,7 @@ class RobotIdentificationPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(form)
-        layout.addLayout(buttons)
+        layout.addWidget(buttons)
         layout.addWidget(split, 1)
 
     # -- inputs ------------------------------------------------------------------------
@@ -258,7 +249,7 @@ class RobotIdentificationPanel(QWidget):
             config = self.config()
             config.validate()
         except ValueError as exc:
-            self.summary.setText(f"<span style='color:#d9534f'>{exc}</span>")
+            self.summary.setText(error_html(exc))
             self.ctx.show_error("Robot identification", str(exc))
             return
         job = identification_job(log, mapping, config, self.val_fraction.value())
