@@ -57,6 +57,8 @@ def reach_targets(window) -> str:
         place_and_solve(*args)
 
     page.robot_loaded.connect(once)
+    if any(h.name.startswith("load robot") for h in window.jobs.active_jobs()):
+        return "Robot: once the robot has loaded, a target is placed and reached by inverse kinematics."
     page.load_robot(EXAMPLE_ROBOT)
     return f"Robot: loading {EXAMPLE_ROBOT}, then a target is placed and reached by inverse kinematics."
 
