@@ -16,7 +16,6 @@ as missing (to try the messages and dev.py's behaviour on a machine that has eve
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import re
@@ -87,17 +86,27 @@ def external_env() -> dict:
     return env
 
 
+# Xvfb runs under a small shell that kills it when its stdin closes, i.e. when this process has
+# ended (however it ends): stopping Xvfb from an atexit handler instead would break the X
+# connection while Qt is still up, and Qt then aborts with "The X11 connection broke".
+_WATCHDOG = '"$@" & pid=$!; read _line; kill "$pid" 2>/dev/null; wait "$pid"'
+
+
 def start_xvfb(size: str = "1600x1000x24", timeout: float = 10.0) -> str | None:
-    """Start ``Xvfb`` on a free display number; return ``":N"`` or None if it cannot."""
+    """Start ``Xvfb`` on a free display number; return ``":N"`` or None if it cannot.
+
+    It lives until this process ends (or :func:`stop_xvfb`)."""
     global _xvfb
     exe = shutil.which("Xvfb")
+    shell = shutil.which("sh") or "/bin/sh"
     if not exe:
         return None
     read_fd, write_fd = os.pipe()
     try:
-        proc = subprocess.Popen([exe, "-displayfd", str(write_fd), "-screen", "0", size, "-nolisten", "tcp"],
-                                pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=external_env())
+        proc = subprocess.Popen([shell, "-c", _WATCHDOG, "xvfb-watchdog", exe, "-displayfd", str(write_fd),
+                                 "-screen", "0", size, "-nolisten", "tcp"],
+                                pass_fds=(write_fd,), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=external_env())
     except OSError:
         os.close(read_fd)
         os.close(write_fd)
@@ -110,20 +119,21 @@ def start_xvfb(size: str = "1600x1000x24", timeout: float = 10.0) -> str | None:
     # keep our end of the pipe open while Xvfb runs: Xvfb exits when it is closed early
     _pipe_fds.append(read_fd)
     if not number:
+        proc.stdin.close()
         proc.kill()
         return None
     _xvfb = proc
-    atexit.register(stop_xvfb)
     return f":{number}"
 
 
 def stop_xvfb() -> None:
+    """Stop the Xvfb this process started (only once nothing is connected to it any more)."""
     global _xvfb
     if _xvfb is not None:
-        _xvfb.terminate()
         try:
+            _xvfb.stdin.close()  # the watchdog kills Xvfb and exits
             _xvfb.wait(5)
-        except subprocess.TimeoutExpired:
+        except (OSError, subprocess.TimeoutExpired):
             _xvfb.kill()
         _xvfb = None
 

@@ -15,11 +15,12 @@ import logging
 import threading
 import time
 import traceback
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
+from app.errors import describe_exception, is_user_error, job_title, remember_details
 from engine.jobs import JobCancelled, ProgressUpdate, ThreadJobContext
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class JobHandle(QObject):
         self.state = "queued"          # queued, running, finished, failed, cancelled
         self.result: Any = None
         self.error: str | None = None
+        self.user_error = False        # a failure caused by the user's input (ValueError family)
         self.last_progress: ProgressUpdate | None = None
         self.error_handled = False     # True when the submitter handles failures itself
         self.started_at: float | None = None
@@ -82,10 +84,28 @@ class JobHandle(QObject):
         elif kind == "cancelled":
             self.cancelled.emit()
         else:
-            self.error = str(payload)
-            log.error("job %r failed: %s\n%s", self.name, payload, tb)
-            self.failed.emit(str(payload), str(tb))
+            message, user_error = payload
+            self.error = message
+            self.user_error = user_error
+            remember_details(message, str(tb))
+            if user_error:  # the user's mistake: one line, no traceback in the console
+                log.warning("%s: %s", job_title(self.name), message)
+            else:
+                log.error("%s failed: %s\n%s", job_title(self.name), message, tb)
+            self.failed.emit(message, str(tb))
         self.ended.emit()
+
+    def summary(self) -> str:
+        """One line for the log console: what ran, how it ended, how long it took."""
+        took = ""
+        if self.started_at is not None and self.ended_at is not None:
+            took = f" in {self.ended_at - self.started_at:.1f} s"
+        what = job_title(self.name)
+        if self.state == "finished":
+            return f"{what}: done{took}"
+        if self.state == "cancelled":
+            return f"{what}: cancelled{took}"
+        return f"{what}: failed{took}: {self.error}"
 
 
 class _JobRunnable(QRunnable):
@@ -107,8 +127,8 @@ class _JobRunnable(QRunnable):
         except JobCancelled:
             handle._relay_done.emit("cancelled", None, None)
         except BaseException as exc:  # noqa: BLE001 - a job's failure is reported, never raised here
-            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            handle._relay_done.emit("failed", message, traceback.format_exc())
+            message = describe_exception(exc)  # plain words, no class names (app/errors.py)
+            handle._relay_done.emit("failed", (message, is_user_error(exc)), traceback.format_exc())
         else:
             if handle._cancel_event.is_set():
                 handle._relay_done.emit("cancelled", None, None)
@@ -131,6 +151,7 @@ class JobRunner(QObject):
             self._pool.setMaxThreadCount(max(4, self._pool.maxThreadCount()))
         self._ids = itertools.count(1)
         self._active: dict[int, JobHandle] = {}
+        self._last_summary: dict[str, float] = {}
 
     def submit(self, job: Callable, *, name: str,
                on_result: Callable[[Any], None] | None = None,
@@ -159,6 +180,13 @@ class JobRunner(QObject):
 
     def _on_ended(self, handle: JobHandle) -> None:
         self._active.pop(handle.id, None)
+        # every finished job leaves one line in the log console (failures logged their own);
+        # a stream of the same job (readouts while a slider moves) only its first in 2 s
+        if handle.state != "failed":
+            now = time.monotonic()
+            repeated = now - self._last_summary.get(handle.name, -1e9) < 2.0
+            self._last_summary[handle.name] = now
+            log.log(logging.DEBUG if repeated else logging.INFO, handle.summary())
         self.job_ended.emit(handle)
         handle.deleteLater()
 

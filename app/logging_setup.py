@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
-import os
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -17,12 +16,24 @@ LOG_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
 
 def log_directory() -> Path:
-    override = os.environ.get("LAGRANGE_LOG_DIR")
-    if override:
-        return Path(override)
-    import platformdirs
+    """The user's log folder (the same as the command line's, engine.messages)."""
+    from engine.messages import log_directory as folder
 
-    return Path(platformdirs.user_log_dir("lagrange-studio", "Lagrange Studio"))
+    return folder()
+
+
+PROJECT_LOGGERS = ("app", "engine", "__main__")
+
+
+class ProjectOrWarnings(logging.Filter):
+    """Records of the project's loggers at any level, others' (matplotlib, PIL, trimesh...)
+    only from WARNING up: the console shows what concerns the user, the file keeps all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        name = record.name
+        return any(name == p or name.startswith(p + ".") for p in PROJECT_LOGGERS)
 
 
 class QtLogRelay(QObject, logging.Handler):
@@ -35,6 +46,7 @@ class QtLogRelay(QObject, logging.Handler):
         logging.Handler.__init__(self, level)
         self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s",
                                             datefmt="%H:%M:%S"))
+        self.addFilter(ProjectOrWarnings())
 
     def emit(self, record: logging.LogRecord) -> None:  # noqa: D401 - logging API
         try:

@@ -86,9 +86,13 @@ def create_main_window(options: dict, settings=None):
     from app.logging_setup import configure_logging
     from app.main_window import MainWindow
 
+    from app.help import install_help
+
     _, relay = configure_logging()
     window = MainWindow(settings=settings, log_relay=relay, options=options)
     window.exception_hook = ExceptionHook(lambda: window).install()
+    window.log_console.install(window)  # hidden; its badge on the status bar counts warnings
+    install_help(window)                 # Help > Getting started, the shortcuts that fit the screen
     return window
 
 

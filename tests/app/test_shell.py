@@ -11,7 +11,7 @@ import time
 import pytest
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QDialog, QMessageBox
 
 from app.workspaces import WORKSPACES
 from engine.jobs import JobCancelled
@@ -302,3 +302,168 @@ def test_self_test_runs_an_engine_job_through_the_runner(repo_root, subprocess_e
 
     report = json.loads(result.stdout[result.stdout.index("{"):])
     assert report["ok"] and report["job"]["energy_drift"] < 1e-6
+
+
+# ----------------------------------------------------------------------------- messages and first screen
+
+
+def _console(window):
+    return window.log_console.plain_text()
+
+
+def test_a_users_mistake_in_a_job_is_one_plain_line_with_the_traceback_behind_details(make_window, qtbot):
+    from engine.logs.errors import LogError
+
+    window = make_window()
+
+    def bad_log(ctx):
+        raise LogError("cart.csv, line 3: 'abc' is not a number; fix the value or remove the line")
+
+    handle = window.jobs.submit(bad_log, name="robot IK")
+    qtbot.waitSignal(handle.ended, timeout=10_000).wait()
+    qtbot.waitUntil(lambda: bool(_visible_error_dialogs(window)))
+    dialog = _visible_error_dialogs(window)[-1]
+    assert dialog.windowTitle() == "Reaching the targets failed"
+    assert dialog.text().startswith("cart.csv, line 3: 'abc' is not a number") and "LogError" not in dialog.text()
+    assert "Traceback" in dialog.detailedText() and "bad_log" in dialog.detailedText()
+    dialog.close()
+    qtbot.waitUntil(lambda: "'abc' is not a number" in _console(window))
+    line = next(x for x in _console(window).splitlines() if "'abc' is not a number" in x)
+    assert "WARNING" in line and "Traceback" not in _console(window)
+
+
+def test_an_internal_error_in_a_job_keeps_its_traceback_in_the_console(make_window, qtbot):
+    window = make_window()
+
+    def broken(ctx):
+        return {}["mass"]
+
+    handle = window.jobs.submit(broken, name="train symo #1")
+    qtbot.waitSignal(handle.ended, timeout=10_000).wait()
+    qtbot.waitUntil(lambda: bool(_visible_error_dialogs(window)))
+    dialog = _visible_error_dialogs(window)[-1]
+    assert dialog.windowTitle() == "Training symo #1 failed" and "KeyError" not in dialog.text()
+    assert "KeyError: 'mass'" in dialog.detailedText()
+    dialog.close()
+    qtbot.waitUntil(lambda: "KeyError: 'mass'" in _console(window))
+    assert "ERROR" in _console(window) and "Traceback" in _console(window)
+
+
+def test_class_names_never_reach_a_dialog(make_window, qtbot):
+    window = make_window()
+    window.show_error("Eigenmode design", "EigenmodeTask.target: (5, 5) is 7.1 m from the pivot, out of reach")
+    window.show_error("Job failed: load robot foo.urdf", "URDFError: foo.urdf line 3: negative mass")
+    qtbot.waitUntil(lambda: len(_visible_error_dialogs(window)) == 2)
+    first, second = _visible_error_dialogs(window)
+    assert first.text() == "target: (5, 5) is 7.1 m from the pivot, out of reach"
+    assert second.windowTitle() == "Opening the robot foo.urdf failed"
+    assert second.text() == "foo.urdf line 3: negative mass"
+    for dialog in (first, second):
+        dialog.close()
+
+
+def test_every_finished_job_leaves_one_summary_line(make_window, qtbot):
+    window = make_window()
+    handle = window.jobs.submit(lambda ctx: 42, name="evaluate mlp #2")
+    qtbot.waitSignal(handle.ended, timeout=10_000).wait()
+    qtbot.waitUntil(lambda: "Evaluating mlp #2: done" in _console(window))
+    assert sum("Evaluating mlp #2" in line for line in _console(window).splitlines()) == 1
+
+
+def test_the_log_console_starts_hidden_and_its_badge_counts_warnings(make_window, qtbot):
+    window = make_window()
+    console, badge = window.log_console, window.log_console.badge
+    assert not console.isVisible() and badge.isVisible() and badge.text() == "Log"
+    logging.getLogger("engine.test").warning("a first warning")
+    logging.getLogger("app.test").error("an error")
+    qtbot.waitUntil(lambda: badge.count == 2)
+    assert badge.text() == "⚠ 2" and "1 error and 1 warning" in badge.toolTip()
+    qtbot.mouseClick(badge, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(console.isVisible)
+    assert badge.count == 0 and "a first warning" in _console(window)
+    logging.getLogger("engine.test").warning("seen at once")
+    qtbot.waitUntil(lambda: "seen at once" in _console(window))
+    assert badge.count == 0  # the console is open: nothing to count
+
+
+def test_third_party_info_stays_out_of_the_console(make_window, qtbot):
+    window = make_window()
+    logging.getLogger("matplotlib.font_manager").info("font cache rebuilt (noise)")
+    logging.getLogger("engine.test").info("the project's own info")
+    logging.getLogger("trimesh").warning("a third-party warning")
+    qtbot.waitUntil(lambda: "a third-party warning" in _console(window))
+    qtbot.waitUntil(lambda: "the project's own info" in _console(window))
+    assert "noise" not in _console(window)
+
+
+def _help_entries(window):
+    menus = {a.text().replace("&", ""): a.menu() for a in window.menuBar().actions()}
+    return [a for a in menus["Help"].actions() if not a.isSeparator()]
+
+
+def test_the_shortcuts_dialog_fits_a_laptop_screen_without_scrolling(make_window, qtbot):
+    from PySide6.QtWidgets import QAbstractScrollArea, QLabel
+
+    window = make_window()
+    action = next(a for a in _help_entries(window) if a.text().replace("&", "") == "Keyboard Shortcuts")
+    action.trigger()
+    qtbot.waitUntil(lambda: window.findChild(QDialog, "shortcutsDialog") is not None)
+    dialog = window.findChild(QDialog, "shortcutsDialog")
+    qtbot.waitUntil(dialog.isVisible)
+    size = dialog.sizeHint()
+    assert size.width() <= 1366 - 40 and size.height() <= 768 - 80, size
+    assert dialog.height() <= 768 - 80 and not dialog.findChildren(QAbstractScrollArea)
+    texts = {label.text() for label in dialog.findChildren(QLabel)}
+    rows = window.shortcut_table()
+    assert len(rows) > 10 and all(name in texts for name, _ in rows)
+    dialog.close()
+
+
+
+def _start_example(window, qtbot, key):
+    action = _help_entries(window)[0]
+    assert action.text().replace("&", "") == "Getting Started…"
+    action.trigger()
+    dialog = window.getting_started_dialog
+    qtbot.waitUntil(dialog.isVisible)
+    assert set(dialog.buttons) == {"robot", "car", "model_lab"}
+    qtbot.mouseClick(dialog.buttons[key], Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.isVisible())
+
+
+def test_getting_started_reaches_a_target_with_the_robot_in_one_click(make_window, qtbot):
+    import numpy as np
+
+    window = make_window()
+    _start_example(window, qtbot, "robot")
+    page = window.pages["robot"]
+    assert window.current_workspace() == "robot"
+    with qtbot.waitSignal(page.ik_finished, timeout=120_000) as blocker:
+        pass
+    outcome = blocker.args[0]
+    target = page.targets.targets[0]
+    reached = page.link_pose(target.link, q=outcome.q)  # the solution (the arm then animates to it)
+    assert np.linalg.norm(reached[:3, 3] - np.asarray(target.gizmo.pose)[:3, 3]) < 2e-3
+
+
+def test_getting_started_plans_a_car_manoeuvre_in_one_click(make_window, qtbot):
+    window = make_window()
+    _start_example(window, qtbot, "car")
+    page = window.pages["car"]
+    assert window.current_workspace() == "car"
+    assert page.scenario_combo.currentText() == "parallel-parking" and len(page.targets) > 0
+    qtbot.waitUntil(lambda: any(h.name == "Optimise car trajectory" for h in window.jobs.active_jobs()),
+                    timeout=10_000)
+    window.jobs.cancel_all()
+
+
+def test_getting_started_compares_models_on_a_log_in_one_click(make_window, qtbot):
+    window = make_window()
+    _start_example(window, qtbot, "model_lab")
+    page = window.pages["model_lab"]
+    assert window.current_workspace() == "model_lab"
+    qtbot.waitUntil(lambda: len(page.runs_panel.runs) >= 2, timeout=120_000)
+    names = [run.name for run in page.runs_panel.runs.values()]
+    assert sum("(example)" in name for name in names) == 2 or hasattr(page, "run_example")
+    qtbot.waitUntil(lambda: any(h.name.startswith("train") for h in window.jobs.active_jobs()), timeout=30_000)
+    window.jobs.cancel_all()

@@ -1,0 +1,238 @@
+"""Help > Getting started (the three things people come for, one click each) and the keyboard
+shortcuts dialog (every shortcut at once, no scrolling, on a 1366 x 768 screen).
+
+:func:`install_help` adds both to a main window's Help menu; the guided examples drive the
+workspaces through their public methods only (``load_robot``, ``targets.add_target``,
+``optimise``, ``open_file``...), as a script would.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QCommandLinkButton, QDialog, QDialogButtonBox, QFrame, QGridLayout, QLabel,
+                               QMenu, QVBoxLayout, QWidget)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["GUIDED_EXAMPLES", "GettingStartedDialog", "ShortcutsDialog", "install_help", "run_example"]
+
+EXAMPLE_ROBOT = "panda"
+EXAMPLE_SCENARIO = "parallel-parking"
+EXAMPLE_LOG = ("logs", "pendulum_friction.csv")
+EXAMPLE_MODELS = ("symo", "mlp")
+EXAMPLE_EPOCHS = 300
+# the end effector's target: this far from where it is (metres, in the base frame)
+TARGET_OFFSET = (0.10, 0.15, -0.10)
+
+
+# ----------------------------------------------------------------------------- the three examples
+
+
+def reach_targets(window) -> str:
+    """Robot: the Panda's hand gets a target a few centimetres away, and IK reaches it."""
+    page = window.show_workspace("robot")
+
+    def place_and_solve(*_args):
+        robot = getattr(page, "robot", None)
+        link = page.targets.end_effector
+        if robot is None or not link:
+            return
+        pose = np.array(page.link_pose(link), dtype=float)
+        pose[:3, 3] += np.asarray(TARGET_OFFSET)
+        page.targets.add_target(link, pose)
+        page.optimise()
+
+    robot = getattr(page, "robot", None)
+    if robot is not None and page.targets.end_effector:
+        place_and_solve()
+        return f"Robot: a target for {page.targets.end_effector} is placed; Optimise moves the arm to it."
+
+    def once(*args):
+        page.robot_loaded.disconnect(once)
+        place_and_solve(*args)
+
+    page.robot_loaded.connect(once)
+    if any(h.name.startswith("load robot") for h in window.jobs.active_jobs()):
+        return "Robot: once the robot has loaded, a target is placed and reached by inverse kinematics."
+    page.load_robot(EXAMPLE_ROBOT)
+    return f"Robot: loading {EXAMPLE_ROBOT}, then a target is placed and reached by inverse kinematics."
+
+
+def plan_car_manoeuvre(window) -> str:
+    """Car planner: a shipped scenario (parallel parking), then Optimise."""
+    page = window.show_workspace("car")
+    page.scenario_combo.setCurrentText(EXAMPLE_SCENARIO)  # loads the scenario's targets
+    page.optimise()
+    return f"Car planner: the {EXAMPLE_SCENARIO} scenario is loaded and its trajectory is being optimised."
+
+
+def compare_models_on_a_log(window) -> str:
+    """Model lab: the page's own one-click example when it has one; else the shipped pendulum
+    log opened with its shipped column mapping, then two small models trained on it."""
+    page = window.show_workspace("model_lab")
+    for name in ("run_example", "compare_example", "start_example"):
+        entry = getattr(page, name, None)
+        if callable(entry):
+            entry()
+            return "Model lab: the example log is loading and two models train on it."
+    from app.workspaces.model_lab import engine_bridge as eb
+    from engine.logs.mapping import LogMapping
+    from engine.paths import resource
+
+    path = resource(*EXAMPLE_LOG)
+    mapping = LogMapping.load(path.with_suffix(".mapping.json"))
+    runs = page.runs_panel
+
+    def train_two(*_args):
+        page.data_panel.dataset_ready.disconnect(train_two)
+        base = eb.with_changes(runs.train_form.value(), epochs=EXAMPLE_EPOCHS)
+        added = [runs.add_run(model, base, name=f"{model} (example)") for model in EXAMPLE_MODELS]
+        runs.train([run.key for run in added])
+
+    page.data_panel.dataset_ready.connect(train_two)  # after the page's own: the runs have the data
+    page.data_panel.open_log(str(path), mapping=mapping)
+    return (f"Model lab: {path.name} is loading with its column mapping; then "
+            f"{' and '.join(EXAMPLE_MODELS)} train on it and the compare view shows both.")
+
+
+GUIDED_EXAMPLES = [
+    ("robot", "Reach targets with a robot",
+     "Load the Panda arm, place a target for its hand and let inverse kinematics reach it. "
+     "Then drag the target in the 3D view, add more, or switch on Follow.", reach_targets),
+    ("car", "Plan a car manoeuvre",
+     "Load the parallel-parking scenario and optimise the RC car's trajectory through its "
+     "targets; Play runs it on the simulator.", plan_car_manoeuvre),
+    ("model_lab", "Compare models on a log",
+     "Open a pendulum log recorded with friction, train learned models on it and compare "
+     "their predictions with what was measured.", compare_models_on_a_log),
+]
+
+
+def run_example(window, key: str) -> str:
+    """Start the guided example ``key`` (robot, car, model_lab); returns what it did."""
+    for example_key, _title, _text, start in GUIDED_EXAMPLES:
+        if example_key == key:
+            try:
+                said = start(window)
+            except Exception as exc:  # noqa: BLE001 - an example must never take the app down
+                log.exception("guided example %s failed", key)
+                window.show_error("Getting started", f"the example could not start: {exc}")
+                return ""
+            window.show_status(said, 15000)
+            log.info("%s", said)
+            return said
+    raise KeyError(key)
+
+
+class GettingStartedDialog(QDialog):
+    """Three buttons, one per guided example; a click closes the dialog and starts it."""
+
+    def __init__(self, window, parent: QWidget | None = None):
+        super().__init__(parent or window)
+        self.setWindowTitle("Getting started")
+        self.setObjectName("gettingStartedDialog")
+        self.window_ = window
+        layout = QVBoxLayout(self)
+        intro = QLabel("Lagrange Studio models, learns and controls mechanical systems. "
+                       "Pick one of these to see it work (one click each):")
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        self.buttons: dict[str, QCommandLinkButton] = {}
+        for key, title, text, _start in GUIDED_EXAMPLES:
+            button = QCommandLinkButton(title, text)
+            button.setObjectName(f"example_{key}")
+            button.clicked.connect(lambda checked=False, k=key: self._start(k))
+            self.buttons[key] = button
+            layout.addWidget(button)
+        more = QLabel("Also: the Eigenmode designer (Ctrl+3) learns an efficient oscillation of a double "
+                      "pendulum. The user guide is docs/user-guide.md; Help > Keyboard Shortcuts lists "
+                      "every shortcut.")
+        more.setWordWrap(True)
+        layout.addWidget(more)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        close.rejected.connect(self.reject)
+        layout.addWidget(close)
+        self.resize(560, self.sizeHint().height())
+
+    def _start(self, key: str) -> None:
+        self.accept()
+        run_example(self.window_, key)
+
+
+# ----------------------------------------------------------------------------- shortcuts
+
+
+class ShortcutsDialog(QDialog):
+    """Every shortcut in a grid of (action, keys) columns, as many as it takes to need no scrolling."""
+
+    ROWS_PER_COLUMN = 16
+
+    def __init__(self, rows: list[tuple[str, str]], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Keyboard shortcuts")
+        self.setObjectName("shortcutsDialog")
+        self.rows = list(rows)
+        layout = QVBoxLayout(self)
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(10)
+        grid.setVerticalSpacing(2)
+        columns = max(1, math.ceil(len(self.rows) / self.ROWS_PER_COLUMN))
+        per_column = max(1, math.ceil(len(self.rows) / columns))
+        for i, (name, keys) in enumerate(self.rows):
+            column, row = divmod(i, per_column)
+            label = QLabel(name)
+            key = QLabel(f"<b>{keys}</b>")
+            key.setTextFormat(Qt.TextFormat.RichText)
+            grid.addWidget(label, row, 3 * column)
+            grid.addWidget(key, row, 3 * column + 1)
+            if column:  # a thin rule between columns
+                rule = QFrame()
+                rule.setFrameShape(QFrame.Shape.VLine)
+                grid.addWidget(rule, 0, 3 * column - 1, per_column, 1)
+        layout.addLayout(grid)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self.adjustSize()
+
+
+def show_shortcuts(window) -> ShortcutsDialog:
+    dialog = ShortcutsDialog(window.shortcut_table(), window)
+    dialog.open()
+    return dialog
+
+
+def _help_menu(window) -> QMenu | None:
+    for action in window.menuBar().actions():
+        if action.text().replace("&", "") == "Help" and action.menu() is not None:
+            return action.menu()
+    return None
+
+
+def install_help(window) -> None:
+    """Add Help > Getting started (first entry, F1) and let Help > Keyboard Shortcuts open
+    the dialog that fits a laptop screen."""
+    menu = _help_menu(window) or window.menuBar().addMenu("&Help")
+    action = QAction("&Getting Started…", window)
+    action.setObjectName("gettingStartedAction")
+    action.setShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents))
+    action.triggered.connect(lambda checked=False: open_getting_started(window))
+    first = menu.actions()[0] if menu.actions() else None
+    menu.insertAction(first, action)
+    window.getting_started_action = action
+    for existing in menu.actions():
+        if existing.text().replace("&", "") == "Keyboard Shortcuts":
+            existing.triggered.disconnect()
+            existing.triggered.connect(lambda checked=False: show_shortcuts(window))
+
+
+def open_getting_started(window) -> GettingStartedDialog:
+    dialog = GettingStartedDialog(window)
+    window.getting_started_dialog = dialog
+    dialog.open()
+    return dialog
