@@ -67,6 +67,15 @@ def slider_limits(model) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def _physically_impossible(reason: str) -> bool:
+    """A negative mass, a non-finite or not positive-definite inertia: never accepted leniently
+    (a zero mass with an inertia, or a triangle inequality off by rounding, are)."""
+    import re
+
+    return bool(re.search(r"mass must be positive, got -", reason)) or "must be finite" in reason \
+        or "not positive definite" in reason
+
+
 def _load_model(RobotModel, path: Path):
     """The engine model of a URDF, strictly validated; a viewer is lenient in two ways the
     engine offers: physically inconsistent inertials (strict=False) and mimic joints
@@ -81,8 +90,13 @@ def _load_model(RobotModel, path: Path):
         except URDFError as exc:
             text = str(exc)
             if "strict=False" in text and kwargs["strict"]:
+                reason = str(getattr(exc, "reason", text)).split("; load with strict=False")[0]
+                if _physically_impossible(reason):  # the same rule as the API: no silent leniency
+                    raise URDFError(f"{reason}: physically impossible; fix the URDF", exc.file, exc.element,
+                                    exc.line) from None
                 kwargs["strict"] = False
-                notes.append("physically inconsistent inertials accepted as given (details in the log)")
+                notes.append(f"accepted although physically inconsistent: {exc.element or 'inertial'}: {reason} "
+                             "(any others are in the log)")
             elif "mimic='independent'" in text and kwargs["mimic"] == "error":
                 kwargs["mimic"] = "independent"
                 notes.append("mimic joints are shown as independent joints")
