@@ -56,7 +56,9 @@ def read_session(path: str) -> dict:
     if not isinstance(state, dict) or state.get("format") != "lagrange-studio-session":
         raise ValueError(f"{path}: not a Lagrange Studio session file (its 'format' field is missing)")
     version = state.get("version", SESSION_VERSION)
-    if not isinstance(version, int) or version > SESSION_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"{path}: field 'version' is {version!r}, not a session format version")
+    if version > SESSION_VERSION:
         raise ValueError(f"{path}: session format version {version!r} is newer than this app reads "
                          f"({SESSION_VERSION}); update Lagrange Studio")
     return state

@@ -144,3 +144,34 @@ def test_negative_mass_is_refused_not_loaded_leniently(make_window, qtbot, tmp_p
     assert "negative.urdf" in message and "mass must be positive, got -1" in message
     assert "physically impossible" in message and "strict=False" not in message
     assert page.robot is shown
+
+
+def test_fuzzed_sessions_never_reach_the_uncaught_exception_dialog(make_window, qtbot, tmp_path):
+    """Random JSON in each workspace's part (and around it): open_session restores what it can and
+    names the rest; no exception escapes to the uncaught-exception dialog."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from app.workspaces import WORKSPACES
+
+    window = make_window()
+    keys = [spec.key for spec in WORKSPACES if spec.key != "robot"]  # the robot part loads a robot (slow)
+    values = st.recursive(
+        st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats() | st.text(max_size=6),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=8)
+    path = tmp_path / "fuzz.lagrange.json"
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(pages=st.dictionaries(st.sampled_from(keys + ["nope"]), values, max_size=3),
+           workspace=st.one_of(st.sampled_from(keys), values), version=st.sampled_from([1, 0, None, "1"]))
+    def run(pages, workspace, version):
+        path.write_text(json.dumps({"format": "lagrange-studio-session", "version": version,
+                                    "workspace": workspace, "pages": pages}))
+        window.open_file(str(path))
+        qtbot.wait(20)
+        for box in _errors(window):
+            box.close()
+        assert window.exception_hook.last_dialog is None
+
+    run()
