@@ -31,6 +31,39 @@ SESSION_FILTER = "Lagrange Studio session (*.lagrange.json *.json)"
 SESSION_VERSION = 1
 
 
+def is_session_file(path: str) -> bool:
+    """A saved session: ``*.lagrange.json``, or a small ``.json`` whose ``format`` says so."""
+    p = Path(path)
+    name = p.name.lower()
+    if name.endswith(".lagrange.json"):
+        return True
+    if not name.endswith(".json"):
+        return False
+    try:
+        if not p.is_file() or p.stat().st_size > 16 << 20:
+            return False
+        head = p.read_bytes()[:65536].decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return '"lagrange-studio-session"' in head and '"format"' in head
+
+
+def read_session(path: str) -> dict:
+    """The JSON object of a session file; ValueError naming the file otherwise."""
+    from engine.io import read_json
+
+    state = read_json(path)  # missing, not a regular file, not JSON: a message naming the file
+    if not isinstance(state, dict) or state.get("format") != "lagrange-studio-session":
+        raise ValueError(f"{path}: not a Lagrange Studio session file (its 'format' field is missing)")
+    version = state.get("version", SESSION_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"{path}: field 'version' is {version!r}, not a session format version")
+    if version > SESSION_VERSION:
+        raise ValueError(f"{path}: session format version {version!r} is newer than this app reads "
+                         f"({SESSION_VERSION}); update Lagrange Studio")
+    return state
+
+
 class _BrokenPage(QWidget):
     """Shown in place of a workspace whose page failed to build; the rest of the app works."""
 
@@ -218,7 +251,10 @@ class MainWindow(QMainWindow):
 
     # ----- files ------------------------------------------------------------------------
     def open_file(self, path: str, prefer: str | None = None) -> bool:
-        """Give ``path`` to the workspace that takes it (``prefer`` first, then the current)."""
+        """Give ``path`` to the workspace that takes it (``prefer`` first, then the current);
+        a saved session (``--open``, File > Recent, drag-and-drop, any Open dialog) reopens as one."""
+        if is_session_file(path):
+            return self.open_session(path)
         order = [k for k in (prefer, self.current_workspace()) if k] + self.workspace_keys()
         seen = set()
         for key in order:
@@ -294,24 +330,42 @@ class MainWindow(QMainWindow):
         self.show_status(f"Session saved to {path}")
 
     def open_session(self, path: str) -> bool:
+        """Restore a saved session; each workspace's part is restored on its own, and a damaged
+        part is named in one message while the rest is restored."""
         try:
-            state = json.loads(Path(path).read_text(encoding="utf-8"))
-            if not isinstance(state, dict) or state.get("format") != "lagrange-studio-session":
-                raise ValueError("not a Lagrange Studio session file (missing format field)")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
-            self.show_error("Cannot open session", f"{path}: {exc}")
+            state = read_session(path)
+        except ValueError as exc:
+            self.show_error("Cannot open session", str(exc))
             return False
-        for key, page_state in (state.get("pages") or {}).items():
-            if key in self.workspace_keys():
-                page = self.page(key)
-                if hasattr(page, "restore_session_state"):
-                    try:
-                        page.restore_session_state(page_state)
-                    except Exception as exc:  # noqa: BLE001
-                        self.show_error("Cannot restore workspace", f"{path}: workspace {key}: {exc}")
+        titles = {spec.key: spec.title for spec in WORKSPACES}
+        damaged = []
+        pages = state.get("pages") or {}
+        if not isinstance(pages, dict):
+            damaged.append("the list of workspaces ('pages' is not an object)")
+            pages = {}
+        for key, page_state in pages.items():
+            if key not in titles:
+                damaged.append(f"an unknown workspace {key!r}")
+                continue
+            page = self.page(key)
+            if not hasattr(page, "restore_session_state"):
+                continue
+            if not isinstance(page_state, dict):
+                damaged.append(f"the {titles[key]} workspace (its part is not an object)")
+                continue
+            try:
+                page.restore_session_state(page_state)
+            except Exception as exc:  # noqa: BLE001 - one damaged part must not stop the others
+                log.warning("session %s: workspace %s:\n%s", path, key, traceback.format_exc())
+                damaged.append(f"the {titles[key]} workspace ({exc})")
         if state.get("workspace") in self.workspace_keys():
             self.show_workspace(state["workspace"])
         self.add_recent_file(path)
+        if damaged:
+            self.show_error("Session partly restored",
+                            f"{path}: could not restore " + "; ".join(damaged) + ". The rest was restored.")
+        else:
+            self.show_status(f"Session restored from {path}")
         return True
 
     def _save_session_dialog(self) -> None:

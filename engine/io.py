@@ -17,7 +17,8 @@ from collections.abc import Mapping
 __all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json", "json_default",
            "save_tensors", "load_tensors", "save_checkpoint", "load_checkpoint",
            "file_sha256", "CheckpointError", "finite_or_none", "dataclass_from_dict", "staged_files",
-           "move_entries", "flatten_state", "unflatten_state", "csv_text"]
+           "move_entries", "flatten_state", "unflatten_state", "csv_text", "tensor_header",
+           "check_tensor_shapes", "module_shapes"]
 
 
 class CheckpointError(ValueError):
@@ -134,14 +135,43 @@ def write_json(path: str | os.PathLike, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, default=json_default) + "\n")
 
 
+_MAX_JSON_BYTES = 256 << 20
+
+
+def _regular_file(path: Path) -> int:
+    """The size of ``path``; CheckpointError if it is missing or not a regular file (a pipe
+    would hang the read, a folder gives an obscure error)."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise CheckpointError(f"{path}: {kind}; give the path of a file")
+    return st.st_size
+
+
 def read_json(path: str | os.PathLike) -> Any:
+    """Parse a JSON file; :class:`CheckpointError` (naming the file, without a traceback's
+    jargon) if it is missing, not a regular file, huge, not UTF-8 or not JSON."""
     path = Path(path)
+    size = _regular_file(path)
+    if size > _MAX_JSON_BYTES:
+        raise CheckpointError(f"{path}: {size / 2**20:.0f} MiB is too big for a settings/metadata JSON file")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise CheckpointError(f"{path}: file not found") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{path}: not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise CheckpointError(f"{path}: not valid JSON (nested too deeply)") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -163,16 +193,123 @@ def save_tensors(path: str | os.PathLike, tensors: Mapping[str, Any],
     return atomic_write_bytes(path, save(clean, metadata=dict(metadata) if metadata else None))
 
 
-def load_tensors(path: str | os.PathLike, device: str = "cpu") -> dict:
+_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+                "U16": 2, "U32": 4, "U64": 8, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+_MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit
+
+
+def tensor_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """``{name: (dtype, shape)}`` from a safetensors file's header, reading no tensor data.
+
+    Checks the header against the file: a truncated file, offsets that overlap or run past
+    the end, or a shape whose size disagrees with its bytes give a :class:`CheckpointError`
+    naming the file (and the tensor) instead of an allocation or an obscure parser error.
+    """
+    import math
+
+    path = Path(path)
+    size = _regular_file(path)
+    bad = f"{path}: not a valid safetensors file"
+    if size < 8:
+        raise CheckpointError(f"{bad} ({size} bytes: truncated or empty)")
+    with open(path, "rb") as fh:
+        n = int.from_bytes(fh.read(8), "little")
+        if n > _MAX_HEADER_BYTES or 8 + n > size:
+            raise CheckpointError(f"{bad} (its header claims {n} bytes but the file has {size}: truncated?)")
+        raw = fh.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise CheckpointError(f"{bad} (unreadable header)") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{bad} (the header is not a table of tensors)")
+    data_size = size - 8 - n
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
+    spans = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            dtype, shape, (start, end) = info["dtype"], tuple(int(d) for d in info["shape"]), info["data_offsets"]
+            start, end = int(start), int(end)
+        except (TypeError, KeyError, ValueError):
+            raise CheckpointError(f"{bad} (tensor {name!r}: malformed entry in the header)") from None
+        if dtype not in _DTYPE_BYTES or any(d < 0 for d in shape):
+            raise CheckpointError(f"{bad} (tensor {name!r}: dtype {dtype!r}, shape {list(shape)})")
+        if not 0 <= start <= end <= data_size:
+            raise CheckpointError(f"{bad} (tensor {name!r} lies past the end of the file: truncated?)")
+        if math.prod(shape) * _DTYPE_BYTES[dtype] != end - start:
+            raise CheckpointError(f"{bad} (tensor {name!r}: shape {list(shape)} does not match its "
+                                  f"{end - start} bytes)")
+        spans.append((start, end, name))
+        out[name] = (dtype, shape)
+    spans.sort()
+    for (_, e0, a), (s1, _, b) in zip(spans, spans[1:]):
+        if s1 < e0:
+            raise CheckpointError(f"{bad} (tensors {a!r} and {b!r} overlap)")
+    return out
+
+
+def check_tensor_shapes(path: str | os.PathLike, expected: Mapping[str, Any], what: str = "the model") -> None:
+    """Compare the shapes in ``path``'s header with ``expected`` (name -> shape) before any
+    tensor is read or any model built at full size; CheckpointError names the tensor."""
+    path = Path(path)
+    found = tensor_header(path)
+    missing = [k for k in expected if k not in found]
+    extra = [k for k in found if k not in expected]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(map(repr, missing[:5]))}{' ...' if len(missing) > 5 else ''}")
+        if extra:
+            parts.append(f"unexpected {', '.join(map(repr, extra[:5]))}{' ...' if len(extra) > 5 else ''}")
+        raise CheckpointError(f"{path}: the weights do not match {what} ({'; '.join(parts)})")
+    for name, shape in expected.items():
+        if tuple(shape) != found[name][1]:
+            raise CheckpointError(f"{path}: tensor {name!r} has shape {list(found[name][1])} but {what} "
+                                  f"needs {list(shape)}; the .json and .safetensors files do not belong together")
+
+
+def module_shapes(factory) -> dict[str, tuple[int, ...]] | None:
+    """The state-dict shapes of the module ``factory()`` builds, built on torch's "meta" device
+    (no memory is allocated, so absurd sizes in a JSON cost nothing); None if it cannot be
+    built there (then the caller builds it normally)."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            module = factory()
+        return {k: tuple(v.shape) for k, v in module.state_dict().items()}
+    except Exception:  # noqa: BLE001 - some constructors compute on real tensors; fall back
+        return None
+
+
+def load_tensors(path: str | os.PathLike, device: str = "cpu", *, check_finite: bool = True) -> dict:
+    """Read a safetensors file (header checked first); non-finite floating tensors are refused
+    by name unless ``check_finite`` is False."""
     from safetensors.torch import load_file
 
     path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"{path}: file not found")
+    tensor_header(path)  # missing, truncated or inconsistent files: a clear message before any read
     try:
-        return load_file(str(path), device=device)
+        tensors = load_file(str(path), device=device)
     except Exception as exc:  # safetensors raises several types for corrupt files
         raise CheckpointError(f"{path}: not a valid safetensors file ({exc})") from exc
+    if check_finite:
+        _check_finite_tensors(path, tensors)
+    return tensors
+
+
+def _check_finite_tensors(path: Path, tensors: Mapping[str, Any]) -> None:
+    import torch
+
+    for name, t in tensors.items():
+        if t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
+            bad = int((~torch.isfinite(t)).sum())
+            kinds = "NaN" if bool(torch.isnan(t).any()) else "infinite"
+            raise CheckpointError(f"{path}: tensor {name!r} holds {bad} {kinds} value(s) of {t.numel()}; the "
+                                  "model would predict NaN (saved from a diverged run?): retrain it or use an "
+                                  "earlier checkpoint")
 
 
 def _fsync_dir(path: Path) -> None:
@@ -253,13 +390,28 @@ def save_checkpoint(directory: str | os.PathLike, state_dict: Mapping[str, Any],
 
 
 def load_checkpoint(directory: str | os.PathLike, name: str = "model",
-                    device: str = "cpu") -> tuple[dict, dict]:
-    """Return ``(state_dict, meta)`` written by :func:`save_checkpoint`."""
+                    device: str = "cpu", expected_shapes=None) -> tuple[dict, dict]:
+    """Return ``(state_dict, meta)`` written by :func:`save_checkpoint`.
+
+    Before any tensor is read: the folder must be a folder, the JSON an object, the weights'
+    header consistent with the file (truncation) and, when ``expected_shapes(meta)`` is given
+    (name -> shape, e.g. from :func:`module_shapes`), with the shapes the JSON declares.
+    After: every floating tensor finite (a NaN weight is refused by name).
+    """
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise CheckpointError(f"{directory}: a file, not a model folder; give the folder that holds "
+                              f"{name}.json and {name}.safetensors")
     meta = read_json(directory / f"{name}.json")
     if not isinstance(meta, dict):
         raise CheckpointError(f"{directory / (name + '.json')}: expected a JSON object")
-    return load_tensors(directory / f"{name}.safetensors", device=device), meta
+    weights = directory / f"{name}.safetensors"
+    tensor_header(weights)
+    if expected_shapes is not None:
+        shapes = expected_shapes(meta)
+        if shapes is not None:
+            check_tensor_shapes(weights, shapes, f"the model described in {name}.json")
+    return load_tensors(weights, device=device), meta
 
 
 def flatten_state(obj: Any, prefix: str = "") -> tuple[Any, dict]:

@@ -264,10 +264,76 @@ def _mesh_vertex_colors(mesh) -> np.ndarray | None:
     return None
 
 
-def _load_mesh_file(path: Path, scale, urdf_rgba, options: GeometryOptions) -> MeshPart:
-    """Load STL/DAE/OBJ with trimesh; every sub-geometry keeps its own material colour."""
+MAX_MESH_MB_ENV = "LAGRANGE_MAX_MESH_MB"
+MAX_MESH_FACES = 2_000_000
+
+
+def _mesh_roots(base_dir: Path, uri: str) -> list[Path]:
+    """Where a URDF's meshes may be read from: the robot's folder tree (the URDF's folder and
+    up to two levels above it, never a top-level folder or the home folder), a package of
+    that name among the URDF's ancestors, the shipped robots and the known package roots."""
+    base = base_dir.resolve()
+    home = Path.home().resolve()
+    roots = []
+    for anc in (base.parents[1] if len(base.parents) > 1 else base, base.parent, base):
+        if len(anc.parts) > 2 and anc != home:
+            roots.append(anc)
+            break
+    else:
+        roots.append(base)
+    if uri.startswith("package://"):
+        package = uri[len("package://"):].partition("/")[0]
+        roots += [a for a in (base, *base.parents) if a.name == package and len(a.parts) > 2]
+    try:
+        from engine.paths import urdf_dir
+        from engine.robots.urdf import description_package_roots
+
+        roots += [urdf_dir(), *description_package_roots()]
+    except Exception as exc:  # noqa: BLE001 - the viewer also works without the engine
+        log.debug("no engine package roots: %s", exc)
+    return roots + _package_roots()
+
+
+def _mesh_path_allowed(path: Path, base_dir: Path, uri: str) -> bool:
+    try:
+        real = path.resolve()
+    except OSError:
+        return False
+    for root in _mesh_roots(base_dir, uri):
+        try:
+            real.relative_to(root.resolve())
+            return True
+        except (ValueError, OSError):
+            continue
+    return False
+
+
+def _load_mesh_file(path: Path, scale, urdf_rgba, options: GeometryOptions, base_dir: Path | None = None,
+                    uri: str = "") -> MeshPart:
+    """Load STL/DAE/OBJ with trimesh; every sub-geometry keeps its own material colour.
+
+    With ``base_dir`` (the URDF's folder), a path that climbs out of the robot's folder tree
+    and the known package roots is not read. A file above ``LAGRANGE_MAX_MESH_MB`` (30 MB)
+    is refused with its size before it is read; a mesh above 2 M triangles is decimated at
+    once (to the robot's triangle budget or 2 M).
+    """
+    import stat
+
     import trimesh
 
+    if base_dir is not None and not _mesh_path_allowed(path, Path(base_dir), uri):
+        raise ValueError(f"{path} is outside the robot's folder and the known package folders; "
+                         "not read (copy the mesh next to the robot or add its folder to ROS_PACKAGE_PATH)")
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path} is not a regular file")
+    try:
+        limit_mb = float(os.environ.get(MAX_MESH_MB_ENV, "30"))
+    except ValueError:
+        limit_mb = 30.0
+    if limit_mb > 0 and st.st_size > limit_mb * 2**20:
+        raise ValueError(f"{path} is {st.st_size / 2**20:.0f} MB, above the viewer's {limit_mb:g} MB limit for one "
+                         f"mesh; simplify it (e.g. with fast-simplification) or raise {MAX_MESH_MB_ENV}")
     loaded = trimesh.load(str(path), force=None, process=False)
     if isinstance(loaded, trimesh.Scene):
         geoms = []
@@ -296,6 +362,10 @@ def _load_mesh_file(path: Path, scale, urdf_rgba, options: GeometryOptions) -> M
             part.colors = vc.astype(np.float32)
         parts.append(part)
     merged = MeshPart.merge(parts)
+    if merged.triangles > MAX_MESH_FACES:
+        target = min(MAX_MESH_FACES, options.max_triangles or MAX_MESH_FACES)
+        log.warning("%s: %d triangles decimated to about %d on load", path, merged.triangles, target)
+        merged = _decimate(merged, target).compute_normals()
     if scale is not None:
         merged.vertices = merged.vertices * np.asarray(scale, dtype=np.float32).reshape(-1)[:3]
     return merged
@@ -405,7 +475,7 @@ def _element_part(element, base_dir: Path, rgba, options: GeometryOptions, where
         try:
             if not path.exists():
                 raise FileNotFoundError(f"not found: {path}")
-            part = _load_mesh_file(path, geom.mesh.scale, rgba, options)
+            part = _load_mesh_file(path, geom.mesh.scale, rgba, options, base_dir, geom.mesh.filename)
         except Exception as exc:  # noqa: BLE001 - a missing mesh is a warning, never an error
             msg = f"{where}: mesh {geom.mesh.filename!r} could not be loaded ({exc}); drawing a placeholder box"
             log.warning(msg)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.cli._common import add_group, print_json, run_cli_job
+from engine.validation import check_output_path
 
 
 def register(subparsers) -> None:
@@ -64,6 +65,7 @@ def _train(args) -> int:
     cfg = TrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
                   driving=replace(cfg.driving, **_overrides(args, ("minutes",))))
+    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     dataset = None
     if args.log:
         import torch
@@ -147,6 +149,8 @@ def _select(args) -> int:
     from engine.planning.training import SelectionConfig, select_models_job
 
     cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes")))
+    if args.out:
+        check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     res = run_cli_job(select_models_job(cfg, args.out), quiet=args.json)
     if args.json:
         print_json({k: v for k, v in res.items() if k != "runs"})

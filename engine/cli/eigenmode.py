@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.cli._common import add_group, print_json, run_cli_job
+from engine.validation import check_output_path
 
 
 def _defaults():
@@ -63,6 +64,7 @@ def _learn(args) -> int:
         job = lambda ctx: learn_into(None, ctx=ctx, resume_dir=args.resume, epochs=args.epochs)
     else:
         design = _design_from_args(args)
+        check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
         job = lambda ctx: learn_into(design, args.out, ctx)
     with interrupts_as_keyboard():   # SIGTERM ends the run as Ctrl+C does: recorded, files kept
         mode = run_cli_job(job, quiet=args.json)
@@ -77,6 +79,8 @@ def _stabilise(args) -> int:
     from engine.eigenmodes.jobs import StabiliseJob, stabilise_summary
     from engine.eigenmodes.storage import load_mode, stabilised_csv, write_trajectory_csv
     mode = load_mode(args.mode)
+    if args.csv:
+        check_output_path(args.csv, "file", "--csv")  # before the work
     perturb = list(args.perturb)
     if len(perturb) not in (2, 4):
         raise ValueError("--perturb: expected DQ1 DQ2 [DP1 DP2]")
@@ -103,6 +107,7 @@ def _print_summary(summary: dict, as_json: bool) -> None:
 def _sweep(args) -> int:
     from engine.eigenmodes.sweep import SweepJob
     design = _design_from_args(args)
+    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     job = SweepJob(design, effort_weights=args.effort_weights, periods=args.periods, out=Path(args.out))
     rows = run_cli_job(job, quiet=args.json)
     if args.json:

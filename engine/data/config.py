@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 
 from engine.io import dataclass_from_dict
 
-from engine.validation import check_allocation, check_finite, check_int, check_range
+from engine.validation import check_allocation, check_choice, check_finite, check_int, check_range
 
 __all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for", "SAMPLERS"]
 
@@ -100,6 +100,7 @@ class DatasetConfig:
     sampler: str = "paper"               # "paper": the paper repository's exact draws; "numpy": older sampling
 
     def __post_init__(self):
+        check_choice("data set setting", "system (--system)", self.system, PROTOCOLS)
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
         for name in ("train_trajectories", "test_trajectories", "steps", "long_term_trajectories", "long_term_steps"):
@@ -126,6 +127,7 @@ class DatasetConfig:
                       hint="seeds are whole numbers from 0")
         if self.h is not None:
             check_range(who, "h", self.h, 0.0, 10.0, lo_open=True, unit="s")
+        check_choice(who, "sampler (--sampler)", self.sampler, SAMPLERS)
         check_finite(who, "control_low", self.control_low)
         check_finite(who, "control_high", self.control_high)
         width = len(protocol_for(self.system).state_low) + 1  # state and control per point (float64)

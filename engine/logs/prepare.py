@@ -32,7 +32,7 @@ from engine.logs.mapping import LogMapping, MappedLog, apply_mapping
 from engine.logs.table import LogTable
 from engine.logs.units import ANGLE_UNITS
 from engine.logs.validate import check_no_gaps, check_time, check_time_gaps
-from engine.validation import InputError, check_allocation, check_finite, check_range
+from engine.validation import InputError, check_allocation, check_finite, check_int, check_range
 
 __all__ = [
     "PrepareConfig",
@@ -96,23 +96,31 @@ class PrepareConfig:
                     check_finite(None, name, getattr(self, name))
             check_range(None, "gap_factor", self.gap_factor, 2.0, None,
                         hint="a step longer than this many median steps is a gap")
+            check_int(None, "window", self.window, 3, 100_001, hint="an odd number of samples")
+            check_int(None, "polyorder", self.polyorder, 0, 100_000)
+            check_range(None, "val_fraction", self.val_fraction, 0.0, 1.0, hi_open=True)
+            for name in ("smooth", "smooth_controls", "use_logged_velocities", "accelerations", "unwrap_angles",
+                         "allow_large"):
+                if not isinstance(getattr(self, name), bool):
+                    raise InputError(f"must be true or false, got {getattr(self, name)!r}", field=name)
         except InputError as exc:
             raise LogError(exc.reason, setting=exc.field) from None
-        if self.time_gaps not in TIME_GAPS:
-            raise LogError(f"must be one of {TIME_GAPS}, got {self.time_gaps!r}", setting="time_gaps")
-        if self.interpolation not in INTERPOLATIONS:
-            raise LogError(f"must be one of {INTERPOLATIONS}", setting="interpolation")
-        if self.derivative not in DERIVATIVES:
-            raise LogError(f"must be one of {DERIVATIVES}", setting="derivative")
-        if self.window < 3 or self.window % 2 == 0:
+        for name, choices in (("time_gaps", TIME_GAPS), ("interpolation", INTERPOLATIONS),
+                              ("derivative", DERIVATIVES)):
+            if not isinstance(getattr(self, name), str) or getattr(self, name) not in choices:
+                raise LogError(f"must be one of {', '.join(choices)}, got {getattr(self, name)!r}", setting=name)
+        if self.window % 2 == 0:
             raise LogError(f"must be an odd number >= 3, got {self.window}", setting="window")
-        if not 0 <= self.polyorder < self.window:
+        if not self.polyorder < self.window:
             raise LogError(f"must be in [0, window), got {self.polyorder}", setting="polyorder")
-        if not (np.isfinite(self.val_fraction) and 0 <= self.val_fraction < 1):
-            raise LogError(f"must be in [0, 1), got {self.val_fraction}", setting="val_fraction")
         for name in ("train_ranges", "val_ranges"):
-            for r in getattr(self, name):
-                if len(r) != 2 or not r[0] < r[1]:
+            ranges = getattr(self, name)
+            if not isinstance(ranges, (list, tuple)):
+                raise LogError(f"must be a list of [t_start, t_end] pairs, got {ranges!r}", setting=name)
+            for r in ranges:
+                ok = isinstance(r, (list, tuple)) and len(r) == 2 and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in r)
+                if not ok or not r[0] < r[1]:
                     raise LogError(f"each range must be [t_start, t_end] with t_start < t_end, got {r}",
                                    setting=name)
 

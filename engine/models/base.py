@@ -22,6 +22,7 @@ from torch import nn
 from engine.data.windows import Windows
 from engine.models.nets import INITS
 from engine.io import dataclass_from_dict
+from engine.validation import check_allocation, check_int, check_range
 
 __all__ = ["ROBOT_KINDS", "LearnedDynamics", "ModelSpec"]
 
@@ -90,6 +91,21 @@ class ModelSpec:
             raise ValueError(f"ModelSpec.robot_perturb: expected a relative size in [0, 1), got {self.robot_perturb!r}")
         if self.system is not None and not isinstance(self.system, str):
             raise ValueError(f"ModelSpec.system: expected a system name or None, got {self.system!r}")
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        """Sizes estimated before any network is built (engine/validation.py): a model JSON
+        that declares an absurd width is refused, not allocated."""
+        who = "model setting"
+        check_int(who, "hidden (--hidden)", self.hidden, 1, 1_000_000)
+        check_int(who, "layers", self.layers, 1, 64)
+        check_int(who, "dof", self.dof, 1, 10_000)
+        check_range(who, "h", self.h, 0.0, 10.0, lo_open=True, unit="s")
+        h, n = int(self.hidden), int(self.dof)
+        # weights, gradients and Adam's moments of the widest net (a mass-matrix head of n^2 outputs)
+        elements = 4 * (int(self.layers) * h * h + h * (n * n + 4 * n + int(self.control_dim) + 8))
+        check_allocation(f"a model of {self.layers} x {h} neurons for {n} coordinates", elements, 8,
+                         hint="lower --hidden")
 
     @classmethod
     def for_system(cls, mechanical_system, h: float, /, **overrides) -> ModelSpec:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.io import CheckpointError, load_checkpoint, save_checkpoint
+from engine.io import CheckpointError, load_checkpoint, module_shapes, save_checkpoint
 from engine.models.base import LearnedDynamics, ModelSpec
 
 __all__ = ["PAPER_MODELS", "build_model", "load_model", "model_names", "register_model", "save_model"]
@@ -51,7 +51,14 @@ def save_model(directory: str | Path, model: LearnedDynamics, extra: dict | None
 
 def load_model(directory: str | Path, name: str = "model") -> tuple[LearnedDynamics, dict]:
     """Rebuild a model saved by :func:`save_model`; returns ``(model, meta)``."""
-    state, meta = load_checkpoint(directory, name)
+    def shapes(meta):  # compared with the weights' header before they are read (on torch's meta device)
+        try:
+            spec = ModelSpec.from_dict(meta["hyperparameters"])
+        except (KeyError, TypeError, ValueError):
+            return None  # reported below, naming the field
+        return module_shapes(lambda: build_model(meta.get("type"), spec))
+
+    state, meta = load_checkpoint(directory, name, expected_shapes=shapes)
     where = Path(directory) / f"{name}.json"
     try:
         spec = ModelSpec.from_dict(meta["hyperparameters"])

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from engine.data.config import protocol_for
+from engine.data.config import PROTOCOLS, protocol_for
 from engine.io import dataclass_from_dict
 from engine.models.nets import INITS
-from engine.validation import check_allocation, check_int, check_range
+from engine.validation import check_allocation, check_choice, check_int, check_range
 
 __all__ = ["TrainConfig"]
+
+
+def _model_names() -> list[str]:
+    from engine.models.registry import model_names  # models rank below training
+
+    return model_names()
 
 
 @dataclass
@@ -33,6 +39,7 @@ class TrainConfig:
                                         # is fastest for these small networks; more oversubscribes a busy CPU
 
     def __post_init__(self):
+        check_choice("training setting", "system (--system)", self.system, PROTOCOLS)
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
         for name in ("trajectories", "epochs", "layers", "batch_factor", "checkpoint_every"):
@@ -56,6 +63,9 @@ class TrainConfig:
         check_int(who, "batch_factor", self.batch_factor, 1, 100_000)
         check_int(who, "patience", self.patience, 0, 100_000_000)
         check_int(who, "seed (--seed)", self.seed, 0, 2**32 - 1, hint="seeds are whole numbers from 0")
+        check_range(who, "factor", self.factor, 0.0, 1.0, lo_open=True, hi_open=True)
+        check_choice(who, "model (--model)", self.model, _model_names())
+        check_choice(who, "init", self.init, INITS)
         if self.hidden is not None:
             check_int(who, "hidden (--hidden)", self.hidden, 1, 1_000_000)
         if self.learning_rate is not None:

@@ -120,3 +120,94 @@ def test_flatten_state_round_trips_an_optimiser_state(tmp_path):
     assert back["opt"]["param_groups"] == state["opt"]["param_groups"]
     for key in ("exp_avg", "exp_avg_sq", "step"):
         assert torch.equal(back["opt"]["state"][0][key], state["opt"]["state"][0][key])
+
+
+# ----- loads check before they build (reliability) ----------------------------------------------
+
+def test_truncated_weights_are_named_before_any_read(tmp_path):
+    from engine.io import tensor_header
+
+    save_checkpoint(tmp_path, {"w": torch.randn(64, 64, dtype=torch.float64)}, {"type": "demo"})
+    path = tmp_path / "model.safetensors"
+    full = path.read_bytes()
+    assert tensor_header(path) == {"w": ("F64", (64, 64))}
+    for cut in (3, 8, 20, len(full) - 1):
+        path.write_bytes(full[:cut])
+        with pytest.raises(CheckpointError, match=r"model\.safetensors: not a valid safetensors file \(.*(truncated|unreadable)"):
+            load_checkpoint(tmp_path)
+
+
+def test_header_with_a_huge_shape_is_refused_without_allocating(tmp_path):
+    import json
+    import struct
+
+    header = json.dumps({"w": {"dtype": "F64", "shape": [10**6, 10**6], "data_offsets": [0, 16]}}).encode()
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(16))
+    (tmp_path / "model.json").write_text("{}")
+    with pytest.raises(CheckpointError, match=r"tensor 'w': shape \[1000000, 1000000\] does not match its 16 bytes"):
+        load_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_weights_are_refused_by_name(tmp_path, bad):
+    w = torch.zeros(3, 3)
+    w[1, 2] = bad
+    save_checkpoint(tmp_path, {"net.0.weight": w, "steps": torch.tensor([3])}, {"type": "demo"})
+    with pytest.raises(CheckpointError, match=r"tensor 'net\.0\.weight' holds 1 (NaN|infinite) value"):
+        load_checkpoint(tmp_path)
+
+
+def test_declared_shapes_are_compared_with_the_header(tmp_path):
+    from engine.io import check_tensor_shapes
+
+    save_checkpoint(tmp_path, {"a": torch.zeros(2, 3), "b": torch.zeros(4)}, {"hidden": 3})
+    weights = tmp_path / "model.safetensors"
+    check_tensor_shapes(weights, {"a": (2, 3), "b": (4,)})
+    with pytest.raises(CheckpointError, match=r"tensor 'a' has shape \[2, 3\] but the model needs \[2, 300\]"):
+        check_tensor_shapes(weights, {"a": (2, 300), "b": (4,)})
+    with pytest.raises(CheckpointError, match=r"missing 'c'; unexpected 'b'"):
+        check_tensor_shapes(weights, {"a": (2, 3), "c": (4,)})
+    with pytest.raises(CheckpointError, match="needs"):
+        load_checkpoint(tmp_path, expected_shapes=lambda meta: {"a": (2, meta["hidden"] * 100), "b": (4,)})
+
+
+def test_model_json_declaring_other_sizes_is_refused_before_building(tmp_path):
+    from engine.models.base import ModelSpec
+    from engine.models.registry import build_model, load_model, save_model
+
+    for kind in ("mlp", "symo"):
+        save_model(tmp_path / kind, build_model(kind, ModelSpec(hidden=16)))
+        meta_path = tmp_path / kind / "model.json"
+        meta = read_json(meta_path)
+        meta["hyperparameters"]["hidden"] = 32
+        write_json(meta_path, meta)
+        with pytest.raises(CheckpointError, match="model.safetensors|model.json"):
+            load_model(tmp_path / kind)
+        meta["hyperparameters"]["hidden"] = 10**8  # would be terabytes: refused, not built
+        write_json(meta_path, meta)
+        with pytest.raises(CheckpointError, match=r"model\.json: model setting hidden \(--hidden\)"):
+            load_model(tmp_path / kind)
+
+
+def test_model_with_nan_weights_is_refused_at_load_naming_the_tensor(tmp_path):
+    from engine.models.base import ModelSpec
+    from engine.models.registry import build_model, load_model, save_model
+
+    model = build_model("symo", ModelSpec(hidden=8))
+    name, param = next(iter(model.named_parameters()))
+    with torch.no_grad():
+        param.view(-1)[0] = float("nan")
+    save_model(tmp_path, model)
+    with pytest.raises(CheckpointError, match=f"tensor '{name}' holds 1 NaN"):
+        load_model(tmp_path)
+
+
+def test_a_file_or_pipe_where_a_model_folder_or_json_is_meant(tmp_path):
+    (tmp_path / "m").write_text("x")
+    with pytest.raises(CheckpointError, match="a file, not a model folder"):
+        load_checkpoint(tmp_path / "m")
+    d = tmp_path / "d"
+    d.mkdir()
+    os.mkfifo(d / "model.json")
+    with pytest.raises(CheckpointError, match="not a regular file"):
+        load_checkpoint(d)

@@ -597,6 +597,16 @@ class RobotPage(QWidget):
             "keyframes": {"times": list(self.motion.key_times), "poses": [q.tolist() for q in self.motion.key_poses]},
         }
 
+    def _checked_q(self, q) -> np.ndarray:
+        values = np.asarray(q, dtype=float).reshape(-1)
+        if values.shape[0] != self.robot.model.dof or not np.all(np.isfinite(values)):
+            raise ValueError(f"expected {self.robot.model.dof} finite numbers, got {str(q)[:80]}")
+        return values
+
+    def _restore_q(self, q) -> None:
+        if q is not None:
+            self.set_q(self._checked_q(q).tolist())
+
     def restore_session_state(self, state: dict) -> None:
         if state.get("units") in ("deg", "rad"):
             self.joints.set_units(state["units"])
@@ -606,16 +616,24 @@ class RobotPage(QWidget):
 
         def apply(_loaded):
             self.robot_loaded.disconnect(apply)
-            if state.get("q") is not None and len(state["q"]) == self.robot.model.dof:
-                self.set_q(state["q"])
-            for t in state.get("targets", []):
-                try:
-                    self.targets.add_target(t["link"], np.asarray(t["pose"], float), bool(t.get("position_only")))
-                except ValueError as exc:
-                    log.warning("session target skipped: %s", exc)
+            skipped = []  # damaged parts are named and skipped; the rest is restored
+            parts = [("joint positions 'q'", lambda: self._restore_q(state.get("q")))]
+            targets = state.get("targets", [])
+            targets = targets if isinstance(targets, list) else [targets]
+            parts += [(f"target {i + 1}", lambda t=t: self.targets.add_target(
+                t["link"], np.asarray(t["pose"], float), bool(t.get("position_only")))) for i, t in enumerate(targets)]
             kf = state.get("keyframes") or {}
-            for q in kf.get("poses", []):
-                self.motion.add_keyframe(q)
+            poses = kf.get("poses", []) if isinstance(kf, dict) else [kf]
+            parts += [(f"keyframe {i + 1}", lambda q=q: self.motion.add_keyframe(self._checked_q(q)))
+                      for i, q in enumerate(poses)]
+            for what, restore in parts:
+                try:
+                    restore()
+                except (TypeError, ValueError, KeyError, IndexError) as exc:
+                    skipped.append(f"{what} ({exc})")
+            if skipped:
+                self.ctx.show_error("Session partly restored",
+                                    "Robot workspace: skipped " + "; ".join(skipped) + ". The rest was restored.")
         self.robot_loaded.connect(apply)
         self.load_robot(source, xacro_args=state.get("xacro_args") or None)
 

@@ -76,15 +76,25 @@ def slider_limits(model) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
+def _physically_impossible(reason: str) -> bool:
+    """A negative mass, a non-finite or not positive-definite inertia: never accepted leniently
+    (a zero mass with an inertia, or a triangle inequality off by rounding, are)."""
+    import re
+
+    return bool(re.search(r"mass must be positive, got -", reason)) or "must be finite" in reason \
+        or "not positive definite" in reason
+
+
 def _load_model(path: Path, xacro_args=None):
     """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader;
-    a viewer is lenient in two ways the engine offers: physically inconsistent inertials
-    (strict=False) and mimic joints (mimic='independent') are accepted with a note. Every
-    other error propagates."""
+    a viewer is lenient where the engine offers it and the physics allows: inconsistent but
+    possible inertials (strict=False; a negative mass or a non-finite inertia never) and mimic
+    joints the coupling cannot take (mimic='independent'), each with a note. Every other error
+    propagates."""
     from engine.robots import RobotModel
     from engine.robots.urdf import URDFError
 
-    kwargs = {"mimic": "error"}
+    kwargs: dict = {}  # mimic joints coupled to their master (the engine's default)
     if xacro_args:
         kwargs["xacro_args"] = dict(xacro_args)
     notes: list[str] = []
@@ -94,9 +104,14 @@ def _load_model(path: Path, xacro_args=None):
         except URDFError as exc:
             text = str(exc)
             if "strict=False" in text and "strict" not in kwargs:
+                reason = str(getattr(exc, "reason", text)).split("; load with strict=False")[0]
+                if _physically_impossible(reason):  # the same rule as the API: no silent leniency
+                    raise URDFError(f"{reason}: physically impossible; fix the URDF", exc.file, exc.element,
+                                    exc.line) from None
                 kwargs["strict"] = False
-                notes.append("physically inconsistent inertials accepted as given (details in the log)")
-            elif "mimic='independent'" in text and kwargs["mimic"] == "error":
+                notes.append(f"accepted although physically inconsistent: {exc.element or 'inertial'}: {reason} "
+                             "(any others are in the log)")
+            elif "mimic='independent'" in text and kwargs.get("mimic") != "independent":
                 kwargs["mimic"] = "independent"
                 notes.append("mimic joints are shown as independent joints")
             else:
