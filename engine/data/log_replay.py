@@ -27,7 +27,7 @@ from engine.integrators import get_stepper
 from engine.logs.errors import LogError
 from engine.logs.joint_match import match_joints
 from engine.logs.mapping import LogMapping, apply_mapping
-from engine.logs.reader import select_episode
+from engine.logs.reader import episodes, select_episode
 from engine.logs.table import LogTable
 from engine.robots.model import RobotModel
 
@@ -64,7 +64,12 @@ class ReplayMapping:
         floating = bool(getattr(robot.description, "floating_base", False))
         m = match_joints(table.columns, robot.joint_names, data=table.data, limits=lim, revolute=revolute,
                          floating_base=floating)
-        return cls(mapping=m.mapping, joints=m.joints, base=m.base, notes=m.notes)
+        episode, notes = None, list(m.notes)
+        have = episodes(table)
+        if len(have) > 1:   # episodes restart their clocks: one at a time
+            episode = have[0]
+            notes.append(f"{len(have)} episodes: playing episode {episode} (choose another to see it)")
+        return cls(mapping=m.mapping, joints=m.joints, base=m.base, episode=episode, notes=notes)
 
     def to_dict(self) -> dict:
         return {"mapping": self.mapping.to_dict(), "joints": list(self.joints), "base": list(self.base),

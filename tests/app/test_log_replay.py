@@ -182,3 +182,33 @@ def test_scrubbing_moves_plots_cursor_and_robot_and_exports(replay_window, qtbot
     assert info["frames"] == 6 and reader.count_frames() == 6
     assert reader.get_meta_data()["size"] == (info["width"], info["height"])
     assert panel.state.cursor == pytest.approx(20.0)     # the cursor comes back after the export
+
+
+def test_show_on_robot_with_a_learned_model(tmp_path):
+    """The Model lab's entry: a log, its LogMapping and a learned model (the pendulum's robot
+    model at the true parameters) give a ghost that follows a scipy reference."""
+    from scipy.integrate import solve_ivp
+
+    from engine.models.base import ModelSpec
+    from engine.models.registry import build_model
+    from engine.paths import urdf_dir
+    from engine.robots.model import RobotModel
+    from engine.systems import get_system
+
+    h, n = 0.01, 150
+    xs = [np.array([0.2, 0.0])]
+    for _ in range(n):
+        sol = solve_ivp(lambda _t, s: [s[1], 1.5 * 9.81 * np.sin(s[0])], (0, h), xs[-1], rtol=1e-12, atol=1e-12)
+        xs.append(sol.y[:, -1])
+    xs = np.array(xs)
+    pd.DataFrame({"t": np.arange(n + 1) * h, "angle": xs[:, 0], "rate": xs[:, 1], "u": 0.0}).to_csv(
+        tmp_path / "p.csv", index=False)
+    state = LogReplayState()
+    state.set_robot(RobotModel.from_urdf(urdf_dir() / "pendulum.urdf"))
+    model = build_model("robot-rk4", ModelSpec.for_system(get_system("pendulum"), h, robot_perturb=0.0))
+    state.show_log(str(tmp_path / "p.csv"), LogMapping(time="t", q=["angle"], qd=["rate"], u=["u"]), model, "robot")
+    assert state.rmap.joints == ["theta"] and state.ghost_name == "robot"
+    state.set_cursor(0.5)
+    state.set_horizon(0.5)
+    ghost = state.compute_ghost()
+    np.testing.assert_allclose(ghost.q[:, 0], xs[50:101, 0], atol=1e-6)

@@ -186,6 +186,8 @@ def test_episode_column_selects_rows(tmp_path):
                                                                                         index=False)
     table = read_log(tmp_path / "e.csv")
     rmap = ReplayMapping.auto(table, robot)
+    assert rmap.episode == 0 and any("3 episodes" in n for n in rmap.notes)   # one episode at a time
+    assert make_replay(table, rmap, robot).n == 10
     rmap.episode = 1
     replay = make_replay(table, rmap, robot)
     assert replay.n == 10
