@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph.opengl as gl
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
-from PySide6.QtGui import QColor, QFont, QImage, QPainter
+from PySide6.QtGui import QColor, QFont, QImage, QKeySequence, QPainter, QShortcut
 from PySide6.QtWidgets import (
     QApplication,
     QCheckBox,
@@ -117,6 +117,11 @@ class LogReplayPanel(QWidget):
         self.plots.setMinimumHeight(300)
         layout.addWidget(self.plots, 1)
         layout.addWidget(self.status)
+        for key, slot in ((Qt.Key.Key_Space, self.state.toggle_play), (Qt.Key.Key_Period, lambda: self.state.step(1)),
+                          (Qt.Key.Key_Comma, lambda: self.state.step(-1))):
+            shortcut = QShortcut(QKeySequence(key), self)
+            shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(slot)
         self._cursor_idle = QTimer(self, singleShot=True, interval=250)
         self._cursor_idle.timeout.connect(self._follow_ghost)
 
