@@ -43,16 +43,18 @@ def _config_from_args(cls, args):
 
 
 def _read_options(args):
+    from engine.logs.delimited import check_delimiter
     from engine.logs.reader import ReadOptions
 
-    return ReadOptions(delimiter=args.delimiter, topics=args.topics, episode=getattr(args, "episode", None))
+    return ReadOptions(delimiter=check_delimiter(args.delimiter), topics=args.topics,
+                       episode=getattr(args, "episode", None))
 
 
 def _inspect(args) -> int:
     from engine.logs.inspect import inspect_log
 
-    summary = run_cli_job(lambda ctx: inspect_log(args.file, ctx, _read_options(args), args.time),
-                          quiet=args.json)
+    options = _read_options(args)  # a bad --delimiter is a usage error (exit 2), not a problem of the file
+    summary = run_cli_job(lambda ctx: inspect_log(args.file, ctx, options, args.time), quiet=args.json)
     if args.json:
         print_json(summary)
     else:
@@ -74,13 +76,16 @@ def _prepare(args) -> int:
     from engine.logs.mapping import LogMapping
     from engine.logs.prepare import PrepareConfig, prepare_log
     from engine.logs.reader import read_log
+    from engine.validation import check_output_path
 
-    mapping = LogMapping.load(args.mapping)
     config = _config_from_args(PrepareConfig, args)
     config.validate()
+    options = _read_options(args)
+    check_output_path(args.out, "file", "--out")
+    mapping = LogMapping.load(args.mapping)
 
     def job(ctx):
-        table = read_log(args.file, ctx, _read_options(args))
+        table = read_log(args.file, ctx, options)
         return prepare_log(table, mapping, config, ctx)
 
     prepared = run_cli_job(job, quiet=args.json)
@@ -98,8 +103,10 @@ def _prepare(args) -> int:
 
 
 def _make_examples(args) -> int:
-    from engine.logs.examples import make_examples
+    from engine.data.example_logs import make_examples
+    from engine.validation import check_output_path
 
+    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # it rewrites its own files
     paths = run_cli_job(lambda ctx: make_examples(args.out, args.only, ctx), quiet=args.json)
     if args.json:
         print_json({"written": [str(p) for p in paths]})

@@ -99,8 +99,13 @@ def read_log(path: str | os.PathLike, ctx=None, options: ReadOptions | None = No
 
 
 def _read(path: Path, ctx, options: ReadOptions) -> LogTable:
+    from engine.logs.delimited import check_delimiter, require_regular_file
+
     if not path.exists():
         raise LogError("file not found", path=path)
+    check_delimiter(options.delimiter)
+    if not path.is_dir():  # ROS 2 bags are folders; anything else must be a regular file
+        require_regular_file(path)
     kind = log_format(path)
     if kind == "npz":
         from engine.logs.arrays import read_npz
