@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import make_plot
-from engine import learning_compare
+from engine.training import compare as learning_compare
 from engine import logs as engine_logs
 from engine.logs.units import UNIT_KINDS
 

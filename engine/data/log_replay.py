@@ -60,8 +60,8 @@ class ReplayMapping:
         """Match the table's columns to the robot's joints by name (see engine.logs.joint_match)."""
         limits = robot.joint_limits
         lim = np.stack([limits.lower.cpu().numpy(), limits.upper.cpu().numpy()], -1) if robot.dof else None
-        revolute = [bool(r) for r in robot.topology.revolute]
-        floating = bool(getattr(robot.description, "floating_base", False))
+        revolute = [robot.description.joint(j).type in ("revolute", "continuous") for j in robot.joint_names]
+        floating = bool(getattr(robot, "floating", False))
         m = match_joints(table.columns, robot.joint_names, data=table.data, limits=lim, revolute=revolute,
                          floating_base=floating)
         episode, notes = None, list(m.notes)
@@ -168,12 +168,23 @@ class LogReplay:
             np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
         return T
 
+    def configuration(self, robot: RobotModel, times) -> np.ndarray:
+        """The robot's configuration (K, nq) at ``times``: for a floating base Pinocchio's
+        ``[x y z, qx qy qz qw, joints]`` (the base at the origin when the log has no pose)."""
+        q = self.sample(times, "q")
+        if not getattr(robot, "floating", False):
+            return q
+        b = self.sample(times, "base") if self.base is not None else np.tile([0, 0, 0, 1.0, 0, 0, 0], (q.shape[0], 1))
+        return np.concatenate([b[:, :3], b[:, 4:7], b[:, 3:4], q], axis=1)
+
     def link_poses(self, robot: RobotModel, times) -> np.ndarray:
         """World poses of every link (K, n_links, 4, 4) at ``times``, base pose included."""
-        q = torch.as_tensor(self.sample(times, "q"), dtype=robot.dtype, device=robot.device)
+        q = torch.as_tensor(self.configuration(robot, times), dtype=robot.dtype, device=robot.device)
         with torch.no_grad():
             T = robot.forward_kinematics(q).cpu().numpy()
-        B = self.base_transforms(times)
+        if getattr(robot, "floating", False):
+            return T
+        B = self.base_transforms(times)      # a fixed-base model carried by a logged base pose
         return T if B is None else B[:, None] @ T
 
 
@@ -344,6 +355,9 @@ def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integr
     t0 = float(np.clip(t0, replay.t[0], replay.t[-1]))
     horizon = float(max(horizon, 0.0))
     if isinstance(model, RobotModel):
+        if getattr(model, "floating", False):
+            raise ValueError("the rigid-body ghost of a floating-base robot needs the base's velocity and "
+                             "contacts, which a joint log does not give; choose a learned model of the joints")
         if list(model.joint_names) != list(replay.joint_names):
             raise ValueError("the rigid-body model's joints differ from the replayed robot's")
         step = float(h or replay.dt)

@@ -219,7 +219,9 @@ class LogReplayPanel(QWidget):
                 self.episode.setValue(self.state.rmap.episode)
         lo, hi = self.state.t_range
         self.timeline.set_range(lo, hi)
-        units = {"q": "rad", "qd": "rad/s", "tau": "N m"} if self.state.robot.topology.revolute.all() else \
+        units = {"q": "rad", "qd": "rad/s", "tau": "N m"} if all(
+            self.state.robot.description.joint(j).type in ("revolute", "continuous")
+            for j in self.state.robot.joint_names) else \
             {"q": "rad or m", "qd": "rad/s or m/s", "tau": "N m or N"}
         titles = {"q": "position", "qd": "velocity", "tau": "torque"}
         for key, (t, values, labels) in self.state.series().items():

@@ -260,14 +260,11 @@ class LogReplayState:
         g = self.ghost
         t = g.t[-1] if t is None else float(np.clip(t, g.t[0], g.t[-1]))
         q = np.stack([np.interp(t, g.t, g.q[:, j]) for j in range(g.q.shape[1])])
-        import torch
-
-        with torch.no_grad():
-            T = self.robot.forward_kinematics(torch.as_tensor(q, dtype=self.robot.dtype)).numpy()
-        B = self.replay.base_transforms([g.t[0]]) if self.replay is not None else None
-        if B is not None:
-            T = B[0] @ T
-        return dict(zip(self.robot.link_names, T))
+        ghost = LogReplay(t=np.array([0.0, 1.0]), q=np.stack([q, q]), qd=np.zeros((2, q.size)), tau=None,
+                          u=np.zeros((2, 0)), base=None if self.replay.base is None else
+                          np.repeat(self.replay.sample([g.t[0]], "base"), 2, axis=0),
+                          joint_names=self.replay.joint_names, mapped=self.replay.mapped)
+        return dict(zip(self.robot.link_names, ghost.link_poses(self.robot, [0.0])[0]))   # at the logged base
 
     def series(self) -> dict[str, tuple[np.ndarray, np.ndarray, list[str]]]:
         """Plot data: ``{"q" | "qd" | "tau": (t (N,), values (N, k), labels)}`` of the mapped joints."""
