@@ -291,7 +291,7 @@ class GhostRollout:
     model: str = ""
 
 
-def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, integrator: str):
+def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, integrator: str, ctx=None):
     stepper = get_stepper(integrator)
     times = t0 + h * np.arange(steps + 1)
     tau = replay.sample(times, "tau") if replay.tau is not None else np.zeros((steps + 1, robot.dof))
@@ -306,6 +306,9 @@ def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, 
     xs = [x]
     with torch.no_grad():
         for k in range(steps):
+            if ctx is not None and k % 10 == 0:
+                ctx.check_cancelled()
+                ctx.progress(k / steps, f"ghost step {k}/{steps}")
             x = stepper(f, x, tau_t[k:k + 1], h)
             xs.append(x)
     X = torch.cat(xs, 0).cpu().numpy()
@@ -340,7 +343,7 @@ def _learned_rollout(model, replay: LogReplay, t0: float, steps: int):
 
 
 def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integrator: str = "rk4",
-                  h: float | None = None) -> GhostRollout:
+                  h: float | None = None, ctx=None) -> GhostRollout:
     """Roll ``model`` out from the logged state at ``t0`` for ``horizon`` seconds.
 
     ``model``: a :class:`RobotModel` (the rigid-body or identified model: forward dynamics
@@ -348,7 +351,8 @@ def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integr
     ``engine.integrators`` with step ``h``, default the log's sample period), or a learned
     dynamics model (anything with ``rollout(x, u, steps)``, ``h``, ``n`` and ``spec``, as in
     ``engine.models``: its own step, the log's mapped controls). Returns a :class:`GhostRollout`
-    whose ``error`` is the prediction minus the log.
+    whose ``error`` is the prediction minus the log. ``ctx``: an optional job context
+    (progress, cancellation every 10 rigid-body steps).
     """
     if replay.n < 2:
         raise ValueError("the log has fewer than two samples")
@@ -362,7 +366,7 @@ def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integr
             raise ValueError("the rigid-body model's joints differ from the replayed robot's")
         step = float(h or replay.dt)
         steps = max(1, int(round(horizon / step)))
-        times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator)
+        times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator, ctx)
         name = f"{model.name} (rigid body)"
     elif hasattr(model, "rollout") and hasattr(model, "spec"):
         steps = max(1, int(round(horizon / float(model.h))))

@@ -423,6 +423,15 @@ class LogReplayPanel(QWidget):
         return info
 
     # ------------------------------------------------------------------ session
+    def shutdown(self) -> None:
+        """Stop playing and cancel this panel's jobs (the page's shutdown calls it)."""
+        self.state.pause()
+        self._timer.stop()
+        self._cursor_idle.stop()
+        for handle in (self._load_handle, self._ghost_handle):
+            if handle is not None and handle.is_running:
+                handle.cancel()
+
     def session_state(self) -> dict:
         return self.state.to_dict()
 

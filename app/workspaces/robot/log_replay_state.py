@@ -304,8 +304,7 @@ class LogReplayState:
         t0 = self.cursor if t0 is None else float(t0)
 
         def job(ctx):
-            ctx.check_cancelled()
-            return rollout_ghost(model, replay, t0, horizon)
+            return rollout_ghost(model, replay, t0, horizon, ctx=ctx)
 
         job.__name__ = f"ghost from {t0:.2f} s"
         return job

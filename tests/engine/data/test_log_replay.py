@@ -201,3 +201,16 @@ def test_episode_column_selects_rows(tmp_path):
     rmap.episode = 7
     with pytest.raises(LogError, match="no episode 7"):
         make_replay(table, rmap, robot)
+
+
+def test_ghost_reports_progress_and_cancels(pendulum):
+    from engine.jobs import JobCancelled, ThreadJobContext
+
+    robot, replay, _, _ = pendulum
+    updates = []
+    ctx = ThreadJobContext(on_progress=updates.append, min_interval=0.0)
+    rollout_ghost(robot, replay, 0.0, 0.5, ctx=ctx)
+    assert len(updates) == 5 and updates[-1].fraction == pytest.approx(0.8)
+    ctx.cancel()
+    with pytest.raises(JobCancelled):
+        rollout_ghost(robot, replay, 0.0, 0.5, ctx=ctx)
