@@ -171,13 +171,20 @@ class LogReplayPanel(QWidget):
         self._message(f"{title}: {message}")
         self.ctx.show_error(title, message)
 
-    def show_log(self, source, mapping=None, model=None, model_name: str = "") -> None:
+    def show_log(self, source, mapping=None, model=None, model_name: str = "") -> bool:
         """The Model lab's "Show on robot": a log path or LogTable, an optional LogMapping /
-        ReplayMapping and an optional model for the ghost (see LogReplayState.show_log)."""
-        self.state.show_log(source, mapping, model, model_name)
+        ReplayMapping and an optional model for the ghost (see LogReplayState.show_log).
+        Returns False (with a message) when the log does not fit the shown robot."""
+        try:
+            self.state.show_log(source, mapping, model, model_name)
+        except (LogError, ValueError, OSError) as exc:
+            self._failed("The log cannot be shown on this robot", str(exc))
+            return False
         if model is not None:
             self.ghost_box.setCurrentIndex(2)
             self.ghost_button.setEnabled(True)
+            self.request_ghost()
+        return True
 
     def show_mapping_dialog(self):
         """The shared mapping dialog on the open log (roles and units only)."""
