@@ -27,7 +27,7 @@ from engine.integrators import get_stepper
 from engine.logs.errors import LogError
 from engine.logs.joint_match import match_joints
 from engine.logs.mapping import LogMapping, apply_mapping
-from engine.logs.reader import select_episode
+from engine.logs.reader import episodes, select_episode
 from engine.logs.table import LogTable
 from engine.robots.model import RobotModel
 
@@ -60,11 +60,16 @@ class ReplayMapping:
         """Match the table's columns to the robot's joints by name (see engine.logs.joint_match)."""
         limits = robot.joint_limits
         lim = np.stack([limits.lower.cpu().numpy(), limits.upper.cpu().numpy()], -1) if robot.dof else None
-        revolute = [bool(r) for r in robot.topology.revolute]
-        floating = bool(getattr(robot.description, "floating_base", False))
+        revolute = [robot.description.joint(j).type in ("revolute", "continuous") for j in robot.joint_names]
+        floating = bool(getattr(robot, "floating", False))
         m = match_joints(table.columns, robot.joint_names, data=table.data, limits=lim, revolute=revolute,
                          floating_base=floating)
-        return cls(mapping=m.mapping, joints=m.joints, base=m.base, notes=m.notes)
+        episode, notes = None, list(m.notes)
+        have = episodes(table)
+        if len(have) > 1:   # episodes restart their clocks: one at a time
+            episode = have[0]
+            notes.append(f"{len(have)} episodes: playing episode {episode} (choose another to see it)")
+        return cls(mapping=m.mapping, joints=m.joints, base=m.base, episode=episode, notes=notes)
 
     def to_dict(self) -> dict:
         return {"mapping": self.mapping.to_dict(), "joints": list(self.joints), "base": list(self.base),
@@ -163,12 +168,23 @@ class LogReplay:
             np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
         return T
 
+    def configuration(self, robot: RobotModel, times) -> np.ndarray:
+        """The robot's configuration (K, nq) at ``times``: for a floating base Pinocchio's
+        ``[x y z, qx qy qz qw, joints]`` (the base at the origin when the log has no pose)."""
+        q = self.sample(times, "q")
+        if not getattr(robot, "floating", False):
+            return q
+        b = self.sample(times, "base") if self.base is not None else np.tile([0, 0, 0, 1.0, 0, 0, 0], (q.shape[0], 1))
+        return np.concatenate([b[:, :3], b[:, 4:7], b[:, 3:4], q], axis=1)
+
     def link_poses(self, robot: RobotModel, times) -> np.ndarray:
         """World poses of every link (K, n_links, 4, 4) at ``times``, base pose included."""
-        q = torch.as_tensor(self.sample(times, "q"), dtype=robot.dtype, device=robot.device)
+        q = torch.as_tensor(self.configuration(robot, times), dtype=robot.dtype, device=robot.device)
         with torch.no_grad():
             T = robot.forward_kinematics(q).cpu().numpy()
-        B = self.base_transforms(times)
+        if getattr(robot, "floating", False):
+            return T
+        B = self.base_transforms(times)      # a fixed-base model carried by a logged base pose
         return T if B is None else B[:, None] @ T
 
 
@@ -275,7 +291,7 @@ class GhostRollout:
     model: str = ""
 
 
-def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, integrator: str):
+def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, integrator: str, ctx=None):
     stepper = get_stepper(integrator)
     times = t0 + h * np.arange(steps + 1)
     tau = replay.sample(times, "tau") if replay.tau is not None else np.zeros((steps + 1, robot.dof))
@@ -290,6 +306,9 @@ def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, 
     xs = [x]
     with torch.no_grad():
         for k in range(steps):
+            if ctx is not None and k % 10 == 0:
+                ctx.check_cancelled()
+                ctx.progress(k / steps, f"ghost step {k}/{steps}")
             x = stepper(f, x, tau_t[k:k + 1], h)
             xs.append(x)
     X = torch.cat(xs, 0).cpu().numpy()
@@ -324,7 +343,7 @@ def _learned_rollout(model, replay: LogReplay, t0: float, steps: int):
 
 
 def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integrator: str = "rk4",
-                  h: float | None = None) -> GhostRollout:
+                  h: float | None = None, ctx=None) -> GhostRollout:
     """Roll ``model`` out from the logged state at ``t0`` for ``horizon`` seconds.
 
     ``model``: a :class:`RobotModel` (the rigid-body or identified model: forward dynamics
@@ -332,18 +351,22 @@ def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integr
     ``engine.integrators`` with step ``h``, default the log's sample period), or a learned
     dynamics model (anything with ``rollout(x, u, steps)``, ``h``, ``n`` and ``spec``, as in
     ``engine.models``: its own step, the log's mapped controls). Returns a :class:`GhostRollout`
-    whose ``error`` is the prediction minus the log.
+    whose ``error`` is the prediction minus the log. ``ctx``: an optional job context
+    (progress, cancellation every 10 rigid-body steps).
     """
     if replay.n < 2:
         raise ValueError("the log has fewer than two samples")
     t0 = float(np.clip(t0, replay.t[0], replay.t[-1]))
     horizon = float(max(horizon, 0.0))
     if isinstance(model, RobotModel):
+        if getattr(model, "floating", False):
+            raise ValueError("the rigid-body ghost of a floating-base robot needs the base's velocity and "
+                             "contacts, which a joint log does not give; choose a learned model of the joints")
         if list(model.joint_names) != list(replay.joint_names):
             raise ValueError("the rigid-body model's joints differ from the replayed robot's")
         step = float(h or replay.dt)
         steps = max(1, int(round(horizon / step)))
-        times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator)
+        times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator, ctx)
         name = f"{model.name} (rigid body)"
     elif hasattr(model, "rollout") and hasattr(model, "spec"):
         steps = max(1, int(round(horizon / float(model.h))))

@@ -83,11 +83,10 @@ def render_frames(robot: RobotModel, replay: LogReplay, times: np.ndarray, optio
     poses = replay.link_poses(robot, times)                     # (F, L, 4, 4)
     ghost_poses = None
     if ghost is not None:
-        g = LogReplay(t=ghost.t, q=ghost.q, qd=ghost.qd, tau=None, u=np.zeros((ghost.t.size, 0)), base=None,
+        base = None if replay.base is None else replay.sample(ghost.t, "base")     # at the logged base
+        g = LogReplay(t=ghost.t, q=ghost.q, qd=ghost.qd, tau=None, u=np.zeros((ghost.t.size, 0)), base=base,
                       joint_names=replay.joint_names, mapped=replay.mapped)
         ghost_poses = g.link_poses(robot, np.clip(times, ghost.t[0], ghost.t[-1]))
-        if replay.base is not None:
-            ghost_poses = replay.base_transforms(times)[:, None] @ ghost_poses   # at the logged base
     pts = poses[:, :, :3, 3]
     lo, hi = pts.reshape(-1, 3).min(0), pts.reshape(-1, 3).max(0)
     centre, half = (lo + hi) / 2, max(float((hi - lo).max()) / 2, 0.05) * 1.1

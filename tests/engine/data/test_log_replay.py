@@ -20,7 +20,7 @@ from engine.data.log_replay import LogReplay, ReplayMapping, make_replay, rollou
 from engine.logs import LogError, LogMapping, read_log
 from engine.logs.joint_match import match_joints
 from engine.paths import resources_dir, urdf_dir
-from engine.robots.library import load_robot
+from engine.robots.library import load_robot, resolve_robot
 from engine.robots.model import RobotModel
 
 
@@ -141,7 +141,8 @@ def test_numbered_columns_map_in_order_and_missing_joints_hold_zero():
 
 
 def test_floating_base_pose_moves_every_link(tmp_path):
-    robot = load_robot("panda")
+    fixed = load_robot("panda")
+    robot = RobotModel.from_urdf(resolve_robot("panda"), floating_base=True)
     n = 50
     t = np.linspace(0, 1, n)
     quat = Rotation.from_euler("zyx", np.stack([t, 0.3 * t, -0.2 * t], 1)).as_quat()  # x y z w
@@ -152,17 +153,22 @@ def test_floating_base_pose_moves_every_link(tmp_path):
         cols[f"q{i + 1}"] = 0.1 * (i + 1) * t
     pd.DataFrame(cols).to_csv(tmp_path / "fb.csv", index=False)
     table = read_log(tmp_path / "fb.csv")
-    m = match_joints(table.columns, robot.joint_names, data=table.data, floating_base=True)
-    assert m.base == ["base_pos_x", "base_pos_y", "base_pos_z", "base_quat_w", "base_quat_x", "base_quat_y",
-                      "base_quat_z"]
-    replay = make_replay(table, ReplayMapping(m.mapping, m.joints, m.base), robot)
+    rmap = ReplayMapping.auto(table, robot)
+    assert rmap.base == ["base_pos_x", "base_pos_y", "base_pos_z", "base_quat_w", "base_quat_x", "base_quat_y",
+                         "base_quat_z"]
+    assert rmap.joints == robot.joint_names
+    replay = make_replay(table, rmap, robot)
     poses = replay.link_poses(robot, t[[10, 40]])
+    carried = make_replay(table, rmap, fixed).link_poses(fixed, t[[10, 40]])   # a fixed model carried by the base
     for k, i in enumerate((10, 40)):
         B = np.eye(4)
         B[:3, :3] = Rotation.from_quat(quat[i]).as_matrix()
         B[:3, 3] = [t[i], 2 * t[i], 0.5]
-        fk = robot.forward_kinematics(torch.as_tensor(replay.q[i])).numpy()
+        fk = fixed.forward_kinematics(torch.as_tensor(replay.q[i])).numpy()
         np.testing.assert_allclose(poses[k], B @ fk, atol=1e-9)
+        np.testing.assert_allclose(carried[k], B @ fk, atol=1e-9)
+    with pytest.raises(ValueError, match="floating-base"):
+        rollout_ghost(robot, replay, 0.2, 0.1)
 
 
 def test_replay_mapping_round_trips_and_rejects_bad_input(pendulum, tmp_path):
@@ -186,6 +192,8 @@ def test_episode_column_selects_rows(tmp_path):
                                                                                         index=False)
     table = read_log(tmp_path / "e.csv")
     rmap = ReplayMapping.auto(table, robot)
+    assert rmap.episode == 0 and any("3 episodes" in n for n in rmap.notes)   # one episode at a time
+    assert make_replay(table, rmap, robot).n == 10
     rmap.episode = 1
     replay = make_replay(table, rmap, robot)
     assert replay.n == 10
@@ -193,3 +201,16 @@ def test_episode_column_selects_rows(tmp_path):
     rmap.episode = 7
     with pytest.raises(LogError, match="no episode 7"):
         make_replay(table, rmap, robot)
+
+
+def test_ghost_reports_progress_and_cancels(pendulum):
+    from engine.jobs import JobCancelled, ThreadJobContext
+
+    robot, replay, _, _ = pendulum
+    updates = []
+    ctx = ThreadJobContext(on_progress=updates.append, min_interval=0.0)
+    rollout_ghost(robot, replay, 0.0, 0.5, ctx=ctx)
+    assert len(updates) == 5 and updates[-1].fraction == pytest.approx(0.8)
+    ctx.cancel()
+    with pytest.raises(JobCancelled):
+        rollout_ghost(robot, replay, 0.0, 0.5, ctx=ctx)
