@@ -136,22 +136,47 @@ def test_a_new_run_into_a_finished_folder_replaces_its_run_when_it_ends_well(dat
     assert not [p for p in (tmp_path / "m").iterdir() if p.name.startswith(".")]
 
 
-def test_divergence_exits_non_zero_names_the_epoch_and_keeps_the_old_model(tmp_path, subprocess_env):
+def _exploding_adam(real):
+    """An Adam whose every step leaves NaN weights: a run that diverges at its first update."""
+    def make(params, lr):
+        opt = real(params, lr)
+        step = opt.step
+
+        def nan_step(*args, **kwargs):
+            out = step(*args, **kwargs)
+            with torch.no_grad():
+                for group in opt.param_groups:
+                    for p in group["params"]:
+                        p.fill_(float("nan"))
+            return out
+
+        opt.step = nan_step
+        return opt
+    return make
+
+
+def test_divergence_exits_non_zero_names_the_epoch_and_keeps_the_old_model(tmp_path, monkeypatch, capsys):
+    import re
+
+    import engine.training.trainer as trainer
+    from engine.cli import main
+
     folder = tmp_path / "m"
-    cmd = [sys.executable, "-m", "engine", "learn", "train", "--trajectories", "2", "--hidden", "8",
-           "--out", str(folder)]
-    ok = subprocess.run(cmd + ["--epochs", "2"], capture_output=True, text=True, env=subprocess_env, timeout=600)
-    assert ok.returncode == 0, ok.stderr
+    args = ["learn", "train", "--trajectories", "2", "--hidden", "8", "--out", str(folder)]
+    assert main(args + ["--epochs", "2"]) == 0
     before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
-    bad = subprocess.run(cmd + ["--epochs", "3", "--lr", "1000"], capture_output=True, text=True,
-                         env=subprocess_env, timeout=600)
-    assert bad.returncode != 0
-    assert "diverged at epoch 1" in bad.stderr and "Traceback" not in bad.stderr
-    assert f"{folder} is as it was" in bad.stderr
+    capsys.readouterr()
+    # an absurd learning rate is refused before any work, naming the flag
+    assert main(args + ["--epochs", "3", "--lr", "1000"]) == 2
+    assert "--lr" in capsys.readouterr().err
+    monkeypatch.setattr(trainer, "adam_optimizer", _exploding_adam(trainer.adam_optimizer))
+    assert main(args + ["--epochs", "3"]) != 0
+    err = capsys.readouterr().err
+    assert re.search(r"diverged at epoch \d", err) and "Traceback" not in err
+    assert f"{folder} is as it was" in err
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == before
-    fresh = subprocess.run(cmd[:-1] + [str(tmp_path / "new"), "--epochs", "3", "--lr", "1000"],
-                           capture_output=True, text=True, env=subprocess_env, timeout=600)
-    assert fresh.returncode != 0 and not (tmp_path / "new" / "model.json").exists()
+    assert main(args[:-1] + [str(tmp_path / "new"), "--epochs", "3"]) != 0
+    assert not (tmp_path / "new" / "model.json").exists()
     assert json.loads((tmp_path / "new" / "run.json").read_text())["status"] == "diverged"
     model, meta = load_model(tmp_path / "new" / "checkpoints" / "last-finite")
     assert all(torch.isfinite(p).all() for p in model.parameters())
