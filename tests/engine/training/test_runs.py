@@ -4,8 +4,6 @@ half-written model, divergence that says what it kept, the runs-table helpers, T
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
