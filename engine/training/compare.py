@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -143,12 +144,13 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
 
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
-                   config: LogCompareConfig | None = None, ctx=None) -> list[dict]:
+                   config: LogCompareConfig | None = None, ctx=None, runs_dir=None) -> list[dict]:
     """Read, map and prepare a log, train each model type on it, and return the compare table.
 
     ``models``: model type names (``engine.models.model_names()``), or one comma-separated string;
     ``epochs``: overrides ``config.epochs``; ``prepare``: a :class:`~engine.logs.PrepareConfig`
-    (default: its defaults); ``config``: a :class:`LogCompareConfig`. Returns one row per model
+    (default: its defaults); ``config``: a :class:`LogCompareConfig`; ``runs_dir``: where each
+    model's run folder goes (``<runs_dir>/<model>``; none without it). Returns one row per model
     (see :func:`train_and_evaluate`) plus ``log`` and ``data_hash``; raises ``LogError`` /
     ``ValueError`` on bad input, before any training starts.
     """
@@ -172,7 +174,8 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     span = 1.0 / len(models)
     for i, name in enumerate(models):
         tc = train_config_for(name, data, config)
-        out = train_and_evaluate(name, data, tc, ctx=ctx, progress_span=(i * span, (i + 1) * span))
+        out = train_and_evaluate(name, data, tc, ctx=ctx, progress_span=(i * span, (i + 1) * span),
+                                 run_dir=None if runs_dir is None else Path(runs_dir) / name)
         row = dict(out["row"])
         row["log"] = str(log_path)
         row["data_hash"] = prepared.data_hash
