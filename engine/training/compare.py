@@ -20,7 +20,7 @@ from engine.training.config import TrainConfig
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
 from engine.io import finite_or_none
-from engine.runs import Run
+from engine.runs import Run, RunError
 from engine.training.trainer import TrainingDiverged, check_metrics, fit, new_run, recording, write_model_files
 
 __all__ = ["LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
@@ -115,6 +115,9 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
     if run_dir is not None:
         run = Run.open(run_dir, "learn") if resume else new_run(run_dir, model, train_config, dataset)
         if resume:
+            want = (run.info.get("fingerprints") or {}).get("data")
+            if want and want != dataset.fingerprint():
+                raise RunError(f"{run.path}: these data are not the data the run trained on; open those to resume it")
             run.config["train"] = train_config.to_dict()
     lo, hi = progress_span
     t0 = time.perf_counter()

@@ -218,3 +218,15 @@ def test_cli_learn_train_resume_extends_a_finished_run(tmp_path, capsys):
     assert meta["epoch"] == 3 and Run.open(run).config["train"]["epochs"] == 3
     assert main(["learn", "train", "--resume", str(tmp_path / "nothing")]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_cli_learn_train_tensorboard_flag(tmp_path, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from engine.cli import main
+
+    assert main(["learn", "train", "--model", "mlp", "--trajectories", "2", "--hidden", "8", "--epochs", "2",
+                 "--out", str(tmp_path / "r"), "--tensorboard", str(tmp_path / "tb"), "--json"]) == 0
+    acc = EventAccumulator(str(tmp_path / "tb" / "r"))
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("train/loss")] == [1, 2]
