@@ -102,7 +102,8 @@ def _add_compare(sub) -> None:
         p.add_argument("--" + name, type=int, default=getattr(defaults, name),
                        help=f"(default: {getattr(defaults, name)})")
     p.add_argument("--lr", type=float, default=defaults.learning_rate, help=f"(default: {defaults.learning_rate})")
-    p.add_argument("--out", default=None, help="folder for compare.csv + compare.json")
+    p.add_argument("--out", default=None, help="folder for compare.csv + compare.json, and runs/<model> (each "
+                                               "model's run folder)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_compare)
 
@@ -118,8 +119,10 @@ def _compare(args) -> int:
                               hidden=args.hidden, layers=args.layers, seed=args.seed)
     if args.out:
         check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+    runs_dir = None if args.out is None else Path(args.out) / "runs"
     rows = run_cli_job(lambda ctx: compare_on_log(args.log, args.mapping, args.models,
-                                                  prepare=PrepareConfig(dt=args.dt), config=config, ctx=ctx),
+                                                  prepare=PrepareConfig(dt=args.dt), config=config, ctx=ctx,
+                                                  runs_dir=runs_dir),
                        quiet=args.json)
     if args.out:
         write_compare_report(args.out, rows, {"log": args.log, "mapping": args.mapping, "config": config.to_dict()})

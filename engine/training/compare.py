@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -19,7 +20,7 @@ from engine.training.config import TrainConfig
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
 from engine.io import finite_or_none
-from engine.runs import Run
+from engine.runs import Run, RunError
 from engine.training.trainer import TrainingDiverged, check_metrics, fit, new_run, recording, write_model_files
 
 __all__ = ["LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
@@ -114,6 +115,9 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
     if run_dir is not None:
         run = Run.open(run_dir, "learn") if resume else new_run(run_dir, model, train_config, dataset)
         if resume:
+            want = (run.info.get("fingerprints") or {}).get("data")
+            if want and want != dataset.fingerprint():
+                raise RunError(f"{run.path}: these data are not the data the run trained on; open those to resume it")
             run.config["train"] = train_config.to_dict()
     lo, hi = progress_span
     t0 = time.perf_counter()
@@ -143,12 +147,13 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
 
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
-                   config: LogCompareConfig | None = None, ctx=None) -> list[dict]:
+                   config: LogCompareConfig | None = None, ctx=None, runs_dir=None) -> list[dict]:
     """Read, map and prepare a log, train each model type on it, and return the compare table.
 
     ``models``: model type names (``engine.models.model_names()``), or one comma-separated string;
     ``epochs``: overrides ``config.epochs``; ``prepare``: a :class:`~engine.logs.PrepareConfig`
-    (default: its defaults); ``config``: a :class:`LogCompareConfig`. Returns one row per model
+    (default: its defaults); ``config``: a :class:`LogCompareConfig`; ``runs_dir``: where each
+    model's run folder goes (``<runs_dir>/<model>``; none without it). Returns one row per model
     (see :func:`train_and_evaluate`) plus ``log`` and ``data_hash``; raises ``LogError`` /
     ``ValueError`` on bad input, before any training starts.
     """
@@ -172,7 +177,8 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     span = 1.0 / len(models)
     for i, name in enumerate(models):
         tc = train_config_for(name, data, config)
-        out = train_and_evaluate(name, data, tc, ctx=ctx, progress_span=(i * span, (i + 1) * span))
+        out = train_and_evaluate(name, data, tc, ctx=ctx, progress_span=(i * span, (i + 1) * span),
+                                 run_dir=None if runs_dir is None else Path(runs_dir) / name)
         row = dict(out["row"])
         row["log"] = str(log_path)
         row["data_hash"] = prepared.data_hash

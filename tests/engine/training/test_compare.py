@@ -141,8 +141,16 @@ def test_compare_on_log_end_to_end(tmp_path):
     mapping = tmp_path / "pendulum_friction.mapping.json"
     assert log.exists() and mapping.exists()
     rows = compare_on_log(log, mapping, "mlp,lnode-midpoint", epochs=2, prepare=PrepareConfig(dt=0.04, window=7),
-                          config=LogCompareConfig(steps=16, horizon=20, hidden=16))
+                          config=LogCompareConfig(steps=16, horizon=20, hidden=16), runs_dir=tmp_path / "runs")
     assert [r["model"] for r in rows] == ["mlp", "lnode-midpoint"]
+    # each model's run folder: its metrics per epoch and its final model, which predicts as in the table
+    from engine.models import load_model
+    from engine.runs import read_metrics
+
+    for r in rows:
+        assert [m["epoch"] for m in read_metrics(tmp_path / "runs" / r["model"])] == [1, 2]
+        model, meta = load_model(tmp_path / "runs" / r["model"])
+        assert meta["metrics"]["test_mse"] == pytest.approx(r["test_mse"])
     for r in rows:
         for key in ("train_mse", "test_mse", "integration_mse", "seconds"):
             assert math.isfinite(r[key]) and r[key] >= 0

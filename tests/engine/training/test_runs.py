@@ -223,3 +223,33 @@ def test_tensorboard_export_reads_back(data, tmp_path):
     assert [e.step for e in acc.Scalars("train/loss")] == [1, 2, 3]
     plugin = acc.PluginTagToContent("hparams")
     assert plugin   # the HPARAMS tab's session
+
+
+def test_cli_learn_train_resume_extends_a_finished_run(tmp_path, capsys):
+    from engine.cli import main
+
+    run = str(tmp_path / "r")
+    base = ["learn", "train", "--model", "mlp", "--trajectories", "2", "--hidden", "8"]
+    assert main(base + ["--epochs", "2", "--out", run, "--json"]) == 0
+    capsys.readouterr()
+    assert main(["learn", "train", "--resume", run, "--json"]) == 2
+    assert "--epochs N above 2" in capsys.readouterr().err
+    assert main(["learn", "train", "--resume", run, "--epochs", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["checkpoint"] == run and [r["epoch"] for r in read_metrics(run)] == [1, 2, 3]
+    _, meta = load_model(run)
+    assert meta["epoch"] == 3 and Run.open(run).config["train"]["epochs"] == 3
+    assert main(["learn", "train", "--resume", str(tmp_path / "nothing")]) == 2
+    assert "not a run folder" in capsys.readouterr().err
+
+
+def test_cli_learn_train_tensorboard_flag(tmp_path, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from engine.cli import main
+
+    assert main(["learn", "train", "--model", "mlp", "--trajectories", "2", "--hidden", "8", "--epochs", "2",
+                 "--out", str(tmp_path / "r"), "--tensorboard", str(tmp_path / "tb"), "--json"]) == 0
+    acc = EventAccumulator(str(tmp_path / "tb" / "r"))
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("train/loss")] == [1, 2]
