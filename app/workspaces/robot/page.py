@@ -129,11 +129,14 @@ class RobotPage(QWidget):
         bar.addStretch(1)
         self.overlay_buttons = {}
         for key, title in (("frames", "Frames"), ("joint_axes", "Joint axes"), ("com", "CoM"),
-                           ("collision", "Collision")):
+                           ("inertia", "Inertia"), ("collision", "Collision")):
             b = QToolButton()
             b.setText(title)
             b.setCheckable(True)
             b.toggled.connect(lambda on, key=key: self.view.set_overlay(key, on))
+            if key == "inertia":
+                b.setToolTip("Each link's inertia as its equivalent box: the uniform box of the same mass "
+                             "and principal moments, on the principal axes at the centre of mass")
             bar.addWidget(b)
             self.overlay_buttons[key] = b
         for title, slot in (("Reset view", lambda: self.view.reset_camera()),
@@ -313,7 +316,8 @@ class RobotPage(QWidget):
         self._cancel_simulation()
         for w in loaded.geometry.warnings:
             log.warning("%s", w)
-        self.view.set_robot(loaded.geometry, joint_axes=loaded.joint_axes, coms=loaded.coms)
+        self.view.set_robot(loaded.geometry, joint_axes=loaded.joint_axes, coms=loaded.coms,
+                            inertia_boxes=loaded.inertia_boxes)
         self.state.set_robot(loaded)
         model = loaded.model
         self.view.fit_to_robot()
