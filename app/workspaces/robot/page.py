@@ -150,8 +150,9 @@ class RobotPage(QWidget):
 
         split = QSplitter(Qt.Orientation.Horizontal)
         self.joints = JointsPanel()
-        self.joints.q_changed.connect(self.state.set_q)
-        self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(old, new, text))
+        self.joints.q_changed.connect(self.state.set_joint_q)
+        self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(
+            self.state.full_q(old), self.state.full_q(new), text))
         split.addWidget(self.joints)
         self.view = RobotView()
         self.view.link_clicked.connect(self._on_link_clicked)
@@ -346,14 +347,15 @@ class RobotPage(QWidget):
 
     def _on_state_robot(self, loaded) -> None:
         state, model = self.state, loaded.model
-        self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper, state.neutral)
+        self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper,
+                              state.neutral[state.base_size:])
         self.targets.set_robot(model.link_names, state.end_effector, self.link_pose,
                                gizmo_size=max(0.03, 0.12 * state.extent()))
         self.motion.reset()
         self.dynamics.clear()
 
     def _on_state_q(self, q) -> None:
-        self.joints.set_q(q, emit=False)
+        self.joints.set_q(q[self.state.base_size:], emit=False)
         if self.robot is not None:
             self.view.set_link_poses(self.state.link_poses(q))
             self._request_readouts()
@@ -499,7 +501,7 @@ class RobotPage(QWidget):
         self.motion.status_label.setText("Simulating…")
         gen = self.state.generation
         handle = self.ctx.jobs.submit(
-            simulate_job(self.robot.model, self.q, np.zeros(self.robot.model.dof), options,
+            simulate_job(self.robot.model, self.q, np.zeros(self.state.nv), options,
                          list(self.motion.key_times), list(self.motion.key_poses)),
             name="robot simulation",
             on_result=lambda res: self._on_simulated(res, gen),
@@ -610,7 +612,7 @@ class RobotPage(QWidget):
 
         def apply(_loaded):
             self.robot_loaded.disconnect(apply)
-            if state.get("q") is not None and len(state["q"]) == self.robot.model.dof:
+            if state.get("q") is not None and len(state["q"]) == len(self.q):
                 self.set_q(state["q"])
             for t in state.get("targets", []):
                 try:
