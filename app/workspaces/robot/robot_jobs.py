@@ -87,12 +87,12 @@ def slider_limits(model) -> tuple[np.ndarray, np.ndarray]:
 def _load_model(path: Path, xacro_args=None):
     """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader;
     a viewer is lenient in two ways the engine offers: physically inconsistent inertials
-    (strict=False) and mimic joints (mimic='independent') are accepted with a note. Every
-    other error propagates."""
+    (strict=False) and mimic joints the loader refuses (mimic='independent') are accepted with
+    a note. Every other error propagates."""
     from engine.robots import RobotModel
     from engine.robots.urdf import URDFError
 
-    kwargs = {"mimic": "error"}
+    kwargs: dict = {}
     if xacro_args:
         kwargs["xacro_args"] = dict(xacro_args)
     notes: list[str] = []
@@ -104,7 +104,7 @@ def _load_model(path: Path, xacro_args=None):
             if "strict=False" in text and "strict" not in kwargs:
                 kwargs["strict"] = False
                 notes.append("physically inconsistent inertials accepted as given (details in the log)")
-            elif "mimic='independent'" in text and kwargs["mimic"] == "error":
+            elif "mimic='independent'" in text and "mimic" not in kwargs:
                 kwargs["mimic"] = "independent"
                 notes.append("mimic joints are shown as independent joints")
             else:
