@@ -11,4 +11,13 @@ import os as _os
 # torch import; a value the user set wins.
 _os.environ.setdefault("GOMP_SPINCOUNT", "30000")
 
+# The allocator setting of the command line and the app holds for a plain `import engine` too (a
+# script, a notebook): large temporary tensors reuse freed heap memory instead of faulting fresh
+# pages in on every call, which at batch 1024 costs more than the arithmetic (engine/runtime.py).
+# LAGRANGE_NO_TUNE_MALLOC=1 keeps the process's malloc as it is.
+if not _os.environ.get("LAGRANGE_NO_TUNE_MALLOC"):
+    from engine.runtime import tune_malloc as _tune_malloc
+
+    _tune_malloc()
+
 __version__ = "0.1.0"

@@ -629,3 +629,26 @@ def description_geometry(desc, options: GeometryOptions | None = None,
                 collision.colors[:] = COLLISION_RGBA
         geometry.links[link.name] = LinkGeometry(link.name, visual, collision)
     return _finish(geometry, options, progress, check_cancelled)
+
+
+def inertia_box(mass: float, com, inertia) -> tuple[np.ndarray, np.ndarray] | None:
+    """A link's inertia as its equivalent box (RViz's "mass properties"): the uniform box of the
+    same mass and principal moments, on the principal axes, centred on the centre of mass.
+
+    ``com``: (3,) in the link frame (m); ``inertia``: (3, 3) about the CoM, link-frame axes.
+    Returns ``(T (4, 4) box pose in the link frame, extents (3,) m)``, or None for a massless
+    link. Side ``a_i = sqrt(6 (I_j + I_k - I_i) / m)``; a moment set that breaks the triangle
+    inequality gives a zero side there (the box then is flat).
+    """
+    if not mass > 0:
+        return None
+    I = 0.5 * (np.asarray(inertia, dtype=float) + np.asarray(inertia, dtype=float).T)
+    moments, axes = np.linalg.eigh(I)
+    if np.linalg.det(axes) < 0:
+        axes[:, 2] = -axes[:, 2]
+    s = moments.sum()
+    extents = np.sqrt(np.maximum(6.0 * (s - 2.0 * moments) / mass, 0.0))
+    T = np.eye(4)
+    T[:3, :3] = axes
+    T[:3, 3] = np.asarray(com, dtype=float)
+    return T, extents

@@ -22,7 +22,7 @@ from pyqtgraph import Vector
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QImage
 
-from app.viewer.geometry import MeshPart, RobotGeometry
+from app.viewer.geometry import MeshPart, RobotGeometry, _part_from_trimesh
 from app.viewer.gizmo import TargetGizmo, matrix_to_qt
 from app.viewer.shaders import robot_shader
 
@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["RobotView"]
 
-OVERLAYS = ("visual", "frames", "joint_axes", "com", "collision")
+OVERLAYS = ("visual", "frames", "joint_axes", "com", "collision", "inertia")
+INERTIA_RGBA = (0.95, 0.55, 0.1, 0.45)
 CLICK_SLOP_PX = 4
 
 
@@ -110,11 +111,14 @@ class RobotView(gl.GLViewWidget):
         self._axes: dict[str, gl.GLLinePlotItem] = {}
         self._com_item: gl.GLScatterPlotItem | None = None
         self._coms: dict[str, np.ndarray] = {}
+        self._inertia: dict[str, gl.GLMeshItem] = {}          # link -> its equivalent inertia box
+        self._inertia_local: dict[str, np.ndarray] = {}      # link -> the box's pose in the link frame
         self._poses: dict[str, np.ndarray] = {}
         self._bounds_local: dict[str, np.ndarray] = {}
         self._ray_meshes: dict[str, object] = {}
         self._highlight: set[str] = set()
-        self._show = {"visual": True, "frames": False, "joint_axes": False, "com": False, "collision": False}
+        self._show = {"visual": True, "frames": False, "joint_axes": False, "com": False, "collision": False,
+                      "inertia": False}
         self.gizmos: list[TargetGizmo] = []
         self._active_gizmo: TargetGizmo | None = None
         self._press: QPointF | None = None
@@ -124,10 +128,11 @@ class RobotView(gl.GLViewWidget):
 
     # ----------------------------------------------------------------- robot
     def clear_robot(self) -> None:
-        for items in (self._visual, self._collision, self._frames, self._axes):
+        for items in (self._visual, self._collision, self._frames, self._axes, self._inertia):
             for item in items.values():
                 self.removeItem(item)
             items.clear()
+        self._inertia_local = {}
         if self._com_item is not None:
             self.removeItem(self._com_item)
             self._com_item = None
@@ -139,9 +144,11 @@ class RobotView(gl.GLViewWidget):
         self.update()
 
     def set_robot(self, geometry: RobotGeometry, joint_axes: Mapping[str, np.ndarray] | None = None,
-                  coms: Mapping[str, np.ndarray] | None = None, frame_size: float | None = None) -> None:
+                  coms: Mapping[str, np.ndarray] | None = None, frame_size: float | None = None,
+                  inertia_boxes: Mapping[str, tuple] | None = None) -> None:
         """Replace the shown robot. ``joint_axes``: {child link: (3,) axis in that link's
-        frame}; ``coms``: {link: (3,) centre of mass in the link frame}; metres."""
+        frame}; ``coms``: {link: (3,) centre of mass in the link frame}; ``inertia_boxes``:
+        {link: (T (4, 4) in the link frame, extents (3,))} (see geometry.inertia_box); metres."""
         self.clear_robot()
         self.geometry_data = geometry
         all_v = [g.visual.vertices for g in geometry.links.values() if g.visual is not None]
@@ -183,8 +190,32 @@ class RobotView(gl.GLViewWidget):
             self._com_item.setGLOptions("additive")
             self._com_item.setVisible(self._show["com"])
             self.addItem(self._com_item)
+        self.set_inertia_boxes(inertia_boxes or {})
         identity = {name: np.eye(4) for name in geometry.links}
         self.set_link_poses(identity)
+
+    def set_inertia_boxes(self, boxes: Mapping[str, tuple]) -> None:
+        """Replace the inertia boxes ({link: (T in the link frame, extents)}), e.g. after an
+        identification changed the parameters; shown with the "inertia" overlay."""
+        import trimesh
+
+        for item in self._inertia.values():
+            self.removeItem(item)
+        self._inertia, self._inertia_local = {}, {}
+        for name, (T, extents) in boxes.items():
+            box = trimesh.creation.box(extents=np.maximum(np.asarray(extents, dtype=float), 1e-4))
+            item = _mesh_item(_part_from_trimesh(box, INERTIA_RGBA), translucent=True)
+            item.setVisible(self._show["inertia"])
+            self._inertia[name] = item
+            self._inertia_local[name] = np.asarray(T, dtype=float)
+            self.addItem(item)
+            if name in self._poses:
+                item.setTransform(matrix_to_qt(self._poses[name] @ self._inertia_local[name]))
+        self.update()
+
+    def inertia_box_poses(self) -> dict[str, np.ndarray]:
+        """{link: world pose (4, 4) of its inertia box} as shown."""
+        return {k: self._poses.get(k, np.eye(4)) @ T for k, T in self._inertia_local.items()}
 
     def set_link_poses(self, poses: Mapping[str, np.ndarray]) -> None:
         """Move every link to its world pose ((4, 4), metres); unknown links are ignored."""
@@ -198,6 +229,9 @@ class RobotView(gl.GLViewWidget):
                     if m is None:
                         m = matrix_to_qt(T)
                     item.setTransform(m)
+            box = self._inertia.get(name)
+            if box is not None:
+                box.setTransform(matrix_to_qt(T @ self._inertia_local[name]))
         if self._com_item is not None and self._coms:
             pts = [self._poses.get(k, np.eye(4)) @ np.append(c, 1.0) for k, c in self._coms.items()]
             self._com_item.setData(pos=np.array(pts)[:, :3])
@@ -208,12 +242,12 @@ class RobotView(gl.GLViewWidget):
 
     # ----------------------------------------------------------------- overlays
     def set_overlay(self, name: str, visible: bool) -> None:
-        """Show or hide one of OVERLAYS: visual, frames, joint_axes, com, collision."""
+        """Show or hide one of OVERLAYS: visual, frames, joint_axes, com, collision, inertia."""
         if name not in self._show:
             raise ValueError(f"unknown overlay {name!r}; expected one of {OVERLAYS}")
         self._show[name] = bool(visible)
         items = {"visual": self._visual, "frames": self._frames, "joint_axes": self._axes,
-                 "collision": self._collision}.get(name)
+                 "collision": self._collision, "inertia": self._inertia}.get(name)
         if items is not None:
             for item in items.values():
                 item.setVisible(visible)

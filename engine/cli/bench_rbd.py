@@ -33,11 +33,28 @@ def _run(args) -> int:
             print(f"[{fraction:5.0%}] {message}", file=sys.stderr, flush=True)
 
     result = run_rbd_benchmark(cfg, progress=progress)
+    plain = _plain_rows(args, result, progress)
     if args.json:
-        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows")} | {"urdf": result["urdf"]})
+        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows")} | {"urdf": result["urdf"]}
+                   | ({"plain_api": plain} if plain else {}))
     else:
         print(format_table(result))
+        if plain:
+            from engine.robots.bench_plain import format_plain_rows
+
+            print(format_plain_rows(plain))
     return 0
+
+
+def _plain_rows(args, result, progress):
+    """The row "plain API (no CLI settings)": RNEA, CRBA, ABA at --plain-batch in a fresh process."""
+    if not args.plain_batch:
+        return None
+    from engine.robots.bench_plain import run_plain_api_benchmark
+
+    progress(1.0, f"plain API, batch {args.plain_batch}, in a fresh process")
+    return run_plain_api_benchmark(result["urdf"], batch=args.plain_batch, repeats=args.repeats,
+                                   min_time_s=args.min_time)
 
 
 def register_bench(subparsers) -> None:
@@ -51,5 +68,7 @@ def register_bench(subparsers) -> None:
     p.add_argument("--threads", type=int, default=d.threads, help="torch threads")
     p.add_argument("--repeats", type=int, default=d.repeats, help="measurements per cell (median)")
     p.add_argument("--min-time", type=float, default=d.min_time_s, help="seconds per cell, at least")
+    p.add_argument("--plain-batch", type=int, default=1024, help="batch of the row measured through the plain "
+                   "API without the CLI's settings, in a fresh process (0: skip it)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)

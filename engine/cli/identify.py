@@ -56,6 +56,10 @@ def _log(args) -> int:
         "config": out["config"],
         "prepare": dataclasses.asdict(prep_config),
     }
+    if args.save_urdf:
+        from engine.robots.urdf_export import save_urdf
+
+        summary["saved_urdf"] = str(save_urdf(result.model, args.save_urdf))
     if args.json:
         print_json(summary)
         return 0
@@ -95,5 +99,7 @@ def register(subparsers) -> None:
     p.add_argument("--window", type=int, default=31, help="Savitzky-Golay window for the derivatives (default: 31)")
     p.add_argument("--polyorder", type=int, default=5, help="Savitzky-Golay polyorder (default: 5)")
     p.add_argument("--seed", type=int, default=d.seed, help=f"black-box initialisation seed (default: {d.seed})")
+    p.add_argument("--save-urdf", default=None, metavar="FILE.urdf",
+                   help="write the robot with the identified parameters as a URDF (visuals and meshes kept)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_log)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from engine.robots.description import RobotDescription
@@ -65,20 +66,25 @@ def parse_xacro_args(items) -> dict[str, str]:
     return out
 
 
-def load_description(path: str | Path, mimic: str = "coupled", strict: bool | None = None,
-                     xacro_args: Mapping[str, str] | None = None) -> RobotDescription:
+def load_description(path: str | Path, mimic: str | None = None, strict: bool | None = None,
+                     xacro_args: Mapping[str, str] | None = None, floating_base: bool = False) -> RobotDescription:
     """Load a URDF, xacro or MJCF file (see the module docstring); raises URDFError (a ValueError)
-    naming the file. ``mimic`` and ``strict`` apply to URDF and xacro; ``xacro_args`` to xacro."""
+    naming the file. ``mimic`` (None: the URDF loader's default) and ``strict`` apply to URDF and
+    xacro; ``xacro_args`` to xacro; ``floating_base=True`` attaches the root link by a free-flyer
+    joint (an MJCF file says so itself with a free joint on its root body)."""
     path = Path(path)
     kind = file_format(path)
     if xacro_args and kind != "xacro":
         raise ValueError(f"{path}: xacro arguments given, but the file is {kind.upper()}, not xacro")
+    urdf_options = {"strict": strict} | ({"mimic": mimic} if mimic is not None else {})
     if kind == "urdf":
-        return load_urdf(path, mimic=mimic, strict=strict)
-    if kind == "xacro":
+        desc = load_urdf(path, **urdf_options)
+    elif kind == "xacro":
         from engine.robots.xacro_loader import load_xacro
 
-        return load_xacro(path, args=xacro_args, mimic=mimic, strict=strict)
-    from engine.robots.mjcf import load_mjcf
+        desc = load_xacro(path, args=xacro_args, **urdf_options)
+    else:
+        from engine.robots.mjcf import load_mjcf
 
-    return load_mjcf(path)
+        desc = load_mjcf(path)
+    return replace(desc, floating_base=True) if floating_base and not desc.floating_base else desc

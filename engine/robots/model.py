@@ -222,17 +222,13 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
 
     @classmethod
     def from_file(cls, path: str | Path, dtype=torch.float64, device="cpu", gravity=DEFAULT_GRAVITY,
-                  floating_base: bool = False, **options) -> RobotModel:
+                  **options) -> RobotModel:
         """Load a URDF, xacro or MJCF file, the loader picked from the file (see
-        :func:`engine.robots.files.load_description` for ``options``: mimic, strict, xacro_args).
-        ``floating_base``: attach the root to the world by a free-flyer joint (an MJCF root body
-        with a free joint is floating whatever this says)."""
+        :func:`engine.robots.files.load_description` for ``options``: mimic, strict, xacro_args,
+        floating_base)."""
         from engine.robots.files import load_description
 
-        desc = load_description(path, **options)
-        if floating_base and not desc.floating_base:
-            desc = replace(desc, floating_base=True)
-        return cls(desc, dtype=dtype, device=device, gravity=gravity)
+        return cls(load_description(path, **options), dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
     def from_string(cls, xml: str | bytes, base_dir=None, dtype=torch.float64, device="cpu",

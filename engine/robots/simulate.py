@@ -3,7 +3,11 @@ viewer shows for one state (end-effector pose, gravity torques, mass matrix, man
 
 - :func:`simulate`: free fall, gravity compensation or PD to keyframes from a state, with an
   optional constant joint torque and the URDF's joint damping; RK4 at a fixed step
-  (:func:`engine.integrators.rk4_step_t`), joints held at their limits.
+  (:func:`engine.integrators.rk4_step_t`), joints held at their limits. A floating-base robot
+  (no contacts: it flies freely) is integrated on its configuration manifold: each step runs
+  the RK4 in the tangent space at the step's start, ``q = integrate(q_k, delta)``, with
+  ``d delta / dt = dexp^-1(v) = v + ad_delta v / 2 + ad_delta^2 v / 12`` on the base's twist
+  (Munthe-Kaas' RK4; fourth order), then moves the base by ``exp`` of the step.
 - :func:`readouts`: :class:`Readouts` of one state.
 
 Both are plain functions (no Qt, no stored state); the CLI (``python -m engine robot
@@ -110,52 +114,78 @@ def _vector(value, n: int, what: str) -> torch.Tensor:
     return v
 
 
+def _ad(d: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """se(3) bracket of twists [linear, angular]: ``(phi x u + rho x w, phi x w)``."""
+    rho, phi, u, w = d[..., :3], d[..., 3:6], v[..., :3], v[..., 3:6]
+    return torch.cat([torch.linalg.cross(phi, u) + torch.linalg.cross(rho, w), torch.linalg.cross(phi, w)], -1)
+
+
+def _dexp_inv(delta: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``d delta / dt`` for ``q = q_k exp(delta)`` moving at body velocity ``v`` (base rows; the
+    joints' rows commute): ``v + ad v / 2 + ad^2 v / 12``, enough for fourth order."""
+    a1 = _ad(delta[:6], v[:6])
+    return torch.cat([v[:6] + 0.5 * a1 + _ad(delta[:6], a1) / 12.0, v[6:]])
+
+
 def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions(),
              keyframe_times: Sequence[float] = (), keyframe_poses: Sequence[np.ndarray] = (),
              progress: Callable[[float, str], None] | None = None,
              check_cancelled: Callable[[], None] | None = None) -> SimulationResult:
-    """Integrate the robot's forward dynamics (the engine's ABA) from ``q0`` (dof,), ``qd0``
-    (dof,; default zero) with RK4; joints are clamped to their limits (velocity zeroed there)
+    """Integrate the robot's forward dynamics (the engine's ABA) from ``q0`` (nq,), ``qd0``
+    (nv,; default zero) with RK4; joints are clamped to their limits (velocity zeroed there)
     after every step. Raises FloatingPointError when the state stops being finite."""
     options.validate()
     if options.mode == "pd_keyframes" and len(keyframe_times) == 0:
         raise ValueError("PD to keyframes needs at least one keyframe")
-    n = model.dof
-    q = _vector(q0, n, "initial joint positions q0")
-    qd = torch.zeros(n, dtype=torch.float64) if qd0 is None else _vector(qd0, n, "initial joint velocities")
+    floating = bool(getattr(model, "floating", False))
+    nq, n = int(getattr(model, "nq", model.dof)), int(getattr(model, "nv", model.dof))
+    b = 7 if floating else 0            # configuration entries before the joints
+    q = _vector(q0, nq, "initial configuration q0")
+    qd = torch.zeros(n, dtype=torch.float64) if qd0 is None else _vector(qd0, n, "initial velocities")
     tau_const = torch.zeros(n, dtype=torch.float64) if len(options.tau) == 0 else _vector(options.tau, n, "tau")
     lo = model.joint_limits.lower.detach().to(torch.float64).cpu()
     hi = model.joint_limits.upper.detach().to(torch.float64).cpu()
     damping = torch.zeros(n, dtype=torch.float64)
     if options.damping:
-        damping = model.joint_damping().detach().to(torch.float64).reshape(-1)
+        d = model.joint_damping().detach().to(torch.float64).reshape(-1)
+        damping[n - d.numel():] = d
 
-    def field(t, x):
-        q_, qd_ = x[:n], x[n:]
+    def accel(t, q_, qd_):
         tau = tau_const
         if options.mode != "free_fall":
             tau = tau + model.gravity_torques(q_)
             if options.mode == "pd_keyframes":
                 ref = torch.as_tensor(interpolate_keyframes(keyframe_times, keyframe_poses, t))
-                a = options.kp * (ref - q_) - options.kd * qd_
+                err = model.difference(q_, ref) if floating else ref - q_
+                a = options.kp * err - options.kd * qd_
                 tau = tau + model.mass_matrix(q_) @ a
         tau = tau - damping * qd_
-        return torch.cat([qd_, model.forward_dynamics(q_, qd_, tau)])
+        return model.forward_dynamics(q_, qd_, tau)
 
     h = float(options.dt)
     steps = max(1, int(np.rint(options.duration / h)))
     every = max(1, int(np.rint(1.0 / (options.frame_rate * h))))
-    x = torch.cat([q, qd])
     ts, qs, qds = [0.0], [q.numpy().copy()], [qd.numpy().copy()]
     with torch.no_grad():
         for k in range(steps):
-            x = rk4_step_t(field, k * h, x, h)
-            q, qd = x[:n], x[n:]
-            at_limit = (q <= lo) | (q >= hi)
+            if floating:      # RK4 in the tangent space at q_k (see the module docstring)
+                qk = q
+
+                def field(t, x, qk=qk):
+                    delta, v = x[:n], x[n:]
+                    return torch.cat([_dexp_inv(delta, v), accel(t, model.integrate(qk, delta), v)])
+
+                x = rk4_step_t(field, k * h, torch.cat([torch.zeros(n, dtype=torch.float64), qd]), h)
+                q, qd = model.integrate(qk, x[:n]), x[n:]
+            else:
+                x = rk4_step_t(lambda t, x: torch.cat([x[n:], accel(t, x[:n], x[n:])]), k * h, torch.cat([q, qd]), h)
+                q, qd = x[:n], x[n:]
+            qj, vj = q[b:], qd[n - (nq - b):]
+            at_limit = (qj <= lo) | (qj >= hi)
             if at_limit.any():
-                q = torch.clamp(q, lo, hi)
-                qd = torch.where(at_limit, torch.zeros_like(qd), qd)
-                x = torch.cat([q, qd])
+                q = torch.cat([q[:b], torch.clamp(qj, lo, hi)])
+                qd = torch.cat([qd[:n - vj.numel()], torch.where(at_limit, torch.zeros_like(vj), vj)])
+            x = torch.cat([q, qd])
             if not torch.isfinite(x).all():
                 raise FloatingPointError(f"simulation diverged at t = {(k + 1) * h:.3f} s (NaN state); "
                                          f"try a smaller time step")

@@ -42,9 +42,8 @@ def expand_xacro(path: str | Path, args: Mapping[str, str] | None = None) -> str
             raise URDFError(f"xacro could not expand the file: {type(exc).__name__}: {exc}", file=str(path)) from None
 
 
-def load_xacro(path: str | Path, args: Mapping[str, str] | None = None, mimic: str = "error",
-               strict: bool | None = None) -> RobotDescription:
-    """Expand a xacro file and load the result as URDF (``mimic``, ``strict``: as for URDF)."""
+def load_xacro(path: str | Path, args: Mapping[str, str] | None = None, **urdf_options) -> RobotDescription:
+    """Expand a xacro file and load the result as URDF (``urdf_options``: mimic, strict, as for URDF)."""
     path = Path(path)
     text = expand_xacro(path, args)
-    return parse_urdf_string(text, base_dir=path.resolve().parent, source=str(path), mimic=mimic, strict=strict)
+    return parse_urdf_string(text, base_dir=path.resolve().parent, source=str(path), **urdf_options)

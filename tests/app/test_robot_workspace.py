@@ -404,3 +404,22 @@ def test_drop_mjcf_and_open_xacro_with_arguments(env, qtbot, monkeypatch):
     assert env.settings.value("robot/xacro_args") == "links:=3 tool:=true"
     assert not env.errors
     env.close(page)
+
+
+def test_inertia_boxes_toggle_and_follow_the_robot(env, qtbot):
+    from app.viewer.geometry import inertia_box
+
+    page = env.page()
+    model = page.robot.model
+    massive = [l for l in model.link_names if float(model.link_mass(l)) > 0]
+    assert set(page.robot.inertia_boxes) == set(massive)
+    button = page.overlay_buttons["inertia"]
+    button.click()
+    assert page.view.overlay_visible("inertia")
+    page.set_q(page.q + 0.2)
+    link = "panda_link4"
+    T_box, _ = inertia_box(float(model.link_mass(link)), model.link_com(link).numpy(), model.link_inertia(link).numpy())
+    np.testing.assert_allclose(page.view.inertia_box_poses()[link], page.link_pose(link) @ T_box, atol=1e-12)
+    button.click()
+    assert not page.view.overlay_visible("inertia")
+    env.close(page)

@@ -253,3 +253,39 @@ def test_decimation_keeps_the_shape(shapes_urdf, monkeypatch, quadric):
     # colours survive: the red sphere stays red, the blue cylinder blue
     sphere = np.linalg.norm(arm.vertices - [0.8, 0, 0], axis=1) < 0.05
     assert np.all(arm.colors[sphere][:, 0] > 0.9)
+
+
+def test_inertia_box_reproduces_the_inertia_and_is_drawn(view):
+    from scipy.spatial.transform import Rotation
+
+    from app.viewer.geometry import inertia_box
+
+    # a uniform box 0.4 x 0.1 x 0.2 m of 3 kg, turned and shifted in the link frame
+    dims, m = np.array([0.4, 0.1, 0.2]), 3.0
+    R = Rotation.from_euler("xyz", [0.3, -0.7, 1.1]).as_matrix()
+    I_box = m / 12 * np.diag([dims[1] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[1] ** 2])
+    T, ext = inertia_box(m, [0.1, 0.2, 0.3], R @ I_box @ R.T)
+    np.testing.assert_allclose(sorted(ext), sorted(dims), atol=1e-12)
+    # the returned box, by trimesh's own mass properties, has the same inertia about its centre
+    box = trimesh.creation.box(extents=ext)
+    box.density = m / box.volume
+    Rb = T[:3, :3]
+    np.testing.assert_allclose(Rb @ box.moment_inertia @ Rb.T, R @ I_box @ R.T, atol=1e-12)
+    np.testing.assert_allclose(T[:3, 3], [0.1, 0.2, 0.3])
+    assert np.linalg.det(Rb) == pytest.approx(1.0)
+    assert inertia_box(0.0, np.zeros(3), np.eye(3)) is None
+    # a point mass is a box of size zero (drawn as a tiny cube)
+    assert np.allclose(inertia_box(1.0, np.zeros(3), np.zeros((3, 3)))[1], 0)
+    # in the view: follows the link, toggled as an overlay
+    from app.viewer.geometry import LinkGeometry, MeshPart, RobotGeometry
+    part = MeshPart(np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0]], np.float32), np.array([[0, 1, 2]], np.uint32),
+                    np.ones((3, 4), np.float32))
+    g = RobotGeometry(name="r", path="")
+    g.links["a"] = LinkGeometry("a", part, None)
+    view.set_robot(g, inertia_boxes={"a": (T, ext)})
+    assert not view.overlay_visible("inertia")
+    view.set_overlay("inertia", True)
+    pose = np.eye(4)
+    pose[:3, 3] = [1.0, 2.0, 0.5]
+    view.set_link_poses({"a": pose})
+    np.testing.assert_allclose(view.inertia_box_poses()["a"], pose @ T)

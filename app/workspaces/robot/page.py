@@ -129,11 +129,14 @@ class RobotPage(QWidget):
         bar.addStretch(1)
         self.overlay_buttons = {}
         for key, title in (("frames", "Frames"), ("joint_axes", "Joint axes"), ("com", "CoM"),
-                           ("collision", "Collision")):
+                           ("inertia", "Inertia"), ("collision", "Collision")):
             b = QToolButton()
             b.setText(title)
             b.setCheckable(True)
             b.toggled.connect(lambda on, key=key: self.view.set_overlay(key, on))
+            if key == "inertia":
+                b.setToolTip("Each link's inertia as its equivalent box: the uniform box of the same mass "
+                             "and principal moments, on the principal axes at the centre of mass")
             bar.addWidget(b)
             self.overlay_buttons[key] = b
         for title, slot in (("Reset view", lambda: self.view.reset_camera()),
@@ -147,8 +150,9 @@ class RobotPage(QWidget):
 
         split = QSplitter(Qt.Orientation.Horizontal)
         self.joints = JointsPanel()
-        self.joints.q_changed.connect(self.state.set_q)
-        self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(old, new, text))
+        self.joints.q_changed.connect(self.state.set_joint_q)
+        self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(
+            self.state.full_q(old), self.state.full_q(new), text))
         split.addWidget(self.joints)
         self.view = RobotView()
         self.view.link_clicked.connect(self._on_link_clicked)
@@ -313,7 +317,8 @@ class RobotPage(QWidget):
         self._cancel_simulation()
         for w in loaded.geometry.warnings:
             log.warning("%s", w)
-        self.view.set_robot(loaded.geometry, joint_axes=loaded.joint_axes, coms=loaded.coms)
+        self.view.set_robot(loaded.geometry, joint_axes=loaded.joint_axes, coms=loaded.coms,
+                            inertia_boxes=loaded.inertia_boxes)
         self.state.set_robot(loaded)
         model = loaded.model
         self.view.fit_to_robot()
@@ -342,14 +347,15 @@ class RobotPage(QWidget):
 
     def _on_state_robot(self, loaded) -> None:
         state, model = self.state, loaded.model
-        self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper, state.neutral)
+        self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper,
+                              state.neutral[state.base_size:])
         self.targets.set_robot(model.link_names, state.end_effector, self.link_pose,
                                gizmo_size=max(0.03, 0.12 * state.extent()))
         self.motion.reset()
         self.dynamics.clear()
 
     def _on_state_q(self, q) -> None:
-        self.joints.set_q(q, emit=False)
+        self.joints.set_q(q[self.state.base_size:], emit=False)
         if self.robot is not None:
             self.view.set_link_poses(self.state.link_poses(q))
             self._request_readouts()
@@ -495,7 +501,7 @@ class RobotPage(QWidget):
         self.motion.status_label.setText("Simulating…")
         gen = self.state.generation
         handle = self.ctx.jobs.submit(
-            simulate_job(self.robot.model, self.q, np.zeros(self.robot.model.dof), options,
+            simulate_job(self.robot.model, self.q, np.zeros(self.state.nv), options,
                          list(self.motion.key_times), list(self.motion.key_poses)),
             name="robot simulation",
             on_result=lambda res: self._on_simulated(res, gen),

@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from app.viewer.geometry import GeometryOptions, RobotGeometry, description_geometry, load_robot_geometry
+from app.viewer.geometry import (
+    GeometryOptions,
+    RobotGeometry,
+    description_geometry,
+    inertia_box,
+    load_robot_geometry,
+)
 from engine.robots.simulate import (
     Readouts,
     SimulationOptions,
@@ -36,6 +42,7 @@ __all__ = [
     "SimulationResult",
     "dynamics_readouts",
     "ik_job",
+    "inertia_boxes",
     "interpolate_keyframes",
     "load_robot_job",
     "manipulability",
@@ -61,6 +68,7 @@ class LoadedRobot:
     damping: np.ndarray          # (dof,) URDF joint damping (N m s/rad or N s/m)
     notes: list = field(default_factory=list)   # what the viewer accepted leniently, for the user
     xacro_args: dict = field(default_factory=dict)   # the arguments a xacro file was expanded with
+    inertia_boxes: dict = field(default_factory=dict)   # link -> (T in the link frame, extents): equivalent boxes
 
     @property
     def name(self) -> str:
@@ -119,6 +127,19 @@ def _load_model(path: Path, xacro_args=None):
     return RobotModel.from_file(str(path), dtype=torch.float64, **kwargs), notes
 
 
+def inertia_boxes(model) -> dict:
+    """{link: (T (4, 4) in the link frame, extents (3,) m)}: each massive link's equivalent
+    inertia box from the model's current (e.g. identified) mass, CoM and inertia."""
+    boxes = {}
+    with torch.no_grad():
+        for link in model.link_names:
+            mass = float(model.link_mass(link))
+            box = inertia_box(mass, model.link_com(link).cpu().numpy(), model.link_inertia(link).cpu().numpy())
+            if box is not None:
+                boxes[link] = box
+    return boxes
+
+
 def _warm_up_ik(model) -> None:
     """One tiny solve, so that the solver's first-call set-up is paid while loading and not
     by the first drag of a target."""
@@ -171,7 +192,8 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
         damping = np.array([float(getattr(by_name.get(n), "damping", 0.0) or 0.0) for n in model.joint_names])
         _warm_up_ik(model)
         ctx.progress(1.0, f"loaded {model.name}: {model.dof} joints, {geometry.triangles} triangles")
-        return LoadedRobot(source, str(path), model, geometry, axes, coms, damping, notes, dict(xacro_args or {}))
+        return LoadedRobot(source, str(path), model, geometry, axes, coms, damping, notes, dict(xacro_args or {}),
+                           inertia_boxes(model))
 
     return job
 

@@ -184,14 +184,56 @@ class RobotState:
     def model(self):
         return None if self.robot is None else self.robot.model
 
+    @property
+    def floating(self) -> bool:
+        """True for a floating-base robot: q = [base xyz, base quaternion x y z w, joints]."""
+        return self.model is not None and bool(getattr(self.model, "floating", False))
+
+    @property
+    def base_size(self) -> int:
+        """Entries of q before the joints: 7 for a floating base, else 0."""
+        return 7 if self.floating else 0
+
+    @property
+    def nv(self) -> int:
+        return int(getattr(self.model, "nv", self.model.dof))
+
+    @property
+    def joint_q(self) -> np.ndarray:
+        """The joints' positions (dof,), without the base."""
+        return self.q[self.base_size:].copy()
+
+    def full_q(self, joint_q) -> np.ndarray:
+        """The configuration with the current base and the given joint positions (dof,)."""
+        q = self.q.copy()
+        q[self.base_size:] = np.asarray(joint_q, dtype=float).reshape(-1)
+        return q
+
+    def set_joint_q(self, joint_q) -> None:
+        """Move the joints (dof,), the base staying where it is."""
+        self.set_q(self.full_q(joint_q))
+
+    def _standing(self, joints) -> np.ndarray:
+        """A floating robot's neutral configuration with these joints, standing on the ground
+        plane: base unrotated above the origin, its lowest link origin at z = 0."""
+        model = self.model
+        q = np.asarray(model.neutral().detach().cpu().numpy(), dtype=float).copy()
+        q[7:] = joints
+        with torch.no_grad():
+            z = model.forward_kinematics(torch.as_tensor(q)).numpy()[:, 2, 3]
+        q[2] -= float(z.min())
+        return q
+
     def set_robot(self, loaded: LoadedRobot) -> None:
-        """Show a loaded robot at its neutral pose (clamped into the limits); history, targets
-        and results are cleared."""
+        """Show a loaded robot at its neutral pose (clamped into the limits; a floating robot
+        standing on the ground); history, targets and results are cleared."""
         self.generation += 1
         self.robot = loaded
         model = loaded.model
         self.lower, self.upper = slider_limits(model)
-        self.neutral = np.clip(neutral_configuration(model).numpy(), self.lower, self.upper)
+        joints = np.clip(neutral_configuration(model).numpy()[-model.dof:] if model.dof else np.zeros(0),
+                         self.lower, self.upper)
+        self.neutral = self._standing(joints) if self.floating else joints
         self.q = self.neutral.copy()
         self.end_effector = default_end_effector(model) if model.link_names else ""
         self.targets = ()
@@ -208,13 +250,18 @@ class RobotState:
 
     # ------------------------------------------------------------------ pose
     def set_q(self, q) -> None:
-        """Joint positions q (dof,), SI units, clamped into the limits."""
+        """The configuration q (nq,: the joints' positions, after the base's 7 numbers for a
+        floating robot), SI units, joints clamped into the limits, base quaternion normalised."""
         if self.robot is None:
             return
-        q = np.asarray(q, dtype=float).reshape(-1)
-        if q.shape != self.lower.shape:
-            raise ValueError(f"{self.robot.name} has {self.lower.size} joints, got {q.size} values")
-        q = np.clip(q, self.lower, self.upper)
+        q = np.asarray(q, dtype=float).reshape(-1).copy()
+        b = self.base_size
+        if q.shape != (b + self.lower.size,):
+            what = f"a base (7) and {self.lower.size} joints" if b else f"{self.lower.size} joints"
+            raise ValueError(f"{self.robot.name} has {what}, got {q.size} values")
+        q[b:] = np.clip(q[b:], self.lower, self.upper)
+        if b:
+            q[3:7] /= np.linalg.norm(q[3:7]) or 1.0
         if np.array_equal(q, self.q):
             return
         self.q = q

@@ -11,7 +11,7 @@ from engine.paths import urdf_dir
 def test_bench_rbd_json(capsys):
     path = urdf_dir() / "planar_2link.urdf"
     assert main(["bench", "rbd", "--robot", str(path), "--batch", "1,3", "--json", "--repeats", "1",
-                 "--min-time", "0.001"]) == 0
+                 "--min-time", "0.001", "--plain-batch", "5"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["dof"] == 2 and out["threads"] == 2 and out["robot"] == str(path)
     rows = out["rows"]
@@ -21,8 +21,38 @@ def test_bench_rbd_json(capsys):
         assert set(r) == {"algorithm", "batch", "ours_ms", "pinocchio_ms", "pytorch_kinematics_ms", "drm_ms"}
         assert r["ours_ms"] > 0 and r["pinocchio_ms"] > 0
         assert (r["pytorch_kinematics_ms"] is None) == (r["algorithm"] != "fk_jacobian")
+    plain = out["plain_api"]                   # measured in a fresh process without the CLI's settings
+    assert [(r["algorithm"], r["batch"]) for r in plain["rows"]] == [("rnea", 5), ("crba", 5), ("aba", 5)]
+    for r in plain["rows"]:
+        assert 0 < r["ours_ms"] <= r["ours_max_ms"] and 0 < r["pinocchio_ms"] <= r["pinocchio_max_ms"]
 
 
 def test_bench_rbd_rejects_bad_batches(capsys):
     assert main(["bench", "rbd", "--batch", "0,x"]) == 2
     assert "--batch" in capsys.readouterr().err
+
+
+def test_plain_import_applies_the_allocator_setting():
+    """`import engine` in a plain script tunes malloc as the CLI does (LAGRANGE_NO_TUNE_MALLOC opts out)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import engine.runtime as r, engine; print(r._tuned)"
+    env = {k: v for k, v in os.environ.items() if k != "LAGRANGE_NO_TUNE_MALLOC"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "True"
+    env["LAGRANGE_NO_TUNE_MALLOC"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "None"
+
+
+def test_intra_op_threads_restores_the_callers_setting():
+    import torch
+
+    from engine.runtime import intra_op_threads
+
+    before = torch.get_num_threads()
+    with intra_op_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
