@@ -239,17 +239,17 @@ def _ancestor_pairs(anc):
     return hit
 
 
-def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False):
+def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False, order=None):
     """As :func:`engine.robots.dynamics_body_major.crba`, batch-last: ``S (6, n, B)`` -> ``M (B, n,
-    n)`` (internal order, a view); ``composite``: also ``F (6, n, B)`` and the whole tree's compact
-    inertia ``(13, B)``."""
+    n)`` (a view; internal order, or rows and columns ``order (n,)`` of it, folded into the final
+    gather); ``composite``: also ``F (6, n, B)`` and the whole tree's compact inertia ``(13, B)``."""
     if composite:
-        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True)
+        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True, order=order)
         return M.permute(2, 0, 1), F, total
-    return _mass_matrix_bl(S, inertials, anc, chain).permute(2, 0, 1)
+    return _mass_matrix_bl(S, inertials, anc, chain, order=order).permute(2, 0, 1)
 
 
-def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False):
+def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False, order=None):
     """The joint-space inertia matrix batch-last, ``(n, n, B)`` (internal order).
 
     Composite rigid bodies in the compact form (mass, first moment ``h``, rotational
@@ -280,22 +280,25 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False):
     lin = X[0].addcmul_(mc, so)
     F = (*ang.unbind(0), *lin.unbind(0))
     if composite:
-        M = _mass_matrix_pairs(S, torch.cat([ang, lin]), anc)
+        M = _mass_matrix_pairs(S, torch.cat([ang, lin]), anc, order)
         return M, torch.cat([ang, lin]), total
-    if chain and n * n * B <= _FULL_PRODUCT_ELEMENTS:
+    if chain and order is None and n * n * B <= _FULL_PRODUCT_ELEMENTS:
         # a chain relates every pair: all products at once (few large ops), then mirror
         # F_i . S_j as six in-place multiply-adds of (n, n, B) planes (no (6, n, n, B) temporary)
         P = F[0].unsqueeze(1) * S[0].unsqueeze(0)                                    # (n, n, B)
         for k in range(1, 6):
             P.addcmul_(F[k].unsqueeze(1), S[k].unsqueeze(0))
         return P.view(n * n, B).index_select(0, _chain_mirror(n, S.device)).view(n, n, B)
-    return _mass_matrix_pairs(S, torch.cat([ang, lin]), anc)
+    return _mass_matrix_pairs(S, torch.cat([ang, lin]), anc, order)
 
 
-def _mass_matrix_pairs(S, F, anc):
-    """``M_ij = S_j . F_i`` for the pairs (i, ancestor j), mirrored: ``(n, n, B)``."""
+def _mass_matrix_pairs(S, F, anc, order=None):
+    """``M_ij = S_j . F_i`` for the pairs (i, ancestor j), mirrored: ``(n, n, B)`` (rows and
+    columns ``order`` of it when given)."""
     B = S.shape[2]
     rows, gather = _ancestor_pairs(anc)
+    if order is not None:
+        gather = _ordered_gather(gather, order)
     prods = []
     for i, r in enumerate(rows):
         Sa = S[:, r[0]:r[1]] if isinstance(r, tuple) else S.index_select(1, r)
@@ -306,6 +309,16 @@ def _mass_matrix_pairs(S, F, anc):
 
 
 _sym_cache: dict = {}
+
+
+def _ordered_gather(gather, order):
+    """The gather of :func:`_ancestor_pairs` for rows and columns ``order (n,)`` (cached)."""
+    key = ("ordered", gather.data_ptr(), gather.device, tuple(order.tolist()))
+    idx = _sym_cache.get(key)
+    if idx is None:
+        n = order.numel()
+        idx = _sym_cache[key] = gather.view(n, n).index_select(0, order).index_select(1, order).reshape(-1)
+    return idx
 
 
 def _chain_mirror(n: int, device):

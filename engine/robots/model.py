@@ -467,12 +467,13 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
             return self._g_mass_matrix(q).reshape(shape + (self.nv, self.nv))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain)
+            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain,
+                               order=self._dof_body if self._permuted else None)
         else:
             _, S, inertials = self._kinematic_terms(self._to_internal(q))
             M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
-        if self._permuted:
-            M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
+            if self._permuted:
+                M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
         if self._armature is not None:
             M = M + torch.diag(self._armature)
         return M.reshape(shape + (self.dof, self.dof))

@@ -232,14 +232,16 @@ class GeneralCoordinates:
     def _g_mass_matrix(self, q):
         """Flat ``q`` -> ``M (B, nv, nv)``."""
         T0, _, S, inertials, bl = self._g_terms(q)
+        order = self._dof_body if self._permuted else None
         if bl:
-            out = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating)
+            out = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating,
+                                 order=order)
             if self.floating:
                 out = (out[0], out[1].permute(1, 2, 0), out[2].t())
         else:
             out = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating)
         M = out[0] if self.floating else out
-        if self._permuted:
+        if self._permuted and not bl:
             M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
         if self._armature_full is not None:
             M = M + torch.diag(self._armature_full)
