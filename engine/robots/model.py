@@ -484,13 +484,13 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
         and a tree-sparse LDL^T solve) or ``"auto"``: composite for small deep trees (a 7-DoF
         arm), where it is faster, ABA for wide ones (a hand). Both agree to rounding. A floating
-        base or coupled mimic joints: always composite (``M^-1 (tau - h)``).
+        base: ABA with the base as its root step, or composite; coupled mimic joints: composite.
         """
         shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
         if self._generic:
             if damping:
                 tau = tau - self._g_damping_forces(qd)
-            return self._g_forward_dynamics(q, qd, tau, gravity).reshape(shape + (self.nv,))
+            return self._g_forward_dynamics(q, qd, tau, gravity, method).reshape(shape + (self.nv,))
         if self.dof == 0:
             return tau.reshape(shape + (0,))
         if damping:

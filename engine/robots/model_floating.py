@@ -257,11 +257,31 @@ class GeneralCoordinates:
         M_bj = self._project(M_bj)
         return torch.cat([torch.cat([M_bb, M_bj], -1), torch.cat([M_bj.transpose(-1, -2), M], -1)], -2)
 
-    def _g_forward_dynamics(self, q, v, tau, gravity):
-        """``M^-1 (tau - h)`` ``(B, nv)`` (a tree-sparse LDL^T solve, base rows first)."""
-        M = self._g_mass_matrix(q)
-        h = self._g_rnea(q, v, None, gravity)
-        return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
+    def _g_forward_dynamics(self, q, v, tau, gravity, method: str = "auto"):
+        """Generalised accelerations ``(B, nv)``: the articulated-body algorithm with the base as
+        its root step (a floating base without mimic joints), or ``M^-1 (tau - h)`` by a
+        tree-sparse LDL^T solve, base rows first ("composite"; always with mimic joints)."""
+        if method == "auto":
+            method = dyn_bl.auto_fd_method(self._n + 6, len(self._levels) + 1) if self.floating else "composite"
+        if method not in ("articulated", "composite"):
+            raise ValueError(f"unknown forward dynamics method {method!r}")
+        if method == "composite" or not self.floating or self._G is not None or self._n == 0:
+            M = self._g_mass_matrix(q)
+            h = self._g_rnea(q, v, None, gravity)
+            return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
+        T0, _, S, inertials, bl = self._g_terms(q)
+        S0 = fl.base_motion_subspace(T0)
+        root_w = fl.root_inertial_world(T0, *self._root_inertial())
+        root = (dyn.spatial_inertia_world(*root_w)[0], S0, torch.matmul(S0, v[:, :6, None])[..., 0], tau[:, :6])
+        args = (self._to_internal(v[:, 6:]), self._to_internal(tau[:, 6:]), self._gravity_acc(gravity), self._anc,
+                self._levels, self._levels_parents(), self._chain)
+        if bl:
+            qdd, qdd_b = dyn_bl.aba_bl(S, inertials, *args, method="articulated", armature=self._armature_int,
+                                       root=root)
+        else:
+            qdd, qdd_b = dyn.aba(S, dyn.spatial_inertia_world(*inertials), *args, method="articulated",
+                                 armature=self._armature_int, root=root)
+        return torch.cat([qdd_b, self._to_user(qdd).t()], dim=-1)
 
     def _g_damping_forces(self, v):
         """``D v`` on the joints (zero on the base), ``(B, nv)``."""
