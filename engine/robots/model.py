@@ -3,26 +3,44 @@
 Build it once::
 
     model = RobotModel.from_urdf("panda.urdf")             # float64, CPU by default
+    model = RobotModel.from_urdf("solo12.urdf", floating_base=True)   # a free-flyer base
     model = RobotModel.from_string(xml, base_dir=folder)
-    model = RobotModel.from_description(description)
+    model = RobotModel.from_description(description)       # description.floating_base too
 
 then call pure functions of ``(parameters, inputs)``; each takes any leading batch shape
-``...`` and nothing is stored on the model between calls (safe to share across threads):
+``...`` and nothing is stored on the model between calls (safe to share across threads).
+Coordinates: ``q (..., nq)``, velocities, accelerations and forces ``(..., nv)``; for a
+fixed base ``nq = nv = dof`` (the joints, ``joint_names`` order); for a floating base
+Pinocchio's free-flyer convention, ``q = [base xyz in the world, base quaternion x y z w,
+joints]`` (``nq = dof + 7``) and ``v = [base linear, base angular velocity, both in the base
+frame, joints]`` (``nv = dof + 6``; the first six forces are the base wrench in the base
+frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
+:mod:`engine.robots.model_floating`.
 
 =======================================  ==============================================
 ``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order
 ``link_pose(q, link)``                   ``(..., 4, 4)``
-``jacobian(q, link, point=None)``        ``(..., 6, dof)`` world frame; rows: linear then
+``jacobian(q, link, point=None)``        ``(..., 6, nv)`` world frame; rows: linear then
                                          angular velocity of the link origin (or of
                                          ``point (..., 3)`` given in the link frame)
-``inverse_dynamics(q, qd, qdd)``         ``(..., dof)`` RNEA (N m / N)
-``mass_matrix(q)``                       ``(..., dof, dof)`` CRBA
+``frame_jacobians(q, links)``            poses ``(..., T, 4, 4)``, Jacobians ``(..., T, 6, nv)``
+``inverse_dynamics(q, qd, qdd)``         ``(..., nv)`` RNEA (N m / N)
+``mass_matrix(q)``                       ``(..., nv, nv)`` CRBA
 ``bias_forces(q, qd)``                   ``C(q, qd) qd + g(q)``
 ``gravity_torques(q)``                   ``g(q)``
-``forward_dynamics(q, qd, tau)``         ``(..., dof)`` ABA (rad/s^2 / m/s^2)
+``forward_dynamics(q, qd, tau)``         ``(..., nv)`` ABA (rad/s^2 / m/s^2)
 ``kinetic_energy(q, qd)``                ``(...)`` J
-``potential_energy(q)``                  ``(...)`` J (movable bodies; the fixed base is a constant)
+``potential_energy(q)``                  ``(...)`` J (movable bodies and a floating base; a
+                                         fixed base is a constant)
+``center_of_mass(q)``                    ``(..., 3)`` of the moving bodies (a floating base
+                                         included, a fixed one not: as Pinocchio)
+``integrate(q, v, dt)``                  ``(..., nq)`` (``pinocchio.integrate(q, v dt)``)
+``difference(q0, q1)``                   ``(..., nv)`` (``pinocchio.difference``)
+``neutral()``                            ``(nq,)`` joints at zero, base at the origin
 =======================================  ==============================================
+
+Joint armature (``Joint.armature``, rotor inertia) is on the joint-space inertia's
+diagonal, in RNEA and in forward dynamics, as Pinocchio's ``model.armature``.
 
 ``gravity``: True (the model's ``gravity``, default ``(0, 0, -9.81)`` m/s^2), False, or a
 ``(3,)`` tensor. ``damping=True`` adds the joint viscous damping ``D qd`` to the joint
@@ -45,8 +63,11 @@ returns a new, non-learnable model with those values replaced (e.g. a perturbed 
 identification); ``current_description()`` bakes the current (learned) values into a
 :class:`RobotDescription`.
 
-Loading options: ``mimic="independent"`` loads mimic joints as independent joints
-(Pinocchio's default; the default "error" refuses them); ``strict=False`` accepts published
+Loading options: ``mimic="coupled"`` (the default) couples each mimic joint to its master
+(``q = multiplier q_master + offset``, no coordinate of its own, as Pinocchio's
+``mimic=True``), ``mimic="independent"`` makes them independent joints (Pinocchio's
+default), ``mimic="error"`` refuses them; ``floating_base=True`` attaches the root link to
+the world by a free-flyer joint; ``strict=False`` accepts published
 URDFs whose inertias are slightly unphysical (e.g. example-robot-data's Allegro hand), with
 a warning.
 
@@ -96,7 +117,7 @@ _BATCH_LAST_BATCH = 96
 
 
 class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
-    """A fixed-base kinematic tree with batched Featherstone algorithms (see the module docstring)."""
+    """A kinematic tree (fixed or floating base) with batched Featherstone algorithms (see the module docstring)."""
 
     def __init__(self, description: RobotDescription, dtype: torch.dtype = torch.float64,
                  device: str | torch.device = "cpu", gravity=DEFAULT_GRAVITY):

@@ -113,10 +113,14 @@ class GeneralCoordinates:
         return out.reshape(shape + (self.nv,))
 
     def center_of_mass(self, q) -> torch.Tensor:
-        """The robot's centre of mass in the world ``(..., 3)`` (every link, the root included)."""
+        """The centre of mass of the moving bodies in the world ``(..., 3)``: every link of a
+        floating-base robot; without the base (the root body) of a fixed-base one, as
+        ``pinocchio.centerOfMass``."""
         shape, (q,) = self._flat(q)
         T = self._g_body_poses(q) if self._generic else self._body_poses(self._to_internal(q))
         m, c, _ = self._body_parts()
+        if not self.floating:
+            T, m, c = T[1:], m[1:], c[1:]
         c1 = torch.cat([c, torch.ones_like(c[:, :1])], dim=-1).unsqueeze(-1)
         cw = kin.apply_to_bodies(T, c1)[..., :3, 0]
         com = (m[:, None, None] * cw).sum(0) / m.sum()
