@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.spatial import small_matmul
+
 __all__ = [
     "aba_bl",
     "auto_fd_method",
@@ -547,13 +549,14 @@ def root_acceleration(root, I_children, p_children, a0):
     """
     I0, S0, v0, tau0 = root
     IA = I0 + I_children
-    Iv = torch.matmul(I0, v0.unsqueeze(-1)).squeeze(-1)
+    Iv = (I0 * v0.unsqueeze(-2)).sum(-1)
     w, vo, n, fo = v0[:, :3], v0[:, 3:], Iv[:, :3], Iv[:, 3:]
     pA = p_children + torch.cat([torch.linalg.cross(w, n, dim=-1) + torch.linalg.cross(vo, fo, dim=-1),
                                  torch.linalg.cross(w, fo, dim=-1)], dim=-1)
     if a0 is not None:
-        pA = pA + torch.matmul(IA, a0.expand(pA.shape).unsqueeze(-1)).squeeze(-1)
+        pA = pA + (IA * a0.unsqueeze(-2)).sum(-1)
     St = S0.transpose(-1, -2)
-    qdd_base = torch.linalg.solve(St @ IA @ S0, tau0 - torch.matmul(St, pA.unsqueeze(-1)).squeeze(-1))
-    a = torch.matmul(S0, qdd_base.unsqueeze(-1)).squeeze(-1)
+    D = small_matmul(small_matmul(St, IA), S0)
+    qdd_base = torch.linalg.solve(D, tau0 - (S0 * pA.unsqueeze(-1)).sum(-2))
+    a = (S0 * qdd_base.unsqueeze(-2)).sum(-1)
     return (a if a0 is None else a + a0), qdd_base

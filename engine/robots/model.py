@@ -319,9 +319,10 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
     def _batch_last(self, B: int) -> bool:
         return B >= _BATCH_LAST_BATCH and self._n > 0
 
-    def _body_poses_bl(self, q_int):
-        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)``."""
-        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents())
+    def _body_poses_bl(self, q_int, root=None):
+        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)`` (root: the
+        floating base's pose ``(B, 4, 4)``)."""
+        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), root)
 
     def _kinematic_terms_bl(self, q_int, W=None):
         """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials (poses W given: from them)."""
