@@ -25,9 +25,16 @@ __all__ = [
     "rotation_error_vector",
     "rpy_to_rotation",
     "skew",
+    "small_matmul",
     "spatial_inertia",
     "transform_inertia",
 ]
+
+
+def small_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for small matrices in large batches, ``(..., i, k) @ (..., k, j)``, broadcast:
+    a multiply-and-sum (CPU batched matmul loops over the samples for matrices this small)."""
+    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
 
 
 def skew(v: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.spatial import small_matmul
+
 __all__ = [
     "aba_bl",
     "auto_fd_method",
@@ -239,17 +241,17 @@ def _ancestor_pairs(anc):
     return hit
 
 
-def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False):
+def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False, order=None):
     """As :func:`engine.robots.dynamics_body_major.crba`, batch-last: ``S (6, n, B)`` -> ``M (B, n,
-    n)`` (internal order, a view); ``composite``: also ``F (6, n, B)`` and the whole tree's compact
-    inertia ``(13, B)``."""
+    n)`` (a view; internal order, or rows and columns ``order (n,)`` of it, folded into the final
+    gather); ``composite``: also ``F (6, n, B)`` and the whole tree's compact inertia ``(13, B)``."""
     if composite:
-        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True)
+        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True, order=order)
         return M.permute(2, 0, 1), F, total
-    return _mass_matrix_bl(S, inertials, anc, chain).permute(2, 0, 1)
+    return _mass_matrix_bl(S, inertials, anc, chain, order=order).permute(2, 0, 1)
 
 
-def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False):
+def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False, order=None):
     """The joint-space inertia matrix batch-last, ``(n, n, B)`` (internal order).
 
     Composite rigid bodies in the compact form (mass, first moment ``h``, rotational
@@ -280,22 +282,25 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False):
     lin = X[0].addcmul_(mc, so)
     F = (*ang.unbind(0), *lin.unbind(0))
     if composite:
-        M = _mass_matrix_pairs(S, torch.cat([ang, lin]), anc)
+        M = _mass_matrix_pairs(S, torch.cat([ang, lin]), anc, order)
         return M, torch.cat([ang, lin]), total
-    if chain and n * n * B <= _FULL_PRODUCT_ELEMENTS:
+    if chain and order is None and n * n * B <= _FULL_PRODUCT_ELEMENTS:
         # a chain relates every pair: all products at once (few large ops), then mirror
         # F_i . S_j as six in-place multiply-adds of (n, n, B) planes (no (6, n, n, B) temporary)
         P = F[0].unsqueeze(1) * S[0].unsqueeze(0)                                    # (n, n, B)
         for k in range(1, 6):
             P.addcmul_(F[k].unsqueeze(1), S[k].unsqueeze(0))
         return P.view(n * n, B).index_select(0, _chain_mirror(n, S.device)).view(n, n, B)
-    return _mass_matrix_pairs(S, torch.cat([ang, lin]), anc)
+    return _mass_matrix_pairs(S, torch.cat([ang, lin]), anc, order)
 
 
-def _mass_matrix_pairs(S, F, anc):
-    """``M_ij = S_j . F_i`` for the pairs (i, ancestor j), mirrored: ``(n, n, B)``."""
+def _mass_matrix_pairs(S, F, anc, order=None):
+    """``M_ij = S_j . F_i`` for the pairs (i, ancestor j), mirrored: ``(n, n, B)`` (rows and
+    columns ``order`` of it when given)."""
     B = S.shape[2]
     rows, gather = _ancestor_pairs(anc)
+    if order is not None:
+        gather = _ordered_gather(gather, order)
     prods = []
     for i, r in enumerate(rows):
         Sa = S[:, r[0]:r[1]] if isinstance(r, tuple) else S.index_select(1, r)
@@ -306,6 +311,16 @@ def _mass_matrix_pairs(S, F, anc):
 
 
 _sym_cache: dict = {}
+
+
+def _ordered_gather(gather, order):
+    """The gather of :func:`_ancestor_pairs` for rows and columns ``order (n,)`` (cached)."""
+    key = ("ordered", gather.data_ptr(), gather.device, tuple(order.tolist()))
+    idx = _sym_cache.get(key)
+    if idx is None:
+        n = order.numel()
+        idx = _sym_cache[key] = gather.view(n, n).index_select(0, order).index_select(1, order).reshape(-1)
+    return idx
 
 
 def _chain_mirror(n: int, device):
@@ -423,12 +438,14 @@ def auto_fd_method(n: int, depth: int) -> str:
 
 
 def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto",
-           armature=None):
+           armature=None, root=None):
     """Forward dynamics batch-last: ``S (6, n, B)``, ``qd, tau (n, B)`` -> ``qdd (n, B)``.
 
     method: "articulated" (the articulated-body algorithm, as :func:`aba`), "composite"
     (``M qdd = tau - b`` with :func:`crba_bl`'s M, the RNEA bias b and
-    :func:`solve_mass_matrix_bl`) or "auto" (composite for small, deep trees).
+    :func:`solve_mass_matrix_bl`) or "auto" (composite for small, deep trees). root: a floating
+    base (articulated only), as :func:`engine.robots.dynamics_body_major.aba` (batch-first
+    tensors) -> ``(qdd, qdd_base (B, 6))``.
     """
     if method == "auto":
         method = auto_fd_method(S.shape[1], len(levels))
@@ -443,10 +460,11 @@ def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = 
     m, c, Ic = inertials
     body_major = (m, c.transpose(0, 1).contiguous(), Ic.permute(2, 0, 1, 3).contiguous())
     return _aba_recursion_bl(S.transpose(0, 1).contiguous(), body_major, qd, tau, a0, anc, levels, level_parents,
-                             chain, armature)
+                             chain, armature, root)
 
 
-def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, armature=None):
+def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, armature=None,
+                      root=None):
     """The articulated-body algorithm on body-major tensors: ``S (n, 6, B)``, inertials
     ``(m (n,), c_w (n, 3, B), Ic_w (n, 3, 3, B))``; one vectorised step per depth.
 
@@ -457,6 +475,8 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     I = spatial_inertia_world_bl(m, c_w, Ic_w)
     sqd = S * qd.unsqueeze(1)
     v = _tree_down_bl(anc, sqd, chain)
+    if root is not None:
+        v = v + root[2].t()
     vv = _doubled6(v)
     c = _cross_motion_bl(v, sqd, vv)
     pA = _cross_force_bl(v, _mv6(I, v), vv)
@@ -474,7 +494,7 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
         if acc_I[d] is not None:        # the accumulators are fresh: add in place
             IA = acc_I[d].add_(IA)
             pa = acc_p[d].add_(pa)
-        if d == 0:
+        if d == 0 and root is None:
             U = _mv6(IA, Sd)
             D = (Sd * U).sum(1)
         else:       # IA S and IA c in one pass; S . IA S and S . IA c (= U . c) in another
@@ -486,7 +506,7 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
         qf = (tau_l[d] - (Sd * pa).sum(1)) * Dinv
         Uo = U * Dinv.unsqueeze(1)
         Uos[d], qfree[d] = Uo, qf
-        if d == 0:
+        if d == 0 and root is None:
             break
         if no_grad and acc_I[d] is not None:    # IA is a fresh accumulator; without autograd, update it in place
             Ia = IA.addcmul_(Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
@@ -494,6 +514,10 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
             Ia = torch.addcmul(IA, Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
         # pa + Ia c + U qf = pa + IA c + U (qf - (U . c) / D)
         pa_out = (pa + IAc).addcmul_(U, torch.addcmul(qf, Uc, Dinv, value=-1.0).unsqueeze(1))
+        if d == 0:          # the floating base (batch-first for its 6x6 solve)
+            a0, qdd_base = root_acceleration(root, Ia.sum(0).permute(2, 0, 1), pa_out.sum(0).t(), a0)
+            a0 = a0.t()
+            break
         lp = level_parents[d]
         if lp is not None:
             Ia = Ia.new_zeros((sizes[d - 1],) + Ia.shape[1:]).index_add(0, lp, Ia)
@@ -504,11 +528,35 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     a_prev = None
     for d in range(depth):
         if d == 0:
-            ap = c_l[0] if a0 is None else c_l[0] + a0[:, None]
+            ap = c_l[0] if a0 is None else c_l[0] + (a0[:, None] if a0.dim() == 1 else a0)
         else:
             lp = level_parents[d]
             ap = (a_prev if lp is None else a_prev.index_select(0, lp)) + c_l[d]
         qdd_d = qfree[d] - (Uos[d] * ap).sum(1)
         a_prev = torch.addcmul(ap, S_l[d], qdd_d.unsqueeze(1))
         parts.append(qdd_d)
-    return torch.cat(parts, dim=0) if len(parts) > 1 else parts[0]
+    qdd = torch.cat(parts, dim=0) if len(parts) > 1 else parts[0]
+    return qdd if root is None else (qdd, qdd_base)
+
+
+def root_acceleration(root, I_children, p_children, a0):
+    """The floating base's step of the articulated-body algorithm (batch-first): ``(a (B, 6),
+    qdd_base (B, 6))``.
+
+    With ``IA = I0 + I_children``, ``pA = v0 x* I0 v0 + p_children`` and the base's acceleration
+    ``a = a0 + S0 qdd_base`` (a0: gravity, ``(6,)`` or None), the six-dof joint transmits all of
+    ``IA a + pA``: ``(S0^T IA S0) qdd_base = tau0 - S0^T (pA + IA a0)``.
+    """
+    I0, S0, v0, tau0 = root
+    IA = I0 + I_children
+    Iv = (I0 * v0.unsqueeze(-2)).sum(-1)
+    w, vo, n, fo = v0[:, :3], v0[:, 3:], Iv[:, :3], Iv[:, 3:]
+    pA = p_children + torch.cat([torch.linalg.cross(w, n, dim=-1) + torch.linalg.cross(vo, fo, dim=-1),
+                                 torch.linalg.cross(w, fo, dim=-1)], dim=-1)
+    if a0 is not None:
+        pA = pA + (IA * a0.unsqueeze(-2)).sum(-1)
+    St = S0.transpose(-1, -2)
+    D = small_matmul(small_matmul(St, IA), S0)
+    qdd_base = torch.linalg.solve(D, tau0 - (S0 * pA.unsqueeze(-1)).sum(-2))
+    a = (S0 * qdd_base.unsqueeze(-2)).sum(-1)
+    return (a if a0 is None else a + a0), qdd_base

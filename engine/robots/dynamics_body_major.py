@@ -199,7 +199,8 @@ def crba(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = F
     return (M, F, packed.sum(0)) if composite else M
 
 
-def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto", armature=None):
+def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto", armature=None,
+        root=None):
     """Forward dynamics ``qdd (n, B)``; I ``(n, B, 6, 6)`` the world spatial inertias.
 
     method: "articulated" (the articulated-body algorithm, one step per depth), "composite"
@@ -210,6 +211,9 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
     movable bodies); level_parents: per depth, None when each body's parent is the body at
     the same position of the previous depth (chains), else the parent's position there.
     armature ``(n,)`` or None: rotor inertias added to the joint-space inertia's diagonal.
+    root: a floating base, ``(I0 (B, 6, 6), S0 (B, 6, 6), v0 (B, 6), tau0 (B, 6))`` (its world
+    inertia, motion subspace, velocity and generalised force; articulated only) -> returns
+    ``(qdd, qdd_base (B, 6))``; a0 is then the gravity term alone.
     """
     if method == "auto":
         method = dyn_bl.auto_fd_method(S.shape[0], len(levels))
@@ -219,6 +223,8 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
         raise ValueError(f"unknown forward dynamics method {method!r}")
     sqd = S * qd.unsqueeze(-1)
     v = tree_down(anc, sqd, chain)
+    if root is not None:
+        v = v + root[2]
     c = cross_motion(v, sqd)
     pA = cross_force(v, (I * v.unsqueeze(-2)).sum(-1))
     depth = len(levels)
@@ -242,10 +248,13 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
         qf = (tau_l[d] - (Sd * pa).sum(-1)) * Dinv
         Uo = U * Dinv.unsqueeze(-1)
         Uos[d], qfree[d] = Uo, qf
-        if d == 0:
+        if d == 0 and root is None:
             break
         Ia = IA - Uo.unsqueeze(-1) * U.unsqueeze(-2)
         pa_out = pa + (Ia * c_row[d]).sum(-1) + U * qf.unsqueeze(-1)
+        if d == 0:          # the floating base: every body of depth 1 hangs from it
+            a0, qdd_base = dyn_bl.root_acceleration(root, Ia.sum(0), pa_out.sum(0), a0)
+            break
         lp = level_parents[d]
         if lp is not None:
             Ia = Ia.new_zeros((sizes[d - 1],) + Ia.shape[1:]).index_add(0, lp, Ia)
@@ -263,7 +272,8 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
         qdd_d = qfree[d] - (Uos[d] * ap).sum(-1)
         a_prev = ap + S_l[d] * qdd_d.unsqueeze(-1)
         parts.append(qdd_d)
-    return torch.cat(parts, dim=0) if len(parts) > 1 else parts[0]
+    qdd = torch.cat(parts, dim=0) if len(parts) > 1 else parts[0]
+    return qdd if root is None else (qdd, qdd_base)
 
 
 def _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain: bool, armature=None):

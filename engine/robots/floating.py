@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from engine.spatial import cross_force, quaternion_multiply, quaternion_to_rotation, se3_exp, se3_log, skew
+from engine.spatial import (cross_force, quaternion_multiply, quaternion_to_rotation, se3_exp, se3_log, skew,
+                            small_matmul)
 
 __all__ = [
     "base_blocks",
@@ -41,7 +42,7 @@ def base_motion_subspace(T0: torch.Tensor) -> torch.Tensor:
     """``S0 (B, 6, 6)``: the world spatial velocity ``[angular; linear]`` (about the world origin)
     per unit base velocity ``[v; w]`` (base frame), from the base pose ``T0 (B, 4, 4)``."""
     R, p = T0[:, :3, :3], T0[:, :3, 3]
-    return torch.cat([torch.cat([torch.zeros_like(R), R], -1), torch.cat([R, skew(p) @ R], -1)], -2)
+    return torch.cat([torch.cat([torch.zeros_like(R), R], -1), torch.cat([R, small_matmul(skew(p), R)], -1)], -2)
 
 
 def root_inertial_world(T0, m0, c0, Ic0):
@@ -49,17 +50,28 @@ def root_inertial_world(T0, m0, c0, Ic0):
     layout of :func:`engine.robots.dynamics_body_major.world_inertia_terms`."""
     R, p = T0[:, :3, :3], T0[:, :3, 3]
     c = (R @ c0.unsqueeze(-1)).squeeze(-1) + p
-    Ic = R @ Ic0 @ R.transpose(-1, -2)
+    Ic = small_matmul(R @ Ic0, R.transpose(-1, -2))
     return m0.reshape(1), c.unsqueeze(0), Ic.unsqueeze(0)
 
 
-def root_force(inertia_times, root, a_r, v0):
-    """``I0 a_r + v0 x* I0 v0`` ``(B, 6)`` for the root body (``v0`` None: at rest);
-    inertia_times: :func:`engine.robots.dynamics_body_major.inertia_times`."""
-    m, c, Ic = root
+def _inertia_times(m, c, Ic, x):
+    """A body's spatial inertia (world, about the origin; mass ``m`` (1,), CoM ``c (B, 3)``,
+    ``Ic (B, 3, 3)``) times motion vectors ``x (B, k, 6)``: ``[Ic x_ang + c x m y; m y]``,
+    ``y = x_lin + x_ang x c``."""
+    xa, xl = x[..., :3], x[..., 3:]
+    cc = c.unsqueeze(-2).expand_as(xa)
+    lin = m * (xl + torch.linalg.cross(xa, cc, dim=-1))
+    ang = (Ic.unsqueeze(-3) * xa.unsqueeze(-2)).sum(-1) + torch.linalg.cross(cc, lin, dim=-1)
+    return torch.cat([ang, lin], dim=-1)
+
+
+def root_force(root, a_r, v0):
+    """``I0 a_r + v0 x* I0 v0`` ``(B, 6)`` for the root body (``v0`` None: at rest); root: the
+    layout of :func:`root_inertial_world`."""
+    m, c, Ic = root[0], root[1][0], root[2][0]
     if v0 is None:
-        return inertia_times(m, c, Ic, a_r[None, :, None, :])[0, :, 0]
-    h = inertia_times(m, c, Ic, torch.stack([a_r, v0], dim=-2).unsqueeze(0))[0]
+        return _inertia_times(m, c, Ic, a_r.unsqueeze(-2))[:, 0]
+    h = _inertia_times(m, c, Ic, torch.stack([a_r, v0], dim=-2))
     return h[:, 0] + cross_force(v0, h[:, 1])
 
 
@@ -69,7 +81,7 @@ def _compact_times(total, x):
     B = total.shape[0]
     m, h, J = total[:, None, :1], total[:, None, 1:4], total[:, 4:].reshape(B, 3, 3)
     xa, xl = x[..., :3], x[..., 3:]
-    ang = torch.matmul(xa, J.transpose(-1, -2)) + torch.linalg.cross(h.expand_as(xl), xl, dim=-1)
+    ang = (J.unsqueeze(-3) * xa.unsqueeze(-2)).sum(-1) + torch.linalg.cross(h.expand_as(xl), xl, dim=-1)
     lin = m * xl - torch.linalg.cross(h.expand_as(xa), xa, dim=-1)
     return torch.cat([ang, lin], dim=-1)
 
@@ -82,8 +94,8 @@ def base_blocks(S0, F, total):
     -> ``(M_bb (B, 6, 6), M_bj (B, 6, n))``.
     """
     Fb = _compact_times(total, S0.transpose(-1, -2))                      # (B, 6 columns, 6)
-    M_bb = torch.matmul(Fb, S0)
-    M_bj = torch.matmul(S0.transpose(-1, -2), F.permute(1, 2, 0))
+    M_bb = small_matmul(Fb, S0)
+    M_bj = small_matmul(S0.transpose(-1, -2), F.permute(1, 2, 0))
     return 0.5 * (M_bb + M_bb.transpose(-1, -2)), M_bj
 
 
@@ -102,7 +114,7 @@ def integrate(qb: torch.Tensor, vb: torch.Tensor) -> torch.Tensor:
     dq, dp = se3_exp(vb[:, :3], vb[:, 3:])
     quat = qb[:, 3:7]
     R0 = quaternion_to_rotation(quat)
-    p = qb[:, :3] + (R0 @ dp.unsqueeze(-1)).squeeze(-1)
+    p = qb[:, :3] + (R0 * dp.unsqueeze(-2)).sum(-1)
     out = quaternion_multiply(quat, dq)
     out = out * (1.5 - 0.5 * (out * out).sum(-1, keepdim=True))        # first-order normalisation
     return torch.cat([p, out], dim=-1)
@@ -114,6 +126,6 @@ def difference(qb0: torch.Tensor, qb1: torch.Tensor) -> torch.Tensor:
     conj = torch.cat([-q0[:, :3], q0[:, 3:]], dim=-1)
     rel = quaternion_multiply(conj, qb1[:, 3:7])
     R0 = quaternion_to_rotation(q0)
-    dp = (R0.transpose(-1, -2) @ (qb1[:, :3] - qb0[:, :3]).unsqueeze(-1)).squeeze(-1)
+    dp = (R0 * (qb1[:, :3] - qb0[:, :3]).unsqueeze(-1)).sum(-2)
     v, w = se3_log(rel, dp)
     return torch.cat([v, w], dim=-1)

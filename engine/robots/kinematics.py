@@ -155,23 +155,24 @@ def _e4(dtype, device) -> torch.Tensor:
     return e4
 
 
-def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents) -> torch.Tensor:
-    """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time."""
+def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root=None) -> torch.Tensor:
+    """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time; root
+    ``(B, 4, 4)``: the root's pose (a floating base; None: the identity), composed with the
+    first depth only."""
     local = local_transforms_bl(q, Ct4)
+    e4 = _e4(q.dtype, q.device)
+    if root is not None:
+        k = levels[0][1] - levels[0][0]
+        A = root[:, :3].permute(1, 2, 0).contiguous().unsqueeze(0).expand(k, 3, 4, q.shape[1])
+        first = compose_bl(A, local[:k], e4)
+        local = first if len(levels) <= 1 else torch.cat([first, local[k:]], dim=0)
     if len(levels) <= 1:
         return local
-    e4 = _e4(q.dtype, q.device)
     parts, prev = [], None
     for loc, lp in zip(local.split([e - s for s, e in levels]), level_parents):
         prev = loc if prev is None else compose_bl(prev if lp is None else prev.index_select(0, lp), loc, e4)
         parts.append(prev)
     return torch.cat(parts, dim=0)
-
-
-def compose_root_bl(T0: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """Body poses ``W (n, 3, 4, B)`` relative to the root -> world poses, the root at ``T0 (B, 4, 4)``."""
-    A = T0[:, :3].permute(1, 2, 0).unsqueeze(0).expand(W.shape)
-    return compose_bl(A, W, _e4(W.dtype, W.device))
 
 
 def link_poses_bl(W: torch.Tensor, link_src: torch.Tensor | None, offset_bodies: torch.Tensor,
@@ -190,7 +191,7 @@ def link_poses_bl(W: torch.Tensor, link_src: torch.Tensor | None, offset_bodies:
     if root is None:
         root = torch.eye(4, dtype=W.dtype, device=W.device)[None, :, :, None].expand(1, 4, 4, B)
     else:
-        root = root.permute(1, 2, 0).unsqueeze(0)
+        root = root.permute(1, 2, 0).unsqueeze(0).contiguous()
     parts = [root, W4]
     if offsets.shape[0]:
         # bodies of the welded links (0 = the root, the identity), then one product each

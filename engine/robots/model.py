@@ -3,26 +3,44 @@
 Build it once::
 
     model = RobotModel.from_urdf("panda.urdf")             # float64, CPU by default
+    model = RobotModel.from_urdf("solo12.urdf", floating_base=True)   # a free-flyer base
     model = RobotModel.from_string(xml, base_dir=folder)
-    model = RobotModel.from_description(description)
+    model = RobotModel.from_description(description)       # description.floating_base too
 
 then call pure functions of ``(parameters, inputs)``; each takes any leading batch shape
-``...`` and nothing is stored on the model between calls (safe to share across threads):
+``...`` and nothing is stored on the model between calls (safe to share across threads).
+Coordinates: ``q (..., nq)``, velocities, accelerations and forces ``(..., nv)``; for a
+fixed base ``nq = nv = dof`` (the joints, ``joint_names`` order); for a floating base
+Pinocchio's free-flyer convention, ``q = [base xyz in the world, base quaternion x y z w,
+joints]`` (``nq = dof + 7``) and ``v = [base linear, base angular velocity, both in the base
+frame, joints]`` (``nv = dof + 6``; the first six forces are the base wrench in the base
+frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
+:mod:`engine.robots.model_floating`.
 
 =======================================  ==============================================
 ``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order
 ``link_pose(q, link)``                   ``(..., 4, 4)``
-``jacobian(q, link, point=None)``        ``(..., 6, dof)`` world frame; rows: linear then
+``jacobian(q, link, point=None)``        ``(..., 6, nv)`` world frame; rows: linear then
                                          angular velocity of the link origin (or of
                                          ``point (..., 3)`` given in the link frame)
-``inverse_dynamics(q, qd, qdd)``         ``(..., dof)`` RNEA (N m / N)
-``mass_matrix(q)``                       ``(..., dof, dof)`` CRBA
+``frame_jacobians(q, links)``            poses ``(..., T, 4, 4)``, Jacobians ``(..., T, 6, nv)``
+``inverse_dynamics(q, qd, qdd)``         ``(..., nv)`` RNEA (N m / N)
+``mass_matrix(q)``                       ``(..., nv, nv)`` CRBA
 ``bias_forces(q, qd)``                   ``C(q, qd) qd + g(q)``
 ``gravity_torques(q)``                   ``g(q)``
-``forward_dynamics(q, qd, tau)``         ``(..., dof)`` ABA (rad/s^2 / m/s^2)
+``forward_dynamics(q, qd, tau)``         ``(..., nv)`` ABA (rad/s^2 / m/s^2)
 ``kinetic_energy(q, qd)``                ``(...)`` J
-``potential_energy(q)``                  ``(...)`` J (movable bodies; the fixed base is a constant)
+``potential_energy(q)``                  ``(...)`` J (movable bodies and a floating base; a
+                                         fixed base is a constant)
+``center_of_mass(q)``                    ``(..., 3)`` of the moving bodies (a floating base
+                                         included, a fixed one not: as Pinocchio)
+``integrate(q, v, dt)``                  ``(..., nq)`` (``pinocchio.integrate(q, v dt)``)
+``difference(q0, q1)``                   ``(..., nv)`` (``pinocchio.difference``)
+``neutral()``                            ``(nq,)`` joints at zero, base at the origin
 =======================================  ==============================================
+
+Joint armature (``Joint.armature``, rotor inertia) is on the joint-space inertia's
+diagonal, in RNEA and in forward dynamics, as Pinocchio's ``model.armature``.
 
 ``gravity``: True (the model's ``gravity``, default ``(0, 0, -9.81)`` m/s^2), False, or a
 ``(3,)`` tensor. ``damping=True`` adds the joint viscous damping ``D qd`` to the joint
@@ -45,8 +63,11 @@ returns a new, non-learnable model with those values replaced (e.g. a perturbed 
 identification); ``current_description()`` bakes the current (learned) values into a
 :class:`RobotDescription`.
 
-Loading options: ``mimic="independent"`` loads mimic joints as independent joints
-(Pinocchio's default; the default "error" refuses them); ``strict=False`` accepts published
+Loading options: ``mimic="coupled"`` (the default) couples each mimic joint to its master
+(``q = multiplier q_master + offset``, no coordinate of its own, as Pinocchio's
+``mimic=True``), ``mimic="independent"`` makes them independent joints (Pinocchio's
+default), ``mimic="error"`` refuses them; ``floating_base=True`` attaches the root link to
+the world by a free-flyer joint; ``strict=False`` accepts published
 URDFs whose inertias are slightly unphysical (e.g. example-robot-data's Allegro hand), with
 a warning.
 
@@ -96,7 +117,7 @@ _BATCH_LAST_BATCH = 96
 
 
 class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
-    """A fixed-base kinematic tree with batched Featherstone algorithms (see the module docstring)."""
+    """A kinematic tree (fixed or floating base) with batched Featherstone algorithms (see the module docstring)."""
 
     def __init__(self, description: RobotDescription, dtype: torch.dtype = torch.float64,
                  device: str | torch.device = "cpu", gravity=DEFAULT_GRAVITY):
@@ -308,9 +329,10 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
     def _batch_last(self, B: int) -> bool:
         return B >= _BATCH_LAST_BATCH and self._n > 0
 
-    def _body_poses_bl(self, q_int):
-        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)``."""
-        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents())
+    def _body_poses_bl(self, q_int, root=None):
+        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)`` (root: the
+        floating base's pose ``(B, 4, 4)``)."""
+        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), root)
 
     def _kinematic_terms_bl(self, q_int, W=None):
         """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials (poses W given: from them)."""
@@ -477,12 +499,13 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
             return self._g_mass_matrix(q).reshape(shape + (self.nv, self.nv))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain)
+            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain,
+                               order=self._dof_body if self._permuted else None)
         else:
             _, S, inertials = self._kinematic_terms(self._to_internal(q))
             M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
-        if self._permuted:
-            M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
+            if self._permuted:
+                M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
         if self._armature is not None:
             M = M + torch.diag(self._armature)
         return M.reshape(shape + (self.dof, self.dof))
@@ -493,13 +516,13 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
         and a tree-sparse LDL^T solve) or ``"auto"``: composite for small deep trees (a 7-DoF
         arm), where it is faster, ABA for wide ones (a hand). Both agree to rounding. A floating
-        base or coupled mimic joints: always composite (``M^-1 (tau - h)``).
+        base: ABA with the base as its root step, or composite; coupled mimic joints: composite.
         """
         shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
         if self._generic:
             if damping:
                 tau = tau - self._g_damping_forces(qd)
-            return self._g_forward_dynamics(q, qd, tau, gravity).reshape(shape + (self.nv,))
+            return self._g_forward_dynamics(q, qd, tau, gravity, method).reshape(shape + (self.nv,))
         if self.dof == 0:
             return tau.reshape(shape + (0,))
         if damping:

@@ -28,7 +28,7 @@ from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import floating as fl
 from engine.robots import kinematics as kin
-from engine.spatial import skew
+from engine.spatial import skew, small_matmul
 
 __all__ = ["GeneralCoordinates"]
 
@@ -113,10 +113,14 @@ class GeneralCoordinates:
         return out.reshape(shape + (self.nv,))
 
     def center_of_mass(self, q) -> torch.Tensor:
-        """The robot's centre of mass in the world ``(..., 3)`` (every link, the root included)."""
+        """The centre of mass of the moving bodies in the world ``(..., 3)``: every link of a
+        floating-base robot; without the base (the root body) of a fixed-base one, as
+        ``pinocchio.centerOfMass``."""
         shape, (q,) = self._flat(q)
         T = self._g_body_poses(q) if self._generic else self._body_poses(self._to_internal(q))
         m, c, _ = self._body_parts()
+        if not self.floating:
+            T, m, c = T[1:], m[1:], c[1:]
         c1 = torch.cat([c, torch.ones_like(c[:, :1])], dim=-1).unsqueeze(-1)
         cw = kin.apply_to_bodies(T, c1)[..., :3, 0]
         com = (m[:, None, None] * cw).sum(0) / m.sum()
@@ -133,20 +137,18 @@ class GeneralCoordinates:
         """World poses of the root and the bodies, body-major ``(n + 1, B, 4, 4)``."""
         T0, q_int = self._g_root_and_joints(q)
         T = self._body_poses(q_int)
-        return T if T0 is None else torch.matmul(T0, T)
+        return T if T0 is None else small_matmul(T0, T)
 
     def _g_terms(self, q):
         """(base pose or None, poses, motion subspaces, world inertials, batch-last?) for flat ``q``."""
         T0, q_int = self._g_root_and_joints(q)
         if self._batch_last(q.shape[0]):
-            W = self._body_poses_bl(q_int)
-            if T0 is not None:
-                W = kin.compose_root_bl(T0, W)
+            W = self._body_poses_bl(q_int, root=T0)
             _, S, inertials = self._kinematic_terms_bl(None, W=W)
             return T0, W, S, inertials, True
         T = self._body_poses(q_int)
         if T0 is not None:
-            T = torch.matmul(T0, T)
+            T = small_matmul(T0, T)
         _, S, inertials = self._kinematic_terms(None, T=T)
         return T0, T, S, inertials, False
 
@@ -154,9 +156,7 @@ class GeneralCoordinates:
         """Flat ``q`` -> link poses ``(B, L, 4, 4)``."""
         if self._batch_last(q.shape[0]):
             T0, q_int = self._g_root_and_joints(q)
-            W = self._body_poses_bl(q_int)
-            if T0 is not None:
-                W = kin.compose_root_bl(T0, W)
+            W = self._body_poses_bl(q_int, root=T0)
             return kin.link_poses_bl(W, None if self._link_src_identity else self._link_src, self._offset_bodies,
                                      self._offset_T, root=T0)
         T = self._g_body_poses(q)
@@ -180,7 +180,7 @@ class GeneralCoordinates:
         if not self.floating:
             return Tl, J
         R0, p0 = T[0, :, :3, :3], T[0, :, :3, 3]
-        Jb = torch.cat([torch.cat([R0, -torch.matmul(skew(p - p0), R0)], -1),
+        Jb = torch.cat([torch.cat([R0, -small_matmul(skew(p - p0), R0)], -1),
                         torch.cat([torch.zeros_like(R0), R0], -1)], -2)
         return Tl, torch.cat([Jb, J], dim=-1)
 
@@ -208,8 +208,8 @@ class GeneralCoordinates:
         a0 = self._gravity_acc(gravity)
         if self.floating:
             S0 = fl.base_motion_subspace(T0)
-            v0 = None if v is None else torch.matmul(S0, v[:, :6, None])[..., 0]
-            ar = q.new_zeros(B, 6) if a is None else torch.matmul(S0, a[:, :6, None])[..., 0]
+            v0 = None if v is None else (S0 * v[:, None, :6]).sum(-1)
+            ar = q.new_zeros(B, 6) if a is None else (S0 * a[:, None, :6]).sum(-1)
             if a0 is not None:
                 ar = ar + a0
             if bl:
@@ -219,8 +219,8 @@ class GeneralCoordinates:
             else:
                 tau_int, fsum = dyn.rnea(S, inertials, vj_int, aj_int, ar, self._anc, self._chain, v0=v0, total=True)
             root = fl.root_inertial_world(T0, *self._root_inertial())
-            wrench = fsum + fl.root_force(dyn.inertia_times, root, ar, v0)
-            tau_b = torch.matmul(S0.transpose(-1, -2), wrench.unsqueeze(-1))[..., 0]
+            wrench = fsum + fl.root_force(root, ar, v0)
+            tau_b = (S0 * wrench.unsqueeze(-1)).sum(-2)
         else:
             tau_int = (dyn_bl.rnea_bl if bl else dyn.rnea)(S, inertials, vj_int, aj_int, a0, self._anc, self._chain)
         tau = self._to_user(tau_int).t()
@@ -232,14 +232,16 @@ class GeneralCoordinates:
     def _g_mass_matrix(self, q):
         """Flat ``q`` -> ``M (B, nv, nv)``."""
         T0, _, S, inertials, bl = self._g_terms(q)
+        order = self._dof_body if self._permuted else None
         if bl:
-            out = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating)
+            out = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating,
+                                 order=order)
             if self.floating:
                 out = (out[0], out[1].permute(1, 2, 0), out[2].t())
         else:
             out = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating)
         M = out[0] if self.floating else out
-        if self._permuted:
+        if self._permuted and not bl:
             M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
         if self._armature_full is not None:
             M = M + torch.diag(self._armature_full)
@@ -255,11 +257,31 @@ class GeneralCoordinates:
         M_bj = self._project(M_bj)
         return torch.cat([torch.cat([M_bb, M_bj], -1), torch.cat([M_bj.transpose(-1, -2), M], -1)], -2)
 
-    def _g_forward_dynamics(self, q, v, tau, gravity):
-        """``M^-1 (tau - h)`` ``(B, nv)`` (a tree-sparse LDL^T solve, base rows first)."""
-        M = self._g_mass_matrix(q)
-        h = self._g_rnea(q, v, None, gravity)
-        return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
+    def _g_forward_dynamics(self, q, v, tau, gravity, method: str = "auto"):
+        """Generalised accelerations ``(B, nv)``: the articulated-body algorithm with the base as
+        its root step (a floating base without mimic joints), or ``M^-1 (tau - h)`` by a
+        tree-sparse LDL^T solve, base rows first ("composite"; always with mimic joints)."""
+        if method == "auto":
+            method = dyn_bl.auto_fd_method(self._n + 6, len(self._levels) + 1) if self.floating else "composite"
+        if method not in ("articulated", "composite"):
+            raise ValueError(f"unknown forward dynamics method {method!r}")
+        if method == "composite" or not self.floating or self._G is not None or self._n == 0:
+            M = self._g_mass_matrix(q)
+            h = self._g_rnea(q, v, None, gravity)
+            return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
+        T0, _, S, inertials, bl = self._g_terms(q)
+        S0 = fl.base_motion_subspace(T0)
+        root_w = fl.root_inertial_world(T0, *self._root_inertial())
+        root = (dyn.spatial_inertia_world(*root_w)[0], S0, (S0 * v[:, None, :6]).sum(-1), tau[:, :6])
+        args = (self._to_internal(v[:, 6:]), self._to_internal(tau[:, 6:]), self._gravity_acc(gravity), self._anc,
+                self._levels, self._levels_parents(), self._chain)
+        if bl:
+            qdd, qdd_b = dyn_bl.aba_bl(S, inertials, *args, method="articulated", armature=self._armature_int,
+                                       root=root)
+        else:
+            qdd, qdd_b = dyn.aba(S, dyn.spatial_inertia_world(*inertials), *args, method="articulated",
+                                 armature=self._armature_int, root=root)
+        return torch.cat([qdd_b, self._to_user(qdd).t()], dim=-1)
 
     def _g_damping_forces(self, v):
         """``D v`` on the joints (zero on the base), ``(B, nv)``."""

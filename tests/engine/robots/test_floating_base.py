@@ -101,7 +101,7 @@ def test_dynamics(pair, batch):
     M = m.mass_matrix(_t(q)).numpy()
     g = m.gravity_torques(_t(q)).numpy()
     b = m.bias_forces(_t(q), _t(v)).numpy()
-    qdd = m.forward_dynamics(_t(q), _t(v), _t(tau)).numpy()
+    qdds = [m.forward_dynamics(_t(q), _t(v), _t(tau), method=method).numpy() for method in ("articulated", "composite")]
     assert rnea.shape == (batch, m.nv) and M.shape == (batch, m.nv, m.nv)
     for s in _checked(batch):
         qp, vp = pair.q_to_pin(q[s]), pair.to_pin(v[s])
@@ -111,11 +111,12 @@ def test_dynamics(pair, batch):
         close(g[s], pair.from_pin(pin.computeGeneralizedGravity(pair.pm, pair.pd, qp)))
         h = pair.from_pin(pin.nonLinearEffects(pair.pm, pair.pd, qp, vp))
         close(b[s], h)
-        if pair.name in ILL_CONDITIONED:       # backward error: the residual against |M| |qdd|
-            residual = np.abs(Mp @ qdd[s] + h - tau[s]).max()
-            assert residual <= TOL * np.abs(Mp).max() * np.abs(qdd[s]).max(), residual
-        else:
-            close(qdd[s], pair.from_pin(pin.aba(pair.pm, pair.pd, qp, vp, pair.to_pin(tau[s]))))
+        for qdd in qdds:                        # the articulated-body algorithm, then M^-1 (tau - h)
+            if pair.name in ILL_CONDITIONED:   # backward error: the residual against |M| |qdd|
+                residual = np.abs(Mp @ qdd[s] + h - tau[s]).max()
+                assert residual <= TOL * np.abs(Mp).max() * np.abs(qdd[s]).max(), residual
+            else:
+                close(qdd[s], pair.from_pin(pin.aba(pair.pm, pair.pd, qp, vp, pair.to_pin(tau[s]))))
 
 
 def test_energies_and_configuration_manifold(pair):
@@ -210,7 +211,8 @@ def test_gradients_through_the_base(batch):
 
     def f(q2, v2, a2):
         full = [torch.cat([x2, x[2:]]) for x2, x in zip((q2, v2, a2), (q, v, a))]
-        return sum((o * wi).sum() for o, wi in zip(_outputs(m, *full, target), w))
+        out = _outputs(m, *full, target) + (m.forward_dynamics(*full, method="articulated"),)
+        return sum((o * wi).sum() for o, wi in zip(out, w + [w[2]]))
 
     inputs = tuple(x[:2].clone().requires_grad_(True) for x in (q, v, a))
     assert torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-6, rtol=1e-5)
