@@ -75,7 +75,8 @@ def collapse_button(splitter: QSplitter, index: int = 0, what: str = "settings")
     last = {"size": 0}
 
     def refresh():
-        collapsed = splitter.sizes()[index] == 0
+        sizes = splitter.sizes()
+        collapsed = sizes[index] == 0 and sum(sizes) > 0       # not yet laid out: not collapsed
         button.blockSignals(True)
         button.setChecked(collapsed)
         button.blockSignals(False)

@@ -165,6 +165,7 @@ class LogMappingDialog(QDialog):
         self.compare_form = DataclassForm(compare or learning_compare.LogCompareConfig(), include=["steps", "horizon"],
                                           labels={"steps": "Steps per chunk", "horizon": "k (rollout horizon)"},
                                           ranges={"steps": (1, 100000), "horizon": (1, 100000)})
+        self.compare_form.changed.connect(self._schedule)
         bl2.addWidget(self.compare_form)
         bl2.addStretch(1)
         forms.addWidget(box2)
@@ -278,6 +279,7 @@ class LogMappingDialog(QDialog):
         try:
             mapping = self._collect()
             config = self.prepare_form.value()
+            self.compare_form.value()          # a value out of range keeps OK disabled, the reason shown
             rows = engine_logs.preview_mapping(self.table, mapping, 12)
         except (engine_logs.LogError, ValueError) as exc:
             self._mapping = None

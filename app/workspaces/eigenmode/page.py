@@ -189,7 +189,8 @@ class EigenmodePage(QWidget):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 1)
-        remember_splitter(self.splitter, getattr(self.ctx, "settings", None), "eigenmode/splitter")
+        remember_splitter(self.splitter, getattr(self.ctx, "settings", None), "eigenmode/splitter",
+                          default=[300, 400, 500])
         self.collapse_button = collapse_button(self.splitter, 0, "settings")
         anim.insertWidget(0, self.collapse_button)
         outer.addWidget(self.splitter, 1)

@@ -259,11 +259,14 @@ class ComparePanel(QWidget):
         if self.state.data is None:
             self.hidden_note.setText("")
         else:
-            self.hidden_note.setText("; ".join(f"{self.plots[k].getPlotItem().titleLabel.text or k} hidden: {why}"
-                                               for k, why in hidden.items()))
+            self.hidden_note.setText("Not shown: " + " · ".join(
+                f"{self.plots[k].getPlotItem().titleLabel.text or k} ({why})" for k, why in hidden.items())
+                if hidden else "")
         self.hidden_note.setVisible(bool(self.hidden_note.text()))
-        self.learned.setVisible(not self.is_log)
-        self.learned_label.setVisible(not self.is_log)
+        for w in (self.learned, self.learned_label):
+            w.setVisible(self.state.data is not None and applicable.get("inertia") is None)
+        for w in (self.size_metric, self.size_label):
+            w.setVisible(self.state.data is not None and applicable.get("size") is None)
         self._shown = shown
         self._relayout(force=True)
 

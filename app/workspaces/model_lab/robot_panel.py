@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -33,13 +32,13 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QSplitter,
     QTableWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from app.widgets.forms import DataclassForm
 from app.widgets.job_progress import PanelJob
 from app.widgets.plots import color, make_plot
 from app.widgets.run_row import RunRow
@@ -132,17 +131,15 @@ class RobotIdentificationPanel(QWidget):
         self.learn_boxes = {k: QCheckBox(k) for k in LEARNABLE_KINDS}
         for k, box in self.learn_boxes.items():
             box.setChecked(k in d.learn)
-        self.val_fraction = QDoubleSpinBox()
-        self.val_fraction.setRange(0.05, 0.9)
-        self.val_fraction.setSingleStep(0.05)
-        self.val_fraction.setValue(robot_prepare_config().val_fraction)
-        self.epochs = QSpinBox()
-        self.epochs.setRange(1, 1000)
-        self.epochs.setValue(d.epochs)
-        self.blackbox_steps = QSpinBox()
-        self.blackbox_steps.setRange(0, 100000)
-        self.blackbox_steps.setSingleStep(100)
-        self.blackbox_steps.setValue(d.blackbox_steps)
+        self.settings_form = DataclassForm(d, include=["epochs", "blackbox_steps"],
+                                           labels={"epochs": "Fit steps (L-BFGS)", "blackbox_steps": "Black-box steps"},
+                                           ranges={"epochs": (1, 1000), "blackbox_steps": (0, 100000)})
+        self.prepare_form = DataclassForm(robot_prepare_config(), include=["val_fraction"],
+                                          labels={"val_fraction": "Held-out fraction"},
+                                          ranges={"val_fraction": (0.05, 0.9)})
+        self.epochs = self.settings_form.editor("epochs")
+        self.blackbox_steps = self.settings_form.editor("blackbox_steps")
+        self.val_fraction = self.prepare_form.editor("val_fraction")
 
         form = QFormLayout()
         row = QHBoxLayout()
@@ -158,12 +155,12 @@ class RobotIdentificationPanel(QWidget):
         for box in self.learn_boxes.values():
             row.addWidget(box)
         form.addRow("Learn", row)
-        form.addRow("Held-out fraction", self.val_fraction)
-        form.addRow("Fit steps (L-BFGS)", self.epochs)
-        form.addRow("Black-box steps", self.blackbox_steps)
+        form.addRow(self.prepare_form)
+        form.addRow(self.settings_form)
 
         self.run_row = RunRow("Identify", progress=True)
         self.run_row.run_clicked.connect(self.run)
+        self.run_row.watch_forms(self.settings_form, self.prepare_form)
         self.run_row.cancel_clicked.connect(self.cancel)
         self.run_button, self.cancel_button, self.progress = (self.run_row.run_button, self.run_row.cancel_button,
                                                               self.run_row.progress)
@@ -237,8 +234,9 @@ class RobotIdentificationPanel(QWidget):
     def config(self) -> LogIdentificationConfig:
         """The form's values over the engine's defaults."""
         learn = tuple(k for k, box in self.learn_boxes.items() if box.isChecked())
+        steps = self.settings_form.value()     # a FormError (ValueError) naming a field out of range
         return replace(default_config(), robot=self.robot.currentText().strip(), learn=learn,
-                       epochs=self.epochs.value(), blackbox_steps=self.blackbox_steps.value())
+                       epochs=steps.epochs, blackbox_steps=steps.blackbox_steps)
 
     # -- the job -----------------------------------------------------------------------
     def run(self) -> None:
@@ -248,11 +246,12 @@ class RobotIdentificationPanel(QWidget):
                 raise ValueError("choose a joint log and its mapping JSON")
             config = self.config()
             config.validate()
+            val_fraction = self.prepare_form.value().val_fraction
         except ValueError as exc:
             self.summary.setText(error_html(exc))
             self.ctx.show_error("Robot identification", str(exc))
             return
-        job = identification_job(log, mapping, config, self.val_fraction.value())
+        job = identification_job(log, mapping, config, val_fraction)
         self._job.start(job, "Robot identification", self.show_result)
 
     def cancel(self) -> None:

@@ -174,13 +174,13 @@ class ModelLabState:
             return {k: "no data yet" for k in PLOTS}
         if self.data.is_log:
             out["energy"] = "a log has no known energy"
-            out["inertia"] = "a log has no known inertia or potential"
+            out["inertia"] = "a log has no known inertia"
         else:
-            key = "potential_true" if self.learned == "potential" else "inertia_true"
-            if self.runs and not any(r.curves and r.curves.get(key) is not None for r in self.runs):
-                out["inertia"] = "no compared model learns an inertia or potential"
+            keys = ("inertia_true", "potential_true")
+            if self.runs and not any(r.curves and any(r.curves.get(k) is not None for k in keys) for r in self.runs):
+                out["inertia"] = "no model here learns one"
         if len(self.sizes()) < 2:
-            out["size"] = "needs runs at two or more training-set sizes N (add a sweep)"
+            out["size"] = "needs runs at two or more N (Add sweep)"
         return out
 
     def set_choices(self, signal: int | None = None, learned: str | None = None, size_metric: str | None = None):
