@@ -8,6 +8,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
+from app.errors import job_title
+
 
 class PanelJob(QObject):
     """Runs a panel's jobs through ``ctx.jobs``. A newer job cancels and supersedes an older
@@ -70,7 +72,7 @@ class PanelJob(QObject):
             if finish("failed"):
                 if self.summary is not None:
                     self.summary.setText(f"<span style='color:#d9534f'>{message}</span>")
-                self.ctx.show_error(name, message)
+                self.ctx.show_error(f"{job_title(name)} failed", message)
 
         def on_done(result) -> None:
             if finish("done"):
