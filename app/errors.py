@@ -42,6 +42,9 @@ _JOB_ACTIVITIES: list[tuple[re.Pattern, str]] = [
     (re.compile(r"^car model selection$", re.I), "Comparing car models"),
     (re.compile(r"^load car log (.+)$", re.I), r"Opening the driving log \1"),
     (re.compile(r"^robot identification$", re.I), "Identifying the robot's parameters"),
+    (re.compile(r"^generate (.+)$", re.I), r"Generating the \1 data set"),
+    (re.compile(r"^prepare (.+)$", re.I), r"Preparing the log \1"),
+    (re.compile(r"^load (.+)$", re.I), r"Opening \1"),
 ]
 _JOB_FAILED = re.compile(r"^Job failed:\s*(.+)$")
 

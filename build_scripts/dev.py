@@ -136,14 +136,22 @@ def system_check(python: Path, need_display: bool) -> None:
                                        + _install_command(packages)) from None
             report = _system_report(python)
             packages = packages_needed(report, need_display)
-    if report.get("missing_libraries") or report.get("unknown_libraries"):
-        raise SystemCheckError(report["message"])
-    if packages:  # only the virtual screen is missing
-        raise SystemCheckError(
-            "There is no display and Xvfb is not installed: the GUI tests need a screen. Install it with:\n  "
-            + _install_command(packages) if report.get("debian") else
-            "There is no display and Xvfb is not installed: the GUI tests need a screen; install Xvfb "
-            "with your system's package manager, or run the tests in a desktop session.")
+    no_screen = need_display and report.get("display") == "none"
+    if report.get("missing_libraries") or report.get("unknown_libraries") or no_screen:
+        lines = []
+        if report.get("missing_libraries") or report.get("unknown_libraries"):
+            lines.append(report["message"].splitlines()[0])
+        if no_screen:
+            lines.append("There is no display and Xvfb is not installed: the GUI tests need a (virtual) screen.")
+        if report.get("debian") and packages:
+            lines.append("Install what is missing with:\n  " + _install_command(packages))
+        if report.get("unknown_libraries"):
+            lines.append("No known package provides " + ", ".join(report["unknown_libraries"])
+                         + "; `apt-file search NAME` finds it.")
+        if not report.get("debian"):
+            lines.append("Install the packages that provide them with your system's package manager"
+                         + (f" (on Debian/Ubuntu: {' '.join(packages)})." if packages else "."))
+        raise SystemCheckError("\n".join(lines))
     if not need_display and report.get("display") == "none":
         say("no display and no Xvfb: the app will use Qt's offscreen platform (3D views disabled); "
             "install Xvfb for a virtual screen: " + _install_command(["xvfb", "xauth"]))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
+from app.errors import job_title
 from app.widgets.text import error_html
 
 
@@ -72,7 +73,7 @@ class PanelJob(QObject):
             if finish("failed"):
                 if self.summary is not None:
                     self.summary.setText(error_html(message))
-                self.ctx.show_error(name, message)
+                self.ctx.show_error(f"{job_title(name)} failed", message)
 
         def on_done(result) -> None:
             if finish("done"):

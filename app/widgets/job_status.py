@@ -7,6 +7,7 @@ import time
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
 
+from app.errors import job_title
 from app.jobs import JobHandle, JobRunner
 from engine.jobs import ProgressUpdate
 
@@ -31,7 +32,7 @@ class JobRow(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 0, 0, 0)
         layout.setSpacing(4)
-        self.name_label = QLabel(handle.name)
+        self.name_label = QLabel(job_title(handle.name))  # what the user started, in words
         self.name_label.setObjectName("jobName")
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
@@ -42,7 +43,7 @@ class JobRow(QWidget):
         self.message_label.setMinimumWidth(160)
         self.cancel_button = QToolButton()
         self.cancel_button.setText("✕")
-        self.cancel_button.setToolTip(f"Cancel '{handle.name}'")
+        self.cancel_button.setToolTip(f"Cancel: {job_title(handle.name)}")
         self.cancel_button.setObjectName("jobCancel")
         self.cancel_button.clicked.connect(self._cancel)
         for w in (self.name_label, self.bar, self.message_label, self.cancel_button):

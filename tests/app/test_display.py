@@ -175,7 +175,7 @@ def test_dev_stops_with_the_command_when_it_may_not_install(monkeypatch, capsys)
     assert dev.main(["test"]) == 2
     assert calls == []
     err = capsys.readouterr().err
-    assert "sudo apt-get install -y --no-install-recommends libxcb-cursor0" in err and "Aborted" not in err
+    assert "apt-get install -y --no-install-recommends libxcb-cursor0" in err and "Aborted" not in err
 
 
 def test_dev_asks_for_xvfb_when_tests_have_no_screen(monkeypatch):
@@ -229,3 +229,15 @@ def test_the_app_and_its_self_test_report_missing_libraries_instead_of_aborting(
     assert not report["ok"] and "libxcb-cursor0" in report["failures"][0]
     assert "Aborted" not in out.stderr and "Traceback" not in out.stderr
     assert shutil.which("Xvfb") is None or "virtual screen" in out.stderr
+
+
+def test_dev_names_one_command_for_missing_libraries_and_a_missing_screen(monkeypatch):
+    dev = load_dev()
+    monkeypatch.setattr(dev, "_can_install", lambda: (False, ["sudo"]))
+    _fake_reports(dev, monkeypatch, [dict(MISSING, display="none")])
+    with pytest.raises(dev.SystemCheckError) as info:
+        dev.system_check(Path(sys.executable), need_display=True)
+    message = str(info.value)
+    assert "libxcb-cursor.so.0" in message and "no display" in message
+    assert message.count("apt-get install") == 1
+    assert "install -y --no-install-recommends libxcb-cursor0 xvfb xauth" in message

@@ -67,7 +67,7 @@ def test_job_progress_and_result_reach_the_ui(make_window, qtbot):
     # while running, the status bar lists it with a progress bar
     qtbot.waitUntil(lambda: handle.id in window.job_status.rows)
     row = window.job_status.rows[handle.id]
-    assert row.name_label.text() == "counting"
+    assert row.name_label.text() == "Counting"  # the job name in words (app.errors.job_title)
     with qtbot.waitSignal(handle.finished, timeout=10_000) as blocker:
         pass
     assert blocker.args == [42]
