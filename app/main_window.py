@@ -253,6 +253,11 @@ class MainWindow(QMainWindow):
     def open_file(self, path: str, prefer: str | None = None) -> bool:
         """Give ``path`` to the workspace that takes it (``prefer`` first, then the current);
         a saved session (``--open``, File > Recent, drag-and-drop, any Open dialog) reopens as one."""
+        if not Path(path).exists():
+            app_settings.remove_recent_file(self.settings, path)
+            self.show_error("Cannot open file", f"{path}: file not found (it was moved or deleted); "
+                                                "removed from File > Open Recent.")
+            return False
         if is_session_file(path):
             return self.open_session(path)
         order = [k for k in (prefer, self.current_workspace()) if k] + self.workspace_keys()

@@ -175,3 +175,18 @@ def test_fuzzed_sessions_never_reach_the_uncaught_exception_dialog(make_window, 
         assert window.exception_hook.last_dialog is None
 
     run()
+
+
+def test_a_missing_recent_file_is_named_and_forgotten(make_window, qtbot, tmp_path):
+    from app.settings import recent_files
+
+    window = make_window()
+    gone = tmp_path / "gone.lagrange.json"
+    gone.write_text("{}")
+    window.add_recent_file(str(gone))
+    gone.unlink()
+    assert str(gone) in recent_files(window.settings)
+    assert not window.open_file(str(gone))
+    qtbot.waitUntil(lambda: bool(_errors(window)))
+    assert "file not found" in _errors(window)[-1].text() and str(gone) in _errors(window)[-1].text()
+    assert str(gone) not in recent_files(window.settings)
