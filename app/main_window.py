@@ -91,6 +91,7 @@ class MainWindow(QMainWindow):
         self.jobs.job_ended.connect(self._report_unhandled_failure)
         self.options = dict(options or {})
         self.error_dialogs: list[QMessageBox] = []
+        self._errors_shown = 0
         self.ctx = AppContext(jobs=self.jobs, settings=self.settings, status=self.show_status,
                               add_recent_file=self.add_recent_file, show_error=self.show_error,
                               options=self.options)
@@ -237,6 +238,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message, timeout_ms)
 
     def show_error(self, title: str, message: str) -> None:
+        self._errors_shown = getattr(self, "_errors_shown", 0) + 1
         log.error("%s: %s", title, message)
         box = show_error_dialog(self, title, message)
         self.error_dialogs = [b for b in self.error_dialogs if b.isVisible()] + [box]
@@ -253,6 +255,11 @@ class MainWindow(QMainWindow):
     def open_file(self, path: str, prefer: str | None = None) -> bool:
         """Give ``path`` to the workspace that takes it (``prefer`` first, then the current);
         a saved session (``--open``, File > Recent, drag-and-drop, any Open dialog) reopens as one."""
+        if not Path(path).exists():
+            app_settings.remove_recent_file(self.settings, path)
+            self.show_error("Cannot open file", f"{path}: file not found (it was moved or deleted); "
+                                                "removed from File > Open Recent.")
+            return False
         if is_session_file(path):
             return self.open_session(path)
         order = [k for k in (prefer, self.current_workspace()) if k] + self.workspace_keys()
@@ -263,11 +270,16 @@ class MainWindow(QMainWindow):
             seen.add(key)
             page = self.page(key)
             if hasattr(page, "open_file") and self._accepts(page, path):
+                errors_before = self._errors_shown
                 if page.open_file(path):
                     self.show_workspace(key)
                     self.add_recent_file(path)
                     return True
-        self.show_error("Cannot open file", f"{path}: no workspace opens files of this kind.")
+                if self._errors_shown > errors_before:
+                    return False  # the workspace took the file and said what is wrong with it
+        self.show_error("Cannot open file", f"{path}: no workspace opens files of this kind (robots: .urdf; "
+                                            "logs: .csv, .tsv, .npz, .parquet, bags; models and eigenmodes: their "
+                                            ".json; car plans and tracks; sessions: .lagrange.json).")
         return False
 
     @staticmethod

@@ -36,3 +36,12 @@ def add_recent_file(settings: QSettings, path: str) -> list[str]:
     settings.setValue("recent_files", files)
     settings.sync()
     return files
+
+
+def remove_recent_file(settings: QSettings, path: str) -> list[str]:
+    """Forget ``path`` (a file that no longer exists) in the recent files."""
+    path = os.path.abspath(path)
+    files = [f for f in recent_files(settings) if f != path]
+    settings.setValue("recent_files", files)
+    settings.sync()
+    return files

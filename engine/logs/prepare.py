@@ -49,7 +49,7 @@ __all__ = [
 
 INTERPOLATIONS = ("linear", "cubic")
 DERIVATIVES = ("finite_difference", "savgol")
-TIME_GAPS = ("refuse", "keep")
+TIME_GAPS = ("refuse", "keep", "split")
 
 
 @dataclass
@@ -62,8 +62,10 @@ class PrepareConfig:
     ``[t_start, t_end]`` (s, inclusive); with neither, the last ``val_fraction`` of the
     time is validation; with one, the other is its complement. ``time_gaps``: a time step
     longer than ``gap_factor`` x the median step (a pause, a clock jump, one bogus timestamp)
-    is refused (``"refuse"``, naming its line) or resampled across (``"keep"``: the signals
-    are interpolated over the gap). ``allow_large``: let through a resampled log bigger than
+    is refused (``"refuse"``, naming its line), resampled across (``"keep"``: the signals
+    are interpolated over the gap) or cut out (``"split"``: each part between gaps is
+    prepared on its own at the same ``dt`` and the parts are joined; the first sample of
+    each later part is in neither mask, so training windows never straddle a gap). ``allow_large``: let through a resampled log bigger than
     the memory budget (engine/validation.py).
     """
 
@@ -368,6 +370,8 @@ def prepare_log(table: LogTable, mapping: LogMapping, config: PrepareConfig | No
                 ctx=None) -> PreparedLog:
     """Resample, smooth, differentiate and split a log (see the module doc)."""
     config = config or PrepareConfig()
+    if config.time_gaps == "split":
+        return _prepare_split(table, mapping, config, ctx)
     if ctx is not None:
         ctx.progress(0.0, "checking and resampling")
     m, t, dt, q_raw, qd_log, u = _resampled(table, mapping, config)
@@ -414,6 +418,69 @@ def prepare_log(table: LogTable, mapping: LogMapping, config: PrepareConfig | No
     if ctx is not None:
         ctx.progress(1.0, f"prepared {len(t)} samples at dt = {dt:.6g} s")
     return prepared
+
+
+def _prepare_split(table: LogTable, mapping: LogMapping, config: PrepareConfig, ctx=None) -> PreparedLog:
+    """``time_gaps="split"``: prepare each part of the log between time gaps on its own (same
+    ``dt``), join them, and leave the first sample of every later part out of both masks."""
+    from dataclasses import replace
+
+    from engine.logs.validate import time_gaps
+
+    config.validate()
+    if table.sparse:
+        raise LogError("time_gaps 'split' is for logs with one time column; use 'keep' or crop with "
+                       "--t-start/--t-end", path=table.source or None, setting="time_gaps")
+    m = apply_mapping(table, mapping)
+    check_time(table, m.t, mapping.time)
+    gaps, median = time_gaps(m.t, config.gap_factor)
+    single = replace(config, time_gaps="refuse")
+    if not gaps.size:
+        return prepare_log(table, mapping, single, ctx)
+    dt = config.dt if config.dt is not None else median
+    cuts = [0, *(int(g) + 1 for g in gaps), table.n_rows]
+    parts: list[PreparedLog] = []
+    skipped: list[str] = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        rows = slice(a, b)
+        lines = table.row_lines[rows] if table.row_lines is not None else None
+        sub = LogTable(columns=table.columns, data={c: table.data[c][rows] for c in table.columns},
+                       source=table.source, format=table.format, row_lines=lines)
+        sub_config = replace(single, dt=dt, t_start=None, t_end=None, train_ranges=[], val_ranges=[], val_fraction=0.0)
+        t0, t1 = float(m.t[a]), float(m.t[b - 1])
+        if (config.t_start is not None and t1 < config.t_start) or (config.t_end is not None and t0 > config.t_end):
+            continue
+        sub_config = replace(sub_config, t_start=config.t_start, t_end=config.t_end)
+        try:
+            parts.append(prepare_log(sub, mapping, sub_config))
+        except LogError as exc:
+            if "samples" not in exc.reason and "holds no data" not in exc.reason:
+                raise  # a part too short to prepare is skipped (and named); anything else is an error
+            skipped.append(f"{t0:.6g} to {t1:.6g} s ({exc.reason})")
+        if ctx is not None:
+            ctx.check_cancelled()
+            ctx.progress(b / table.n_rows * 0.95, f"prepared part {len(parts)} of the log")
+    if not parts:
+        raise LogError(f"every part of the log between time gaps is too short to prepare: {'; '.join(skipped)}",
+                       path=table.source or None, setting="time_gaps")
+    t = np.concatenate([p.t for p in parts])
+    join = np.zeros(len(t), dtype=bool)
+    join[np.cumsum([p.n_samples for p in parts])[:-1]] = True
+    train, val = split_masks(t, config)
+    train, val = train & ~join, val & ~join
+    arrays = {"t": t, "q": np.concatenate([p.q for p in parts]), "qd": np.concatenate([p.qd for p in parts]),
+              "u": np.concatenate([p.u for p in parts]), "train_mask": train, "val_mask": val}
+    qdd = np.concatenate([p.qdd for p in parts]) if parts[0].qdd is not None else None
+    if qdd is not None:
+        arrays["qdd"] = qdd
+    description = dict(parts[0].description)
+    description.update({"config": config.to_dict(), "n_samples": len(t), "t_range": [float(t[0]), float(t[-1])],
+                        "n_train": int(train.sum()), "n_val": int(val.sum()),
+                        "segments": [[float(p.t[0]), float(p.t[-1])] for p in parts], "skipped_segments": skipped})
+    if ctx is not None:
+        ctx.progress(1.0, f"prepared {len(t)} samples in {len(parts)} parts at dt = {dt:.6g} s")
+    return PreparedLog(t=t, q=arrays["q"], qd=arrays["qd"], qdd=qdd, u=arrays["u"], dt=float(parts[0].dt),
+                       train_mask=train, val_mask=val, description=description, data_hash=data_hash(arrays))
 
 
 def prepare_job(table: LogTable, mapping: LogMapping, config: PrepareConfig | None = None):

@@ -118,7 +118,7 @@ def check_time_gaps(table: LogTable, t: np.ndarray, column: str | None, factor: 
     more = f" ({bad.size} such gaps in all)" if bad.size > 1 else ""
     raise LogError(f"time jumps from {t[i - 1]:.9g} to {t[i]:.9g} s, {step / med:.3g} times the median step "
                    f"of {med:.3g} s{more}: fix or remove the line, crop with --t-start/--t-end, or resample "
-                   "across the gap with --time-gaps keep", path=table.source or None,
+                   "across the gap with --time-gaps keep (or cut it out: --time-gaps split)", path=table.source or None,
                    line=table.line_of(int(rows[i])), column=column)
 
 

@@ -175,3 +175,35 @@ def test_fuzzed_sessions_never_reach_the_uncaught_exception_dialog(make_window, 
         assert window.exception_hook.last_dialog is None
 
     run()
+
+
+def test_a_missing_recent_file_is_named_and_forgotten(make_window, qtbot, tmp_path):
+    from app.settings import recent_files
+
+    window = make_window()
+    gone = tmp_path / "gone.lagrange.json"
+    gone.write_text("{}")
+    window.add_recent_file(str(gone))
+    gone.unlink()
+    assert str(gone) in recent_files(window.settings)
+    assert not window.open_file(str(gone))
+    qtbot.waitUntil(lambda: bool(_errors(window)))
+    assert "file not found" in _errors(window)[-1].text() and str(gone) in _errors(window)[-1].text()
+    assert str(gone) not in recent_files(window.settings)
+
+
+def test_a_damaged_model_file_gets_one_message_naming_the_problem(make_window, qtbot, tmp_path):
+    from engine.models.base import ModelSpec
+    from engine.models.registry import build_model, save_model
+
+    model = build_model("mlp", ModelSpec(hidden=8))
+    name, param = next(iter(model.named_parameters()))
+    with torch.no_grad():
+        param.view(-1)[0] = float("nan")
+    save_model(tmp_path / "m", model)
+    window = make_window()
+    assert not window.open_file(str(tmp_path / "m" / "model.json"))
+    qtbot.waitUntil(lambda: bool(_errors(window)))
+    texts = [b.text() for b in _errors(window)]
+    assert len(texts) == 1 and f"tensor '{name}' holds 1 NaN" in texts[0], texts
+    assert "no workspace opens" not in texts[0]

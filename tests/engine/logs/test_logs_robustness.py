@@ -160,3 +160,28 @@ def test_binary_files_keep_the_binary_message(tmp_path):
     latin1.write_bytes("t,q\n1,2\n# caf\xe9\n".encode("latin-1"))
     with pytest.raises(LogError, match="not UTF-8 text"):
         read_log(latin1)
+
+
+def test_split_prepares_each_part_and_no_window_straddles_the_gap(tmp_path):
+    dt = 0.01
+    t = np.concatenate([np.arange(300) * dt, 50.0 + np.arange(200) * dt])    # a 47 s pause
+    q = np.sin(t)
+    path = write_csv(tmp_path / "pause.csv", {"t": t, "q": q, "u": np.cos(t)})
+    table = read_log(path)
+    mapping = LogMapping(time="t", q=["q"], u=["u"])
+    prepared = prepare_log(table, mapping, PrepareConfig(time_gaps="split"))
+    assert prepared.n_samples == 500 and prepared.dt == pytest.approx(dt)
+    np.testing.assert_allclose(prepared.t, t, atol=1e-9)
+    np.testing.assert_allclose(prepared.q[:, 0], q, atol=1e-6)                # smoothing a sine changes little
+    # velocities from each part alone: cos(t), no spike at the gap
+    np.testing.assert_allclose(prepared.qd[:, 0], np.cos(t), atol=1e-3)
+    assert prepared.description["segments"] == [[0.0, pytest.approx(2.99)], [50.0, pytest.approx(51.99)]]
+    for mask in (prepared.train_mask, prepared.val_mask):
+        for seg in prepared.segments(mask):
+            assert not (prepared.t[seg.start] < 10 < prepared.t[seg.stop - 1])   # never across the gap
+    assert not prepared.train_mask[300] and not prepared.val_mask[300]
+    # a part too short to prepare is skipped and named; the CLI flag exists
+    t2 = np.concatenate([t, 100.0 + np.arange(4) * dt])
+    short = read_log(write_csv(tmp_path / "short.csv", {"t": t2, "q": np.sin(t2), "u": np.cos(t2)}))
+    prepared = prepare_log(short, mapping, PrepareConfig(time_gaps="split"))
+    assert prepared.n_samples == 500 and len(prepared.description["skipped_segments"]) == 1
