@@ -30,6 +30,7 @@ class LinkedPlots(QWidget):
     """Plots sharing a time axis and a cursor (see the module doc)."""
 
     cursor_moved = Signal(float)
+    region_changed = Signal(object)     # (start, end) dragged on a plot
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -51,6 +52,8 @@ class LinkedPlots(QWidget):
         self._cursor = 0.0
         self._moving = False
         self._syncing = False
+        self._region: tuple[float, float] | None = None
+        self._regions: dict[str, pg.LinearRegionItem] = {}
         self.layout_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
 
     # ------------------------------------------------------------------ plots
@@ -85,6 +88,8 @@ class LinkedPlots(QWidget):
             item.addItem(line, ignoreBounds=True)
         self.plots[key] = item
         self.cursors[key] = cursor
+        if self._region is not None:
+            self._add_region(key)
         item.setMinimumHeight(90)
         self._crosshair[key] = (vline, hline)
         self._curves[key] = {}
@@ -97,6 +102,7 @@ class LinkedPlots(QWidget):
             return
         self.layout_widget.removeItem(item)
         self.cursors.pop(key)
+        self._regions.pop(key, None)
         self._crosshair.pop(key)
         self._units.pop(key, None)
         for name in self._curves.pop(key):
@@ -186,6 +192,34 @@ class LinkedPlots(QWidget):
     def drag_cursor(self, key: str, t: float) -> None:
         """Act as if the user dragged plot ``key``'s cursor to ``t`` (emits ``cursor_moved``)."""
         self.cursors[key].setValue(t)
+
+    # ------------------------------------------------------------------ a shaded time range (the loop)
+    def set_region(self, region) -> None:
+        """Shade ``(start, end)`` on every plot (draggable; emits ``region_changed``), None: none."""
+        self._region = None if region is None else (float(region[0]), float(region[1]))
+        for key in list(self.plots):
+            item = self._regions.get(key)
+            if self._region is None:
+                if item is not None:
+                    self.plots[key].removeItem(self._regions.pop(key))
+            elif item is None:
+                self._add_region(key)
+            else:
+                item.blockSignals(True)
+                item.setRegion(self._region)
+                item.blockSignals(False)
+
+    def _add_region(self, key: str) -> None:
+        item = pg.LinearRegionItem(values=self._region, brush=pg.mkBrush(255, 209, 102, 35), movable=True)
+        item.setZValue(-5)
+        item.sigRegionChangeFinished.connect(lambda r: self._on_region_dragged(r))
+        self.plots[key].addItem(item, ignoreBounds=True)
+        self._regions[key] = item
+
+    def _on_region_dragged(self, item) -> None:
+        a, b = item.getRegion()
+        self.set_region((a, b))
+        self.region_changed.emit((float(a), float(b)))
 
     # ------------------------------------------------------------------ crosshair and readout
     def _on_mouse_moved(self, pos) -> None:

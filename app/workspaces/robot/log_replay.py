@@ -69,6 +69,7 @@ class LogReplayPanel(QWidget):
         s.cursor.connect(self._on_cursor)
         s.playing.connect(self._on_playing)
         s.loop.connect(self.timeline.set_loop)
+        s.loop.connect(self.plots.set_region)
         s.ghost.connect(self._on_ghost)
         s.message.connect(self._message)
 
@@ -114,6 +115,7 @@ class LogReplayPanel(QWidget):
         layout.addWidget(self.timeline)
         self.plots = LinkedPlots()
         self.plots.cursor_moved.connect(self.state.set_cursor)
+        self.plots.region_changed.connect(lambda r: self.state.set_loop(*r))
         self.plots.setMinimumHeight(300)
         layout.addWidget(self.plots, 1)
         layout.addWidget(self.status)
@@ -214,6 +216,7 @@ class LogReplayPanel(QWidget):
             w.setEnabled(on or (w is self.map_button and self.state.table is not None))
         self.ghost_button.setEnabled(on and self.state.ghost_model is not None)
         self.plots.clear()
+        self.plots.set_region(None)
         self._clear_ghost_items()
         if not on:
             self.timeline.setEnabled(False)
