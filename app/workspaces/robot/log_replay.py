@@ -245,6 +245,9 @@ class LogReplayPanel(QWidget):
         self.plots.set_cursor(t)
         if self.state.replay is not None and self.view is not None:
             self.view.set_link_poses(self.state.link_poses_at(t))
+            g = self.state.ghost
+            if g is not None and self._ghost_items:   # inside its horizon the ghost shows the same instant
+                self._show_ghost_items(self.state.ghost_link_poses(t if g.t[0] < t <= g.t[-1] else None))
         if self.follow.isChecked() and not self.state.playing:
             self._cursor_idle.start()
 
@@ -325,7 +328,7 @@ class LogReplayPanel(QWidget):
             self.plots.set_overlay("qd", ghost.t, ghost.qd[:, ids], labels)
         self.plots.add_plot("error", "ghost − log", "rad")
         self.plots.set_overlay("error", ghost.t, ghost.error[:, ids], labels, prefix="error ")
-        self._show_ghost_items(self.state.ghost_link_poses())
+        self._show_ghost_items(self.state.ghost_link_poses())   # the end of the horizon
 
     def _show_ghost_items(self, poses) -> None:
         geometry = getattr(self.view, "geometry_data", None)
