@@ -1,7 +1,8 @@
 """Stacked time plots that share one time axis and one time cursor.
 
 :class:`LinkedPlots` holds named plots (``add_plot("q", "position", "rad")``) stacked in one
-``GraphicsLayoutWidget``; their x axes are linked (``setXLink``: zoom or pan one, all follow).
+``GraphicsLayoutWidget``; their time axes are linked (zoom or pan one, all follow to the same
+range; pyqtgraph's ``setXLink`` would align pixels instead, off by the axes' widths).
 Each plot has a draggable vertical cursor line; dragging any moves all and emits
 ``cursor_moved(float)``; :meth:`set_cursor` moves them without emitting. Hovering shows a
 crosshair and a readout of every curve's value at that time. Curves: :meth:`set_curves` (solid,
@@ -29,6 +30,7 @@ class LinkedPlots(QWidget):
     """Plots sharing a time axis and a cursor (see the module doc)."""
 
     cursor_moved = Signal(float)
+    region_changed = Signal(object)     # (start, end) dragged on a plot
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -49,6 +51,9 @@ class LinkedPlots(QWidget):
         self._units: dict[str, str] = {}
         self._cursor = 0.0
         self._moving = False
+        self._syncing = False
+        self._region: tuple[float, float] | None = None
+        self._regions: dict[str, pg.LinearRegionItem] = {}
         self.layout_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
 
     # ------------------------------------------------------------------ plots
@@ -59,6 +64,8 @@ class LinkedPlots(QWidget):
         row = len(self.plots)
         item = self.layout_widget.addPlot(row=row, col=0)
         item.showGrid(x=True, y=True, alpha=0.25)
+        item.setDownsampling(auto=True, mode="peak")   # long logs: draw what the pixels can show
+        item.setClipToView(True)
         item.setLabel("left", f"{title} [{unit}]" if unit else title)
         item.getAxis("left").enableAutoSIPrefix(False)
         item.getAxis("left").setWidth(64)      # one width: linked time axes line up to the pixel
@@ -66,8 +73,9 @@ class LinkedPlots(QWidget):
         for other in self.plots.values():      # the time label under the lowest plot only
             other.setLabel("bottom", "")
         item.setLabel("bottom", "t [s]")
-        if self.plots:
-            item.setXLink(next(iter(self.plots.values())))
+        if self.plots:   # the same time range, exactly (setXLink maps through pixels, which differ by axes)
+            item.setXRange(*self.x_range(), padding=0)
+        item.sigXRangeChanged.connect(lambda _vb, rng, k=key: self._sync_x(k, rng))
         cursor = pg.InfiniteLine(pos=self._cursor, angle=90, movable=True, pen=pg.mkPen("#ffd166", width=2),
                                  hoverPen=pg.mkPen("#ffe599", width=3))
         cursor.setZValue(10)
@@ -80,6 +88,8 @@ class LinkedPlots(QWidget):
             item.addItem(line, ignoreBounds=True)
         self.plots[key] = item
         self.cursors[key] = cursor
+        if self._region is not None:
+            self._add_region(key)
         item.setMinimumHeight(90)
         self._crosshair[key] = (vline, hline)
         self._curves[key] = {}
@@ -92,6 +102,7 @@ class LinkedPlots(QWidget):
             return
         self.layout_widget.removeItem(item)
         self.cursors.pop(key)
+        self._regions.pop(key, None)
         self._crosshair.pop(key)
         self._units.pop(key, None)
         for name in self._curves.pop(key):
@@ -136,6 +147,17 @@ class LinkedPlots(QWidget):
         return self._data[(key, name)]
 
     # ------------------------------------------------------------------ time axis and cursor
+    def _sync_x(self, key: str, rng) -> None:
+        if self._syncing:
+            return
+        self._syncing = True
+        try:
+            for other, item in self.plots.items():
+                if other != key:
+                    item.setXRange(float(rng[0]), float(rng[1]), padding=0)
+        finally:
+            self._syncing = False
+
     def set_x_range(self, t0: float, t1: float) -> None:
         if self.plots:
             next(iter(self.plots.values())).setXRange(t0, t1, padding=0)
@@ -170,6 +192,34 @@ class LinkedPlots(QWidget):
     def drag_cursor(self, key: str, t: float) -> None:
         """Act as if the user dragged plot ``key``'s cursor to ``t`` (emits ``cursor_moved``)."""
         self.cursors[key].setValue(t)
+
+    # ------------------------------------------------------------------ a shaded time range (the loop)
+    def set_region(self, region) -> None:
+        """Shade ``(start, end)`` on every plot (draggable; emits ``region_changed``), None: none."""
+        self._region = None if region is None else (float(region[0]), float(region[1]))
+        for key in list(self.plots):
+            item = self._regions.get(key)
+            if self._region is None:
+                if item is not None:
+                    self.plots[key].removeItem(self._regions.pop(key))
+            elif item is None:
+                self._add_region(key)
+            else:
+                item.blockSignals(True)
+                item.setRegion(self._region)
+                item.blockSignals(False)
+
+    def _add_region(self, key: str) -> None:
+        item = pg.LinearRegionItem(values=self._region, brush=pg.mkBrush(255, 209, 102, 35), movable=True)
+        item.setZValue(-5)
+        item.sigRegionChangeFinished.connect(lambda r: self._on_region_dragged(r))
+        self.plots[key].addItem(item, ignoreBounds=True)
+        self._regions[key] = item
+
+    def _on_region_dragged(self, item) -> None:
+        a, b = item.getRegion()
+        self.set_region((a, b))
+        self.region_changed.emit((float(a), float(b)))
 
     # ------------------------------------------------------------------ crosshair and readout
     def _on_mouse_moved(self, pos) -> None:

@@ -156,6 +156,14 @@ def _replay(args) -> int:
     from engine.logs.reader import read_log
     from engine.robots.library import load_robot
 
+    from engine.validation import check_output_path
+
+    for flag, path, suffix in (("--video", args.video, ".mp4"), ("--gif", args.gif, ".gif"),
+                               ("--save-mapping", args.save_mapping, ".json")):
+        if path:   # before the work starts: a bad output path is a usage error
+            check_output_path(path, "file", flag)
+            if flag != "--save-mapping" and not str(path).lower().endswith(suffix):
+                raise ValueError(f"{flag}: {path} must end in '{suffix}'")
     robot = load_robot(args.robot)
     rmap = ReplayMapping.load(args.mapping, robot) if args.mapping else None
     options = VideoOptions(fps=args.fps, start=args.start, end=args.end, width=args.width, height=args.height,

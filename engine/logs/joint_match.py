@@ -37,7 +37,7 @@ __all__ = ["BASE_FIELDS", "JointMatch", "match_joints", "tokens"]
 
 ROLE_WORDS = {
     "qd": {"qd", "dq", "qdot", "vel", "velocity", "velocities", "speed", "omega", "v"},
-    "u": {"tau", "torque", "torques", "effort", "efforts", "u", "current", "force"},
+    "u": {"tau", "torque", "torques", "effort", "efforts", "eff", "trq", "u", "current", "force"},
     "q": {"q", "pos", "position", "positions", "angle", "angles", "theta", "state", "joint", "joints"},
 }
 UNIT_WORDS = {"deg": "deg", "degree": "deg", "degrees": "deg", "rad": "rad", "radian": "rad", "radians": "rad",
@@ -48,6 +48,7 @@ BASE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz")
 COMMAND_WORDS = {"action", "actions", "cmd", "command", "commanded", "target", "desired", "des", "ref",
                  "reference", "setpoint", "goal"}
 _TIME_WORDS = {"t", "time", "timestamp", "stamp", "sec", "secs", "seconds"}
+_JOINT_WORDS = {"joint", "joints", "jnt"}
 _BOOKKEEPING = _TIME_WORDS | {"seq", "nsec", "nanosec", "index", "id", "count", "frame"}
 
 
@@ -98,6 +99,10 @@ def _strip_common(keys: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     return [k[n:] for k in keys]
 
 
+def _bare(key: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(t for t in key if t not in _JOINT_WORDS) or key
+
+
 def _contains(words: tuple[str, ...], part: tuple[str, ...]) -> bool:
     n = len(part)
     return n > 0 and any(words[i:i + n] == part for i in range(len(words) - n + 1))
@@ -115,10 +120,10 @@ def _assign(joints: list[str], cols: list[str], keys: list[tuple[str, ...]],
         if len(hits) == 1:
             out[j] = hits[0]
             used.add(hits[0])
-    # 2. remainders after the common prefixes
+    # 2. remainders after the common prefixes ("joint" words left out: "shoulder_pan_joint" = "shoulder_pan")
     if len(out) < len(joints):
-        jrest = dict(zip(joints, _strip_common(jkeys)))
-        crest = dict(zip(cols, _strip_common(keys)))
+        jrest = dict(zip(joints, _strip_common([_bare(k) for k in jkeys])))
+        crest = dict(zip(cols, _strip_common([_bare(k) for k in keys])))
 
         def numbers(rest):
             return [int(r[0]) for r in rest if len(r) == 1 and r[0].isdigit()]

@@ -165,6 +165,16 @@ def test_scrubbing_moves_plots_cursor_and_robot_and_exports(replay_window, qtbot
     lo, hi = panel.plots.x_range("q")
     assert lo == pytest.approx(3.0) and hi == pytest.approx(4.0)
     assert panel.plots.values_at(20.0, "q")["panda_joint1"] == pytest.approx(_q_ref(original, 20.0)[0], abs=1e-9)
+    # a loop range set on the timeline is shaded on the plots; dragging the shade sets the loop
+    panel.timeline.loop_box.setChecked(True)
+    panel.timeline.loop_start.setValue(5.0)
+    panel.timeline.loop_end.setValue(6.0)
+    assert panel.state.loop == (5.0, 6.0)
+    assert panel.plots._regions["qd"].getRegion() == pytest.approx((5.0, 6.0))
+    panel.plots._regions["tau"].setRegion((7.0, 8.0))
+    panel.plots._on_region_dragged(panel.plots._regions["tau"])
+    assert panel.state.loop == (7.0, 8.0) and panel.timeline.loop_start.value() == 7.0
+    assert panel.plots._regions["q"].getRegion() == pytest.approx((7.0, 8.0))
     # the ghost from the cursor, in a job: its error plot appears
     panel.ghost_box.setCurrentIndex(1)
     panel._on_ghost_choice(1)
@@ -177,6 +187,7 @@ def test_scrubbing_moves_plots_cursor_and_robot_and_exports(replay_window, qtbot
     exported = pd.read_csv(csv_path)
     assert "q/panda_joint1" in exported.columns and len(exported) >= 3001
     assert panel.export_plots(str(tmp_path / "plots.png")).stat().st_size > 1000
+    panel.state.set_loop(None)
     info = panel.export_video(str(tmp_path / "clip.mp4"), fps=10, start=1.0, end=1.5)
     reader = iio.get_reader(tmp_path / "clip.mp4")
     assert info["frames"] == 6 and reader.count_frames() == 6

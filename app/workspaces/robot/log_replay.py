@@ -69,6 +69,7 @@ class LogReplayPanel(QWidget):
         s.cursor.connect(self._on_cursor)
         s.playing.connect(self._on_playing)
         s.loop.connect(self.timeline.set_loop)
+        s.loop.connect(self.plots.set_region)
         s.ghost.connect(self._on_ghost)
         s.message.connect(self._message)
 
@@ -114,6 +115,7 @@ class LogReplayPanel(QWidget):
         layout.addWidget(self.timeline)
         self.plots = LinkedPlots()
         self.plots.cursor_moved.connect(self.state.set_cursor)
+        self.plots.region_changed.connect(lambda r: self.state.set_loop(*r))
         self.plots.setMinimumHeight(300)
         layout.addWidget(self.plots, 1)
         layout.addWidget(self.status)
@@ -214,6 +216,7 @@ class LogReplayPanel(QWidget):
             w.setEnabled(on or (w is self.map_button and self.state.table is not None))
         self.ghost_button.setEnabled(on and self.state.ghost_model is not None)
         self.plots.clear()
+        self.plots.set_region(None)
         self._clear_ghost_items()
         if not on:
             self.timeline.setEnabled(False)
@@ -242,6 +245,9 @@ class LogReplayPanel(QWidget):
         self.plots.set_cursor(t)
         if self.state.replay is not None and self.view is not None:
             self.view.set_link_poses(self.state.link_poses_at(t))
+            g = self.state.ghost
+            if g is not None and self._ghost_items:   # inside its horizon the ghost shows the same instant
+                self._show_ghost_items(self.state.ghost_link_poses(t if g.t[0] < t <= g.t[-1] else None))
         if self.follow.isChecked() and not self.state.playing:
             self._cursor_idle.start()
 
@@ -322,7 +328,7 @@ class LogReplayPanel(QWidget):
             self.plots.set_overlay("qd", ghost.t, ghost.qd[:, ids], labels)
         self.plots.add_plot("error", "ghost − log", "rad")
         self.plots.set_overlay("error", ghost.t, ghost.error[:, ids], labels, prefix="error ")
-        self._show_ghost_items(self.state.ghost_link_poses())
+        self._show_ghost_items(self.state.ghost_link_poses())   # the end of the horizon
 
     def _show_ghost_items(self, poses) -> None:
         geometry = getattr(self.view, "geometry_data", None)

@@ -138,6 +138,16 @@ def test_numbered_columns_map_in_order_and_missing_joints_hold_zero():
     assert any("held at 0" in n for n in m2.notes)
     with pytest.raises(LogError, match="no column matches"):
         match_joints(["t", "voltage", "temperature"], joints)
+    # a UR arm: joint names without "joint" in the log; an RTDE record with set points left out
+    ur = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
+          "wrist_3_joint"]
+    short = ["shoulder_pan", "shoulder_lift", "elbow", "wrist_1", "wrist_2", "wrist_3"]
+    m3 = match_joints(["time"] + [f"{n}_{r}" for r in ("eff", "vel", "pos") for n in short[::-1]], ur)
+    assert m3.mapping.q == [f"{n}_pos" for n in short] and m3.mapping.u == [f"{n}_eff" for n in short]
+    assert m3.mapping.qd == [f"{n}_vel" for n in short] and m3.joints == ur
+    rtde = ["timestamp"] + [f"{k}_{i}" for k in ("target_q", "actual_q", "actual_qd") for i in range(6)]
+    m4 = match_joints(rtde, ur)
+    assert m4.mapping.q == [f"actual_q_{i}" for i in range(6)] and m4.mapping.qd == [f"actual_qd_{i}" for i in range(6)]
 
 
 def test_floating_base_pose_moves_every_link(tmp_path):
