@@ -17,7 +17,7 @@ def register_bench(subparsers) -> None:
 def _bench(args) -> int:
     import torch
 
-    from engine.planning.benchmark import BenchConfig, run_benchmark
+    from engine.car.benchmark import BenchConfig, run_benchmark
 
     torch.set_num_threads(max(1, args.threads))
     res = run_benchmark(BenchConfig(cycles=args.cycles), model_dir=args.model)

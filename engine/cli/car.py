@@ -59,16 +59,16 @@ def _overrides(args, names):
 
 
 def _train(args) -> int:
-    from engine.planning.training import TrainConfig, train_job
+    from engine.car.training import CarTrainConfig, train_job
 
-    cfg = TrainConfig()
+    cfg = CarTrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
                   driving=replace(cfg.driving, **_overrides(args, ("minutes",))))
     dataset = None
     if args.log:
         import torch
 
-        from engine.planning.car_logs import load_car_log
+        from engine.car.driving_logs import load_car_log
 
         prep = load_car_log(args.log, cfg.params, cfg.driving)  # the model lab's reader, then the car's preparation
         dataset = {"inputs": torch.from_numpy(prep["inputs"]).float(),
@@ -85,9 +85,9 @@ def _train(args) -> int:
 def _plan(args) -> int:
     from pathlib import Path
 
-    from engine.planning.dynamics import load_dynamics
-    from engine.planning.optimiser import OptimiserConfig
-    from engine.planning.scenarios import (
+    from engine.car.dynamics import load_dynamics
+    from engine.car.optimiser import OptimiserConfig
+    from engine.car.scenarios import (
         SCENARIOS,
         execute_open_loop,
         load_plan,
@@ -122,9 +122,9 @@ def _plan(args) -> int:
 
 
 def _mpc(args) -> int:
-    from engine.planning.dynamics import load_dynamics
-    from engine.planning.mpc import MPCConfig, run_mpc
-    from engine.planning.tracks import load_track
+    from engine.car.dynamics import load_dynamics
+    from engine.car.mpc import MPCConfig, run_mpc
+    from engine.car.tracks import load_track
     from engine.systems.rc_car import CarParams
 
     params = CarParams()
@@ -144,7 +144,7 @@ def _mpc(args) -> int:
 
 
 def _select(args) -> int:
-    from engine.planning.training import SelectionConfig, select_models_job
+    from engine.car.training import SelectionConfig, select_models_job
 
     cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes")))
     res = run_cli_job(select_models_job(cfg, args.out), quiet=args.json)

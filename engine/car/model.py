@@ -4,7 +4,8 @@ Inputs ``v`` (..., 3) = (forward m/s, lateral m/s, yaw rate rad/s) and ``u`` (..
 (throttle m/s^2, steering rad); output the next local velocity (..., 3). Internally the
 inputs are standardised and the network predicts the velocity change in units of the data's
 per-step change (a residual), both stored as buffers so a checkpoint is self-contained.
-The pose update ``x_{i+1} = x_i + h R(yaw_i) v_{i+1}`` lives with the planner.
+The pose update ``x_{i+1} = x_i + h R(yaw_i) v_{i+1}`` lives with the planner
+(:class:`engine.car.dynamics.LearnedCarModel`); the training loop in :mod:`engine.car.training`.
 
 Default architecture: 8 hidden layers x 64 units, GELU; ReLU, other sizes and the L1, L2
 and relative losses (``L_rel = |v' - f|_1 / (|v'|_1 + eps)``) are selectable.
@@ -12,8 +13,6 @@ and relative losses (``L_rel = |v' - f|_1 / (|v'|_1 + eps)``) are selectable.
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -31,7 +30,6 @@ __all__ = [
     "car_loss",
     "load_car_model",
     "save_car_model",
-    "train_car_mlp",
 ]
 
 ACTIVATIONS = ("gelu", "relu")
@@ -145,81 +143,6 @@ def car_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "relative",
     if kind == "relative":
         return (err.abs().sum(-1) / (target.abs().sum(-1) + eps)).mean()
     raise CarModelError(f"loss: {kind!r}, choose one of {LOSSES}")
-
-
-def _split(n: int, val_fraction: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validation pairs as whole contiguous blocks (neighbouring time steps are nearly equal, so
-    a pair-wise random split would leak); returns ``(train_idx, val_idx)``."""
-    block = 100 if n >= 2000 else max(1, n // 20)
-    blocks = torch.arange(n) // block
-    nb = int(blocks[-1]) + 1 if n else 0
-    n_val = round(val_fraction * nb)
-    val_blocks = torch.randperm(nb, generator=gen)[:n_val]
-    is_val = torch.isin(blocks, val_blocks)
-    return torch.nonzero(~is_val).flatten(), torch.nonzero(is_val).flatten()
-
-
-def train_car_mlp(inputs: torch.Tensor, targets: torch.Tensor,
-                  config: CarMLPConfig = CarMLPConfig(), ctx=None) -> tuple[CarMLP, dict]:
-    """Train on pairs ``inputs`` (N, 5) = (v_i, u_i) -> ``targets`` (N, 3) = v_{i+1}.
-
-    Pairs are expected in recording order: the held-out pairs are whole blocks of consecutive
-    steps. One-step loss (``config.loss``), Adam, one-cycle cosine learning rate.
-    ``ctx`` is an optional job context (progress with live metrics, cancellation).
-    Returns ``(model, history)`` with per-epoch ``train_loss`` / ``val_loss`` lists.
-    """
-    if inputs.ndim != 2 or inputs.shape[1] != 5 or targets.shape != (inputs.shape[0], 3):
-        raise CarModelError(f"training data: expected inputs (N, 5) and targets (N, 3), got "
-                            f"{tuple(inputs.shape)} and {tuple(targets.shape)}")
-    if not (torch.isfinite(inputs).all() and torch.isfinite(targets).all()):
-        raise CarModelError("training data: contains NaN or inf")
-    gen = torch.Generator().manual_seed(config.seed)
-    torch.manual_seed(config.seed)
-    inputs, targets = inputs.float(), targets.float()
-    train_idx, val_idx = _split(inputs.shape[0], config.val_fraction, gen)
-    model = CarMLP(config)
-    model.set_normalisation(inputs[train_idx], targets[train_idx])
-    bs = config.batch_size
-    steps_per_epoch = max(1, math.ceil(len(train_idx) / bs))
-    total_steps = config.epochs * steps_per_epoch
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=total_steps,
-                                                pct_start=0.05, anneal_strategy="cos",
-                                                div_factor=10.0, final_div_factor=50.0)
-    history = {"train_loss": [], "val_loss": [], "seconds": 0.0}
-    t0 = time.perf_counter()
-    for epoch in range(config.epochs):
-        order = train_idx[torch.randperm(len(train_idx), generator=gen)]
-        total = 0.0
-        for k in range(steps_per_epoch):
-            idx = order[k * bs:(k + 1) * bs]
-            x, y = inputs[idx], targets[idx]
-            loss = car_loss(model(x[:, :3], x[:, 3:]), y, config.loss, config.eps)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if sched.last_epoch + 1 < total_steps:
-                sched.step()
-            total += float(loss.detach()) * len(idx)
-            if ctx is not None and k % 20 == 0:
-                ctx.check_cancelled()
-        train_loss = total / max(1, len(train_idx))
-        if not math.isfinite(train_loss):
-            raise CarModelError(f"training diverged (loss {train_loss}) at epoch {epoch + 1}; lower lr")
-        with torch.no_grad():
-            if len(val_idx):
-                xv, yv = inputs[val_idx], targets[val_idx]
-                val_loss = float(car_loss(model(xv[:, :3], xv[:, 3:]), yv, config.loss, config.eps))
-            else:
-                val_loss = float("nan")
-        history["train_loss"].append(train_loss)
-        history["val_loss"].append(val_loss)
-        if ctx is not None:
-            ctx.progress((epoch + 1) / config.epochs, f"epoch {epoch + 1}/{config.epochs}",
-                         {"train_loss": train_loss, "val_loss": val_loss})
-    history["seconds"] = time.perf_counter() - t0
-    model.eval()
-    return model, history
 
 
 def save_car_model(directory: str | Path, model: CarMLP, meta: dict | None = None) -> Path:
