@@ -67,13 +67,17 @@ def rollout(dynamics, pose0: torch.Tensor, v0: torch.Tensor, controls: torch.Ten
 
 
 def load_dynamics(spec: str, params: CarParams = CarParams()):
-    """``"sim"`` (or ``"simulator"``) -> :class:`SimulatorCarModel`; else a folder written by
+    """``"sim"`` (or ``"simulator"``) -> :class:`SimulatorCarModel`; ``"default"`` -> the shipped
+    learned model (:func:`engine.car.model.default_model_dir`); else a folder written by
     :func:`engine.car.model.save_car_model` -> :class:`LearnedCarModel`."""
     if spec in ("sim", "simulator"):
         return SimulatorCarModel(params)
     from pathlib import Path
 
-    from engine.car.model import load_car_model
+    from engine.car.model import DEFAULT_MODEL, default_model_dir, load_car_model
 
+    if spec == DEFAULT_MODEL and not Path(spec).exists():
+        model, meta = load_car_model(default_model_dir())
+        return LearnedCarModel(model, float(meta.get("h", params.dt)), name="default")
     model, meta = load_car_model(spec)
     return LearnedCarModel(model, float(meta.get("h", params.dt)), name=Path(spec).name)

@@ -13,6 +13,7 @@ and relative losses (``L_rel = |v' - f|_1 / (|v'|_1 + eps)``) are selectable.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -27,13 +28,27 @@ __all__ = [
     "CarMLP",
     "CarMLPConfig",
     "CarModelError",
+    "DEFAULT_MODEL",
     "car_loss",
+    "default_model_dir",
+    "expected_shapes",
     "load_car_model",
+    "read_safetensors_header",
     "save_car_model",
 ]
 
 ACTIVATIONS = ("gelu", "relu")
 LOSSES = ("relative", "l1", "l2")
+
+
+DEFAULT_MODEL = "default"       # the name of the shipped model (resources/car_models/default)
+
+
+def default_model_dir() -> Path:
+    """The shipped learned car model (8 x 64 GELU, trained by ``car train``; see its README)."""
+    from engine.paths import resource
+
+    return resource("car_models", DEFAULT_MODEL)
 
 
 class CarModelError(ValueError):
@@ -151,16 +166,82 @@ def save_car_model(directory: str | Path, model: CarMLP, meta: dict | None = Non
     return io.save_checkpoint(directory, model.state_dict(), info, name="car_model")
 
 
-def load_car_model(directory: str | Path) -> tuple[CarMLP, dict]:
-    """Load a model written by :func:`save_car_model`; ``CarModelError`` naming the file if broken."""
-    directory = Path(directory)
-    state, meta = io.load_checkpoint(directory, name="car_model")
-    if meta.get("kind") != "car_mlp" or "config" not in meta:
-        raise CarModelError(f"{directory / 'car_model.json'}: not a car model (field 'kind'/'config')")
+def expected_shapes(config: CarMLPConfig) -> dict[str, tuple[int, ...]]:
+    """The tensor names and shapes of a :class:`CarMLP` with ``config`` (without building it)."""
+    dims = [5] + [config.hidden] * config.layers + [3]
+    shapes: dict[str, tuple[int, ...]] = {"in_mean": (5,), "in_std": (5,), "out_scale": (3,)}
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        shapes[f"linears.{i}.weight"] = (b, a)
+        shapes[f"linears.{i}.bias"] = (b,)
+    return shapes
+
+
+def read_safetensors_header(path: str | Path) -> dict[str, tuple[int, ...]]:
+    """Tensor names and shapes from a safetensors file's header (no weights are read)."""
+    path = Path(path)
     try:
-        model = CarMLP(CarMLPConfig.from_dict(meta["config"]))
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) != 8:
+                raise CarModelError(f"{path}: too short for a safetensors file; save the model again")
+            n = int.from_bytes(head, "little")
+            size = path.stat().st_size
+            if n <= 0 or n > min(size - 8, 100_000_000):
+                raise CarModelError(f"{path}: not a valid safetensors file (header length {n}); save the model again")
+            header = json.loads(fh.read(n).decode("utf-8"))
+    except FileNotFoundError:
+        raise CarModelError(f"{path}: file not found; a car model folder holds car_model.safetensors "
+                            f"and car_model.json") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CarModelError(f"{path}: not a valid safetensors file (its header is not JSON: {exc})") from None
+    if not isinstance(header, dict):
+        raise CarModelError(f"{path}: not a valid safetensors file (header is not an object)")
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        shape = info.get("shape") if isinstance(info, dict) else None
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise CarModelError(f"{path}: tensor {name!r} has no valid shape in the header")
+        out[name] = tuple(shape)
+    return out
+
+
+def load_car_model(directory: str | Path) -> tuple[CarMLP, dict]:
+    """Load a model written by :func:`save_car_model`; ``CarModelError`` naming the file if broken.
+
+    Checked before anything is built: the JSON's sizes (``config``) against the tensor shapes
+    in the weights' header; after reading: every weight finite (the tensor is named).
+    """
+    directory = Path(directory)
+    json_path, weights_path = directory / "car_model.json", directory / "car_model.safetensors"
+    meta = io.read_json(json_path)
+    if not isinstance(meta, dict) or meta.get("kind") != "car_mlp" or not isinstance(meta.get("config"), dict):
+        raise CarModelError(f"{json_path}: not a car model (field 'kind'/'config')")
+    try:
+        config = CarMLPConfig.from_dict(meta["config"])
+    except (TypeError, ValueError) as exc:
+        raise CarModelError(f"{json_path}: field 'config': {exc}") from None
+    want = expected_shapes(config)
+    have = read_safetensors_header(weights_path)
+    if have != want:
+        missing = sorted(set(want) - set(have))
+        extra = sorted(set(have) - set(want))
+        wrong = [k for k in want if k in have and have[k] != want[k]]
+        detail = (f"tensor {wrong[0]!r} is {list(have[wrong[0]])}, the config ({config.layers} layers x "
+                  f"{config.hidden} units) needs {list(want[wrong[0]])}" if wrong else
+                  f"missing tensors {missing[:3]}" if missing else f"unexpected tensors {extra[:3]}")
+        raise CarModelError(f"{weights_path}: the weights do not match {json_path.name} ({detail}); "
+                            f"use the two files saved together")
+    state, _ = io.load_checkpoint(directory, name="car_model")
+    for name, tensor in state.items():
+        if not torch.isfinite(tensor).all():
+            raise CarModelError(f"{weights_path}: tensor {name!r} holds NaN or infinite values; "
+                                f"the model is broken, train it again")
+    try:
+        model = CarMLP(config)
         model.load_state_dict(state)
     except (RuntimeError, TypeError, KeyError) as exc:
-        raise CarModelError(f"{directory / 'car_model.safetensors'}: weights do not match the config ({exc})") from exc
+        raise CarModelError(f"{weights_path}: weights do not match the config ({exc})") from exc
     model.eval()
     return model, meta

@@ -27,7 +27,8 @@ def register(subparsers) -> None:
     p = sub.add_parser("plan", help="optimise a scenario's trajectory and execute it on the simulator")
     p.add_argument("--scenario", default="drifting-turn",
                    help="parallel-parking, dynamic-reverse, drifting-turn, or a plan JSON file")
-    p.add_argument("--model", default="sim", help="a trained model folder, or 'sim'")
+    p.add_argument("--model", default="default",
+                   help="'default' (the shipped learned model), a trained model folder, or 'sim' (the simulator)")
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--candidates", type=int, default=None)
     p.add_argument("--save", default=None, help="write the optimised plan (JSON) here")
@@ -36,7 +37,8 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("mpc", help="drive laps on a track with receding-horizon MPC (closed loop on the simulator)")
     p.add_argument("--track", default="default", help="a shipped track name or a CSV/JSON file")
-    p.add_argument("--model", default="sim", help="a trained model folder, or 'sim'")
+    p.add_argument("--model", default="default",
+                   help="'default' (the shipped learned model), a trained model folder, or 'sim' (the simulator)")
     p.add_argument("--laps", type=int, default=1)
     p.add_argument("--horizon", type=int, default=None)
     p.add_argument("--iterations", type=int, default=None, help="optimiser iterations per cycle")

@@ -53,7 +53,13 @@ def test_type_a_step_delete_key_and_shortcuts(page, qtbot):
     assert len(page.state.targets) == 1
 
 
+def _choose_simulator(page):
+    combo = page.plan_panel.model_combo
+    combo.setCurrentIndex(combo.findData("sim"))
+
+
 def test_live_cost_curve_while_optimising(page, qtbot):
+    _choose_simulator(page)                                      # slow enough to see several iterations
     page.plan_panel.horizon_spin.setValue(20)
     page.plan_panel.start_speed.setValue(1.0)
     page.plan_panel.opt_form.editor("candidates").setValue(32)
@@ -71,6 +77,41 @@ def test_live_cost_curve_while_optimising(page, qtbot):
     assert any(n_cost >= 2 and n_pose == 21 for n_cost, n_pose in seen), seen
     assert len(page.canvas.nominal.xData) == 21
     assert "Executed on the simulator" in page.status.text()
+
+
+def test_cancel_and_a_new_scenario_leave_nothing_stale(page, qtbot):
+    """Optimise, play, then Cancel a second optimisation half way: the old plan, its skid marks
+    and the partial plan leave the canvas and Play stays off; a new scenario clears a plan too."""
+    _choose_simulator(page)
+    panel = page.plan_panel
+    panel.opt_form.editor("candidates").setValue(32)
+    panel.opt_form.editor("max_iterations").setValue(12)
+    _drag(qtbot, page.canvas, (1.0, 0.6), (1.5, 1.2))
+    qtbot.mouseClick(panel.optimise_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: page.state.plan is not None, timeout=240000)
+    assert panel.play_button.isEnabled() and len(page.canvas.nominal.xData) == 41
+    page.canvas.skid.setData([0.0, 0.1], [0.0, 0.1])             # as playback leaves them
+    panel.opt_form.editor("max_iterations").setValue(400)
+    qtbot.mouseClick(panel.optimise_button, Qt.MouseButton.LeftButton)
+    assert not panel.play_button.isEnabled()
+    assert page.canvas.nominal.xData is None or len(page.canvas.nominal.xData) == 0
+    assert len(page.canvas.skid.getData()[0]) == 0
+    qtbot.waitUntil(lambda: page.state.live is not None and page.canvas.nominal.xData is not None
+                    and len(page.canvas.nominal.xData) == 41, timeout=120000)    # a partial plan drawn
+    qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not page.state.optimising, timeout=60000)
+    for item in (page.canvas.nominal, page.canvas.executed, page.cost_curve):
+        assert item.xData is None or len(item.xData) == 0
+    assert not panel.play_button.isEnabled() and panel.optimise_button.isEnabled()
+    assert page.status.text() == "Cancelled."
+    # a finished plan, then a scenario: the plan goes, the scenario's targets come
+    panel.opt_form.editor("max_iterations").setValue(5)
+    qtbot.mouseClick(panel.optimise_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: page.state.plan is not None, timeout=240000)
+    panel.scenario_combo.setCurrentIndex(panel.scenario_combo.findData("parallel-parking"))
+    assert page.state.plan is None and not panel.play_button.isEnabled()
+    assert page.canvas.nominal.xData is None or len(page.canvas.nominal.xData) == 0
+    assert len(page.state.targets) == len(page.canvas._targets) > 0
 
 
 def test_tracks_and_plans_as_json_and_bad_files(page, qtbot, ctx, tmp_path):

@@ -17,7 +17,7 @@ from app.workspaces.car.state import (
     file_kind,
     skid_marks,
 )
-from engine.car.costs import PlanWeights, Target
+from engine.car.costs import PlanWeights
 from engine.car.optimiser import OptimiserConfig
 from engine.car.scenarios import SCENARIOS
 from engine.car.tracks import load_track

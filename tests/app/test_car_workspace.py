@@ -24,6 +24,11 @@ def _drag(qtbot, canvas, start, end):
 
 
 def test_place_two_targets_optimise_and_draw(page, qtbot, tmp_path):
+    from engine.car.model import default_model_dir
+
+    # on first open the shipped learned model is chosen: plans run on it, execution on the simulator
+    assert page.current_model_folder() == str(default_model_dir())
+    assert "Shipped model (GELU 8×64)" == page.plan_panel.model_combo.currentText()
     page.params = CarParams(substeps=2)        # a cheaper simulator keeps the test short
     page.plan_panel.horizon_spin.setValue(24)
     page.plan_panel.start_speed.setValue(1.0)

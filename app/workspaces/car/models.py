@@ -40,12 +40,22 @@ class ModelCatalogue:
         found = []
         if root is not None and Path(root).is_dir():
             found = sorted(str(p.parent) for p in Path(root).glob("*/car_model.json"))
-        paths = [str(p) for p in (builtin or [])] + found + [str(p) for p in (extra or []) if p]
+        self.builtin = [str(p) for p in (builtin or [])]
+        paths = self.builtin + found + [str(p) for p in (extra or []) if p]
         self.paths = [p for p in dict.fromkeys(paths) if (Path(p) / "car_model.json").exists()]
         self.info = {p: read_model_info(p) for p in self.paths}
 
     def describe(self, path: str) -> str:
+        if path in self.builtin:
+            cfg = self.info.get(path, {}).get("config") or {}
+            act = str(cfg.get("activation", "?"))
+            return f"Shipped model ({ACTIVATION_NAMES.get(act, act)} {cfg.get('layers', '?')}×{cfg.get('hidden', '?')})"
         return describe_model(path, self.info.get(path, {}))
+
+    @property
+    def default(self) -> str | None:
+        """The shipped learned model, the first choice on a first open (None if missing)."""
+        return next((p for p in self.builtin if p in self.paths), None)
 
     def activation(self, path: str | None) -> str:
         return str((self.info.get(path, {}).get("config") or {}).get("activation", "")).lower() if path else ""

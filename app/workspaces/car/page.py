@@ -41,6 +41,10 @@ from engine.systems.rc_car import CarParams
 
 __all__ = ["CarPlannerPage"]
 
+SPLITTER_KEY = "car/side_panel"     # the splitter's state: the side panel's width, or collapsed
+SIDE_MIN_WIDTH = 330
+SIDE_WIDTH = 380
+
 
 class CarPlannerPage(QWidget):
     """Car planner: targets by click-and-drag, optimisation as a job, playback, MPC laps."""
@@ -58,7 +62,7 @@ class CarPlannerPage(QWidget):
         self._frame = 0
         self._skid_points: list = []
         self._build()
-        self._refresh_models()
+        self._refresh_models(first=True)
         self._refresh_tracks()
         self._timer = QTimer(self)
         self._timer.setInterval(int(self.params.dt * 1000))
@@ -108,7 +112,7 @@ class CarPlannerPage(QWidget):
         split.addWidget(left)
 
         side = QWidget()
-        side.setMinimumWidth(330)
+        side.setMinimumWidth(SIDE_MIN_WIDTH)
         sl = QVBoxLayout(side)
         self.tabs = QTabWidget()
         self.plan_panel = PlanPanel(self.state)
@@ -125,11 +129,24 @@ class CarPlannerPage(QWidget):
         self.status.setWordWrap(True)
         self.status.setObjectName("carStatus")
         sl.addWidget(self.status)
-        scroll = QScrollArea()
+        # the side panel scrolls vertically only, can be collapsed (drag the handle to the edge)
+        # and keeps the width the user gave it
+        self.side_scroll = scroll = QScrollArea()
+        scroll.setObjectName("carSidePanel")
         scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(side)
+        scroll.setMinimumWidth(SIDE_MIN_WIDTH + scroll.verticalScrollBar().sizeHint().width() + 4)
         split.addWidget(scroll)
-        split.setSizes([900, 360])
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 0)
+        split.setCollapsible(0, False)
+        split.setCollapsible(1, True)
+        self.splitter = split
+        saved = self.ctx.settings.value(SPLITTER_KEY)
+        if not (saved and split.restoreState(saved)):
+            split.setSizes([900, SIDE_WIDTH])
+        split.splitterMoved.connect(lambda *_: self.ctx.settings.setValue(SPLITTER_KEY, split.saveState()))
 
         p = self.plan_panel
         p.optimise_button.clicked.connect(self.optimise)
@@ -197,10 +214,14 @@ class CarPlannerPage(QWidget):
         spec = self.plan_panel.model_combo.currentData()
         return spec if spec and spec != SIM else None
 
-    def _refresh_models(self, select: str | None = None):
+    def _refresh_models(self, select: str | None = None, first: bool = False):
+        """Offer the shipped model, the models folder's and the ones the user added; on the first
+        fill the shipped learned model is chosen (plans and MPC at the benchmark's speed)."""
+        from engine.car.model import default_model_dir
+
         extra = [str(p) for p in (self.ctx.settings.value("car/extra_models", []) or []) if p]
-        self.catalogue = ModelCatalogue(self.models_dir(), extra)
-        self.plan_panel.show_models(self.catalogue, select)
+        self.catalogue = ModelCatalogue(self.models_dir(), extra, builtin=[str(default_model_dir())])
+        self.plan_panel.show_models(self.catalogue, select or (self.catalogue.default if first else None))
 
     def _add_model_folder(self):
         path = QFileDialog.getExistingDirectory(self, "Folder with car_model.safetensors and car_model.json")
@@ -369,13 +390,12 @@ class CarPlannerPage(QWidget):
             compare = p.compare_combo.currentData() or None
             what = p.model_combo.currentText()
         self._variant_count = len(variants)
-        plan = self.state.begin_optimise()
+        self._optimised_plan = plan = self.state.begin_optimise()
         self.status.setText(f"Optimising on {what}…")
         self._job = self.ctx.jobs.submit(optimise_job(plan, variants, compare, self.params, cfg, self._live),
                                          name="Optimise car trajectory",
-                                         on_result=lambda res: self._on_optimised(plan, res),
-                                         on_error=self._on_job_failed, on_progress=self._on_opt_progress,
-                                         on_cancelled=lambda: self.status.setText("Cancelled."))
+                                         on_result=self._on_optimised, on_error=self._on_job_failed,
+                                         on_progress=self._on_opt_progress, on_cancelled=self._on_cancelled)
         self._job.ended.connect(self._on_job_ended)
 
     def _on_opt_progress(self, update):
@@ -386,8 +406,11 @@ class CarPlannerPage(QWidget):
         who = f"{live['label']}: " if self._variant_count > 1 else ""
         self.status.setText(f"{who}iteration {live['iteration']}: cost {live['costs'][-1]:.4g}")
 
-    def _on_optimised(self, plan, res: dict):
-        result = PlanResult.from_job(plan, res)
+    def _on_cancelled(self):
+        self.status.setText("Cancelled.")
+
+    def _on_optimised(self, res: dict):
+        result = PlanResult.from_job(self._optimised_plan, res)
         self.state.finish_optimise(result)
         if result.compared:
             rows = "; ".join(f"{v.label}: {v.executed_position_error:.2f} m / "
@@ -513,7 +536,7 @@ class CarPlannerPage(QWidget):
             drive_job(self.state.track, spec, self.params, cfg, t.laps_spin.value(), self._drive_feed,
                       t.real_time_check.isChecked()), name="MPC laps",
             on_result=self._on_driven, on_error=self._on_job_failed, on_progress=self._on_drive_progress,
-            on_cancelled=lambda: self.state.end_drive(stopped=True))
+            on_cancelled=self._on_drive_stopped)
         self._drive.ended.connect(self._on_drive_ended)
 
     def _on_drive_progress(self, update):
@@ -530,6 +553,9 @@ class CarPlannerPage(QWidget):
         lap = f"{res['lap_time']:.2f} s" if res["lap_time"] else "not completed"
         self.status.setText(f"MPC: lap {lap}, max deviation {res['max_track_deviation']:.2f} m, "
                             f"{res['control_rate_hz']:.1f} Hz control rate, {res['iterations_per_cycle']} iterations/cycle.")
+
+    def _on_drive_stopped(self):
+        self.state.end_drive(stopped=True)
 
     def _on_drive_ended(self):
         self._drive = None

@@ -152,3 +152,29 @@ def test_selection_config_refuses_empty_or_unknown_choices():
         with pytest.raises(ValueError, match="SelectionConfig"):
             SelectionConfig(**bad)
     assert SelectionConfig(activations=("relu",), losses=("l2",), seeds=1).losses == ("l2",)
+
+
+def test_the_shipped_default_model_is_a_small_learned_model_close_to_the_simulator():
+    """resources/car_models/default: loads, is small, and predicts the simulator's motion (TVE
+    recomputed here on freshly simulated validation trajectories, not read from its JSON)."""
+    from engine.car.dynamics import LearnedCarModel, load_dynamics
+    from engine.car.model import default_model_dir
+
+    folder = default_model_dir()
+    size = sum((folder / f).stat().st_size for f in ("car_model.safetensors", "car_model.json"))
+    assert size < 2_000_000 // 10
+    model, meta = load_car_model(folder)
+    assert isinstance(model, CarMLP) and model.config.activation == "gelu"
+    assert sum(p.numel() for p in model.parameters()) < 100_000
+    assert meta["h"] == CarParams().dt
+    dyn = load_dynamics("default")
+    assert isinstance(dyn, LearnedCarModel) and dyn.name == "default"
+    val = validation_trajectories(CarParams(), count=8, seconds=3.0, seed=99)   # not the training seed
+    tve, errors = trajectory_validation_error(model, val, CarParams().dt)
+    assert tve < 1.5 and np.isfinite(errors).all()
+    # an untrained network of the same size is far worse: the weights carry the learning
+    torch.manual_seed(0)
+    untrained = CarMLP(model.config)
+    untrained.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("linears")},
+                              strict=False)
+    assert trajectory_validation_error(untrained, val, CarParams().dt)[0] > 2 * tve
