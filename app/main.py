@@ -166,11 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv if argv is None else [sys.argv[0], *argv])
     args = build_parser().parse_args(argv[1:])
 
-    from app.display import ensure_display
+    from app.display import check_platform, ensure_display
     from engine.runtime import tune_malloc
 
     tune_malloc()  # see engine/runtime.py: large tensors reuse memory instead of faulting pages in
     ensure_display()
+    problem = check_platform()  # missing system libraries: a message, not Qt's abort
+    if problem:
+        if args.self_test:
+            print(json.dumps({"ok": False, "failures": [problem]}, indent=2))
+        print(problem, file=sys.stderr)
+        return 2
     app = _make_application(argv)
 
     if args.benchmark_view:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["rk4_step", "midpoint_step", "euler_step", "STEPPERS", "get_stepper", "newton_solve", "small_solve"]
+__all__ = ["rk4_step", "rk4_step_t", "midpoint_step", "euler_step", "STEPPERS", "get_stepper", "newton_solve", "small_solve"]
 
 VectorField = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -26,13 +26,23 @@ def midpoint_step(f: VectorField, x: torch.Tensor, u: torch.Tensor, h: float) ->
     return x + h * f(x + 0.5 * h * k1, u)
 
 
-def rk4_step(f: VectorField, x: torch.Tensor, u: torch.Tensor, h: float) -> torch.Tensor:
-    """Classical fourth-order Runge-Kutta."""
-    k1 = f(x, u)
-    k2 = f(x + 0.5 * h * k1, u)
-    k3 = f(x + 0.5 * h * k2, u)
-    k4 = f(x + h * k3, u)
+def rk4_step_t(f: Callable[[float, torch.Tensor], torch.Tensor], t: float, x: torch.Tensor, h) -> torch.Tensor:
+    """Classical fourth-order Runge-Kutta for a time-varying field ``f(t, x) -> xdot``.
+
+    The one RK4 of the project: every other RK4 (:func:`rk4_step`, the robot simulation, the
+    eigenmode closed loop, the self-test) calls this. ``h`` may be a float or a 0-d tensor
+    (gradients then flow through the step size); ``x`` keeps its leading batch dimensions.
+    """
+    k1 = f(t, x)
+    k2 = f(t + 0.5 * h, x + 0.5 * h * k1)
+    k3 = f(t + 0.5 * h, x + 0.5 * h * k2)
+    k4 = f(t + h, x + h * k3)
     return x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+
+
+def rk4_step(f: VectorField, x: torch.Tensor, u: torch.Tensor, h: float) -> torch.Tensor:
+    """Classical fourth-order Runge-Kutta with ``u`` held over the step (:func:`rk4_step_t`)."""
+    return rk4_step_t(lambda _t, x_: f(x_, u), 0.0, x, h)
 
 
 STEPPERS = {"rk4": rk4_step, "midpoint": midpoint_step, "euler": euler_step}

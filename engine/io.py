@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json",
+__all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json", "json_default",
            "save_tensors", "load_tensors", "save_checkpoint", "load_checkpoint",
-           "file_sha256", "CheckpointError"]
+           "file_sha256", "CheckpointError", "finite_or_none", "dataclass_from_dict"]
 
 
 class CheckpointError(ValueError):
@@ -50,7 +52,38 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _json_default(obj: Any):
+def finite_or_none(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, inf) replaced by None, through dicts, lists and
+    tuples (tuples become lists): what strict JSON and an empty CSV cell can hold."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_none(v) for v in obj]
+    return obj
+
+
+def dataclass_from_dict(cls, data: Any, where: str | None = None, error: type[Exception] = ValueError,
+                        convert=None):
+    """Build the dataclass ``cls`` from a dict (a config read from JSON), refusing unknown fields.
+
+    ``where`` names the thing in messages (default: the class name); ``error`` is the exception
+    type raised for a non-dict or unknown fields; ``convert(value)`` (optional) maps each value
+    first (e.g. ``float``, or lists to tuples). Missing fields take the dataclass defaults.
+    """
+    where = where or cls.__name__
+    if not isinstance(data, Mapping):
+        raise error(f"{where}: expected an object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise error(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    return cls(**({k: convert(v) for k, v in data.items()} if convert else dict(data)))
+
+
+def json_default(obj: Any):
+    """``json.dumps``' ``default`` for numpy scalars and arrays, torch tensors and paths."""
     try:
         import numpy as np
         if isinstance(obj, np.generic):
@@ -70,8 +103,11 @@ def _json_default(obj: Any):
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
+_json_default = json_default  # the old private name (still imported by engine/cli/_common.py)
+
+
 def write_json(path: str | os.PathLike, obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
+    return atomic_write_text(path, json.dumps(obj, indent=2, default=json_default) + "\n")
 
 
 def read_json(path: str | os.PathLike) -> Any:

@@ -13,6 +13,8 @@ def selftest_job(ctx: JobContext, steps: int = 2000) -> dict:
     initial angles in torch; energy must be conserved to 1e-6 relative. Returns a dict."""
     import torch
 
+    from engine.integrators import rk4_step_t
+
     t0 = time.perf_counter()
     g, h = 9.81, 1e-3
     q = torch.linspace(-3.0, 3.0, 64, dtype=torch.float64)
@@ -21,20 +23,18 @@ def selftest_job(ctx: JobContext, steps: int = 2000) -> dict:
     def energy(q, p):
         return 0.5 * p**2 - g * torch.cos(q)
 
-    def f(q, p):
-        return p, -g * torch.sin(q)
+    def f(_t, x):
+        q_, p_ = x.unbind(-1)
+        return torch.stack([p_, -g * torch.sin(q_)], -1)
 
     e0 = energy(q, p)
+    x = torch.stack([q, p], -1)
     for i in range(steps):
-        k1 = f(q, p)
-        k2 = f(q + 0.5 * h * k1[0], p + 0.5 * h * k1[1])
-        k3 = f(q + 0.5 * h * k2[0], p + 0.5 * h * k2[1])
-        k4 = f(q + h * k3[0], p + h * k3[1])
-        q = q + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-        p = p + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
+        x = rk4_step_t(f, i * h, x, h)
         if i % 100 == 0:
             ctx.check_cancelled()
             ctx.progress(i / steps, "integrating pendulum")
+    q, p = x.unbind(-1)
     drift = float(((energy(q, p) - e0).abs() / (e0.abs() + 1.0)).max())
     ctx.progress(1.0, "done")
     return {"ok": bool(drift < 1e-6 and math.isfinite(drift)), "energy_drift": drift,

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
+from app.widgets.text import error_html
+
 
 class PanelJob(QObject):
     """Runs a panel's jobs through ``ctx.jobs``. A newer job cancels and supersedes an older
@@ -69,7 +71,7 @@ class PanelJob(QObject):
         def on_error(message: str, tb: str) -> None:
             if finish("failed"):
                 if self.summary is not None:
-                    self.summary.setText(f"<span style='color:#d9534f'>{message}</span>")
+                    self.summary.setText(error_html(message))
                 self.ctx.show_error(name, message)
 
         def on_done(result) -> None:

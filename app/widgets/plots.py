@@ -77,24 +77,42 @@ def curve_data(curve: pg.PlotDataItem) -> tuple[np.ndarray, np.ndarray]:
 
 
 class LossPlot(pg.PlotWidget):
-    """Training loss against epoch, log scale, one named curve per run."""
+    """Losses against epoch on a log scale, one named curve per key.
 
-    def __init__(self, title: str = "Training loss", parent=None):
+    A key is a training run (the Model lab, the car's model) or a loss term (the eigenmode
+    designer's total / task / constraint / effort, given as ``keys`` so they keep their order
+    and colours). ``append(key, epoch, loss)`` adds a point, ``append_values(epoch, {key:
+    loss})`` one point to several curves, ``set_losses(key, losses)`` / ``set_history({key:
+    losses})`` replace curves with per-epoch values. Non-positive and non-finite losses are
+    skipped (they cannot show on a log scale).
+    """
+
+    def __init__(self, title: str = "Training loss", keys: tuple[str, ...] = (), y_label: str = "loss",
+                 parent=None):
         super().__init__(parent=parent, axisItems={"left": LogAxis("left")})
         item = self.getPlotItem()
-        item.setTitle(title)
+        if title:
+            item.setTitle(title)
         item.setLabel("bottom", "epoch")
-        item.setLabel("left", "loss")
+        item.setLabel("left", y_label)
         item.showGrid(x=True, y=True, alpha=0.25)
         for axis in ("left", "bottom"):
             item.getAxis(axis).enableAutoSIPrefix(False)
         item.addLegend(offset=(-10, 10), brush=pg.mkBrush(0, 0, 0, 140))
         item.setLogMode(x=False, y=True)
+        self.setMinimumHeight(140)
         self._curves: dict[str, pg.PlotDataItem] = {}
         self._data: dict[str, tuple[list, list]] = {}
+        for k in keys:
+            self.curve(k)
+
+    @property
+    def curves(self) -> dict[str, pg.PlotDataItem]:
+        """Key -> its curve."""
+        return dict(self._curves)
 
     def curve(self, key: str, name: str | None = None, index: int | None = None) -> pg.PlotDataItem:
-        """The curve of run ``key`` (created with the next colour on first use)."""
+        """The curve of ``key`` (created with the next colour on first use)."""
         if key not in self._curves:
             i = len(self._curves) if index is None else index
             self._curves[key] = self.getPlotItem().plot([], [], name=name or key, pen=pg.mkPen(color(i), width=2))
@@ -104,12 +122,18 @@ class LossPlot(pg.PlotWidget):
     def append(self, key: str, epoch: float, loss: float) -> None:
         """Add one point; non-positive or non-finite losses are skipped (log scale)."""
         self.curve(key)
-        if not (math.isfinite(loss) and loss > 0):
+        if loss is None or not (math.isfinite(loss) and loss > 0):
             return
         xs, ys = self._data[key]
         xs.append(float(epoch))
         ys.append(float(loss))
         self._curves[key].setData(np.asarray(xs), np.asarray(ys))
+
+    def append_values(self, epoch: float, values: dict) -> None:
+        """One point on each existing curve whose key is in ``values`` (other entries ignored)."""
+        for key in list(self._curves):
+            if key in values:
+                self.append(key, epoch, values[key])
 
     def set_losses(self, key: str, losses, name: str | None = None) -> None:
         """Replace the curve of ``key`` with per-epoch ``losses`` (epoch 1..len)."""
@@ -119,6 +143,17 @@ class LossPlot(pg.PlotWidget):
         ok = np.isfinite(ys) & (ys > 0)
         self._data[key] = (list(xs[ok]), list(ys[ok]))
         self._curves[key].setData(xs[ok], ys[ok])
+
+    def set_history(self, history: dict) -> None:
+        """``set_losses`` for every existing curve (an empty curve where ``history`` has no entry)."""
+        for key in list(self._curves):
+            self.set_losses(key, history.get(key, []))
+
+    def clear_data(self) -> None:
+        """Empty every curve (the curves and their legend entries stay)."""
+        for key, c in self._curves.items():
+            self._data[key] = ([], [])
+            c.setData([], [])
 
     def remove(self, key: str) -> None:
         c = self._curves.pop(key, None)

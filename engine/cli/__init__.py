@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import pkgutil
 import sys
 
@@ -31,39 +32,111 @@ def _command_modules():
             yield module
 
 
+class CommandLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the flag and where the help is
+    (exit code 2), never a usage block; its sub-parsers are of the same kind."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
+class _QuietTracebacks(logging.Formatter):
+    """Log lines on the terminal without tracebacks (they go to the log file with -v only)."""
+
+    def formatException(self, ei) -> str:  # noqa: N802 - logging API
+        return ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.exc_text = ""
+        saved = record.exc_info
+        record.exc_info = None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_info = saved
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandLineParser(
         prog="python -m engine",
         description="Lagrange Studio engine: everything the desktop app does, from the command line.",
     )
     parser.add_argument("--version", action="version", version=f"lagrange-studio {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log debug messages to stderr (and an internal error's traceback)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules():
         module.register(sub)
     return parser
 
 
+def _chosen_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The (sub-)parser of the command that ``args`` runs."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        choice = getattr(args, subs[0].dest, None) if subs else None
+        if not subs or choice not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[choice]
+
+
+def _flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Field name -> the flag that sets it (``epochs`` -> ``--epochs``), for messages."""
+    flags = {}
+    for action in parser._actions:
+        long = [o for o in action.option_strings if o.startswith("--")]
+        if long:
+            flags[action.dest] = long[0]
+    return flags
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Exit codes: 0 done, 2 a user error (one line naming the file, field or
+    flag), 1 an internal error (one line and the log file holding the traceback), 130 interrupted."""
+    from engine.messages import is_user_error, user_message, write_traceback
     from engine.runtime import tune_malloc
 
     tune_malloc()  # large temporary tensors reuse memory instead of faulting pages in each call
     parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as exc:  # --help, --version, or a flag's error (printed already)
+        return exc.code if isinstance(exc.code, int) else 2
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl+C)", file=sys.stderr)
+        return 130
+    handler = logging.StreamHandler()
+    handler.setFormatter((logging.Formatter if args.verbose else _QuietTracebacks)("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler])
     func = getattr(args, "func", None)
     if func is None:
-        # A group without a sub-command: show that group's help.
+        # no command, or a group without a sub-command: that parser's help, on stderr (exit 2)
         target = getattr(args, "group_parser", parser)
-        target.print_help()
-        return 0 if args.command is None else 2
+        target.print_help(sys.stderr)
+        return 2
+    chosen = _chosen_parser(parser, args)
     try:
         return int(func(args) or 0)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print("interrupted (Ctrl+C): the command stopped before it finished", file=sys.stderr)
         return 130
-    except (ValueError, FileNotFoundError, OSError) as exc:
-        # Engine errors are ValueError subclasses with messages that name the file and field.
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:  # `... | head`: the reader has gone
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter closes it at exit
+        except OSError:
+            pass
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the one place that turns failures into messages
+        if is_user_error(exc):
+            print(f"error: {user_message(exc, _flags(chosen))}", file=sys.stderr)
+            return 2
+        path = write_traceback(exc, context="python -m engine " + " ".join(arguments))
+        where = f"the details are in {path}" if path else "the log folder cannot be written, so no details were kept"
+        print(f"internal error: {user_message(exc, _flags(chosen))} ({where}; please report it with that file)",
+              file=sys.stderr)
+        if args.verbose:
+            import traceback
+
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        return 1

@@ -1,30 +1,21 @@
-"""Small helpers shared by the command modules: JSON output and running jobs with progress."""
+"""Small helpers shared by the command modules: JSON output, running jobs with progress,
+command groups and the ``--device`` option."""
 
 from __future__ import annotations
 
+import argparse
 import json
-import math
 import sys
 from typing import Any
 
 from engine.jobs import Job, StderrProgress, run_job
 
 
-def _finite_or_none(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite_or_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite_or_none(v) for v in obj]
-    return obj
-
-
 def print_json(obj: Any) -> None:
     """Print ``obj`` as JSON on stdout (NaN and inf become null, so the output is strict JSON)."""
-    from engine.io import _json_default
+    from engine.io import finite_or_none, json_default
 
-    json.dump(_finite_or_none(json.loads(json.dumps(obj, default=_json_default))), sys.stdout, indent=2)
+    json.dump(finite_or_none(json.loads(json.dumps(obj, default=json_default))), sys.stdout, indent=2)
     sys.stdout.write("\n")
     sys.stdout.flush()
 
@@ -39,3 +30,26 @@ def add_group(subparsers, name: str, help: str):
     group = subparsers.add_parser(name, help=help, description=help)
     group.set_defaults(group_parser=group)
     return group, group.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
+
+
+def add_device_option(parser, default: str = "cpu") -> None:
+    """Add ``--device cpu|cuda|cuda:N|auto`` to ``parser`` (resolve it with :func:`device_from_args`)."""
+    from engine.devices import DeviceError, parse_device_name
+
+    def device_name(text: str) -> str:
+        try:
+            return parse_device_name(text)
+        except DeviceError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser.add_argument("--device", type=device_name, default=default, metavar="{cpu,cuda,auto}",
+                        help=f"where to compute: cpu, cuda (or cuda:N), or auto (a GPU when there is one; "
+                             f"default {default})")
+
+
+def device_from_args(args, default: str = "cpu"):
+    """The torch device ``args.device`` names here; a clear user error (exit code 2) when CUDA
+    is asked for and absent."""
+    from engine.devices import resolve_device
+
+    return resolve_device(getattr(args, "device", None) or default, flag="--device")

@@ -18,20 +18,13 @@ def _defaults():
 def _design_from_args(args):
     from engine.eigenmodes.config import DesignConfig
     d = DesignConfig()
-    d.task.q0 = tuple(args.q0)
-    d.task.target = tuple(args.target)
-    d.task.period = args.period
-    d.task.learn_period = args.learn_period
-    d.weights.effort_weight = args.effort_weight
-    d.weights.constraint_weight = args.constraint_weight
-    d.weights.task_weight = args.task_weight
-    d.weights.constraint_mode = args.constraint_mode
-    d.train.epochs = args.epochs
-    d.train.lr = args.lr
-    d.train.dt = args.dt
-    d.train.dtype = args.dtype
-    d.train.seed = args.seed
-    d.potential.hidden = args.hidden
+    d.task.q0, d.task.target = tuple(args.q0), tuple(args.target)
+    flags = {"task": ("period", "learn_period"),
+             "weights": ("effort_weight", "constraint_weight", "task_weight", "constraint_mode"),
+             "train": ("epochs", "lr", "dt", "dtype", "seed"), "potential": ("hidden",)}
+    for part, names in flags.items():
+        for name in names:
+            setattr(getattr(d, part), name, getattr(args, name))
     d.validate()
     return d
 

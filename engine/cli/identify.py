@@ -1,5 +1,5 @@
 """`python -m engine identify ...`: system identification of a robot from a joint log
-(work in engine.robots.log_identification)."""
+(work in engine.identification.from_log)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from engine.cli._common import add_group, print_json, run_cli_job
 
 
 def _config(args):
-    from engine.robots.log_identification import LogIdentificationConfig
+    from engine.identification.from_log import LogIdentificationConfig
 
     learn = tuple(k.strip() for k in args.learn.split(",") if k.strip())
     links = tuple(l.strip() for l in args.links.split(",") if l.strip()) if args.links else None
@@ -20,7 +20,7 @@ def _config(args):
 def _log(args) -> int:
     from engine.logs import LogMapping, prepare_log, read_log
     from engine.robots.library import load_robot
-    from engine.robots.log_identification import identify_from_log, robot_prepare_config
+    from engine.identification.from_log import identify_from_log, robot_prepare_config
 
     config = _config(args)
     config.validate()
@@ -73,7 +73,7 @@ def _log(args) -> int:
 
 
 def register(subparsers) -> None:
-    from engine.robots.log_identification import LogIdentificationConfig
+    from engine.identification.from_log import LogIdentificationConfig
 
     d = LogIdentificationConfig()
     _, sub = add_group(subparsers, "identify", "system identification of robots from joint logs")

@@ -80,7 +80,7 @@ def register(subparsers) -> None:
 
 
 def _add_compare(sub) -> None:
-    from engine.learning_compare import LogCompareConfig
+    from engine.training.compare import LogCompareConfig
     from engine.models.registry import model_names
 
     defaults = LogCompareConfig()
@@ -101,8 +101,9 @@ def _add_compare(sub) -> None:
 def _compare(args) -> int:
     import sys
 
-    from engine.learning_compare import LogCompareConfig, compare_on_log, rows_to_csv, write_compare_report
     from engine.logs import PrepareConfig
+    from engine.training.compare import LogCompareConfig, compare_on_log
+    from engine.training.report import rows_to_csv, write_compare_report
 
     config = LogCompareConfig(steps=args.steps, horizon=args.horizon, epochs=args.epochs, learning_rate=args.lr,
                               hidden=args.hidden, layers=args.layers, seed=args.seed)

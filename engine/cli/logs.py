@@ -43,16 +43,18 @@ def _config_from_args(cls, args):
 
 
 def _read_options(args):
+    from engine.logs.delimited import check_delimiter
     from engine.logs.reader import ReadOptions
 
-    return ReadOptions(delimiter=args.delimiter, topics=args.topics)
+    return ReadOptions(delimiter=check_delimiter(args.delimiter), topics=args.topics,
+                       episode=getattr(args, "episode", None))
 
 
 def _inspect(args) -> int:
     from engine.logs.inspect import inspect_log
 
-    summary = run_cli_job(lambda ctx: inspect_log(args.file, ctx, _read_options(args), args.time),
-                          quiet=args.json)
+    options = _read_options(args)  # a bad --delimiter is a usage error (exit 2), not a problem of the file
+    summary = run_cli_job(lambda ctx: inspect_log(args.file, ctx, options, args.time), quiet=args.json)
     if args.json:
         print_json(summary)
     else:
@@ -74,13 +76,16 @@ def _prepare(args) -> int:
     from engine.logs.mapping import LogMapping
     from engine.logs.prepare import PrepareConfig, prepare_log
     from engine.logs.reader import read_log
+    from engine.validation import check_output_path
 
-    mapping = LogMapping.load(args.mapping)
     config = _config_from_args(PrepareConfig, args)
     config.validate()
+    options = _read_options(args)
+    check_output_path(args.out, "file", "--out")
+    mapping = LogMapping.load(args.mapping)
 
     def job(ctx):
-        table = read_log(args.file, ctx, _read_options(args))
+        table = read_log(args.file, ctx, options)
         return prepare_log(table, mapping, config, ctx)
 
     prepared = run_cli_job(job, quiet=args.json)
@@ -98,8 +103,10 @@ def _prepare(args) -> int:
 
 
 def _make_examples(args) -> int:
-    from engine.logs.examples import make_examples
+    from engine.data.example_logs import make_examples
+    from engine.validation import check_output_path
 
+    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # it rewrites its own files
     paths = run_cli_job(lambda ctx: make_examples(args.out, args.only, ctx), quiet=args.json)
     if args.json:
         print_json({"written": [str(p) for p in paths]})
@@ -139,4 +146,88 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
     p.set_defaults(func=_make_examples)
 
+    _register_replay(sub)
 
+
+# ---------------------------------------------------------------- logs replay (the log on the robot)
+def _replay(args) -> int:
+    from engine.data.log_replay import ReplayMapping, make_replay, rollout_ghost
+    from engine.data.replay_video import VideoOptions, write_replay_video
+    from engine.logs.reader import read_log
+    from engine.robots.library import load_robot
+
+    robot = load_robot(args.robot)
+    rmap = ReplayMapping.load(args.mapping, robot) if args.mapping else None
+    options = VideoOptions(fps=args.fps, start=args.start, end=args.end, width=args.width, height=args.height,
+                           speed=args.speed)
+    options.validate()
+    if rmap is not None and args.episode is not None:
+        rmap.episode = args.episode
+
+    def job(ctx):
+        table = read_log(args.file, ctx, _read_options(args))
+        used = rmap or ReplayMapping.auto(table, robot)
+        replay = make_replay(table, used, robot)
+        ghost = None
+        if args.ghost_horizon:
+            t0 = replay.t[0] if args.start is None else args.start
+            ghost = rollout_ghost(robot, replay, t0, args.ghost_horizon)
+        written = []
+        for path in (args.video, args.gif):
+            if path:
+                written.append(write_replay_video(path, robot, replay, options, ctx, ghost=ghost))
+        return used, replay, ghost, written
+
+    used, replay, ghost, written = run_cli_job(job, quiet=args.json)
+    if args.save_mapping:
+        from engine.io import write_json
+
+        write_json(args.save_mapping, used.to_dict())
+    summary = {"file": str(args.file), "robot": robot.name, "samples": replay.n, "duration": replay.duration,
+               "dt": replay.dt, "joints": used.joints, "q": used.mapping.q, "qd": used.mapping.qd,
+               "u": used.mapping.u, "time": used.mapping.time, "units": used.mapping.units,
+               "base": used.base, "notes": replay.notes, "videos": written,
+               "ghost_rms": None if ghost is None else ghost.rms.tolist()}
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"{args.file} on {robot.name}: {replay.n} samples, {replay.duration:.3f} s "
+              f"(dt {replay.dt:.4g} s)")
+        for joint, col in zip(used.joints, used.mapping.q):
+            unit = used.mapping.unit(col) or "SI"
+            print(f"  {joint} <- {col} [{unit}]")
+        for note in replay.notes:
+            print(f"note: {note}")
+        if ghost is not None:
+            print(f"ghost ({ghost.model}), {args.ghost_horizon} s: rms error per joint "
+                  + ", ".join(f"{v:.3g}" for v in ghost.rms))
+        for w in written:
+            print(f"wrote {w['path']}: {w['frames']} frames, {w['width']}x{w['height']} at {w['fps']:g} fps")
+    return 0
+
+
+def _register_replay(sub) -> None:
+    p = sub.add_parser("replay", help="a joint log on a robot: match its columns, render it to MP4/GIF",
+                       description="Play a joint log on a robot: columns matched to the joints by name (or "
+                                   "--mapping), units converted, rendered off screen to a video.")
+    p.add_argument("file", help="the log (CSV/TSV, NPZ, Parquet, ROS 1/2 bag, MCAP)")
+    p.add_argument("--robot", required=True, help="library name (panda, ur5...) or URDF path")
+    p.add_argument("--mapping", default=None,
+                   help="replay mapping JSON (or a LogMapping JSON whose q are the joints in order); "
+                        "default: matched by name")
+    p.add_argument("--video", default=None, help="write an MP4 here")
+    p.add_argument("--gif", default=None, help="write an animated GIF here")
+    p.add_argument("--fps", type=float, default=30.0, help="video frames per second (default: 30)")
+    p.add_argument("--speed", type=float, default=1.0, help="log seconds per video second (default: 1)")
+    p.add_argument("--start", type=float, default=None, help="clip start in log seconds (default: the start)")
+    p.add_argument("--end", type=float, default=None, help="clip end in log seconds (default: the end)")
+    p.add_argument("--width", type=int, default=640, help="frame width in pixels (default: 640)")
+    p.add_argument("--height", type=int, default=480, help="frame height in pixels (default: 480)")
+    p.add_argument("--episode", type=int, default=None, help="the episode to play (files with an episode column)")
+    p.add_argument("--ghost-horizon", type=float, default=None,
+                   help="also draw the robot's rigid-body model rolled out from --start for this many seconds")
+    p.add_argument("--save-mapping", default=None, help="write the mapping used (JSON) here")
+    p.add_argument("--delimiter", default=None, help="text delimiter (default: sniffed; 'ws' = whitespace)")
+    p.add_argument("--topics", nargs="+", default=None, help="bag/MCAP topics to read (default: all)")
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.set_defaults(func=_replay)

@@ -4,10 +4,11 @@ identification loop. Parsing and printing only; the work lives in engine.robots.
     robot list [--json]
     robot info URDF_OR_NAME [--json]
     robot ik URDF_OR_NAME --link NAME --target x y z [roll pitch yaw] [--json]
+    robot simulate URDF_OR_NAME [--q0 ...] [--qd0 ...] [--tau ...] [--mode free_fall] [--duration 2] [--dt 0.002] [--json]
     robot identify [URDF_OR_NAME] [--perturb 0.3] [--epochs N] ... [--json]
 
 Flags of ``ik`` and ``identify`` are generated from :class:`engine.robots.ik.IKOptions` and
-:class:`engine.robots.identification.IdentificationConfig` (their defaults are the single
+:class:`engine.identification.synthetic.IdentificationConfig` (their defaults are the single
 source of truth).
 """
 
@@ -18,6 +19,7 @@ import dataclasses
 import math
 
 from engine.cli._common import add_group, print_json, run_cli_job
+from engine.io import finite_or_none
 
 
 def _add_dataclass_flags(parser, cls, skip=()):
@@ -41,7 +43,7 @@ def _dataclass_kwargs(args, cls, skip=()):
 
 
 def _finite(x: float):
-    return x if math.isfinite(x) else None
+    return finite_or_none(float(x))
 
 
 # --------------------------------------------------------------------------- list
@@ -158,10 +160,63 @@ def _run_ik(args) -> int:
     return 0 if out["converged"] else 1
 
 
+# --------------------------------------------------------------------------- simulate
+
+def _finite_number(text: str) -> float:
+    """argparse type: a finite float (nan and inf refused with a plain message)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    value = _finite_number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def _run_simulate(args) -> int:
+    import numpy as np
+
+    from engine.robots.ik import neutral_configuration
+    from engine.robots.library import load_robot
+    from engine.robots.simulate import SimulationOptions, simulate
+
+    model = load_robot(args.robot)
+    n = model.dof
+    for flag, values in (("--q0", args.q0), ("--qd0", args.qd0), ("--tau", args.tau)):
+        if values is not None and len(values) != n:
+            raise ValueError(f"{flag} needs {n} values (one per joint of {model.name}: "
+                             f"{', '.join(model.joint_names)}), got {len(values)}")
+    q0 = neutral_configuration(model).numpy() if args.q0 is None else np.asarray(args.q0, float)
+    options = SimulationOptions(mode=args.mode, duration=args.duration, dt=args.dt, kp=args.kp, kd=args.kd,
+                                damping=args.damping, frame_rate=args.frame_rate,
+                                tau=tuple(args.tau) if args.tau is not None else ())
+    keyframes = ([0.0], [np.asarray(args.target, float)]) if args.target is not None else ((), ())
+    if args.target is not None and len(args.target) != n:
+        raise ValueError(f"--target needs {n} joint values, got {len(args.target)}")
+    result = simulate(model, q0, args.qd0, options, *keyframes)
+    out = {"robot": model.name, "joint_names": model.joint_names, "dt": options.dt, **result.to_dict()}
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{model.name}: {options.mode.replace('_', ' ')}, {result.t[-1]:.3f} s in steps of {options.dt:g} s, "
+          f"{len(result.t)} samples")
+    print(f"  {'joint':<24}{'q0':>12}{'q(end)':>12}{'qd(end)':>12}")
+    for i, name in enumerate(model.joint_names):
+        print(f"  {name:<24}{result.q[0, i]:>12.6f}{result.q[-1, i]:>12.6f}{result.qd[-1, i]:>12.6f}")
+    return 0
+
+
 # --------------------------------------------------------------------------- identify
 
 def _run_identify(args) -> int:
-    from engine.robots.identification import IdentificationConfig, identification_job
+    from engine.identification.synthetic import IdentificationConfig, identification_job
 
     kw = _dataclass_kwargs(args, IdentificationConfig, skip=("links", "robot"))
     config = IdentificationConfig(robot=args.robot, links=tuple(args.links) if args.links else None, **kw)
@@ -184,10 +239,10 @@ def _run_identify(args) -> int:
 # --------------------------------------------------------------------------- registration
 
 def register(subparsers) -> None:
-    from engine.robots.identification import IdentificationConfig
+    from engine.identification.synthetic import IdentificationConfig
     from engine.robots.ik import IKOptions
 
-    _, sub = add_group(subparsers, "robot", "robots: the library, URDF summaries, inverse kinematics, identification")
+    _, sub = add_group(subparsers, "robot", "robots: the library, URDF summaries, inverse kinematics, simulation, identification")
 
     p = sub.add_parser("list", help="robots shipped in urdf/ and found in installed description packages")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -207,6 +262,34 @@ def register(subparsers) -> None:
     _add_dataclass_flags(p, IKOptions)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run_ik)
+
+    from engine.robots.simulate import SimulationOptions as S
+
+    p = sub.add_parser(
+        "simulate", help="integrate the forward dynamics from a state (RK4, joints held at their limits)",
+        description="Integrate the robot's forward dynamics (articulated-body algorithm) with RK4 at a fixed "
+                    "step from q0, qd0. Modes: free_fall (tau = --tau), gravity_compensation (tau = g(q) + --tau), "
+                    "pd_keyframes (a PD on accelerations to --target). Units: rad or m, s, N m or N.")
+    p.add_argument("robot", help="library name (see `robot list`) or URDF path")
+    p.add_argument("--q0", nargs="+", type=_finite_number, default=None, metavar="Q",
+                   help="initial joint positions, one per joint (default: the neutral pose)")
+    p.add_argument("--qd0", nargs="+", type=_finite_number, default=None, metavar="QD",
+                   help="initial joint velocities (default: 0)")
+    p.add_argument("--tau", nargs="+", type=_finite_number, default=None, metavar="TAU",
+                   help="constant joint torques/forces added in every mode (default: 0)")
+    p.add_argument("--mode", choices=S.MODES, default=S.mode, help=f"(default: {S.mode})")
+    p.add_argument("--target", nargs="+", type=_finite_number, default=None, metavar="Q",
+                   help="joint positions the pd_keyframes mode drives to")
+    p.add_argument("--duration", type=_positive_number, default=S.duration, help=f"seconds (default: {S.duration})")
+    p.add_argument("--dt", type=_positive_number, default=S.dt, help=f"RK4 step in seconds (default: {S.dt})")
+    p.add_argument("--kp", type=_finite_number, default=S.kp, help=f"pd_keyframes gain, 1/s^2 (default: {S.kp})")
+    p.add_argument("--kd", type=_finite_number, default=S.kd, help=f"pd_keyframes gain, 1/s (default: {S.kd})")
+    p.add_argument("--damping", action=argparse.BooleanOptionalAction, default=S.damping,
+                   help="apply the URDF joint damping (default: on)")
+    p.add_argument("--frame-rate", dest="frame_rate", type=_positive_number, default=S.frame_rate,
+                   help=f"samples kept per second of simulated time (default: {S.frame_rate})")
+    p.add_argument("--json", action="store_true", help="print JSON: t, q, qd and the joint names")
+    p.set_defaults(func=_run_simulate)
 
     p = sub.add_parser("identify", help="the learning loop: perturb masses, fit them on sine-motion data, report")
     p.add_argument("robot", nargs="?", default=IdentificationConfig.robot, help="library name or URDF path "

@@ -25,7 +25,11 @@ sampling (first point = the drawn state), kept for data sets saved before.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
+
+from engine.io import dataclass_from_dict
+
+from engine.validation import check_allocation, check_finite, check_int, check_range
 
 __all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for", "SAMPLERS"]
 
@@ -97,6 +101,7 @@ class DatasetConfig:
 
     def __post_init__(self):
         protocol_for(self.system)
+        self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
         for name in ("train_trajectories", "test_trajectories", "steps", "long_term_trajectories", "long_term_steps"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
@@ -108,6 +113,27 @@ class DatasetConfig:
         if not self.control_low <= self.control_high:
             raise ValueError("DatasetConfig.control_low must be <= control_high")
 
+    def _check_sizes(self) -> None:
+        """Ranges that make sense and the data set's memory estimated before it is generated
+        (engine/validation.py; budget: LAGRANGE_MEMORY_BUDGET, default 25 % of RAM)."""
+        who = "data set setting"
+        for name, flag in (("train_trajectories", "--trajectories"), ("test_trajectories", "--test-trajectories"),
+                           ("long_term_trajectories", None), ("steps", None),
+                           ("long_term_steps", "--long-term-steps")):
+            check_int(who, f"{name} ({flag})" if flag else name, getattr(self, name), 1, 100_000_000)
+        for name in ("seed", "long_term_seed"):
+            check_int(who, f"{name} (--seed)" if name == "seed" else name, getattr(self, name), 0, 2**32 - 1,
+                      hint="seeds are whole numbers from 0")
+        if self.h is not None:
+            check_range(who, "h", self.h, 0.0, 10.0, lo_open=True, unit="s")
+        check_finite(who, "control_low", self.control_low)
+        check_finite(who, "control_high", self.control_high)
+        width = len(protocol_for(self.system).state_low) + 1  # state and control per point (float64)
+        points = ((self.train_trajectories + self.test_trajectories) * (self.steps + 2)
+                  + self.long_term_trajectories * (self.long_term_steps + 2))
+        check_allocation(f"a data set of {points:.3g} points", points * width, 8 * 3,
+                         hint="lower the number of trajectories or steps")
+
     @property
     def time_step(self) -> float:
         return float(self.h if self.h is not None else protocol_for(self.system).h)
@@ -117,8 +143,4 @@ class DatasetConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> DatasetConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"DatasetConfig: unknown field(s) {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "data set settings")

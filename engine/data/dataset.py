@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.data.base import ARRAYS, TrajectoryData
 from engine.data.config import DatasetConfig, protocol_for
-from engine.io import atomic_write_bytes, read_json, write_json
+from engine.io import CheckpointError, atomic_write_bytes, read_json, write_json
 from engine.systems import get_system
 
 __all__ = [
@@ -35,15 +36,14 @@ __all__ = [
     "save_dataset",
 ]
 
-ARRAYS = ("train_x", "train_u", "test_x", "test_u", "long_x", "long_u")
-
-
 class DatasetError(ValueError):
     """A data set file that is missing, malformed or inconsistent; the message names the file and field."""
 
 
 @dataclass
-class TrajectoryDataset:
+class TrajectoryDataset(TrajectoryData):
+    """The SyMo protocol's simulated train, test and long-term sets of an analytic system."""
+
     config: DatasetConfig
     train_x: np.ndarray
     train_u: np.ndarray
@@ -220,12 +220,18 @@ def save_dataset(dataset: TrajectoryDataset, path: str | Path) -> Path:
 
 def load_dataset(path: str | Path) -> TrajectoryDataset:
     """Load a data set written by :func:`save_dataset`; :class:`DatasetError` names what is wrong."""
-    path = Path(path).with_suffix(".npz")
+    given = Path(path)
+    path = given.with_suffix(".npz")
     meta_path = path.with_suffix(".json")
-    if not path.exists():
-        raise DatasetError(f"{path}: file not found")
+    if not path.exists():  # name the file the user gave, and what was looked for
+        looked = "" if path == given else f" (looked for the data set {path.name} beside it)"
+        raise DatasetError(f"{given}: {'file not found' if not given.exists() else 'not a data set'}{looked}; "
+                           "give an .npz written by `learn data`")
     try:
         meta = read_json(meta_path)
+    except CheckpointError as exc:  # its message already names the file
+        raise DatasetError(f"{exc} (the .json written beside the .npz by `learn data`)") from exc
+    try:
         # files written before ``sampler`` existed were sampled with numpy's default_rng
         config = DatasetConfig.from_dict({"sampler": "numpy", **meta["config"]})
     except (KeyError, TypeError) as exc:

@@ -14,9 +14,10 @@ learned potential has work to do.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 from engine.systems.double_pendulum import DoublePendulumParams, reach
+from engine.io import dataclass_from_dict
 
 __all__ = [
     "ConfigError",
@@ -202,10 +203,5 @@ class DesignConfig:
 
 def config_from_dict(cls, data: dict, where: str = ""):
     """Build the dataclass ``cls`` from a dict, rejecting unknown fields (lists become tuples)."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where or cls.__name__}: expected an object, got {type(data).__name__}")
-    names = {f.name for f in fields(cls)}
-    unknown = set(data) - names
-    if unknown:
-        raise ConfigError(f"{where or cls.__name__}: unknown field(s) {sorted(unknown)}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    return dataclass_from_dict(cls, data, where or None, ConfigError,
+                               lambda v: tuple(v) if isinstance(v, list) else v)

@@ -1,4 +1,4 @@
-"""The closed loop of plant and learned potential, and a fixed-step RK4 integrator.
+"""The closed loop of plant and learned potential, and fixed-step RK4 trajectories of it.
 
 State ``x = (q1, q2, p1, p2)``, shape ``(..., 4)``. The closed loop is conservative with
 ``H_cl(q, p) = H(q, p) + V_theta(q)``.
@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import torch
 
+from engine.integrators import rk4_step_t
 from engine.systems.double_pendulum import DoublePendulumParams, hamiltonian, hamiltonian_vector_field
 
 __all__ = ["closed_loop_energy", "closed_loop_field", "rk4_step", "rk4_trajectory"]
@@ -73,12 +74,9 @@ def closed_loop_energy(x: torch.Tensor, potential, plant: DoublePendulumParams) 
 
 
 def rk4_step(f: VectorField, x: torch.Tensor, dt) -> torch.Tensor:
-    """One classical Runge-Kutta step of size ``dt`` (a float or a 0-d tensor, differentiable)."""
-    k1 = f(x)
-    k2 = f(x + 0.5 * dt * k1)
-    k3 = f(x + 0.5 * dt * k2)
-    k4 = f(x + dt * k3)
-    return x + (dt / 6.0) * (k1 + 2 * k2 + 2 * k3 + k4)
+    """One classical Runge-Kutta step of size ``dt`` (a float or a 0-d tensor, differentiable),
+    by the engine's one RK4 (:func:`engine.integrators.rk4_step_t`)."""
+    return rk4_step_t(lambda _t, x_: f(x_), 0.0, x, dt)
 
 
 def rk4_trajectory(f: VectorField, x0: torch.Tensor, duration, steps: int,

@@ -9,7 +9,9 @@ NPZ layouts understood:
   arrays are skipped with a note. All columns must have the same length.
 
 Parquet: every column must be numeric, boolean or a timestamp (converted to seconds since
-the epoch); row groups are read one by one (progress and cancellation between them).
+the epoch), or a list of numbers of one length per row (LeRobot's ``observation.state``,
+``action``), which gives columns ``name[0]`` ... ``name[k-1]``; row groups are read one by one
+(progress and cancellation between them).
 """
 
 from __future__ import annotations
@@ -114,6 +116,34 @@ def _arrow_to_float(column, name: str, path: Path) -> np.ndarray:
     raise LogError(f"column type {typ} is not numeric", path=path, column=name)
 
 
+def _is_list(typ) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ)
+
+
+def _list_to_columns(column, name: str, path: Path, width: int | None) -> list[np.ndarray]:
+    """A list column (one vector per row, as LeRobot's ``observation.state``) -> one float64
+    array per element; every row must hold ``width`` numbers (the first row's length)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if column.null_count:
+        raise LogError("a row holds no vector (null)", path=path, column=name)
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+    if lengths.size == 0:
+        return [np.zeros(0)] * (width or 0)
+    width = int(lengths[0]) if width is None else width
+    bad = np.flatnonzero(lengths != width)
+    if bad.size:
+        raise LogError(f"row {int(bad[0])} holds {int(lengths[bad[0]])} values, the first row {width}: "
+                       "a list column needs vectors of one length", path=path, column=name)
+    values = _arrow_to_float(pc.list_flatten(column), name, path)
+    flat = values.reshape(len(lengths), width) if width else np.zeros((len(lengths), 0))
+    return [flat[:, i] for i in range(width)]
+
+
 def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
     """Read a Parquet log (numeric columns) into a :class:`LogTable`, row group by row group."""
     path = Path(path)
@@ -135,7 +165,9 @@ def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
         raise LogError("the file has no columns", path=path)
     if len(set(names)) != len(names):
         raise LogError("repeated column names", path=path)
-    parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    lists = {n for n in names if _is_list(pfile.schema_arrow.field(n).type)}
+    widths: dict[str, int | None] = {n: None for n in lists}
+    parts: dict[str, list] = {n: [] for n in names}
     n_groups = pfile.num_row_groups
     for g in range(n_groups):
         if ctx is not None:
@@ -145,12 +177,27 @@ def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
         except Exception as exc:  # noqa: BLE001
             raise LogError(f"row group {g} cannot be read ({exc})", path=path) from None
         for name in names:
-            parts[name].append(_arrow_to_float(group.column(name), name, path))
+            if name in lists:
+                cols = _list_to_columns(group.column(name), name, path, widths[name])
+                if group.num_rows:
+                    widths[name] = len(cols)
+                parts[name].append(cols)
+            else:
+                parts[name].append(_arrow_to_float(group.column(name), name, path))
         if ctx is not None:
             ctx.progress((g + 1) / n_groups * 0.99, f"reading {path.name}: row group {g + 1}/{n_groups}")
-    data = {n: np.concatenate(p) if p else np.zeros(0) for n, p in parts.items()}
-    if len(data[names[0]]) == 0:
+    data: dict[str, np.ndarray] = {}
+    notes: list[str] = []
+    for n in names:
+        if n in lists:
+            width = widths[n] or 0
+            for i in range(width):
+                data[f"{n}[{i}]"] = np.concatenate([p[i] for p in parts[n] if len(p) > i])
+            notes.append(f"list column {n!r}: {width} columns {n}[0] .. {n}[{width - 1}]")
+        else:
+            data[n] = np.concatenate(parts[n]) if parts[n] else np.zeros(0)
+    if not data or len(next(iter(data.values()))) == 0:
         raise LogError("the file has no rows", path=path)
     if ctx is not None:
         ctx.progress(1.0, f"read {path.name}")
-    return LogTable(columns=names, data=data, source=str(path), format="parquet")
+    return LogTable(columns=list(data), data=data, source=str(path), format="parquet", notes=notes)

@@ -1,4 +1,5 @@
-"""ROS 1 bags, ROS 2 bags (folder, ``.db3``, ``.mcap``) and JSON MCAP files.
+"""ROS 1 bags, ROS 2 bags (folder, ``.db3``, ``.mcap``) and MCAP files of JSON, protobuf or
+ROS 1 messages.
 
 Needs the ``logs`` extra (``rosbags``, ``mcap``), imported only when a bag is opened.
 
@@ -40,11 +41,18 @@ def _is_time(obj) -> bool:
     return names in ({"sec", "nanosec"}, {"sec", "nsec"})
 
 
+def _ns(sec, nsec) -> int:
+    """A time as integer nanoseconds (exact: a float of seconds since the epoch keeps only ~0.2 us)."""
+    if isinstance(sec, int) and isinstance(nsec, int):
+        return int(sec) * 10**9 + int(nsec)
+    return int(round(float(sec) * 1e9)) + int(round(float(nsec)))
+
+
 def flatten_message(msg, prefix: str, out: dict[str, float], times: set[str] | None = None) -> None:
     """Add the numeric leaves of a deserialised ROS message (a dataclass) to ``out``; the
-    names of leaves that are times (in seconds since the epoch) are added to ``times``."""
+    names of leaves that are times (integer nanoseconds since the epoch) are added to ``times``."""
     if _is_time(msg):
-        out[prefix] = msg.sec + getattr(msg, "nanosec", getattr(msg, "nsec", 0)) * 1e-9
+        out[prefix] = _ns(msg.sec, getattr(msg, "nanosec", getattr(msg, "nsec", 0)))
         if times is not None:
             times.add(prefix)
         return
@@ -79,7 +87,7 @@ def _flatten_json(value, key: str, out: dict[str, float], times: set[str]) -> No
     elif isinstance(value, dict):
         if set(value) in ({"sec", "nsec"}, {"sec", "nanosec"}) \
                 and all(isinstance(v, int | float) for v in value.values()):
-            out[key] = float(value["sec"]) + float(value.get("nsec", value.get("nanosec", 0))) * 1e-9
+            out[key] = _ns(value["sec"], value.get("nsec", value.get("nanosec", 0)))
             times.add(key)
             return
         names = value.get("name")
@@ -130,9 +138,10 @@ class _Rows:
                 names.update(dict.fromkeys(self.records[order[j]]))
             for name in names:
                 col = np.full(n, np.nan)
-                col[rows] = [self.records[order[j]].get(name, np.nan) for j in rows]
-                if name in self.time_fields:  # stamps on the same origin as t
-                    col = (col - t0 // 10**9) - (t0 % 10**9) * 1e-9
+                values = [self.records[order[j]].get(name, np.nan) for j in rows]
+                if name in self.time_fields:  # stamps (int ns) on the same origin as t
+                    values = [(v - t0) * 1e-9 if isinstance(v, int) else v for v in values]
+                col[rows] = values
                 columns[name] = col
         topics = list(dict.fromkeys(topic_of_row))
         notes.append(f"t: seconds since the first message ({t0} ns since the epoch); "
@@ -155,31 +164,45 @@ def _mcap_encodings(path: Path) -> set[str]:
     return {ch.message_encoding for ch in summary.channels.values()}
 
 
-def _read_mcap_json(path: Path, ctx, topics) -> LogTable:
+def _read_mcap_decoded(path: Path, ctx, topics) -> LogTable:
+    """MCAP files whose channels are JSON, protobuf or ROS 1 (see engine.logs.mcap_messages)."""
     from mcap.reader import make_reader
 
+    from engine.logs.mcap_messages import decoder_for
+
     rows = _Rows()
+    factories: dict = {}
+    decoders: dict[int, object] = {}
+    kinds: set[str] = set()
     with open(path, "rb") as fh:
         reader = make_reader(fh)
         summary = reader.get_summary()
         total = sum(summary.statistics.channel_message_counts.values()) if summary and summary.statistics \
             else 0
-        for i, (_, channel, message) in enumerate(reader.iter_messages(topics=topics)):
+        for i, (schema, channel, message) in enumerate(reader.iter_messages(topics=topics)):
             if i % _PROGRESS_EVERY == 0 and ctx is not None:
                 ctx.check_cancelled()
                 ctx.progress(i / total * 0.95 if total else None, f"reading {path.name}: {i} messages")
-            if channel.message_encoding != "json":
-                raise LogError(f"message encoding {channel.message_encoding!r} mixed with JSON",
-                               path=path, column=channel.topic)
+            decode = decoders.get(channel.id)
+            if decode is None:
+                decode = decoders[channel.id] = decoder_for(channel.message_encoding, schema, factories, path,
+                                                            channel.topic)
+                kinds.add(channel.message_encoding)
             try:
-                payload = json.loads(message.data)
+                payload = decode(message.data)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise LogError(f"message {i} is not valid JSON ({exc})", path=path,
                                column=channel.topic) from None
+            except LogError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - protobuf DecodeError, genpy struct errors
+                raise LogError(f"message {i} cannot be decoded as {channel.message_encoding} "
+                               f"({type(exc).__name__}: {exc})", path=path, column=channel.topic) from None
             flat: dict[str, float] = {}
             _flatten_json(payload, channel.topic, flat, rows.time_fields)
             rows.add(channel.topic, message.log_time, flat)
-    return rows.table(path, "mcap", ["MCAP with JSON messages"])
+    names = {"json": "JSON", "protobuf": "protobuf", "ros1": "ROS 1"}
+    return rows.table(path, "mcap", [f"MCAP with {' and '.join(names[k] for k in sorted(kinds))} messages"])
 
 
 def _read_ros(path: Path, ctx, topics) -> LogTable:
@@ -208,7 +231,8 @@ def _read_ros(path: Path, ctx, topics) -> LogTable:
 
 def read_bag(path: str | os.PathLike, ctx=None, *, topics: list[str] | None = None) -> LogTable:
     """Read a ROS 1 ``.bag``, a ROS 2 bag (folder with ``metadata.yaml``, ``.db3`` or
-    ``.mcap``) or a JSON-encoded MCAP file into a :class:`LogTable` (see the module doc)."""
+    ``.mcap``) or an MCAP file of JSON, protobuf or ROS 1 messages into a :class:`LogTable`
+    (see the module doc)."""
     path = Path(path)
     if not path.exists():
         raise LogError("file not found", path=path)
@@ -223,8 +247,8 @@ def read_bag(path: str | os.PathLike, ctx=None, *, topics: list[str] | None = No
     try:
         if path.suffix == ".mcap":
             encodings = _mcap_encodings(path)
-            if encodings and encodings <= {"json"}:
-                table = _read_mcap_json(path, ctx, topics)
+            if encodings and encodings <= {"json", "protobuf", "ros1"}:
+                table = _read_mcap_decoded(path, ctx, topics)
             else:
                 table = _read_ros(path, ctx, topics)
         else:

@@ -16,6 +16,7 @@ at fault. Rules:
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import os
@@ -26,13 +27,51 @@ import numpy as np
 from engine.logs.errors import LogError
 from engine.logs.table import LogTable
 
-__all__ = ["DELIMITER_CANDIDATES", "MISSING_STRINGS", "parse_cell", "read_delimited"]
+__all__ = ["DELIMITER_CANDIDATES", "MISSING_STRINGS", "check_delimiter", "parse_cell", "read_delimited",
+           "require_regular_file"]
 
 DELIMITER_CANDIDATES = ("\t", ";", ",", "|")
 MISSING_STRINGS = ("", "nan", "NaN", "NAN", "NA", "na", "N/A", "null", "NULL", "None")
 _MISSING = frozenset(MISSING_STRINGS)
 _SNIFF_LINES = 50
 _DELIMITER_NAMES = {"\t": "tab", ";": "semicolon", ",": "comma", "|": "pipe", None: "whitespace"}
+
+
+_DELIMITER_ALIASES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|",
+                      "space": "ws", "whitespace": "ws"}
+
+
+def check_delimiter(delimiter: str | None) -> str | None:
+    """The delimiter as the reader uses it (``"tab"`` and ``\\t`` mean a tab; ``"ws"`` runs of
+    whitespace), or a LogError naming ``--delimiter`` for anything else than one character."""
+    if delimiter is None:
+        return None
+    d = _DELIMITER_ALIASES.get(delimiter, delimiter)
+    if d in ("ws", " "):
+        return d
+    if len(d) != 1 or d in "\"\r\n#" or d.isalnum() or d in ".-+":
+        raise LogError(f"--delimiter: {delimiter!r} cannot separate fields; give one character such as "
+                       ", ; | or tab, or 'ws' for runs of whitespace (or leave it out to detect it)")
+    return d
+
+
+def require_regular_file(path: Path) -> os.stat_result:
+    """``os.stat`` of ``path``, refusing pipes, devices and sockets (opening a FIFO would hang)
+    before anything opens it; LogError if it is missing or not a regular file."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise LogError("file not found", path=path) from None
+    except OSError as exc:
+        raise LogError(f"cannot read the file ({exc.strerror or exc})", path=path) from None
+    if not stat.S_ISREG(st.st_mode):
+        what = ("a folder" if stat.S_ISDIR(st.st_mode) else "a named pipe" if stat.S_ISFIFO(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise LogError(f"{what}, not a log file; save the log to a regular file and open that", path=path)
+    return st
 
 
 def parse_cell(cell: str, decimal: str = ".") -> float:
@@ -79,23 +118,56 @@ def _decimal_commas(lines: list[str]) -> bool:
         return False
 
 
+def _utf16_encoding(head: bytes) -> str | None:
+    """``"utf-16"`` (with a byte-order mark), ``"utf-16-le"``/``"utf-16-be"`` (without one, when
+    every other byte of mostly-ASCII text is zero), or None: not UTF-16 text."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) and not head.startswith(b"\xff\xfe\x00\x00"):
+        return "utf-16"
+    n = len(head) - len(head) % 2
+    if n < 4:
+        return None
+    even, odd = head[0:n:2], head[1:n:2]
+
+    def text(b: bytes) -> bool:
+        return all(c in (9, 10, 13) or 32 <= c < 127 for c in b)
+
+    if odd.count(0) == len(odd) and text(even):
+        return "utf-16-le"
+    if even.count(0) == len(even) and text(odd):
+        return "utf-16-be"
+    return None
+
+
 def _blocks(fh, size: int, chunk_bytes: int, path: Path):
     """Yield ``(first_line_number, lines, bytes_done)`` with lines split on any newline."""
     leftover = b""
     line_no = 1
     done = 0
     first = True
+    decoder = None  # UTF-16 text is decoded block by block and parsed as UTF-8
     while True:
         data = fh.read(chunk_bytes)
         done += len(data)
         eof = not data
         if first:
-            if b"\x00" in data[:8192]:
+            encoding = _utf16_encoding(data[:8192])
+            if encoding is not None:
+                decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
+            elif b"\x00" in data[:8192]:
                 raise LogError("binary file, not delimited text (is it .npz, .parquet or a bag?)",
                                path=path)
-            if data.startswith(b"\xef\xbb\xbf"):
+            elif data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             first = False
+        if decoder is not None:
+            try:
+                decoded = decoder.decode(data, final=eof)
+            except UnicodeDecodeError as exc:
+                raise LogError(f"not valid UTF-16 text ({exc.reason} near byte {done - len(data) + exc.start}); "
+                               "save the file as UTF-8", path=path) from None
+            if "\x00" in decoded:
+                raise LogError("binary file, not delimited text (is it .npz, .parquet or a bag?)", path=path)
+            data = decoded.encode("utf-8")
         buf = leftover + data
         if eof:
             block, leftover = buf, b""
@@ -219,8 +291,9 @@ def read_delimited(path: str | os.PathLike, ctx=None, *, delimiter: str | None =
     ``" "`` means runs of whitespace).
     """
     path = Path(path)
+    delimiter = check_delimiter(delimiter)
     try:
-        size = path.stat().st_size
+        size = require_regular_file(path).st_size
         fh = open(path, "rb")  # noqa: SIM115 - closed by the ``with fh`` below
     except OSError as exc:
         raise LogError(f"cannot open the file ({exc.strerror or exc})", path=path) from None

@@ -16,17 +16,20 @@ class LogError(ValueError):
     """
 
     def __init__(self, message: str, *, path: str | os.PathLike | None = None,
-                 line: int | None = None, column: str | int | None = None):
+                 line: int | None = None, column: str | int | None = None, setting: str | None = None):
         self.path = None if path is None else str(path)
         self.line = line
-        self.column = column
+        self.column = column if setting is None else setting
+        self.setting = setting
         self.reason = message
         where = []
         if self.path is not None:
             where.append(self.path)
         if line is not None:
             where.append(f"line {line}")
-        if column is not None:
+        if setting is not None:  # a preparation setting: named as the field and its flag
+            where.append(f"setting {setting!r} (--{setting.replace('_', '-')})")
+        elif column is not None:
             where.append(f"column {column!r}" if isinstance(column, str) else f"column {column}")
         prefix = ", ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)

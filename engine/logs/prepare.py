@@ -31,7 +31,8 @@ from engine.logs.errors import LogError
 from engine.logs.mapping import LogMapping, MappedLog, apply_mapping
 from engine.logs.table import LogTable
 from engine.logs.units import ANGLE_UNITS
-from engine.logs.validate import check_no_gaps, check_time
+from engine.logs.validate import check_no_gaps, check_time, check_time_gaps
+from engine.validation import InputError, check_allocation, check_finite, check_range
 
 __all__ = [
     "PrepareConfig",
@@ -48,6 +49,7 @@ __all__ = [
 
 INTERPOLATIONS = ("linear", "cubic")
 DERIVATIVES = ("finite_difference", "savgol")
+TIME_GAPS = ("refuse", "keep")
 
 
 @dataclass
@@ -58,7 +60,11 @@ class PrepareConfig:
     None = the median step of the log. ``window``: Savitzky-Golay window in samples of the
     resampled signal (odd, > ``polyorder``). ``train_ranges`` / ``val_ranges``: lists of
     ``[t_start, t_end]`` (s, inclusive); with neither, the last ``val_fraction`` of the
-    time is validation; with one, the other is its complement.
+    time is validation; with one, the other is its complement. ``time_gaps``: a time step
+    longer than ``gap_factor`` x the median step (a pause, a clock jump, one bogus timestamp)
+    is refused (``"refuse"``, naming its line) or resampled across (``"keep"``: the signals
+    are interpolated over the gap). ``allow_large``: let through a resampled log bigger than
+    the memory budget (engine/validation.py).
     """
 
     dt: float | None = None
@@ -76,25 +82,39 @@ class PrepareConfig:
     train_ranges: list[list[float]] = field(default_factory=list)
     val_ranges: list[list[float]] = field(default_factory=list)
     val_fraction: float = 0.2
+    time_gaps: str = "refuse"
+    gap_factor: float = 100.0
+    allow_large: bool = False
 
     def validate(self) -> None:
-        if self.dt is not None and not (np.isfinite(self.dt) and self.dt > 0):
-            raise LogError(f"must be positive, got {self.dt}", column="dt")
+        try:
+            if self.dt is not None:
+                check_range(None, "dt", self.dt, 0.0, None, lo_open=True, unit="s",
+                            hint="the resampling step in seconds, e.g. 0.01")
+            for name in ("t_start", "t_end"):
+                if getattr(self, name) is not None:
+                    check_finite(None, name, getattr(self, name))
+            check_range(None, "gap_factor", self.gap_factor, 2.0, None,
+                        hint="a step longer than this many median steps is a gap")
+        except InputError as exc:
+            raise LogError(exc.reason, setting=exc.field) from None
+        if self.time_gaps not in TIME_GAPS:
+            raise LogError(f"must be one of {TIME_GAPS}, got {self.time_gaps!r}", setting="time_gaps")
         if self.interpolation not in INTERPOLATIONS:
-            raise LogError(f"must be one of {INTERPOLATIONS}", column="interpolation")
+            raise LogError(f"must be one of {INTERPOLATIONS}", setting="interpolation")
         if self.derivative not in DERIVATIVES:
-            raise LogError(f"must be one of {DERIVATIVES}", column="derivative")
+            raise LogError(f"must be one of {DERIVATIVES}", setting="derivative")
         if self.window < 3 or self.window % 2 == 0:
-            raise LogError(f"must be an odd number >= 3, got {self.window}", column="window")
+            raise LogError(f"must be an odd number >= 3, got {self.window}", setting="window")
         if not 0 <= self.polyorder < self.window:
-            raise LogError(f"must be in [0, window), got {self.polyorder}", column="polyorder")
-        if not 0 <= self.val_fraction < 1:
-            raise LogError(f"must be in [0, 1), got {self.val_fraction}", column="val_fraction")
+            raise LogError(f"must be in [0, window), got {self.polyorder}", setting="polyorder")
+        if not (np.isfinite(self.val_fraction) and 0 <= self.val_fraction < 1):
+            raise LogError(f"must be in [0, 1), got {self.val_fraction}", setting="val_fraction")
         for name in ("train_ranges", "val_ranges"):
             for r in getattr(self, name):
                 if len(r) != 2 or not r[0] < r[1]:
                     raise LogError(f"each range must be [t_start, t_end] with t_start < t_end, got {r}",
-                                   column=name)
+                                   setting=name)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,7 +124,7 @@ class PrepareConfig:
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
         if unknown:
-            raise LogError(f"unknown field(s) {sorted(unknown)}", column=min(unknown))
+            raise LogError(f"unknown field(s) {sorted(unknown)}", setting=min(unknown))
         return cls(**d)
 
 
@@ -215,7 +235,7 @@ def smooth(values: np.ndarray, window: int, polyorder: int, deriv: int = 0, dt: 
     n = values.shape[0]
     if n < window:
         raise LogError(f"the smoothing window ({window} samples) is longer than the data ({n} samples)",
-                       column="window")
+                       setting="window")
     return savgol_filter(values, window, polyorder, deriv=deriv, delta=dt, axis=0, mode="interp")
 
 
@@ -245,13 +265,13 @@ def split_masks(t: np.ndarray, config: PrepareConfig) -> tuple[np.ndarray, np.nd
         overlap = train & val
         if overlap.any():
             i = int(np.argmax(overlap))
-            raise LogError(f"train and validation ranges overlap at t = {t[i]:.6g} s", column="val_ranges")
+            raise LogError(f"train and validation ranges overlap at t = {t[i]:.6g} s", setting="val_ranges")
         if not train.any():
             raise LogError("the train ranges hold no samples of the prepared log "
-                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", column="train_ranges")
+                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", setting="train_ranges")
         if not val.any() and config.val_ranges:
             raise LogError("the validation ranges hold no samples of the prepared log "
-                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", column="val_ranges")
+                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", setting="val_ranges")
         return train, val
     if config.val_fraction == 0:
         return np.ones(len(t), dtype=bool), np.zeros(len(t), dtype=bool)
@@ -259,22 +279,29 @@ def split_masks(t: np.ndarray, config: PrepareConfig) -> tuple[np.ndarray, np.nd
     return t < cut, t >= cut
 
 
-def _mapped_checked(table: LogTable, mapping: LogMapping) -> MappedLog:
+def _mapped_checked(table: LogTable, mapping: LogMapping, config: PrepareConfig | None = None) -> MappedLog:
     m = apply_mapping(table, mapping)
+    refuse_gaps = config is None or config.time_gaps == "refuse"
+    factor = 100.0 if config is None else config.gap_factor
     if table.sparse:
         # Each column is checked over its own samples; time over the rows that have any.
         keep = np.isfinite(m.t) & np.isfinite(m.q[:, 0])
         check_time(table, m.t[keep], mapping.time, rows=np.flatnonzero(keep))
+        if refuse_gaps:
+            check_time_gaps(table, m.t[keep], mapping.time, factor, rows=np.flatnonzero(keep))
     else:
         check_time(table, m.t, mapping.time)
+        if refuse_gaps:
+            check_time_gaps(table, m.t, mapping.time, factor)
         check_no_gaps(table, [c for c in mapping.columns if c != mapping.time])
     return m
 
 
-def _grid(t: np.ndarray, config: PrepareConfig, source: str, spans: list[tuple[float, float]] = ()
-          ) -> tuple[np.ndarray, float]:
+def _grid(t: np.ndarray, config: PrepareConfig, source: str, spans: list[tuple[float, float]] = (),
+          channels: int = 1) -> tuple[np.ndarray, float]:
     """The uniform grid: from the latest start to the earliest end of the signals' ``spans``
-    (multi-rate logs are never extrapolated), cropped to ``[t_start, t_end]``."""
+    (multi-rate logs are never extrapolated), cropped to ``[t_start, t_end]``. Its memory
+    (samples x ``channels`` x 8 bytes) is checked against the budget before it is made."""
     lo = max([float(np.nanmin(t))] + [a for a, _ in spans])
     hi = min([float(np.nanmax(t))] + [b for _, b in spans])
     t_lo = lo if config.t_start is None else max(config.t_start, lo)
@@ -282,14 +309,18 @@ def _grid(t: np.ndarray, config: PrepareConfig, source: str, spans: list[tuple[f
     dt = config.dt if config.dt is not None else float(np.median(np.diff(t[np.isfinite(t)])))
     if not t_hi > t_lo:
         raise LogError(f"the time range [{config.t_start}, {config.t_end}] holds no data "
-                       f"(the signals span {lo:.6g} to {hi:.6g} s)", path=source, column="t_start")
-    n = int(np.floor((t_hi - t_lo) / dt + 1e-9)) + 1
+                       f"(the signals span {lo:.6g} to {hi:.6g} s)", path=source, setting="t_start")
+    n_float = np.floor((t_hi - t_lo) / dt + 1e-9) + 1
+    check_allocation(f"resampling {t_hi - t_lo:.6g} s of log at dt = {dt:.3g} s ({n_float:.3g} samples x "
+                     f"{channels} channels)", n_float * channels, 8, override_flag="--allow-large",
+                     allow=config.allow_large, hint="choose a larger --dt or a shorter --t-start/--t-end range")
+    n = int(n_float)
     return t_lo + dt * np.arange(n), dt
 
 
 def _resampled(table, mapping, config):
     config.validate()
-    m = _mapped_checked(table, mapping)
+    m = _mapped_checked(table, mapping, config)
     q = m.q.copy()
     if config.unwrap_angles:
         for j, col in enumerate(mapping.q):
@@ -313,7 +344,9 @@ def _resampled(table, mapping, config):
                 spans.append((float(tj[0]), float(tj[-1])))
     else:
         qd, u = m.qd, m.u
-    grid, dt = _grid(m.t, config, table.source, spans)
+    nq, nu = q.shape[1], u.shape[1]
+    # t, q, qd, qdd, u, the raw copies and the smoothing's temporaries: about 4 x (1 + 3 nq + nu)
+    grid, dt = _grid(m.t, config, table.source, spans, channels=4 * (1 + 3 * nq + nu))
     try:
         q_r = resample(src_t, q, grid, config.interpolation)
         qd_r = resample(src_t, qd, grid, config.interpolation) if qd is not None else None
@@ -353,7 +386,7 @@ def prepare_log(table: LogTable, mapping: LogMapping, config: PrepareConfig | No
             else:
                 qdd = differentiate(qd, dt)
     except LogError as exc:
-        raise LogError(exc.reason, path=table.source or None, column=exc.column) from None
+        raise LogError(exc.reason, path=table.source or None, column=exc.column, setting=exc.setting) from None
     if ctx is not None:
         ctx.check_cancelled()
         ctx.progress(0.8, "splitting")
@@ -396,5 +429,5 @@ def smoothing_preview(table: LogTable, mapping: LogMapping, config: PrepareConfi
     try:
         smoothed = smooth(raw, config.window, config.polyorder)
     except LogError as exc:
-        raise LogError(exc.reason, path=table.source or None, column=exc.column) from None
+        raise LogError(exc.reason, path=table.source or None, column=exc.column, setting=exc.setting) from None
     return {"t": t, "raw": raw, "smoothed": smoothed}

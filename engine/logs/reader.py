@@ -6,10 +6,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from engine.logs.errors import LogError
 from engine.logs.table import LogTable
 
-__all__ = ["LOG_FILE_FILTERS", "ReadOptions", "load_log_job", "log_format", "read_log"]
+__all__ = ["LOG_FILE_FILTERS", "ReadOptions", "episodes", "load_log_job", "log_format", "read_log",
+           "select_episode"]
 
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat", ".log")
 LOG_FILE_FILTERS = ("Logs (*.csv *.tsv *.txt *.dat *.npz *.parquet *.pq *.bag *.db3 *.mcap)",
@@ -20,11 +23,52 @@ LOG_FILE_FILTERS = ("Logs (*.csv *.tsv *.txt *.dat *.npz *.parquet *.pq *.bag *.
 class ReadOptions:
     """How to read a log. ``delimiter``: None sniffs it (text only; ``"ws"`` = whitespace).
     ``topics``: the bag/MCAP topics to read (None: all). ``chunk_bytes``: text block size
-    between progress reports."""
+    between progress reports. ``episode``: keep only the rows of this episode (files with an
+    ``episode_index``/``episode``/``episode_id`` column, as LeRobot datasets); None keeps all."""
 
     delimiter: str | None = None
     topics: list[str] | None = None
     chunk_bytes: int = 1 << 20
+    episode: int | None = None
+
+
+EPISODE_COLUMNS = ("episode_index", "episode", "episode_id")
+
+
+def episode_column(table: LogTable) -> str | None:
+    """The table's episode column, or None."""
+    lower = {c.lower(): c for c in table.columns}
+    return next((lower[n] for n in EPISODE_COLUMNS if n in lower), None)
+
+
+def episodes(table: LogTable) -> list[int]:
+    """The episode numbers in the table (empty without an episode column)."""
+    col = episode_column(table)
+    if col is None:
+        return []
+    v = table.data[col]
+    return [int(e) for e in np.unique(v[np.isfinite(v)])]
+
+
+def select_episode(table: LogTable, episode: int | None) -> LogTable:
+    """The rows of one episode (``episode`` None: the table itself, with a note when it holds several)."""
+    col = episode_column(table)
+    if episode is None:
+        if col is not None and len(have := episodes(table)) > 1:
+            table.notes.append(f"{len(have)} episodes in column {col!r} ({have[0]} .. {have[-1]}); "
+                               "choose one to replay a single run")
+        return table
+    if col is None:
+        raise LogError("an episode is chosen but the file has no episode column "
+                       f"({', '.join(EPISODE_COLUMNS)})", path=table.source or None, column="episode")
+    rows = np.flatnonzero(table.data[col] == episode)
+    if rows.size == 0:
+        raise LogError(f"no episode {episode}; the file has {episodes(table)[:20]}", path=table.source or None,
+                       column=col)
+    return LogTable(columns=table.columns, data={c: v[rows] for c, v in table.data.items()},
+                    source=table.source, format=table.format,
+                    notes=table.notes + [f"episode {episode}: {rows.size} rows"],
+                    row_lines=None if table.row_lines is None else table.row_lines[rows], sparse=table.sparse)
 
 
 def log_format(path: str | os.PathLike) -> str:
@@ -51,9 +95,17 @@ def read_log(path: str | os.PathLike, ctx=None, options: ReadOptions | None = No
     is returned half-loaded. Cancellation raises ``engine.jobs.JobCancelled``.
     """
     options = options or ReadOptions()
-    path = Path(path)
+    return select_episode(_read(Path(path), ctx, options), options.episode)
+
+
+def _read(path: Path, ctx, options: ReadOptions) -> LogTable:
+    from engine.logs.delimited import check_delimiter, require_regular_file
+
     if not path.exists():
         raise LogError("file not found", path=path)
+    check_delimiter(options.delimiter)
+    if not path.is_dir():  # ROS 2 bags are folders; anything else must be a regular file
+        require_regular_file(path)
     kind = log_format(path)
     if kind == "npz":
         from engine.logs.arrays import read_npz

@@ -18,6 +18,8 @@ __all__ = [
     "Problem",
     "check_no_gaps",
     "check_time",
+    "check_time_gaps",
+    "time_gaps",
     "find_problems",
     "guess_time_column",
     "nan_runs",
@@ -88,6 +90,38 @@ def check_time(table: LogTable, t: np.ndarray, column: str | None, rows: np.ndar
                        line=table.line_of(int(rows[i])), column=column)
 
 
+def time_gaps(t: np.ndarray, factor: float = 100.0) -> tuple[np.ndarray, float | None]:
+    """Indices ``i`` where the step ``t[i+1] - t[i]`` exceeds ``factor`` x the median positive
+    step (finite entries of ``t`` only, in order), and that median (None if too few steps)."""
+    t = np.asarray(t, dtype=np.float64)
+    steps = np.diff(t)
+    pos = steps[np.isfinite(steps) & (steps > 0)]
+    if pos.size < 2:
+        return np.zeros(0, dtype=np.int64), None
+    med = float(np.median(pos))
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(steps > factor * med)
+    return bad, med
+
+
+def check_time_gaps(table: LogTable, t: np.ndarray, column: str | None, factor: float = 100.0,
+                    rows: np.ndarray | None = None) -> None:
+    """Raise LogError at the first time step longer than ``factor`` x the median step (a pause,
+    a clock jump or a bogus timestamp), naming its line: resampling across it would invent data
+    (and, for one timestamp of 1e9 s, allocate terabytes)."""
+    rows = np.arange(len(t)) if rows is None else rows
+    bad, med = time_gaps(t, factor)
+    if not bad.size:
+        return
+    i = int(bad[0]) + 1
+    step = t[i] - t[i - 1]
+    more = f" ({bad.size} such gaps in all)" if bad.size > 1 else ""
+    raise LogError(f"time jumps from {t[i - 1]:.9g} to {t[i]:.9g} s, {step / med:.3g} times the median step "
+                   f"of {med:.3g} s{more}: fix or remove the line, crop with --t-start/--t-end, or resample "
+                   "across the gap with --time-gaps keep", path=table.source or None,
+                   line=table.line_of(int(rows[i])), column=column)
+
+
 def check_no_gaps(table: LogTable, columns: list[str]) -> None:
     """Raise LogError for the first column with NaN gaps, saying where the gaps are."""
     for col in columns:
@@ -149,6 +183,13 @@ def find_problems(table: LogTable, time_column: str | None = None, max_per_colum
         for k in np.flatnonzero(steps <= 0)[:max_per_column]:
             r = int(rows[k + 1])
             problems.append(Problem("time", f"time is not increasing: {t[rows[k]]:.9g} then {t[r]:.9g}",
+                                    column=time_column, line=table.line_of(r), row=r))
+        gaps, med = time_gaps(t[rows])
+        for k in gaps[:max_per_column]:
+            r = int(rows[k + 1])
+            step = t[r] - t[rows[k]]
+            problems.append(Problem("gap", f"time jumps from {t[rows[k]]:.9g} to {t[r]:.9g}, {step / med:.3g} "
+                                           f"times the median step of {med:.3g} (a pause or a bogus timestamp?)",
                                     column=time_column, line=table.line_of(r), row=r))
     for col in table.columns:
         v = table.data[col]

@@ -14,13 +14,14 @@ Computations are pure functions of (parameters, inputs): nothing is stored per c
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
 from engine.data.windows import Windows
 from engine.models.nets import INITS
+from engine.io import dataclass_from_dict
 
 __all__ = ["ROBOT_KINDS", "LearnedDynamics", "ModelSpec"]
 
@@ -110,11 +111,7 @@ class ModelSpec:
     @classmethod
     def from_dict(cls, data: dict) -> ModelSpec:
         """The inverse of :meth:`to_dict`; fields missing from older checkpoints take their defaults."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"ModelSpec: unknown field(s) {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "model settings")
 
 
 class LearnedDynamics(nn.Module):

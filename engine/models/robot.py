@@ -40,6 +40,8 @@ from engine.data.windows import Windows
 from engine.integrators import get_stepper
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.paths import urdf_dir
+from engine.robots.model import RobotModel
+from engine.robots.parametrizations import moving_links
 
 __all__ = ["DAMPING_START", "SYSTEM_URDFS", "RobotDynamics", "urdf_for_system"]
 
@@ -110,9 +112,6 @@ class RobotDynamics(LearnedDynamics):
     kind = "state"
 
     def __init__(self, spec: ModelSpec, integrator: str = "rk4", dtype: torch.dtype = torch.float64):
-        from engine.robots.identification import moving_links
-        from engine.robots.model import RobotModel
-
         super().__init__(spec)
         self.integrator = integrator
         self._stepper = get_stepper(integrator)

@@ -34,6 +34,7 @@ __all__ = [
     "Origin",
     "RobotDescription",
     "Visual",
+    "massless_moving_subtrees",
     "rpy_to_matrix",
 ]
 
@@ -232,3 +233,33 @@ class RobotDescription:
                     friction=j.friction if friction is None else float(friction))
             if j.name == joint else j for j in self.joints)
         return replace(self, joints=joints)
+
+
+def massless_moving_subtrees(desc: RobotDescription) -> list[tuple[str, tuple[str, ...]]]:
+    """The movable joints that move nothing with mass or rotational inertia: ``[(joint name,
+    (links it moves...)), ...]`` in file order. The mass matrix is singular along such a joint
+    (forward dynamics would divide by zero), so loaders refuse them; a prismatic joint also
+    needs mass (rotational inertia alone does not resist a translation)."""
+    children: dict[str, list[str]] = {}
+    for j in desc.joints:
+        children.setdefault(j.parent, []).append(j.child)
+    inertial = {l.name: l.inertial for l in desc.links}
+
+    def subtree(link: str) -> list[str]:
+        out, stack = [], [link]
+        while stack:
+            name = stack.pop()
+            out.append(name)
+            stack.extend(reversed(children.get(name, [])))
+        return out
+
+    bad = []
+    for j in desc.joints:
+        if not j.movable:
+            continue
+        links = subtree(j.child)
+        mass = sum(inertial[n].mass for n in links if inertial.get(n) is not None)
+        rot = sum(float(np.abs(inertial[n].inertia_matrix()).sum()) for n in links if inertial.get(n) is not None)
+        if mass <= 0.0 and (j.type == "prismatic" or rot <= 0.0):
+            bad.append((j.name, tuple(links)))
+    return bad

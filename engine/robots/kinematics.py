@@ -168,19 +168,29 @@ def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents) -> 
     return torch.cat(parts, dim=0)
 
 
+def compose_root_bl(T0: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """Body poses ``W (n, 3, 4, B)`` relative to the root -> world poses, the root at ``T0 (B, 4, 4)``."""
+    A = T0[:, :3].permute(1, 2, 0).unsqueeze(0).expand(W.shape)
+    return compose_bl(A, W, _e4(W.dtype, W.device))
+
+
 def link_poses_bl(W: torch.Tensor, link_src: torch.Tensor | None, offset_bodies: torch.Tensor,
-                  offsets: torch.Tensor) -> torch.Tensor:
+                  offsets: torch.Tensor, root: torch.Tensor | None = None) -> torch.Tensor:
     """Body poses ``(n, 3, 4, B)`` -> link poses ``(B, L, 4, 4)``.
 
     Sources: index 0 the root, ``1..n`` the bodies, ``n + 1 + j`` the ``j``-th link welded at
     ``offsets[j]`` (``(k, 4, 4)``) to body ``offset_bodies[j]`` (0 = root); link_src ``(L,)``
-    picks each link's source (None: the sources are already in link order). Few large
+    picks each link's source (None: the sources are already in link order); root ``(B, 4, 4)``
+    the root's pose (None: the identity). Few large
     temporaries: at large batches fresh memory (page faults) costs as much as the arithmetic.
     """
     n, _, _, B = W.shape
     bottom = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=W.dtype, device=W.device)[None, None, :, None]
     W4 = torch.cat([W, bottom.expand(n, 1, 4, B)], dim=1)                    # (n, 4, 4, B)
-    root = torch.eye(4, dtype=W.dtype, device=W.device)[None, :, :, None].expand(1, 4, 4, B)
+    if root is None:
+        root = torch.eye(4, dtype=W.dtype, device=W.device)[None, :, :, None].expand(1, 4, 4, B)
+    else:
+        root = root.permute(1, 2, 0).unsqueeze(0)
     parts = [root, W4]
     if offsets.shape[0]:
         # bodies of the welded links (0 = the root, the identity), then one product each

@@ -102,16 +102,16 @@ _ERD_ROBOTS = (
     ("xarm7", "UFactory xArm 7", "xarm_description/urdf/xarm7.urdf"),
     ("z1", "Unitree Z1 arm", "z1_description/urdf/z1.urdf"),
     ("so100", "SO-100 arm", "so_arm_description/urdf/so100.urdf"),
-    ("so101", "SO-101 arm", "so_arm_description/urdf/so101.urdf", (('strict', False),)),
-    ("talos-left-arm", "TALOS left arm", "talos_data/robots/talos_left_arm.urdf", (('mimic', 'independent'), ('strict', False))),
+    ("so101", "SO-101 arm", "so_arm_description/urdf/so101.urdf"),
+    ("talos-left-arm", "TALOS left arm", "talos_data/robots/talos_left_arm.urdf", (('mimic', 'independent'),)),
     ("double-pendulum-erd", "Double pendulum (example-robot-data)", "double_pendulum_description/urdf/double_pendulum.urdf"),
     ("asr-twodof", "ASR two-DoF arm", "asr_twodof_description/urdf/TwoDofs.urdf"),
-    ("finger-edu", "TriFinger-edu single finger", "finger_edu_description/robots/finger_edu.urdf", (('strict', False),)),
-    ("baxter", "Rethink Baxter (fixed base, two arms)", "baxter_description/urdf/baxter.urdf", (('mimic', 'independent'), ('strict', False))),
+    ("finger-edu", "TriFinger-edu single finger", "finger_edu_description/robots/finger_edu.urdf"),
+    ("baxter", "Rethink Baxter (fixed base, two arms)", "baxter_description/urdf/baxter.urdf", (('mimic', 'independent'),)),
 )
 
 _PYBULLET_ROBOTS = (
-    ("iiwa-bullet", "KUKA LBR iiwa 14 (pybullet_data)", "kuka_iiwa/model.urdf", (('strict', False),)),
+    ("iiwa-bullet", "KUKA LBR iiwa 14 (pybullet_data)", "kuka_iiwa/model.urdf"),
     ("panda-bullet", "Franka Emika Panda (pybullet_data)", "franka_panda/panda.urdf", (('mimic', 'independent'), ('strict', False))),
     ("xarm6-bullet", "UFactory xArm 6 (pybullet_data)", "xarm/xarm6_robot.urdf", (('strict', False),)),
 )
@@ -122,7 +122,7 @@ _DRM_ROBOTS = (
     ("allegro-left-drm", "Allegro hand, left (differentiable-robot-model)", "allegro/urdf/allegro_hand_description_left.urdf"),
     ("fetch-arm-drm", "Fetch arm, no gripper (differentiable-robot-model)", "fetch_description/urdf/fetch_arm_no_gripper.urdf"),
     ("jaco-drm", "Kinova Jaco (differentiable-robot-model)", "kinova_description/urdf/jaco_clean.urdf"),
-    ("trifinger-drm", "TriFinger-edu (differentiable-robot-model)", "trifinger_edu_description/trifinger_edu.urdf", (('strict', False),)),
+    ("trifinger-drm", "TriFinger-edu (differentiable-robot-model)", "trifinger_edu_description/trifinger_edu.urdf"),
     ("2link-drm", "Two-link robot (differentiable-robot-model)", "2link_robot.urdf"),
 )
 

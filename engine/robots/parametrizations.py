@@ -26,7 +26,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["KINDS", "CholeskyInertia", "FreeVector", "PositiveScalar", "default_parametrization"]
+__all__ = ["KINDS", "CholeskyInertia", "FreeVector", "PositiveScalar", "default_parametrization", "moving_links"]
 
 KINDS = ("mass", "com", "inertia", "damping")
 
@@ -104,3 +104,32 @@ def default_parametrization(kind: str, value: torch.Tensor) -> nn.Module:
     if kind == "inertia":
         return CholeskyInertia(value.detach().cpu(), dtype=dtype, device=device)
     raise ValueError(f"unknown parameter kind {kind!r}; expected one of {KINDS}")
+
+
+def moving_links(model) -> tuple[list[str], list[str], list[str]]:
+    """Links with a mass, sorted: (body links, attached links, fixed links).
+
+    body links: the child link of a movable joint (one per moving body); attached links:
+    rigidly fixed to a moving body (a hand, fingers: merged into that body's inertia);
+    fixed links: never move (the base and what is fixed to it).
+    """
+    desc = model.description
+    parent_joint = {j.child: j for j in desc.joints}
+    body, attached, fixed = [], [], []
+    for link in model.link_names:
+        inertial = desc.link(link).inertial
+        if inertial is None or inertial.mass <= 0:
+            continue
+        j = parent_joint.get(link)
+        if j is not None and j.movable:
+            body.append(link)
+            continue
+        cur, moves = link, False
+        while cur in parent_joint:
+            j = parent_joint[cur]
+            if j.movable:
+                moves = True
+                break
+            cur = j.parent
+        (attached if moves else fixed).append(link)
+    return body, attached, fixed

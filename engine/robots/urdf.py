@@ -8,13 +8,22 @@ numbers) and yourdfpy (the URDF object model; no scene graph, no meshes), then v
 - joints whose parent/child link does not exist, a link with two parents, a joint that
   connects a link to itself, loops, several roots;
 - joint types: revolute, continuous, prismatic and fixed are supported; floating and planar
-  are refused; mimic joints are refused unless ``mimic="independent"`` (each mimic joint
-  then becomes an ordinary, independent degree of freedom, as in Pinocchio's default);
-- inertials (``strict=True``, the default; ``strict=False`` turns these into warnings):
-  mass must be positive (``mass = 0`` with an all-zero inertia is accepted as a
+  are refused; mimic joints are kept with their ``<mimic>`` (``mimic="coupled"``, the default:
+  the model couples them to their master joint), made ordinary independent joints
+  (``mimic="independent"``, Pinocchio's default; the ``<mimic>`` is dropped) or refused
+  (``mimic="error"``);
+- inertials: mass must be positive (``mass = 0`` with an all-zero inertia is accepted as a
   massless marker link, as published URDFs often do), the rotational inertia must be
   symmetric positive definite and satisfy the triangle inequality (``Ixx + Iyy >= Izz``...
-  on the principal moments, to a relative tolerance of 1e-6).
+  on the principal moments, to a relative tolerance of 1e-6). Three levels (``strict``):
+  the default (None) accepts, with a logged warning, what published files do where the
+  physics stays well defined and Pinocchio accepts the file: a point mass (mass > 0, an
+  all-zero rotational inertia) or a thin body (mass > 0, a positive semi-definite inertia
+  that keeps the triangle inequality), and a root link with mass 0 and an inertia (a fixed
+  base never enters the dynamics); ``strict=True`` refuses those too; ``strict=False``
+  accepts every finite inertial with a warning (inconsistent ones as given).
+- a movable joint that moves nothing with mass or inertia (the mass matrix would be singular)
+  is always refused, naming the joint and the links.
 
 Every failure raises :class:`URDFError` (a ``ValueError``) whose message names the file,
 the element and, where known, the line. Missing mesh files are logged as warnings only.
@@ -51,14 +60,16 @@ from engine.robots.description import (
     Origin,
     RobotDescription,
     Visual,
+    massless_moving_subtrees,
 )
 
-__all__ = ["URDFError", "check_inertial", "description_package_roots", "load_urdf", "parse_urdf_string", "resolve_uri"]
+__all__ = ["URDFError", "check_inertial", "description_package_roots", "load_urdf", "parse_urdf_string",
+           "published_quirk", "resolve_uri"]
 
 log = logging.getLogger(__name__)
 
 _TRIANGLE_RTOL = 1e-6
-_MIMIC_MODES = ("error", "independent")
+_MIMIC_MODES = ("coupled", "independent", "error")
 
 
 class URDFError(ValueError):
@@ -183,9 +194,10 @@ def resolve_uri(uri: str, base_dir: str | Path | None = None) -> Path | None:
 class _Ctx:
     """Where we are (the file name, for messages) and how strict the physical checks are."""
 
-    def __init__(self, file: str | None, strict: bool = True):
+    def __init__(self, file: str | None, strict: bool | None = True):
         self.file = file
         self.strict = strict
+        self.inertial_elements: dict[str, tuple] = {}   # link -> (<mass>, <inertia>) for messages
 
     def error(self, message: str, el=None, element: str | None = None) -> URDFError:
         line = getattr(el, "sourceline", None) if el is not None else None
@@ -258,18 +270,54 @@ def _inertial(ctx: _Ctx, link_el, link_name: str) -> Inertial | None:
         raise ctx.error(f"link {link_name!r}: <inertial> has no <inertia>", el)
     inertia = tuple(_float(ctx, inertia_el, k, required=True) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
     inertial = Inertial(mass=mass, origin=_origin(ctx, el), inertia=inertia)
-    _check_inertial(ctx, inertial, link_name, mass_el, inertia_el)
+    ctx.inertial_elements[link_name] = (mass_el, inertia_el)
     return inertial
 
 
-def _check_inertial(ctx: _Ctx, inertial: Inertial, link_name: str, mass_el=None, inertia_el=None) -> None:
+def published_quirk(inertial: Inertial, is_root: bool) -> str | None:
+    """What a published file does that the default loader accepts (Pinocchio accepts it and
+    the physics is well defined), as a phrase for the warning; None when it is not one of them."""
+    I = inertial.inertia_matrix()
+    mass = inertial.mass
+    if mass == 0.0 and is_root and np.any(I):
+        return "a root link with mass 0 and a rotational inertia (a fixed base never enters the dynamics)"
+    if not mass > 0.0:
+        return None
+    if not np.any(I):
+        return "a point mass (mass > 0, all-zero rotational inertia)"
+    eig = np.linalg.eigvalsh(0.5 * (I + I.T))
+    tol = _TRIANGLE_RTOL * float(np.abs(eig).sum())
+    if np.allclose(I, I.T) and eig[0] >= -tol and eig[0] + eig[1] >= eig[2] - tol:
+        return "a thin body (mass > 0, a positive semi-definite rotational inertia)"
+    return None
+
+
+def _check_inertial(ctx: _Ctx, inertial: Inertial, link_name: str, is_root: bool) -> None:
+    mass_el, inertia_el = ctx.inertial_elements.get(link_name, (None, None))
     try:
         check_inertial(inertial, link_name, ctx, mass_el, inertia_el)
     except URDFError as exc:
-        if ctx.strict:
-            raise URDFError(exc.reason + "; load with strict=False to accept it with a warning",
-                            exc.file, exc.element, exc.line) from None
-        log.warning("%s (accepted: strict=False)", exc)
+        if ctx.strict is False:
+            log.warning("%s (accepted: strict=False)", exc)
+            return
+        quirk = published_quirk(inertial, is_root)
+        if quirk is None or ctx.strict:
+            hint = ("; load with strict=False to accept it with a warning" if quirk is None else
+                    f"; this is {quirk}, which the default loader (strict=None) accepts with a warning")
+            raise URDFError(exc.reason + hint, exc.file, exc.element, exc.line) from None
+        log.warning("%s: accepted as %s", exc, quirk)
+
+
+def _check_physics(ctx: _Ctx, desc: RobotDescription, joint_els: dict) -> None:
+    """Every inertial (knowing which link is the root), then the moving subtrees' mass."""
+    for link in desc.links:
+        if link.inertial is not None:
+            _check_inertial(ctx, link.inertial, link.name, link.name == desc.root)
+    for joint, links in massless_moving_subtrees(desc):
+        shown = ", ".join(repr(n) for n in links[:6]) + (" ..." if len(links) > 6 else "")
+        raise ctx.error(f"joint {joint!r} moves links {shown} that have no mass and no inertia, so its "
+                        f"acceleration is undefined; give one of them an <inertial> with a mass, or make "
+                        f"the joint fixed", joint_els.get(joint), element=f"<joint name={joint!r}>")
 
 
 def check_inertial(inertial: Inertial, link_name: str, ctx: _Ctx | None = None, mass_el=None,
@@ -420,8 +468,9 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
                             "load with mimic='independent' to treat it as an independent joint", mim)
         if not mim.get("joint"):
             raise ctx.error(f"joint {name!r}: <mimic> has no joint", mim)
-        mimic = Mimic(joint=mim.get("joint"), multiplier=_float(ctx, mim, "multiplier", 1.0),
-                      offset=_float(ctx, mim, "offset", 0.0))
+        if mimic_mode == "coupled":
+            mimic = Mimic(joint=mim.get("joint"), multiplier=_float(ctx, mim, "multiplier", 1.0),
+                          offset=_float(ctx, mim, "offset", 0.0))
     return Joint(name=name, type=jtype, parent=links["parent"], child=links["child"], origin=_origin(ctx, el),
                  axis=axis, limit=limit, damping=damping, friction=friction, mimic=mimic)
 
@@ -472,7 +521,7 @@ def _yourdfpy_check(ctx: _Ctx, root) -> None:
         raise ctx.error(f"the URDF object model rejected the file: {exc}", element="<robot>") from None
 
 
-def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str, strict: bool) -> RobotDescription:
+def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str, strict: bool | None) -> RobotDescription:
     ctx = _Ctx(file, strict)
     if mimic not in _MIMIC_MODES:
         raise ValueError(f"mimic must be one of {_MIMIC_MODES}, got {mimic!r}")
@@ -494,7 +543,7 @@ def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str, str
         raise URDFError(f"the root element must be <robot>, found <{tag}>", file=file,
                         line=getattr(root, "sourceline", None))
     robot_name = root.get("name")
-    if not robot_name and not strict:
+    if not robot_name and strict is False:
         robot_name = Path(file).stem if file else "robot"
         log.warning("%s: <robot> has no name; using %r (accepted: strict=False)", file or "<string>", robot_name)
     if not robot_name:
@@ -521,17 +570,22 @@ def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str, str
         joint_els[joint.name] = el
         joints.append(joint)
     root_link = _check_tree(ctx, links, joints, joint_els)
+    desc = RobotDescription(name=robot_name, links=tuple(links), joints=tuple(joints), root=root_link, source=file)
+    _check_physics(ctx, desc, joint_els)
     _yourdfpy_check(ctx, root)
-    return RobotDescription(name=robot_name, links=tuple(links), joints=tuple(joints), root=root_link, source=file)
+    return desc
 
 
-def load_urdf(path: str | Path, mimic: str = "error", strict: bool = True) -> RobotDescription:
+def load_urdf(path: str | Path, mimic: str = "coupled", strict: bool | None = None) -> RobotDescription:
     """Load and validate the URDF file at ``path`` (raises :class:`URDFError`).
 
-    ``mimic``: "error" refuses mimic joints, "independent" makes each an ordinary joint.
-    ``strict``: when False, physically inconsistent inertials (mass 0 with an inertia,
-    inertia not positive definite or breaking the triangle inequality, as some published
-    URDFs have) and a missing robot name are logged as warnings and kept as given.
+    ``mimic``: "coupled" (default) keeps each mimic joint coupled to its master, "independent"
+    makes each an ordinary joint, "error" refuses them.
+    ``strict``: None (default) accepts the well-defined quirks of published files with a
+    warning (point masses, thin bodies, a root link with mass 0 and an inertia); True refuses
+    them; False also accepts physically inconsistent inertials (mass 0 with an inertia on a
+    moving link, inertia not positive definite or breaking the triangle inequality) and a
+    missing robot name, logged as warnings and kept as given.
     """
     path = Path(path)
     try:
@@ -549,7 +603,7 @@ def load_urdf(path: str | Path, mimic: str = "error", strict: bool = True) -> Ro
 
 
 def parse_urdf_string(xml: str | bytes, base_dir: str | Path | None = None,
-                      source: str | None = None, mimic: str = "error", strict: bool = True) -> RobotDescription:
+                      source: str | None = None, mimic: str = "coupled", strict: bool | None = None) -> RobotDescription:
     """Parse and validate URDF text; relative and ``package://`` names resolve from ``base_dir``."""
     data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
     try:

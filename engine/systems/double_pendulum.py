@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, fields
 
 import torch
 
+from engine.io import dataclass_from_dict
+
 __all__ = [
     "DoublePendulumParams",
     "ParameterError",
@@ -77,11 +79,7 @@ class DoublePendulumParams:
 
     @classmethod
     def from_dict(cls, data: dict) -> DoublePendulumParams:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ParameterError(f"double pendulum parameters: unknown field(s) {sorted(unknown)}")
-        return cls(**{k: float(v) for k, v in data.items()})
+        return dataclass_from_dict(cls, data, "double pendulum parameters", ParameterError, float)
 
 
 def _inertia_constants(P: DoublePendulumParams):

@@ -31,6 +31,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 
+from engine.io import dataclass_from_dict
+
 __all__ = [
     "CarParams",
     "CarParamsError",
@@ -89,11 +91,7 @@ class CarParams:
 
     @classmethod
     def from_dict(cls, data: dict) -> CarParams:
-        names = {f.name for f in fields(cls)}
-        unknown = set(data) - names
-        if unknown:
-            raise CarParamsError(f"CarParams: unknown field(s) {sorted(unknown)}")
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "car parameters", CarParamsError)
 
     def with_(self, **changes) -> CarParams:
         return replace(self, **changes)

@@ -32,7 +32,7 @@ from engine.models.registry import PAPER_MODELS
 from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
-from engine.training.trainer import _adam, _Batches, _snapshot_if_finite, _train_epoch, build_for
+from engine.training.trainer import TrainingBatches, _snapshot_if_finite, _train_epoch, adam_optimizer, build_for
 
 __all__ = ["bench_learn"]
 
@@ -59,8 +59,8 @@ def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=Non
         for n in trajectories:
             cfg = TrainConfig(model=name, system=system, trajectories=n, epochs=epochs)
             model = build_for(cfg, ds)
-            batches = _Batches.build(ds, cfg, next(model.parameters()).dtype)
-            opt = _adam(model.parameters(), cfg.lr)
+            batches = TrainingBatches.build(ds, cfg, next(model.parameters()).dtype)
+            opt = adam_optimizer(model.parameters(), cfg.lr)
             sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=cfg.patience, factor=cfg.factor)
             per_epoch = batches.per_epoch()
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from engine.data.config import protocol_for
+from engine.io import dataclass_from_dict
 from engine.models.nets import INITS
+from engine.validation import check_allocation, check_int, check_range
 
 __all__ = ["TrainConfig"]
 
@@ -32,6 +34,7 @@ class TrainConfig:
 
     def __post_init__(self):
         protocol_for(self.system)
+        self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
         for name in ("trajectories", "epochs", "layers", "batch_factor", "checkpoint_every"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
@@ -42,6 +45,30 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.init: expected one of {', '.join(INITS)}, got {self.init!r}")
         if not 0 < self.factor < 1:
             raise ValueError(f"TrainConfig.factor: expected in (0, 1), got {self.factor!r}")
+
+    def _check_sizes(self) -> None:
+        """Ranges that make sense, and the memory of the network and a batch estimated before any
+        allocation (engine/validation.py; budget: LAGRANGE_MEMORY_BUDGET, default 25 % of RAM)."""
+        who = "training setting"
+        check_int(who, "trajectories (--trajectories)", self.trajectories, 1, 10_000_000)
+        check_int(who, "epochs (--epochs)", self.epochs, 1, 100_000_000)
+        check_int(who, "layers", self.layers, 1, 64)
+        check_int(who, "batch_factor", self.batch_factor, 1, 100_000)
+        check_int(who, "patience", self.patience, 0, 100_000_000)
+        check_int(who, "seed (--seed)", self.seed, 0, 2**32 - 1, hint="seeds are whole numbers from 0")
+        if self.hidden is not None:
+            check_int(who, "hidden (--hidden)", self.hidden, 1, 1_000_000)
+        if self.learning_rate is not None:
+            check_range(who, "learning_rate (--lr)", self.learning_rate, 0.0, 1.0, lo_open=True,
+                        hint="Adam learning rates are usually 1e-5 to 1e-2")
+        if self.threads is not None:
+            check_int(who, "threads", self.threads, 1, 4096)
+        h, n_layers, batch = self.width, self.layers, self.batch_factor * self.trajectories
+        # weights, gradients and Adam's two moments in float64; activations of one batch of windows
+        # (three points each) through every layer, forward and backward
+        elements = 4 * (n_layers * h * h + 64 * h) + 6 * 3 * batch * h * n_layers
+        check_allocation(f"training a network of {n_layers} x {h} neurons on batches of {batch} windows",
+                         elements, 8, hint="lower --hidden or --trajectories")
 
     @property
     def lr(self) -> float:
@@ -59,8 +86,4 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"TrainConfig: unknown field(s) {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return dataclass_from_dict(cls, data, "training settings")

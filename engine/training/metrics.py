@@ -25,12 +25,15 @@ from engine.data.windows import make_windows
 from engine.models.base import LearnedDynamics
 from engine.models.symo import DiscreteLagrangianModel
 
-__all__ = ["METRIC_NAMES", "evaluate", "paper_rollout_velocities"]
+__all__ = ["METRIC_NAMES", "as_float", "evaluate", "paper_rollout_velocities"]
 
 METRIC_NAMES = ("train_mse", "test_mse", "integration_mse", "integration_mse_state", "energy_mse", "inertia_mse")
 
 
-def _f(t: torch.Tensor) -> float:
+def as_float(t) -> float | None:
+    """A metric as a Python float (NaN for any non-finite value: a diverged model); None stays None."""
+    if t is None:
+        return None
     v = float(t)
     return v if math.isfinite(v) else float("nan")
 
@@ -58,20 +61,20 @@ def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps
     for key, x, u in (("train_mse", dataset.train_x, dataset.train_u), ("test_mse", dataset.test_x, dataset.test_u)):
         w = make_windows(x, u, n, dtype).to(device=device)
         q_next, _ = model.predict(w)
-        out[key] = _f(((q_next - w.q_next) ** 2).mean())
+        out[key] = as_float(((q_next - w.q_next) ** 2).mean())
     steps = dataset.long_x.shape[1] - 2 if long_term_steps is None else min(long_term_steps, dataset.long_x.shape[1] - 2)
     x = torch.as_tensor(dataset.long_x, dtype=dtype, device=device)
     u = torch.as_tensor(dataset.long_u, dtype=dtype, device=device)
     q, qd = model.rollout(x, u, steps)
     q_true = x[:, 2:steps + 2, :n]
-    out["integration_mse"] = _f(((q - q_true) ** 2).mean())
+    out["integration_mse"] = as_float(((q - q_true) ** 2).mean())
     qd_paper = paper_rollout_velocities(model, x, q, qd, dataset.h)
-    out["integration_mse_state"] = _f(((torch.cat([q, qd_paper], -1) - x[:, 2:steps + 2]) ** 2).mean())
+    out["integration_mse_state"] = as_float(((torch.cat([q, qd_paper], -1) - x[:, 2:steps + 2]) ** 2).mean())
     q64, qd64 = q.double().cpu(), qd.double().cpu()  # the analytic references run on the CPU
     e_pred = system.energy(q64, qd64)
     x64 = torch.as_tensor(dataset.long_x[:, 2:steps + 2])
     e_true = system.energy(x64[..., :n], x64[..., n:])
-    out["energy_mse"] = _f(((e_pred - e_true) ** 2).mean())
+    out["energy_mse"] = as_float(((e_pred - e_true) ** 2).mean())
     H = model.mass_matrix(q)
-    out["inertia_mse"] = None if H is None else _f(((H.double().cpu() - system.mass_matrix(q64)) ** 2).mean())
+    out["inertia_mse"] = None if H is None else as_float(((H.double().cpu() - system.mass_matrix(q64)) ** 2).mean())
     return out

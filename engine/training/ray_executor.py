@@ -4,7 +4,7 @@ Each task is one Ray remote task that asks for one CPU and runs with one torch t
 run computes the same numbers as on the local process pool. Results come back as they
 finish (``ray.wait``); the job's cancel is checked every 100 ms and cancels the remaining
 tasks (``ray.cancel``, which also stops the running ones); a task that raises ends the run
-with :class:`~engine.training.executors.TaskFailed` naming it, and cancels the rest.
+with :class:`~engine.training.executor_base.TaskFailed` naming it, and cancels the rest.
 
 Connecting: ``address`` is a running cluster's GCS address (``HOST:PORT``, what ``ray start
 --head`` prints), ``"auto"`` for the cluster started on this machine, or None for Ray's own
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.jobs import JobContext, NullJobContext
-from engine.training.executors import TaskFailed
+from engine.training.executor_base import TaskFailed
 
 __all__ = ["RayExecutor", "import_ray"]
 

@@ -12,11 +12,11 @@ import io
 import math
 from pathlib import Path
 
-from engine.io import atomic_write_bytes, atomic_write_text, write_json
+from engine.io import atomic_write_bytes, atomic_write_text, finite_or_none, write_json
 from engine.training.metrics import METRIC_NAMES
 from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
 
-__all__ = ["write_table", "plot_rows", "REPRODUCTIONS", "PAPER_INTEGRATION_MSE", "PAPER_METRIC", "reproduce", "compare_with_paper"]
+__all__ = ["rows_to_csv", "write_compare_report", "write_table", "plot_rows", "REPRODUCTIONS", "PAPER_INTEGRATION_MSE", "PAPER_METRIC", "reproduce", "compare_with_paper"]
 
 # The long-term figure the paper's repository computes per system (Experiments_*/train.py).
 PAPER_METRIC = {"pendulum": "integration_mse", "cartpole": "integration_mse_state", "acrobot": "integration_mse_state"}
@@ -32,22 +32,62 @@ PAPER_INTEGRATION_MSE = {
 REPRODUCTIONS = {"symo-pendulum": "pendulum", "symo-cartpole": "cartpole", "symo-acrobot": "acrobot"}
 
 
-def _clean(v):
-    return None if isinstance(v, float) and not math.isfinite(v) else v
+def _cell(v, nan: str) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else nan
+    return str(v)
+
+
+def rows_to_csv(rows: list[dict], columns: list[str] | None = None, nan: str = "nan") -> str:
+    """A table of result rows as CSV text (the one CSV writer of sweeps and compare tables).
+
+    Nested per-signal dicts become ``<key>:<signal>`` columns, lists are left out; ``columns``
+    (default: the compare table's :data:`~engine.training.evaluation.METRIC_COLUMNS`, then every
+    other key in order of appearance) fixes the order. None is an empty cell, a non-finite float
+    the text ``nan`` (so a diverged model and a missing metric stay apart).
+    """
+    from engine.training.evaluation import METRIC_COLUMNS
+
+    flat = []
+    for r in rows:
+        f = {}
+        for k, v in r.items():
+            if isinstance(v, dict):
+                for s, sv in v.items():
+                    f[f"{k}:{s}"] = sv
+            elif not isinstance(v, list):
+                f[k] = v
+        flat.append(f)
+    if columns is None:
+        columns = list(METRIC_COLUMNS)
+        for f in flat:
+            columns += [k for k in f if k not in columns]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for f in flat:
+        w.writerow([_cell(f.get(c), nan) for c in columns])
+    return buf.getvalue()
 
 
 def write_table(rows: list[dict], out_dir: str | Path, stem: str = "results") -> tuple[Path, Path]:
-    """``<stem>.csv`` and ``<stem>.json`` (NaN as empty cell / null)."""
+    """A sweep's ``<stem>.csv`` and ``<stem>.json`` (the sweep's row keys; NaN as empty cell / null)."""
     out = Path(out_dir)
     keys = list(ROW_KEYS) + sorted({k for r in rows for k in r} - set(ROW_KEYS))
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=keys)
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if _clean(r.get(k)) is None else r.get(k)) for k in keys})
-    csv_path = atomic_write_text(out / f"{stem}.csv", buf.getvalue())
-    json_path = write_json(out / f"{stem}.json", [{k: _clean(r.get(k)) for k in keys} for r in rows])
+    csv_path = atomic_write_text(out / f"{stem}.csv", rows_to_csv(rows, keys, nan=""))
+    json_path = write_json(out / f"{stem}.json", [{k: finite_or_none(r.get(k)) for k in keys} for r in rows])
     return csv_path, json_path
+
+
+def write_compare_report(directory, rows: list[dict], info: dict | None = None, stem: str = "compare") -> dict:
+    """A compare table's ``<stem>.csv`` and ``<stem>.json`` (rows + ``info``) under ``directory``."""
+    directory = Path(directory)
+    csv_path = atomic_write_text(directory / f"{stem}.csv", rows_to_csv(rows))
+    json_path = write_json(directory / f"{stem}.json", {"rows": finite_or_none(rows),
+                                                         "info": finite_or_none(info or {})})
+    return {"csv": csv_path, "json": json_path}
 
 
 def plot_rows(rows: list[dict], path: str | Path, title: str = "") -> Path:
@@ -66,7 +106,7 @@ def plot_rows(rows: list[dict], path: str | Path, title: str = "") -> Path:
         for mi, m in enumerate(models):
             pts = {}
             for r in rows:
-                v = _clean(r.get(metric))
+                v = finite_or_none(r.get(metric))
                 if r["model"] == m and v is not None and v > 0:
                     pts.setdefault(r["trajectories"], []).append(v)
             if pts:
@@ -101,7 +141,7 @@ def compare_with_paper(rows: list[dict], system: str) -> list[dict]:
         paper = ref.get(r["model"])
         if paper and r["trajectories"] in ns:
             out.append({"model": r["model"], "trajectories": r["trajectories"], "seed": r["seed"],
-                        "metric": metric, "integration_mse": _clean(r.get(metric)),
+                        "metric": metric, "integration_mse": finite_or_none(r.get(metric)),
                         "paper_integration_mse": paper[ns.index(r["trajectories"])]})
     return out
 

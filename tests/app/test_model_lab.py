@@ -25,7 +25,7 @@ def pendulum_log_path(tmp_path) -> Path:
     """The shipped example log; made with the log engine's own generator if it is not there."""
     if EXAMPLE_LOG.exists():
         return EXAMPLE_LOG
-    from engine.logs.examples import pendulum_log, write_example
+    from engine.data.example_logs import pendulum_log, write_example
 
     write_example(pendulum_log(), tmp_path / "logs")
     return tmp_path / "logs" / "pendulum_friction.csv"

@@ -149,7 +149,7 @@ def test_reachable_target_is_reached_unreachable_is_reported_and_undo(env, qtbot
     out = _wait_solved(qtbot, page)
     assert out.converged and out.position_error < 1e-12
     np.testing.assert_allclose(page.q, q_before, atol=1e-12)
-    page.undo_stack.clear()
+    page.state.history.clear()
     page.targets.set_target_pose(link, goal)
     # the solver options form is bound to the engine's IKOptions: a tighter tolerance is kept
     page.targets.options_form.set_value({"tol_pos": 1e-5})
@@ -169,7 +169,7 @@ def test_reachable_target_is_reached_unreachable_is_reported_and_undo(env, qtbot
     assert page.undo_action in page.actions()
     page.undo_action.trigger()
     np.testing.assert_allclose(page.q, q_before, atol=1e-12)
-    page.undo_stack.redo()
+    page.redo_action.trigger()
     qtbot.waitUntil(lambda: not page.animating, timeout=5000)
     np.testing.assert_allclose(page.q, solved_q, atol=1e-12)
 

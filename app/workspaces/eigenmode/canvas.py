@@ -8,17 +8,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QPointF, Qt, Signal
 
+from app.workspaces.eigenmode.state import fk
 from engine.systems.double_pendulum import DoublePendulumParams, reach
 
 __all__ = ["PendulumCanvas", "fk"]
-
-
-def fk(q, P: DoublePendulumParams):
-    """(elbow, tip) as numpy arrays for one configuration (the engine's convention)."""
-    q1, q2 = float(q[0]), float(q[1])
-    elbow = np.array([P.l1 * math.sin(q1), -P.l1 * math.cos(q1)])
-    tip = elbow + np.array([P.l2 * math.sin(q1 + q2), -P.l2 * math.cos(q1 + q2)])
-    return elbow, tip
 
 
 class _InteractiveViewBox(pg.ViewBox):

@@ -7,10 +7,7 @@ import pyqtgraph as pg
 import torch
 from PySide6.QtCore import Qt
 
-__all__ = ["LossPlot", "PotentialMaps", "StabilisePlots", "TimePlot", "potential_grid"]
-
-LOSS_COLOURS = {"total": (20, 20, 20), "task": (200, 40, 40), "constraint": (40, 90, 200), "effort": (40, 150, 60)}
-
+__all__ = ["PotentialMaps", "StabilisePlots", "TimePlot", "potential_grid"]
 
 def potential_grid(fn, lo=-np.pi, hi=np.pi, n=101):
     """``(values (n, n), extent)``: ``fn(q (n*n, 2))`` on a grid, rows over q1, columns over q2."""
@@ -19,42 +16,6 @@ def potential_grid(fn, lo=-np.pi, hi=np.pi, n=101):
     with torch.no_grad():
         v = fn(q).reshape(n, n).numpy()
     return v, (lo, hi)
-
-
-class LossPlot(pg.PlotWidget):
-    """The losses per epoch on a log scale."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent=parent)
-        self.setBackground("w")
-        self.setLogMode(y=True)
-        self.setLabel("bottom", "epoch")
-        self.setLabel("left", "loss")
-        self.addLegend(offset=(-10, 10))
-        self.showGrid(x=True, y=True, alpha=0.2)
-        self.curves = {k: self.plot(pen=pg.mkPen(c, width=2), name=k) for k, c in LOSS_COLOURS.items()}
-        self.clear_data()
-
-    def clear_data(self):
-        self.data = {k: ([], []) for k in self.curves}
-        for c in self.curves.values():
-            c.setData([], [])
-
-    def append(self, epoch: int, values: dict):
-        for k, (xs, ys) in self.data.items():
-            v = values.get(k)
-            if v is not None and v > 0 and np.isfinite(v):
-                xs.append(epoch)
-                ys.append(v)
-                self.curves[k].setData(xs, ys)
-
-    def set_history(self, history: dict):
-        for k, c in self.curves.items():
-            ys = np.asarray(history.get(k, []), dtype=float)
-            xs = np.arange(1, len(ys) + 1)
-            ok = np.isfinite(ys) & (ys > 0)
-            self.data[k] = (list(xs[ok]), list(ys[ok]))
-            c.setData(xs[ok], ys[ok])
 
 
 class PotentialMaps(pg.GraphicsLayoutWidget):
@@ -168,6 +129,11 @@ class StabilisePlots(pg.GraphicsLayoutWidget):
         self.ci.layout.setColumnStretchFactor(1, 2)
 
     def set_result(self, result):
+        """Show a StabiliseResult; None empties the plots."""
+        if result is None:
+            for item in (self.energy, self.dist_q, self.dist_p, self.mults, self.trivial):
+                item.setData([], [])
+            return
         self.energy.setData(result.t, result.energy)
         self.energy_target.setPos(result.energy_target)
         eps = 1e-12

@@ -2,21 +2,20 @@
 
 The learned-dynamics engine (``engine.data``, ``engine.models``, ``engine.training``,
 ``engine.systems``), the hardware-log engine (``engine.logs``) and the compare functions
-(``engine.learning_compare``) are used only from this module, so a change of their APIs is a
+(``engine.training.compare``, ``engine.training.evaluation``, ``engine.training.report``) are used only from this module, so a change of their APIs is a
 one-file fix. Jobs returned here follow ``engine.jobs``: ``job(ctx) -> result``.
 """
 
 from __future__ import annotations
 
-import math
+import json
 from pathlib import Path
 
 import numpy as np
 
-from engine import learning_compare as lc
-from engine.data import DatasetConfig, generate_dataset
+from engine.data import DatasetConfig, LogDataset, generate_dataset, log_dataset
 from engine.data.config import PROTOCOLS
-from engine.io import CheckpointError, atomic_write_text
+from engine.io import CheckpointError, atomic_write_text, finite_or_none, json_default
 from engine.logs import (
     LOG_FILE_FILTERS,
     LogError,
@@ -32,6 +31,8 @@ from engine.logs import (
 )
 from engine.logs.units import UNIT_KINDS
 from engine.models import ModelSpec, load_model, model_names, save_model
+from engine.training import compare as lc
+from engine.training import evaluation, report
 from engine.training.config import TrainConfig
 
 __all__ = [
@@ -81,7 +82,7 @@ __all__ = [
 ]
 
 LogCompareConfig = lc.LogCompareConfig
-METRIC_COLUMNS = lc.METRIC_COLUMNS
+METRIC_COLUMNS = evaluation.METRIC_COLUMNS
 LOG_FILTERS: tuple[str, ...] = tuple(f for f in LOG_FILE_FILTERS if not f.startswith("All files"))
 MODEL_FILTER = "Learned models (*.json)"
 SYSTEMS: list[str] = sorted(PROTOCOLS)
@@ -193,7 +194,7 @@ def prepare_job(table, mapping: LogMapping, config: PrepareConfig, compare: lc.L
     def job(ctx):
         prepared = prepare_log(table, mapping, config, ctx)
         ctx.check_cancelled()
-        return prepared, lc.log_dataset(prepared, compare)
+        return prepared, log_dataset(prepared, compare.steps, compare.horizon)
 
     return job
 
@@ -214,7 +215,7 @@ def generate_job(config: DatasetConfig):
 
 def data_summary(dataset) -> str:
     """One line describing a data set (generated or from a log)."""
-    if isinstance(dataset, lc.LogDataset):
+    if isinstance(dataset, LogDataset):
         d = dataset.description
         return (f"log {Path(d.get('source') or '').name}: h = {dataset.h:.4g} s, {len(dataset.train_x)} train "
                 f"and {len(dataset.test_x)} validation chunks of {d.get('steps')} steps, "
@@ -250,7 +251,7 @@ def with_changes(cfg: TrainConfig, **changes) -> TrainConfig:
 
 def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSpec | None):
     """A job: build, train and evaluate one model; returns ``{"row", "model", "losses", "curves"}``."""
-    if isinstance(dataset, lc.LogDataset):
+    if isinstance(dataset, LogDataset):
         # the log's name labels the run (the trainer prints it)
         base = lc.train_config_for(model_type, dataset)
         cfg = with_changes(train_config, model=model_type, system=dataset.system.name,
@@ -273,15 +274,15 @@ def evaluate_job(model, dataset, trajectories: int | None = None):
     """A job: metrics and curves of an already trained (e.g. loaded) model on the current data."""
 
     def job(ctx):
-        lc.check_compatible(model, dataset)
+        evaluation.check_compatible(model, dataset)
         ctx.progress(0.1, "evaluating")
-        return lc.evaluate_model(model, dataset, trajectories)
+        return evaluation.evaluate_model(model, dataset, trajectories)
 
     return job
 
 
-check_compatible = lc.check_compatible
-metrics_row = lc.metrics_row
+check_compatible = evaluation.check_compatible
+metrics_row = evaluation.metrics_row
 
 
 def save_trained(path: str | Path, model, meta: dict) -> Path:
@@ -300,34 +301,25 @@ def load_trained(path: str | Path):
 
 def data_hash_of(dataset) -> str:
     """sha256 of the data a model is trained on (saved with the model)."""
-    return lc.dataset_hash(dataset)
+    return dataset.fingerprint()
 
 
 # -- reports -----------------------------------------------------------------------------
-rows_to_csv = lc.rows_to_csv
+rows_to_csv = report.rows_to_csv
 
 
 def write_csv(path: str | Path, rows: list[dict]) -> Path:
     """The compare table as a CSV file (atomic write)."""
-    return atomic_write_text(path, lc.rows_to_csv(rows))
+    return atomic_write_text(path, report.rows_to_csv(rows))
 
 
 def write_report(directory: str | Path, rows: list[dict], info: dict, stem: str = "compare") -> dict:
-    return lc.write_compare_report(directory, rows, info, stem)
+    return report.write_compare_report(directory, rows, info, stem)
 
 
 def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _jsonable(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
+    """``obj`` as plain JSON values: numpy arrays and scalars as lists and numbers, NaN/inf as None."""
+    return finite_or_none(json.loads(json.dumps(obj, default=json_default)))
 
 
 jsonable = _jsonable

@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
 from app.widgets.job_progress import PanelJob
 from app.widgets.plots import color, make_plot
 from engine.io import atomic_write_text
-from engine.robots.log_identification import (
+from engine.identification.from_log import (
     LEARNABLE_KINDS,
     LogIdentificationConfig,
     identify_from_log,

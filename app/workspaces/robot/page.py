@@ -1,12 +1,14 @@
-"""The Robot workspace: a 3D URDF viewer, target poses optimised by IK, live dynamics.
+"""The Robot workspace page: lays out widgets, observes a :class:`RobotState` and forwards
+gestures to it; jobs (loading, IK, readouts, simulation) report back into the state.
 
 Layout: a tool row (robot picker, Open URDF, view toggles, load progress), the joint
 controls on the left, the 3D view in the middle, tabs (Targets, Dynamics, Motion) on the
 right. Every long computation runs as a job: loading (URDF + meshes), IK (Optimise, and
 Follow with only the latest request solved), the dynamics readouts and simulations.
 
-Scripting/test surface: ``load_robot(name_or_path)``, ``robot`` (the LoadedRobot),
-``set_q(q)``, ``q``, ``targets.add_target(link, pose)``, ``optimise()``, ``view``.
+Scripting/test surface: ``state`` (the Qt-free RobotState: q, targets, history, results),
+``load_robot(name_or_path)``, ``robot``, ``set_q(q)``, ``q``, ``targets.add_target(link, pose)``,
+``optimise()``, ``view``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import torch
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QUndoCommand, QUndoStack
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -32,23 +33,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.widgets.undo import add_undo_redo_actions
 from app.viewer.scene import RobotView
 from app.widgets.latest_job import LatestJob
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.joints_panel import JointsPanel
 from app.workspaces.robot.motion_panel import MotionPanel
-from app.workspaces.robot.robot_jobs import (
-    IKRequest,
-    LoadedRobot,
-    dynamics_readouts,
-    ik_job,
-    load_robot_job,
-    simulate_job,
-    slider_limits,
-)
+from app.workspaces.robot.robot_jobs import LoadedRobot, dynamics_readouts, ik_job, load_robot_job, simulate_job
+from app.workspaces.robot.state import RobotState, describe_ik
 from app.workspaces.robot.targets_panel import TargetsPanel
-from engine.robots.ik import neutral_configuration
 
 log = logging.getLogger(__name__)
 
@@ -66,49 +58,6 @@ READOUT_INTERVAL_MS = 60
 FOLLOW_IK = {"n_starts": 1, "max_iters": 30}
 
 
-class _PoseCommand(QUndoCommand):
-    """An undoable change of the joint positions (a solve, a reset, a random pose)."""
-
-    def __init__(self, page: RobotPage, old_q, new_q, text: str, animate: bool):
-        super().__init__(text)
-        self.page, self.old_q, self.new_q, self.animate = page, np.array(old_q), np.array(new_q), animate
-        self._first = True
-
-    def redo(self):
-        if self._first and not self.animate:
-            self._first = False     # the pose is already shown
-            return
-        self._first = False
-        self.page._go_to(self.new_q, animate=self.animate)
-
-    def undo(self):
-        self.page._go_to(self.old_q, animate=False)
-
-
-END_EFFECTOR_HINTS = ("tcp", "end_effector", "ee_link", "tool", "grasp", "hand", "flange", "tip")
-
-
-def _default_end_effector(model) -> str:
-    """The tool of an arm: the deepest link named like one (tcp, ee_link, tool, hand...),
-    else the deepest link of the tree (the last one on a tie)."""
-    desc = model.description
-    parent = {j.child: j.parent for j in desc.joints}
-
-    def depth(link):
-        d = 0
-        while link in parent:
-            link = parent[link]
-            d += 1
-        return d
-
-    links = list(model.link_names)
-    for hint in END_EFFECTOR_HINTS:
-        named = [l for l in links if hint in l.lower()]
-        if named:
-            return max(reversed(named), key=depth)
-    return max(reversed(links), key=depth)
-
-
 class RobotPage(QWidget):
     """The Robot workspace page (``RobotPage(ctx, parent=None)``)."""
 
@@ -119,8 +68,7 @@ class RobotPage(QWidget):
     def __init__(self, ctx, parent=None):
         super().__init__(parent)
         self.ctx = ctx
-        self.robot: LoadedRobot | None = None
-        self._generation = 0
+        self.state = RobotState()
         self._load_handle = None
         self._ik_handle = None
         self._sim_handle = None
@@ -130,10 +78,9 @@ class RobotPage(QWidget):
         self._anim.timeout.connect(self._animate_step)
         self._anim_clock = QElapsedTimer()
         self._anim_from = self._anim_to = None
-        self.last_ik = None
-        self.undo_stack = QUndoStack(self)
         self.setAcceptDrops(True)
         self._build()
+        self._observe_state()
         units = str(self.ctx.settings.value(UNITS_KEY, "deg"))
         self.joints.set_units(units if units in ("deg", "rad") else "deg")
         self.joints.units_box.currentIndexChanged.connect(
@@ -143,7 +90,7 @@ class RobotPage(QWidget):
         self._readouts_timer.setInterval(READOUT_INTERVAL_MS)
         self._readouts_timer.timeout.connect(self._submit_readouts)
         self._readouts = LatestJob(ctx.jobs, "robot readouts", self)
-        self._readouts.result.connect(self._on_readouts)
+        self._readouts.result.connect(self.state.accept_readouts)
         self._follow = LatestJob(ctx.jobs, "robot IK (follow)", self)
         self._follow.result.connect(self._on_follow_result)
         self._follow.failed.connect(lambda msg: self.targets.set_message(f"IK failed: {msg}", None, ok=False))
@@ -195,8 +142,8 @@ class RobotPage(QWidget):
 
         split = QSplitter(Qt.Orientation.Horizontal)
         self.joints = JointsPanel()
-        self.joints.q_changed.connect(self._on_q_changed)
-        self.joints.pose_action.connect(lambda old, new, text: self._push_pose(old, new, text, animate=False))
+        self.joints.q_changed.connect(self.state.set_q)
+        self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(old, new, text))
         split.addWidget(self.joints)
         self.view = RobotView()
         self.view.link_clicked.connect(self._on_link_clicked)
@@ -208,7 +155,7 @@ class RobotPage(QWidget):
         self.targets.cancel_requested.connect(self.cancel_ik)
         self.targets.target_dragged.connect(self._on_target_dragged)
         self.targets.targets_changed.connect(self._on_targets_changed)
-        self.targets.end_effector_changed.connect(self._on_end_effector)
+        self.targets.end_effector_changed.connect(self.state.set_end_effector)
         self.tabs.addTab(self.targets, "Targets")
         self.dynamics = DynamicsPanel()
         self.tabs.addTab(self.dynamics, "Dynamics")
@@ -231,7 +178,39 @@ class RobotPage(QWidget):
         self.status_label.setObjectName("robot_status")
         layout.addWidget(self.status_label)
 
-        self.undo_action, self.redo_action = add_undo_redo_actions(self, self.undo_stack)
+        self.undo_action = self._action("Undo", QKeySequence.StandardKey.Undo, self.state.undo)
+        self.redo_action = self._action("Redo", QKeySequence.StandardKey.Redo, self.state.redo)
+        self._on_history()
+
+    def _action(self, text: str, key, slot) -> QAction:
+        action = QAction(text, self)
+        action.setShortcut(key)
+        action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        action.triggered.connect(slot)
+        self.addAction(action)
+        return action
+
+    def _observe_state(self) -> None:
+        ev = self.state.events
+        ev.robot.connect(self._on_state_robot)
+        ev.q.connect(self._on_state_q)
+        ev.end_effector.connect(self._on_state_end_effector)
+        ev.ik.connect(self._on_state_ik)
+        ev.readouts.connect(self.dynamics.show_readouts)
+        ev.simulation.connect(self._on_state_simulation)
+        ev.pose_requested.connect(self._go_to)
+        ev.history.connect(self._on_history)
+
+    def _on_history(self) -> None:
+        h = self.state.history
+        self.undo_action.setEnabled(h.can_undo)
+        self.redo_action.setEnabled(h.can_redo)
+        self.undo_action.setText(f"Undo {h.undo_text}".strip())
+        self.redo_action.setText(f"Redo {h.redo_text}".strip())
+
+    @property
+    def robot(self) -> LoadedRobot | None:
+        return self.state.robot
 
     def _status(self, message: str) -> None:
         self.status_label.setText(message)
@@ -323,27 +302,14 @@ class RobotPage(QWidget):
             self.load_robot(DEFAULT_ROBOT)
 
     def _on_loaded(self, loaded: LoadedRobot) -> None:
-        self._generation += 1
         self._stop_animation()
         self.cancel_ik()
         self._cancel_simulation()
-        self.robot = loaded
-        model = loaded.model
         for w in loaded.geometry.warnings:
             log.warning("%s", w)
         self.view.set_robot(loaded.geometry, joint_axes=loaded.joint_axes, coms=loaded.coms)
-        lo, hi = slider_limits(model)
-        by_name = {j.name: j for j in model.description.joints}
-        revolute = [by_name[n].type in ("revolute", "continuous") for n in model.joint_names]
-        neutral = np.clip(neutral_configuration(model).numpy(), lo, hi)
-        self.joints.set_robot(model.joint_names, revolute, lo, hi, neutral)
-        extent = self._robot_extent(neutral)
-        self.targets.set_robot(model.link_names, _default_end_effector(model), self.link_pose,
-                               gizmo_size=max(0.03, 0.12 * extent))
-        self.motion.reset()
-        self.dynamics.clear()
-        self.undo_stack.clear()
-        self._on_q_changed(self.joints.q)
+        self.state.set_robot(loaded)
+        model = loaded.model
         self.view.fit_to_robot()
         self._remember(loaded)
         warn = f" ({len(loaded.geometry.warnings)} mesh warnings, see the log)" if loaded.geometry.warnings else ""
@@ -355,59 +321,53 @@ class RobotPage(QWidget):
                      f"{loaded.geometry.triangles} triangles{warn}")
         self.robot_loaded.emit(loaded)
 
-    def _robot_extent(self, q) -> float:
-        poses = self.robot.model.forward_kinematics(torch.as_tensor(q)).detach().numpy()
-        pts = poses[:, :3, 3]
-        return float(max(np.ptp(pts, axis=0).max(), 0.1))
-
     # ================================================================== pose
     @property
     def q(self) -> np.ndarray:
-        return self.joints.q
+        return self.state.q.copy()
 
     def set_q(self, q) -> None:
         """Show joint positions q (dof,), SI units, clamped into the limits."""
-        self.joints.set_q(q)
+        self.state.set_q(q)
 
     def link_pose(self, link: str, q=None) -> np.ndarray:
         """World pose (4, 4) of a link at q (default: the shown pose), from the engine."""
-        q = self.q if q is None else q
-        with torch.no_grad():
-            return self.robot.model.link_pose(torch.as_tensor(np.asarray(q, float)), link).numpy()
+        return self.state.link_pose(link, q)
 
-    def _on_q_changed(self, q) -> None:
-        if self.robot is None:
-            return
-        model = self.robot.model
-        with torch.no_grad():
-            poses = model.forward_kinematics(torch.as_tensor(np.asarray(q, float))).numpy()
-        self.view.set_link_poses(dict(zip(model.link_names, poses)))
-        self._request_readouts()
+    def _on_state_robot(self, loaded) -> None:
+        state, model = self.state, loaded.model
+        self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper, state.neutral)
+        self.targets.set_robot(model.link_names, state.end_effector, self.link_pose,
+                               gizmo_size=max(0.03, 0.12 * state.extent()))
+        self.motion.reset()
+        self.dynamics.clear()
+
+    def _on_state_q(self, q) -> None:
+        self.joints.set_q(q, emit=False)
+        if self.robot is not None:
+            self.view.set_link_poses(self.state.link_poses(q))
+            self._request_readouts()
 
     def _request_readouts(self) -> None:
         if not self._readouts_timer.isActive():
             self._readouts_timer.start()
 
     def _submit_readouts(self) -> None:
-        if self.robot is None or not self.targets.end_effector:
+        state = self.state
+        if state.robot is None or not state.end_effector:
             return
-        self._readouts.submit(lambda: None if self.robot is None else dynamics_readouts(
-            self.robot.model, self.q, self.targets.end_effector, serial=self._generation))
+        self._readouts.submit(lambda: None if state.robot is None else dynamics_readouts(
+            state.model, state.q.copy(), state.end_effector, serial=state.generation))
 
-    def _on_readouts(self, r) -> None:
-        if r.serial == self._generation:
-            self.dynamics.show_readouts(r)
-
-    def _on_end_effector(self, link: str) -> None:
+    def _on_state_end_effector(self, link: str) -> None:
         self.view.set_highlight([link] if link else [])
+        if self.targets.end_effector != link:
+            self.targets.set_end_effector(link)
         self._request_readouts()
 
     def _on_link_clicked(self, link: str) -> None:
-        self.targets.set_end_effector(link)
+        self.state.set_end_effector(link)
         self._status(f"end effector: {link}")
-
-    def _push_pose(self, old_q, new_q, text: str, animate: bool) -> None:
-        self.undo_stack.push(_PoseCommand(self, old_q, new_q, text, animate))
 
     def _go_to(self, q, animate: bool) -> None:
         if not animate:
@@ -437,26 +397,17 @@ class RobotPage(QWidget):
         return self._anim.isActive()
 
     # ================================================================== IK
-    def _ik_request(self, overrides: dict) -> IKRequest | None:
-        if self.robot is None or not self.targets.targets:
-            return None
-        if self.robot.model.dof == 0:
-            self.targets.set_message("This robot has no joints to move.", None, ok=False)
-            return None
+    def _ik_request(self, overrides: dict):
+        """The state's request for the panel's targets and options; None (message shown) if none."""
+        self.state.set_targets(self.targets.targets)
         try:
-            options = self.targets.ik_options()
+            return self.state.ik_request(self.targets.ik_options(), overrides)
         except ValueError as exc:
-            self.targets.set_message(f"Solver options: {exc}", None, ok=False)
+            self.targets.set_message(str(exc), None, ok=False)
             return None
-        return IKRequest(targets={t.link: t.pose for t in self.targets.targets}, q0=self.q,
-                         position_only=frozenset(t.link for t in self.targets.targets if t.position_only),
-                         options=options, overrides=overrides, serial=self._generation)
 
     def optimise(self):
         """Solve IK for every target as a job; the robot animates to the solution."""
-        if not self.targets.targets:
-            self.targets.set_message("Add a target first (pick an end effector, then Add target).", None, ok=False)
-            return None
         request = self._ik_request({})
         if request is None:
             return None
@@ -466,7 +417,7 @@ class RobotPage(QWidget):
         self.targets.set_message("Solving…", None)
         start_q = self.q
         handle = self.ctx.jobs.submit(ik_job(self.robot.model, request), name="robot IK",
-                                      on_result=lambda out, q0=start_q: self._on_ik_result(out, q0),
+                                      on_result=lambda out, q0=start_q: self.state.accept_ik(out, q0),
                                       on_error=lambda msg, tb: self.targets.set_message(f"IK failed: {msg}", None, ok=False),
                                       on_cancelled=lambda: self.targets.set_message("Cancelled.", None),
                                       on_progress=self._on_ik_progress)
@@ -488,25 +439,14 @@ class RobotPage(QWidget):
             self._ik_handle.cancel()
         self._follow.cancel()
 
-    def _describe(self, out) -> tuple[str, bool]:
-        parts = []
-        for link, (perr, rerr) in out.per_target.items():
-            r = "" if rerr is None else f", {np.degrees(rerr):.2f}°"
-            parts.append(f"{link}: {1000 * perr:.2f} mm{r}")
-        detail = "; ".join(parts)
-        if out.converged:
-            return f"Reached: {detail}", True
-        return (f"Out of reach: the closest pose within the joint limits misses the target"
-                f"{'s' if len(out.per_target) > 1 else ''} ({detail})."), False
-
-    def _on_ik_result(self, out, start_q) -> None:
-        if out.serial != self._generation:
-            return
-        self.last_ik = out
-        text, ok = self._describe(out)
+    def _on_state_ik(self, out) -> None:
+        text, ok = describe_ik(out)
         self.targets.set_message(text, out.residual, ok=ok)
-        self._push_pose(start_q, out.q, "IK solve", animate=True)
         self.ik_finished.emit(out)
+
+    @property
+    def last_ik(self):
+        return self.state.last_ik
 
     def _on_gizmo_pressed(self, gizmo) -> None:
         self.targets.select_gizmo(gizmo)
@@ -521,26 +461,23 @@ class RobotPage(QWidget):
         self._follow.submit(make_job)
 
     def _on_follow_result(self, out) -> None:
-        if out.serial != self._generation:
-            return
-        self.last_ik = out
-        text, ok = self._describe(out)
-        self.targets.set_message(text, out.residual, ok=ok)
-        self._stop_animation()
-        self.set_q(out.q)
+        if out.serial == self.state.generation:
+            self._stop_animation()
+            self.state.accept_ik(out)
 
     def _on_targets_changed(self) -> None:
+        self.state.set_targets(self.targets.targets)
         # a drag in follow mode ends: one undo step for the whole drag
         if self._drag_start_q is not None and self.targets.follow_box.isChecked():
             start = self._drag_start_q
 
             def push_when_idle():
                 self._follow.idle.disconnect(push_when_idle)
-                self._push_pose(start, self.q, "follow targets", animate=False)
+                self.state.push_pose(start, self.q, "follow targets")
             if self._follow.busy:
                 self._follow.idle.connect(push_when_idle)
             else:
-                self._push_pose(start, self.q, "follow targets", animate=False)
+                self.state.push_pose(start, self.q, "follow targets")
         self._drag_start_q = None
 
     # ================================================================== simulation
@@ -550,7 +487,7 @@ class RobotPage(QWidget):
         self._cancel_simulation()
         self.motion.set_simulating(True)
         self.motion.status_label.setText("Simulating…")
-        gen = self._generation
+        gen = self.state.generation
         handle = self.ctx.jobs.submit(
             simulate_job(self.robot.model, self.q, np.zeros(self.robot.model.dof), options,
                          list(self.motion.key_times), list(self.motion.key_poses)),
@@ -565,8 +502,9 @@ class RobotPage(QWidget):
 
     def _on_simulated(self, result, generation) -> None:
         self._sim_handle = None
-        if generation != self._generation:
-            return
+        self.state.accept_simulation(result, generation)
+
+    def _on_state_simulation(self, result) -> None:
         self.motion.status_label.setText(f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s, playing")
         self.motion.play_trajectory(result.t, result.q)
 
@@ -622,12 +560,10 @@ class RobotPage(QWidget):
         return [self.undo_action, self.redo_action, fit, shot]
 
     def session_state(self) -> dict:
+        self.state.set_targets(self.targets.targets)
         return {
-            "robot": self.robot.source if self.robot else None,
-            "q": self.q.tolist() if self.robot else None,
+            **self.state.session_state(),
             "units": self.joints.units,
-            "targets": [{"link": t.link, "pose": t.pose.tolist(), "position_only": t.position_only}
-                        for t in self.targets.targets],
             "keyframes": {"times": list(self.motion.key_times), "poses": [q.tolist() for q in self.motion.key_poses]},
         }
 

@@ -1,10 +1,9 @@
-"""The Robot workspace's jobs: plain functions of their inputs, no Qt (they run in workers).
+"""The Robot workspace's jobs: job glue around the engine, no Qt (they run in workers).
 
 - :func:`load_robot_job`: URDF -> engine RobotModel (validated) + the view's geometry.
 - :func:`ik_job`: one IK solve with the engine's :func:`~engine.robots.ik.solve_ik`.
-- :func:`dynamics_readouts`: end-effector pose, gravity torques, mass matrix, manipulability.
-- :func:`simulate_job`: forward dynamics from a state (free fall, gravity compensation, PD
-  to keyframes), RK4 at a fixed step, with the URDF's joint damping.
+- :func:`dynamics_readouts`: the engine's :func:`~engine.robots.simulate.readouts` as a job.
+- :func:`simulate_job`: the engine's :func:`~engine.robots.simulate.simulate` as a job.
 """
 
 from __future__ import annotations
@@ -18,6 +17,15 @@ import numpy as np
 import torch
 
 from app.viewer.geometry import GeometryOptions, RobotGeometry, load_robot_geometry
+from engine.robots.simulate import (
+    Readouts,
+    SimulationOptions,
+    SimulationResult,
+    interpolate_keyframes,
+    manipulability,
+    readouts,
+    simulate,
+)
 
 __all__ = [
     "IKOutcome",
@@ -232,158 +240,27 @@ def _outcome(q, converged: bool, errors: dict, opts, serial: int) -> IKOutcome:
 
 
 # --------------------------------------------------------------------------- dynamics
-@dataclass
-class Readouts:
-    """Dynamics of one state. pose: (4, 4) of ``link``; gravity: (dof,) N m (or N);
-    mass_matrix: (dof, dof); manipulability: sqrt(det(J J^T)) of the link's Jacobian
-    (translational rows when ``position_only``)."""
-
-    link: str
-    q: np.ndarray
-    pose: np.ndarray
-    gravity: np.ndarray
-    mass_matrix: np.ndarray
-    manipulability: float
-    serial: int = 0
-
-
-def manipulability(J: np.ndarray) -> float:
-    """Yoshikawa's measure sqrt(det(J J^T)) over the joints that move the link; with fewer
-    than 6 of them (a finger of a hand), over the translational rows only."""
-    J = np.asarray(J, float)
-    moving = np.linalg.norm(J, axis=0) > 1e-12
-    Jm = J[:, moving]
-    if Jm.shape[1] < 6:
-        Jm = Jm[:3]
-    if Jm.shape[1] < Jm.shape[0]:
-        return 0.0
-    return float(np.sqrt(max(np.linalg.det(Jm @ Jm.T), 0.0)))
-
-
 def dynamics_readouts(model, q: np.ndarray, link: str, serial: int = 0):
-    """A job computing :class:`Readouts` for joint positions ``q`` (dof,)."""
+    """A job computing the engine's :class:`~engine.robots.simulate.Readouts` for joint
+    positions ``q`` (dof,)."""
 
     def job(ctx) -> Readouts:
-        qt = torch.as_tensor(np.asarray(q, dtype=float))
-        with torch.no_grad():
-            pose = model.link_pose(qt, link).cpu().numpy()
-            ctx.check_cancelled()
-            gravity = model.gravity_torques(qt).cpu().numpy()
-            ctx.check_cancelled()
-            M = model.mass_matrix(qt).cpu().numpy()
-            J = model.jacobian(qt, link).cpu().numpy()
-        manip = manipulability(J)
-        return Readouts(link, np.asarray(q, float), pose, gravity, M, manip, serial)
+        return readouts(model, q, link, serial=serial, check_cancelled=ctx.check_cancelled)
 
     return job
 
 
 # --------------------------------------------------------------------------- motion
-def interpolate_keyframes(times: Sequence[float], poses: Sequence[np.ndarray], t: float) -> np.ndarray:
-    """Joint-space linear interpolation of keyframes (times ascending, s) at time t (s)."""
-    times = np.asarray(times, dtype=float)
-    Q = np.asarray(poses, dtype=float)
-    if len(times) == 0:
-        raise ValueError("no keyframes")
-    if len(times) == 1 or t <= times[0]:
-        return Q[0].copy()
-    if t >= times[-1]:
-        return Q[-1].copy()
-    i = int(np.searchsorted(times, t, side="right")) - 1
-    s = (t - times[i]) / max(times[i + 1] - times[i], 1e-12)
-    return (1 - s) * Q[i] + s * Q[i + 1]
-
-
-@dataclass(frozen=True)
-class SimulationOptions:
-    """A simulation from the current state.
-
-    mode: "free_fall" (tau = 0), "gravity_compensation" (tau = g(q)) or "pd_keyframes"
-    (tau = g(q) + M(q) (kp (q_ref(t) - q) - kd qd), q_ref interpolated from the keyframes:
-    a PD on accelerations, so kp (1/s^2) and kd (1/s) mean the same on every joint of every
-    robot and a light wrist is not made stiff, which keeps the explicit integration stable).
-    duration and dt in s; RK4 steps; ``damping``: apply the URDF joint damping (tau -= d qd).
-    """
-
-    mode: str = "free_fall"
-    duration: float = 2.0
-    dt: float = 0.002
-    kp: float = 100.0
-    kd: float = 20.0
-    damping: bool = True
-    frame_rate: float = 60.0      # samples kept per second for playback
-
-    MODES = ("free_fall", "gravity_compensation", "pd_keyframes")
-
-
-@dataclass
-class SimulationResult:
-    """t: (T,) s; q, qd: (T, dof) sampled at ``frame_rate``."""
-
-    t: np.ndarray
-    q: np.ndarray
-    qd: np.ndarray
-    mode: str
-
-
 def simulate_job(model, q0: np.ndarray, qd0: np.ndarray, options: SimulationOptions,
                  keyframe_times: Sequence[float] = (), keyframe_poses: Sequence[np.ndarray] = ()):
-    """A job integrating forward dynamics (the engine's ABA) with RK4; joints are clamped
-    to their limits (velocity zeroed there) after every step."""
-    if options.mode not in SimulationOptions.MODES:
-        raise ValueError(f"simulation mode {options.mode!r}: expected one of {SimulationOptions.MODES}")
+    """A job running the engine's :func:`~engine.robots.simulate.simulate` (RK4 on ABA, joints
+    clamped at their limits). Bad options raise here, before the job is submitted."""
+    options.validate()
     if options.mode == "pd_keyframes" and len(keyframe_times) == 0:
         raise ValueError("PD to keyframes needs at least one keyframe")
 
     def job(ctx) -> SimulationResult:
-        lo, hi = (model.joint_limits.lower.detach().numpy(), model.joint_limits.upper.detach().numpy())
-        damping_vec = torch.as_tensor(np.zeros(model.dof))
-        if options.damping:
-            damping_vec = model.joint_damping().detach().to(torch.float64).reshape(-1)
-
-        def accel(t, q, qd):
-            with torch.no_grad():
-                if options.mode == "free_fall":
-                    tau = torch.zeros_like(q)
-                else:
-                    tau = model.gravity_torques(q)
-                    if options.mode == "pd_keyframes":
-                        ref = torch.as_tensor(interpolate_keyframes(keyframe_times, keyframe_poses, t))
-                        a = options.kp * (ref - q) - options.kd * qd
-                        tau = tau + model.mass_matrix(q) @ a
-                tau = tau - damping_vec * qd
-                return model.forward_dynamics(q, qd, tau)
-
-        q = torch.as_tensor(np.asarray(q0, dtype=float))
-        qd = torch.as_tensor(np.asarray(qd0, dtype=float))
-        steps = int(np.rint(options.duration / options.dt))
-        every = max(1, int(np.rint(1.0 / (options.frame_rate * options.dt))))
-        ts, qs, qds = [0.0], [q.numpy().copy()], [qd.numpy().copy()]
-        h = options.dt
-        for k in range(steps):
-            t = k * h
-            k1q, k1v = qd, accel(t, q, qd)
-            k2q, k2v = qd + 0.5 * h * k1v, accel(t + h / 2, q + 0.5 * h * k1q, qd + 0.5 * h * k1v)
-            k3q, k3v = qd + 0.5 * h * k2v, accel(t + h / 2, q + 0.5 * h * k2q, qd + 0.5 * h * k2v)
-            k4q, k4v = qd + h * k3v, accel(t + h, q + h * k3q, qd + h * k3v)
-            q = q + h / 6 * (k1q + 2 * k2q + 2 * k3q + k4q)
-            qd = qd + h / 6 * (k1v + 2 * k2v + 2 * k3v + k4v)
-            qn = q.numpy()
-            at_limit = (qn <= lo) | (qn >= hi)
-            if at_limit.any():
-                q = torch.as_tensor(np.clip(qn, lo, hi))
-                qd = torch.where(torch.as_tensor(at_limit), torch.zeros_like(qd), qd)
-            if not torch.isfinite(q).all():
-                raise FloatingPointError(f"simulation diverged at t = {t + h:.3f} s (NaN state); "
-                                         f"try a smaller time step")
-            if (k + 1) % every == 0:
-                ts.append((k + 1) * h)
-                qs.append(q.numpy().copy())
-                qds.append(qd.numpy().copy())
-            if k % 20 == 0:
-                ctx.check_cancelled()
-                ctx.progress((k + 1) / steps, f"simulating t = {(k + 1) * h:.2f} s")
-        ctx.progress(1.0, "simulation done")
-        return SimulationResult(np.array(ts), np.array(qs), np.array(qds), options.mode)
+        return simulate(model, q0, qd0, options, keyframe_times, keyframe_poses,
+                        progress=ctx.progress, check_cancelled=ctx.check_cancelled)
 
     return job

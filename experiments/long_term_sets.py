@@ -11,7 +11,7 @@ draws) and the spread of the scores over the random sets, the share of sets on w
 scores no worse than the paper's published value (METHODS.md section 2), and per seed the shares
 of :func:`joint_shares` and :func:`ordering_shares`.
 
-    python results/reproduction/long_term_sets.py RUNS_DIR [RUNS_DIR ...] [--system pendulum]
+    python -m experiments.long_term_sets RUNS_DIR [RUNS_DIR ...] [--system pendulum]
         [--sets 100] [--seed 0] [--json OUT]
 
 RUNS_DIR: ``runs`` folders of ``python -m engine learn reproduce symo-<system> --out DIR`` (one

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.logs import LogMapping, PrepareConfig, find_problems, prepare_log, read_log
-from engine.logs.examples import (
+from engine.data.example_logs import (
     EXAMPLES,
     CartPoleLogConfig,
     PendulumLogConfig,
@@ -162,7 +162,7 @@ def test_panda_log_matches_pinocchio_and_its_masses_are_identifiable():
 
 
 def test_panda_generator_stays_within_limits_and_is_consistent():
-    from engine.logs.examples import PandaLogConfig, panda_log
+    from engine.data.example_logs import PandaLogConfig, panda_log
     from engine.robots import RobotModel
 
     cfg = replace(PandaLogConfig(), duration=6.0)

@@ -1,4 +1,4 @@
-"""System identification from a joint log (engine.robots.log_identification).
+"""System identification from a joint log (engine.identification.from_log).
 
 References: the masses and the torque noise used to make the example Panda log
 (resources/logs/panda_joints.params.json, written by its generator), numpy for the noise
@@ -17,7 +17,7 @@ from engine.jobs import JobCancelled, ThreadJobContext
 from engine.logs import LogMapping, prepare_log, read_log
 from engine.paths import resource
 from engine.robots.library import load_robot
-from engine.robots.log_identification import (
+from engine.identification.from_log import (
     LogIdentificationConfig,
     identify_from_log,
     robot_prepare_config,

@@ -1,4 +1,4 @@
-"""The learning loop of the differentiable-robot-model paper (engine.robots.identification)."""
+"""The learning loop of the differentiable-robot-model paper (engine.identification.synthetic)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine.jobs import JobCancelled, ThreadJobContext, run_job
-from engine.robots.identification import (
+from engine.identification.synthetic import (
     IdentificationConfig, identifiability, identification_job, identify, moving_links, sine_motion,
 )
 from engine.robots.library import load_robot

@@ -166,7 +166,7 @@ A pendulum with friction, as a hardware log would record it. Columns:
 
 ## How it was made
 
-`engine/logs/examples.py::pendulum_log` (`python -m engine logs make-examples --out DIR`).
+`engine/data/example_logs.py::pendulum_log` (`python -m engine logs make-examples --out DIR`).
 
 - Model: `engine.systems.pendulum.Pendulum`, the SyMo paper's pendulum: a uniform rod,
   m = l = 1, g = 9.81, `thdd = 3 g / (2 l) sin(th) + 3 / (m l^2) (u + tau_f)`, with
@@ -189,7 +189,7 @@ not in the frictionless model: a learned model that fits this log well must abso
 |---|---|
 {_params_table(cfg)}
 """
-    comments = ["pendulum with friction (simulated by engine/logs/examples.py, see pendulum_friction.README.md)",
+    comments = ["pendulum with friction (simulated by engine/data/example_logs.py, see pendulum_friction.README.md)",
                 "t [s], theta [rad from upright], torque [N m]"]
     return ExampleLog("pendulum_friction", columns, {"t": "%.6f", "theta": "%.6f", "torque": "%.4f"},
                       mapping, readme, comments, truth={"theta": theta_true, "omega": sol.y[1]})
@@ -283,7 +283,7 @@ The mapping `cartpole.mapping.json` converts ms -> s, mm -> m, deg -> rad.
 
 ## How it was made
 
-`engine/logs/examples.py::cartpole_log`.
+`engine/data/example_logs.py::cartpole_log`.
 
 - Model: `engine.systems.cartpole.CartPole`, the SyMo paper's cart-pole (cart {p.mc} kg, pole
   {p.mp} kg, half-length {p.l} m, g = {p.g}), plus friction: on the cart viscous
@@ -305,7 +305,7 @@ The mapping `cartpole.mapping.json` converts ms -> s, mm -> m, deg -> rad.
 |---|---|
 {_params_table(cfg)}
 """
-    comments = ["cart-pole with friction (simulated by engine/logs/examples.py, see cartpole.README.md)",
+    comments = ["cart-pole with friction (simulated by engine/data/example_logs.py, see cartpole.README.md)",
                 "time [ms], cart position [mm], pole angle [deg from upright], force [N]"]
     return ExampleLog("cartpole", columns, {"time_ms": "%.0f", "cart_x_mm": "%.2f", "pole_angle_deg": "%.3f",
                                             "force_N": "%.3f"}, mapping, readme, comments,
@@ -398,7 +398,7 @@ An RC car driven around a motion-capture arena. Columns:
 
 ## How it was made
 
-`engine/logs/examples.py::rc_car_log`.
+`engine/data/example_logs.py::rc_car_log`.
 
 - Model: `engine.systems.rc_car` with `CarParams()` (mass {params.mass} kg, wheelbase {params.wheelbase} m,
   track {params.track_width} m, mu static/dynamic {params.mu_static}/{params.mu_dynamic}, tyre relaxation
@@ -422,7 +422,7 @@ Mapping: `rc_car_mocap.mapping.json` (q = x, y, yaw; u = throttle, steering). Pr
 |---|---|
 {_params_table(cfg)}
 """
-    comments = ["RC car, motion capture (simulated by engine/logs/examples.py, see rc_car_mocap.README.md)",
+    comments = ["RC car, motion capture (simulated by engine/data/example_logs.py, see rc_car_mocap.README.md)",
                 "t [s], x [m], y [m], yaw [rad, wrapped], throttle [m/s^2], steering [rad]"]
     return ExampleLog("rc_car_mocap", columns, {"t": "%.6f", "x": "%.5f", "y": "%.5f", "yaw": "%.5f",
                                                 "throttle": "%.4f", "steering": "%.4f"}, mapping, readme,
@@ -538,7 +538,7 @@ A Franka Emika Panda joint log: positions, velocities and measured torques of it
 
 ## How it was made
 
-`engine/logs/examples.py::panda_log`.
+`engine/data/example_logs.py::panda_log`.
 
 - Model: `engine.robots.RobotModel` from `urdf/panda.urdf` (with the hand fixed), gravity
   9.81 m/s^2 along -z, no joint friction or damping. The simulated robot differs from the
@@ -558,7 +558,7 @@ A Franka Emika Panda joint log: positions, velocities and measured torques of it
 Identifiability: the masses of links 2-7 are identifiable from this log (a weighted
 least-squares fit of the torques, with accelerations from a Savitzky-Golay filter of q,
 window 31, polyorder 5, recovers them within about 2 %, checked with Pinocchio in
-`tests/engine/logs/test_logs_examples.py`). Link 2's is the weakest (its centre of mass is
+`tests/engine/data/test_example_logs.py`). Link 2's is the weakest (its centre of mass is
 3 cm from the joint-2 axis), so low-bias accelerations matter. The mass of link 1 does not
 change any joint torque (its centre of mass lies on the joint-1 axis) and cannot be identified.
 
@@ -572,7 +572,7 @@ change any joint torque (its centre of mass lies on the joint-1 axis) and cannot
 |---|---|
 {_params_table(cfg)}
 """
-    comments = ["Franka Panda joint log (simulated by engine/logs/examples.py, see panda_joints.README.md)",
+    comments = ["Franka Panda joint log (simulated by engine/data/example_logs.py, see panda_joints.README.md)",
                 "t [s], q [rad], qd [rad/s], tau [N m]"]
     formats = {"t": "%.3f", **{f"q{j}": "%.6f" for j in range(1, 8)}, **{f"qd{j}": "%.5f" for j in range(1, 8)},
                **{f"tau{j}": "%.4f" for j in range(1, 8)}}

@@ -10,7 +10,7 @@ measured joint torques, a train / validation split) and a nominal :class:`RobotM
    coefficient: for white noise of standard deviation ``sigma`` the residual's is
    ``sigma sqrt(1 - c0)``; the smooth motion itself passes the filter);
 2. computes the structural identifiability of the learned parameters from the regressor
-   (:func:`engine.robots.identification.regressor` / :func:`identifiability`) on the
+   (:func:`engine.identification.synthetic.regressor` / :func:`identifiability`) on the
    training part: the Panda's link-1 mass, whose centre of mass lies on the joint-1 axis,
    acts on no torque and is reported unidentifiable;
 3. makes the parameters learnable on a copy of the nominal model
@@ -38,14 +38,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
+from engine.identification.synthetic import (ParameterLookup, PreconditionedMass, SineMotion, checked_links,
+                                             identifiability, regressor)
 from engine.jobs import JobContext, NullJobContext
-from engine.robots.identification import (
-    PreconditionedMass,
-    SineMotion,
-    identifiability,
-    moving_links,
-    regressor,
-)
+from engine.logs import PrepareConfig
+from engine.models.nets import MLP
+from engine.robots.parametrizations import PositiveScalar
 
 __all__ = [
     "LEARNABLE_KINDS",
@@ -66,8 +64,6 @@ def robot_prepare_config(**overrides):
     Savitzky-Golay derivatives of ``q`` (window 31, polyorder 5 at ~100 Hz), torques not
     smoothed (their noise is estimated from them), the last 30 % of the time held out.
     ``overrides`` replace any :class:`engine.logs.PrepareConfig` field."""
-    from engine.logs import PrepareConfig
-
     base = {"window": 31, "polyorder": 5, "derivative": "savgol", "use_logged_velocities": False,
             "accelerations": True, "smooth_controls": False, "val_fraction": 0.3}
     base.update(overrides)
@@ -86,7 +82,7 @@ class LogIdentificationConfig:
     or ``"variance"`` (divided by its torque standard deviation, the paper's normalised MSE).
     epochs: L-BFGS outer steps (20 inner iterations each). max_train_samples: training samples
     used by the fit (evenly spaced; all when fewer). identifiability_tol: see
-    :func:`engine.robots.identification.identifiability`. noise_window, noise_polyorder: the
+    :func:`engine.identification.synthetic.identifiability`. noise_window, noise_polyorder: the
     Savitzky-Golay filter of the noise estimate. blackbox_*: the MLP's width, depth,
     full-batch Adam steps and learning rate (0 steps: no black box). seed: the MLP's
     initialisation.
@@ -149,7 +145,7 @@ class LogParameter:
 
 
 @dataclass
-class LogIdentificationResult:
+class LogIdentificationResult(ParameterLookup):
     """What :func:`identify_from_log` found.
 
     parameters: one entry per learned parameter. unidentifiable: ``{"link/kind": reason}``.
@@ -178,12 +174,6 @@ class LogIdentificationResult:
     config: dict = field(default_factory=dict)
     model: object = field(default=None, repr=False)
     validation: dict = field(default_factory=dict, repr=False)
-
-    def parameter(self, link: str, kind: str = "mass") -> LogParameter:
-        for p in self.parameters:
-            if p.link == link and p.kind == kind:
-                return p
-        raise KeyError(f"no learned {kind} for link {link!r}")
 
     def to_dict(self) -> dict:
         """JSON-ready summary (no model, no arrays)."""
@@ -273,8 +263,6 @@ def _extra_columns(model, motion: SineMotion, links, kinds, max_samples: int = 4
 def _train_blackbox(x_tr, y_tr, config: LogIdentificationConfig, ctx, progress_span):
     """A tanh MLP ``x -> y`` on standardised inputs and outputs (full-batch Adam, cosine lr);
     returns ``predict(x) -> y``."""
-    from engine.models.nets import MLP
-
     torch.manual_seed(config.seed)
     xm, xs = x_tr.mean(0), x_tr.std(0).clamp_min(1e-9)
     ym, ys = y_tr.mean(0), y_tr.std(0).clamp_min(1e-9)
@@ -336,13 +324,8 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     if val_mask.sum() < 1:
         raise ValueError("identify_from_log: the validation part is empty; hold out a time range")
 
-    body, _, fixed = moving_links(model)
-    links = list(config.links) if config.links else body
+    links, body, _, fixed = checked_links(model, config.links, "identify_from_log")
     for l in links:
-        if l not in model.link_names:
-            raise ValueError(f"identify_from_log: no link named {l!r} in robot {model.name!r}")
-        if l in fixed:
-            raise ValueError(f"identify_from_log: link {l!r} never moves; its parameters cannot be identified")
         if "damping" in config.learn and l not in body:
             raise ValueError(f"identify_from_log: link {l!r} is not the child of a movable joint (no damping)")
     kinds = [k for k in LEARNABLE_KINDS if k in config.learn]
@@ -392,8 +375,6 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
             if k == "mass":
                 learner.make_learnable(l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0)))
             elif k == "damping":
-                from engine.robots.parametrizations import PositiveScalar
-
                 start = max(float(_current(learner, l, k).detach()), 1e-2)
                 learner.make_learnable(l, k, PositiveScalar(start, dtype=dtype, device=device))
             else:

@@ -7,7 +7,7 @@ square and no offset. Ours (``engine.models.lagrangian``) uses two trunks and ``
 reproduction's data set (the paper's draws) and prints the metrics and the angle MSE of long-term
 trajectory 8, the near-separatrix one (results/reproduction/README.md).
 
-    python results/reproduction/paper_network_trial.py [--model symo] [--trajectories 32]
+    python -m experiments.paper_network_trial [--model symo] [--trajectories 32]
         [--seeds 0,1,2] [--paper-loop]
 
 ``--paper-loop``: the paper's training loop (``Code/Trainer.py``) instead of ours: mini-batches in
@@ -19,16 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from long_term_sets import per_trajectory_figure
 
 from engine.data.config import DatasetConfig
 from engine.data.dataset import generate_dataset
@@ -38,7 +33,8 @@ from engine.models.nets import StackedConfigurationMLP
 from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
-from engine.training.trainer import _adam, _Batches, build_for, fit
+from experiments.long_term_sets import per_trajectory_figure
+from engine.training.trainer import TrainingBatches, adam_optimizer, build_for, fit
 
 NEAR_SEPARATRIX = 8    # the long-term trajectory at 99.2 % of the separatrix energy
 
@@ -78,9 +74,9 @@ class PaperLagrangian1DOF(nn.Module):
 
 def train_paper_loop(model, ds, cfg: TrainConfig) -> None:
     """The paper's ``Code/Trainer.py`` loop: unshuffled mini-batches, the scheduler on the test loss."""
-    batches = _Batches.build(ds, cfg, torch.float32)
+    batches = TrainingBatches.build(ds, cfg, torch.float32)
     test, widths = make_windows(ds.test_x, ds.test_u, ds.system.dof, torch.float32).pack()
-    opt = _adam(model.parameters(), cfg.lr)
+    opt = adam_optimizer(model.parameters(), cfg.lr)
     sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=cfg.patience, factor=cfg.factor)
     W, bs = len(batches), batches.batch_size
     for _ in range(cfg.epochs):

@@ -1,6 +1,6 @@
 """CUDA check of the engine: the same computations on ``cuda`` and on ``cpu``, side by side.
 
-    python build_scripts/cuda_check.py [--device cuda] [--ref cpu] [--out DIR] [--threads 1]
+    python -m experiments.cuda_check [--device cuda] [--ref cpu] [--out DIR] [--threads 1]
 
 Compares (max abs difference, max relative difference, timings) for
 - the rigid-body engine on the shipped primitive Panda (urdf/panda.urdf), float64 and float32,
@@ -31,10 +31,10 @@ import time
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402  (after sys.path)
+import torch
+
+from engine.paths import urdf_dir
 
 ROWS: list[dict] = []
 FAILURES: list[dict] = []
@@ -103,7 +103,7 @@ def row(group, what, dtype, batch, d=None, t_dev=None, t_ref=None, note=""):
 def robot_checks(dev, ref):
     from engine.robots.model import RobotModel
 
-    urdf = ROOT / "urdf" / "panda.urdf"
+    urdf = urdf_dir() / "panda.urdf"
     for dtype in (torch.float64, torch.float32):
         models = {}
 
@@ -189,6 +189,18 @@ def robot_checks(dev, ref):
 LEARNED = ("node-rk4", "lnode-rk4", "symo", "e2e-symo", "mlp")
 
 
+def fit_with_windows_on(device, trainer, cfg, ds):
+    """``trainer.fit`` with the training windows made on ``device`` (the workaround the check
+    measures beside the plain ``model.to(device)``); returns ``(model, result)``."""
+    orig = trainer.make_windows
+    trainer.make_windows = lambda *a, **k: orig(*a, **k).to(device=device)
+    try:
+        m = trainer.build_for(cfg, ds).to(device)
+        return m, trainer.fit(m, ds, cfg)
+    finally:
+        trainer.make_windows = orig
+
+
 def learned_checks(dev, ref, epochs, n_traj):
     from engine.data import DatasetConfig, generate_dataset
     from engine.data.windows import make_windows
@@ -232,13 +244,7 @@ def learned_checks(dev, ref, epochs, n_traj):
 
         def fit_moved(name=name, cfg=cfg):
             # the workaround: windows made on the model's device (what fit could do itself)
-            orig = trainer.make_windows
-            trainer.make_windows = lambda *a, **k: orig(*a, **k).to(device=dev)
-            try:
-                m = trainer.build_for(cfg, ds).to(dev)
-                r = trainer.fit(m, ds, cfg)
-            finally:
-                trainer.make_windows = orig
+            m, r = fit_with_windows_on(dev, trainer, cfg, ds)
             state["model"] = m
             L = r.losses
             dec = L[-1] < L[0]
@@ -276,13 +282,7 @@ def learned_checks(dev, ref, epochs, n_traj):
             out = {}
             for where in (dev, ref):
                 cfg = TrainConfig(model=name, system="pendulum", trajectories=128, epochs=2, threads=None)
-                orig = trainer.make_windows
-                trainer.make_windows = lambda *a, **k: orig(*a, **k).to(device=where)
-                try:
-                    m = trainer.build_for(cfg, ds).to(where)
-                    r = trainer.fit(m, ds, cfg)
-                finally:
-                    trainer.make_windows = orig
+                m, r = fit_with_windows_on(where, trainer, cfg, ds)
                 out[where] = r.seconds / r.epochs
             row("learned", f"{name} seconds per epoch, N=128 (batch 512)", torch.float32, 128, None,
                 out[dev], out[ref], note="t columns in ms per epoch")

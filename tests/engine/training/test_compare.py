@@ -1,4 +1,5 @@
-"""engine.learning_compare: logs cut into training data, metrics on a log checked against numpy
+"""engine.training.compare (with engine.data.log_dataset, engine.training.evaluation and the
+report writer): logs cut into training data, metrics on a log checked against numpy
 references, the compare table end to end on a simulated log, and its CSV / JSON report."""
 
 from __future__ import annotations
@@ -13,16 +14,10 @@ import pytest
 import torch
 
 from engine.data.windows import make_windows
-from engine.learning_compare import (
-    LogCompareConfig,
-    LogDataset,
-    check_compatible,
-    compare_on_log,
-    evaluate_on_log,
-    log_dataset,
-    rows_to_csv,
-    write_compare_report,
-)
+from engine.data.log_dataset import LogDataset, log_dataset
+from engine.training.compare import LogCompareConfig, compare_on_log
+from engine.training.evaluation import check_compatible, evaluate_on_log
+from engine.training.report import rows_to_csv, write_compare_report
 from engine.logs import LogMapping, PrepareConfig, prepare_log
 from engine.logs.table import LogTable
 from engine.models.base import LearnedDynamics, ModelSpec
@@ -83,7 +78,7 @@ class _TruePendulum(LearnedDynamics):
 
 def test_log_dataset_uses_every_training_window_once_and_keeps_the_split():
     prepared, _, _ = _pendulum_prepared()
-    data = log_dataset(prepared, LogCompareConfig(steps=8, horizon=10))
+    data = log_dataset(prepared, 8, 10)
     assert data.h == pytest.approx(0.05) and data.system.angle_mask == (True,)
     assert data.train_x.shape[1:] == (10, 2) and data.long_x.shape[1] == 12
     # windows from the chunks == every consecutive triple of the training segment, each once
@@ -107,14 +102,14 @@ def test_log_dataset_uses_every_training_window_once_and_keeps_the_split():
 def test_too_short_ranges_are_named():
     prepared, _, _ = _pendulum_prepared(val=(19.0, 20.0))
     with pytest.raises(ValueError, match="validation range.*horizon"):
-        log_dataset(prepared, LogCompareConfig(steps=8, horizon=50))
+        log_dataset(prepared, 8, 50)
     with pytest.raises(ValueError, match="steps"):
         LogCompareConfig(steps=0)
 
 
 def test_metrics_on_a_log_match_numpy_references():
     prepared, _x, _u = _pendulum_prepared()
-    data = log_dataset(prepared, LogCompareConfig(steps=8, horizon=10))
+    data = log_dataset(prepared, 8, 10)
     spec = ModelSpec(h=data.h)
     hold = _Hold(spec).double()
     metrics, _roll = evaluate_on_log(hold, data)
@@ -138,7 +133,7 @@ def test_metrics_on_a_log_match_numpy_references():
 
 
 def test_compare_on_log_end_to_end(tmp_path):
-    from engine.logs.examples import PendulumLogConfig, pendulum_log, write_example
+    from engine.data.example_logs import PendulumLogConfig, pendulum_log, write_example
 
     example = pendulum_log(PendulumLogConfig(duration=12.0))
     write_example(example, tmp_path)
@@ -175,7 +170,7 @@ def test_csv_keeps_nan_and_none_apart():
 
 def test_check_compatible_names_the_mismatch():
     prepared, _, _ = _pendulum_prepared()
-    data: LogDataset = log_dataset(prepared, LogCompareConfig(steps=8, horizon=10))
+    data: LogDataset = log_dataset(prepared, 8, 10)
     with pytest.raises(ValueError, match="time step"):
         check_compatible(_Hold(ModelSpec(h=0.1)), data)
     with pytest.raises(ValueError, match="configurations"):

@@ -33,10 +33,13 @@ import numpy as np
 import torch
 
 from engine.jobs import JobContext, NullJobContext
+from engine.robots.library import load_robot
+from engine.robots.parametrizations import moving_links
 
 __all__ = [
     "IdentificationConfig", "ParameterReport", "IdentificationResult", "SineMotion",
-    "sine_motion", "moving_links", "PreconditionedMass", "perturbed_model", "regressor", "identifiability",
+    "sine_motion", "moving_links", "checked_links", "PreconditionedMass", "perturbed_model", "regressor",
+    "identifiability",
     "identify", "identification_job",
 ]
 
@@ -117,8 +120,18 @@ class ParameterReport:
     reason: str = ""
 
 
+class ParameterLookup:
+    """``parameter(link, kind)`` for a result that holds a ``parameters`` list (synthetic or from a log)."""
+
+    def parameter(self, link: str, kind: str = "mass"):
+        for p in self.parameters:
+            if p.link == link and p.kind == kind:
+                return p
+        raise KeyError(f"no learned {kind} for link {link!r}")
+
+
 @dataclass
-class IdentificationResult:
+class IdentificationResult(ParameterLookup):
     """What :func:`identify` found.
 
     parameters: one report per learned parameter. unidentifiable: ``{link or link/kind:
@@ -139,11 +152,6 @@ class IdentificationResult:
     seconds: float
     config: dict = field(default_factory=dict)
 
-    def parameter(self, link: str, kind: str = "mass") -> ParameterReport:
-        for p in self.parameters:
-            if p.link == link and p.kind == kind:
-                return p
-        raise KeyError(f"no learned {kind} for link {link!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -199,33 +207,18 @@ def sine_motion(model, duration: float, rate_hz: float = 250.0, n_sines: int = 3
 
 # --------------------------------------------------------------------------- parameters
 
-def moving_links(model) -> tuple[list[str], list[str], list[str]]:
-    """Links with a mass, sorted: (body links, attached links, fixed links).
-
-    body links: the child link of a movable joint (one per moving body); attached links:
-    rigidly fixed to a moving body (a hand, fingers: merged into that body's inertia);
-    fixed links: never move (the base and what is fixed to it).
-    """
-    desc = model.description
-    parent_joint = {j.child: j for j in desc.joints}
-    body, attached, fixed = [], [], []
-    for link in model.link_names:
-        inertial = desc.link(link).inertial
-        if inertial is None or inertial.mass <= 0:
-            continue
-        j = parent_joint.get(link)
-        if j is not None and j.movable:
-            body.append(link)
-            continue
-        cur, moves = link, False
-        while cur in parent_joint:
-            j = parent_joint[cur]
-            if j.movable:
-                moves = True
-                break
-            cur = j.parent
-        (attached if moves else fixed).append(link)
-    return body, attached, fixed
+def checked_links(model, requested, where: str) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``(links, body, attached, fixed)``: the links to learn (``requested``, or every body link)
+    and :func:`~engine.robots.parametrizations.moving_links`' groups; ``ValueError`` (prefixed by
+    ``where``) for a link the robot does not have or one that never moves."""
+    body, attached, fixed = moving_links(model)
+    links = list(requested) if requested else body
+    for l in links:
+        if l not in model.link_names:
+            raise ValueError(f"{where}: no link named {l!r} in robot {model.name!r}")
+        if l in fixed:
+            raise ValueError(f"{where}: link {l!r} never moves; its parameters cannot be identified")
+    return links, body, attached, fixed
 
 
 def perturbed_model(model, links: Sequence[str], perturb: float, seed: int = 0, inertia: bool = False):
@@ -350,21 +343,14 @@ def identify(config: IdentificationConfig = IdentificationConfig(), ctx: JobCont
              model=None) -> IdentificationResult:
     """Run the learning loop (see the module docstring). ``model``: the ground truth (default:
     ``load_robot(config.robot)``), in the config's dtype."""
-    from engine.robots.library import load_robot
-
     config.validate()
     ctx = ctx or NullJobContext()
     t_start = time.monotonic()
     dtype = getattr(torch, config.dtype)
     truth = model if model is not None else load_robot(config.robot, dtype=dtype)
     ctx.progress(0.0, f"identification: {truth.name}")
-    body, attached, fixed = moving_links(truth)
-    links = list(config.links) if config.links else body
+    links, body, attached, fixed = checked_links(truth, config.links, "identification")
     for l in links:
-        if l not in truth.link_names:
-            raise ValueError(f"identification: no link named {l!r} in robot {truth.name!r}")
-        if l in fixed:
-            raise ValueError(f"identification: link {l!r} never moves; its parameters cannot be identified")
         if l not in body and l not in attached:
             raise ValueError(f"identification: link {l!r} has no mass")
     kinds = ("mass", "inertia") if config.learn == "mass+inertia" else ("mass",)

@@ -1,0 +1,357 @@
+"""A joint log on a robot: the replay of what the robot did, and a model's ghost beside it.
+
+::
+
+    table = read_log("run.csv")
+    rmap = ReplayMapping.auto(table, robot)             # names matched, units guessed
+    replay = make_replay(table, rmap, robot)            # t (N,), q (N, dof) in SI, robot joint order
+    ghost = rollout_ghost(robot, replay, t0=1.0, horizon=0.5)   # or a learned model
+    ghost.q, ghost.error                                 # (K, dof) each
+
+A :class:`ReplayMapping` is a :class:`~engine.logs.mapping.LogMapping` (columns and units) plus
+the robot joint of each position column, the base pose columns of a floating-base robot and
+the episode to read; it is JSON (``to_dict``/``from_dict``) so a session keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.integrators import get_stepper
+from engine.logs.errors import LogError
+from engine.logs.joint_match import match_joints
+from engine.logs.mapping import LogMapping, apply_mapping
+from engine.logs.reader import select_episode
+from engine.logs.table import LogTable
+from engine.robots.model import RobotModel
+
+__all__ = ["GhostRollout", "LogReplay", "ReplayMapping", "make_replay", "replay_job", "rollout_ghost"]
+
+
+@dataclass
+class ReplayMapping:
+    """How a log drives a robot. ``mapping``: columns and units (its ``q``, ``qd`` and ``u``
+    lists in the order of ``joints``); ``joints``: the robot joint of each ``mapping.q``
+    column; ``base``: the columns x y z (m) [qw qx qy qz] of a floating base's world pose,
+    or empty; ``episode``: the episode to read from a multi-episode file (None: all rows)."""
+
+    mapping: LogMapping
+    joints: list[str]
+    base: list[str] = field(default_factory=list)
+    episode: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if len(self.joints) != len(self.mapping.q):
+            raise LogError(f"{len(self.joints)} joints for {len(self.mapping.q)} position columns", column="joints")
+        if len(set(self.joints)) != len(self.joints):
+            raise LogError("a joint is mapped twice", column="joints")
+        if len(self.base) not in (0, 3, 7):
+            raise LogError("base pose: give x y z, or x y z qw qx qy qz columns", column="base")
+
+    @classmethod
+    def auto(cls, table: LogTable, robot: RobotModel) -> ReplayMapping:
+        """Match the table's columns to the robot's joints by name (see engine.logs.joint_match)."""
+        limits = robot.joint_limits
+        lim = np.stack([limits.lower.cpu().numpy(), limits.upper.cpu().numpy()], -1) if robot.dof else None
+        revolute = [bool(r) for r in robot.topology.revolute]
+        floating = bool(getattr(robot.description, "floating_base", False))
+        m = match_joints(table.columns, robot.joint_names, data=table.data, limits=lim, revolute=revolute,
+                         floating_base=floating)
+        return cls(mapping=m.mapping, joints=m.joints, base=m.base, notes=m.notes)
+
+    def to_dict(self) -> dict:
+        return {"mapping": self.mapping.to_dict(), "joints": list(self.joints), "base": list(self.base),
+                "episode": self.episode}
+
+    @classmethod
+    def from_dict(cls, d: dict, *, source: str | None = None) -> ReplayMapping:
+        if not isinstance(d, dict) or "mapping" not in d or "joints" not in d:
+            raise LogError("a replay mapping is a JSON object with 'mapping' and 'joints'", path=source)
+        return cls(mapping=LogMapping.from_dict(d["mapping"], source=source), joints=list(d["joints"]),
+                   base=list(d.get("base") or []), episode=d.get("episode"))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, robot: RobotModel | None = None) -> ReplayMapping:
+        """A replay mapping file, or a plain LogMapping file whose q columns are the robot's
+        joints in order (the files the model lab saves)."""
+        path = Path(path)
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LogError(f"cannot read the mapping ({exc})", path=path) from None
+        if isinstance(d, dict) and "joints" in d:
+            return cls.from_dict(d, source=str(path))
+        mapping = LogMapping.load(path)
+        if robot is None:
+            raise LogError("a plain mapping needs the robot to name the joints", path=path)
+        if len(mapping.q) > robot.dof:
+            raise LogError(f"{len(mapping.q)} position columns for a robot with {robot.dof} joints",
+                           path=path, column="q")
+        return cls(mapping=mapping, joints=list(robot.joint_names[: len(mapping.q)]))
+
+
+@dataclass
+class LogReplay:
+    """A log on a robot, in SI units and robot joint order.
+
+    ``t`` (N,) s from 0; ``q`` (N, dof) (joints without a column hold 0); ``qd`` (N, dof): logged
+    or central differences (``qd_logged`` says which); ``tau`` (N, dof) or None; ``u`` (N, nu)
+    the mapped controls as logged (what a learned model of this log takes); ``base`` (N, 7)
+    x y z qw qx qy qz or None; ``mapped`` (dof,) bool.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    tau: np.ndarray | None
+    u: np.ndarray
+    base: np.ndarray | None
+    joint_names: list[str]
+    mapped: np.ndarray
+    qd_logged: bool = False
+    source: str = ""
+    t_offset: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return int(self.t.shape[0])
+
+    @property
+    def duration(self) -> float:
+        return float(self.t[-1] - self.t[0]) if self.n else 0.0
+
+    @property
+    def dt(self) -> float:
+        """Median sample period (s)."""
+        return float(np.median(np.diff(self.t))) if self.n > 1 else 0.0
+
+    def index_at(self, time: float) -> int:
+        """The last sample at or before ``time`` (clamped)."""
+        return int(np.clip(np.searchsorted(self.t, time, side="right") - 1, 0, self.n - 1))
+
+    def sample(self, times, what: str = "q") -> np.ndarray:
+        """Linear interpolation of ``q``/``qd``/``tau``/``u``/``base`` at ``times`` (K,) -> (K, k), clamped."""
+        values = getattr(self, what)
+        if values is None:
+            raise ValueError(f"the log has no {what}")
+        times = np.clip(np.asarray(times, dtype=np.float64), self.t[0], self.t[-1])
+        out = np.stack([np.interp(times, self.t, values[:, j]) for j in range(values.shape[1])], -1) \
+            if values.shape[1] else np.zeros((times.shape[0], 0))
+        if what == "base" and out.shape[1] == 7:
+            out[:, 3:] /= np.linalg.norm(out[:, 3:], axis=1, keepdims=True)
+        return out
+
+    def base_transforms(self, times) -> np.ndarray | None:
+        """World poses of the base (K, 4, 4) at ``times``, or None for a fixed base."""
+        if self.base is None:
+            return None
+        b = self.sample(times, "base")
+        T = np.tile(np.eye(4), (b.shape[0], 1, 1))
+        T[:, :3, 3] = b[:, :3]
+        w, x, y, z = b[:, 3], b[:, 4], b[:, 5], b[:, 6]
+        T[:, :3, :3] = np.stack([
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+        return T
+
+    def link_poses(self, robot: RobotModel, times) -> np.ndarray:
+        """World poses of every link (K, n_links, 4, 4) at ``times``, base pose included."""
+        q = torch.as_tensor(self.sample(times, "q"), dtype=robot.dtype, device=robot.device)
+        with torch.no_grad():
+            T = robot.forward_kinematics(q).cpu().numpy()
+        B = self.base_transforms(times)
+        return T if B is None else B[:, None] @ T
+
+
+def _dense(values: np.ndarray, t: np.ndarray, name: str, source: str) -> np.ndarray:
+    """Fill NaN gaps (sparse multi-topic logs) by interpolation over the finite samples."""
+    out = values.copy()
+    for j in range(out.shape[1]):
+        ok = np.isfinite(out[:, j])
+        if not ok.any():
+            raise LogError("the column has no values", path=source or None, column=name)
+        if not ok.all():
+            out[:, j] = np.interp(t, t[ok], out[ok, j])
+    return out
+
+
+def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogReplay:
+    """The replay of ``table`` on ``robot`` under ``rmap`` (SI units, robot joint order)."""
+    index = {j: i for i, j in enumerate(robot.joint_names)}
+    unknown = [j for j in rmap.joints if j not in index]
+    if unknown:
+        raise LogError(f"the robot {robot.name!r} has no joint {unknown[0]!r}", path=table.source or None,
+                       column="joints")
+    if rmap.episode is not None:
+        table = select_episode(table, rmap.episode)
+    m = apply_mapping(table, rmap.mapping)
+    t = m.t
+    keep = np.isfinite(t)
+    if table.sparse:  # rows of any topic carrying one of the mapped columns
+        cols = np.concatenate([m.q] + ([m.qd] if m.qd is not None else []), axis=1)
+        keep &= np.isfinite(cols).any(axis=1)
+    if keep.sum() < 2:
+        raise LogError("fewer than two samples with a time", path=table.source or None, column=rmap.mapping.time)
+    order = np.flatnonzero(keep)[np.argsort(t[keep], kind="stable")]
+    t = t[order]
+    uniq = np.concatenate([[True], np.diff(t) > 0])
+    order, t = order[uniq], t[uniq]
+    src = table.source
+    n, dof = t.shape[0], robot.dof
+    ids = [index[j] for j in rmap.joints]
+    q = np.zeros((n, dof))
+    q[:, ids] = _dense(m.q[order], t, "q", src)
+    mapped = np.zeros(dof, dtype=bool)
+    mapped[ids] = True
+    if m.qd is not None:
+        qd = np.zeros((n, dof))
+        qd[:, ids] = _dense(m.qd[order], t, "qd", src)
+    else:
+        qd = np.gradient(q, t, axis=0)
+    tau = None
+    if m.u.shape[1] == len(ids) and m.u.shape[1]:
+        tau = np.zeros((n, dof))
+        tau[:, ids] = _dense(m.u[order], t, "u", src)
+    u = _dense(m.u[order], t, "u", src) if m.u.shape[1] else np.zeros((n, 0))
+    base = None
+    if rmap.base:
+        b = np.stack([table.column(c)[m.rows][order] for c in rmap.base], 1)
+        b = _dense(b, t, "base", src)
+        if b.shape[1] == 3:
+            b = np.concatenate([b, np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))], 1)
+        for k, c in enumerate(rmap.base[:3]):
+            b[:, k] *= _factor(rmap.mapping, c)
+        base = b
+    t0 = float(t[0])
+    notes = list(rmap.notes) + ([] if m.qd is not None else ["velocities: central differences of the positions"])
+    return LogReplay(t=t - t0, q=q, qd=qd, tau=tau, u=u, base=base, joint_names=list(robot.joint_names),
+                     mapped=mapped, qd_logged=m.qd is not None, source=src, t_offset=t0, notes=notes)
+
+
+def _factor(mapping: LogMapping, column: str) -> float:
+    from engine.logs.units import unit_factor
+
+    return unit_factor(mapping.unit(column), field=f"units[{column!r}]")
+
+
+def replay_job(path, rmap: ReplayMapping | None, robot: RobotModel, options=None):
+    """A job ``job(ctx) -> (LogReplay, ReplayMapping)`` that reads ``path`` and replays it
+    (``rmap`` None: matched by name)."""
+    from engine.logs.reader import ReadOptions, read_log
+
+    def job(ctx):
+        table = read_log(path, ctx, options or ReadOptions())
+        used = rmap or ReplayMapping.auto(table, robot)
+        if ctx is not None:
+            ctx.check_cancelled()
+        return make_replay(table, used, robot), used
+
+    job.__name__ = f"replay {Path(path).name}"
+    return job
+
+
+@dataclass
+class GhostRollout:
+    """A model rolled out from the logged state at ``t0``: ``t`` (K,) s on the log's clock,
+    ``q``/``qd`` (K, dof) predicted (joints the model does not cover hold the log's values),
+    ``q_log`` (K, dof) the log at the same times, ``error`` = q - q_log (K, dof), ``rms``
+    (dof,) and ``model`` (a short name)."""
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    q_log: np.ndarray
+    error: np.ndarray
+    rms: np.ndarray
+    model: str = ""
+
+
+def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, integrator: str):
+    stepper = get_stepper(integrator)
+    times = t0 + h * np.arange(steps + 1)
+    tau = replay.sample(times, "tau") if replay.tau is not None else np.zeros((steps + 1, robot.dof))
+    tau_t = torch.as_tensor(tau, dtype=robot.dtype, device=robot.device)
+    n = robot.dof
+
+    def f(x, u):
+        return torch.cat([x[..., n:], robot.forward_dynamics(x[..., :n], x[..., n:], u, damping=True)], -1)
+
+    x = torch.as_tensor(np.concatenate([replay.sample([t0], "q"), replay.sample([t0], "qd")], 1),
+                        dtype=robot.dtype, device=robot.device)
+    xs = [x]
+    with torch.no_grad():
+        for k in range(steps):
+            x = stepper(f, x, tau_t[k:k + 1], h)
+            xs.append(x)
+    X = torch.cat(xs, 0).cpu().numpy()
+    return times, X[:, :n], X[:, n:]
+
+
+def _learned_rollout(model, replay: LogReplay, t0: float, steps: int):
+    h = float(model.h)
+    ids = np.flatnonzero(replay.mapped)
+    n = int(model.n)
+    if n != ids.size:
+        raise ValueError(f"the model has {n} joints but the log maps {ids.size}; "
+                         "choose a model trained on this log's joints")
+    m = int(model.spec.control_dim)
+    if replay.u.shape[1] != m:
+        raise ValueError(f"the model takes {m} controls but the log maps {replay.u.shape[1]}; "
+                         "map the same control columns it was trained on")
+    times = t0 + h * np.arange(-1, steps + 2)
+    q = replay.sample(times, "q")[:, ids]
+    qd = replay.sample(times, "qd")[:, ids]
+    u = replay.sample(times, "u")
+    param = next(iter(model.parameters()), None)
+    dtype = param.dtype if param is not None else torch.float32
+    x = torch.as_tensor(np.concatenate([q, qd], 1)[None, :2], dtype=dtype)
+    uu = torch.as_tensor(u[None, : steps + 2], dtype=dtype)
+    qp, qdp = model.rollout(x, uu, steps)
+    full_q = replay.sample(times[1:steps + 2], "q")
+    full_qd = replay.sample(times[1:steps + 2], "qd")
+    full_q[1:, ids] = qp[0].detach().cpu().double().numpy()
+    full_qd[1:, ids] = qdp[0].detach().cpu().double().numpy()
+    return times[1:steps + 2], full_q, full_qd
+
+
+def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integrator: str = "rk4",
+                  h: float | None = None) -> GhostRollout:
+    """Roll ``model`` out from the logged state at ``t0`` for ``horizon`` seconds.
+
+    ``model``: a :class:`RobotModel` (the rigid-body or identified model: forward dynamics
+    with the joint damping, driven by the logged torques held over each step, integrated by
+    ``engine.integrators`` with step ``h``, default the log's sample period), or a learned
+    dynamics model (anything with ``rollout(x, u, steps)``, ``h``, ``n`` and ``spec``, as in
+    ``engine.models``: its own step, the log's mapped controls). Returns a :class:`GhostRollout`
+    whose ``error`` is the prediction minus the log.
+    """
+    if replay.n < 2:
+        raise ValueError("the log has fewer than two samples")
+    t0 = float(np.clip(t0, replay.t[0], replay.t[-1]))
+    horizon = float(max(horizon, 0.0))
+    if isinstance(model, RobotModel):
+        if list(model.joint_names) != list(replay.joint_names):
+            raise ValueError("the rigid-body model's joints differ from the replayed robot's")
+        step = float(h or replay.dt)
+        steps = max(1, int(round(horizon / step)))
+        times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator)
+        name = f"{model.name} (rigid body)"
+    elif hasattr(model, "rollout") and hasattr(model, "spec"):
+        steps = max(1, int(round(horizon / float(model.h))))
+        times, q, qd = _learned_rollout(model, replay, t0, steps)
+        name = getattr(model, "name", "") or type(model).__name__
+    else:
+        raise TypeError("the ghost needs a RobotModel or a learned dynamics model")
+    q_log = replay.sample(times, "q")
+    err = q - q_log
+    return GhostRollout(t=times, q=q, qd=qd, q_log=q_log, error=err,
+                        rms=np.sqrt(np.mean(err ** 2, axis=0)), model=name)

@@ -1,0 +1,154 @@
+"""Train learned dynamics models on a data set (generated or a hardware log) and compare them.
+
+No Qt here; the Model lab workspace and ``python -m engine learn compare`` both call it. The
+data sets are :mod:`engine.data` (:func:`~engine.data.log_dataset.log_dataset` for a log), the
+metrics :mod:`engine.training.evaluation`, the tables :mod:`engine.training.report`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from engine.data.log_dataset import LogSystem, log_dataset
+from engine.logs import LogMapping, PrepareConfig, prepare_log, read_log
+from engine.models import ModelSpec, build_model, model_names
+from engine.training.config import TrainConfig
+from engine.training.evaluation import evaluate_model, metrics_row
+from engine.training.metrics import as_float
+from engine.training.trainer import fit
+
+__all__ = ["LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
+           "train_and_evaluate", "train_config_for"]
+
+
+@dataclass
+class LogCompareConfig:
+    """How a prepared log is cut into training data, how models train on it and are judged.
+
+    ``steps``: windows per training chunk (chunks have ``steps + 2`` points);
+    ``horizon``: k of the k-step errors and the length of each validation rollout (steps);
+    ``epochs``, ``learning_rate``, ``hidden`` (neurons per layer), ``layers``, ``seed``: the
+    training defaults on a log (the SyMo protocol's values are per analytic system; a log has
+    none, so these stand in for them).
+    """
+
+    steps: int = 32
+    horizon: int = 50
+    epochs: int = 200
+    learning_rate: float = 1e-3
+    hidden: int = 64
+    layers: int = 2
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("steps", "horizon", "epochs", "hidden", "layers"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"LogCompareConfig.{name}: expected a positive integer, got {v!r}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"LogCompareConfig.learning_rate: expected > 0, got {self.learning_rate!r}")
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def model_spec_for(system, h: float, **overrides):
+    """A :class:`~engine.models.ModelSpec` for a system (analytic or :class:`LogSystem`) and step ``h`` (s)."""
+    if isinstance(system, LogSystem):   # a log names no analytic system: no URDF for the robot model
+        overrides.setdefault("system", None)
+    return ModelSpec.for_system(system, h, **overrides)
+
+
+def train_config_for(model: str, dataset, config: LogCompareConfig | None = None, **overrides):
+    """A :class:`~engine.training.config.TrainConfig` for ``dataset`` (generated or log).
+
+    For a log, the defaults come from ``config`` (a :class:`LogCompareConfig`) and
+    ``trajectories`` is every training chunk; the protocol's system name is only a placeholder
+    that passes TrainConfig's check, replaced by the log's name as a label.
+    """
+    if dataset.kind == "log":
+        c = config or LogCompareConfig()
+        overrides.setdefault("trajectories", len(dataset.train_x))
+        for key in ("epochs", "learning_rate", "hidden", "layers", "seed"):
+            overrides.setdefault(key, getattr(c, key))
+        overrides["system"] = "pendulum"
+        cfg = TrainConfig(model=model, **overrides)
+        cfg.system = dataset.system.name  # label only; validated above against a protocol
+        return cfg
+    overrides.setdefault("system", dataset.config.system)
+    return TrainConfig(model=model, **overrides)
+
+
+def build_learned_model(model: str, dataset, train_config, spec_overrides: dict | None = None):
+    """A fresh model of type ``model`` for ``dataset``, seeded by ``train_config.seed``."""
+    spec_overrides = dict(spec_overrides or {})
+    spec_overrides["hidden"] = int(train_config.hidden if train_config.hidden is not None else train_config.width)
+    spec_overrides["layers"] = train_config.layers
+    spec_overrides.setdefault("init", train_config.init)
+    torch.manual_seed(train_config.seed)
+    return build_model(model, model_spec_for(dataset.system, dataset.h, **spec_overrides))
+
+
+def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: dict | None = None,
+                       ctx=None, progress_span=(0.0, 1.0)) -> dict:
+    """Build, train (the engine's trainer) and evaluate one model on a generated or log data set.
+
+    Returns ``{"row": metrics row, "model": the trained model, "losses": [per epoch],
+    "curves": plot data (see :func:`~engine.training.evaluation.evaluate_model`)}``. The row
+    follows the sweep schema: ``model, system, trajectories, seed, train_mse, test_mse,
+    integration_mse, energy_mse, inertia_mse, seconds`` (plus per-signal errors on a log).
+    """
+    model = build_learned_model(model_type, dataset, train_config, spec_overrides)
+    lo, hi = progress_span
+    t0 = time.perf_counter()
+    result = fit(model, dataset, train_config, ctx, None, (lo, lo + 0.9 * (hi - lo)))
+    seconds = time.perf_counter() - t0
+    if ctx is not None:
+        ctx.progress(lo + 0.9 * (hi - lo), f"{model_type}: evaluating")
+    metrics, curves = evaluate_model(model, dataset, train_config.trajectories)
+    row = metrics_row(model_type, dataset, train_config, metrics, seconds)
+    row["final_loss"] = as_float(result.losses[-1]) if result.losses else None
+    if ctx is not None:
+        ctx.progress(hi, f"{model_type}: done")
+    return {"row": row, "model": model, "losses": list(result.losses), "curves": curves}
+
+
+def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
+                   config: LogCompareConfig | None = None, ctx=None) -> list[dict]:
+    """Read, map and prepare a log, train each model type on it, and return the compare table.
+
+    ``models``: model type names (``engine.models.model_names()``), or one comma-separated string;
+    ``epochs``: overrides ``config.epochs``; ``prepare``: a :class:`~engine.logs.PrepareConfig`
+    (default: its defaults); ``config``: a :class:`LogCompareConfig`. Returns one row per model
+    (see :func:`train_and_evaluate`) plus ``log`` and ``data_hash``; raises ``LogError`` /
+    ``ValueError`` on bad input, before any training starts.
+    """
+    if isinstance(models, str):
+        models = [m.strip() for m in models.split(",") if m.strip()]
+    models = list(models)
+    known = model_names()
+    for m in models:
+        if m not in known:
+            raise ValueError(f"unknown model type {m!r}; choose from {', '.join(known)}")
+    if not models:
+        raise ValueError("give at least one model type")
+    config = config or LogCompareConfig()
+    if epochs is not None:
+        config = LogCompareConfig(**{**config.to_dict(), "epochs": int(epochs)})
+    mapping = LogMapping.load(mapping_path)
+    table = read_log(log_path, ctx)
+    prepared = prepare_log(table, mapping, prepare or PrepareConfig())
+    data = log_dataset(prepared, config.steps, config.horizon)
+    rows = []
+    span = 1.0 / len(models)
+    for i, name in enumerate(models):
+        tc = train_config_for(name, data, config)
+        out = train_and_evaluate(name, data, tc, ctx=ctx, progress_span=(i * span, (i + 1) * span))
+        row = dict(out["row"])
+        row["log"] = str(log_path)
+        row["data_hash"] = prepared.data_hash
+        rows.append(row)
+    return rows

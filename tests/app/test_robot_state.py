@@ -1,0 +1,136 @@
+"""The Robot workspace's Qt-free state (app/workspaces/robot/state.py), driven directly: the
+jobs run in this thread, results are checked against Pinocchio on the same URDF."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from app.workspaces.robot.robot_jobs import dynamics_readouts, ik_job, load_robot_job, simulate_job
+from app.workspaces.robot.state import RobotState, TargetSpec, default_end_effector, describe_ik
+from engine.jobs import NullJobContext
+from engine.robots.ik import IKOptions
+from engine.robots.simulate import SimulationOptions
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return load_robot_job("panda")(NullJobContext())
+
+
+@pytest.fixture
+def state(panda):
+    s = RobotState()
+    s.log = []
+    for name in ("robot", "q", "end_effector", "targets", "ik", "readouts", "simulation",
+                 "pose_requested", "history"):
+        getattr(s.events, name).connect(lambda *a, name=name: s.log.append((name, a)))
+    s.set_robot(panda)
+    return s
+
+
+def _pin(path):
+    pm = pin.buildModelFromUrdf(path)
+    return pm, pm.createData()
+
+
+def test_the_state_imports_no_qt():
+    code = ("import sys, app.workspaces.robot.state\n"
+            "bad = [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph'))]\n"
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_set_robot_starts_at_the_neutral_pose_inside_the_limits(state, panda):
+    assert [e for e, _ in state.log[:3]] == ["robot", "q", "history"]
+    assert state.q.shape == (7,) and np.all(state.q >= state.lower) and np.all(state.q <= state.upper)
+    assert state.end_effector == default_end_effector(panda.model) == "panda_hand_tcp"
+    assert state.joint_types() == [True] * 7
+    assert not state.history.can_undo
+
+
+def test_set_q_clamps_notifies_and_refuses_a_wrong_length(state):
+    state.log.clear()
+    state.set_q(state.upper + 1.0)
+    np.testing.assert_array_equal(state.q, state.upper)
+    assert [e for e, _ in state.log] == ["q"]
+    np.testing.assert_array_equal(state.log[0][1][0], state.upper)
+    state.log.clear()
+    state.set_q(state.upper)            # unchanged: no event
+    assert state.log == []
+    with pytest.raises(ValueError, match="7 joints"):
+        state.set_q(np.zeros(3))
+
+
+def test_undo_redo_history_of_poses(state):
+    a, b, c = state.q.copy(), state.q + 0.1, state.q + 0.2
+    state.push_pose(a, b, "random pose")
+    np.testing.assert_allclose(state.q, b)
+    state.push_pose(b, c, "IK solve", animate=True)
+    requested = [args for name, args in state.log if name == "pose_requested"]
+    np.testing.assert_allclose(requested[-1][0], c)
+    assert requested[-1][1] is True
+    state.set_q(c)                        # the page ends its animation there
+    assert state.history.undo_text == "IK solve"
+    state.undo()
+    np.testing.assert_allclose(state.log[-1][1][0], b)
+    state.set_q(b)
+    state.undo()
+    np.testing.assert_allclose(state.log[-1][1][0], a)
+    assert not state.history.can_undo and state.history.redo_text == "random pose"
+    state.redo()
+    np.testing.assert_allclose(state.log[-1][1][0], b)
+    state.push_pose(b, a, "reset pose")   # a new change drops the redo branch
+    assert not state.history.can_redo and len(state.history) == 2
+
+
+def test_ik_through_the_state_reaches_the_target_by_pinocchio(state, panda):
+    pm, pd = _pin(panda.path)
+    with pytest.raises(ValueError, match="Add a target"):
+        state.ik_request()
+    q_goal = state.lower + (state.upper - state.lower) * np.array([0.6, 0.55, 0.45, 0.6, 0.5, 0.55, 0.4])
+    pin.framesForwardKinematics(pm, pd, q_goal)
+    fid = pm.getFrameId("panda_hand_tcp")
+    goal = pd.oMf[fid].homogeneous.copy()
+    state.set_targets([TargetSpec("panda_hand_tcp", goal)])
+    request = state.ik_request()
+    start = state.q.copy()
+    out = ik_job(panda.model, request)(NullJobContext())
+    assert state.accept_ik(out, start)
+    assert state.last_ik is out and describe_ik(out)[1]
+    requested = [args for name, args in state.log if name == "pose_requested"][-1]
+    pin.framesForwardKinematics(pm, pd, requested[0])
+    miss = np.linalg.norm(pd.oMf[fid].translation - goal[:3, 3])
+    assert miss <= IKOptions().tol_pos and miss == pytest.approx(out.position_error, abs=1e-9)
+    # a result from before another robot was set is dropped
+    state.set_robot(panda)
+    assert not state.accept_ik(out, start) and state.last_ik is None
+
+
+def test_readouts_and_simulation_results_land_in_the_state(state, panda):
+    pm, pd = _pin(panda.path)
+    state.set_q(state.q + 0.1)
+    r = dynamics_readouts(panda.model, state.q, state.end_effector, serial=state.generation)(NullJobContext())
+    assert state.accept_readouts(r) and state.readouts is r
+    np.testing.assert_allclose(r.gravity, pin.computeGeneralizedGravity(pm, pd, state.q), atol=1e-9)
+    res = simulate_job(panda.model, state.q, np.zeros(7), SimulationOptions("gravity_compensation", duration=0.05))(
+        NullJobContext())
+    assert state.accept_simulation(res, state.generation) and state.simulation is res
+    assert not state.accept_simulation(res, state.generation - 1)
+    with pytest.raises(ValueError, match="dt"):
+        simulate_job(panda.model, state.q, np.zeros(7), SimulationOptions(dt=-1.0))
+
+
+def test_session_state_round_trips_targets(state):
+    pose = np.eye(4)
+    pose[:3, 3] = [0.3, 0.1, 0.5]
+    state.set_targets([TargetSpec("panda_link7", pose, position_only=True)])
+    s = state.session_state()
+    assert s["robot"] == "panda" and len(s["q"]) == 7
+    assert s["targets"] == [{"link": "panda_link7", "pose": pose.tolist(), "position_only": True}]
+    with pytest.raises(ValueError, match="no link"):
+        state.set_end_effector("nope")
