@@ -11,8 +11,8 @@ Compares (max abs difference, max relative difference, timings) for
   weights, then a short training with engine.training.trainer.fit on the device (first as is,
   then with the windows moved to the device if that fails), then evaluate();
 - the car planner: car_step of engine.systems.rc_car, a CarMLP through
-  engine.planning.dynamics.LearnedDynamics, AutogradEvaluator.cost_and_grad, the optimiser
-  (engine.planning.optimiser.optimise), and the fast MLPEvaluator.
+  engine.car.dynamics.LearnedCarModel, AutogradEvaluator.cost_and_grad, the optimiser
+  (engine.car.optimiser.optimise), and the fast MLPEvaluator.
 
 Every check runs in its own try block: a failure is recorded with its traceback and the run
 goes on. Writes ``cuda_check.json`` and ``cuda_check.txt`` (table + failures) to ``--out``.
@@ -291,11 +291,11 @@ def learned_checks(dev, ref, epochs, n_traj):
 
 # ----------------------------------------------------------------------------- car
 def car_checks(dev, ref):
-    from engine.models.car_mlp import CarMLP, CarMLPConfig
-    from engine.planning.costs import PlanWeights, Target, TargetCost
-    from engine.planning.dynamics import LearnedDynamics, SimulatorDynamics
-    from engine.planning.evaluators import AutogradEvaluator, MLPEvaluator
-    from engine.planning.optimiser import OptimiserConfig, optimise
+    from engine.car.model import CarMLP, CarMLPConfig
+    from engine.car.costs import PlanWeights, Target, TargetCost
+    from engine.car.dynamics import LearnedCarModel, SimulatorCarModel
+    from engine.car.evaluators import AutogradEvaluator, MLPEvaluator
+    from engine.car.optimiser import OptimiserConfig, optimise
     from engine.systems.rc_car import CarParams, car_step
 
     params = CarParams()
@@ -329,9 +329,9 @@ def car_checks(dev, ref):
         if dyn_kind == "mlp":
             m = CarMLP(CarMLPConfig())
             m.load_state_dict(mlp.state_dict())
-            dyn = LearnedDynamics(m.to(where), h=0.05)
+            dyn = LearnedCarModel(m.to(where), h=0.05)
         else:
-            dyn = SimulatorDynamics(params)
+            dyn = SimulatorCarModel(params)
         cost = TargetCost(targets, weights, horizon, device=where)
         ev = AutogradEvaluator(dyn, torch.zeros(3, device=where), torch.tensor([1.5, 0.0, 0.0], device=where),
                                cost, weights, u_scale.to(where))
@@ -385,8 +385,8 @@ def eigenmode_note():
     params = inspect.signature(learn_mode).parameters
     NOTES.append("eigenmode trainer: learn_mode(" + ", ".join(params) + ") takes no device (CPU only, tensors "
                  "made with torch.tensor(..., dtype) and .numpy() on results); not run on the device.")
-    from engine.models.car_mlp import train_car_mlp
-    NOTES.append("car model training: train_car_mlp(" + ", ".join(inspect.signature(train_car_mlp).parameters)
+    from engine.car.training import fit_car_model
+    NOTES.append("car model training: fit_car_model(" + ", ".join(inspect.signature(fit_car_model).parameters)
                  + ") takes no device (CPU only).")
 
 

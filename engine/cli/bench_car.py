@@ -7,7 +7,9 @@ from engine.cli._common import print_json
 
 def register_bench(subparsers) -> None:
     p = subparsers.add_parser("car", help="car planner: MPC cycle time (horizon 20, 512 candidates) and Drifting Turn time")
-    p.add_argument("--model", default=None, help="a trained car model folder (default: train a small one first)")
+    p.add_argument("--model", default="default",
+                   help="'default' (the shipped learned model), a trained car model folder, or 'train' "
+                        "(train a small one first)")
     p.add_argument("--cycles", type=int, default=60, help="MPC cycles to time")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--json", action="store_true")
@@ -17,10 +19,13 @@ def register_bench(subparsers) -> None:
 def _bench(args) -> int:
     import torch
 
-    from engine.planning.benchmark import BenchConfig, run_benchmark
+    from engine.car.benchmark import BenchConfig, run_benchmark
 
     torch.set_num_threads(max(1, args.threads))
-    res = run_benchmark(BenchConfig(cycles=args.cycles), model_dir=args.model)
+    from engine.car.model import DEFAULT_MODEL, default_model_dir
+
+    model_dir = {DEFAULT_MODEL: default_model_dir(), "train": None}.get(args.model, args.model)
+    res = run_benchmark(BenchConfig(cycles=args.cycles), model_dir=model_dir)
     if args.json:
         print_json(res)
     else:

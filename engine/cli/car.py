@@ -28,7 +28,8 @@ def register(subparsers) -> None:
     p = sub.add_parser("plan", help="optimise a scenario's trajectory and execute it on the simulator")
     p.add_argument("--scenario", default="drifting-turn",
                    help="parallel-parking, dynamic-reverse, drifting-turn, or a plan JSON file")
-    p.add_argument("--model", default="sim", help="a trained model folder, or 'sim'")
+    p.add_argument("--model", default="default",
+                   help="'default' (the shipped learned model), a trained model folder, or 'sim' (the simulator)")
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--candidates", type=int, default=None)
     p.add_argument("--save", default=None, help="write the optimised plan (JSON) here")
@@ -37,7 +38,8 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("mpc", help="drive laps on a track with receding-horizon MPC (closed loop on the simulator)")
     p.add_argument("--track", default="default", help="a shipped track name or a CSV/JSON file")
-    p.add_argument("--model", default="sim", help="a trained model folder, or 'sim'")
+    p.add_argument("--model", default="default",
+                   help="'default' (the shipped learned model), a trained model folder, or 'sim' (the simulator)")
     p.add_argument("--laps", type=int, default=1)
     p.add_argument("--horizon", type=int, default=None)
     p.add_argument("--iterations", type=int, default=None, help="optimiser iterations per cycle")
@@ -60,9 +62,9 @@ def _overrides(args, names):
 
 
 def _train(args) -> int:
-    from engine.planning.training import TrainConfig, train_job
+    from engine.car.training import CarTrainConfig, train_job
 
-    cfg = TrainConfig()
+    cfg = CarTrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
                   driving=replace(cfg.driving, **_overrides(args, ("minutes",))))
     check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
@@ -70,7 +72,7 @@ def _train(args) -> int:
     if args.log:
         import torch
 
-        from engine.planning.car_logs import load_car_log
+        from engine.car.driving_logs import load_car_log
 
         prep = load_car_log(args.log, cfg.params, cfg.driving)  # the model lab's reader, then the car's preparation
         dataset = {"inputs": torch.from_numpy(prep["inputs"]).float(),
@@ -87,9 +89,9 @@ def _train(args) -> int:
 def _plan(args) -> int:
     from pathlib import Path
 
-    from engine.planning.dynamics import load_dynamics
-    from engine.planning.optimiser import OptimiserConfig
-    from engine.planning.scenarios import (
+    from engine.car.dynamics import load_dynamics
+    from engine.car.optimiser import OptimiserConfig
+    from engine.car.scenarios import (
         SCENARIOS,
         execute_open_loop,
         load_plan,
@@ -124,9 +126,9 @@ def _plan(args) -> int:
 
 
 def _mpc(args) -> int:
-    from engine.planning.dynamics import load_dynamics
-    from engine.planning.mpc import MPCConfig, run_mpc
-    from engine.planning.tracks import load_track
+    from engine.car.dynamics import load_dynamics
+    from engine.car.mpc import MPCConfig, run_mpc
+    from engine.car.tracks import load_track
     from engine.systems.rc_car import CarParams
 
     params = CarParams()
@@ -146,7 +148,7 @@ def _mpc(args) -> int:
 
 
 def _select(args) -> int:
-    from engine.planning.training import SelectionConfig, select_models_job
+    from engine.car.training import SelectionConfig, select_models_job
 
     cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes")))
     if args.out:

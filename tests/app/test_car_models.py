@@ -51,7 +51,7 @@ def _wait_trained(qtbot, panel, timeout=120000):
 
 
 def test_train_with_settings_live_loss_and_the_model_appears(page, qtbot, ctx, tmp_path):
-    qtbot.mouseClick(page.train_button, Qt.MouseButton.LeftButton)     # "Train model…" opens the Model tab
+    qtbot.mouseClick(page.plan_panel.train_button, Qt.MouseButton.LeftButton)     # "Train model…" opens the Model tab
     panel = page.model_panel
     assert page.tabs.currentWidget() is panel
     _set_tiny_network(qtbot, panel)
@@ -70,23 +70,23 @@ def test_train_with_settings_live_loss_and_the_model_appears(page, qtbot, ctx, t
     meta = json.loads((folder / "car_model.json").read_text())
     assert meta["config"]["activation"] == "relu" and meta["config"]["hidden"] == 8
     # the trained model is offered and chosen under "Plan on"
-    assert page.model_combo.currentData() == str(folder)
-    assert "ReLU 2×8" in page.model_combo.currentText()
-    assert page.compare_combo.findData(str(folder)) >= 0
+    assert page.plan_panel.model_combo.currentData() == str(folder)
+    assert "ReLU 2×8" in page.plan_panel.model_combo.currentText()
+    assert page.plan_panel.compare_combo.findData(str(folder)) >= 0
 
     # save it elsewhere, then load that copy back (safetensors + JSON)
     copy = tmp_path / "exported" / "my_model"
     assert panel.save_model(page.current_model_folder(), str(copy))
     assert (copy / "car_model.safetensors").exists() and (copy / "car_model.json").exists()
-    assert page.model_combo.currentData() == str(copy)
+    assert page.plan_panel.model_combo.currentData() == str(copy)
     # a broken folder gives an error naming it and changes nothing
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "car_model.json").write_text("{not json")
-    count = page.model_combo.count()
+    count = page.plan_panel.model_combo.count()
     assert not panel.load_model(str(broken))
     assert ctx.errors and str(broken) in ctx.errors[-1][1]
-    assert page.model_combo.count() == count and page.model_combo.currentData() == str(copy)
+    assert page.plan_panel.model_combo.count() == count and page.plan_panel.model_combo.currentData() == str(copy)
     assert page.isVisible()
 
 
@@ -121,15 +121,16 @@ def test_load_a_driving_log_then_train_on_it(page, qtbot, ctx, tmp_path):
     _wait_trained(qtbot, panel)
     assert len(ctx.errors) == 2
     assert panel.last_training["samples"] == 1198          # trained on the log's pairs
-    assert "GELU" in page.model_combo.currentText()
+    assert "GELU" in page.plan_panel.model_combo.currentText()
 
 
 def _make_model(folder, activation):
-    from engine.models.car_mlp import CarMLPConfig, save_car_model, train_car_mlp
-    from engine.planning.car_data import DrivingConfig, make_dataset
+    from engine.car.model import CarMLPConfig, save_car_model
+    from engine.car.training import fit_car_model
+    from engine.car.data import DrivingConfig, make_dataset
 
     data = make_dataset(CarParams(), DrivingConfig(minutes=0.3, segments=6))
-    model, _ = train_car_mlp(data["inputs"], data["targets"],
+    model, _ = fit_car_model(data["inputs"], data["targets"],
                              CarMLPConfig(hidden=16, layers=2, activation=activation, epochs=4))
     save_car_model(folder, model, {"h": CarParams().dt})
 
@@ -146,11 +147,11 @@ def test_compare_relu_and_gelu_plans(qtbot, ctx, tmp_path):
     with qtbot.waitExposed(page):
         page.show()
     try:
-        assert page.compare_models.isEnabled() and page.compare_models.isChecked()
-        page.horizon_spin.setValue(16)
-        page.start_speed.setValue(1.0)
-        page.opt_form.editor("candidates").setValue(32)
-        page.opt_form.editor("max_iterations").setValue(15)
+        assert page.plan_panel.compare_models.isEnabled() and page.plan_panel.compare_models.isChecked()
+        page.plan_panel.horizon_spin.setValue(16)
+        page.plan_panel.start_speed.setValue(1.0)
+        page.plan_panel.opt_form.editor("candidates").setValue(32)
+        page.plan_panel.opt_form.editor("max_iterations").setValue(15)
         canvas = page.canvas
         vp = canvas.viewport()
         a, b = canvas.to_pixels(1.2, 0.3), canvas.to_pixels(1.8, 0.5)
@@ -158,26 +159,25 @@ def test_compare_relu_and_gelu_plans(qtbot, ctx, tmp_path):
         qtbot.mouseMove(vp, pos=QPoint((a.x() + b.x()) // 2, (a.y() + b.y()) // 2))
         qtbot.mouseMove(vp, pos=b)
         qtbot.mouseRelease(vp, Qt.MouseButton.LeftButton, pos=b)
-        assert len(page.targets) == 1
-        qtbot.mouseClick(page.optimise_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: page.result is not None and page._job is None, timeout=240000)
+        assert len(page.state.targets) == 1
+        qtbot.mouseClick(page.plan_panel.optimise_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: page.state.plan is not None, timeout=240000)
         assert ctx.errors == []
-        assert [v["label"] for v in page.result["variants"]] == ["GELU", "ReLU"]
+        assert [v.label for v in page.state.plan.variants] == ["GELU", "ReLU"]
         assert len(canvas.nominal.xData) == 17 and len(canvas.compare.xData) == 17
         assert len(canvas.executed.xData) == 17 and len(canvas.compare_executed.xData) == 17
         assert canvas.legend_names() == ["GELU plan", "GELU executed", "ReLU plan", "ReLU executed"]
-        table = page.compare_table
+        table = page.plan_panel.compare_table
         assert table.isVisible() and table.rowCount() == 2
         assert [table.item(i, 1).text() for i in range(2)] == ["GELU", "ReLU"]
-        for i, v in enumerate(page.result["variants"]):
-            assert float(table.item(i, 4).text()) == pytest.approx(v["executed_position_error"], abs=0.006)
+        for i, v in enumerate(page.state.plan.variants):
+            assert float(table.item(i, 4).text()) == pytest.approx(v.executed_position_error, abs=0.006)
             assert math.isfinite(float(table.item(i, 5).text()))
         assert len(page.steer_curves["other model"].xData) == 16
         # unticked: a single plan on the chosen model, the table goes away
-        page.compare_models.setChecked(False)
-        qtbot.mouseClick(page.optimise_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: page._job is None and "variants" in page.result
-                        and len(page.result["variants"]) == 1, timeout=240000)
+        page.plan_panel.compare_models.setChecked(False)
+        qtbot.mouseClick(page.plan_panel.optimise_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: page.state.plan is not None and not page.state.plan.compared, timeout=240000)
         assert not table.isVisible()
         assert page.canvas.legend_names() == ["plan", "executed on simulator"]
     finally:

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton, QTableWidget
 
 from app.workspaces.car.model_panel import format_tve
-from engine.planning.training import SelectionConfig
+from engine.car.training import SelectionConfig
 
 TINY = SelectionConfig(activations=("gelu", "relu"), losses=("relative",), seeds=2, epochs=2, minutes=0.5,
                        hidden=16, layers=2)

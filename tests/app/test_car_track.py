@@ -34,35 +34,35 @@ def test_pacer_holds_a_fast_loop_to_real_time_and_reports_slow_ones():
 
 def test_drive_a_drawn_track_at_real_time_pace(page, qtbot, ctx):
     page.tabs.setCurrentIndex(1)
-    qtbot.mouseClick(page.draw_button, Qt.MouseButton.LeftButton)
-    assert page.draw_button.isChecked()
+    qtbot.mouseClick(page.track_panel.draw_button, Qt.MouseButton.LeftButton)
+    assert page.track_panel.draw_button.isChecked()
     page.canvas.setXRange(-3, 3)
     page.canvas.setYRange(-2.5, 2.5)
     for k in range(12):
         th = 2 * math.pi * k / 12
         qtbot.mouseClick(page.canvas.viewport(), Qt.MouseButton.LeftButton,
                          pos=page.canvas.to_pixels(1.95 * math.cos(th), 1.5 * math.sin(th)))
-    qtbot.mouseClick(page.finish_button, Qt.MouseButton.LeftButton)
-    assert page.track is not None and page.track.name == "drawn"
-    form = page.mpc_form
+    qtbot.mouseClick(page.track_panel.finish_button, Qt.MouseButton.LeftButton)
+    assert page.state.track is not None and page.state.track.name == "drawn"
+    form = page.track_panel.mpc_form
     form.editor("horizon").setValue(8)
     form.editor("candidates").setValue(16)
     form.editor("iterations").setValue(1)
     form.editor("target_speed").setValue(2.0)
-    assert page.real_time_check.isChecked()
-    qtbot.mouseClick(page.drive_button, Qt.MouseButton.LeftButton)
-    assert not page.drive_button.isEnabled() and page.stop_button.isEnabled()
-    qtbot.waitUntil(lambda: "achieved" in page.rate_label.text(), timeout=60000)
-    assert "driving" in page.lap_label.text()
-    qtbot.waitUntil(lambda: page.last_drive is not None and page._drive is None, timeout=240000)
+    assert page.track_panel.real_time_check.isChecked()
+    qtbot.mouseClick(page.track_panel.drive_button, Qt.MouseButton.LeftButton)
+    assert not page.track_panel.drive_button.isEnabled() and page.track_panel.stop_button.isEnabled()
+    qtbot.waitUntil(lambda: "achieved" in page.track_panel.rate_label.text(), timeout=60000)
+    assert "driving" in page.track_panel.lap_label.text()
+    qtbot.waitUntil(lambda: page.state.drive.result is not None and not page.state.driving, timeout=240000)
     assert ctx.errors == []
-    res = page.last_drive
+    res = page.state.drive.result
     assert res["completed"] and res["real_time"]
-    assert page.lap_label.text() == f"Lap time: {res['lap_time']:.2f} s"
+    assert page.track_panel.lap_label.text() == f"Lap time: {res['lap_time']:.2f} s"
     # real time: the lap took at least its simulated time on the wall clock
     assert res["wall_seconds"] >= (res["steps"] - 1) * page.params.dt * 0.98
     assert res["achieved_hz"] <= 1.0 / page.params.dt * 1.1
-    rate = page.rate_label.text()
+    rate = page.track_panel.rate_label.text()
     assert "Hz achieved" in rate and "ms/cycle" in rate and "iteration per cycle" in rate
     t, v = page.speed_curve.xData, page.speed_curve.yData
     assert len(t) == res["steps"] + 1 and max(v) > 1.0
@@ -74,13 +74,13 @@ def test_drive_a_drawn_track_at_real_time_pace(page, qtbot, ctx):
 
 def test_stop_a_drive(page, qtbot):
     assert page.load_track("default")
-    page.mpc_form.editor("horizon").setValue(6)
-    page.mpc_form.editor("candidates").setValue(8)
-    page.mpc_form.editor("iterations").setValue(1)
-    qtbot.mouseClick(page.drive_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: len(getattr(page, "_drive_path", [])) >= 3, timeout=60000)
-    qtbot.mouseClick(page.stop_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: page._drive is None, timeout=30000)
-    assert page.lap_label.text() == "Lap time: stopped"
-    assert page.drive_button.isEnabled()
+    page.track_panel.mpc_form.editor("horizon").setValue(6)
+    page.track_panel.mpc_form.editor("candidates").setValue(8)
+    page.track_panel.mpc_form.editor("iterations").setValue(1)
+    qtbot.mouseClick(page.track_panel.drive_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: page.state.drive is not None and len(page.state.drive.path) >= 3, timeout=60000)
+    qtbot.mouseClick(page.track_panel.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not page.state.driving, timeout=30000)
+    assert page.track_panel.lap_label.text() == "Lap time: stopped"
+    assert page.track_panel.drive_button.isEnabled()
     assert len(page.speed_curve.xData) >= 3

@@ -1,4 +1,4 @@
-"""The Car planner's jobs: thin wrappers that call ``engine.planning`` in a worker thread.
+"""The Car planner's jobs: thin wrappers that call ``engine.car`` in a worker thread.
 
 Each ``*_job(...)`` returns ``job(ctx)`` for ``ctx.jobs.submit``. Live values a job wants
 drawn (the current trajectory, every MPC cycle) go through a :class:`Latest` slot or a
@@ -57,8 +57,8 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
     every plan open loop on the simulator; ``compare`` is an optional extra model whose plan
     is only drawn. Returns the first variant's result with ``variants`` (all of them)."""
     def job(ctx):
-        from engine.planning.dynamics import load_dynamics
-        from engine.planning.scenarios import execute_open_loop, plan_trajectory
+        from engine.car.dynamics import load_dynamics
+        from engine.car.scenarios import execute_open_loop, plan_trajectory
 
         results = []
         for k, (label, spec) in enumerate(variants):
@@ -150,8 +150,8 @@ def drive_job(track, spec: str, params, cfg, laps: int, feed: Feed, real_time: b
     car laps at the simulated pace; the result adds ``achieved_hz`` and ``real_time``.
     """
     def job(ctx):
-        from engine.planning.dynamics import load_dynamics
-        from engine.planning.mpc import run_mpc
+        from engine.car.dynamics import load_dynamics
+        from engine.car.mpc import run_mpc
 
         dyn = load_dynamics(spec, params)
         pacer = Pacer(params.dt, real_time, ctx)
@@ -174,9 +174,9 @@ def drive_job(track, spec: str, params, cfg, laps: int, feed: Feed, real_time: b
 
 # -- training -----------------------------------------------------------------------------
 def train_job(config, out_dir: str, dataset: dict | None = None):
-    """Train and save a car model (``engine.planning.training.train_job``); the torch model
+    """Train and save a car model (``engine.car.training.train_job``); the torch model
     stays in the worker, the UI gets numbers and the folder."""
-    from engine.planning.training import train_job as engine_train_job
+    from engine.car.training import train_job as engine_train_job
 
     inner = engine_train_job(config, out_dir, dataset=dataset)
 
@@ -189,10 +189,10 @@ def train_job(config, out_dir: str, dataset: dict | None = None):
 
 # -- model selection -------------------------------------------------------------------------
 def select_job(config, params):
-    """The paper's model selection (:func:`engine.planning.training.select_models_job`): every
+    """The paper's model selection (:func:`engine.car.training.select_models_job`): every
     (activation, loss, seed) of ``config`` trained on the same simulated driving and ranked by
     TVE (m) on 40 validation trajectories; nothing is written, the UI gets the table and runs."""
-    from engine.planning.training import select_models_job
+    from engine.car.training import select_models_job
 
     return select_models_job(config, None, params)
 
@@ -202,7 +202,7 @@ def save_selection_job(result: dict, folder: str):
     ``selection.png`` (matplotlib, as ``car select`` does), both atomically; returns both paths."""
     def job(ctx):
         from engine import io
-        from engine.planning.training import selection_plot
+        from engine.car.training import selection_plot
 
         out = Path(folder)
         try:
@@ -218,8 +218,8 @@ def save_selection_job(result: dict, folder: str):
 
 # -- driving logs ---------------------------------------------------------------------------
 def load_log_job(path: str, params, driving):
-    """Read, map and prepare a driving log (:func:`engine.planning.car_logs.load_car_log`)."""
-    from engine.planning.car_logs import load_car_log
+    """Read, map and prepare a driving log (:func:`engine.car.driving_logs.load_car_log`)."""
+    from engine.car.driving_logs import load_car_log
 
     def job(ctx):
         return load_car_log(path, params, driving, ctx)

@@ -36,9 +36,9 @@ from PySide6.QtWidgets import (
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
 from app.workspaces.car.jobs import load_log_job, save_selection_job, select_job, train_job
-from engine.models.car_mlp import ACTIVATIONS, LOSSES, CarMLPConfig
-from engine.planning.car_data import DrivingConfig
-from engine.planning.training import SelectionConfig
+from engine.car.model import ACTIVATIONS, LOSSES, CarMLPConfig
+from engine.car.data import DrivingConfig
+from engine.car.training import SelectionConfig
 
 __all__ = ["ModelPanel", "SelectionGroup", "clean_error", "format_tve"]
 
@@ -155,12 +155,12 @@ class ModelPanel(QWidget):
         return self._job is not None
 
     def train_config(self):
-        """The ``TrainConfig`` the form describes (raises FormError naming a bad field)."""
-        from engine.planning.training import TrainConfig
+        """The ``CarTrainConfig`` the form describes (raises FormError naming a bad field)."""
+        from engine.car.training import CarTrainConfig
 
         model = self.net_form.value()
         driving = replace(self.driving_form.value(), seed=model.seed)
-        return TrainConfig(model=model, driving=driving, params=self._params())
+        return CarTrainConfig(model=model, driving=driving, params=self._params())
 
     def _out_dir(self, model: CarMLPConfig) -> Path:
         name = re.sub(r"[^\w.-]+", "_", self.name_edit.text().strip()).strip("._")
@@ -293,7 +293,7 @@ class ModelPanel(QWidget):
     # -- model files -----------------------------------------------------------------------
     def save_model(self, source: str, dest: str) -> bool:
         """Write the model in folder ``source`` to folder ``dest`` (safetensors + JSON, atomic files)."""
-        from engine.models.car_mlp import load_car_model, save_car_model
+        from engine.car.model import load_car_model, save_car_model
 
         try:
             model, meta = load_car_model(source)
@@ -309,7 +309,7 @@ class ModelPanel(QWidget):
 
     def load_model(self, folder: str) -> bool:
         """Check that ``folder`` holds a car model (it loads), then offer it in the model chooser."""
-        from engine.models.car_mlp import load_car_model
+        from engine.car.model import load_car_model
 
         try:
             load_car_model(folder)
@@ -366,7 +366,7 @@ class SelectionGroup(QGroupBox):
     table (best row bold), box plots, and Save selection… (selection.json + selection.png).
 
     ``params()`` gives the car's parameters. ``result`` holds the last finished selection
-    (the dict of :func:`engine.planning.training.select_models_job`).
+    (the dict of :func:`engine.car.training.select_models_job`).
     """
 
     def __init__(self, ctx, params, parent: QWidget | None = None):

@@ -1,7 +1,7 @@
 """The one interface the planner needs: ``step(pose, v, u) -> (pose_next, v_next)``, batched.
 
-Two implementations: :class:`SimulatorDynamics` (the drifting simulator, the reference) and
-:class:`LearnedDynamics` (``v_{i+1} = f_theta(v_i, u_i)``, ``pose_{i+1} = pose_i + h R(yaw_i)
+Two implementations: :class:`SimulatorCarModel` (the drifting simulator, the reference) and
+:class:`LearnedCarModel` (``v_{i+1} = f_theta(v_i, u_i)``, ``pose_{i+1} = pose_i + h R(yaw_i)
 v_{i+1}``). Shapes: pose and v (..., 3), u (..., 2); float32 unless the inputs say otherwise.
 """
 
@@ -11,16 +11,16 @@ import torch
 
 from engine.systems.rc_car import CarParams, car_step, pose_update
 
-__all__ = ["LearnedDynamics", "SimulatorDynamics", "rollout"]
+__all__ = ["LearnedCarModel", "SimulatorCarModel", "rollout"]
 
 
-class SimulatorDynamics:
+class SimulatorCarModel:
     """The drifting simulator as a planning model (autograd gives its gradients).
 
     The hard static-to-dynamic friction switch makes the rollout cost discontinuous, which
     stalls gradient descent; the planning copy therefore blends the traction loss over
     ``slip_smoothing`` m/s^2 (unless ``params`` already sets a band). Execution on the
-    simulator (:func:`engine.planning.scenarios.execute_open_loop`, MPC) uses ``params`` as given.
+    simulator (:func:`engine.car.scenarios.execute_open_loop`, MPC) uses ``params`` as given.
     """
 
     kind = "simulator"
@@ -37,8 +37,8 @@ class SimulatorDynamics:
         return out.pose, out.v
 
 
-class LearnedDynamics:
-    """A learned velocity model (e.g. :class:`engine.models.car_mlp.CarMLP`) with the pose update."""
+class LearnedCarModel:
+    """A learned velocity model (e.g. :class:`engine.car.model.CarMLP`) with the pose update."""
 
     kind = "learned"
 
@@ -67,13 +67,17 @@ def rollout(dynamics, pose0: torch.Tensor, v0: torch.Tensor, controls: torch.Ten
 
 
 def load_dynamics(spec: str, params: CarParams = CarParams()):
-    """``"sim"`` (or ``"simulator"``) -> :class:`SimulatorDynamics`; else a folder written by
-    :func:`engine.models.car_mlp.save_car_model` -> :class:`LearnedDynamics`."""
+    """``"sim"`` (or ``"simulator"``) -> :class:`SimulatorCarModel`; ``"default"`` -> the shipped
+    learned model (:func:`engine.car.model.default_model_dir`); else a folder written by
+    :func:`engine.car.model.save_car_model` -> :class:`LearnedCarModel`."""
     if spec in ("sim", "simulator"):
-        return SimulatorDynamics(params)
+        return SimulatorCarModel(params)
     from pathlib import Path
 
-    from engine.models.car_mlp import load_car_model
+    from engine.car.model import DEFAULT_MODEL, default_model_dir, load_car_model
 
+    if spec == DEFAULT_MODEL and not Path(spec).exists():
+        model, meta = load_car_model(default_model_dir())
+        return LearnedCarModel(model, float(meta.get("h", params.dt)), name="default")
     model, meta = load_car_model(spec)
-    return LearnedDynamics(model, float(meta.get("h", params.dt)), name=Path(spec).name)
+    return LearnedCarModel(model, float(meta.get("h", params.dt)), name=Path(spec).name)

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import torch
 
 from engine.jobs import NullJobContext
-from engine.models.car_mlp import CarMLPConfig, load_car_model
-from engine.planning.dynamics import LearnedDynamics
-from engine.planning.evaluators import AutogradEvaluator
-from engine.planning.mpc import MPCConfig, TrackCost, run_mpc
-from engine.planning.optimiser import OptimiserConfig, line_search
-from engine.planning.scenarios import plan_trajectory, scenario
-from engine.planning.tracks import TrackField, default_track
+from engine.car.model import CarMLPConfig, load_car_model
+from engine.car.dynamics import LearnedCarModel
+from engine.car.evaluators import AutogradEvaluator
+from engine.car.mpc import MPCConfig, TrackCost, run_mpc
+from engine.car.optimiser import OptimiserConfig, line_search
+from engine.car.scenarios import plan_trajectory, scenario
+from engine.car.tracks import TrackField, default_track
 from engine.systems.rc_car import CarParams
 
 __all__ = ["BenchConfig", "run_benchmark"]
@@ -43,10 +43,10 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
         h = float(meta.get("h", params.dt))
     else:
         from engine.jobs import run_job
-        from engine.planning.car_data import DrivingConfig
-        from engine.planning.training import TrainConfig, train_job
+        from engine.car.data import DrivingConfig
+        from engine.car.training import CarTrainConfig, train_job
 
-        cfg = TrainConfig(model=CarMLPConfig(epochs=config.train_epochs),
+        cfg = CarTrainConfig(model=CarMLPConfig(epochs=config.train_epochs),
                           driving=DrivingConfig(minutes=config.train_minutes), validation_count=4)
         model, h = run_job(train_job(cfg))["model"], params.dt
     if model.config.hidden != 64 or model.config.layers != 8 or model.config.activation != "gelu":
@@ -56,7 +56,7 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
     # the Drifting Turn's iteration count depends on the model's landscape: say which model it was
     note += (f" from {model_dir} ({model.config.epochs} epochs)" if model_dir is not None
              else f", trained here for {config.train_epochs} epochs on {config.train_minutes:g} min of driving")
-    dyn = LearnedDynamics(model, h)
+    dyn = LearnedCarModel(model, h)
     track = default_track()
     field = TrackField(track)
     mpc_cfg = MPCConfig(horizon=config.horizon, iterations=config.iterations, candidates=config.candidates,

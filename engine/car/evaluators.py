@@ -16,7 +16,7 @@ offers ``cost_and_grad(W) -> (cost, grad, traj)`` for normalised controls ``W`` 
   a cumulative sum) is done by autograd on a vectorised graph.
 
 Both also offer ``residual_jacobian(W) -> (r (R,), J (R, N, 2))`` when the stage cost is a sum
-of squares (it has ``residuals(P)``, as :class:`engine.planning.costs.TargetCost` does): the
+of squares (it has ``residuals(P)``, as :class:`engine.car.costs.TargetCost` does): the
 Jacobian of the residuals through the whole rollout, for the Gauss-Newton search direction.
 """
 
@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from engine.onednn import fused_layer
-from engine.planning.costs import PlanWeights, control_cost, poses_from_velocities
-from engine.planning.dynamics import rollout
+from engine.car.costs import PlanWeights, control_cost, poses_from_velocities
+from engine.car.dynamics import rollout
 
 __all__ = ["AutogradEvaluator", "MLPEvaluator", "StageCost", "make_evaluator"]
 
@@ -92,7 +92,7 @@ class AutogradEvaluator(_Base):
 
 
 class MLPEvaluator(_Base):
-    """The fast path for :class:`engine.models.car_mlp.CarMLP` (any width, depth, GELU/ReLU)."""
+    """The fast path for :class:`engine.car.model.CarMLP` (any width, depth, GELU/ReLU)."""
 
     def __init__(self, model, h, pose0, v0, stage_cost, weights, u_scale, w_prev=None):
         super().__init__(pose0, v0, stage_cost, weights, u_scale, w_prev, torch.float32)

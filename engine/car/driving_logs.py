@@ -3,7 +3,7 @@
 A log goes through ``engine.logs`` (any format it reads: CSV/TSV, Parquet, HDF5, bags; a
 ``<stem>.mapping.json`` beside the file as in the model lab, else the columns t, x, y, yaw,
 throttle, steering by name), its time and gap checks and unit conversion, then the car's
-preparation (:func:`engine.planning.car_data.prepare_log`: Savitzky-Golay smoothing and
+preparation (:func:`engine.car.data.prepare_car_log`: Savitzky-Golay smoothing and
 finite differences into local velocities). Used by the Car planner and ``engine car train --log``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.planning.car_data import CarDataError, prepare_log
+from engine.car.data import CarDataError, prepare_car_log
 
 __all__ = ["CAR_SIGNALS", "car_mapping", "load_car_log"]
 
@@ -49,7 +49,7 @@ def car_mapping(table, path: Path):
 
 def load_car_log(path: str, params, driving, ctx=None) -> dict:
     """Read a driving log with the model lab's loader (``engine.logs``), map it, and prepare
-    it the car's way (``engine.planning.car_data.prepare_log``: Savitzky-Golay smoothing,
+    it the car's way (``engine.car.data.prepare_car_log``: Savitzky-Golay smoothing,
     finite differences into local velocities at the model step ``params.dt``).
 
     Returns numpy ``pose`` (K, 3), ``u`` (K, 2), ``inputs`` (K-2, 5), ``targets`` (K-2, 3)
@@ -68,7 +68,7 @@ def load_car_log(path: str, params, driving, ctx=None) -> dict:
         check_time(table, m.t, mapping.time)
         log = {"t": m.t, "x": m.q[:, 0], "y": m.q[:, 1], "yaw": m.q[:, 2],
                "throttle": m.u[:, 0], "steering": m.u[:, 1]}
-        prep = prepare_log(log, params.dt, driving.savgol_window, driving.savgol_order, source=str(p))
+        prep = prepare_car_log(log, params.dt, driving.savgol_window, driving.savgol_order, source=str(p))
     except (LogError, CarDataError):
         raise
     except (OSError, ValueError, UnicodeDecodeError, IndexError) as exc:

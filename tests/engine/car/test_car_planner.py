@@ -5,11 +5,11 @@ import pytest
 import torch
 from car_testmodels import random_car_model
 
-from engine.planning.costs import PlanWeights, Target, TargetCost
-from engine.planning.dynamics import LearnedDynamics, SimulatorDynamics
-from engine.planning.evaluators import AutogradEvaluator, MLPEvaluator
-from engine.planning.optimiser import OptimiserConfig, line_search, optimise
-from engine.planning.scenarios import (
+from engine.car.costs import PlanWeights, Target, TargetCost
+from engine.car.dynamics import LearnedCarModel, SimulatorCarModel
+from engine.car.evaluators import AutogradEvaluator, MLPEvaluator
+from engine.car.optimiser import OptimiserConfig, line_search, optimise
+from engine.car.scenarios import (
     SCENARIOS,
     Plan,
     execute_open_loop,
@@ -42,7 +42,7 @@ def test_fast_mlp_gradient_matches_finite_differences(activation):
     pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
     fast = MLPEvaluator(model, 0.05, pose0, v0, TargetCost(cost.targets, weights, N), weights, SCALE)
     ref_model = random_car_model(activation).double()
-    ref = AutogradEvaluator(LearnedDynamics(ref_model, 0.05), pose0, v0, cost, weights, SCALE, dtype=torch.float64)
+    ref = AutogradEvaluator(LearnedCarModel(ref_model, 0.05), pose0, v0, cost, weights, SCALE, dtype=torch.float64)
     W = torch.randn(N, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.4
     c, g, _ = fast.cost_and_grad(W.float())
     fd = _central_differences(lambda w: ref.batch_costs(w.unsqueeze(0))[0][0], W)
@@ -60,7 +60,7 @@ def test_fast_mlp_candidate_costs_match_the_module_rollout(activation):
     targets = [Target(5, 0.4, 0.1, 0.2), Target(10, 0.9, 0.5, 0.8)]
     pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
     fast = MLPEvaluator(model, 0.05, pose0, v0, TargetCost(targets, weights, N), weights, SCALE)
-    ref = AutogradEvaluator(LearnedDynamics(random_car_model(activation).double(), 0.05), pose0, v0,
+    ref = AutogradEvaluator(LearnedCarModel(random_car_model(activation).double(), 0.05), pose0, v0,
                             TargetCost(targets, weights, N, dtype=torch.float64), weights, SCALE,
                             dtype=torch.float64)
     Wc = torch.randn(64, N, 2, generator=torch.Generator().manual_seed(3)) * 0.5
@@ -87,7 +87,7 @@ def test_simulator_gradient_matches_finite_differences():
     N = 10
     weights = PlanWeights()
     cost = TargetCost([Target(10, 0.6, 0.1, 0.2)], weights, N, dtype=torch.float64)
-    ev = AutogradEvaluator(SimulatorDynamics(params), torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]), cost,
+    ev = AutogradEvaluator(SimulatorCarModel(params), torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]), cost,
                            weights, SCALE, dtype=torch.float64)
     W = torch.full((N, 2), 0.1, dtype=torch.float64)  # gentle driving: no wheel reaches the friction limit
     _, g, _ = ev.cost_and_grad(W)
@@ -147,7 +147,7 @@ def test_scenario_plan_reaches_its_targets_on_the_simulator(name):
     # the planning copy of the simulator (traction loss blended over 1 m/s^2), 2 sub-steps
     params = CarParams(substeps=2, slip_smoothing=1.0)
     plan = scenario(name)
-    out = plan_trajectory(plan, SimulatorDynamics(params), params,
+    out = plan_trajectory(plan, SimulatorCarModel(params), params,
                           OptimiserConfig(candidates=64, max_iterations=150))
     assert out.result.cost < 0.02 * out.result.initial_cost
     for err in out.target_errors:   # the paper's real-car errors are 0.21-0.38 m and 0.1-0.5 rad

@@ -8,16 +8,16 @@ import pytest
 import torch
 from car_testmodels import random_car_model
 
-from engine.planning.costs import PlanWeights, Target, TargetCost, control_cost, control_hessian
-from engine.planning.dynamics import LearnedDynamics, SimulatorDynamics
-from engine.planning.evaluators import AutogradEvaluator, MLPEvaluator
-from engine.planning.optimiser import (
+from engine.car.costs import PlanWeights, Target, TargetCost, control_cost, control_hessian
+from engine.car.dynamics import LearnedCarModel, SimulatorCarModel
+from engine.car.evaluators import AutogradEvaluator, MLPEvaluator
+from engine.car.optimiser import (
     OptimiserConfig,
     gauss_newton_direction,
     optimise,
     supports_gauss_newton,
 )
-from engine.planning.scenarios import Plan, plan_trajectory
+from engine.car.scenarios import Plan, plan_trajectory
 from engine.systems.rc_car import CarParams
 
 SCALE = torch.tensor([8.0, 0.45])
@@ -60,12 +60,12 @@ def test_mlp_residual_jacobian_matches_finite_differences_and_the_gradient():
     N, weights = 12, PlanWeights()
     pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
     fast = MLPEvaluator(random_car_model(), 0.05, pose0, v0, TargetCost(TARGETS, weights, N), weights, SCALE)
-    ref_dyn = LearnedDynamics(random_car_model().double(), 0.05)
+    ref_dyn = LearnedCarModel(random_car_model().double(), 0.05)
     ref_cost = TargetCost(TARGETS, weights, N, dtype=torch.float64)
     W = torch.randn(N, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.4
 
     def residuals(w):
-        from engine.planning.dynamics import rollout
+        from engine.car.dynamics import rollout
         P, _ = rollout(ref_dyn, pose0.double(), v0.double(), w * SCALE.double())
         return ref_cost.residuals(P)
 
@@ -85,13 +85,13 @@ def test_autograd_residual_jacobian_on_the_simulator_matches_finite_differences(
     params = CarParams(substeps=2)
     N, weights = 10, PlanWeights()
     targets = [Target(5, 0.3, 0.05, 0.1), Target(10, 0.6, 0.1, 0.2)]
-    ev = AutogradEvaluator(SimulatorDynamics(params), torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]),
+    ev = AutogradEvaluator(SimulatorCarModel(params), torch.zeros(3), torch.tensor([1.0, 0.0, 0.0]),
                            TargetCost(targets, weights, N, dtype=torch.float64), weights, SCALE,
                            dtype=torch.float64)
     W = torch.full((N, 2), 0.1, dtype=torch.float64)  # gentle driving: away from the friction limit
 
     def residuals(w):
-        from engine.planning.dynamics import rollout
+        from engine.car.dynamics import rollout
         P, _ = rollout(ev.dynamics, ev.pose0, ev.v0, w * ev.u_scale)
         return ev.stage_cost.residuals(P)
 
@@ -119,7 +119,7 @@ def test_gauss_newton_direction_solves_the_damped_normal_equations():
 
 def test_gauss_newton_plan_reaches_the_optimum_in_far_fewer_iterations_than_steepest_descent():
     model = random_car_model(seed=3)
-    dyn = LearnedDynamics(model, 0.05)
+    dyn = LearnedCarModel(model, 0.05)
     plan = Plan("turn", 20, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0),
                 (Target(10, 0.6, 0.3, 0.8), Target(20, 0.9, 0.9, math.pi / 2)))
     gn = plan_trajectory(plan, dyn, CarParams(), OptimiserConfig(direction="gauss-newton")).result

@@ -44,6 +44,12 @@ def test_car_select_json(tmp_path, capsys):
     assert (tmp_path / "selection.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_car_plan_defaults_to_the_shipped_learned_model(capsys):
+    out = _run(capsys, ["car", "plan", "--scenario", "parallel-parking", "--max-iterations", "2",
+                        "--candidates", "16", "--json"])
+    assert out["model"] == "default" and out["iterations"] <= 2
+
+
 def test_car_plan_unknown_scenario_is_a_clear_error(capsys):
     assert main(["car", "plan", "--scenario", "no-such", "--json"]) == 2
     assert "unknown scenario" in capsys.readouterr().err

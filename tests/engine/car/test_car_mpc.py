@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.planning.dynamics import SimulatorDynamics
-from engine.planning.mpc import MPCConfig, run_mpc
-from engine.planning.tracks import Track, TrackError, TrackField, default_track, load_track, save_track
+from engine.car.dynamics import SimulatorCarModel
+from engine.car.mpc import MPCConfig, run_mpc
+from engine.car.tracks import Track, TrackError, TrackField, default_track, load_track, save_track
 from engine.systems.rc_car import CarParams
 
 
@@ -44,7 +44,7 @@ def test_mpc_keeps_the_simulated_car_on_the_default_track_for_a_lap():
     params = CarParams(substeps=2)
     track = default_track()
     cfg = MPCConfig(candidates=32, iterations=1, target_speed=2.5, max_seconds=20.0)
-    res = run_mpc(track, SimulatorDynamics(params), params, cfg, laps=1)
+    res = run_mpc(track, SimulatorCarModel(params), params, cfg, laps=1)
     assert res["completed"], res["lap_times"]
     assert res["max_track_deviation"] < track.width / 2
     # the lap took about length / target speed (progress at the target speed)

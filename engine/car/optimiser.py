@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from engine.planning.costs import control_hessian
+from engine.car.costs import control_hessian
 
 __all__ = ["DIRECTIONS", "OptimiseResult", "OptimiserConfig", "gauss_newton_direction", "line_search",
            "optimise", "step_sizes", "supports_gauss_newton"]

@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from engine.planning.costs import PlanWeights
-from engine.planning.evaluators import make_evaluator
-from engine.planning.optimiser import OptimiserConfig, optimise
-from engine.planning.tracks import Track, TrackField
+from engine.car.costs import PlanWeights
+from engine.car.evaluators import make_evaluator
+from engine.car.optimiser import OptimiserConfig, optimise
+from engine.car.tracks import Track, TrackField
 from engine.systems.rc_car import CarParams, car_step
 
 __all__ = ["MPCConfig", "MPCError", "TrackCost", "run_mpc"]

@@ -15,9 +15,9 @@ from pathlib import Path
 import torch
 
 from engine import io
-from engine.planning.costs import PlanError, PlanWeights, Target, TargetCost
-from engine.planning.evaluators import make_evaluator
-from engine.planning.optimiser import OptimiserConfig, OptimiseResult, optimise
+from engine.car.costs import PlanError, PlanWeights, Target, TargetCost
+from engine.car.evaluators import make_evaluator
+from engine.car.optimiser import OptimiserConfig, OptimiseResult, optimise
 from engine.systems.rc_car import CarParams, simulate
 
 __all__ = [

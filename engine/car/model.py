@@ -4,7 +4,8 @@ Inputs ``v`` (..., 3) = (forward m/s, lateral m/s, yaw rate rad/s) and ``u`` (..
 (throttle m/s^2, steering rad); output the next local velocity (..., 3). Internally the
 inputs are standardised and the network predicts the velocity change in units of the data's
 per-step change (a residual), both stored as buffers so a checkpoint is self-contained.
-The pose update ``x_{i+1} = x_i + h R(yaw_i) v_{i+1}`` lives with the planner.
+The pose update ``x_{i+1} = x_i + h R(yaw_i) v_{i+1}`` lives with the planner
+(:class:`engine.car.dynamics.LearnedCarModel`); the training loop in :mod:`engine.car.training`.
 
 Default architecture: 8 hidden layers x 64 units, GELU; ReLU, other sizes and the L1, L2
 and relative losses (``L_rel = |v' - f|_1 / (|v'|_1 + eps)``) are selectable.
@@ -12,8 +13,7 @@ and relative losses (``L_rel = |v' - f|_1 / (|v'|_1 + eps)``) are selectable.
 
 from __future__ import annotations
 
-import math
-import time
+import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -28,14 +28,27 @@ __all__ = [
     "CarMLP",
     "CarMLPConfig",
     "CarModelError",
+    "DEFAULT_MODEL",
     "car_loss",
+    "default_model_dir",
+    "expected_shapes",
     "load_car_model",
+    "read_safetensors_header",
     "save_car_model",
-    "train_car_mlp",
 ]
 
 ACTIVATIONS = ("gelu", "relu")
 LOSSES = ("relative", "l1", "l2")
+
+
+DEFAULT_MODEL = "default"       # the name of the shipped model (resources/car_models/default)
+
+
+def default_model_dir() -> Path:
+    """The shipped learned car model (8 x 64 GELU, trained by ``car train``; see its README)."""
+    from engine.paths import resource
+
+    return resource("car_models", DEFAULT_MODEL)
 
 
 class CarModelError(ValueError):
@@ -147,97 +160,88 @@ def car_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "relative",
     raise CarModelError(f"loss: {kind!r}, choose one of {LOSSES}")
 
 
-def _split(n: int, val_fraction: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Validation pairs as whole contiguous blocks (neighbouring time steps are nearly equal, so
-    a pair-wise random split would leak); returns ``(train_idx, val_idx)``."""
-    block = 100 if n >= 2000 else max(1, n // 20)
-    blocks = torch.arange(n) // block
-    nb = int(blocks[-1]) + 1 if n else 0
-    n_val = round(val_fraction * nb)
-    val_blocks = torch.randperm(nb, generator=gen)[:n_val]
-    is_val = torch.isin(blocks, val_blocks)
-    return torch.nonzero(~is_val).flatten(), torch.nonzero(is_val).flatten()
-
-
-def train_car_mlp(inputs: torch.Tensor, targets: torch.Tensor,
-                  config: CarMLPConfig = CarMLPConfig(), ctx=None) -> tuple[CarMLP, dict]:
-    """Train on pairs ``inputs`` (N, 5) = (v_i, u_i) -> ``targets`` (N, 3) = v_{i+1}.
-
-    Pairs are expected in recording order: the held-out pairs are whole blocks of consecutive
-    steps. One-step loss (``config.loss``), Adam, one-cycle cosine learning rate.
-    ``ctx`` is an optional job context (progress with live metrics, cancellation).
-    Returns ``(model, history)`` with per-epoch ``train_loss`` / ``val_loss`` lists.
-    """
-    if inputs.ndim != 2 or inputs.shape[1] != 5 or targets.shape != (inputs.shape[0], 3):
-        raise CarModelError(f"training data: expected inputs (N, 5) and targets (N, 3), got "
-                            f"{tuple(inputs.shape)} and {tuple(targets.shape)}")
-    if not (torch.isfinite(inputs).all() and torch.isfinite(targets).all()):
-        raise CarModelError("training data: contains NaN or inf")
-    gen = torch.Generator().manual_seed(config.seed)
-    torch.manual_seed(config.seed)
-    inputs, targets = inputs.float(), targets.float()
-    train_idx, val_idx = _split(inputs.shape[0], config.val_fraction, gen)
-    model = CarMLP(config)
-    model.set_normalisation(inputs[train_idx], targets[train_idx])
-    bs = config.batch_size
-    steps_per_epoch = max(1, math.ceil(len(train_idx) / bs))
-    total_steps = config.epochs * steps_per_epoch
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=total_steps,
-                                                pct_start=0.05, anneal_strategy="cos",
-                                                div_factor=10.0, final_div_factor=50.0)
-    history = {"train_loss": [], "val_loss": [], "seconds": 0.0}
-    t0 = time.perf_counter()
-    for epoch in range(config.epochs):
-        order = train_idx[torch.randperm(len(train_idx), generator=gen)]
-        total = 0.0
-        for k in range(steps_per_epoch):
-            idx = order[k * bs:(k + 1) * bs]
-            x, y = inputs[idx], targets[idx]
-            loss = car_loss(model(x[:, :3], x[:, 3:]), y, config.loss, config.eps)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if sched.last_epoch + 1 < total_steps:
-                sched.step()
-            total += float(loss.detach()) * len(idx)
-            if ctx is not None and k % 20 == 0:
-                ctx.check_cancelled()
-        train_loss = total / max(1, len(train_idx))
-        if not math.isfinite(train_loss):
-            raise CarModelError(f"training diverged (loss {train_loss}) at epoch {epoch + 1}; lower lr")
-        with torch.no_grad():
-            if len(val_idx):
-                xv, yv = inputs[val_idx], targets[val_idx]
-                val_loss = float(car_loss(model(xv[:, :3], xv[:, 3:]), yv, config.loss, config.eps))
-            else:
-                val_loss = float("nan")
-        history["train_loss"].append(train_loss)
-        history["val_loss"].append(val_loss)
-        if ctx is not None:
-            ctx.progress((epoch + 1) / config.epochs, f"epoch {epoch + 1}/{config.epochs}",
-                         {"train_loss": train_loss, "val_loss": val_loss})
-    history["seconds"] = time.perf_counter() - t0
-    model.eval()
-    return model, history
-
-
 def save_car_model(directory: str | Path, model: CarMLP, meta: dict | None = None) -> Path:
     """Write ``car_model.safetensors`` + ``car_model.json`` (config and ``meta``) into ``directory``."""
     info = {"kind": "car_mlp", "config": model.config.to_dict(), **(meta or {})}
     return io.save_checkpoint(directory, model.state_dict(), info, name="car_model")
 
 
-def load_car_model(directory: str | Path) -> tuple[CarMLP, dict]:
-    """Load a model written by :func:`save_car_model`; ``CarModelError`` naming the file if broken."""
-    directory = Path(directory)
-    state, meta = io.load_checkpoint(directory, name="car_model")
-    if meta.get("kind") != "car_mlp" or "config" not in meta:
-        raise CarModelError(f"{directory / 'car_model.json'}: not a car model (field 'kind'/'config')")
+def expected_shapes(config: CarMLPConfig) -> dict[str, tuple[int, ...]]:
+    """The tensor names and shapes of a :class:`CarMLP` with ``config`` (without building it)."""
+    dims = [5] + [config.hidden] * config.layers + [3]
+    shapes: dict[str, tuple[int, ...]] = {"in_mean": (5,), "in_std": (5,), "out_scale": (3,)}
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        shapes[f"linears.{i}.weight"] = (b, a)
+        shapes[f"linears.{i}.bias"] = (b,)
+    return shapes
+
+
+def read_safetensors_header(path: str | Path) -> dict[str, tuple[int, ...]]:
+    """Tensor names and shapes from a safetensors file's header (no weights are read)."""
+    path = Path(path)
     try:
-        model = CarMLP(CarMLPConfig.from_dict(meta["config"]))
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) != 8:
+                raise CarModelError(f"{path}: too short for a safetensors file; save the model again")
+            n = int.from_bytes(head, "little")
+            size = path.stat().st_size
+            if n <= 0 or n > min(size - 8, 100_000_000):
+                raise CarModelError(f"{path}: not a valid safetensors file (header length {n}); save the model again")
+            header = json.loads(fh.read(n).decode("utf-8"))
+    except FileNotFoundError:
+        raise CarModelError(f"{path}: file not found; a car model folder holds car_model.safetensors "
+                            f"and car_model.json") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CarModelError(f"{path}: not a valid safetensors file (its header is not JSON: {exc})") from None
+    if not isinstance(header, dict):
+        raise CarModelError(f"{path}: not a valid safetensors file (header is not an object)")
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        shape = info.get("shape") if isinstance(info, dict) else None
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise CarModelError(f"{path}: tensor {name!r} has no valid shape in the header")
+        out[name] = tuple(shape)
+    return out
+
+
+def load_car_model(directory: str | Path) -> tuple[CarMLP, dict]:
+    """Load a model written by :func:`save_car_model`; ``CarModelError`` naming the file if broken.
+
+    Checked before anything is built: the JSON's sizes (``config``) against the tensor shapes
+    in the weights' header; after reading: every weight finite (the tensor is named).
+    """
+    directory = Path(directory)
+    json_path, weights_path = directory / "car_model.json", directory / "car_model.safetensors"
+    meta = io.read_json(json_path)
+    if not isinstance(meta, dict) or meta.get("kind") != "car_mlp" or not isinstance(meta.get("config"), dict):
+        raise CarModelError(f"{json_path}: not a car model (field 'kind'/'config')")
+    try:
+        config = CarMLPConfig.from_dict(meta["config"])
+    except (TypeError, ValueError) as exc:
+        raise CarModelError(f"{json_path}: field 'config': {exc}") from None
+    want = expected_shapes(config)
+    have = read_safetensors_header(weights_path)
+    if have != want:
+        missing = sorted(set(want) - set(have))
+        extra = sorted(set(have) - set(want))
+        wrong = [k for k in want if k in have and have[k] != want[k]]
+        detail = (f"tensor {wrong[0]!r} is {list(have[wrong[0]])}, the config ({config.layers} layers x "
+                  f"{config.hidden} units) needs {list(want[wrong[0]])}" if wrong else
+                  f"missing tensors {missing[:3]}" if missing else f"unexpected tensors {extra[:3]}")
+        raise CarModelError(f"{weights_path}: the weights do not match {json_path.name} ({detail}); "
+                            f"use the two files saved together")
+    state, _ = io.load_checkpoint(directory, name="car_model")
+    for name, tensor in state.items():
+        if not torch.isfinite(tensor).all():
+            raise CarModelError(f"{weights_path}: tensor {name!r} holds NaN or infinite values; "
+                                f"the model is broken, train it again")
+    try:
+        model = CarMLP(config)
         model.load_state_dict(state)
     except (RuntimeError, TypeError, KeyError) as exc:
-        raise CarModelError(f"{directory / 'car_model.safetensors'}: weights do not match the config ({exc})") from exc
+        raise CarModelError(f"{weights_path}: weights do not match the config ({exc})") from exc
     model.eval()
     return model, meta

@@ -1,4 +1,10 @@
-"""Training the learned car model as a job, the TVE metric and the paper's model selection.
+"""Training the learned car model: the loop (:func:`fit_car_model`), the job, the TVE metric and
+the paper's model selection.
+
+The loop is the car's own, not :mod:`engine.training.trainer`: that trainer fits multi-step
+windows of a registered model with ReduceLROnPlateau; the car model is fitted on one-step pairs
+with a one-cycle cosine schedule and block-wise validation (Köhler et al.), and its results are
+kept as they were.
 
 TVE (trajectory validation error, Eq. 10): roll the model out open loop from the start of
 each of the 40 validation trajectories (3 s) under the recorded controls and average the L1
@@ -9,6 +15,7 @@ norm of the end-pose error ``|x_n - x_n^j|_1`` (x in m, y in m, yaw in rad wrapp
 from __future__ import annotations
 
 import io as _io
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,14 +24,16 @@ import numpy as np
 import torch
 
 from engine import io
-from engine.models.car_mlp import CarMLPConfig, save_car_model, train_car_mlp
-from engine.planning.car_data import DrivingConfig, make_dataset, validation_trajectories
-from engine.planning.dynamics import LearnedDynamics, rollout
+from engine.car.data import DrivingConfig, make_dataset, validation_trajectories
+from engine.car.dynamics import LearnedCarModel, rollout
+from engine.car.model import ACTIVATIONS, LOSSES, CarMLP, CarMLPConfig, CarModelError, car_loss, save_car_model
 from engine.systems.rc_car import CarParams
 
 __all__ = [
+    "CarTrainConfig",
     "SelectionConfig",
-    "TrainConfig",
+    "block_split",
+    "fit_car_model",
     "select_models_job",
     "selection_plot",
     "train_job",
@@ -33,7 +42,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class CarTrainConfig:
     """Everything ``car train`` needs: the car, the driver/motion capture, the model."""
 
     model: CarMLPConfig = CarMLPConfig()
@@ -48,9 +57,85 @@ class TrainConfig:
                 "validation_seconds": self.validation_seconds}
 
 
+def block_split(n: int, val_fraction: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validation pairs as whole contiguous blocks (neighbouring time steps are nearly equal, so
+    a pair-wise random split would leak); returns ``(train_idx, val_idx)``."""
+    block = 100 if n >= 2000 else max(1, n // 20)
+    blocks = torch.arange(n) // block
+    nb = int(blocks[-1]) + 1 if n else 0
+    n_val = round(val_fraction * nb)
+    val_blocks = torch.randperm(nb, generator=gen)[:n_val]
+    is_val = torch.isin(blocks, val_blocks)
+    return torch.nonzero(~is_val).flatten(), torch.nonzero(is_val).flatten()
+
+
+def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
+                  config: CarMLPConfig = CarMLPConfig(), ctx=None) -> tuple[CarMLP, dict]:
+    """Train on pairs ``inputs`` (N, 5) = (v_i, u_i) -> ``targets`` (N, 3) = v_{i+1}.
+
+    Pairs are expected in recording order: the held-out pairs are whole blocks of consecutive
+    steps. One-step loss (``config.loss``), Adam, one-cycle cosine learning rate.
+    ``ctx`` is an optional job context (progress with live metrics, cancellation).
+    Returns ``(model, history)`` with per-epoch ``train_loss`` / ``val_loss`` lists.
+    """
+    if inputs.ndim != 2 or inputs.shape[1] != 5 or targets.shape != (inputs.shape[0], 3):
+        raise CarModelError(f"training data: expected inputs (N, 5) and targets (N, 3), got "
+                            f"{tuple(inputs.shape)} and {tuple(targets.shape)}")
+    if not (torch.isfinite(inputs).all() and torch.isfinite(targets).all()):
+        raise CarModelError("training data: contains NaN or inf")
+    gen = torch.Generator().manual_seed(config.seed)
+    torch.manual_seed(config.seed)
+    inputs, targets = inputs.float(), targets.float()
+    train_idx, val_idx = block_split(inputs.shape[0], config.val_fraction, gen)
+    model = CarMLP(config)
+    model.set_normalisation(inputs[train_idx], targets[train_idx])
+    bs = config.batch_size
+    steps_per_epoch = max(1, math.ceil(len(train_idx) / bs))
+    total_steps = config.epochs * steps_per_epoch
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=total_steps,
+                                                pct_start=0.05, anneal_strategy="cos",
+                                                div_factor=10.0, final_div_factor=50.0)
+    history = {"train_loss": [], "val_loss": [], "seconds": 0.0}
+    t0 = time.perf_counter()
+    for epoch in range(config.epochs):
+        order = train_idx[torch.randperm(len(train_idx), generator=gen)]
+        total = 0.0
+        for k in range(steps_per_epoch):
+            idx = order[k * bs:(k + 1) * bs]
+            x, y = inputs[idx], targets[idx]
+            loss = car_loss(model(x[:, :3], x[:, 3:]), y, config.loss, config.eps)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if sched.last_epoch + 1 < total_steps:
+                sched.step()
+            total += float(loss.detach()) * len(idx)
+            if ctx is not None and k % 20 == 0:
+                ctx.check_cancelled()
+        train_loss = total / max(1, len(train_idx))
+        if not math.isfinite(train_loss):
+            raise CarModelError(f"training diverged (loss {train_loss}) at epoch {epoch + 1}; lower lr")
+        with torch.no_grad():
+            if len(val_idx):
+                xv, yv = inputs[val_idx], targets[val_idx]
+                val_loss = float(car_loss(model(xv[:, :3], xv[:, 3:]), yv, config.loss, config.eps))
+            else:
+                val_loss = float("nan")
+        history["train_loss"].append(train_loss)
+        history["val_loss"].append(val_loss)
+        if ctx is not None:
+            ctx.progress((epoch + 1) / config.epochs, f"epoch {epoch + 1}/{config.epochs}",
+                         {"train_loss": train_loss, "val_loss": val_loss})
+    history["seconds"] = time.perf_counter() - t0
+    model.eval()
+    return model, history
+
+
+
 def trajectory_validation_error(model, validation: dict, h: float) -> tuple[float, np.ndarray]:
     """TVE and the per-trajectory end-pose L1 errors (J,) of ``model`` on ``validation``."""
-    dyn = LearnedDynamics(model, h)
+    dyn = LearnedCarModel(model, h)
     with torch.no_grad():
         P, _ = rollout(dyn, validation["pose0"].float(), validation["v0"].float(),
                        validation["controls"].float())
@@ -60,7 +145,7 @@ def trajectory_validation_error(model, validation: dict, h: float) -> tuple[floa
     return float(err.mean()), err
 
 
-def train_job(config: TrainConfig = TrainConfig(), out_dir: str | Path | None = None, dataset=None,
+def train_job(config: CarTrainConfig = CarTrainConfig(), out_dir: str | Path | None = None, dataset=None,
               validation=None):
     """A job: simulate data, train, measure TVE, save into ``out_dir`` (if given).
 
@@ -71,7 +156,7 @@ def train_job(config: TrainConfig = TrainConfig(), out_dir: str | Path | None = 
         t0 = time.perf_counter()
         data = dataset if dataset is not None else make_dataset(config.params, config.driving, ctx)
         ctx.check_cancelled()
-        model, hist = train_car_mlp(data["inputs"], data["targets"], config.model, ctx=_Scaled(ctx, 0.1, 0.9))
+        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=_Scaled(ctx, 0.1, 0.9))
         val = validation if validation is not None else validation_trajectories(
             config.params, config.validation_count, config.validation_seconds)
         tve, _ = trajectory_validation_error(model, val, config.params.dt)
@@ -118,8 +203,6 @@ class SelectionConfig:
     layers: int = 8
 
     def __post_init__(self):
-        from engine.models.car_mlp import ACTIVATIONS, LOSSES
-
         if not self.activations or any(a not in ACTIVATIONS for a in self.activations):
             raise ValueError(f"SelectionConfig.activations: one or more of {', '.join(ACTIVATIONS)}")
         if not self.losses or any(l not in LOSSES for l in self.losses):
@@ -146,7 +229,7 @@ def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str 
             ctx.check_cancelled()
             mc = CarMLPConfig(hidden=config.hidden, layers=config.layers, activation=act, loss=loss,
                               epochs=config.epochs, seed=seed)
-            model, _ = train_car_mlp(data["inputs"], data["targets"], mc,
+            model, _ = fit_car_model(data["inputs"], data["targets"], mc,
                                      ctx=_Scaled(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share))
             tve, errs = trajectory_validation_error(model, val, params.dt)
             rows.append({"activation": act, "loss": loss, "seed": seed, "tve": tve, "errors": errs.tolist()})

@@ -2,7 +2,7 @@
 
 Pipeline (Köhler et al., Sec. III-A): drive the simulated car "like a human" (smooth random
 speed and steering, occasional aggressive manoeuvres that make it slide), record its pose
-like a motion-capture system (240 Hz as in the paper, with noise), then :func:`prepare_log`:
+like a motion-capture system (240 Hz as in the paper, with noise), then :func:`prepare_car_log`:
 Savitzky-Golay smoothing of x, y and the unwrapped yaw (a window in seconds: 0.3 s, 73 frames
 at 240 Hz; at 0.1 s the yaw-rate noise left in the targets is ~2.5x larger), resampling at the
 model step ``h`` and finite differences into local velocities
@@ -11,7 +11,7 @@ model step ``h`` and finite differences into local velocities
 
 the convention under which the planner's pose update ``p_{k+1} = p_k + h R(yaw_k) v_{k+1}``
 reproduces the recorded poses. Training pairs are ``(v_k, u_k) -> v_{k+1}``. Real logs
-(CSV with columns t, x, y, yaw, throttle, steering) go through the same :func:`prepare_log`.
+(CSV with columns t, x, y, yaw, throttle, steering) go through the same :func:`prepare_car_log`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
     "DrivingConfig",
     "human_driving",
     "make_dataset",
-    "prepare_log",
+    "prepare_car_log",
     "validation_trajectories",
 ]
 
@@ -165,7 +165,7 @@ def mocap_log(drive: dict, params: CarParams, config: DrivingConfig = DrivingCon
     return logs
 
 
-def prepare_log(log: dict, h: float = 0.05, savgol_window: float = DrivingConfig.savgol_window,
+def prepare_car_log(log: dict, h: float = 0.05, savgol_window: float = DrivingConfig.savgol_window,
                 savgol_order: int = DrivingConfig.savgol_order, source: str = "log") -> dict:
     """Smooth a pose log and turn it into local velocities at the model step ``h`` (s).
 
@@ -214,7 +214,7 @@ def prepare_log(log: dict, h: float = 0.05, savgol_window: float = DrivingConfig
 
 def make_dataset(params: CarParams = CarParams(), config: DrivingConfig = DrivingConfig(),
                  ctx=None) -> dict:
-    """Simulated driving -> motion capture -> :func:`prepare_log` for every segment.
+    """Simulated driving -> motion capture -> :func:`prepare_car_log` for every segment.
 
     Returns torch float32 ``inputs`` (N, 5), ``targets`` (N, 3) and ``slip_fraction``.
     """
@@ -224,7 +224,7 @@ def make_dataset(params: CarParams = CarParams(), config: DrivingConfig = Drivin
     logs = mocap_log(drive, params, config)
     ins, outs = [], []
     for i, log in enumerate(logs):
-        prep = prepare_log(log, params.dt, config.savgol_window, config.savgol_order, source=f"segment {i}")
+        prep = prepare_car_log(log, params.dt, config.savgol_window, config.savgol_order, source=f"segment {i}")
         ins.append(prep["inputs"])
         outs.append(prep["targets"])
     inputs = torch.from_numpy(np.concatenate(ins)).float()

@@ -3,7 +3,7 @@ are clearly nonlinear, with fixed input and output scales."""
 
 import torch
 
-from engine.models.car_mlp import CarMLP, CarMLPConfig
+from engine.car.model import CarMLP, CarMLPConfig
 
 
 def random_car_model(activation: str = "gelu", seed: int = 0) -> CarMLP:
