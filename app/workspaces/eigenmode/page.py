@@ -130,7 +130,6 @@ class EigenmodePage(QWidget):
         self.summary.setObjectName("eigenmodeSummary")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        cl.addWidget(self.summary)
         cl.addStretch(1)
         self.side_panel = SidePanel(controls, preferred_width=330)
 
@@ -162,6 +161,7 @@ class EigenmodePage(QWidget):
         anim.addWidget(self.scrub, 1)
         anim.addWidget(self.time_label)
         ll.addLayout(anim)
+        ll.addWidget(self.summary)        # always in view: progress, results, problems
 
         self.tabs = QTabWidget()
         self.tabs.setUsesScrollButtons(True)
