@@ -245,6 +245,9 @@ def test_session_round_trip_and_a_damaged_part():
     assert len(problems) == 1 and problems[0].startswith("plan")
     assert r2.track is not None and r2.track.name == "oval"          # the rest restored
     assert r2.targets == ()
+    assert CarPlannerState().restore_session(["not", "a", "dict"]) == ["the car planner's part (not a JSON object)"]
+    # a shipped scenario's name comes back with it
+    assert r.scenario == "dynamic-reverse"
 
 
 def test_observer_of_an_unknown_event_is_refused():
