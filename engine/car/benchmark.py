@@ -15,6 +15,7 @@ import torch
 
 from engine.jobs import NullJobContext
 from engine.car.model import CarMLPConfig, load_car_model
+from engine.car.data import DrivingConfig
 from engine.car.dynamics import LearnedCarModel
 from engine.car.evaluators import AutogradEvaluator
 from engine.car.mpc import MPCConfig, TrackCost, run_mpc
@@ -22,6 +23,7 @@ from engine.car.optimiser import OptimiserConfig, line_search
 from engine.car.scenarios import plan_trajectory, scenario
 from engine.car.tracks import TrackField, default_track
 from engine.systems.rc_car import CarParams
+from engine.validation import check_int
 
 __all__ = ["BenchConfig", "run_benchmark"]
 
@@ -35,6 +37,13 @@ class BenchConfig:
     train_minutes: float = 5.0      # when no model is given, a small model is trained first
     train_epochs: int = 8
 
+    def __post_init__(self):
+        who = "benchmark setting"
+        check_int(who, "cycles (--cycles)", self.cycles, 1, 100_000)
+        MPCConfig(horizon=self.horizon, iterations=self.iterations, candidates=self.candidates)
+        CarMLPConfig(epochs=self.train_epochs)
+        DrivingConfig(minutes=self.train_minutes)
+
 
 def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
     params = CarParams()
@@ -43,7 +52,6 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
         h = float(meta.get("h", params.dt))
     else:
         from engine.jobs import run_job
-        from engine.car.data import DrivingConfig
         from engine.car.training import CarTrainConfig, train_job
 
         cfg = CarTrainConfig(model=CarMLPConfig(epochs=config.train_epochs),

@@ -23,6 +23,7 @@ import torch
 from scipy.signal import savgol_filter
 
 from engine.systems.rc_car import CarParams, car_step, clamp_controls
+from engine.validation import InputError, check_allocation, check_int, check_range
 
 __all__ = [
     "LOG_COLUMNS",
@@ -59,6 +60,34 @@ class DrivingConfig:
     savgol_window: float = 0.3       # s, Savitzky-Golay window (73 frames at 240 Hz)
     savgol_order: int = 3
     seed: int = 0
+
+    def __post_init__(self):
+        who = "driving data setting"   # plain-language messages naming the flag (engine/validation.py)
+        check_range(who, "minutes (--minutes)", self.minutes, 0.0, 600.0, lo_open=True, unit="min",
+                    hint="the paper drives 15 minutes")
+        check_int(who, "segments", self.segments, 1, 10_000)
+        check_range(who, "speed_min", self.speed_min, -20.0, 20.0, unit="m/s")
+        check_range(who, "speed_max", self.speed_max, self.speed_min, 20.0, lo_open=True, unit="m/s",
+                    hint="the fastest reference speed must exceed speed_min")
+        check_range(who, "speed_gain", self.speed_gain, 0.0, 100.0, lo_open=True)
+        check_range(who, "steer_time", self.steer_time, 0.0, 60.0, lo_open=True, unit="s")
+        check_range(who, "aggressive_rate", self.aggressive_rate, 0.0, 100.0, unit="1/s")
+        if len(tuple(self.aggressive_seconds)) != 2:
+            raise InputError("expected two durations (shortest, longest)", owner=who, field="aggressive_seconds")
+        lo, hi = tuple(self.aggressive_seconds)
+        check_range(who, "aggressive_seconds", lo, 0.0, 60.0, lo_open=True, unit="s")
+        check_range(who, "aggressive_seconds", hi, lo, 60.0, unit="s")
+        check_range(who, "mocap_rate", self.mocap_rate, 0.0, 10_000.0, unit="Hz", hint="0 records every sub-step")
+        check_range(who, "pos_noise", self.pos_noise, 0.0, 1.0, unit="m")
+        check_range(who, "yaw_noise", self.yaw_noise, 0.0, 1.0, unit="rad")
+        check_range(who, "savgol_window", self.savgol_window, 0.0, 10.0, lo_open=True, unit="s")
+        check_int(who, "savgol_order", self.savgol_order, 0, 10)
+        check_int(who, "seed", self.seed, 0, 2**32 - 1)
+        # the motion-capture record of every segment, float64 (x, y, yaw, throttle, steering, t,
+        # and the smoothed copies): estimated before anything is simulated
+        rate = self.mocap_rate if self.mocap_rate > 0 else 1000.0
+        check_allocation(f"{self.minutes:g} minutes of driving recorded at {rate:g} Hz",
+                         self.minutes * 60.0 * rate * 16, 8, field="minutes (--minutes)", hint="lower --minutes")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from engine import io
+from engine.validation import check_allocation, check_int, check_range
 
 __all__ = [
     "ACTIVATIONS",
@@ -30,6 +31,7 @@ __all__ = [
     "CarModelError",
     "DEFAULT_MODEL",
     "car_loss",
+    "training_elements",
     "default_model_dir",
     "expected_shapes",
     "load_car_model",
@@ -78,11 +80,19 @@ class CarMLPConfig:
             raise CarModelError(f"CarMLPConfig.activation: {self.activation!r}, choose one of {ACTIVATIONS}")
         if self.loss not in LOSSES:
             raise CarModelError(f"CarMLPConfig.loss: {self.loss!r}, choose one of {LOSSES}")
-        for name in ("hidden", "layers", "epochs", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise CarModelError(f"CarMLPConfig.{name}: must be at least 1")
-        if not (0.0 <= self.val_fraction < 1.0):
-            raise CarModelError("CarMLPConfig.val_fraction: must be in [0, 1)")
+        who = "car model setting"      # plain-language messages naming the flag (engine/validation.py)
+        check_int(who, "hidden (--hidden)", self.hidden, 1, 10**9, hint="the paper uses 64")
+        check_int(who, "layers (--layers)", self.layers, 1, 64, hint="the paper uses 8")
+        check_int(who, "epochs (--epochs)", self.epochs, 1, 1_000_000)
+        check_int(who, "batch_size", self.batch_size, 1, 10_000_000)
+        check_int(who, "seed (--seed)", self.seed, 0, 2**32 - 1, hint="seeds are whole numbers from 0")
+        check_range(who, "lr", self.lr, 0.0, 1.0, lo_open=True, hint="Adam learning rates are usually 1e-4 to 1e-2")
+        check_range(who, "eps", self.eps, 0.0, 100.0, lo_open=True, unit="m/s")
+        check_range(who, "weight_decay", self.weight_decay, 0.0, 1.0)
+        check_range(who, "val_fraction", self.val_fraction, 0.0, 1.0, hi_open=True)
+        check_allocation(f"training a car model of {self.layers} x {self.hidden} units on batches of "
+                         f"{self.batch_size}", training_elements(self), 4, field="hidden (--hidden)",
+                         hint="lower --hidden or --layers")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -91,6 +101,15 @@ class CarMLPConfig:
     def from_dict(cls, data: dict) -> CarMLPConfig:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def training_elements(config: CarMLPConfig) -> float:
+    """Float32 numbers training ``config`` holds at once, estimated before anything is made: the
+    weights with their gradients and Adam's two moments, and one batch's activations through
+    every layer forward and backward (about six numbers per unit)."""
+    h, n = float(config.hidden), float(config.layers)
+    weights = 5 * h + (n - 1) * h * (h + 1) + 4 * h + 3
+    return 4 * weights + 6 * float(config.batch_size) * h * n
 
 
 class CarMLP(nn.Module):

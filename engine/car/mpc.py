@@ -26,6 +26,7 @@ from engine.car.evaluators import make_evaluator
 from engine.car.optimiser import OptimiserConfig, optimise
 from engine.car.tracks import Track, TrackField
 from engine.systems.rc_car import CarParams, car_step
+from engine.validation import check_int, check_range
 
 __all__ = ["MPCConfig", "MPCError", "TrackCost", "run_mpc"]
 
@@ -56,14 +57,19 @@ class MPCConfig:
     #                                  closer to the centre line (default track: 0.06 m against 0.21 m off it)
 
     def __post_init__(self):
-        if self.horizon < 2:
-            raise MPCError("MPCConfig.horizon: must be at least 2")
-        if self.iterations < 1:
-            raise MPCError("MPCConfig.iterations: must be at least 1")
-        if self.target_speed <= 0:
-            raise MPCError("MPCConfig.target_speed: must be positive")
         if self.direction not in ("conjugate", "gradient"):
             raise MPCError("MPCConfig.direction: 'conjugate' or 'gradient'")
+        who = "MPC setting"            # plain-language messages naming the flag (engine/validation.py)
+        check_int(who, "horizon (--horizon)", self.horizon, 2, 1000, hint="20 steps (1 s) by default")
+        check_int(who, "iterations (--iterations)", self.iterations, 1, 1000, hint="optimiser iterations per cycle")
+        check_int(who, "candidates", self.candidates, 1, 100_000)
+        check_range(who, "target_speed (--target-speed)", self.target_speed, 0.0, 20.0, lo_open=True, unit="m/s")
+        check_range(who, "start_speed", self.start_speed, -10.0, 20.0, unit="m/s")
+        for name in ("w_progress", "w_track", "w_centre", "control", "control_rate"):
+            check_range(who, name, getattr(self, name), 0.0, 1e9)
+        check_range(who, "margin", self.margin, 0.0, 5.0, unit="m")
+        check_range(who, "max_seconds (--max-seconds)", self.max_seconds, 0.0, 86_400.0, lo_open=True, unit="s",
+                    hint="simulated time")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -96,6 +102,14 @@ class TrackCost:
         return (c.w_progress * e * e + c.w_track * out * out + c.w_centre * d * d).sum(-1)
 
 
+MAX_LAPS = 1000
+
+
+def check_laps(laps) -> int:
+    """Laps to drive: a whole number from 1 to :data:`MAX_LAPS` (refused before any driving)."""
+    return check_int("MPC setting", "laps (--laps)", laps, 1, MAX_LAPS)
+
+
 def run_mpc(track: Track, dynamics, params: CarParams = CarParams(), config: MPCConfig = MPCConfig(),
             laps: int = 1, ctx=None, on_cycle=None, field: TrackField | None = None) -> dict:
     """Drive ``laps`` laps on the simulator with MPC on ``dynamics`` (learned or simulator).
@@ -106,6 +120,7 @@ def run_mpc(track: Track, dynamics, params: CarParams = CarParams(), config: MPC
     (cycles per second of optimisation compute), ``cycle_ms``, ``iterations_per_cycle`` and the
     recorded ``pose`` (T+1, 3), ``speed`` (T+1,), ``controls`` (T, 2), ``slip`` (T, 4) as lists.
     """
+    check_laps(laps)
     field = field or TrackField(track)
     h = params.dt
     u_scale = torch.tensor([params.max_throttle, params.max_steering])

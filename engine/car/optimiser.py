@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from engine.car.costs import control_hessian
+from engine.validation import check_int, check_range
 
 __all__ = ["DIRECTIONS", "OptimiseResult", "OptimiserConfig", "gauss_newton_direction", "line_search",
            "optimise", "step_sizes", "supports_gauss_newton"]
@@ -57,6 +58,17 @@ class OptimiserConfig:
     def __post_init__(self):
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction {self.direction!r}: choose one of {', '.join(DIRECTIONS)}")
+        who = "optimiser setting"      # plain-language messages naming the flag (engine/validation.py)
+        check_int(who, "candidates (--candidates)", self.candidates, 1, 100_000,
+                  hint="512 step sizes are tried at once by default")
+        check_int(who, "max_iterations (--max-iterations)", self.max_iterations, 1, 1_000_000)
+        check_range(who, "step_min", self.step_min, 0.0, 1e6, lo_open=True)
+        check_range(who, "step_max", self.step_max, self.step_min, 1e6, hint="at least step_min")
+        check_range(who, "tolerance", self.tolerance, 0.0, 1.0)
+        check_int(who, "patience", self.patience, 1, 1_000_000)
+        check_range(who, "grad_tolerance", self.grad_tolerance, 0.0, 1e6)
+        check_range(who, "time_limit", self.time_limit, 0.0, 86_400.0, unit="s", hint="0 means no limit")
+        check_range(who, "damping", self.damping, 0.0, 1e12)
 
     def to_dict(self) -> dict:
         return asdict(self)

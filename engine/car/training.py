@@ -28,6 +28,7 @@ from engine.car.data import DrivingConfig, make_dataset, validation_trajectories
 from engine.car.dynamics import LearnedCarModel, rollout
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLP, CarMLPConfig, CarModelError, car_loss, save_car_model
 from engine.systems.rc_car import CarParams
+from engine.validation import check_int, check_range
 
 __all__ = [
     "CarTrainConfig",
@@ -50,6 +51,11 @@ class CarTrainConfig:
     params: CarParams = CarParams()
     validation_count: int = 40
     validation_seconds: float = 3.0
+
+    def __post_init__(self):
+        check_int("car training setting", "validation_count", self.validation_count, 1, 10_000)
+        check_range("car training setting", "validation_seconds", self.validation_seconds, 0.0, 600.0,
+                    lo_open=True, unit="s")
 
     def to_dict(self) -> dict:
         return {"model": self.model.to_dict(), "driving": self.driving.to_dict(),
@@ -207,8 +213,10 @@ class SelectionConfig:
             raise ValueError(f"SelectionConfig.activations: one or more of {', '.join(ACTIVATIONS)}")
         if not self.losses or any(l not in LOSSES for l in self.losses):
             raise ValueError(f"SelectionConfig.losses: one or more of {', '.join(LOSSES)}")
-        if self.seeds < 1 or self.epochs < 1 or self.minutes <= 0:
-            raise ValueError("SelectionConfig: seeds and epochs must be at least 1, minutes positive")
+        check_int("model selection setting", "seeds (--seeds)", self.seeds, 1, 1000)
+        # the network and the data each run trains on: the same checks as `car train`
+        CarMLPConfig(hidden=self.hidden, layers=self.layers, epochs=self.epochs)
+        DrivingConfig(minutes=self.minutes)
 
 
 DATA_SHARE = 0.05  # of the selection job's progress bar: simulating the driving data

@@ -21,11 +21,15 @@ def _bench(args) -> int:
 
     from engine.car.benchmark import BenchConfig, run_benchmark
 
-    torch.set_num_threads(max(1, args.threads))
+    from engine.validation import check_int
+
+    check_int(None, "--threads", args.threads, 1, 1024, hint="torch CPU threads")
+    cfg = BenchConfig(cycles=args.cycles)                   # checked before any work
+    torch.set_num_threads(args.threads)
     from engine.car.model import DEFAULT_MODEL, default_model_dir
 
     model_dir = {DEFAULT_MODEL: default_model_dir(), "train": None}.get(args.model, args.model)
-    res = run_benchmark(BenchConfig(cycles=args.cycles), model_dir=model_dir)
+    res = run_benchmark(cfg, model_dir=model_dir)
     if args.json:
         print_json(res)
     else:

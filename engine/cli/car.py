@@ -63,7 +63,9 @@ def _overrides(args, names):
 
 def _train(args) -> int:
     from engine.car.training import CarTrainConfig, train_job
+    from engine.validation import check_output_path
 
+    check_output_path(args.out, kind="folder", flag="--out", allow_nonempty_folder=True)
     cfg = CarTrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
                   driving=replace(cfg.driving, **_overrides(args, ("minutes",))))
@@ -102,11 +104,14 @@ def _plan(args) -> int:
     from engine.systems.rc_car import CarParams
 
     params = CarParams()
+    cfg = OptimiserConfig(**_overrides(args, ("candidates", "max_iterations")))   # checked before any work
+    if args.save:
+        from engine.validation import check_output_path
+
+        check_output_path(args.save, kind="file", flag="--save")
     plan = scenario(args.scenario) if args.scenario in SCENARIOS or not Path(args.scenario).exists() \
         else load_plan(args.scenario)[0]
     dyn = load_dynamics(args.model, params)
-    cfg = OptimiserConfig(**_overrides(args, ("candidates",)),
-                          **({"max_iterations": args.max_iterations} if args.max_iterations else {}))
     outcome = run_cli_job(lambda ctx: plan_trajectory(plan, dyn, params, cfg, ctx=ctx), quiet=args.json)
     ex = execute_open_loop(plan, outcome.controls, params)
     r = outcome.result
@@ -127,13 +132,14 @@ def _plan(args) -> int:
 
 def _mpc(args) -> int:
     from engine.car.dynamics import load_dynamics
-    from engine.car.mpc import MPCConfig, run_mpc
+    from engine.car.mpc import MPCConfig, check_laps, run_mpc
     from engine.car.tracks import load_track
     from engine.systems.rc_car import CarParams
 
     params = CarParams()
-    track = load_track(args.track)
     cfg = MPCConfig(**_overrides(args, ("horizon", "iterations", "target_speed", "max_seconds")))
+    check_laps(args.laps)                                   # numbers checked before any work
+    track = load_track(args.track)
     dyn = load_dynamics(args.model, params)
     res = run_cli_job(lambda ctx: run_mpc(track, dyn, params, cfg, laps=args.laps, ctx=ctx), quiet=args.json)
     out = {k: res[k] for k in ("completed", "lap_time", "max_track_deviation", "control_rate_hz",

@@ -245,8 +245,22 @@ def test_session_round_trip_and_a_damaged_part():
     assert len(problems) == 1 and problems[0].startswith("plan")
     assert r2.track is not None and r2.track.name == "oval"          # the rest restored
     assert r2.targets == ()
+    assert CarPlannerState().restore_session(["not", "a", "dict"]) == ["the car planner's part (not a JSON object)"]
+    # a shipped scenario's name comes back with it
+    assert r.scenario == "dynamic-reverse"
 
 
 def test_observer_of_an_unknown_event_is_refused():
     with pytest.raises(KeyError):
         CarPlannerState().connect("nothing", lambda: None)
+
+
+def test_the_state_modules_import_no_qt():
+    """state.py, models.py and jobs.py are Qt-free: scripts and tests use them without a GUI."""
+    import subprocess
+    import sys
+
+    code = ("import sys, app.workspaces.car.state, app.workspaces.car.models, app.workspaces.car.jobs; "
+            "print(sorted(m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -107,3 +107,26 @@ def test_draw_a_track_by_clicking(page, qtbot):
     assert page.finish_drawn_track()
     assert page.state.track.name == "drawn" and page.state.track.length > 8
     assert page.canvas.mode == "targets"
+
+
+def test_session_round_trip_and_a_damaged_plan(page, ctx):
+    import json
+
+    from engine.car.scenarios import SCENARIOS
+
+    page.state.load_scenario("drifting-turn")
+    assert page.load_track("oval")
+    data = json.loads(json.dumps(page.session_state()))
+    page.state.load_scenario("parallel-parking")
+    page.load_track("default")
+    page.restore_session_state(data)
+    panel = page.plan_panel
+    assert panel.scenario_combo.currentData() == "drifting-turn"
+    assert panel.horizon_spin.value() == SCENARIOS["drifting-turn"].horizon
+    assert panel.table.rowCount() == len(SCENARIOS["drifting-turn"].targets)
+    assert page.state.track.name == "oval" and panel.model_combo.currentData() == data["model"]
+    assert ctx.errors == []
+    data["plan"]["targets"] = "junk"
+    page.restore_session_state(data)
+    assert ctx.errors[-1][0] == "Restore car planner" and "plan" in ctx.errors[-1][1]
+    assert page.state.track.name == "oval" and panel.scenario_combo.currentData() == "drifting-turn"

@@ -640,9 +640,11 @@ class CarPlannerPage(QWidget):
     def restore_session_state(self, state: dict) -> None:
         problems = self.state.restore_session(state)
         if problems:
-            self.status.setText("Session: could not restore " + "; ".join(problems))
+            message = "Could not restore " + "; ".join(problems) + ". The rest of the car planner was restored."
+            self.status.setText(message)
+            self.ctx.show_error("Restore car planner", message)
         combo = self.plan_panel.model_combo
-        idx = combo.findData(state.get("model"))
+        idx = combo.findData(state.get("model") if isinstance(state, dict) else None)
         if idx >= 0:
             combo.setCurrentIndex(idx)
 

@@ -440,7 +440,7 @@ class CarPlannerState:
         from engine.car.scenarios import load_plan
 
         plan, _ = load_plan(path)
-        self.apply_plan(plan)
+        self.apply_plan(plan, scenario=plan.name if plan.name in SCENARIOS else CUSTOM)
 
     def load_track(self, path_or_name) -> None:
         from engine.car.tracks import load_track
@@ -460,10 +460,13 @@ class CarPlannerState:
 
     def restore_session(self, data: dict) -> list[str]:
         """Restore what a session saved; returns the parts that could not be read (by name)."""
+        if not isinstance(data, dict):
+            return ["the car planner's part (not a JSON object)"]
         problems = []
         if data.get("plan"):
             try:
-                self.apply_plan(Plan.from_dict(data["plan"]))
+                plan = Plan.from_dict(data["plan"])
+                self.apply_plan(plan, scenario=plan.name if plan.name in SCENARIOS else CUSTOM)
             except (ValueError, TypeError, KeyError) as exc:
                 problems.append(f"plan ({exc})")
         if data.get("track"):

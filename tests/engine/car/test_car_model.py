@@ -148,8 +148,9 @@ def test_held_out_pairs_are_whole_blocks_of_consecutive_steps():
 def test_selection_config_refuses_empty_or_unknown_choices():
     from engine.car.training import SelectionConfig
 
-    for bad in ({"seeds": 0}, {"activations": ()}, {"losses": ("huber",)}, {"minutes": 0.0}):
-        with pytest.raises(ValueError, match="SelectionConfig"):
+    for bad, named in (({"seeds": 0}, "--seeds"), ({"activations": ()}, "activations"),
+                       ({"losses": ("huber",)}, "losses"), ({"minutes": 0.0}, "--minutes")):
+        with pytest.raises(ValueError, match=named):
             SelectionConfig(**bad)
     assert SelectionConfig(activations=("relu",), losses=("l2",), seeds=1).losses == ("l2",)
 
