@@ -94,6 +94,10 @@ def default_contact_links(model) -> tuple[str, ...]:
     return tuple(named or leaves)
 
 
+def _cross2(a, b) -> float:
+    return float(a[0] * b[1] - a[1] * b[0])
+
+
 def support_polygon(points: np.ndarray) -> np.ndarray:
     """Convex hull (counter-clockwise) of points projected on the ground, ``(k, 3)`` with z = 0."""
     pts = np.unique(np.round(np.asarray(points, float)[:, :2], 12), axis=0)
@@ -105,7 +109,7 @@ def support_polygon(points: np.ndarray) -> np.ndarray:
         def half(seq):
             out = []
             for p in seq:
-                while len(out) >= 2 and np.cross(out[-1] - out[-2], p - out[-2]) <= 0:
+                while len(out) >= 2 and _cross2(out[-1] - out[-2], p - out[-2]) <= 0:
                     out.pop()
                 out.append(p)
             return out
