@@ -17,12 +17,24 @@ __all__ = [
     "homogeneous",
     "invert_homogeneous",
     "motion_transform",
+    "quaternion_multiply",
+    "quaternion_to_rotation",
+    "se3_exp",
+    "se3_log",
     "rotation_about_axis",
+    "rotation_error_vector",
     "rpy_to_rotation",
     "skew",
+    "small_matmul",
     "spatial_inertia",
     "transform_inertia",
 ]
+
+
+def small_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for small matrices in large batches, ``(..., i, k) @ (..., k, j)``, broadcast:
+    a multiply-and-sum (CPU batched matmul loops over the samples for matrices this small)."""
+    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
 
 
 def skew(v: torch.Tensor) -> torch.Tensor:
@@ -112,3 +124,103 @@ def rpy_to_rotation(rpy: torch.Tensor) -> torch.Tensor:
     ez = torch.tensor([0.0, 0.0, 1.0], dtype=rpy.dtype, device=rpy.device)
     r, p, y = rpy.unbind(-1)
     return rotation_about_axis(ez, y) @ rotation_about_axis(ey, p) @ rotation_about_axis(ex, r)
+
+
+# ---------------------------------------------------------------- quaternions and the SE(3) maps
+# Quaternions are ``(..., 4)`` as ``(x, y, z, w)`` (Pinocchio's and Eigen's storage order) and
+# assumed unit: the formulas are Eigen's, so results agree with Pinocchio to rounding.
+_SMALL_ANGLE = 1e-4     # below this angle (rad) the series expansions are used (error ~ angle^4)
+
+
+def quaternion_to_rotation(quat: torch.Tensor) -> torch.Tensor:
+    """Unit quaternion ``(..., 4)`` (x, y, z, w) -> rotation matrix ``(..., 3, 3)`` (Eigen's formula)."""
+    x, y, z, w = quat.unbind(-1)
+    tx, ty, tz = 2.0 * x, 2.0 * y, 2.0 * z
+    twx, twy, twz = tx * w, ty * w, tz * w
+    txx, txy, txz = tx * x, ty * x, tz * x
+    tyy, tyz, tzz = ty * y, tz * y, tz * z
+    R = torch.stack([1.0 - (tyy + tzz), txy - twz, txz + twy,
+                     txy + twz, 1.0 - (txx + tzz), tyz - twx,
+                     txz - twy, tyz + twx, 1.0 - (txx + tyy)], dim=-1)
+    return R.reshape(quat.shape[:-1] + (3, 3))
+
+
+def quaternion_multiply(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton product ``a b`` of quaternions ``(..., 4)`` (x, y, z, w): the rotation of b, then a."""
+    av, aw = a[..., :3], a[..., 3:]
+    bv, bw = b[..., :3], b[..., 3:]
+    return torch.cat([aw * bv + bw * av + torch.linalg.cross(av, bv, dim=-1),
+                      aw * bw - (av * bv).sum(-1, keepdim=True)], dim=-1)
+
+
+def _angle_terms(sq: torch.Tensor):
+    """For squared angles ``sq``: (theta, safe theta) with the small angles replaced by 1
+    (keeps both branches of a ``torch.where`` finite, gradients included)."""
+    small = sq < _SMALL_ANGLE ** 2
+    safe = torch.sqrt(torch.where(small, torch.ones_like(sq), sq))
+    return small, safe
+
+
+def se3_exp(v: torch.Tensor, w: torch.Tensor):
+    """The exponential of a twist given in the body frame: linear ``v (..., 3)``, angular ``w (..., 3)``.
+
+    -> ``(quaternion (..., 4) (x, y, z, w), translation (..., 3))`` of ``exp([v, w])``:
+    rotation ``exp(w^)``, translation ``V(w) v``, ``V = 1 + (1 - cos t)/t^2 w^ + (t - sin t)/t^3 w^2``.
+    """
+    sq = (w * w).sum(-1)
+    small, t = _angle_terms(sq)
+    half = 0.5 * t
+    # the quaternion (sin(t/2)/t w, cos(t/2)); series: (1/2 - t^2/48) w, 1 - t^2/8
+    s_over = torch.where(small, 0.5 - sq / 48.0, torch.sin(half) / t)
+    c = torch.where(small, 1.0 - sq / 8.0 + sq * sq / 384.0, torch.cos(half))
+    quat = torch.cat([w * s_over[..., None], c[..., None]], dim=-1)
+    a = torch.where(small, 0.5 - sq / 24.0, (1.0 - torch.cos(t)) / (t * t))
+    b = torch.where(small, 1.0 / 6.0 - sq / 120.0, (t - torch.sin(t)) / (t * t * t))
+    wv = torch.linalg.cross(w, v, dim=-1)
+    p = v + a[..., None] * wv + b[..., None] * torch.linalg.cross(w, wv, dim=-1)
+    return quat, p
+
+
+def se3_log(quat: torch.Tensor, p: torch.Tensor):
+    """The logarithm of the rigid transform ``(quat (..., 4) (x, y, z, w), p (..., 3))``:
+    -> ``(v (..., 3), w (..., 3))`` with ``exp([v, w])`` the transform (angle in [0, pi])."""
+    quat = torch.where(quat[..., 3:] < 0, -quat, quat)
+    xyz, qw = quat[..., :3], quat[..., 3]
+    s2 = (xyz * xyz).sum(-1)
+    small, s = _angle_terms(s2)
+    t = 2.0 * torch.atan2(s, qw)
+    # w = t / sin(t/2) * xyz; series near 0 (|quat| = 1): 2 / qw (1 - s^2 / (3 qw^2))
+    k = torch.where(small, 2.0 / qw * (1.0 - s2 / (3.0 * qw * qw)), t / s)
+    w = k[..., None] * xyz
+    sq = (w * w).sum(-1)
+    small_t, th = _angle_terms(sq)
+    # V^-1 = 1 - w^/2 + (1/t^2 - (1 + cos t) / (2 t sin t)) w^2
+    c = torch.where(small_t, 1.0 / 12.0 + sq / 720.0,
+                    1.0 / (th * th) - (1.0 + torch.cos(th)) / (2.0 * th * torch.sin(th)))
+    wp = torch.linalg.cross(w, p, dim=-1)
+    v = p - 0.5 * wp + c[..., None] * torch.linalg.cross(w, wp, dim=-1)
+    return v, w
+
+
+def rotation_error_vector(R: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotation vector ``log(R)`` (..., 3) and angle (...,) of rotation matrices (..., 3, 3).
+
+    Stable at 0 and at pi (there the axis comes from the largest column of ``R + I``).
+    """
+    w = 0.5 * torch.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
+                           R[..., 1, 0] - R[..., 0, 1]], dim=-1)          # sin(theta) axis
+    cos = 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0)
+    sin = torch.linalg.vector_norm(w, dim=-1)
+    theta = torch.atan2(sin, cos)
+    small = sin < 1e-7
+    scale = torch.where(small, torch.ones_like(sin), theta / torch.where(small, torch.ones_like(sin), sin))
+    vec = w * scale[..., None]
+    near_pi = small & (cos < 0)
+    if bool(near_pi.any()):
+        B = R + torch.eye(3, dtype=R.dtype, device=R.device)
+        col_norm = torch.linalg.vector_norm(B, dim=-2)                       # (..., 3)
+        k = col_norm.argmax(dim=-1)
+        col = torch.gather(B, -1, k[..., None, None].expand(*k.shape, 3, 1)).squeeze(-1)
+        axis = col / torch.linalg.vector_norm(col, dim=-1, keepdim=True).clamp_min(1e-300)
+        vec = torch.where(near_pi[..., None], axis * theta[..., None], vec)
+    return vec, theta

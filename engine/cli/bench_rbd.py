@@ -2,7 +2,8 @@
 
 Times FK + Jacobian, RNEA, CRBA and ABA of the rigid-body engine against Pinocchio (a
 Python loop over the samples), pytorch_kinematics and differentiable-robot-model, in this
-process, and prints the ratios. The work lives in engine.robots.benchmark.
+process, and prints the ratios; then the same against Pinocchio for floating-base robots
+(``--floating solo12,talos``, the default). The work lives in engine.robots.benchmark.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ def _batches(text: str) -> tuple[int, ...]:
 def _run(args) -> int:
     from engine.robots.benchmark import RbdBenchConfig, format_table, run_rbd_benchmark
 
+    floating = tuple(x.strip() for x in args.floating.split(",") if x.strip() and x.strip() != "none")
     cfg = RbdBenchConfig(robot=args.robot, batches=_batches(args.batch), threads=args.threads,
-                         min_time_s=args.min_time, repeats=args.repeats)
+                         min_time_s=args.min_time, repeats=args.repeats, floating=floating)
 
     def progress(fraction, message):
         if not args.json:
@@ -35,7 +37,7 @@ def _run(args) -> int:
     result = run_rbd_benchmark(cfg, progress=progress)
     plain = _plain_rows(args, result, progress)
     if args.json:
-        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows")} | {"urdf": result["urdf"]}
+        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows", "floating_rows")} | {"urdf": result["urdf"]}
                    | ({"plain_api": plain} if plain else {}))
     else:
         print(format_table(result))
@@ -68,6 +70,9 @@ def register_bench(subparsers) -> None:
     p.add_argument("--threads", type=int, default=d.threads, help="torch threads")
     p.add_argument("--repeats", type=int, default=d.repeats, help="measurements per cell (median)")
     p.add_argument("--min-time", type=float, default=d.min_time_s, help="seconds per cell, at least")
+    p.add_argument("--floating", default=",".join(d.floating),
+                   help="floating-base library robots timed against Pinocchio's free-flyer model "
+                        "(comma-separated; 'none' for none)")
     p.add_argument("--plain-batch", type=int, default=1024, help="batch of the row measured through the plain "
                    "API without the CLI's settings, in a fresh process (0: skip it)")
     p.add_argument("--json", action="store_true", help="print JSON")

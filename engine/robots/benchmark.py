@@ -13,6 +13,11 @@ this process and with ``threads`` torch threads:
   ``compute_inverse_dynamics``, ``compute_lagrangian_inertia_matrix``,
   ``compute_forward_dynamics``).
 
+Floating-base rows (``floating``: a quadruped and a humanoid of the library by default):
+the same four algorithms in Pinocchio's free-flyer coordinates (random base poses), ours
+against Pinocchio's Python loop (``framesForwardKinematics`` + ``computeFrameJacobian``,
+``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``.
+
 Times are the median over repeats of one call on the whole batch (ms). A library that is
 not installed, or cannot load the robot, gives None. Ours and Pinocchio run in float64,
 pytorch_kinematics in float64, differentiable-robot-model in its own float32.
@@ -60,6 +65,7 @@ class RbdBenchConfig:
     seed: int = 0
     libraries: tuple[str, ...] = ("pinocchio", "pytorch_kinematics", "drm")
     tune_malloc: bool = True                  # see tune_malloc()
+    floating: tuple[str, ...] = ("solo12", "talos")   # floating-base robots timed against Pinocchio
 
 
 def _erd_fallback(name: str) -> Path | None:
@@ -288,8 +294,89 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
             done += 1
             if progress is not None:
                 progress(done / total, f"{alg} batch {batch}")
+    floating_rows = []
+    for name in cfg.floating:
+        try:
+            floating_rows += _floating_rows(name, cfg, rng)
+        except Exception as exc:  # a robot this machine does not have: reported in the log only
+            log.info("floating-base benchmark of %s failed: %s", name, exc)
     return {"robot": str(cfg.robot), "urdf": str(path), "dof": model.dof, "threads": cfg.threads,
-            "end_link": end, "malloc_tuned": malloc_tuned, "rows": rows}
+            "end_link": end, "malloc_tuned": malloc_tuned, "rows": rows, "floating_rows": floating_rows}
+
+
+def _floating_calls(model, end, pm, pd, fid, state, pin_state):
+    """The four algorithms on one batch, ours and Pinocchio's loop: ``({alg: fn}, {alg: fn})``."""
+    import pinocchio as pin
+
+    qt, vt, at = (torch.as_tensor(x) for x in state)
+    qs, vs, as_ = ([np.ascontiguousarray(r) for r in x] for x in pin_state)
+    rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+    def fkj():
+        for x in qs:
+            pin.framesForwardKinematics(pm, pd, x)
+            pin.computeFrameJacobian(pm, pd, x, fid, rf)
+
+    def rnea():
+        for x, y, z in zip(qs, vs, as_):
+            pin.rnea(pm, pd, x, y, z)
+
+    def crba():
+        for x in qs:
+            pin.crba(pm, pd, x)
+
+    def aba():
+        for x, y, z in zip(qs, vs, as_):
+            pin.aba(pm, pd, x, y, z)
+
+    ours = {"fk_jacobian": lambda: (model.forward_kinematics(qt), model.jacobian(qt, end)),
+            "rnea": lambda: model.inverse_dynamics(qt, vt, at), "crba": lambda: model.mass_matrix(qt),
+            "aba": lambda: model.forward_dynamics(qt, vt, at)}
+    return ours, {"fk_jacobian": fkj, "rnea": rnea, "crba": crba, "aba": aba}
+
+
+def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
+    """Rows ``{robot, nv, algorithm, batch, ours_ms, pinocchio_ms}`` of a floating-base library robot."""
+    import pinocchio as pin
+
+    from engine.robots.library import load_robot, resolve_robot
+
+    logging.disable(logging.WARNING)
+    try:
+        model = load_robot(name, floating_base=True)
+    finally:
+        logging.disable(logging.NOTSET)
+    path = resolve_robot(name)
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer(), mimic=bool(model.mimic_joint_names))
+    pd = pm.createData()
+    end = _end_link(model)
+    fid = pm.getFrameId(end, pin.BODY)
+    slots = [pm.joints[pm.getJointId(j)] for j in model.joint_names]
+    rows = []
+    for batch in cfg.batches:
+        lim = model.joint_limits
+        joints = rng.uniform(np.maximum(lim.lower.numpy(), -np.pi), np.minimum(lim.upper.numpy(), np.pi),
+                             (batch, model.dof))
+        quat = rng.normal(size=(batch, 4))
+        quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+        q = np.concatenate([rng.normal(size=(batch, 3)), quat, joints], 1)
+        v, a = rng.normal(size=(2, batch, model.nv))
+        qp = np.zeros((batch, pm.nq))
+        qp[:, :7] = q[:, :7]
+        vp, ap = np.zeros((batch, pm.nv)), np.zeros((batch, pm.nv))
+        vp[:, :6], ap[:, :6] = v[:, :6], a[:, :6]
+        for k, jm in enumerate(slots):
+            if jm.nq == 2:
+                qp[:, jm.idx_q], qp[:, jm.idx_q + 1] = np.cos(joints[:, k]), np.sin(joints[:, k])
+            else:
+                qp[:, jm.idx_q] = joints[:, k]
+            vp[:, jm.idx_v], ap[:, jm.idx_v] = v[:, 6 + k], a[:, 6 + k]
+        ours, theirs = _floating_calls(model, end, pm, pd, fid, (q, v, a), (qp, vp, ap))
+        for alg in ALGORITHMS:
+            times = _time_interleaved({"ours": ours[alg], "pinocchio": theirs[alg]}, cfg)
+            rows.append({"robot": name, "nv": model.nv, "algorithm": alg, "batch": batch,
+                         "ours_ms": times.get("ours"), "pinocchio_ms": times.get("pinocchio")})
+    return rows
 
 
 def format_table(result: dict) -> str:
@@ -312,4 +399,12 @@ def format_table(result: dict) -> str:
         lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 10)}{cell(r, 'pinocchio_ms', 11)}"
                      f"{ratio(r, 'pinocchio_ms', 7)}{cell(r, 'pytorch_kinematics_ms', 9)}{ratio(r, 'pytorch_kinematics_ms', 7)}"
                      f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}")
+    robot = None
+    for r in result.get("floating_rows", []):
+        if r["robot"] != robot:
+            robot = r["robot"]
+            lines.append(f"floating base: {robot} (nv {r['nv']}, free-flyer coordinates) against Pinocchio's loop")
+            lines.append(f"{'algorithm':<12}{'batch':>6}{'ours':>10}{'pinocchio':>11}{'x':>7}")
+        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 10)}{cell(r, 'pinocchio_ms', 11)}"
+                     f"{ratio(r, 'pinocchio_ms', 7)}")
     return "\n".join(lines)

@@ -26,6 +26,11 @@ Jacobian pass over the joints that move the targeted links only, vectorised acro
 level by level (the four Allegro fingers advance together). It is built from the model's
 immutable description and cached per (model, links, dtype, device); nothing is stored on
 the model.
+
+Floating-base robots and robots with coupled mimic joints are solved by
+:func:`engine.robots.ik_floating.solve_whole_body_ik` (on the configuration manifold, the
+base free or fixed, chosen links held in place): ``solve_ik(model, targets, q0, hold=(...),
+base="free")`` dispatches there and returns q ``(*B, nq)``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
+
+from engine.robots.ik_floating import solve_whole_body_ik
+from engine.spatial import rotation_error_vector
 
 __all__ = ["IKOptions", "IKResult", "TreeKinematics", "solve_ik", "neutral_configuration",
            "rotation_error_vector"]
@@ -290,30 +298,6 @@ def _kinematics(model, links: tuple, dtype, device) -> TreeKinematics:
 
 # --------------------------------------------------------------------------- rotations
 
-def rotation_error_vector(R: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rotation vector ``log(R)`` (..., 3) and angle (...,) of rotation matrices (..., 3, 3).
-
-    Stable at 0 and at pi (there the axis comes from the largest column of ``R + I``).
-    """
-    w = 0.5 * torch.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
-                           R[..., 1, 0] - R[..., 0, 1]], dim=-1)          # sin(theta) axis
-    cos = 0.5 * (R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2] - 1.0)
-    sin = torch.linalg.vector_norm(w, dim=-1)
-    theta = torch.atan2(sin, cos)
-    small = sin < 1e-7
-    scale = torch.where(small, torch.ones_like(sin), theta / torch.where(small, torch.ones_like(sin), sin))
-    vec = w * scale[..., None]
-    near_pi = small & (cos < 0)
-    if bool(near_pi.any()):
-        B = R + torch.eye(3, dtype=R.dtype, device=R.device)
-        col_norm = torch.linalg.vector_norm(B, dim=-2)                       # (..., 3)
-        k = col_norm.argmax(dim=-1)
-        col = torch.gather(B, -1, k[..., None, None].expand(*k.shape, 3, 1)).squeeze(-1)
-        axis = col / torch.linalg.vector_norm(col, dim=-1, keepdim=True).clamp_min(1e-300)
-        vec = torch.where(near_pi[..., None], axis * theta[..., None], vec)
-    return vec, theta
-
-
 # --------------------------------------------------------------------------- helpers
 
 def _limits(model, dof, dtype, device):
@@ -514,11 +498,21 @@ def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bo
     opts = options or IKOptions()
     overrides.update(position_only=position_only, max_iters=max_iters, tol_pos=tol_pos, tol_rot=tol_rot,
                      damping=damping, n_starts=n_starts, seed=seed)
-    known = {f.name for f in fields(IKOptions)}
+    known = {f.name for f in fields(IKOptions)} | {"hold", "base"}
     unknown = set(overrides) - known
     if unknown:
         raise TypeError(f"solve_ik: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+    hold, base = overrides.pop("hold", ()), overrides.pop("base", "free")
     opts = replace(opts, **{k: v for k, v in overrides.items() if v is not None})
+    if getattr(model, "floating", False) or getattr(model, "mimic_joint_names", None):
+        if opts.position_only:
+            targets = {k: (torch.as_tensor(t)[..., :3, 3] if torch.as_tensor(t).shape[-2:] == (4, 4) else t)
+                       for k, t in targets.items()}
+        r = solve_whole_body_ik(model, targets, q0, hold=hold, base=base, max_iters=max(opts.max_iters, 1),
+                                tol_pos=opts.tol_pos, tol_rot=opts.tol_rot, rotation_weight=opts.rotation_weight)
+        return IKResult(q=r.q, converged=r.converged, position_error=r.position_error,
+                        rotation_error=r.rotation_error, residual=r.position_error.hypot(r.rotation_error),
+                        iterations=r.iterations, starts=torch.ones_like(r.iterations))
     if not targets:
         raise ValueError("solve_ik: no targets given")
     if opts.max_iters < 0 or opts.n_starts < 1:

@@ -155,12 +155,19 @@ def _e4(dtype, device) -> torch.Tensor:
     return e4
 
 
-def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents) -> torch.Tensor:
-    """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time."""
+def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root=None) -> torch.Tensor:
+    """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time; root
+    ``(B, 4, 4)``: the root's pose (a floating base; None: the identity), composed with the
+    first depth only."""
     local = local_transforms_bl(q, Ct4)
+    e4 = _e4(q.dtype, q.device)
+    if root is not None:
+        k = levels[0][1] - levels[0][0]
+        A = root[:, :3].permute(1, 2, 0).contiguous().unsqueeze(0).expand(k, 3, 4, q.shape[1])
+        first = compose_bl(A, local[:k], e4)
+        local = first if len(levels) <= 1 else torch.cat([first, local[k:]], dim=0)
     if len(levels) <= 1:
         return local
-    e4 = _e4(q.dtype, q.device)
     parts, prev = [], None
     for loc, lp in zip(local.split([e - s for s, e in levels]), level_parents):
         prev = loc if prev is None else compose_bl(prev if lp is None else prev.index_select(0, lp), loc, e4)
@@ -169,18 +176,22 @@ def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents) -> 
 
 
 def link_poses_bl(W: torch.Tensor, link_src: torch.Tensor | None, offset_bodies: torch.Tensor,
-                  offsets: torch.Tensor) -> torch.Tensor:
+                  offsets: torch.Tensor, root: torch.Tensor | None = None) -> torch.Tensor:
     """Body poses ``(n, 3, 4, B)`` -> link poses ``(B, L, 4, 4)``.
 
     Sources: index 0 the root, ``1..n`` the bodies, ``n + 1 + j`` the ``j``-th link welded at
     ``offsets[j]`` (``(k, 4, 4)``) to body ``offset_bodies[j]`` (0 = root); link_src ``(L,)``
-    picks each link's source (None: the sources are already in link order). Few large
+    picks each link's source (None: the sources are already in link order); root ``(B, 4, 4)``
+    the root's pose (None: the identity). Few large
     temporaries: at large batches fresh memory (page faults) costs as much as the arithmetic.
     """
     n, _, _, B = W.shape
     bottom = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=W.dtype, device=W.device)[None, None, :, None]
     W4 = torch.cat([W, bottom.expand(n, 1, 4, B)], dim=1)                    # (n, 4, 4, B)
-    root = torch.eye(4, dtype=W.dtype, device=W.device)[None, :, :, None].expand(1, 4, 4, B)
+    if root is None:
+        root = torch.eye(4, dtype=W.dtype, device=W.device)[None, :, :, None].expand(1, 4, 4, B)
+    else:
+        root = root.permute(1, 2, 0).unsqueeze(0).contiguous()
     parts = [root, W4]
     if offsets.shape[0]:
         # bodies of the welded links (0 = the root, the identity), then one product each

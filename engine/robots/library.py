@@ -5,7 +5,9 @@ Sources, in the order they are listed (an earlier name wins over a later one):
 - ``shipped``: every ``*.urdf`` in :func:`engine.paths.urdf_dir` (name = file stem,
   e.g. ``panda``, ``pendulum``, ``double_pendulum``);
 - ``example-robot-data``: the fixed-base arms and hands of the ``example-robot-data``
-  package (``panda-erd``, ``ur5``, ``allegro-right``, ``talos-left-arm``...);
+  package (``panda-erd``, ``ur5``, ``allegro-right``, ``talos-left-arm``...), then its
+  legged robots and humanoids with a floating base (``solo12``, ``anymal-c``, ``go2``,
+  ``talos``, ``g1``, ``icub``...);
 - ``pybullet_data``: ``iiwa-bullet``, ``panda-bullet``, ``xarm6-bullet``;
 - ``diff_robot_data``: the robots of the differentiable-robot-model paper
   (``iiwa7-drm``, ``panda-drm``, ``allegro-left-drm``, ``fetch-arm-drm``...);
@@ -63,7 +65,8 @@ class RobotEntry:
 
     @property
     def options(self) -> dict:
-        """Loader options this file needs (``mimic="independent"``, ``strict=False``)."""
+        """Loader options this file needs (``mimic="independent"``, ``strict=False``,
+        ``floating_base=True``)."""
         return dict(self.load_options)
 
     def to_dict(self) -> dict:
@@ -110,6 +113,38 @@ _ERD_ROBOTS = (
     ("baxter", "Rethink Baxter (fixed base, two arms)", "baxter_description/urdf/baxter.urdf", (('mimic', 'independent'),)),
 )
 
+# Legged robots and humanoids of example-robot-data, with a floating base (free-flyer joint,
+# q = [base xyz, base quaternion xyzw, joints]). strict=False where published inertias are
+# numerically non-positive (1e-22 on a base link, zeros on sensor frames) or break the
+# triangle inequality slightly (camera links), as Pinocchio accepts them.
+_FB, _LENIENT = ('floating_base', True), ('strict', False)
+_ERD_LEGGED = (
+    ("solo8", "Solo-8 quadruped (floating base)", "solo_description/robots/solo.urdf", (_FB,)),
+    ("solo12", "Solo-12 quadruped (floating base)", "solo_description/robots/solo12.urdf", (_FB,)),
+    ("anymal-b", "ANYmal B quadruped (floating base)", "anymal_b_simple_description/robots/anymal.urdf", (_FB, _LENIENT)),
+    ("anymal-c", "ANYmal C quadruped (floating base)", "anymal_c_simple_description/urdf/anymal.urdf", (_FB, _LENIENT)),
+    ("anymal-kinova", "ANYmal B with a Kinova arm (floating base)", "anymal_b_simple_description/robots/anymal-kinova.urdf",
+     (_FB, _LENIENT)),
+    ("go1", "Unitree Go1 quadruped (floating base)", "go1_description/urdf/go1.urdf", (_FB, _LENIENT)),
+    ("go2", "Unitree Go2 quadruped (floating base)", "go2_description/urdf/go2.urdf", (_FB,)),
+    ("a1", "Unitree A1 quadruped (floating base)", "a1_description/urdf/a1.urdf", (_FB,)),
+    ("b1", "Unitree B1 quadruped (floating base)", "b1_description/urdf/b1.urdf", (_FB, _LENIENT)),
+    ("b1-z1", "Unitree B1 with a Z1 arm (floating base)", "b1_description/urdf/b1-z1.urdf", (_FB, _LENIENT)),
+    ("hyq", "IIT HyQ quadruped (floating base)", "hyq_description/robots/hyq_no_sensors.urdf", (_FB, _LENIENT)),
+    ("laikago", "Unitree Laikago quadruped (floating base)", "laikago_description/urdf/laikago.urdf", (_FB,)),
+    ("bolt", "Bolt biped (floating base)", "bolt_description/robots/bolt.urdf", (_FB, _LENIENT)),
+    ("talos", "PAL TALOS humanoid, no hands (floating base)", "talos_data/robots/talos_reduced.urdf", (_FB, _LENIENT)),
+    ("talos-full", "PAL TALOS humanoid with grippers, coupled mimic fingers (floating base)",
+     "talos_data/robots/talos_full_v2.urdf", (_FB, _LENIENT)),
+    ("g1", "Unitree G1 humanoid, 29 DoF (floating base)", "g1_description/urdf/g1_29dof_rev_1_0.urdf", (_FB,)),
+    ("g1-hands", "Unitree G1 humanoid with hands, 43 DoF (floating base)", "g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf",
+     (_FB,)),
+    ("icub", "iCub humanoid (floating base)", "icub_description/robots/icub.urdf", (_FB, _LENIENT)),
+    ("icub-reduced", "iCub humanoid, reduced (floating base)", "icub_description/robots/icub_reduced.urdf", (_FB, _LENIENT)),
+    ("simple-humanoid", "Simple humanoid (floating base)", "simple_humanoid_description/urdf/simple_humanoid.urdf", (_FB,)),
+    ("human", "Human body model, 36 DoF (floating base)", "human_description/robots/human.urdf", (_FB,)),
+)
+
 _PYBULLET_ROBOTS = (
     ("iiwa-bullet", "KUKA LBR iiwa 14 (pybullet_data)", "kuka_iiwa/model.urdf"),
     ("panda-bullet", "Franka Emika Panda (pybullet_data)", "franka_panda/panda.urdf", (('mimic', 'independent'), ('strict', False))),
@@ -132,6 +167,7 @@ _ALIASES = {
     "allegro": ("allegro-right", "allegro-left", "allegro-left-drm"),
     "ur": ("ur5",),
     "franka": ("panda",),
+    "anymal": ("anymal-c", "anymal-b"),
 }
 
 
@@ -229,6 +265,7 @@ def list_robots() -> list[RobotEntry]:
     sources = (
         _shipped(),
         _table(example_robot_data_dir(), _ERD_ROBOTS, "example-robot-data"),
+        _table(example_robot_data_dir(), _ERD_LEGGED, "example-robot-data"),
         _table(_package_dir("pybullet_data"), _PYBULLET_ROBOTS, "pybullet_data"),
         _table(_package_dir("diff_robot_data"), _DRM_ROBOTS, "diff_robot_data"),
         _ros_packages(),
@@ -300,8 +337,8 @@ def robot_entry(name_or_path) -> RobotEntry | None:
 def load_robot(name_or_path, **kwargs):
     """A :class:`RobotModel` of a library name or a URDF, xacro or MJCF path.
 
-    ``kwargs`` go to ``RobotModel.from_file`` (dtype, device, mimic, strict, xacro_args,
-    gravity), over the entry's own loader options.
+    ``kwargs`` go to ``RobotModel.from_file`` (dtype, device, mimic, strict, xacro_args, gravity,
+    floating_base), over the entry's own loader options.
     """
     from engine.robots.model import RobotModel
 

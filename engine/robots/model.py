@@ -3,26 +3,44 @@
 Build it once::
 
     model = RobotModel.from_urdf("panda.urdf")             # float64, CPU by default
+    model = RobotModel.from_urdf("solo12.urdf", floating_base=True)   # a free-flyer base
     model = RobotModel.from_string(xml, base_dir=folder)
-    model = RobotModel.from_description(description)
+    model = RobotModel.from_description(description)       # description.floating_base too
 
 then call pure functions of ``(parameters, inputs)``; each takes any leading batch shape
-``...`` and nothing is stored on the model between calls (safe to share across threads):
+``...`` and nothing is stored on the model between calls (safe to share across threads).
+Coordinates: ``q (..., nq)``, velocities, accelerations and forces ``(..., nv)``; for a
+fixed base ``nq = nv = dof`` (the joints, ``joint_names`` order); for a floating base
+Pinocchio's free-flyer convention, ``q = [base xyz in the world, base quaternion x y z w,
+joints]`` (``nq = dof + 7``) and ``v = [base linear, base angular velocity, both in the base
+frame, joints]`` (``nv = dof + 6``; the first six forces are the base wrench in the base
+frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
+:mod:`engine.robots.model_floating`.
 
 =======================================  ==============================================
 ``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order
 ``link_pose(q, link)``                   ``(..., 4, 4)``
-``jacobian(q, link, point=None)``        ``(..., 6, dof)`` world frame; rows: linear then
+``jacobian(q, link, point=None)``        ``(..., 6, nv)`` world frame; rows: linear then
                                          angular velocity of the link origin (or of
                                          ``point (..., 3)`` given in the link frame)
-``inverse_dynamics(q, qd, qdd)``         ``(..., dof)`` RNEA (N m / N)
-``mass_matrix(q)``                       ``(..., dof, dof)`` CRBA
+``frame_jacobians(q, links)``            poses ``(..., T, 4, 4)``, Jacobians ``(..., T, 6, nv)``
+``inverse_dynamics(q, qd, qdd)``         ``(..., nv)`` RNEA (N m / N)
+``mass_matrix(q)``                       ``(..., nv, nv)`` CRBA
 ``bias_forces(q, qd)``                   ``C(q, qd) qd + g(q)``
 ``gravity_torques(q)``                   ``g(q)``
-``forward_dynamics(q, qd, tau)``         ``(..., dof)`` ABA (rad/s^2 / m/s^2)
+``forward_dynamics(q, qd, tau)``         ``(..., nv)`` ABA (rad/s^2 / m/s^2)
 ``kinetic_energy(q, qd)``                ``(...)`` J
-``potential_energy(q)``                  ``(...)`` J (movable bodies; the fixed base is a constant)
+``potential_energy(q)``                  ``(...)`` J (movable bodies and a floating base; a
+                                         fixed base is a constant)
+``center_of_mass(q)``                    ``(..., 3)`` of the moving bodies (a floating base
+                                         included, a fixed one not: as Pinocchio)
+``integrate(q, v, dt)``                  ``(..., nq)`` (``pinocchio.integrate(q, v dt)``)
+``difference(q0, q1)``                   ``(..., nv)`` (``pinocchio.difference``)
+``neutral()``                            ``(nq,)`` joints at zero, base at the origin
 =======================================  ==============================================
+
+Joint armature (``Joint.armature``, rotor inertia) is on the joint-space inertia's
+diagonal, in RNEA and in forward dynamics, as Pinocchio's ``model.armature``.
 
 ``gravity``: True (the model's ``gravity``, default ``(0, 0, -9.81)`` m/s^2), False, or a
 ``(3,)`` tensor. ``damping=True`` adds the joint viscous damping ``D qd`` to the joint
@@ -45,8 +63,11 @@ returns a new, non-learnable model with those values replaced (e.g. a perturbed 
 identification); ``current_description()`` bakes the current (learned) values into a
 :class:`RobotDescription`.
 
-Loading options: ``mimic="independent"`` loads mimic joints as independent joints
-(Pinocchio's default; the default "error" refuses them); ``strict=False`` accepts published
+Loading options: ``mimic="coupled"`` (the default) couples each mimic joint to its master
+(``q = multiplier q_master + offset``, no coordinate of its own, as Pinocchio's
+``mimic=True``), ``mimic="independent"`` makes them independent joints (Pinocchio's
+default), ``mimic="error"`` refuses them; ``floating_base=True`` attaches the root link to
+the world by a free-flyer joint; ``strict=False`` accepts published
 URDFs whose inertias are slightly unphysical (e.g. example-robot-data's Allegro hand), with
 a warning.
 
@@ -54,7 +75,8 @@ Implementation: fixed joints are merged into their parent bodies; internally bod
 numbered breadth first and tensors are body-major ``(n, B, ...)``, so per-body constants
 enter as one matrix product over all samples, tree recursions of RNEA/CRBA are products
 with the ancestor matrix (cumulative sums for serial chains) and ABA takes one vectorised
-step per tree depth (see :mod:`engine.robots.dynamics`, :mod:`engine.robots.kinematics`).
+step per tree depth (see :mod:`engine.robots.dynamics_body_major`,
+:mod:`engine.robots.dynamics_batch_last`, :mod:`engine.robots.kinematics`).
 From ``_BATCH_LAST_BATCH`` samples on, the same algorithms run on *batch-last* tensors
 ``(n, k, B)`` (samples innermost and contiguous, 3x3 and 6x6 products written as
 elementwise multiply-adds over the samples), which is about twice as fast at batches in
@@ -63,22 +85,23 @@ the thousands; both paths agree with Pinocchio to 1e-9.
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import namedtuple
-from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from engine.robots import dynamics as dyn
+from engine.robots import dynamics_batch_last as dyn_bl
+from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
-from engine.robots.description import Inertial, Origin, RobotDescription
-from engine.robots.parametrizations import KINDS, PositiveScalar, default_parametrization
+from engine.robots.description import RobotDescription
 from engine.robots.topology import build_topology
-from engine.robots.urdf import check_inertial, load_urdf, parse_urdf_string
+from engine.robots.model_floating import GeneralCoordinates
+from engine.robots.model_params import LinkParameters
+from engine.robots.urdf import load_urdf, parse_urdf_string
 
 __all__ = ["JointLimits", "RobotModel"]
 
@@ -93,15 +116,8 @@ _SEQUENTIAL_FK_BATCH = 128
 _BATCH_LAST_BATCH = 96
 
 
-def _matrix_to_rpy(R: np.ndarray) -> tuple[float, float, float]:
-    pitch = math.atan2(-R[2, 0], math.hypot(R[0, 0], R[1, 0]))
-    roll = math.atan2(R[2, 1], R[2, 2])
-    yaw = math.atan2(R[1, 0], R[0, 0])
-    return roll, pitch, yaw
-
-
-class RobotModel(nn.Module):
-    """A fixed-base kinematic tree with batched Featherstone algorithms (see the module docstring)."""
+class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
+    """A kinematic tree (fixed or floating base) with batched Featherstone algorithms (see the module docstring)."""
 
     def __init__(self, description: RobotDescription, dtype: torch.dtype = torch.float64,
                  device: str | torch.device = "cpu", gravity=DEFAULT_GRAVITY):
@@ -110,17 +126,21 @@ class RobotModel(nn.Module):
         topo = build_topology(description)
         self.topology = topo
         n = topo.n_bodies
-        self.dof = n
-        self.joint_names = list(topo.joint_names)
+        self._n = n                                  # movable joints (= bodies), mimic joints included
+        self.floating = bool(description.floating_base)
         self.link_names = list(topo.link_names)
         self._link_index = {name: i for i, name in enumerate(self.link_names)}
-        self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
+        self._full_joint_names = list(topo.joint_names)
         self._dof_of_child = {link: k for k, link in enumerate(topo.child_link_of_dof)}
         kw = {"dtype": dtype, "device": device}
 
         def buf(name, value, dtype_=None):
             t = torch.as_tensor(np.asarray(value), dtype=dtype_ or dtype, device=device)
             self.register_buffer(name, t, persistent=False)
+
+        joints = [description.joint(j) for j in self._full_joint_names]
+        self._init_coordinates(joints, buf)          # joint_names, dof, nq, nv, mimic map, armature
+        self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
 
         rev = topo.revolute.astype(float)
         buf("_axis4", np.concatenate([topo.axis.reshape(n, 3), np.zeros((n, 1))], -1).reshape(n, 4, 1))
@@ -198,11 +218,10 @@ class RobotModel(nn.Module):
             link_src[l] = n + 1 + j
         buf("_link_src", link_src, torch.long)
         self._link_src_identity = link_src == list(range(len(link_src)))
-        joints = [description.joint(j) for j in self.joint_names]
         buf("_damping", [j.damping for j in joints])
         buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
-        self._limits = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort] for j in joints],
-                                dtype=float).reshape(n, 4)
+        self._limits = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort] for j in joints
+                                 if j.name in self._joint_index], dtype=float).reshape(self.dof, 4)
         self.learnable = nn.ModuleDict()
         self._learnable: dict[tuple[str, str], str] = {}
 
@@ -213,25 +232,33 @@ class RobotModel(nn.Module):
         return cls(description, dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
-    def from_urdf(cls, path: str | Path, dtype=torch.float64, device="cpu", mimic: str = "error",
-                  strict: bool | None = None, gravity=DEFAULT_GRAVITY) -> RobotModel:
-        """Load a URDF file (see :func:`engine.robots.urdf.load_urdf` for ``mimic`` and ``strict``)."""
-        return cls(load_urdf(path, mimic=mimic, strict=strict), dtype=dtype, device=device, gravity=gravity)
+    def from_urdf(cls, path: str | Path, dtype=torch.float64, device="cpu", mimic: str = "coupled",
+                  strict: bool | None = None, gravity=DEFAULT_GRAVITY, floating_base: bool = False) -> RobotModel:
+        """Load a URDF file (see :func:`engine.robots.urdf.load_urdf` for ``mimic`` and ``strict``);
+        ``floating_base``: attach the root link to the world by a free-flyer joint."""
+        desc = load_urdf(path, mimic=mimic, strict=strict)
+        if floating_base:
+            desc = replace(desc, floating_base=True)
+        return cls(desc, dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
     def from_file(cls, path: str | Path, dtype=torch.float64, device="cpu", gravity=DEFAULT_GRAVITY,
                   **options) -> RobotModel:
         """Load a URDF, xacro or MJCF file, the loader picked from the file (see
-        :func:`engine.robots.files.load_description` for ``options``: mimic, strict, xacro_args)."""
+        :func:`engine.robots.files.load_description` for ``options``: mimic, strict, xacro_args,
+        floating_base)."""
         from engine.robots.files import load_description
 
         return cls(load_description(path, **options), dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
     def from_string(cls, xml: str | bytes, base_dir=None, dtype=torch.float64, device="cpu",
-                    mimic: str = "error", strict: bool | None = None, gravity=DEFAULT_GRAVITY) -> RobotModel:
-        return cls(parse_urdf_string(xml, base_dir=base_dir, mimic=mimic, strict=strict),
-                   dtype=dtype, device=device, gravity=gravity)
+                    mimic: str = "coupled", strict: bool | None = None, gravity=DEFAULT_GRAVITY,
+                    floating_base: bool = False) -> RobotModel:
+        desc = parse_urdf_string(xml, base_dir=base_dir, mimic=mimic, strict=strict)
+        if floating_base:
+            desc = replace(desc, floating_base=True)
+        return cls(desc, dtype=dtype, device=device, gravity=gravity)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -261,19 +288,30 @@ class RobotModel(nn.Module):
         return self.description.total_mass
 
     def extra_repr(self) -> str:
-        return f"name={self.name!r}, dof={self.dof}, links={len(self.link_names)}"
+        base = ", floating base" if self.floating else ""
+        return f"name={self.name!r}, dof={self.dof}, links={len(self.link_names)}{base}"
 
     # ------------------------------------------------------------------ helpers
-    def _flat(self, *xs):
-        """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, (B, n)...)."""
-        ts = [torch.as_tensor(x, dtype=self.dtype, device=self.device) for x in xs]
-        if len(ts) > 1:
-            ts = torch.broadcast_tensors(*ts)
-        for t in ts:
-            if t.shape[-1:] != (self.dof,):
-                raise ValueError(f"expected joint vectors of shape (..., {self.dof}), got {tuple(t.shape)}")
+    def _flat(self, *xs, kinds: str | None = None):
+        """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, (B, size)...).
+
+        kinds: per input "q" (a configuration, ``nq``) or "v" (a velocity, acceleration or
+        force, ``nv``); default all "q"."""
+        dtype, device = self.dtype, self.device
+        ts = [x if isinstance(x, torch.Tensor) and x.dtype == dtype and x.device == device
+              else torch.as_tensor(x, dtype=dtype, device=device) for x in xs]
+        nq, nv = self.nq, self.nv
+        for t, k in zip(ts, kinds or "q" * len(ts)):
+            size = nq if k == "q" else nv
+            if t.shape[-1:] != (size,):
+                what = "configurations" if k == "q" and nq != nv else "joint vectors"
+                raise ValueError(f"expected {what} of shape (..., {size}), got {tuple(t.shape)}")
         shape = ts[0].shape[:-1]
-        return shape, [t.reshape(math.prod(shape), self.dof) for t in ts]
+        if len(ts) > 1 and any(t.shape[:-1] != shape for t in ts[1:]):
+            shape = torch.broadcast_shapes(*(t.shape[:-1] for t in ts))
+            ts = [t.expand(shape + t.shape[-1:]) for t in ts]
+        B = math.prod(shape)
+        return shape, [t.reshape(B, t.shape[-1]) for t in ts]
 
     def _to_internal(self, x):
         """(B, n) user order -> (n, B) internal (body-major) order."""
@@ -289,19 +327,20 @@ class RobotModel(nn.Module):
         return kin.body_poses(q_int, self._C0, self._C, [getattr(self, n) for n in self._jump_names])
 
     def _batch_last(self, B: int) -> bool:
-        return B >= _BATCH_LAST_BATCH and self.dof > 0
+        return B >= _BATCH_LAST_BATCH and self._n > 0
 
-    def _body_poses_bl(self, q_int):
-        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)``."""
-        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents())
+    def _body_poses_bl(self, q_int, root=None):
+        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)`` (root: the
+        floating base's pose ``(B, 4, 4)``)."""
+        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), root)
 
-    def _kinematic_terms_bl(self, q_int):
-        """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials."""
-        W = self._body_poses_bl(q_int)
+    def _kinematic_terms_bl(self, q_int, W=None):
+        """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials (poses W given: from them)."""
+        W = self._body_poses_bl(q_int) if W is None else W
         z = kin.axes_bl(W, self._axis3)
-        S = dyn.motion_subspaces_bl(z, W[:, :, 3], None if self._all_rev else self._rev,
+        S = dyn_bl.motion_subspaces_bl(z, W[:, :, 3], None if self._all_rev else self._rev,
                                     None if self._all_rev else self._pri)
-        return W, S, dyn.world_inertials_bl(W, *self._body_inertials())
+        return W, S, dyn_bl.world_inertials_bl(W, *self._body_inertials())
 
     def _link_idx(self, link: str) -> int:
         try:
@@ -321,149 +360,12 @@ class RobotModel(nn.Module):
     def _levels_parents(self):
         return [None if n is None else getattr(self, n) for n in self._level_parent_names]
 
-    # ------------------------------------------------------------------ learnable parameters
-    def make_learnable(self, link: str, kind: str, parametrization: None | str | nn.Module = None) -> nn.Module:
-        """Make ``kind`` ("mass", "com", "inertia", "damping") of ``link`` learnable.
-
-        ``parametrization``: None for the default physical one (see
-        :mod:`engine.robots.parametrizations`), "softplus" or "exp" for a positive scalar, or
-        any ``nn.Module`` whose ``forward()`` returns the value (shape ``()``, ``(3,)``,
-        ``(3, 3)``). Returns the module (registered under ``model.learnable``; its
-        parameters are in ``model.parameters()``).
-        """
-        if kind not in KINDS:
-            raise ValueError(f"unknown parameter kind {kind!r}; expected one of {KINDS}")
-        l = self._link_idx(link)
-        if kind == "damping" and link not in self._dof_of_child:
-            raise ValueError(f"link {link!r} is not the child of a movable joint; it has no joint damping")
-        if kind != "damping" and self.description.link(link).inertial is None and not isinstance(parametrization, nn.Module):
-            raise ValueError(f"link {link!r} has no <inertial>; pass a parametrization module with an initial value")
-        with torch.no_grad():
-            current = {"mass": self.link_mass, "com": self.link_com, "inertia": self.link_inertia,
-                       "damping": self._link_damping}[kind](link).detach().clone()
-        if parametrization is None:
-            module = default_parametrization(kind, current)
-        elif isinstance(parametrization, str):
-            if kind not in ("mass", "damping"):
-                raise ValueError(f"parametrization {parametrization!r} applies to mass and damping only")
-            module = PositiveScalar(float(current), kind=parametrization, dtype=self.dtype, device=self.device)
-        elif isinstance(parametrization, nn.Module):
-            module = parametrization
-        else:
-            raise TypeError("parametrization must be None, 'softplus', 'exp' or an nn.Module")
-        shape = {"mass": (), "com": (3,), "inertia": (3, 3), "damping": ()}[kind]
-        try:
-            out = module()
-        except TypeError as exc:
-            raise ValueError(f"the {kind} parametrization must be callable without arguments "
-                             f"and return a tensor of shape {shape}: {exc}") from None
-        if not isinstance(out, torch.Tensor) or tuple(out.shape) != shape:
-            raise ValueError(f"the {kind} parametrization must return a tensor of shape {shape}, "
-                             f"got {getattr(out, 'shape', type(out))}")
-        key = self._learnable.get((link, kind)) or f"{kind}_{l}"
-        self.learnable[key] = module
-        self._learnable[(link, kind)] = key
-        return module
-
-    def learnable_parameters(self) -> dict[tuple[str, str], nn.Module]:
-        """``{(link, kind): module}`` of everything made learnable."""
-        return {k: self.learnable[v] for k, v in self._learnable.items()}
-
-    def _learned(self, link: str, kind: str):
-        key = self._learnable.get((link, kind))
-        return None if key is None else self.learnable[key]()
-
-    def link_mass(self, link: str) -> torch.Tensor:
-        """Current mass of ``link`` (kg), shape ``()``."""
-        v = self._learned(link, "mass")
-        return v if v is not None else self._link_mass[self._link_idx(link)]
-
-    def link_com(self, link: str) -> torch.Tensor:
-        """Current centre of mass of ``link`` in the link frame (m), shape ``(3,)``."""
-        v = self._learned(link, "com")
-        return v if v is not None else self._link_com[self._link_idx(link)]
-
-    def link_inertia(self, link: str) -> torch.Tensor:
-        """Current rotational inertia of ``link`` about its CoM, link-frame axes (kg m^2), ``(3, 3)``."""
-        v = self._learned(link, "inertia")
-        return v if v is not None else self._link_inertia[self._link_idx(link)]
-
-    def _link_damping(self, link: str) -> torch.Tensor:
-        v = self._learned(link, "damping")
-        return v if v is not None else self._damping[self._dof_of_child[link]]
-
-    def joint_damping(self) -> torch.Tensor:
-        """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)``."""
-        learned = [(self._dof_of_child[link], key) for (link, kind), key in self._learnable.items() if kind == "damping"]
-        if not learned:
-            return self._damping
-        idx = torch.tensor([k for k, _ in learned], device=self.device)
-        return self._damping.index_put((idx,), torch.stack([self.learnable[key]() for _, key in learned]))
-
-    def _body_inertials(self):
-        """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)) in body frames, learnables applied."""
-        inertial = [(link, kind, key) for (link, kind), key in self._learnable.items() if kind != "damping"]
-        if not inertial:
-            return self._bc_m, self._bc_c1, self._bc_Ic4
-        tensors = {"mass": self._link_mass, "com": self._link_com, "inertia": self._link_inertia}
-        for kind in ("mass", "com", "inertia"):
-            sel = [(self._link_index[link], key) for link, k, key in inertial if k == kind]
-            if sel:
-                idx = torch.tensor([i for i, _ in sel], device=self.device)
-                vals = torch.stack([self.learnable[key]() for _, key in sel])
-                tensors[kind] = tensors[kind].index_put((idx,), vals)
-        return dyn.body_constants(*dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"],
-                                                              self._link_body, self._link_offset, self.dof))
-
-    # ------------------------------------------------------------------ copies
-    def clone(self) -> RobotModel:
-        """An independent deep copy (learnable modules included)."""
-        return copy.deepcopy(self)
-
-    def current_description(self) -> RobotDescription:
-        """The description with the current (possibly learned) inertials and damping baked in."""
-        desc = self.description
-        with torch.no_grad():
-            for link, kind in list(self._learnable):
-                if kind == "damping":
-                    desc = desc.with_joint_dynamics(self.joint_names[self._dof_of_child[link]],
-                                                    damping=float(self._link_damping(link)))
-            for link in {l for l, k in self._learnable if k != "damping"}:
-                desc = desc.with_link_inertial(link, _inertial(self.link_mass(link), self.link_com(link),
-                                                               self.link_inertia(link)))
-        return desc
-
-    def with_link_params(self, mass: Mapping[str, float] | None = None, com: Mapping | None = None,
-                         inertia: Mapping | None = None, damping: Mapping[str, float] | None = None,
-                         check: bool = True) -> RobotModel:
-        """A new (non-learnable) model with some link parameters replaced.
-
-        mass ``{link: kg}``, com ``{link: (3,) m, link frame}``, inertia ``{link: (3, 3) kg m^2
-        about the CoM, link-frame axes}``, damping ``{joint name: N m s/rad}``. The values
-        start from the current ones (learned values included); ``check`` validates physical
-        consistency (raises ``URDFError``).
-        """
-        desc = self.current_description()
-        links = set(mass or {}) | set(com or {}) | set(inertia or {})
-        for link in links:
-            self._link_idx(link)
-            m = (mass or {}).get(link, self.link_mass(link))
-            c = (com or {}).get(link, self.link_com(link))
-            I = (inertia or {}).get(link, self.link_inertia(link))
-            new = _inertial(m, c, I)
-            if check:
-                check_inertial(new, link)
-            desc = desc.with_link_inertial(link, new)
-        for joint, d in (damping or {}).items():
-            if joint not in self._joint_index:
-                raise KeyError(f"no movable joint named {joint!r} in robot {self.name!r}")
-            desc = desc.with_joint_dynamics(joint, damping=float(d))
-        return RobotModel(desc, dtype=self.dtype, device=self.device, gravity=tuple(self.gravity.tolist()))
-
     # ------------------------------------------------------------------ kinematics
     def forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
         shape, (q,) = self._flat(q)
+        if self._generic:
+            return self._g_forward_kinematics(q).reshape(shape + (len(self.link_names), 4, 4))
         if self._batch_last(q.shape[0]):
             out = kin.link_poses_bl(self._body_poses_bl(self._to_internal(q)),
                                     None if self._link_src_identity else self._link_src, self._offset_bodies,
@@ -477,7 +379,7 @@ class RobotModel(nn.Module):
         """World pose of ``link``, ``(..., 4, 4)``."""
         l = self._link_idx(link)
         shape, (q,) = self._flat(q)
-        T = self._body_poses(self._to_internal(q))
+        T = self._g_body_poses(q) if self._generic else self._body_poses(self._to_internal(q))
         out = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
         return out.reshape(shape + (4, 4))
 
@@ -495,6 +397,8 @@ class RobotModel(nn.Module):
             q = q_t.expand(shape + q_t.shape[-1:])
             point = point.expand(shape + (3,)).reshape(-1, 3)
         shape, (q,) = self._flat(q)
+        if self._generic:
+            return self._g_jacobian(q, l, point).reshape(shape + (6, self.nv))
         if self._batch_last(q.shape[0]):
             return self._jacobian_bl(q, l, point).reshape(shape + (6, self.dof))
         T = self._body_poses(self._to_internal(q))
@@ -528,35 +432,46 @@ class RobotModel(nn.Module):
         return self._to_user(J).permute(2, 1, 0)
 
     # ------------------------------------------------------------------ dynamics
-    def _kinematic_terms(self, q_int):
-        """Body poses, motion subspaces and world inertials ``(m, c_w, Ic_w)``."""
-        T = self._body_poses(q_int)
+    def _kinematic_terms(self, q_int, T=None):
+        """Body poses, motion subspaces and world inertials ``(m, c_w, Ic_w)`` (poses T given: from them)."""
+        T = self._body_poses(q_int) if T is None else T
         S, _, _ = dyn.motion_subspaces(T, self._axis4, self._rev, self._pri)
         return T, S, dyn.world_inertia_terms(T, *self._body_inertials())
 
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
-        """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., dof)`` (RNEA)."""
-        shape, (q, qd, qdd) = self._flat(q, qd, qdd)
+        """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., nv)`` (RNEA)."""
+        shape, (q, qd, qdd) = self._flat(q, qd, qdd, kinds="qvv")
+        if self._generic:
+            tau = self._g_rnea(q, qd, qdd, gravity)
+            if damping:
+                tau = tau + self._g_damping_forces(qd)
+            return tau.reshape(shape + (self.nv,))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = self._to_user(dyn.rnea_bl(S, inertials, self._to_internal(qd), self._to_internal(qdd),
+            tau = self._to_user(dyn_bl.rnea_bl(S, inertials, self._to_internal(qd), self._to_internal(qdd),
                                             self._gravity_acc(gravity), self._anc, self._chain)).t()
+            if self._armature is not None:
+                tau = tau + self._armature * qdd
             if damping:
                 tau = tau + self.joint_damping() * qd
             return tau.reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = self._to_user(dyn.rnea(S, inertials, self._to_internal(qd), self._to_internal(qdd),
                                      self._gravity_acc(gravity), self._anc, self._chain)).t()
+        if self._armature is not None:
+            tau = tau + self._armature * qdd
         if damping:
             tau = tau + self.joint_damping() * qd
         return tau.reshape(shape + (self.dof,))
 
     def bias_forces(self, q, qd, gravity=True) -> torch.Tensor:
-        """``C(q, qd) qd + g(q)``, ``(..., dof)``."""
-        shape, (q, qd) = self._flat(q, qd)
+        """``C(q, qd) qd + g(q)``, ``(..., nv)``."""
+        shape, (q, qd) = self._flat(q, qd, kinds="qv")
+        if self._generic:
+            return self._g_rnea(q, qd, None, gravity).reshape(shape + (self.nv,))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = dyn.rnea_bl(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc,
+            tau = dyn_bl.rnea_bl(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc,
                               self._chain)
             return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
@@ -564,27 +479,35 @@ class RobotModel(nn.Module):
         return self._to_user(tau).t().reshape(shape + (self.dof,))
 
     def gravity_torques(self, q, gravity=True) -> torch.Tensor:
-        """``g(q)``: the joint forces that hold the robot still, ``(..., dof)``."""
+        """``g(q)``: the joint forces that hold the robot still, ``(..., nv)`` (a floating base: and
+        the base wrench that holds the base)."""
         shape, (q,) = self._flat(q)
+        if self._generic:
+            return self._g_rnea(q, None, None, gravity).reshape(shape + (self.nv,))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = dyn.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
+            tau = dyn_bl.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
             return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = dyn.rnea(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
         return self._to_user(tau).t().reshape(shape + (self.dof,))
 
     def mass_matrix(self, q) -> torch.Tensor:
-        """Joint-space inertia matrix ``M(q)``, ``(..., dof, dof)`` (CRBA)."""
+        """Joint-space inertia matrix ``M(q)``, ``(..., nv, nv)`` (CRBA; armature on the diagonal)."""
         shape, (q,) = self._flat(q)
+        if self._generic:
+            return self._g_mass_matrix(q).reshape(shape + (self.nv, self.nv))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            M = dyn.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain)
+            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain,
+                               order=self._dof_body if self._permuted else None)
         else:
             _, S, inertials = self._kinematic_terms(self._to_internal(q))
             M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
-        if self._permuted:
-            M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
+            if self._permuted:
+                M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
+        if self._armature is not None:
+            M = M + torch.diag(self._armature)
         return M.reshape(shape + (self.dof, self.dof))
 
     def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
@@ -592,48 +515,49 @@ class RobotModel(nn.Module):
 
         ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
         and a tree-sparse LDL^T solve) or ``"auto"``: composite for small deep trees (a 7-DoF
-        arm), where it is faster, ABA for wide ones (a hand). Both agree to rounding.
+        arm), where it is faster, ABA for wide ones (a hand). Both agree to rounding. A floating
+        base: ABA with the base as its root step, or composite; coupled mimic joints: composite.
         """
-        shape, (q, qd, tau) = self._flat(q, qd, tau)
+        shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
+        if self._generic:
+            if damping:
+                tau = tau - self._g_damping_forces(qd)
+            return self._g_forward_dynamics(q, qd, tau, gravity, method).reshape(shape + (self.nv,))
         if self.dof == 0:
             return tau.reshape(shape + (0,))
         if damping:
             tau = tau - self.joint_damping() * qd
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            qdd = dyn.aba_bl(S, inertials, self._to_internal(qd), self._to_internal(tau), self._gravity_acc(gravity),
-                             self._anc, self._levels, self._levels_parents(), self._chain, method=method)
+            qdd = dyn_bl.aba_bl(S, inertials, self._to_internal(qd), self._to_internal(tau), self._gravity_acc(gravity),
+                                self._anc, self._levels, self._levels_parents(), self._chain, method=method,
+                                armature=self._armature_int)
             return self._to_user(qdd).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         qdd = dyn.aba(S, dyn.spatial_inertia_world(*inertials), self._to_internal(qd), self._to_internal(tau),
                       self._gravity_acc(gravity), self._anc, self._levels, self._levels_parents(), self._chain,
-                      method=method)
+                      method=method, armature=self._armature_int)
         return self._to_user(qdd).t().reshape(shape + (self.dof,))
 
     def kinetic_energy(self, q, qd) -> torch.Tensor:
-        """``0.5 qd^T M(q) qd`` (J), ``(...)``."""
-        shape, (q, qd) = self._flat(q, qd)
+        """``0.5 qd^T M(q) qd`` (J), ``(...)`` (armature included)."""
+        shape, (q, qd) = self._flat(q, qd, kinds="qv")
+        if self._generic or self._armature is not None:
+            M = self.mass_matrix(q)
+            return 0.5 * torch.einsum("bi,bij,bj->b", qd, M, qd).reshape(shape)
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         return dyn.kinetic_energy(S, inertials, self._to_internal(qd), self._anc, self._chain).reshape(shape)
 
     def potential_energy(self, q, gravity=True) -> torch.Tensor:
-        """Gravitational potential energy of the movable bodies (J), ``(...)``; zero at the world origin."""
+        """Gravitational potential energy of the movable bodies (J), ``(...)``; zero at the world origin
+        (a floating base: the base included)."""
         shape, (q,) = self._flat(q)
         a0 = self._gravity_acc(gravity)
         if a0 is None:
             return torch.zeros(shape, dtype=self.dtype, device=self.device)
+        if self._generic:
+            return self._g_potential_energy(q, -a0[3:]).reshape(shape)
         T = self._body_poses(self._to_internal(q))
         m, c1, _ = self._body_inertials()
         c_w = kin.apply_to_bodies(T[1:], c1)[..., :3, 0]
         return dyn.potential_energy(m, c_w, -a0[3:]).reshape(shape)
-
-
-def _inertial(mass, com, inertia) -> Inertial:
-    """An :class:`Inertial` (CoM frame axes = link axes) from tensors or arrays."""
-    m = float(torch.as_tensor(mass).detach())
-    c = torch.as_tensor(com).detach().cpu().double().numpy().reshape(3)
-    I = torch.as_tensor(inertia).detach().cpu().double().numpy().reshape(3, 3)
-    I = 0.5 * (I + I.T)
-    return Inertial(mass=m, origin=Origin(xyz=tuple(float(x) for x in c)),
-                    inertia=(float(I[0, 0]), float(I[0, 1]), float(I[0, 2]), float(I[1, 1]), float(I[1, 2]),
-                             float(I[2, 2])))

@@ -8,8 +8,10 @@ numbers) and yourdfpy (the URDF object model; no scene graph, no meshes), then v
 - joints whose parent/child link does not exist, a link with two parents, a joint that
   connects a link to itself, loops, several roots;
 - joint types: revolute, continuous, prismatic and fixed are supported; floating and planar
-  are refused; mimic joints are refused unless ``mimic="independent"`` (each mimic joint
-  then becomes an ordinary, independent degree of freedom, as in Pinocchio's default);
+  are refused; mimic joints are kept with their ``<mimic>`` (``mimic="coupled"``, the default:
+  the model couples them to their master joint), made ordinary independent joints
+  (``mimic="independent"``, Pinocchio's default; the ``<mimic>`` is dropped) or refused
+  (``mimic="error"``);
 - inertials: mass must be positive (``mass = 0`` with an all-zero inertia is accepted as a
   massless marker link, as published URDFs often do), the rotational inertia must be
   symmetric positive definite and satisfy the triangle inequality (``Ixx + Iyy >= Izz``...
@@ -67,7 +69,7 @@ __all__ = ["URDFError", "check_inertial", "description_package_roots", "load_urd
 log = logging.getLogger(__name__)
 
 _TRIANGLE_RTOL = 1e-6
-_MIMIC_MODES = ("error", "independent")
+_MIMIC_MODES = ("coupled", "independent", "error")
 
 
 class URDFError(ValueError):
@@ -466,8 +468,9 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
                             "load with mimic='independent' to treat it as an independent joint", mim)
         if not mim.get("joint"):
             raise ctx.error(f"joint {name!r}: <mimic> has no joint", mim)
-        mimic = Mimic(joint=mim.get("joint"), multiplier=_float(ctx, mim, "multiplier", 1.0),
-                      offset=_float(ctx, mim, "offset", 0.0))
+        if mimic_mode == "coupled":
+            mimic = Mimic(joint=mim.get("joint"), multiplier=_float(ctx, mim, "multiplier", 1.0),
+                          offset=_float(ctx, mim, "offset", 0.0))
     return Joint(name=name, type=jtype, parent=links["parent"], child=links["child"], origin=_origin(ctx, el),
                  axis=axis, limit=limit, damping=damping, friction=friction, mimic=mimic)
 
@@ -573,10 +576,11 @@ def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str, str
     return desc
 
 
-def load_urdf(path: str | Path, mimic: str = "error", strict: bool | None = None) -> RobotDescription:
+def load_urdf(path: str | Path, mimic: str = "coupled", strict: bool | None = None) -> RobotDescription:
     """Load and validate the URDF file at ``path`` (raises :class:`URDFError`).
 
-    ``mimic``: "error" refuses mimic joints, "independent" makes each an ordinary joint.
+    ``mimic``: "coupled" (default) keeps each mimic joint coupled to its master, "independent"
+    makes each an ordinary joint, "error" refuses them.
     ``strict``: None (default) accepts the well-defined quirks of published files with a
     warning (point masses, thin bodies, a root link with mass 0 and an inertia); True refuses
     them; False also accepts physically inconsistent inertials (mass 0 with an inertia on a
@@ -599,7 +603,7 @@ def load_urdf(path: str | Path, mimic: str = "error", strict: bool | None = None
 
 
 def parse_urdf_string(xml: str | bytes, base_dir: str | Path | None = None,
-                      source: str | None = None, mimic: str = "error", strict: bool | None = None) -> RobotDescription:
+                      source: str | None = None, mimic: str = "coupled", strict: bool | None = None) -> RobotDescription:
     """Parse and validate URDF text; relative and ``package://`` names resolve from ``base_dir``."""
     data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
     try:

@@ -112,6 +112,12 @@ def test_gravity_and_bias(case):
         close(b[s], case.from_pin(pin.nonLinearEffects(case.pm, case.pd, qp, case.to_pin(case.qd[s]))))
 
 
+def test_center_of_mass(case):
+    com = case.model.center_of_mass(case.t(case.q)).numpy()
+    for s in range(N):
+        close(com[s], pin.centerOfMass(case.pm, case.pd, case.q_to_pin(case.q[s])))
+
+
 def test_energies(case):
     ke = case.model.kinetic_energy(case.t(case.q), case.t(case.qd)).numpy()
     pe = case.model.potential_energy(case.t(case.q)).numpy()

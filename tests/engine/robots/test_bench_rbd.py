@@ -11,7 +11,7 @@ from engine.paths import urdf_dir
 def test_bench_rbd_json(capsys):
     path = urdf_dir() / "planar_2link.urdf"
     assert main(["bench", "rbd", "--robot", str(path), "--batch", "1,3", "--json", "--repeats", "1",
-                 "--min-time", "0.001", "--plain-batch", "5"]) == 0
+                 "--min-time", "0.001", "--floating", "none", "--plain-batch", "5"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["dof"] == 2 and out["threads"] == 2 and out["robot"] == str(path)
     rows = out["rows"]
@@ -25,6 +25,16 @@ def test_bench_rbd_json(capsys):
     assert [(r["algorithm"], r["batch"]) for r in plain["rows"]] == [("rnea", 5), ("crba", 5), ("aba", 5)]
     for r in plain["rows"]:
         assert 0 < r["ours_ms"] <= r["ours_max_ms"] and 0 < r["pinocchio_ms"] <= r["pinocchio_max_ms"]
+
+
+def test_bench_rbd_floating_base_rows(capsys):
+    path = urdf_dir() / "planar_2link.urdf"
+    assert main(["bench", "rbd", "--robot", str(path), "--batch", "2", "--json", "--repeats", "1",
+                 "--min-time", "0.001", "--floating", "solo12", "--plain-batch", "0"]) == 0
+    rows = json.loads(capsys.readouterr().out)["floating_rows"]
+    assert [(r["robot"], r["nv"], r["algorithm"], r["batch"]) for r in rows] == [
+        ("solo12", 18, a, 2) for a in ("fk_jacobian", "rnea", "crba", "aba")]
+    assert all(r["ours_ms"] > 0 and r["pinocchio_ms"] > 0 for r in rows)
 
 
 def test_bench_rbd_rejects_bad_batches(capsys):

@@ -3,7 +3,7 @@
 The model runs small batches body-major (per-sample products) and large ones batch-last,
 component-major (from ``engine.robots.model._BATCH_LAST_BATCH`` samples on); forward
 dynamics runs either the articulated-body recursion or ``M qdd = tau - b`` (composite
-rigid bodies, RNEA bias, a factorisation), chosen by ``dynamics._auto_fd_method``. Every
+rigid bodies, RNEA bias, a factorisation), chosen by ``dynamics_batch_last.auto_fd_method``. Every
 combination is checked here on every reference robot (a chain, a tree, the shipped URDFs),
 and gradients of the large-batch path against finite differences.
 """
@@ -19,7 +19,7 @@ from pinocchio_pair import close as _close
 from robots_testdata import SMALL_TREE, robot_cases
 
 from engine.robots import RobotModel
-from engine.robots import dynamics as dyn
+from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import model as model_module
 
 TOL = 1e-9
@@ -70,7 +70,7 @@ def test_rnea_crba_gravity_bias(case, batch):
 @pytest.mark.parametrize("batch", [SMALL, LARGE])
 @pytest.mark.parametrize("method", ["articulated", "composite"])
 def test_forward_dynamics_both_methods(case, batch, method, monkeypatch):
-    monkeypatch.setattr(dyn, "_auto_fd_method", lambda n, depth: method)
+    monkeypatch.setattr(dyn_bl, "auto_fd_method", lambda n, depth: method)
     q, qd, tau = case.states(batch, seed=batch + 1)
     t = lambda x: torch.as_tensor(x, dtype=torch.float64)
     qdd = case.model.forward_dynamics(t(q), t(qd), t(tau)).numpy()
@@ -101,7 +101,7 @@ def test_kinematics(case, batch):
 @pytest.mark.parametrize("method", ["articulated", "composite"])
 def test_large_batch_gradients_match_finite_differences(method, monkeypatch):
     """Directional derivatives of the large-batch path, inputs and a learnable mass and inertia."""
-    monkeypatch.setattr(dyn, "_auto_fd_method", lambda n, depth: method)
+    monkeypatch.setattr(dyn_bl, "auto_fd_method", lambda n, depth: method)
     model = RobotModel.from_string(SMALL_TREE)
     link = model.link_names[2]
     model.make_learnable(link, "mass")

@@ -47,10 +47,13 @@ def test_description_of_the_small_tree():
 def test_example_robot_data_panda_and_mimic():
     path = example_robot_data("panda_description/urdf/panda.urdf")
     with pytest.raises(URDFError, match=r"panda_finger_joint2.*mimic") as err:
-        load_urdf(path)
+        load_urdf(path, mimic="error")
     assert err.value.line is not None and str(path) in str(err.value)
     model = RobotModel.from_urdf(path, mimic="independent")
-    assert model.dof == 9
+    assert model.dof == 9 and model.mimic_joint_names == []
+    coupled = RobotModel.from_urdf(path)                # the default: the second finger follows the first
+    assert coupled.dof == 8 and coupled.mimic_joint_names == ["panda_finger_joint2"]
+    assert load_urdf(path).joint("panda_finger_joint2").mimic.joint == "panda_finger_joint1"
     desc = model.description
     mesh = desc.link("panda_link3").visuals[0].geometry
     assert mesh.kind == "mesh" and mesh.path is not None and mesh.path.endswith("link3.dae")
