@@ -113,6 +113,7 @@ class RobotView(gl.GLViewWidget):
         self._coms: dict[str, np.ndarray] = {}
         self._inertia: dict[str, gl.GLMeshItem] = {}          # link -> its equivalent inertia box
         self._inertia_local: dict[str, np.ndarray] = {}      # link -> the box's pose in the link frame
+        self._balance_items: list = []                       # CoM, its drop line, the support polygon
         self._poses: dict[str, np.ndarray] = {}
         self._bounds_local: dict[str, np.ndarray] = {}
         self._ray_meshes: dict[str, object] = {}
@@ -133,6 +134,9 @@ class RobotView(gl.GLViewWidget):
                 self.removeItem(item)
             items.clear()
         self._inertia_local = {}
+        for item in self._balance_items:
+            self.removeItem(item)
+        self._balance_items = []
         if self._com_item is not None:
             self.removeItem(self._com_item)
             self._com_item = None
@@ -211,6 +215,32 @@ class RobotView(gl.GLViewWidget):
             self.addItem(item)
             if name in self._poses:
                 item.setTransform(matrix_to_qt(self._poses[name] @ self._inertia_local[name]))
+        self.update()
+
+    def set_balance(self, com=None, com_ground=None, support=None, inside: bool = True) -> None:
+        """A floating robot's balance: the centre of mass (3,), a line down to its ground
+        projection (3,) and the support polygon ((k, 3), closed here); None hides them. Green
+        when the projection lies inside the polygon, red outside."""
+        if com is None:
+            for item in self._balance_items:
+                item.setVisible(False)
+            self.update()
+            return
+        color = (0.2, 1.0, 0.4, 1.0) if inside else (1.0, 0.3, 0.3, 1.0)
+        if not self._balance_items:
+            self._balance_items = [gl.GLScatterPlotItem(pos=np.zeros((1, 3)), size=14, pxMode=True),
+                                   gl.GLLinePlotItem(pos=np.zeros((2, 3)), width=2, mode="lines"),
+                                   gl.GLLinePlotItem(pos=np.zeros((2, 3)), width=3, mode="line_strip")]
+            for item in self._balance_items:
+                item.setGLOptions("additive")
+                self.addItem(item)
+        dot, drop, polygon = self._balance_items
+        dot.setData(pos=np.asarray(com, float).reshape(1, 3), color=color)
+        drop.setData(pos=np.stack([np.asarray(com, float), np.asarray(com_ground, float)]), color=color)
+        pts = np.asarray(support, float).reshape(-1, 3)
+        polygon.setData(pos=np.vstack([pts, pts[:1]]) + [0, 0, 1e-3], color=color)
+        for item in self._balance_items:
+            item.setVisible(True)
         self.update()
 
     def inertia_box_poses(self) -> dict[str, np.ndarray]:

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 from app.viewer.scene import RobotView
 from app.widgets.latest_job import LatestJob
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
+from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
 from app.workspaces.robot.motion_panel import MotionPanel
 from app.workspaces.robot.robot_jobs import LoadedRobot, dynamics_readouts, ik_job, load_robot_job, simulate_job
@@ -155,6 +156,7 @@ class RobotPage(QWidget):
             self.state.full_q(old), self.state.full_q(new), text))
         split.addWidget(self.joints)
         self.view = RobotView()
+        self.floating_base = FloatingBaseView(self.view, self.state)
         self.view.link_clicked.connect(self._on_link_clicked)
         self.view.gizmo_pressed.connect(self._on_gizmo_pressed)
         split.addWidget(self.view)
@@ -353,12 +355,15 @@ class RobotPage(QWidget):
                                gizmo_size=max(0.03, 0.12 * state.extent()))
         self.motion.reset()
         self.dynamics.clear()
+        self.floating_base.setup(gizmo_size=max(0.05, 0.2 * state.extent()))
 
     def _on_state_q(self, q) -> None:
         self.joints.set_q(q[self.state.base_size:], emit=False)
         if self.robot is not None:
             self.view.set_link_poses(self.state.link_poses(q))
+            self.floating_base.refresh()
             self._request_readouts()
+
 
     def _request_readouts(self) -> None:
         if not self._readouts_timer.isActive():

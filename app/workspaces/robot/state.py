@@ -24,13 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from scipy.spatial.transform import Rotation
 
 from app.workspaces.robot.robot_jobs import IKOutcome, IKRequest, LoadedRobot, slider_limits
 from engine.robots.ik import neutral_configuration
 from engine.robots.simulate import Readouts, SimulationResult
 
-__all__ = ["Event", "PoseChange", "PoseHistory", "RobotState", "TargetSpec", "default_end_effector",
-           "describe_ik"]
+__all__ = ["Balance", "Event", "PoseChange", "PoseHistory", "RobotState", "TargetSpec", "default_contact_links",
+           "default_end_effector", "describe_ik", "support_polygon"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,61 @@ class TargetSpec:
     link: str
     pose: np.ndarray
     position_only: bool = False
+
+
+@dataclass(frozen=True)
+class Balance:
+    """A floating robot's balance at one pose: the centre of mass (3,) in the world, its
+    projection on the ground (3,), the support polygon of the contact links' origins on the
+    ground ((k, 3), counter-clockwise, k >= 1) and whether the projection lies inside it."""
+
+    com: np.ndarray
+    com_ground: np.ndarray
+    support: np.ndarray
+    inside: bool
+
+
+FOOT_HINTS = ("foot", "feet", "sole", "toe", "ankle", "_fl", "_fr", "_hl", "_hr", "_rl", "_rr")
+
+
+def default_contact_links(model) -> tuple[str, ...]:
+    """Links a floating robot stands on: leaf links named like feet, else every leaf link."""
+    parents = {j.parent for j in model.description.joints}
+    leaves = [l for l in model.link_names if l not in parents]
+    named = [l for l in leaves if any(h in l.lower() for h in FOOT_HINTS)]
+    return tuple(named or leaves)
+
+
+def _cross2(a, b) -> float:
+    return float(a[0] * b[1] - a[1] * b[0])
+
+
+def support_polygon(points: np.ndarray) -> np.ndarray:
+    """Convex hull (counter-clockwise) of points projected on the ground, ``(k, 3)`` with z = 0."""
+    pts = np.unique(np.round(np.asarray(points, float)[:, :2], 12), axis=0)
+    if len(pts) <= 2:
+        hull = pts
+    else:
+        pts = pts[np.lexsort((pts[:, 1], pts[:, 0]))]
+
+        def half(seq):
+            out = []
+            for p in seq:
+                while len(out) >= 2 and _cross2(out[-1] - out[-2], p - out[-2]) <= 0:
+                    out.pop()
+                out.append(p)
+            return out
+        lower, upper = half(pts), half(pts[::-1])
+        hull = np.array(lower[:-1] + upper[:-1])
+    return np.column_stack([hull, np.zeros(len(hull))])
+
+
+def _inside(p: np.ndarray, poly: np.ndarray) -> bool:
+    if len(poly) < 3:
+        return False
+    a, b = poly[:, :2], np.roll(poly[:, :2], -1, axis=0)
+    cross = (b[:, 0] - a[:, 0]) * (p[1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (p[0] - a[:, 0])
+    return bool(np.all(cross >= 0))
 
 
 @dataclass(frozen=True)
@@ -128,6 +184,10 @@ class PoseHistory:
         return len(self._changes)
 
 
+def _quat_matrix(x, y, z, w) -> np.ndarray:
+    return Rotation.from_quat([x, y, z, w]).as_matrix()
+
+
 def default_end_effector(model) -> str:
     """The tool of an arm: the deepest link named like one (tcp, ee_link, tool, hand...),
     else the deepest link of the tree (the last one on a tie)."""
@@ -178,6 +238,7 @@ class RobotState:
         self.readouts: Readouts | None = None
         self.simulation: SimulationResult | None = None
         self.history = PoseHistory()
+        self.contact_links: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ robot
     @property
@@ -236,6 +297,7 @@ class RobotState:
         self.neutral = self._standing(joints) if self.floating else joints
         self.q = self.neutral.copy()
         self.end_effector = default_end_effector(model) if model.link_names else ""
+        self.contact_links = default_contact_links(model) if self.floating else ()
         self.targets = ()
         self.last_ik = self.readouts = self.simulation = None
         self.history.clear()
@@ -306,6 +368,46 @@ class RobotState:
         if change is not None:
             self.events.history.emit()
             self.events.pose_requested.emit(change.new_q, change.animate)
+
+    # ------------------------------------------------------------------ a floating base
+    def base_pose(self) -> np.ndarray:
+        """The floating base's world pose (4, 4) (identity for a fixed base)."""
+        T = np.eye(4)
+        if self.floating:
+            x, y, z, w = self.q[3:7]
+            T[:3, :3] = _quat_matrix(x, y, z, w)
+            T[:3, 3] = self.q[:3]
+        return T
+
+    def set_base_pose(self, T) -> None:
+        """Move a floating base to the world pose ``T`` (4, 4), the joints staying as they are."""
+        if not self.floating:
+            raise ValueError(f"{self.robot.name} has a fixed base")
+        T = np.asarray(T, dtype=float)
+        q = self.q.copy()
+        q[:3] = T[:3, 3]
+        q[3:7] = Rotation.from_matrix(T[:3, :3]).as_quat()        # x, y, z, w
+        self.set_q(q)
+
+    def set_contact_links(self, links) -> None:
+        unknown = [l for l in links if l not in self.model.link_names]
+        if unknown:
+            raise ValueError(f"{self.robot.name} has no link {unknown[0]!r}")
+        self.contact_links = tuple(links)
+        self.events.q.emit(self.q.copy())
+
+    def balance(self) -> Balance | None:
+        """The centre of mass, its ground projection and the support polygon of
+        ``contact_links`` at the current pose (None for a fixed base or no contact links)."""
+        if not self.floating or not self.contact_links:
+            return None
+        q = torch.as_tensor(self.q)
+        with torch.no_grad():
+            com = self.model.center_of_mass(q).numpy().astype(float)
+        poses = self.link_poses()
+        support = support_polygon(np.array([poses[l][:3, 3] for l in self.contact_links]))
+        ground = np.array([com[0], com[1], 0.0])
+        return Balance(com, ground, support, _inside(ground, support))
 
     # ------------------------------------------------------------------ targets and IK
     def set_end_effector(self, link: str) -> None:

@@ -30,7 +30,7 @@ def test_bench_rbd_json(capsys):
 def test_bench_rbd_floating_base_rows(capsys):
     path = urdf_dir() / "planar_2link.urdf"
     assert main(["bench", "rbd", "--robot", str(path), "--batch", "2", "--json", "--repeats", "1",
-                 "--min-time", "0.001", "--floating", "solo12"]) == 0
+                 "--min-time", "0.001", "--floating", "solo12", "--plain-batch", "0"]) == 0
     rows = json.loads(capsys.readouterr().out)["floating_rows"]
     assert [(r["robot"], r["nv"], r["algorithm"], r["batch"]) for r in rows] == [
         ("solo12", 18, a, 2) for a in ("fk_jacobian", "rnea", "crba", "aba")]
