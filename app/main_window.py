@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QFileDia
 
 from app import settings as app_settings
 from app.context import AppContext
-from app.errors import show_error_dialog
+from app.errors import describe_exception, dialog_title, plain_message, show_error_dialog
 from app.jobs import JobRunner
 from app.logging_setup import QtLogRelay
 from app.widgets.job_status import JobStatusWidget
@@ -193,10 +193,10 @@ class MainWindow(QMainWindow):
         try:
             module = importlib.import_module(spec.module)
             page = getattr(module, spec.class_name)(self.ctx, None)
-        except Exception:  # noqa: BLE001 - a broken workspace must not take the app down
+        except Exception as exc:  # noqa: BLE001 - a broken workspace must not take the app down
             details = traceback.format_exc()
             log.error("workspace %s failed to start:\n%s", spec.title, details)
-            page = _BrokenPage(spec, details.strip().splitlines()[-1])
+            page = _BrokenPage(spec, describe_exception(exc))
         page.setObjectName(f"page_{key}")
         holder = self.stack.widget(index)
         self.stack.insertWidget(index, page)
@@ -239,7 +239,9 @@ class MainWindow(QMainWindow):
 
     def show_error(self, title: str, message: str) -> None:
         self._errors_shown = getattr(self, "_errors_shown", 0) + 1
-        log.error("%s: %s", title, message)
+        # a user's mistake is a warning in the log (the traceback of an internal error is logged
+        # where it was caught); the dialog says it in plain words
+        log.warning("%s: %s", dialog_title(title), plain_message(message))
         box = show_error_dialog(self, title, message)
         self.error_dialogs = [b for b in self.error_dialogs if b.isVisible()] + [box]
 
