@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
+from app.workspaces.car.models import example_folder
 from app.workspaces.car.jobs import load_log_job, save_selection_job, select_job, train_job
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLPConfig
 from engine.car.data import DrivingConfig
@@ -286,7 +287,7 @@ class ModelPanel(QWidget):
     def _load_log_dialog(self):
         from engine.logs import LOG_FILE_FILTERS
 
-        path, _ = QFileDialog.getOpenFileName(self, "Load driving log", "", ";;".join(LOG_FILE_FILTERS))
+        path, _ = QFileDialog.getOpenFileName(self, "Load driving log", example_folder("log"), ";;".join(LOG_FILE_FILTERS))
         if path:
             self.load_log(path)
 

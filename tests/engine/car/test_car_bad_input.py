@@ -13,7 +13,7 @@ from engine.cli import build_parser, main
 
 # every numeric option of every car command (and `bench car`), with values that must be refused
 BAD = {
-    "--minutes": ["-1", "0", "nan", "inf", "1e9"],
+    "--minutes": ["-1", "0", "0.001", "0.05", "nan", "inf", "1e9"],
     "--epochs": ["-1", "0", "10000000000"],
     "--hidden": ["-1", "0", "10000000"],
     "--layers": ["-1", "0", "100000"],
