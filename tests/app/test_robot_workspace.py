@@ -432,7 +432,10 @@ def test_quadruped_stands_with_its_support_polygon_and_the_base_gizmo_moves_it(e
     state = page.state
     assert state.floating and len(state.contact_links) == 4
     b = state.balance()
-    assert len(b.support) == 4 and b.inside                   # standing: the CoM above its four feet
+    assert len(b.support) >= 4 and b.inside                   # standing: the CoM above its four feet
+    assert state.lowest_contact_z() == pytest.approx(0.0, abs=1e-9)  # the feet on the ground plane
+    feet = [state.link_poses()[l][:3, 3] for l in state.contact_links]
+    assert all(np.min(np.linalg.norm(b.support[:, :2] - f[:2], axis=1)) < 0.03 for f in feet)
     gizmo = page.floating_base.gizmo
     assert gizmo in page.view.gizmos
     np.testing.assert_allclose(gizmo.pose, state.base_pose(), atol=1e-12)
