@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.cli._common import print_json
+from engine.cli._common import add_device_option, print_json
 
 
 def register_bench(subparsers) -> None:
@@ -12,6 +12,7 @@ def register_bench(subparsers) -> None:
                         "(train a small one first)")
     p.add_argument("--cycles", type=int, default=60, help="MPC cycles to time")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_bench)
 
@@ -25,7 +26,7 @@ def _bench(args) -> int:
     from engine.car.model import DEFAULT_MODEL, default_model_dir
 
     model_dir = {DEFAULT_MODEL: default_model_dir(), "train": None}.get(args.model, args.model)
-    res = run_benchmark(BenchConfig(cycles=args.cycles), model_dir=model_dir)
+    res = run_benchmark(BenchConfig(cycles=args.cycles, device=args.device), model_dir=model_dir)
     if args.json:
         print_json(res)
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.cli._common import add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 from engine.validation import check_output_path
 
 
@@ -22,6 +22,7 @@ def register(subparsers) -> None:
     p.add_argument("--hidden", type=int, default=None)
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_train)
 
@@ -33,6 +34,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--candidates", type=int, default=None)
     p.add_argument("--save", default=None, help="write the optimised plan (JSON) here")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_plan)
 
@@ -45,6 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--iterations", type=int, default=None, help="optimiser iterations per cycle")
     p.add_argument("--target-speed", type=float, default=None)
     p.add_argument("--max-seconds", type=float, default=None, help="simulated time limit")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_mpc)
 
@@ -53,6 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--minutes", type=float, default=None)
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_select)
 
@@ -66,7 +70,7 @@ def _train(args) -> int:
 
     cfg = CarTrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
-                  driving=replace(cfg.driving, **_overrides(args, ("minutes",))))
+                  driving=replace(cfg.driving, **_overrides(args, ("minutes",))), device=args.device)
     check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     dataset = None
     if args.log:
@@ -104,7 +108,7 @@ def _plan(args) -> int:
     params = CarParams()
     plan = scenario(args.scenario) if args.scenario in SCENARIOS or not Path(args.scenario).exists() \
         else load_plan(args.scenario)[0]
-    dyn = load_dynamics(args.model, params)
+    dyn = load_dynamics(args.model, params, device=args.device)
     cfg = OptimiserConfig(**_overrides(args, ("candidates",)),
                           **({"max_iterations": args.max_iterations} if args.max_iterations else {}))
     outcome = run_cli_job(lambda ctx: plan_trajectory(plan, dyn, params, cfg, ctx=ctx), quiet=args.json)
@@ -134,7 +138,7 @@ def _mpc(args) -> int:
     params = CarParams()
     track = load_track(args.track)
     cfg = MPCConfig(**_overrides(args, ("horizon", "iterations", "target_speed", "max_seconds")))
-    dyn = load_dynamics(args.model, params)
+    dyn = load_dynamics(args.model, params, device=args.device)
     res = run_cli_job(lambda ctx: run_mpc(track, dyn, params, cfg, laps=args.laps, ctx=ctx), quiet=args.json)
     out = {k: res[k] for k in ("completed", "lap_time", "max_track_deviation", "control_rate_hz",
                                "iterations_per_cycle", "cycle_ms", "lap_times", "track")}
@@ -150,7 +154,7 @@ def _mpc(args) -> int:
 def _select(args) -> int:
     from engine.car.training import SelectionConfig, select_models_job
 
-    cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes")))
+    cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes", "device")))
     if args.out:
         check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     res = run_cli_job(select_models_job(cfg, args.out), quiet=args.json)

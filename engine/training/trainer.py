@@ -22,6 +22,7 @@ import torch
 
 from engine.data.dataset import TrajectoryDataset
 from engine.data.windows import Windows, make_windows
+from engine.devices import resolve_device
 from engine.io import save_tensors, write_json
 from engine.jobs import JobContext, NullJobContext
 from engine.models.base import LearnedDynamics, ModelSpec
@@ -59,7 +60,7 @@ def build_for(config: TrainConfig, dataset: TrajectoryDataset) -> LearnedDynamic
     torch.manual_seed(config.seed)
     spec = ModelSpec.for_system(dataset.system, dataset.h, hidden=config.width, layers=config.layers,
                                 init=config.init)
-    return build_model(config.model, spec)
+    return build_model(config.model, spec).to(resolve_device(config.device))  # float32 unless asked
 
 
 def adam_optimizer(params, lr):
