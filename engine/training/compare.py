@@ -145,7 +145,7 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
             row["error"] = str(exc)
     if ctx is not None:
         ctx.progress(hi, f"{model_type}: done")
-    return {"row": row, "model": model, "losses": losses, "curves": curves,
+    return {"row": row, "model": model.to("cpu"), "losses": losses, "curves": curves,  # handed back on the CPU
             "run_dir": None if run is None else str(run.path)}
 
 

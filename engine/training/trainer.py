@@ -276,7 +276,7 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
         meta = _model_meta(model, config, dataset, result.epochs, status="done", metrics=metrics,
                            seconds=result.seconds)
         run.finish(lambda tmp: write_model_files(tmp, model, meta), metrics, f"done: {result.epochs} epochs")
-    return {"row": row, "model": model, "losses": losses, "run": run}
+    return {"row": row, "model": model.to("cpu"), "losses": losses, "run": run}  # handed back on the CPU
 
 
 def recording(run: Run | None):

@@ -12,7 +12,6 @@ import argparse
 import json
 
 import pytest
-import torch
 
 import engine.cli as cli
 from engine import devices
