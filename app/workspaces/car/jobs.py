@@ -198,9 +198,11 @@ def select_job(config, params):
     """The paper's model selection (:func:`engine.car.training.select_models_job`): every
     (activation, loss, seed) of ``config`` trained on the same simulated driving and ranked by
     TVE (m) on 40 validation trajectories; nothing is written, the UI gets the table and runs."""
+    from dataclasses import replace
+
     from engine.car.training import select_models_job
 
-    return select_models_job(config, None, params)
+    return select_models_job(replace(config, device=preferred_device()), None, params)  # View > Compute Device
 
 
 def save_selection_job(result: dict, folder: str):
