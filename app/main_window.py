@@ -19,6 +19,7 @@ from app.context import AppContext
 from app.errors import describe_exception, dialog_title, plain_message, show_error_dialog
 from app.jobs import JobRunner
 from app.logging_setup import QtLogRelay
+from app.widgets.device_menu import add_device_menu
 from app.widgets.job_status import JobStatusWidget
 from app.widgets.log_console import LogConsole
 from app.workspaces import WORKSPACES, WorkspaceSpec
@@ -164,6 +165,8 @@ class MainWindow(QMainWindow):
         toggle.setShortcut(QKeySequence("Ctrl+L"))
         view_menu.addAction(toggle)
         self._add_action(view_menu, "&Full Screen", "F11", self._toggle_full_screen)
+        view_menu.addSeparator()
+        self.device_menu = add_device_menu(view_menu, self.settings, self.show_status)  # cpu / auto / cuda
 
         self.workspace_menu = menubar.addMenu("&Workspace")
         self.workspace_menu.aboutToShow.connect(self._fill_workspace_menu)

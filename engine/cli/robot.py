@@ -18,7 +18,7 @@ import argparse
 import dataclasses
 import math
 
-from engine.cli._common import add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 from engine.io import finite_or_none
 
 
@@ -74,7 +74,8 @@ def _load(args):
     from engine.robots.library import load_robot
 
     xacro_args = parse_xacro_args(getattr(args, "xacro_args", None))
-    return load_robot(args.robot, **({"xacro_args": xacro_args} if xacro_args else {}))
+    device = {"device": args.device} if getattr(args, "device", None) else {}  # float64 on every device
+    return load_robot(args.robot, **({"xacro_args": xacro_args} if xacro_args else {}), **device)
 
 
 def robot_info(name_or_path, xacro_args=None) -> dict:
@@ -149,12 +150,12 @@ def _run_ik(args) -> int:
     model = _load(args)
     if args.link not in model.link_names:
         raise ValueError(f"robot {model.name!r} has no link {args.link!r}; links: {', '.join(model.link_names)}")
-    target = _pose_from_target(args.target)
+    target = _pose_from_target(args.target).to(model.device)
     q0 = None
     if args.q0 is not None:
         if len(args.q0) != model.dof:
             raise ValueError(f"--q0 needs {model.dof} joint values, got {len(args.q0)}")
-        q0 = torch.tensor(args.q0, dtype=torch.float64)
+        q0 = torch.tensor(args.q0, dtype=torch.float64, device=model.device)
     options = IKOptions(**_dataclass_kwargs(args, IKOptions))
     result = solve_ik(model, {args.link: target}, q0=q0, options=options)
     out = {
@@ -277,6 +278,7 @@ def register(subparsers) -> None:
                    help="x y z (m) [roll pitch yaw (rad, URDF convention)]")
     p.add_argument("--q0", nargs="+", type=float, default=None, help="start joint values (default: neutral)")
     _add_dataclass_flags(p, IKOptions)
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run_ik)
 
@@ -306,6 +308,7 @@ def register(subparsers) -> None:
                    help="apply the URDF joint damping (default: on)")
     p.add_argument("--frame-rate", dest="frame_rate", type=_positive_number, default=S.frame_rate,
                    help=f"samples kept per second of simulated time (default: {S.frame_rate})")
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON: t, q, qd and the joint names")
     p.set_defaults(func=_run_simulate)
 
@@ -313,6 +316,7 @@ def register(subparsers) -> None:
     p.add_argument("robot", nargs="?", default=IdentificationConfig.robot, help="library name or URDF path "
                    f"(default: {IdentificationConfig.robot})")
     p.add_argument("--links", nargs="+", default=None, help="links to perturb and learn (default: every moving body)")
-    _add_dataclass_flags(p, IdentificationConfig, skip=("robot", "links"))
+    _add_dataclass_flags(p, IdentificationConfig, skip=("robot", "links", "device"))
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON (progress stays off)")
     p.set_defaults(func=_run_identify)

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.device_preference import preferred_device
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
 from app.workspaces.car.models import example_folder
@@ -161,7 +162,8 @@ class ModelPanel(QWidget):
 
         model = self.net_form.value()
         driving = replace(self.driving_form.value(), seed=model.seed)
-        return CarTrainConfig(model=model, driving=driving, params=self._params())
+        return CarTrainConfig(model=model, driving=driving, params=self._params(),
+                              device=preferred_device())  # View > Compute Device
 
     def _out_dir(self, model: CarMLPConfig) -> Path:
         name = re.sub(r"[^\w.-]+", "_", self.name_edit.text().strip()).strip("._")
