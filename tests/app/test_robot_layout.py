@@ -5,6 +5,8 @@ cut off and the page asks for no more room than the window leaves it (tests/app/
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from PySide6.QtCore import QCoreApplication, Qt
 
 QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
@@ -75,3 +77,39 @@ def test_the_side_column_collapses_and_its_width_is_remembered(make_window, qtbo
     again.resize(window.width(), window.height())
     settle()
     assert page2.splitter.sizes()[1] == remembered[1]
+
+
+def _corners(bounds):
+    return np.array([[x, y, z] for x in bounds[:, 0] for y in bounds[:, 1] for z in bounds[:, 2]])
+
+
+@pytest.mark.parametrize("robot", ["acrobot", "panda"])
+def test_the_camera_frames_the_robot_from_above_the_ground(make_window, qtbot, robot):
+    """The acrobot hangs 2 m below its pivot at the origin (the camera used to sit below the
+    ground); the panda stands on it. After loading, the 8 corners of the posed robot's bounding
+    box project inside the view, and the camera looks down from above the ground plane."""
+    window, page = _robot_window(make_window, qtbot)
+    window.resize(1400, 900)
+    settle()
+    with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+        page.load_robot(robot)
+    settle()
+    view = page.view
+    # the box is the posed links' (forward kinematics at the shown q, the engine's poses)
+    for link, pose in view.link_poses().items():
+        np.testing.assert_allclose(pose, page.link_pose(link), atol=1e-9)
+    bounds = view.robot_bounds()
+    if robot == "acrobot":
+        assert bounds[0, 2] < -1.5           # hangs below the ground plane
+    pixels, in_front = view.project(_corners(bounds))
+    assert in_front.all()
+    assert (pixels[:, 0] >= 0).all() and (pixels[:, 0] <= view.width()).all(), pixels
+    assert (pixels[:, 1] >= 0).all() and (pixels[:, 1] <= view.height()).all(), pixels
+    assert view.cameraParams()["elevation"] > 0
+    assert view.camera_position()[2] > 0      # above the ground plane z = 0
+    # and it stays framed when the view changes size (the side column collapsed)
+    page.collapse_button.click()
+    settle()
+    pixels, in_front = view.project(_corners(view.robot_bounds()))
+    assert in_front.all() and (pixels >= 0).all()
+    assert (pixels[:, 0] <= view.width()).all() and (pixels[:, 1] <= view.height()).all()
