@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.viewer.scene import RobotView
+from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
 from app.widgets.layout import SidePanel, collapse_button, remember_splitter
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
@@ -586,7 +587,9 @@ class RobotPage(QWidget):
             return args
 
     def _open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open robot", "", ";;".join(self.file_filters()))
+        # as File > Open URDF: urdf/ the first time, then the last folder a robot came from
+        path = open_file_name(self, "Open robot", ";;".join(self.file_filters()), self.ctx.settings, "robot",
+                              example_folder("robot"))
         if path:
             self.open_file(path)
 
