@@ -20,6 +20,7 @@ from app.errors import describe_exception, dialog_title, plain_message, show_err
 from app.jobs import JobRunner
 from app.logging_setup import QtLogRelay
 from app.widgets.device_menu import add_device_menu
+from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.job_status import JobStatusWidget
 from app.widgets.log_console import LogConsole
 from app.workspaces import WORKSPACES, WorkspaceSpec
@@ -103,7 +104,9 @@ class MainWindow(QMainWindow):
         self.log_console = LogConsole(log_relay or QtLogRelay(), self)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.log_console)
         self._build_menus()
-        self.resize(1400, 900)
+        # 1400 x 900, or the screen's available size when that is smaller (a 1366 x 768 laptop)
+        available = (self.screen() or QApplication.primaryScreen()).availableGeometry()
+        self.resize(min(1400, available.width()), min(900, available.height()))
         self._restore_settings()
 
     # ----- layout -----------------------------------------------------------------------
@@ -141,9 +144,11 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         menubar = self.menuBar()
         file_menu = menubar.addMenu("&File")
-        self._add_action(file_menu, "Open &URDF…", "Ctrl+O", lambda: self._open_dialog("robot", "Open URDF"))
-        self._add_action(file_menu, "Open &Log…", "Ctrl+Shift+L", lambda: self._open_dialog("model_lab", "Open log"))
-        self._add_action(file_menu, "Open &Model…", "Ctrl+Shift+M", lambda: self._open_dialog("model_lab", "Open model"))
+        self._add_action(file_menu, "Open &URDF…", "Ctrl+O", lambda: self._open_dialog("robot", "Open URDF", "robot"))
+        self._add_action(file_menu, "Open &Log…", "Ctrl+Shift+L",
+                         lambda: self._open_dialog("model_lab", "Open log", "log"))
+        self._add_action(file_menu, "Open &Model…", "Ctrl+Shift+M",
+                         lambda: self._open_dialog("model_lab", "Open model", "model"))
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         file_menu.addSeparator()
@@ -302,10 +307,14 @@ class MainWindow(QMainWindow):
                     return True
         return False
 
-    def _open_dialog(self, key: str, title: str) -> None:
+    def _open_dialog(self, key: str, title: str, kind: str = "") -> None:
+        """The first time in the shipped examples' folder (urdf/, resources/logs/), then where the
+        last file of this kind was opened."""
         page = self.page(key)
         filters = page.file_filters() if hasattr(page, "file_filters") else []
-        path, _ = QFileDialog.getOpenFileName(self, title, "", ";;".join(filters + ["All files (*)"]))
+        kind = kind or key
+        path = open_file_name(self, title, ";;".join(filters + ["All files (*)"]), self.settings, kind,
+                              example_folder(kind, self.settings))
         if path:
             self.open_file(path, prefer=key)
 

@@ -34,6 +34,8 @@ __all__ = ["RobotView"]
 OVERLAYS = ("visual", "frames", "joint_axes", "com", "collision", "inertia")
 INERTIA_RGBA = (0.95, 0.55, 0.1, 0.45)
 CLICK_SLOP_PX = 4
+# fit_to_robot's elevation (degrees): the user's kept within [min, max], else the default
+FIT_ELEVATION = (5.0, 22.0, 80.0)
 
 
 def _meshdata(part: MeshPart, colors: np.ndarray | None = None) -> gl.MeshData:
@@ -125,6 +127,7 @@ class RobotView(gl.GLViewWidget):
         self._press: QPointF | None = None
         self._moved = False
         self._programs: dict[str, int | None] = {}
+        self._auto_fit = False            # framed by fit_to_robot and not moved by the user since
         self.reset_camera()
 
     # ----------------------------------------------------------------- robot
@@ -327,7 +330,12 @@ class RobotView(gl.GLViewWidget):
         return np.array([pts.min(0), pts.max(0)])
 
     def fit_to_robot(self) -> None:
-        """Centre the camera on the robot and zoom so that all of it is in view."""
+        """Frame the robot whatever its size and orientation: centre the camera on the bounding
+        box of the posed links (forward kinematics at the shown q), at a distance where the box's
+        enclosing sphere fits the view's narrower field of view, looking from above the ground
+        plane (z = 0): the elevation stays the user's when the camera is then above the ground,
+        and rises (or the camera backs off) when the robot hangs below it (an acrobot, a
+        pendulum). Until the user moves the camera, the frame follows the view's size."""
         b = self.robot_bounds()
         if b is None:
             return
@@ -336,10 +344,29 @@ class RobotView(gl.GLViewWidget):
         aspect = max(self.width(), 1) / max(self.height(), 1)
         half_fov = radians(self.opts["fov"]) / 2
         vertical = min(half_fov, np.arctan(tan(half_fov) / aspect))
-        self.setCameraPosition(pos=Vector(*center), distance=1.15 * radius / np.sin(vertical))
+        distance = 1.15 * radius / np.sin(vertical)
+        elevation = float(self.opts["elevation"])
+        if not FIT_ELEVATION[0] <= elevation <= FIT_ELEVATION[2]:
+            elevation = FIT_ELEVATION[1]
+        clearance = 0.1 * radius              # the camera's height above the ground, at least
+        need = (clearance - center[2]) / distance
+        if need > np.sin(radians(elevation)):
+            elevation = float(np.degrees(np.arcsin(min(need, np.sin(radians(FIT_ELEVATION[2]))))))
+        distance = max(distance, (clearance - center[2]) / np.sin(radians(elevation)))
+        self.setCameraPosition(pos=Vector(*center), distance=distance, elevation=elevation)
         self.grid.setSize(max(2.0, 4 * radius), max(2.0, 4 * radius), 1)
         spacing = 0.1 if radius > 0.3 else 0.02
         self.grid.setSpacing(spacing, spacing, 1)
+        self._auto_fit = True
+
+    def resizeEvent(self, ev):  # noqa: N802 - Qt name
+        super().resizeEvent(ev)
+        if getattr(self, "_auto_fit", False):        # framed by fit_to_robot, not moved since
+            self.fit_to_robot()
+
+    def wheelEvent(self, ev):  # noqa: N802 - Qt name
+        self._auto_fit = False
+        super().wheelEvent(ev)
 
     def camera_position(self) -> np.ndarray:
         p = self.cameraPosition()
@@ -434,6 +461,7 @@ class RobotView(gl.GLViewWidget):
 
     # ----------------------------------------------------------------- mouse
     def mousePressEvent(self, ev):
+        self._auto_fit = False                       # the user frames the view from now on
         pos = ev.position()
         self._press = QPointF(pos)
         self._moved = False

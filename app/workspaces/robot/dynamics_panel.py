@@ -24,6 +24,8 @@ class DynamicsPanel(QWidget):
                                                 | pg.QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.manip_label = QLabel("manipulability: –")
         self.manip_label.setObjectName("manipulability")
+        for label in (self.pose_label, self.manip_label):    # the side column's width, not the text's
+            label.setWordWrap(True)
         layout.addWidget(self.pose_label)
         layout.addWidget(self.manip_label)
         self.gravity_plot = pg.PlotWidget(title="gravity torques")

@@ -85,7 +85,9 @@ class MotionPanel(QWidget):
         play.addWidget(self.time_label)
         layout.addLayout(play)
 
-        layout.addWidget(QLabel("<b>Simulation</b> (forward dynamics from the current pose, at rest)"))
+        sim_title = QLabel("<b>Simulation</b> (forward dynamics from the current pose, at rest)")
+        sim_title.setWordWrap(True)
+        layout.addWidget(sim_title)
         sim = QFormLayout()
         self.mode_box = QComboBox()
         for mode in SimulationOptions.MODES:

@@ -1,9 +1,10 @@
 """The Robot workspace page: lays out widgets, observes a :class:`RobotState` and forwards
 gestures to it; jobs (loading, IK, readouts, simulation) report back into the state.
 
-Layout: a tool row (robot picker, Open URDF, view toggles, load progress), the joint
-controls on the left, the 3D view in the middle, tabs (Targets, Dynamics, Motion) on the
-right. Every long computation runs as a job: loading (URDF + meshes), IK (Optimise, and
+Layout: a tool row (robot picker, Open URDF, view toggles, load progress), the 3D view
+taking most of the page, and one side column on the right with tabs (Joints, Targets,
+Dynamics, Motion), each scrolling vertically only; the column collapses and its width is
+remembered. Every long computation runs as a job: loading (URDF + meshes), IK (Optimise, and
 Follow with only the latest request solved), the dynamics readouts and simulations.
 
 Scripting/test surface: ``state`` (the Qt-free RobotState: q, targets, history, results),
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QToolButton,
@@ -36,7 +38,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.viewer.scene import RobotView
+from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
+from app.widgets.layout import SidePanel, collapse_button, remember_splitter
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
@@ -56,6 +60,8 @@ RECENT_KEY = "robot/recent"
 LAST_KEY = "robot/last"
 UNITS_KEY = "robot/angle_units"
 XACRO_ARGS_KEY = "robot/xacro_args"
+SPLITTER_KEY = "robot/splitter"
+SIDE_WIDTH = 380           # the side column's first width (px); the 3D view takes the rest
 MAX_RECENT = 8
 ANIMATION_MS = 450
 READOUT_INTERVAL_MS = 60
@@ -115,6 +121,10 @@ class RobotPage(QWidget):
         bar.addWidget(QLabel("Robot"))
         self.picker = QComboBox()
         self.picker.setMinimumWidth(260)
+        # long entries (recent files, long titles) are elided in the closed box, not widening the page
+        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.picker.setMinimumContentsLength(28)
+        self.picker.view().setMinimumWidth(420)
         self.picker.setToolTip("Robots of the library (shipped, installed packages) and recent files")
         self.picker.activated.connect(self._on_picked)
         bar.addWidget(self.picker)
@@ -127,7 +137,12 @@ class RobotPage(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setVisible(False)
         bar.addWidget(self.progress)
-        bar.addStretch(1)
+        # the status sits in the tool row (the 3D view keeps the height a row below would take);
+        # a long status is cut, in full in its tooltip and the window's status bar
+        self.status_label = QLabel("")
+        self.status_label.setObjectName("robot_status")
+        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        bar.addWidget(self.status_label, 1)
         self.overlay_buttons = {}
         for key, title in (("frames", "Frames"), ("joint_axes", "Joint axes"), ("com", "CoM"),
                            ("inertia", "Inertia"), ("collision", "Collision")):
@@ -140,54 +155,60 @@ class RobotPage(QWidget):
                              "and principal moments, on the principal axes at the centre of mass")
             bar.addWidget(b)
             self.overlay_buttons[key] = b
-        for title, slot in (("Reset view", lambda: self.view.reset_camera()),
-                            ("Fit", lambda: self.view.fit_to_robot()),
-                            ("Screenshot…", self._screenshot_dialog)):
-            b = QToolButton()
-            b.setText(title)
-            b.clicked.connect(slot)
-            bar.addWidget(b)
+        # Reset view and the screenshot are in the workspace's menu (menu_actions): the row stays
+        # narrow enough for a 1366 px screen
+        fit = QToolButton()
+        fit.setText("Fit")
+        fit.setToolTip("Fit the view to the robot")
+        fit.clicked.connect(lambda: self.view.fit_to_robot())
+        bar.addWidget(fit)
         layout.addLayout(bar)
 
+        # the 3D view takes most of the page; the panels (joints, targets, dynamics, motion) are
+        # tabs of one side column on the right, each scrolling vertically only; the column
+        # collapses (the ▶ button, or the handle dragged to the edge) and its width is remembered
         split = QSplitter(Qt.Orientation.Horizontal)
-        self.joints = JointsPanel()
-        self.joints.q_changed.connect(self.state.set_joint_q)
-        self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(
-            self.state.full_q(old), self.state.full_q(new), text))
-        split.addWidget(self.joints)
+        split.setObjectName("robot_splitter")
         self.view = RobotView()
         self.floating_base = FloatingBaseView(self.view, self.state)
         self.view.link_clicked.connect(self._on_link_clicked)
         self.view.gizmo_pressed.connect(self._on_gizmo_pressed)
         split.addWidget(self.view)
-        self.tabs = QTabWidget()
+        self.joints = JointsPanel()
+        self.joints.q_changed.connect(self.state.set_joint_q)
+        self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(
+            self.state.full_q(old), self.state.full_q(new), text))
         self.targets = TargetsPanel(self.view)
         self.targets.optimise_requested.connect(self.optimise)
         self.targets.cancel_requested.connect(self.cancel_ik)
         self.targets.target_dragged.connect(self._on_target_dragged)
         self.targets.targets_changed.connect(self._on_targets_changed)
         self.targets.end_effector_changed.connect(self.state.set_end_effector)
-        self.tabs.addTab(self.targets, "Targets")
         self.dynamics = DynamicsPanel()
-        self.tabs.addTab(self.dynamics, "Dynamics")
         self.motion = MotionPanel(lambda: self.q)
         self.motion.q_requested.connect(lambda q: self.set_q(q))
         self.motion.simulate_requested.connect(self.simulate)
         self.motion.cancel_requested.connect(self._cancel_simulation)
-        self.tabs.addTab(self.motion, "Motion")
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("robot_side_tabs")
+        self.side_panels = {}
+        for key, title, panel in (("joints", "Joints", self.joints), ("targets", "Targets", self.targets),
+                                  ("dynamics", "Dynamics", self.dynamics), ("motion", "Motion", self.motion)):
+            side = SidePanel(panel, preferred_width=SIDE_WIDTH)
+            side.setObjectName(f"robot_{key}_panel")
+            self.side_panels[key] = side
+            self.tabs.addTab(side, title)
+        self.tabs.setCurrentIndex(1)             # targets first: the workspace's first use
         split.addWidget(self.tabs)
-        # the 3D view takes what the side panels leave; the panels stay at a readable width
-        self.joints.setMaximumWidth(380)
-        self.tabs.setMaximumWidth(460)
-        split.setCollapsible(1, False)
-        split.setStretchFactor(0, 0)
-        split.setStretchFactor(1, 1)
-        split.setStretchFactor(2, 0)
-        split.setSizes([300, 800, 340])
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 0)
+        remember_splitter(split, getattr(self.ctx, "settings", None), SPLITTER_KEY,
+                          default=[1000, SIDE_WIDTH])
+        split.setCollapsible(0, False)           # the 3D view never disappears
+        self.splitter = split
+        self.collapse_button = collapse_button(split, 1, "robot panels")
+        bar.addWidget(self.collapse_button)
         layout.addWidget(split, 1)
-        self.status_label = QLabel("")
-        self.status_label.setObjectName("robot_status")
-        layout.addWidget(self.status_label)
 
         self.undo_action = self._action("Undo", QKeySequence.StandardKey.Undo, self.state.undo)
         self.redo_action = self._action("Redo", QKeySequence.StandardKey.Redo, self.state.redo)
@@ -225,6 +246,7 @@ class RobotPage(QWidget):
 
     def _status(self, message: str) -> None:
         self.status_label.setText(message)
+        self.status_label.setToolTip(message)
         self.ctx.status(message)
 
     # ================================================================== robots
@@ -565,7 +587,9 @@ class RobotPage(QWidget):
             return args
 
     def _open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open robot", "", ";;".join(self.file_filters()))
+        # as File > Open URDF: urdf/ the first time, then the last folder a robot came from
+        path = open_file_name(self, "Open robot", ";;".join(self.file_filters()), self.ctx.settings, "robot",
+                              example_folder("robot"))
         if path:
             self.open_file(path)
 
@@ -598,7 +622,9 @@ class RobotPage(QWidget):
         shot.triggered.connect(self._screenshot_dialog)
         fit = QAction("Fit view to robot", self)
         fit.triggered.connect(self.view.fit_to_robot)
-        return [self.undo_action, self.redo_action, fit, shot]
+        reset = QAction("Reset view", self)
+        reset.triggered.connect(self.view.reset_camera)
+        return [self.undo_action, self.redo_action, fit, reset, shot]
 
     def session_state(self) -> dict:
         self.state.set_targets(self.targets.targets)

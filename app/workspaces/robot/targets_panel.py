@@ -78,6 +78,8 @@ class TargetsPanel(QWidget):
         form = QFormLayout()
         self.link_box = QComboBox()
         self.link_box.setToolTip("The end-effector link (or click a link in the view)")
+        self.link_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.link_box.setMinimumContentsLength(14)      # long link names do not widen the side column
         self.link_box.currentTextChanged.connect(self._on_link_changed)
         form.addRow("End effector", self.link_box)
         layout.addLayout(form)
