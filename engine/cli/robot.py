@@ -205,17 +205,24 @@ def _run_simulate(args) -> int:
 
     model = _load(args)
     n = model.dof
-    for flag, values in (("--q0", args.q0), ("--qd0", args.qd0), ("--tau", args.tau)):
-        if values is not None and len(values) != n:
-            raise ValueError(f"{flag} needs {n} values (one per joint of {model.name}: "
+    nq, nv = int(getattr(model, "nq", n)), int(getattr(model, "nv", n))
+    base = " (a floating base first: x y z, quaternion x y z w)" if nq != n else ""
+    for flag, values, size in (("--q0", args.q0, nq), ("--qd0", args.qd0, nv), ("--tau", args.tau, nv)):
+        if values is not None and len(values) != size:
+            raise ValueError(f"{flag} needs {size} values{base} (joints of {model.name}: "
                              f"{', '.join(model.joint_names)}), got {len(values)}")
-    q0 = neutral_configuration(model).numpy() if args.q0 is None else np.asarray(args.q0, float)
+    if args.q0 is not None:
+        q0 = np.asarray(args.q0, float)
+    elif nq != n:
+        q0 = model.neutral().numpy()
+    else:
+        q0 = neutral_configuration(model).numpy()
     options = SimulationOptions(mode=args.mode, duration=args.duration, dt=args.dt, kp=args.kp, kd=args.kd,
-                                damping=args.damping, frame_rate=args.frame_rate,
+                                damping=args.damping, frame_rate=args.frame_rate, hold_base=args.hold_base,
                                 tau=tuple(args.tau) if args.tau is not None else ())
     keyframes = ([0.0], [np.asarray(args.target, float)]) if args.target is not None else ((), ())
-    if args.target is not None and len(args.target) != n:
-        raise ValueError(f"--target needs {n} joint values, got {len(args.target)}")
+    if args.target is not None and len(args.target) != nq:
+        raise ValueError(f"--target needs {nq} values{base}, got {len(args.target)}")
     result = simulate(model, q0, args.qd0, options, *keyframes)
     out = {"robot": model.name, "joint_names": model.joint_names, "dt": options.dt, **result.to_dict()}
     if args.json:
@@ -223,9 +230,12 @@ def _run_simulate(args) -> int:
         return 0
     print(f"{model.name}: {options.mode.replace('_', ' ')}, {result.t[-1]:.3f} s in steps of {options.dt:g} s, "
           f"{len(result.t)} samples")
+    if nq != n:
+        print(f"  base position {np.round(result.q[0, :3], 6).tolist()} -> {np.round(result.q[-1, :3], 6).tolist()} m")
     print(f"  {'joint':<24}{'q0':>12}{'q(end)':>12}{'qd(end)':>12}")
     for i, name in enumerate(model.joint_names):
-        print(f"  {name:<24}{result.q[0, i]:>12.6f}{result.q[-1, i]:>12.6f}{result.qd[-1, i]:>12.6f}")
+        qi, vi = nq - n + i, nv - n + i
+        print(f"  {name:<24}{result.q[0, qi]:>12.6f}{result.q[-1, qi]:>12.6f}{result.qd[-1, vi]:>12.6f}")
     return 0
 
 
@@ -306,6 +316,8 @@ def register(subparsers) -> None:
     p.add_argument("--kd", type=_finite_number, default=S.kd, help=f"pd_keyframes gain, 1/s (default: {S.kd})")
     p.add_argument("--damping", action=argparse.BooleanOptionalAction, default=S.damping,
                    help="apply the URDF joint damping (default: on)")
+    p.add_argument("--hold-base", action="store_true",
+                   help="a floating robot: hold its base where it is (default: it flies freely, no contacts)")
     p.add_argument("--frame-rate", dest="frame_rate", type=_positive_number, default=S.frame_rate,
                    help=f"samples kept per second of simulated time (default: {S.frame_rate})")
     add_device_option(p)

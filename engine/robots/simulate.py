@@ -61,6 +61,8 @@ class SimulationOptions:
     robot and a light wrist is not made stiff, which keeps the explicit integration stable).
     duration and dt in s; RK4 steps; ``damping``: apply the URDF joint damping (tau -= d qd);
     ``tau``: a constant joint torque (N m or N, one per joint) added in every mode (empty: none).
+    ``hold_base``: a floating robot's base is held where it is (its joints move, the base does
+    not: the joint rows of ``M a = tau - h`` with zero base acceleration); else it flies freely.
     """
 
     mode: str = "free_fall"
@@ -71,6 +73,7 @@ class SimulationOptions:
     damping: bool = True
     frame_rate: float = 60.0      # samples kept per second for playback
     tau: tuple = ()
+    hold_base: bool = False
 
     MODES = ("free_fall", "gravity_compensation", "pd_keyframes")
 
@@ -141,9 +144,12 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     nq, n = int(getattr(model, "nq", model.dof)), int(getattr(model, "nv", model.dof))
     b = 7 if floating else 0            # configuration entries before the joints
     dev = getattr(model, "device", torch.device("cpu"))  # the model's device (--device); float64 on all
-    q = _vector(q0, nq, "initial configuration q0").to(dev)
+    held = floating and options.hold_base
+    q = _vector(q0, nq, "initial configuration q0")
     qd = torch.zeros(n, dtype=torch.float64) if qd0 is None else _vector(qd0, n, "initial velocities")
-    qd = qd.to(dev)
+    if floating and options.hold_base:
+        qd = torch.cat([torch.zeros(6, dtype=torch.float64), qd[6:]])
+    q, qd = q.to(dev), qd.to(dev)
     tau_const = torch.zeros(n, dtype=torch.float64) if len(options.tau) == 0 else _vector(options.tau, n, "tau")
     tau_const = tau_const.to(dev)
     lo = model.joint_limits.lower.detach().to(torch.float64).to(dev)
@@ -163,6 +169,9 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
                 a = options.kp * err - options.kd * qd_
                 tau = tau + model.mass_matrix(q_) @ a
         tau = tau - damping * qd_
+        if held:              # the base held: its acceleration is zero, the joints' rows of M a = tau - h
+            M, h = model.mass_matrix(q_), model.bias_forces(q_, qd_)
+            return torch.cat([torch.zeros(6, dtype=q_.dtype, device=q_.device), torch.linalg.solve(M[6:, 6:], (tau - h)[6:])])
         return model.forward_dynamics(q_, qd_, tau)
 
     h = float(options.dt)

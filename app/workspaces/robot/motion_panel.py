@@ -117,6 +117,11 @@ class MotionPanel(QWidget):
         self.damping_box = QCheckBox("URDF joint damping")
         self.damping_box.setChecked(defaults.damping)
         sim.addRow(self.damping_box)
+        self.hold_base_box = QCheckBox("Hold the base (floating robots)")
+        self.hold_base_box.setToolTip("A legged robot or humanoid: keep its base where it is; "
+                                      "otherwise it flies freely (there are no contacts)")
+        self.hold_base_box.setChecked(True)
+        sim.addRow(self.hold_base_box)
         layout.addLayout(sim)
         srow = QHBoxLayout()
         self.simulate_button = QPushButton("Simulate")
@@ -237,7 +242,7 @@ class MotionPanel(QWidget):
     def simulation_options(self) -> SimulationOptions:
         return SimulationOptions(mode=self.mode_box.currentData(), duration=self.duration_spin.value(),
                                  dt=self.dt_spin.value(), kp=self.kp_spin.value(), kd=self.kd_spin.value(),
-                                 damping=self.damping_box.isChecked())
+                                 damping=self.damping_box.isChecked(), hold_base=self.hold_base_box.isChecked())
 
     def set_simulating(self, busy: bool) -> None:
         self.simulate_button.setEnabled(not busy)

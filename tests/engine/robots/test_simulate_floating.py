@@ -76,3 +76,39 @@ def test_free_flight_converges_at_fourth_order():
         r = simulate(model, q0, v0, SimulationOptions(dt=dt, **opts))
         errs.append(np.abs(r.qd[-1] - ref.qd[-1]).max())
     assert errs[0] / errs[1] == pytest.approx(16, rel=0.35)
+
+
+def test_base_held_moves_like_the_fixed_base_robot():
+    """Holding the floating base equals the same robot with a fixed base at that pose."""
+    from dataclasses import replace
+
+    model = RobotModel.from_file(FLOATING)
+    q0 = model.neutral().numpy().copy()
+    q0[:3] = [0.0, 0.0, 1.0]
+    q0[3:7] = Rotation.from_euler("xyz", [0.3, 0.0, 0.0]).as_quat()
+    q0[7:] = [-0.2, -0.5]
+    opts = SimulationOptions("free_fall", duration=0.3, dt=1e-3, damping=False, hold_base=True, frame_rate=50.0)
+    held = simulate(model, q0, None, opts)
+    np.testing.assert_allclose(held.q[:, :7], np.tile(q0[:7], (len(held.t), 1)), atol=1e-15)
+    # the fixed-base robot: the torso welded to the world at the same pose (gravity turned into the torso frame)
+    desc = replace(model.description, floating_base=False)
+    R = Rotation.from_quat(q0[3:7]).as_matrix()
+    fixed = RobotModel.from_description(desc, gravity=tuple(R.T @ np.array([0.0, 0.0, -9.81])))
+    ref = simulate(fixed, q0[7:], None, replace(opts, hold_base=False))
+    np.testing.assert_allclose(held.q[:, 7:], ref.q, atol=1e-10)
+
+
+def test_cli_free_fall_of_a_quadruped_drops_by_half_g_t_squared(capsys):
+    """No contacts: the whole robot falls at g, its joints do not move relative to each other."""
+    import json
+
+    from engine.cli import main
+
+    assert main(["robot", "simulate", "solo12", "--duration", "0.2", "--dt", "0.002", "--no-damping", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    q, t = np.asarray(out["q"]), np.asarray(out["t"])
+    assert q.shape[1] == 7 + 12 and len(out["joint_names"]) == 12
+    np.testing.assert_allclose(q[:, 2] - q[0, 2], -0.5 * 9.81 * t**2, atol=1e-9)
+    np.testing.assert_allclose(q[:, 7:], np.tile(q[0, 7:], (len(t), 1)), atol=1e-9)
+    assert main(["robot", "simulate", "solo12", "--q0", "0", "0"]) == 2
+    assert "--q0 needs 19 values (a floating base first" in capsys.readouterr().err
