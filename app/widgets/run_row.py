@@ -19,15 +19,17 @@ class RunRow(QWidget):
 
     ``run_text``/``cancel_text``: the buttons' text (``run_text=None``: no run button, for jobs
     started elsewhere); ``progress``: add a progress bar (for
-    :class:`app.widgets.job_progress.PanelJob`); ``run_name``: the run button's object name.
+    :class:`app.widgets.job_progress.PanelJob`); ``run_name``: the run button's object name;
+    ``run_tooltip``: the run button's tooltip when Run is not blocked (else the reason shows).
     """
 
     run_clicked = Signal()
     cancel_clicked = Signal()
 
     def __init__(self, run_text: str | None = "Run", cancel_text: str = "Cancel", *, progress: bool = False,
-                 run_name: str | None = None, parent: QWidget | None = None):
+                 run_name: str | None = None, run_tooltip: str = "", parent: QWidget | None = None):
         super().__init__(parent)
+        self._run_tooltip = run_tooltip
         self._running = False
         self._ready = True
         self._ready_reason = ""
@@ -94,4 +96,4 @@ class RunRow(QWidget):
     def _update(self) -> None:
         why = self.problem()
         self.run_button.setEnabled(not self._running and not why)
-        self.run_button.setToolTip(why)
+        self.run_button.setToolTip(why or self._run_tooltip)

@@ -190,3 +190,21 @@ def test_collapse_button_hides_and_restores_the_side_panel(qtbot, tmp_path):
     assert settings.value("k").split(",")[0] == "0"            # remembered collapsed
     button.click()
     assert abs(splitter.sizes()[0] - before) <= 2
+
+
+def test_run_row_keeps_its_own_tooltip_when_nothing_blocks_it(qtbot):
+    from app.widgets.run_row import RunRow
+
+    row = RunRow("Optimise", run_tooltip="Solve IK for all targets")
+    qtbot.addWidget(row)
+    assert row.run_button.toolTip() == "Solve IK for all targets"
+    row.set_ready(False, "add a target first")
+    assert row.run_button.toolTip() == "add a target first" and not row.run_button.isEnabled()
+    row.set_ready(True)
+    row.set_running(True)
+    assert row.run_button.toolTip() == "Solve IK for all targets" and not row.run_button.isEnabled()
+    clicks = []
+    row.run_clicked.connect(lambda: clicks.append("run"))
+    row.set_running(False)
+    row.run_button.click()
+    assert clicks == ["run"]

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from app.device_preference import preferred_device
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
+from app.widgets.run_row import RunRow
 from app.workspaces.car.models import example_folder
 from app.workspaces.car.jobs import load_log_job, save_selection_job, select_job, train_job
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLPConfig
@@ -117,16 +118,12 @@ class ModelPanel(QWidget):
         bl.addLayout(row)
         lay.addWidget(box)
 
-        row = QHBoxLayout()
-        self.train_button = QPushButton("Train")
-        self.train_button.setObjectName("carTrain")
-        self.train_button.clicked.connect(self.train)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        row.addWidget(self.train_button)
-        row.addWidget(self.cancel_button)
-        lay.addLayout(row)
+        self.run_row = RunRow("Train", run_name="carTrain")
+        self.train_button = self.run_row.run_button
+        self.cancel_button = self.run_row.cancel_button
+        self.run_row.run_clicked.connect(self.train)
+        self.run_row.cancel_clicked.connect(self.cancel)
+        lay.addWidget(self.run_row)
         self.train_label = QLabel("")
         self.train_label.setObjectName("carTrainStatus")
         self.train_label.setWordWrap(True)
@@ -201,8 +198,7 @@ class ModelPanel(QWidget):
         self.loss_plot.set_losses("train", [], "train")
         self.loss_plot.set_losses("val", [], "validation")
         self._epochs = config.model.epochs
-        self.train_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
+        self.run_row.set_running(True)
         m = config.model
         self.train_label.setText(f"Training {m.activation.upper()} {m.layers}×{m.hidden} ({m.loss} loss) "
                                  f"on {what}…")
@@ -243,8 +239,7 @@ class ModelPanel(QWidget):
 
     def _on_ended(self):
         self._job = None
-        self.train_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
+        self.run_row.set_running(False)
 
     def cancel(self):
         if self._job is not None:
@@ -401,19 +396,15 @@ class SelectionGroup(QGroupBox):
         self.loss_checks = self._check_row("Losses", LOSSES, defaults.losses, "carSelectLoss")
         lay.addWidget(self.form)
 
-        row = QHBoxLayout()
-        self.run_button = QPushButton("Run model selection")
-        self.run_button.setObjectName("carSelectRun")
-        self.run_button.setToolTip("Train every (activation, loss, seed) and rank them by TVE on 40 validation "
-                                   "trajectories of 3 s")
-        self.run_button.clicked.connect(self.run)
-        self.cancel_button = QPushButton("Cancel")
+        self.run_row = RunRow("Run model selection", run_name="carSelectRun",
+                              run_tooltip="Train every (activation, loss, seed) and rank them by TVE on 40 "
+                                          "validation trajectories of 3 s")
+        self.run_button = self.run_row.run_button
+        self.cancel_button = self.run_row.cancel_button
         self.cancel_button.setObjectName("carSelectCancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel)
-        row.addWidget(self.run_button)
-        row.addWidget(self.cancel_button)
-        lay.addLayout(row)
+        self.run_row.run_clicked.connect(self.run)
+        self.run_row.cancel_clicked.connect(self.cancel)
+        lay.addWidget(self.run_row)
         self.progress = QProgressBar()
         self.progress.setObjectName("carSelectProgress")
         self.progress.setRange(0, 1000)
@@ -516,8 +507,7 @@ class SelectionGroup(QGroupBox):
             return False
         self._runs = [(a, loss, s) for a in config.activations for loss in config.losses
                       for s in range(config.seeds)]
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
+        self.run_row.set_running(True)
         self.progress.setValue(0)
         self.progress.setVisible(True)
         self.status.setText(f"{len(self._runs)} runs ({len(config.activations)} activations × "
@@ -565,8 +555,7 @@ class SelectionGroup(QGroupBox):
 
     def _on_ended(self):
         self._job = None
-        self.run_button.setEnabled(True)
-        self.cancel_button.setEnabled(False)
+        self.run_row.set_running(False)
         self.progress.setVisible(False)
 
     def cancel(self):

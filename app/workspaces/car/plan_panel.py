@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.widgets.forms import DataclassForm
+from app.widgets.run_row import RunRow
 from app.workspaces.car.models import SIM, ModelCatalogue
 from app.workspaces.car.state import CUSTOM, CarPlannerState, PlanVariant
 from engine.car.costs import PlanWeights
@@ -47,7 +48,7 @@ class PlanPanel(QWidget):
         self.state = state
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addLayout(self._buttons())
+        lay.addWidget(self._buttons())
         lay.addWidget(self._model_box())
         lay.addWidget(self._compare_table())
         lay.addWidget(self._problem_box())
@@ -67,19 +68,17 @@ class PlanPanel(QWidget):
         self.show_plan()
 
     # -- layout ------------------------------------------------------------------------------
-    def _buttons(self) -> QHBoxLayout:
-        row = QHBoxLayout()
-        self.optimise_button = QPushButton("Optimise")
-        self.optimise_button.setObjectName("carOptimise")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
+    def _buttons(self) -> RunRow:
+        """Optimise / Cancel (the widget kit's run row; the page connects the buttons) and Play."""
+        self.run_row = RunRow("Optimise", run_name="carOptimise")
+        self.optimise_button = self.run_row.run_button
+        self.cancel_button = self.run_row.cancel_button
         self.play_button = QPushButton("Play on simulator")
         self.play_button.setObjectName("carPlay")
         self.play_button.setEnabled(False)
         self.play_button.setToolTip("Plays the finished plan for the current targets and settings")
-        for b in (self.optimise_button, self.cancel_button, self.play_button):
-            row.addWidget(b)
-        return row
+        self.run_row.add_widget(self.play_button)
+        return self.run_row
 
     def _model_box(self) -> QGroupBox:
         box = QGroupBox("Model")
@@ -237,8 +236,7 @@ class PlanPanel(QWidget):
 
     def show_plan(self):
         s = self.state
-        self.optimise_button.setEnabled(not s.optimising)
-        self.cancel_button.setEnabled(s.optimising)
+        self.run_row.set_running(s.optimising)
         self.play_button.setEnabled(s.can_play)
         plan = s.plan
         self.fill_compare_table(list(plan.variants) if plan is not None and plan.compared else [])

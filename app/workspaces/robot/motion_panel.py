@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets.run_row import RunRow
 from app.workspaces.robot.robot_jobs import SimulationOptions, interpolate_keyframes
 
 __all__ = ["MotionPanel"]
@@ -123,15 +124,12 @@ class MotionPanel(QWidget):
         self.hold_base_box.setChecked(True)
         sim.addRow(self.hold_base_box)
         layout.addLayout(sim)
-        srow = QHBoxLayout()
-        self.simulate_button = QPushButton("Simulate")
-        self.simulate_button.clicked.connect(lambda: self.simulate_requested.emit(self.simulation_options()))
-        self.sim_cancel_button = QPushButton("Cancel")
-        self.sim_cancel_button.setEnabled(False)
-        self.sim_cancel_button.clicked.connect(self.cancel_requested)
-        srow.addWidget(self.simulate_button)
-        srow.addWidget(self.sim_cancel_button)
-        layout.addLayout(srow)
+        self.sim_row = RunRow("Simulate")
+        self.simulate_button = self.sim_row.run_button
+        self.sim_cancel_button = self.sim_row.cancel_button
+        self.sim_row.run_clicked.connect(lambda: self.simulate_requested.emit(self.simulation_options()))
+        self.sim_row.cancel_clicked.connect(self.cancel_requested)
+        layout.addWidget(self.sim_row)
         self.status_label = QLabel("")
         self.status_label.setWordWrap(True)
         layout.addWidget(self.status_label)
@@ -245,5 +243,4 @@ class MotionPanel(QWidget):
                                  damping=self.damping_box.isChecked(), hold_base=self.hold_base_box.isChecked())
 
     def set_simulating(self, busy: bool) -> None:
-        self.simulate_button.setEnabled(not busy)
-        self.sim_cancel_button.setEnabled(busy)
+        self.sim_row.set_running(busy)

@@ -30,6 +30,7 @@ from scipy.spatial.transform import Rotation
 
 from app.viewer.gizmo import TargetGizmo
 from app.widgets.forms import DataclassForm
+from app.widgets.run_row import RunRow
 from engine.robots.ik import IKOptions
 
 __all__ = ["Target", "TargetsPanel", "pose_from_xyz_rpy", "xyz_rpy_from_pose"]
@@ -120,19 +121,16 @@ class TargetsPanel(QWidget):
         self.position_only_box.toggled.connect(self._on_position_only)
         layout.addWidget(self.position_only_box)
 
-        run = QHBoxLayout()
-        self.optimise_button = QPushButton("Optimise")
-        self.optimise_button.setToolTip("Solve IK for all targets (a job; the robot animates to the solution)")
-        self.optimise_button.clicked.connect(self.optimise_requested)
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel_requested)
+        self.run_row = RunRow("Optimise", run_tooltip="Solve IK for all targets (a job; the robot animates "
+                                                      "to the solution)")
+        self.optimise_button = self.run_row.run_button
+        self.cancel_button = self.run_row.cancel_button
+        self.run_row.run_clicked.connect(self.optimise_requested)
+        self.run_row.cancel_clicked.connect(self.cancel_requested)
         self.follow_box = QCheckBox("Follow")
         self.follow_box.setToolTip("Re-solve while a target is dragged")
-        run.addWidget(self.optimise_button)
-        run.addWidget(self.cancel_button)
-        run.addWidget(self.follow_box)
-        layout.addLayout(run)
+        self.run_row.add_widget(self.follow_box)
+        layout.addWidget(self.run_row)
         self.options_box = QGroupBox("Solver options")
         self.options_box.setCheckable(True)
         self.options_box.setChecked(False)
@@ -296,8 +294,7 @@ class TargetsPanel(QWidget):
         return self.options_form.value()
 
     def set_busy(self, busy: bool) -> None:
-        self.optimise_button.setEnabled(not busy)
-        self.cancel_button.setEnabled(busy)
+        self.run_row.set_running(busy)
 
     def set_message(self, message: str, residual: float | None, ok: bool = True) -> None:
         self.message_label.setText(message)
