@@ -17,6 +17,7 @@ from __future__ import annotations
 import io as _io
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from engine.car.data import DrivingConfig, make_dataset, validation_trajectories
 from engine.car.dynamics import LearnedCarModel, rollout
 from engine.devices import resolve_device
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLP, CarMLPConfig, CarModelError, car_loss, save_car_model
+from engine.runs import restore_training_state, training_state
 from engine.systems.rc_car import CarParams
 from engine.validation import check_int, check_range
 
@@ -78,7 +80,8 @@ def block_split(n: int, val_fraction: float, gen: torch.Generator) -> tuple[torc
 
 
 def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
-                  config: CarMLPConfig = CarMLPConfig(), ctx=None, device: str = "cpu") -> tuple[CarMLP, dict]:
+                  config: CarMLPConfig = CarMLPConfig(), ctx=None, device: str = "cpu",
+                  run=None, resume: bool = False, checkpoint_every: int = 10) -> tuple[CarMLP, dict]:
     """Train on pairs ``inputs`` (N, 5) = (v_i, u_i) -> ``targets`` (N, 3) = v_{i+1}.
 
     Pairs are expected in recording order: the held-out pairs are whole blocks of consecutive
@@ -86,7 +89,10 @@ def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
     ``ctx`` is an optional job context (progress with live metrics, cancellation).
     Returns ``(model, history)`` with per-epoch ``train_loss`` / ``val_loss`` lists. ``device``:
     where it trains (the random draws stay on the CPU, so every device sees the same batches);
-    the model comes back on the CPU.
+    the model comes back on the CPU. ``run``: a run folder (:class:`engine.runs.Run`) that gets
+    every epoch's losses and the whole training state (weights, Adam, the one-cycle schedule,
+    the random streams) every ``checkpoint_every`` epochs and at the end; ``resume``: continue its
+    last checkpoint (engine/car/car_runs.py).
     """
     if inputs.ndim != 2 or inputs.shape[1] != 5 or targets.shape != (inputs.shape[0], 3):
         raise CarModelError(f"training data: expected inputs (N, 5) and targets (N, 3), got "
@@ -109,8 +115,11 @@ def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
                                                 pct_start=0.05, anneal_strategy="cos",
                                                 div_factor=10.0, final_div_factor=50.0)
     history = {"train_loss": [], "val_loss": [], "seconds": 0.0}
+    first = wall0 = 0
+    if resume:
+        first, wall0 = _restore_checkpoint(run, model, opt, sched, gen, history, config.epochs, steps_per_epoch)
     t0 = time.perf_counter()
-    for epoch in range(config.epochs):
+    for epoch in range(first, config.epochs):
         order = train_idx[torch.randperm(len(train_idx), generator=gen)]
         total = 0.0
         for k in range(steps_per_epoch):
@@ -136,6 +145,9 @@ def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
                 val_loss = float("nan")
         history["train_loss"].append(train_loss)
         history["val_loss"].append(val_loss)
+        if run is not None:
+            _record_epoch(run, model, opt, sched, gen, epoch + 1, steps_per_epoch, wall0 + time.perf_counter() - t0,
+                          train_loss, val_loss, config.epochs, checkpoint_every)
         if ctx is not None:
             ctx.progress((epoch + 1) / config.epochs, f"epoch {epoch + 1}/{config.epochs}",
                          {"train_loss": train_loss, "val_loss": val_loss})
@@ -143,6 +155,39 @@ def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
     model.eval()
     return model.to("cpu"), history
 
+
+
+def _record_epoch(run, model, opt, sched, gen, epoch: int, steps_per_epoch: int, wall: float, train_loss: float,
+                  val_loss: float, epochs: int, checkpoint_every: int) -> None:
+    """The epoch's row in the run's metrics; the whole training state every ``checkpoint_every``
+    epochs and at the last (with the epochs the one-cycle schedule was planned for)."""
+    run.log(epoch, epoch * steps_per_epoch, wall, train_loss=train_loss, val_loss=val_loss,
+            lr=opt.param_groups[0]["lr"])
+    if epoch % max(1, checkpoint_every) == 0 or epoch == epochs:
+        run.save_state(epoch, training_state(model, opt, sched, {"batches": gen}),
+                       {"step": epoch * steps_per_epoch, "wall_time": wall, "schedule_epochs": epochs})
+
+
+def _restore_checkpoint(run, model, opt, sched, gen, history: dict, epochs: int, steps_per_epoch: int):
+    """Put the run's last checkpoint back into the objects: ``(epochs done, wall time so far)``.
+
+    Resumed to the epochs its schedule was planned for, the run continues exactly (it ends where
+    an uninterrupted one does). Extended beyond them, the one-cycle schedule is planned again over
+    the new total from the step reached (its learning rate rises again: an extension is a new
+    schedule's tail, not the run it would have been had it been planned that long).
+    """
+    state, meta = run.load_state()
+    same_plan = int(meta.get("schedule_epochs", epochs)) == epochs
+    restore_training_state(state, model, opt, sched if same_plan else None, {"batches": gen})
+    done = int(meta["epoch"])
+    if not same_plan:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "scheduler stepped before the optimiser": a fast-forward
+            sched.last_epoch = done * steps_per_epoch - 1
+            sched.step()
+    history["train_loss"] = [float(r["train_loss"]) for r in run.metrics]
+    history["val_loss"] = [float(r["val_loss"]) for r in run.metrics]
+    return done, float(meta.get("wall_time", 0.0))
 
 
 def trajectory_validation_error(model, validation: dict, h: float) -> tuple[float, np.ndarray]:

@@ -12,11 +12,15 @@ def register(subparsers) -> None:
     _, sub = add_group(subparsers, "car", "RC car: learn its dynamics, optimise trajectories, MPC on a track")
 
     p = sub.add_parser("train", help="simulate driving data and train the learned car model")
-    p.add_argument("--out", required=True, help="folder for car_model.safetensors + car_model.json")
+    p.add_argument("--out", default=None, help="run folder: config.json, metrics.csv, checkpoints/, and "
+                                               "car_model.safetensors + car_model.json when the run ends well")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its last checkpoint (its own settings; --epochs N to extend)")
     p.add_argument("--minutes", type=float, default=None, help="minutes of simulated driving data (default 15)")
     p.add_argument("--log", default=None,
                    help="train on a recorded CSV log (columns t, x, y, yaw, throttle, steering) instead")
-    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=None,
+                   help="default 160; with --resume: the new total (extends a finished run)")
     p.add_argument("--activation", choices=("gelu", "relu"), default=None)
     p.add_argument("--loss", choices=("relative", "l1", "l2"), default=None)
     p.add_argument("--hidden", type=int, default=None)
@@ -65,10 +69,23 @@ def _overrides(args, names):
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
+_RUN_SETTINGS = ("out", "minutes", "log", "activation", "loss", "hidden", "layers", "seed")
+
+
 def _train(args) -> int:
-    from engine.car.training import CarTrainConfig, train_job
+    from engine.car.car_runs import resume_job, train_job
+    from engine.car.training import CarTrainConfig
+    from engine.runs import interrupts_as_keyboard
     from engine.validation import check_output_path
 
+    if args.resume is not None:
+        given = [f"--{n}" for n in _RUN_SETTINGS if getattr(args, n, None) is not None]
+        if given:
+            raise ValueError(f"--resume continues a run with its own settings; leave out {', '.join(given)} "
+                             "(only --epochs and --device go with it)")
+        return _finish_train(args, resume_job(args.resume, args.epochs, device=args.device), interrupts_as_keyboard)
+    if args.out is None:
+        raise ValueError("car train: give --out DIR for a new run or --resume RUN_DIR to continue one")
     check_output_path(args.out, kind="folder", flag="--out", allow_nonempty_folder=True)
     cfg = CarTrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
@@ -83,12 +100,19 @@ def _train(args) -> int:
         prep = load_car_log(args.log, cfg.params, cfg.driving)  # the model lab's reader, then the car's preparation
         dataset = {"inputs": torch.from_numpy(prep["inputs"]).float(),
                    "targets": torch.from_numpy(prep["targets"]).float()}
-    res = run_cli_job(train_job(cfg, args.out, dataset=dataset), quiet=args.json)
-    out = {k: res[k] for k in ("model_dir", "train_loss", "val_loss", "initial_loss", "tve", "samples", "seconds")}
+    return _finish_train(args, train_job(cfg, args.out, dataset=dataset, log_path=args.log), interrupts_as_keyboard)
+
+
+def _finish_train(args, job, interrupts_as_keyboard) -> int:
+    with interrupts_as_keyboard():   # SIGTERM ends the run as Ctrl+C does: recorded, checkpoint kept
+        res = run_cli_job(job, quiet=args.json)
+    out = {k: res[k] for k in ("model_dir", "epochs", "train_loss", "val_loss", "initial_loss", "tve", "samples",
+                               "seconds")}
     if args.json:
         print_json(out)
     else:
-        print(f"trained: loss {out['initial_loss']:.4f} -> {out['train_loss']:.4f}, TVE {out['tve']:.3f}, saved in {args.out}")
+        print(f"trained: loss {out['initial_loss']:.4f} -> {out['train_loss']:.4f}, TVE {out['tve']:.3f}, "
+              f"{out['epochs']} epochs, saved in {out['model_dir']}")
     return 0
 
 
