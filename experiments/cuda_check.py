@@ -379,15 +379,58 @@ def car_checks(dev, ref):
 
 
 def eigenmode_note():
-    import inspect
+    NOTES.append("eigenmode learning and car model training take a device (eigenmode TrainConfig.device, "
+                 "fit_car_model(device=...)); the 'cli' group runs them through `--device`.")
 
-    from engine.eigenmodes.train import learn_mode
-    params = inspect.signature(learn_mode).parameters
-    NOTES.append("eigenmode trainer: learn_mode(" + ", ".join(params) + ") takes no device (CPU only, tensors "
-                 "made with torch.tensor(..., dtype) and .numpy() on results); not run on the device.")
-    from engine.car.training import fit_car_model
-    NOTES.append("car model training: fit_car_model(" + ", ".join(inspect.signature(fit_car_model).parameters)
-                 + ") takes no device (CPU only).")
+
+def cli_commands(tmp: Path) -> list[list[str]]:
+    """Every computing command of ``python -m engine`` on tiny settings (``--device`` is added)."""
+    log = ["resources/logs/panda_joints.csv", "--mapping", "resources/logs/panda_joints.mapping.json"]
+    return [
+        ["robot", "ik", "panda", "--link", "panda_link8", "--target", "0.4", "0.1", "0.5"],
+        ["robot", "simulate", "panda", "--duration", "0.05"],
+        ["robot", "identify", "--epochs", "2", "--duration", "1", "--test-duration", "0.5"],
+        ["identify", "log", *log, "--epochs", "2", "--blackbox-steps", "10"],
+        ["learn", "train", "--model", "symo", "--trajectories", "2", "--epochs", "3", "--hidden", "16",
+         "--out", str(tmp / "learn")],
+        ["learn", "train", "--resume", str(tmp / "learn"), "--epochs", "4"],
+        ["car", "train", "--minutes", "0.2", "--epochs", "2", "--hidden", "16", "--layers", "2",
+         "--out", str(tmp / "car")],
+        ["car", "train", "--resume", str(tmp / "car"), "--epochs", "3"],
+        ["car", "plan", "--scenario", "drifting-turn", "--max-iterations", "3"],
+        ["car", "mpc", "--max-seconds", "1"],
+        ["eigenmode", "learn", "--epochs", "3", "--out", str(tmp / "mode")],
+        ["bench", "ik", "--n", "3", "--batch", "8", "--tracking", "5"],
+        ["bench", "rbd", "--batch", "1,64", "--repeats", "1", "--min-time", "0.01", "--plain-batch", "0",
+         "--floating", "none"],
+        ["bench", "learn", "--models", "symo", "--steps", "3", "--epochs", "10", "--workers", "1"],
+        ["bench", "car", "--cycles", "3"],
+        ["bench", "eigenmode", "--epochs", "3", "--dtypes", "float32"],
+    ]
+
+
+def cli_checks(dev, out: Path):
+    """Each computing command run with ``--device dev`` in a fresh process: exit code and time."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    tmp = out / "cli_runs"
+    tmp.mkdir(parents=True, exist_ok=True)
+    for argv in cli_commands(tmp):
+        name = " ".join(argv[:2])
+
+        def run(argv=argv, name=name):
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "engine", *argv, "--device", dev, "--json"], cwd=root,
+                                  capture_output=True, text=True, timeout=600)
+            seconds = time.perf_counter() - t0
+            last = (proc.stderr.strip().splitlines() or [""])[-1]
+            row("cli", f"{name} --device {dev}", "-", 0, t_dev=seconds,
+                note=f"exit {proc.returncode}" + (f": {last[:150]}" if proc.returncode else ""))
+            if proc.returncode:
+                raise RuntimeError(f"`python -m engine {' '.join(argv)} --device {dev}` exit {proc.returncode}: {last}")
+
+        check(f"cli {name}", run)
 
 
 # ----------------------------------------------------------------------------- report
@@ -413,7 +456,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (the reference's timings)")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--trajectories", type=int, default=16)
-    ap.add_argument("--only", default="robot,learned,car", help="comma-separated groups")
+    ap.add_argument("--only", default="robot,learned,car,cli",
+                    help="comma-separated groups (cli: every computing command with --device)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
@@ -429,6 +473,8 @@ def main(argv=None) -> int:
         learned_checks(args.device, args.ref, args.epochs, args.trajectories)
     if "car" in groups:
         car_checks(args.device, args.ref)
+    if "cli" in groups:
+        cli_checks(args.device, Path(args.out))
     check("notes", eigenmode_note)
     text = table() + "\n\nNOTES\n" + "\n".join(NOTES) + f"\n\nFAILURES ({len(FAILURES)})\n" + "\n".join(
         f"--- {f['check']}: {f['error']}\n{f['traceback']}" for f in FAILURES)
