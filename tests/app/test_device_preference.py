@@ -72,3 +72,21 @@ def test_the_jobs_that_train_follow_the_preference(monkeypatch):
     pref.set_preferred_device("auto")
     eb.train_job("node-rk4", ds, eb.TrainConfig(model="node-rk4", trajectories=2, epochs=1), None)(None)
     assert seen == ["auto"]
+
+
+def test_the_view_menu_offers_the_devices_and_remembers_the_choice(make_window, monkeypatch):
+    from engine import devices
+
+    monkeypatch.setattr(devices, "cuda_available", lambda: False)
+    monkeypatch.setattr(pref, "cuda_available", lambda: False)
+    window = make_window()
+    actions = {a.objectName(): a for a in window.device_menu.actions()}
+    assert [*actions] == ["device_cpu", "device_auto", "device_cuda"]
+    assert actions["device_cpu"].isChecked() and not actions["device_cuda"].isEnabled()
+    assert "No CUDA GPU" in actions["device_cuda"].toolTip()
+    actions["device_auto"].trigger()
+    assert pref.preferred_device() == "auto" and window.settings.value(pref.SETTINGS_KEY) == "auto"
+    window.settings.sync()
+    again = make_window()   # the same settings file: the choice is back, and is the jobs' device
+    assert {a.objectName(): a for a in again.device_menu.actions()}["device_auto"].isChecked()
+    assert pref.preferred_device() == "auto"
