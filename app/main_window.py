@@ -16,9 +16,10 @@ from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QFileDia
 
 from app import settings as app_settings
 from app.context import AppContext
-from app.errors import show_error_dialog
+from app.errors import describe_exception, dialog_title, plain_message, show_error_dialog
 from app.jobs import JobRunner
 from app.logging_setup import QtLogRelay
+from app.widgets.device_menu import add_device_menu
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.job_status import JobStatusWidget
 from app.widgets.log_console import LogConsole
@@ -169,6 +170,8 @@ class MainWindow(QMainWindow):
         toggle.setShortcut(QKeySequence("Ctrl+L"))
         view_menu.addAction(toggle)
         self._add_action(view_menu, "&Full Screen", "F11", self._toggle_full_screen)
+        view_menu.addSeparator()
+        self.device_menu = add_device_menu(view_menu, self.settings, self.show_status)  # cpu / auto / cuda
 
         self.workspace_menu = menubar.addMenu("&Workspace")
         self.workspace_menu.aboutToShow.connect(self._fill_workspace_menu)
@@ -198,10 +201,10 @@ class MainWindow(QMainWindow):
         try:
             module = importlib.import_module(spec.module)
             page = getattr(module, spec.class_name)(self.ctx, None)
-        except Exception:  # noqa: BLE001 - a broken workspace must not take the app down
+        except Exception as exc:  # noqa: BLE001 - a broken workspace must not take the app down
             details = traceback.format_exc()
             log.error("workspace %s failed to start:\n%s", spec.title, details)
-            page = _BrokenPage(spec, details.strip().splitlines()[-1])
+            page = _BrokenPage(spec, describe_exception(exc))
         page.setObjectName(f"page_{key}")
         holder = self.stack.widget(index)
         self.stack.insertWidget(index, page)
@@ -244,7 +247,9 @@ class MainWindow(QMainWindow):
 
     def show_error(self, title: str, message: str) -> None:
         self._errors_shown = getattr(self, "_errors_shown", 0) + 1
-        log.error("%s: %s", title, message)
+        # a user's mistake is a warning in the log (the traceback of an internal error is logged
+        # where it was caught); the dialog says it in plain words
+        log.warning("%s: %s", dialog_title(title), plain_message(message))
         box = show_error_dialog(self, title, message)
         self.error_dialogs = [b for b in self.error_dialogs if b.isVisible()] + [box]
 

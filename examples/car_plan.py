@@ -8,9 +8,9 @@ on the car's simulator model, then the controls executed open loop on the simula
 from __future__ import annotations
 
 from engine.jobs import run_job
-from engine.planning.dynamics import load_dynamics
-from engine.planning.optimiser import OptimiserConfig
-from engine.planning.scenarios import execute_open_loop, plan_trajectory, scenario
+from engine.car.dynamics import load_dynamics
+from engine.car.optimiser import OptimiserConfig
+from engine.car.scenarios import execute_open_loop, plan_trajectory, scenario
 from engine.systems.rc_car import CarParams
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.devices import resolve_device
 from engine.jobs import NullJobContext
 from engine.car.model import CarMLPConfig, load_car_model
 from engine.car.data import DrivingConfig
@@ -36,6 +37,7 @@ class BenchConfig:
     candidates: int = 512
     train_minutes: float = 5.0      # when no model is given, a small model is trained first
     train_epochs: int = 8
+    device: str = "cpu"             # where the learned network runs (cpu, cuda, auto)
 
     def __post_init__(self):
         who = "benchmark setting"
@@ -55,7 +57,8 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
         from engine.car.training import CarTrainConfig, train_job
 
         cfg = CarTrainConfig(model=CarMLPConfig(epochs=config.train_epochs),
-                          driving=DrivingConfig(minutes=config.train_minutes), validation_count=4)
+                          driving=DrivingConfig(minutes=config.train_minutes), validation_count=4,
+                          device=config.device)
         model, h = run_job(train_job(cfg))["model"], params.dt
     if model.config.hidden != 64 or model.config.layers != 8 or model.config.activation != "gelu":
         note = f"model is {model.config.layers}x{model.config.hidden} {model.config.activation}"
@@ -64,7 +67,7 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
     # the Drifting Turn's iteration count depends on the model's landscape: say which model it was
     note += (f" from {model_dir} ({model.config.epochs} epochs)" if model_dir is not None
              else f", trained here for {config.train_epochs} epochs on {config.train_minutes:g} min of driving")
-    dyn = LearnedCarModel(model, h)
+    dyn = LearnedCarModel(model.to(resolve_device(config.device)), h)
     track = default_track()
     field = TrackField(track)
     mpc_cfg = MPCConfig(horizon=config.horizon, iterations=config.iterations, candidates=config.candidates,

@@ -8,9 +8,12 @@ controls (B, N, 2); every cost returns (B,).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
+
+from engine.io import dataclass_from_dict
 
 __all__ = [
     "PlanError",
@@ -42,7 +45,12 @@ class PlanWeights:
 
     @classmethod
     def from_dict(cls, data: dict) -> PlanWeights:
-        return cls(**{k: float(v) for k, v in data.items() if k in cls.__dataclass_fields__})
+        def number(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise PlanError(f"plan weights: {value!r} is not a finite number")
+            return float(value)
+
+        return dataclass_from_dict(cls, data, where="plan weights", error=PlanError, convert=number)
 
 
 @dataclass(frozen=True)

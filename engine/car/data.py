@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 LOG_COLUMNS = ("t", "x", "y", "yaw", "throttle", "steering")
+MIN_SEGMENT_SECONDS = 0.2   # s, the shortest simulated drive that yields training pairs (4 model steps)
 
 
 class CarDataError(ValueError):
@@ -66,6 +67,11 @@ class DrivingConfig:
         check_range(who, "minutes (--minutes)", self.minutes, 0.0, 600.0, lo_open=True, unit="min",
                     hint="the paper drives 15 minutes")
         check_int(who, "segments", self.segments, 1, 10_000)
+        least = self.segments * MIN_SEGMENT_SECONDS / 60.0
+        if self.minutes < least * (1 - 1e-9):
+            raise InputError(f"{self.minutes:g} min is too little driving for {self.segments} drives of at least "
+                             f"{MIN_SEGMENT_SECONDS:g} s each; use at least {least:.3g} minutes",
+                             owner=who, field="minutes (--minutes)")
         check_range(who, "speed_min", self.speed_min, -20.0, 20.0, unit="m/s")
         check_range(who, "speed_max", self.speed_max, self.speed_min, 20.0, lo_open=True, unit="m/s",
                     hint="the fastest reference speed must exceed speed_min")

@@ -50,6 +50,11 @@ class LearnedCarModel:
             p.requires_grad_(False)
 
     def step(self, pose: torch.Tensor, v: torch.Tensor, u: torch.Tensor):
+        device = next(self.model.parameters()).device  # the network's device (--device); poses stay put
+        if device != v.device:
+            return_to = v.device
+            v_next = self.model(v.to(device), u.to(device)).to(return_to)
+            return pose_update(pose, v_next, self.h), v_next
         v_next = self.model(v, u)
         return pose_update(pose, v_next, self.h), v_next
 
@@ -66,18 +71,20 @@ def rollout(dynamics, pose0: torch.Tensor, v0: torch.Tensor, controls: torch.Ten
     return torch.stack(poses, -2), torch.stack(vels, -2)
 
 
-def load_dynamics(spec: str, params: CarParams = CarParams()):
+def load_dynamics(spec: str, params: CarParams = CarParams(), device: str = "cpu"):
     """``"sim"`` (or ``"simulator"``) -> :class:`SimulatorCarModel`; ``"default"`` -> the shipped
     learned model (:func:`engine.car.model.default_model_dir`); else a folder written by
-    :func:`engine.car.model.save_car_model` -> :class:`LearnedCarModel`."""
+    :func:`engine.car.model.save_car_model` -> :class:`LearnedCarModel`. ``device``: where a learned
+    network runs (cpu, cuda, auto; the simulator is the CPU reference)."""
     if spec in ("sim", "simulator"):
         return SimulatorCarModel(params)
     from pathlib import Path
 
     from engine.car.model import DEFAULT_MODEL, default_model_dir, load_car_model
+    from engine.devices import resolve_device
 
     if spec == DEFAULT_MODEL and not Path(spec).exists():
         model, meta = load_car_model(default_model_dir())
-        return LearnedCarModel(model, float(meta.get("h", params.dt)), name="default")
+        return LearnedCarModel(model.to(resolve_device(device)), float(meta.get("h", params.dt)), name="default")
     model, meta = load_car_model(spec)
-    return LearnedCarModel(model, float(meta.get("h", params.dt)), name=Path(spec).name)
+    return LearnedCarModel(model.to(resolve_device(device)), float(meta.get("h", params.dt)), name=Path(spec).name)

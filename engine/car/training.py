@@ -26,6 +26,7 @@ import torch
 from engine import io
 from engine.car.data import DrivingConfig, make_dataset, validation_trajectories
 from engine.car.dynamics import LearnedCarModel, rollout
+from engine.devices import resolve_device
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLP, CarMLPConfig, CarModelError, car_loss, save_car_model
 from engine.systems.rc_car import CarParams
 from engine.validation import check_int, check_range
@@ -51,6 +52,7 @@ class CarTrainConfig:
     params: CarParams = CarParams()
     validation_count: int = 40
     validation_seconds: float = 3.0
+    device: str = "cpu"     # where the network trains (cpu, cuda, auto); the saved model is on the CPU
 
     def __post_init__(self):
         check_int("car training setting", "validation_count", self.validation_count, 1, 10_000)
@@ -76,13 +78,15 @@ def block_split(n: int, val_fraction: float, gen: torch.Generator) -> tuple[torc
 
 
 def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
-                  config: CarMLPConfig = CarMLPConfig(), ctx=None) -> tuple[CarMLP, dict]:
+                  config: CarMLPConfig = CarMLPConfig(), ctx=None, device: str = "cpu") -> tuple[CarMLP, dict]:
     """Train on pairs ``inputs`` (N, 5) = (v_i, u_i) -> ``targets`` (N, 3) = v_{i+1}.
 
     Pairs are expected in recording order: the held-out pairs are whole blocks of consecutive
     steps. One-step loss (``config.loss``), Adam, one-cycle cosine learning rate.
     ``ctx`` is an optional job context (progress with live metrics, cancellation).
-    Returns ``(model, history)`` with per-epoch ``train_loss`` / ``val_loss`` lists.
+    Returns ``(model, history)`` with per-epoch ``train_loss`` / ``val_loss`` lists. ``device``:
+    where it trains (the random draws stay on the CPU, so every device sees the same batches);
+    the model comes back on the CPU.
     """
     if inputs.ndim != 2 or inputs.shape[1] != 5 or targets.shape != (inputs.shape[0], 3):
         raise CarModelError(f"training data: expected inputs (N, 5) and targets (N, 3), got "
@@ -95,6 +99,8 @@ def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
     train_idx, val_idx = block_split(inputs.shape[0], config.val_fraction, gen)
     model = CarMLP(config)
     model.set_normalisation(inputs[train_idx], targets[train_idx])
+    dev = resolve_device(device)
+    model, inputs, targets = model.to(dev), inputs.to(dev), targets.to(dev)
     bs = config.batch_size
     steps_per_epoch = max(1, math.ceil(len(train_idx) / bs))
     total_steps = config.epochs * steps_per_epoch
@@ -135,7 +141,7 @@ def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
                          {"train_loss": train_loss, "val_loss": val_loss})
     history["seconds"] = time.perf_counter() - t0
     model.eval()
-    return model, history
+    return model.to("cpu"), history
 
 
 
@@ -162,7 +168,8 @@ def train_job(config: CarTrainConfig = CarTrainConfig(), out_dir: str | Path | N
         t0 = time.perf_counter()
         data = dataset if dataset is not None else make_dataset(config.params, config.driving, ctx)
         ctx.check_cancelled()
-        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=_Scaled(ctx, 0.1, 0.9))
+        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=_Scaled(ctx, 0.1, 0.9),
+                                    device=config.device)
         val = validation if validation is not None else validation_trajectories(
             config.params, config.validation_count, config.validation_seconds)
         tve, _ = trajectory_validation_error(model, val, config.params.dt)
@@ -207,6 +214,7 @@ class SelectionConfig:
     minutes: float = 15.0
     hidden: int = 64
     layers: int = 8
+    device: str = "cpu"     # where each model trains (cpu, cuda, auto)
 
     def __post_init__(self):
         if not self.activations or any(a not in ACTIVATIONS for a in self.activations):
@@ -238,7 +246,8 @@ def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str 
             mc = CarMLPConfig(hidden=config.hidden, layers=config.layers, activation=act, loss=loss,
                               epochs=config.epochs, seed=seed)
             model, _ = fit_car_model(data["inputs"], data["targets"], mc,
-                                     ctx=_Scaled(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share))
+                                     ctx=_Scaled(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share),
+                                     device=config.device)
             tve, errs = trajectory_validation_error(model, val, params.dt)
             rows.append({"activation": act, "loss": loss, "seed": seed, "tve": tve, "errors": errs.tolist()})
             ctx.progress((i + 1) / len(runs), f"{act}/{loss}/seed {seed}", {"tve": tve})

@@ -117,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     chosen = _chosen_parser(parser, args)
     try:
+        if getattr(args, "device", None) is not None:  # --device: resolved before any work (exit 2 if absent)
+            from engine.cli._common import device_from_args
+
+            args.device = str(device_from_args(args))
         return int(func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted (Ctrl+C): the command stopped before it finished", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.cli._common import print_json
+from engine.cli._common import add_device_option, print_json
 
 
 def register_bench(subparsers) -> None:
@@ -12,6 +12,7 @@ def register_bench(subparsers) -> None:
                         "(train a small one first)")
     p.add_argument("--cycles", type=int, default=60, help="MPC cycles to time")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_bench)
 
@@ -24,7 +25,7 @@ def _bench(args) -> int:
     from engine.validation import check_int
 
     check_int(None, "--threads", args.threads, 1, 1024, hint="torch CPU threads")
-    cfg = BenchConfig(cycles=args.cycles)                   # checked before any work
+    cfg = BenchConfig(cycles=args.cycles, device=args.device)   # checked before any work
     torch.set_num_threads(args.threads)
     from engine.car.model import DEFAULT_MODEL, default_model_dir
 

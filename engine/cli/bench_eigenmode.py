@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from engine.cli._common import print_json
+from engine.cli._common import add_device_option, print_json
 
 
 def _run(args) -> int:
@@ -21,10 +21,11 @@ def _run(args) -> int:
         design = DesignConfig()
         design.train.epochs = args.epochs
         design.train.dtype = dtype
+        design.train.device = args.device
         t0 = time.perf_counter()
         mode = learn_mode(design)
         wall = time.perf_counter() - t0
-        row = {"dtype": dtype, "epochs": args.epochs, "wall_seconds": wall,
+        row = {"dtype": dtype, "device": args.device, "epochs": args.epochs, "wall_seconds": wall,
                "ms_per_epoch": 1000 * mode.seconds / max(args.epochs, 1), **learn_summary(mode)}
         row["target_met"] = bool(mode.seconds * 500 / max(args.epochs, 1) <= 60.0)
         ctrl = StabilisingController.for_mode(mode)
@@ -45,5 +46,6 @@ def register_bench(subparsers) -> None:
     p = subparsers.add_parser("eigenmode", help="time learning the default eigenmode design (target: 500 epochs in <= 60 s)")
     p.add_argument("--epochs", type=int, default=500)
     p.add_argument("--dtypes", nargs="+", choices=["float32", "float64"], default=["float64", "float32"])
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)

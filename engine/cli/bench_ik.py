@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from engine.cli._common import print_json
+from engine.cli._common import add_device_option, print_json
 
 
 def _end_link(model) -> str:
@@ -37,21 +37,22 @@ def _end_link(model) -> str:
 
 
 def run_bench(robot: str = "panda", link: str | None = None, n_single: int = 50, batch: int = 256,
-              tracking_steps: int = 100, threads: int = 1, seed: int = 0) -> dict:
+              tracking_steps: int = 100, threads: int = 1, seed: int = 0, device: str = "cpu") -> dict:
     import torch
 
     from engine.robots.ik import IKOptions, _kinematics, neutral_configuration, solve_ik
+    from engine.devices import resolve_device
     from engine.robots.library import load_robot
 
     torch.set_num_threads(threads)
-    model = load_robot(robot)
+    model = load_robot(robot, device=resolve_device(device))  # float64 on every device
     link = link or _end_link(model)
     kin = _kinematics(model, (link,), model.dtype, model.device)
     gen = torch.Generator().manual_seed(seed)
     lim = model.joint_limits
     lo, hi = lim.lower.clamp(-3.14159, 3.14159), lim.upper.clamp(-3.14159, 3.14159)
     n = max(n_single, batch)
-    q_true = lo + torch.rand(n, model.dof, generator=gen, dtype=model.dtype) * (hi - lo)
+    q_true = lo + torch.rand(n, model.dof, generator=gen, dtype=model.dtype).to(model.device) * (hi - lo)
     with torch.no_grad():
         poses = kin(q_true)[0][:, 0]
     # a chain with fewer than 6 joints cannot follow arbitrary poses: use positions there
@@ -74,7 +75,7 @@ def run_bench(robot: str = "panda", link: str | None = None, n_single: int = 50,
     batch_cpu_ms = (time.process_time() - c0) * 1e3
 
     # tracking: a target moving along a small circle, warm-started
-    q = neutral_configuration(model, model.dtype)
+    q = neutral_configuration(model, model.dtype, model.device)
     with torch.no_grad():
         sv = torch.linalg.svdvals(kin(q)[1][0, :3, :])
     if sv.numel() < 2 or float(sv[1]) < 0.1 * float(sv[0]):
@@ -90,7 +91,7 @@ def run_bench(robot: str = "panda", link: str | None = None, n_single: int = 50,
     t0 = time.perf_counter()
     for k in range(tracking_steps):
         target = start.clone()
-        angle = torch.tensor(2 * 3.14159265 * k / tracking_steps, dtype=model.dtype)
+        angle = torch.tensor(2 * 3.14159265 * k / tracking_steps, dtype=model.dtype, device=model.device)
         target[:3, 3] += radius * ((torch.cos(angle) - 1) * u1 + torch.sin(angle) * u2)
         r = solve_ik(model, {link: target}, q0=q, options=opts)
         q = r.q
@@ -110,7 +111,7 @@ def run_bench(robot: str = "panda", link: str | None = None, n_single: int = 50,
 
 
 def _cmd(args) -> int:
-    res = run_bench(args.robot, args.link, args.n, args.batch, args.tracking, args.threads, args.seed)
+    res = run_bench(args.robot, args.link, args.n, args.batch, args.tracking, args.threads, args.seed, args.device)
     if args.json:
         print_json(res)
         return 0
@@ -137,5 +138,6 @@ def register_bench(subparsers) -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (default: 1; IK is latency-bound: more threads only add synchronisation)")
     p.add_argument("--seed", type=int, default=0)
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.cli._common import print_json, run_cli_job
+from engine.cli._common import add_device_option, print_json, run_cli_job
 
 
 def register_bench(subparsers) -> None:
@@ -17,6 +17,7 @@ def register_bench(subparsers) -> None:
                                                          "the median epoch is scaled to --epochs)")
     p.add_argument("--epochs", type=int, default=2000)
     p.add_argument("--workers", type=int, default=None, help="parallel processes assumed (default: min(2, cores))")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_run)
 
@@ -26,7 +27,8 @@ def _run(args) -> int:
 
     models = tuple(m for m in args.models.split(",") if m)
     result = run_cli_job(lambda ctx: bench_learn(args.system, models, epochs=args.epochs, steps=args.steps,
-                                                 workers=args.workers, ctx=ctx), quiet=args.json)
+                                                 workers=args.workers, ctx=ctx, device=args.device),
+                         quiet=args.json)
     if args.json:
         print_json({k: result[k] for k in ("steps_per_second", "estimated_reproduction_minutes",
                                            "estimated_reproduction_minutes_wall", "workers", "load_average",

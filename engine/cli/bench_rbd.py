@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli._common import print_json
+from engine.cli._common import add_device_option, print_json
 
 
 def _batches(text: str) -> tuple[int, ...]:
@@ -28,7 +28,7 @@ def _run(args) -> int:
 
     floating = tuple(x.strip() for x in args.floating.split(",") if x.strip() and x.strip() != "none")
     cfg = RbdBenchConfig(robot=args.robot, batches=_batches(args.batch), threads=args.threads,
-                         min_time_s=args.min_time, repeats=args.repeats, floating=floating)
+                         min_time_s=args.min_time, repeats=args.repeats, floating=floating, device=args.device)
 
     def progress(fraction, message):
         if not args.json:
@@ -75,5 +75,6 @@ def register_bench(subparsers) -> None:
     p.add_argument("--floating", default=",".join(d.floating),
                    help="floating-base library robots timed against Pinocchio's free-flyer model "
                         "(comma-separated; 'none' for none)")
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.cli._common import add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 from engine.validation import check_output_path
 
 
@@ -22,6 +22,7 @@ def register(subparsers) -> None:
     p.add_argument("--hidden", type=int, default=None)
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_train)
 
@@ -33,6 +34,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-iterations", type=int, default=None)
     p.add_argument("--candidates", type=int, default=None)
     p.add_argument("--save", default=None, help="write the optimised plan (JSON) here")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_plan)
 
@@ -45,6 +47,7 @@ def register(subparsers) -> None:
     p.add_argument("--iterations", type=int, default=None, help="optimiser iterations per cycle")
     p.add_argument("--target-speed", type=float, default=None)
     p.add_argument("--max-seconds", type=float, default=None, help="simulated time limit")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_mpc)
 
@@ -53,6 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--minutes", type=float, default=None)
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_select)
 
@@ -68,7 +72,7 @@ def _train(args) -> int:
     check_output_path(args.out, kind="folder", flag="--out", allow_nonempty_folder=True)
     cfg = CarTrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
-                  driving=replace(cfg.driving, **_overrides(args, ("minutes",))))
+                  driving=replace(cfg.driving, **_overrides(args, ("minutes",))), device=args.device)
     check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     dataset = None
     if args.log:
@@ -111,7 +115,7 @@ def _plan(args) -> int:
         check_output_path(args.save, kind="file", flag="--save")
     plan = scenario(args.scenario) if args.scenario in SCENARIOS or not Path(args.scenario).exists() \
         else load_plan(args.scenario)[0]
-    dyn = load_dynamics(args.model, params)
+    dyn = load_dynamics(args.model, params, device=args.device)
     outcome = run_cli_job(lambda ctx: plan_trajectory(plan, dyn, params, cfg, ctx=ctx), quiet=args.json)
     ex = execute_open_loop(plan, outcome.controls, params)
     r = outcome.result
@@ -140,7 +144,7 @@ def _mpc(args) -> int:
     cfg = MPCConfig(**_overrides(args, ("horizon", "iterations", "target_speed", "max_seconds")))
     check_laps(args.laps)                                   # numbers checked before any work
     track = load_track(args.track)
-    dyn = load_dynamics(args.model, params)
+    dyn = load_dynamics(args.model, params, device=args.device)
     res = run_cli_job(lambda ctx: run_mpc(track, dyn, params, cfg, laps=args.laps, ctx=ctx), quiet=args.json)
     out = {k: res[k] for k in ("completed", "lap_time", "max_track_deviation", "control_rate_hz",
                                "iterations_per_cycle", "cycle_ms", "lap_times", "track")}
@@ -156,7 +160,7 @@ def _mpc(args) -> int:
 def _select(args) -> int:
     from engine.car.training import SelectionConfig, select_models_job
 
-    cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes")))
+    cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes", "device")))
     if args.out:
         check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     res = run_cli_job(select_models_job(cfg, args.out), quiet=args.json)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.cli._common import add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 from engine.validation import check_output_path
 
 
@@ -28,6 +28,7 @@ def _design_from_args(args):
             setattr(getattr(d, part), name, getattr(args, name))
     if d.train.epochs is None:
         d.train.epochs = DesignConfig().train.epochs
+    d.train.device = args.device
     d.validate()
     return d
 
@@ -51,6 +52,7 @@ def _add_design_args(p):
     p.add_argument("--dtype", choices=["float32", "float64"], default=tr.dtype)
     p.add_argument("--seed", type=int, default=tr.seed)
     p.add_argument("--hidden", type=int, default=pot.hidden, help="hidden units of V_theta")
+    add_device_option(p)
 
 
 def _learn(args) -> int:
@@ -61,7 +63,7 @@ def _learn(args) -> int:
     if (args.out is None) == (args.resume is None):
         raise ValueError("eigenmode learn: give --out DIR for a new run or --resume RUN_DIR to continue one")
     if args.resume is not None:
-        job = lambda ctx: learn_into(None, ctx=ctx, resume_dir=args.resume, epochs=args.epochs)
+        job = lambda ctx: learn_into(None, ctx=ctx, resume_dir=args.resume, epochs=args.epochs, device=args.device)
     else:
         design = _design_from_args(args)
         check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work

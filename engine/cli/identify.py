@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.cli._common import add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 
 
 def _config(args):
@@ -14,7 +14,8 @@ def _config(args):
     learn = tuple(k.strip() for k in args.learn.split(",") if k.strip())
     links = tuple(l.strip() for l in args.links.split(",") if l.strip()) if args.links else None
     return LogIdentificationConfig(robot=args.robot, learn=learn, links=links, epochs=args.epochs,
-                                   blackbox_steps=args.blackbox_steps, weighting=args.weighting, seed=args.seed)
+                                   blackbox_steps=args.blackbox_steps, weighting=args.weighting, seed=args.seed,
+                                   device=args.device)
 
 
 def _log(args) -> int:
@@ -30,7 +31,7 @@ def _log(args) -> int:
         overrides["train_ranges"] = [list(args.train_range)]
     prep_config = robot_prepare_config(**overrides)
     prep_config.validate()
-    model = load_robot(config.robot)
+    model = load_robot(config.robot, device=config.device)  # float64 on every device
 
     def job(ctx):
         table = read_log(args.file, ctx)
@@ -101,5 +102,6 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=d.seed, help=f"black-box initialisation seed (default: {d.seed})")
     p.add_argument("--save-urdf", default=None, metavar="FILE.urdf",
                    help="write the robot with the identified parameters as a URDF (visuals and meshes kept)")
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_log)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.cli._common import add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 from engine.validation import check_output_path
 
 
@@ -53,6 +53,7 @@ def register(subparsers) -> None:
                    help="continue the run in RUN_DIR from its last checkpoint (its own settings; --epochs N to extend)")
     p.add_argument("--tensorboard", default=None, metavar="LOGDIR",
                    help="also write the run's scalars and hyperparameters for TensorBoard (the 'tensorboard' extra)")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_train)
 
@@ -70,6 +71,7 @@ def register(subparsers) -> None:
                        help="with --executor ray: the cluster's address HOST:PORT (as `ray start --head` "
                             "prints) or 'auto' (default: RAY_ADDRESS, else a new local Ray instance)")
         p.add_argument("--out", required=True, help="output folder")
+        add_device_option(p)
         p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("sweep", help="models x training-set sizes x seeds, one table")
@@ -104,6 +106,7 @@ def _add_compare(sub) -> None:
     p.add_argument("--lr", type=float, default=defaults.learning_rate, help=f"(default: {defaults.learning_rate})")
     p.add_argument("--out", default=None, help="folder for compare.csv + compare.json, and runs/<model> (each "
                                                "model's run folder)")
+    add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_compare)
 
@@ -116,7 +119,7 @@ def _compare(args) -> int:
     from engine.training.report import rows_to_csv, write_compare_report
 
     config = LogCompareConfig(steps=args.steps, horizon=args.horizon, epochs=args.epochs, learning_rate=args.lr,
-                              hidden=args.hidden, layers=args.layers, seed=args.seed)
+                              hidden=args.hidden, layers=args.layers, seed=args.seed, device=args.device)
     if args.out:
         check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     runs_dir = None if args.out is None else Path(args.out) / "runs"
@@ -164,11 +167,11 @@ def _train(args) -> int:
     if args.resume is not None:
         if args.out is not None:
             raise ValueError("--out and --resume: a resumed run stays in its folder; give one of them")
-        job = resume_job(args.resume, args.epochs)
+        job = resume_job(args.resume, args.epochs, device=args.device)
     else:
         epochs = args.epochs if args.epochs is not None else TrainConfig().epochs
         cfg = TrainConfig(model=args.model, system=args.system, trajectories=args.trajectories, epochs=epochs,
-                          learning_rate=args.lr, hidden=args.hidden, seed=args.seed)
+                          learning_rate=args.lr, hidden=args.hidden, seed=args.seed, device=args.device)
         if args.out:
             check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
         job = train_job(cfg, out_dir=args.out, data_path=args.data)
@@ -206,7 +209,7 @@ def _sweep(args) -> int:
     from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
 
     cfg = SweepConfig(system=args.system, models=args.models, trajectories=args.trajectories, seeds=args.seeds,
-                      epochs=args.epochs)
+                      epochs=args.epochs, device=args.device)
     executor = _executor(args)
     check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     rows = run_cli_job(lambda ctx: run_sweep(cfg, args.out, executor, ctx, data_path=args.data), quiet=args.json)
@@ -224,7 +227,8 @@ def _reproduce(args) -> int:
     executor = _executor(args)
     check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     result = run_cli_job(lambda ctx: reproduce(args.name, args.out, args.epochs, args.seeds, executor, ctx,
-                                               args.trajectories, args.models, args.data), quiet=args.json)
+                                               args.trajectories, args.models, args.data, device=args.device),
+                         quiet=args.json)
     if args.json:
         print_json({"rows": result["rows"], "comparison": result["comparison"], "files": result["files"]})
     else:

@@ -18,7 +18,7 @@ import argparse
 import dataclasses
 import math
 
-from engine.cli._common import add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 from engine.io import finite_or_none
 
 
@@ -74,7 +74,8 @@ def _load(args):
     from engine.robots.library import load_robot
 
     xacro_args = parse_xacro_args(getattr(args, "xacro_args", None))
-    return load_robot(args.robot, **({"xacro_args": xacro_args} if xacro_args else {}))
+    device = {"device": args.device} if getattr(args, "device", None) else {}  # float64 on every device
+    return load_robot(args.robot, **({"xacro_args": xacro_args} if xacro_args else {}), **device)
 
 
 def robot_info(name_or_path, xacro_args=None) -> dict:
@@ -149,12 +150,12 @@ def _run_ik(args) -> int:
     model = _load(args)
     if args.link not in model.link_names:
         raise ValueError(f"robot {model.name!r} has no link {args.link!r}; links: {', '.join(model.link_names)}")
-    target = _pose_from_target(args.target)
+    target = _pose_from_target(args.target).to(model.device)
     q0 = None
     if args.q0 is not None:
         if len(args.q0) != model.dof:
             raise ValueError(f"--q0 needs {model.dof} joint values, got {len(args.q0)}")
-        q0 = torch.tensor(args.q0, dtype=torch.float64)
+        q0 = torch.tensor(args.q0, dtype=torch.float64, device=model.device)
     options = IKOptions(**_dataclass_kwargs(args, IKOptions))
     result = solve_ik(model, {args.link: target}, q0=q0, options=options)
     out = {
@@ -204,17 +205,24 @@ def _run_simulate(args) -> int:
 
     model = _load(args)
     n = model.dof
-    for flag, values in (("--q0", args.q0), ("--qd0", args.qd0), ("--tau", args.tau)):
-        if values is not None and len(values) != n:
-            raise ValueError(f"{flag} needs {n} values (one per joint of {model.name}: "
+    nq, nv = int(getattr(model, "nq", n)), int(getattr(model, "nv", n))
+    base = " (a floating base first: x y z, quaternion x y z w)" if nq != n else ""
+    for flag, values, size in (("--q0", args.q0, nq), ("--qd0", args.qd0, nv), ("--tau", args.tau, nv)):
+        if values is not None and len(values) != size:
+            raise ValueError(f"{flag} needs {size} values{base} (joints of {model.name}: "
                              f"{', '.join(model.joint_names)}), got {len(values)}")
-    q0 = neutral_configuration(model).numpy() if args.q0 is None else np.asarray(args.q0, float)
+    if args.q0 is not None:
+        q0 = np.asarray(args.q0, float)
+    elif nq != n:
+        q0 = model.neutral().numpy()
+    else:
+        q0 = neutral_configuration(model).numpy()
     options = SimulationOptions(mode=args.mode, duration=args.duration, dt=args.dt, kp=args.kp, kd=args.kd,
-                                damping=args.damping, frame_rate=args.frame_rate,
+                                damping=args.damping, frame_rate=args.frame_rate, hold_base=args.hold_base,
                                 tau=tuple(args.tau) if args.tau is not None else ())
     keyframes = ([0.0], [np.asarray(args.target, float)]) if args.target is not None else ((), ())
-    if args.target is not None and len(args.target) != n:
-        raise ValueError(f"--target needs {n} joint values, got {len(args.target)}")
+    if args.target is not None and len(args.target) != nq:
+        raise ValueError(f"--target needs {nq} values{base}, got {len(args.target)}")
     result = simulate(model, q0, args.qd0, options, *keyframes)
     out = {"robot": model.name, "joint_names": model.joint_names, "dt": options.dt, **result.to_dict()}
     if args.json:
@@ -222,9 +230,12 @@ def _run_simulate(args) -> int:
         return 0
     print(f"{model.name}: {options.mode.replace('_', ' ')}, {result.t[-1]:.3f} s in steps of {options.dt:g} s, "
           f"{len(result.t)} samples")
+    if nq != n:
+        print(f"  base position {np.round(result.q[0, :3], 6).tolist()} -> {np.round(result.q[-1, :3], 6).tolist()} m")
     print(f"  {'joint':<24}{'q0':>12}{'q(end)':>12}{'qd(end)':>12}")
     for i, name in enumerate(model.joint_names):
-        print(f"  {name:<24}{result.q[0, i]:>12.6f}{result.q[-1, i]:>12.6f}{result.qd[-1, i]:>12.6f}")
+        qi, vi = nq - n + i, nv - n + i
+        print(f"  {name:<24}{result.q[0, qi]:>12.6f}{result.q[-1, qi]:>12.6f}{result.qd[-1, vi]:>12.6f}")
     return 0
 
 
@@ -277,6 +288,7 @@ def register(subparsers) -> None:
                    help="x y z (m) [roll pitch yaw (rad, URDF convention)]")
     p.add_argument("--q0", nargs="+", type=float, default=None, help="start joint values (default: neutral)")
     _add_dataclass_flags(p, IKOptions)
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run_ik)
 
@@ -304,8 +316,11 @@ def register(subparsers) -> None:
     p.add_argument("--kd", type=_finite_number, default=S.kd, help=f"pd_keyframes gain, 1/s (default: {S.kd})")
     p.add_argument("--damping", action=argparse.BooleanOptionalAction, default=S.damping,
                    help="apply the URDF joint damping (default: on)")
+    p.add_argument("--hold-base", action="store_true",
+                   help="a floating robot: hold its base where it is (default: it flies freely, no contacts)")
     p.add_argument("--frame-rate", dest="frame_rate", type=_positive_number, default=S.frame_rate,
                    help=f"samples kept per second of simulated time (default: {S.frame_rate})")
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON: t, q, qd and the joint names")
     p.set_defaults(func=_run_simulate)
 
@@ -313,6 +328,7 @@ def register(subparsers) -> None:
     p.add_argument("robot", nargs="?", default=IdentificationConfig.robot, help="library name or URDF path "
                    f"(default: {IdentificationConfig.robot})")
     p.add_argument("--links", nargs="+", default=None, help="links to perturb and learn (default: every moving body)")
-    _add_dataclass_flags(p, IdentificationConfig, skip=("robot", "links"))
+    _add_dataclass_flags(p, IdentificationConfig, skip=("robot", "links", "device"))
+    add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON (progress stays off)")
     p.set_defaults(func=_run_identify)

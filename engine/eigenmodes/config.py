@@ -118,6 +118,7 @@ class TrainConfig:
     dtype: str = "float32"       # the house default for learning (float64 gave the same mode, slower)
     seed: int = 0
     grad_clip: float = 10.0
+    device: str = "cpu"           # where it learns: cpu, cuda, cuda:N or auto (engine/devices.py; --device)
 
     def validate(self) -> None:
         if not isinstance(self.epochs, int) or self.epochs < 0:
@@ -131,6 +132,12 @@ class TrainConfig:
             raise ConfigError(f"TrainConfig.dtype: expected 'float32' or 'float64', got {self.dtype!r}")
         if not isinstance(self.seed, int):
             raise ConfigError(f"TrainConfig.seed: expected an integer, got {self.seed!r}")
+        from engine.devices import DeviceError, parse_device_name
+
+        try:
+            parse_device_name(self.device)
+        except DeviceError as exc:
+            raise ConfigError(f"TrainConfig.device: {exc}") from None
 
 
 @dataclass

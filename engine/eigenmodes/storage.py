@@ -39,13 +39,14 @@ def save_mode(mode, directory: str | Path) -> Path:
 
 def learn_into(design: DesignConfig, out_dir: str | Path | None = None, ctx: JobContext | None = None,
                preview=None, resume_dir: str | Path | None = None, epochs: int | None = None,
-               checkpoint_every: int = 50):
+               checkpoint_every: int = 50, device: str | None = None):
     """Learn a mode as a run (:mod:`engine.runs`): in ``out_dir`` (a new run) or continuing the
     run in ``resume_dir`` (``epochs``: the new total, to extend a finished run). The mode files
     take their names only when the run ends well; a cancel, an interrupt or a divergence leaves
     the folder's earlier files as they were (the run's record says what was kept). The whole
     training state is saved every ``checkpoint_every`` epochs and at the end. Returns the
-    :class:`~engine.eigenmodes.train.DesignedMode`; the run folder is ``mode.run_dir``."""
+    :class:`~engine.eigenmodes.train.DesignedMode`; the run folder is ``mode.run_dir``. ``device``
+    (a resume): where it goes on (default: the run's own)."""
     if resume_dir is not None:
         run = Run.open(resume_dir, "eigenmode")
         design = DesignConfig.from_dict(run.config["design"])
@@ -54,6 +55,7 @@ def learn_into(design: DesignConfig, out_dir: str | Path | None = None, ctx: Job
         if target <= done:
             raise RunError(f"{run.path}: the run has {done} epochs; pass --epochs N above {done} to extend it")
         design.train.epochs = target
+        design.train.device = device if device is not None else design.train.device
         run.config["design"] = design.to_dict()
         run.info["status"], run.info["message"] = "running", f"resumed at epoch {done}"
     else:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine.devices import resolve_device
 from engine.eigenmodes.checks import mode_checks
 from engine.eigenmodes.config import DesignConfig
 from engine.eigenmodes.dynamics import closed_loop_energy, closed_loop_field, rk4_trajectory
@@ -141,12 +142,14 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
     design.validate()
     cfg, w, task, plant = design.train, design.weights, design.task, design.plant
     dtype = _dtype(cfg.dtype)
+    device = resolve_device(cfg.device)  # --device; the mode comes back on the CPU in float64
     torch.manual_seed(cfg.seed)
     potential = initial.to(dtype) if initial is not None else PotentialMLP(design.potential, dtype=dtype, seed=cfg.seed)
-    x0 = torch.tensor([*task.q0, 0.0, 0.0], dtype=dtype)
-    target = torch.tensor(task.target, dtype=dtype)
+    potential = potential.to(device)
+    x0 = torch.tensor([*task.q0, 0.0, 0.0], dtype=dtype, device=device)
+    target = torch.tensor(task.target, dtype=dtype, device=device)
     steps = steps_for(task.period, cfg.dt)
-    log_period = torch.tensor(math.log(task.period), dtype=dtype, requires_grad=task.learn_period)
+    log_period = torch.tensor(math.log(task.period), dtype=dtype, device=device, requires_grad=task.learn_period)
     groups = [{"params": list(potential.parameters()), "lr": cfg.lr}]
     if task.learn_period:
         groups.append({"params": [log_period], "lr": cfg.period_lr})
@@ -220,12 +223,12 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
         if preview is not None and (now - last_preview >= preview_interval or epoch == cfg.epochs - 1):
             last_preview = now
             with torch.no_grad():
-                q = xs[:, :2].detach().to(torch.float64)
+                q = xs[:, :2].detach().to("cpu", torch.float64)
                 preview({"epoch": epoch + 1, "q": q.numpy().copy(), "tip": tip_position(q, plant).numpy().copy()})
 
     final_period = float(torch.exp(log_period.detach()))
     seconds = wall0 + time.perf_counter() - start
-    potential = potential.to(torch.float64)
+    potential = potential.to("cpu", torch.float64)
     for p in potential.parameters():
         p.requires_grad_(False)
     checks, traj = evaluate_checks(potential, design, final_period)

@@ -103,6 +103,7 @@ class LogIdentificationConfig:
     blackbox_steps: int = 1500
     blackbox_lr: float = 3e-3
     seed: int = 0
+    device: str = "cpu"     # where the robot model is loaded and fitted (cpu, cuda, auto; float64 everywhere)
 
     def validate(self) -> None:
         if not self.learn:
@@ -267,7 +268,7 @@ def _train_blackbox(x_tr, y_tr, config: LogIdentificationConfig, ctx, progress_s
     xm, xs = x_tr.mean(0), x_tr.std(0).clamp_min(1e-9)
     ym, ys = y_tr.mean(0), y_tr.std(0).clamp_min(1e-9)
     net = MLP(x_tr.shape[1], y_tr.shape[1], config.blackbox_hidden, config.blackbox_layers,
-              init="torch").to(x_tr.dtype)
+              init="torch").to(device=x_tr.device, dtype=x_tr.dtype)
     opt = torch.optim.Adam(net.parameters(), lr=config.blackbox_lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(config.blackbox_steps, 1))
     xn, yn = (x_tr - xm) / xs, (y_tr - ym) / ys

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from engine.jobs import JobContext, NullJobContext
+from engine.devices import resolve_device
 from engine.robots.library import load_robot
 from engine.robots.parametrizations import moving_links
 
@@ -84,6 +85,7 @@ class IdentificationConfig:
     batch_size: int = 256
     identifiability_tol: float = 3e-4
     dtype: str = "float64"
+    device: str = "cpu"      # cpu, cuda, cuda:N or auto (engine/devices.py); the dtype stays the config's
 
     def validate(self) -> None:
         if not 0.0 <= self.perturb < 1.0:
@@ -347,7 +349,8 @@ def identify(config: IdentificationConfig = IdentificationConfig(), ctx: JobCont
     ctx = ctx or NullJobContext()
     t_start = time.monotonic()
     dtype = getattr(torch, config.dtype)
-    truth = model if model is not None else load_robot(config.robot, dtype=dtype)
+    truth = model if model is not None else load_robot(config.robot, dtype=dtype,
+                                                       device=resolve_device(config.device))
     ctx.progress(0.0, f"identification: {truth.name}")
     links, body, attached, fixed = checked_links(truth, config.links, "identification")
     for l in links:

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine.devices import resolve_device
 from engine.robots.model import RobotModel
 
 from engine.runtime import tune_malloc
@@ -66,6 +67,7 @@ class RbdBenchConfig:
     libraries: tuple[str, ...] = ("pinocchio", "pytorch_kinematics", "drm")
     tune_malloc: bool = True                  # see tune_malloc()
     floating: tuple[str, ...] = ("solo12", "talos")   # floating-base robots timed against Pinocchio
+    device: str = "cpu"                       # where ours runs (cpu, cuda, auto); float64 everywhere
 
 
 def _erd_fallback(name: str) -> Path | None:
@@ -131,18 +133,26 @@ def _time_interleaved(fns: dict, cfg: RbdBenchConfig) -> dict:
     return out
 
 
+def _synced(fns: dict, device) -> dict:
+    """``fns`` that wait for their GPU kernels to finish (so the timings hold them); as is on the CPU."""
+    if torch.device(device).type != "cuda":
+        return fns
+    return {k: (lambda f=f: (f(), torch.cuda.synchronize(device))) for k, f in fns.items()}
+
+
 class _Ours:
-    def __init__(self, path: Path, end_link: str):
-        self.model = RobotModel.from_urdf(path, mimic="independent", strict=False)
+    def __init__(self, path: Path, end_link: str, device="cpu"):
+        self.model = RobotModel.from_urdf(path, mimic="independent", strict=False, device=device)
         self.end = end_link
 
     def calls(self, q, qd, qdd):
         m, e = self.model, self.end
-        q, qd, qdd = (torch.as_tensor(x) for x in (q, qd, qdd))
-        return {"fk_jacobian": lambda: (m.forward_kinematics(q), m.jacobian(q, e)),
-                "rnea": lambda: m.inverse_dynamics(q, qd, qdd),
-                "crba": lambda: m.mass_matrix(q),
-                "aba": lambda: m.forward_dynamics(q, qd, qdd, method="articulated")}  # ABA itself, as the references
+        q, qd, qdd = (torch.as_tensor(x, device=m.device) for x in (q, qd, qdd))
+        return _synced({"fk_jacobian": lambda: (m.forward_kinematics(q), m.jacobian(q, e)),
+                        "rnea": lambda: m.inverse_dynamics(q, qd, qdd),
+                        "crba": lambda: m.mass_matrix(q),
+                        "aba": lambda: m.forward_dynamics(q, qd, qdd, method="articulated")},  # ABA itself
+                       m.device)
 
 
 class _Pinocchio:
@@ -252,7 +262,7 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
     torch.set_num_threads(cfg.threads)
     malloc_tuned = tune_malloc() if cfg.tune_malloc else False
     path = resolve_bench_robot(cfg.robot)
-    ours = _Ours(path, "")
+    ours = _Ours(path, "", resolve_device(cfg.device))
     model = ours.model
     end = _end_link(model)
     ours.end = end
@@ -270,8 +280,8 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
     total = len(cfg.batches) * len(ALGORITHMS)
     done = 0
     for batch in cfg.batches:
-        lo = np.maximum(model.joint_limits.lower.numpy(), -np.pi)
-        hi = np.minimum(model.joint_limits.upper.numpy(), np.pi)
+        lo = np.maximum(model.joint_limits.lower.cpu().numpy(), -np.pi)
+        hi = np.minimum(model.joint_limits.upper.cpu().numpy(), np.pi)
         q = rng.uniform(lo, hi, size=(batch, model.dof))
         qd = rng.normal(size=(batch, model.dof))
         qdd = rng.normal(size=(batch, model.dof))
@@ -301,6 +311,7 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
         except Exception as exc:  # a robot this machine does not have: reported in the log only
             log.info("floating-base benchmark of %s failed: %s", name, exc)
     return {"robot": str(cfg.robot), "urdf": str(path), "dof": model.dof, "threads": cfg.threads,
+            "device": str(model.device),
             "end_link": end, "malloc_tuned": malloc_tuned, "rows": rows, "floating_rows": floating_rows}
 
 
@@ -308,7 +319,7 @@ def _floating_calls(model, end, pm, pd, fid, state, pin_state):
     """The four algorithms on one batch, ours and Pinocchio's loop: ``({alg: fn}, {alg: fn})``."""
     import pinocchio as pin
 
-    qt, vt, at = (torch.as_tensor(x) for x in state)
+    qt, vt, at = (torch.as_tensor(x, device=model.device) for x in state)
     qs, vs, as_ = ([np.ascontiguousarray(r) for r in x] for x in pin_state)
     rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -332,7 +343,7 @@ def _floating_calls(model, end, pm, pd, fid, state, pin_state):
     ours = {"fk_jacobian": lambda: (model.forward_kinematics(qt), model.jacobian(qt, end)),
             "rnea": lambda: model.inverse_dynamics(qt, vt, at), "crba": lambda: model.mass_matrix(qt),
             "aba": lambda: model.forward_dynamics(qt, vt, at)}
-    return ours, {"fk_jacobian": fkj, "rnea": rnea, "crba": crba, "aba": aba}
+    return _synced(ours, model.device), {"fk_jacobian": fkj, "rnea": rnea, "crba": crba, "aba": aba}
 
 
 def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
@@ -343,7 +354,7 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
 
     logging.disable(logging.WARNING)
     try:
-        model = load_robot(name, floating_base=True)
+        model = load_robot(name, floating_base=True, device=resolve_device(cfg.device))
     finally:
         logging.disable(logging.NOTSET)
     path = resolve_robot(name)
@@ -355,7 +366,7 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
     rows = []
     for batch in cfg.batches:
         lim = model.joint_limits
-        joints = rng.uniform(np.maximum(lim.lower.numpy(), -np.pi), np.minimum(lim.upper.numpy(), np.pi),
+        joints = rng.uniform(np.maximum(lim.lower.cpu().numpy(), -np.pi), np.minimum(lim.upper.cpu().numpy(), np.pi),
                              (batch, model.dof))
         quat = rng.normal(size=(batch, 4))
         quat /= np.linalg.norm(quat, axis=1, keepdims=True)

@@ -448,16 +448,12 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
             return tau.reshape(shape + (self.nv,))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = self._to_user(dyn_bl.rnea_bl(S, inertials, self._to_internal(qd), self._to_internal(qdd),
-                                            self._gravity_acc(gravity), self._anc, self._chain)).t()
-            if self._armature is not None:
-                tau = tau + self._armature * qdd
-            if damping:
-                tau = tau + self.joint_damping() * qd
-            return tau.reshape(shape + (self.dof,))
-        _, S, inertials = self._kinematic_terms(self._to_internal(q))
-        tau = self._to_user(dyn.rnea(S, inertials, self._to_internal(qd), self._to_internal(qdd),
-                                     self._gravity_acc(gravity), self._anc, self._chain)).t()
+            rnea = dyn_bl.rnea_bl
+        else:
+            _, S, inertials = self._kinematic_terms(self._to_internal(q))
+            rnea = dyn.rnea
+        tau = self._to_user(rnea(S, inertials, self._to_internal(qd), self._to_internal(qdd),
+                                 self._gravity_acc(gravity), self._anc, self._chain)).t()
         if self._armature is not None:
             tau = tau + self._armature * qdd
         if damping:

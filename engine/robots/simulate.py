@@ -61,6 +61,8 @@ class SimulationOptions:
     robot and a light wrist is not made stiff, which keeps the explicit integration stable).
     duration and dt in s; RK4 steps; ``damping``: apply the URDF joint damping (tau -= d qd);
     ``tau``: a constant joint torque (N m or N, one per joint) added in every mode (empty: none).
+    ``hold_base``: a floating robot's base is held where it is (its joints move, the base does
+    not: the joint rows of ``M a = tau - h`` with zero base acceleration); else it flies freely.
     """
 
     mode: str = "free_fall"
@@ -71,6 +73,7 @@ class SimulationOptions:
     damping: bool = True
     frame_rate: float = 60.0      # samples kept per second for playback
     tau: tuple = ()
+    hold_base: bool = False
 
     MODES = ("free_fall", "gravity_compensation", "pd_keyframes")
 
@@ -140,12 +143,18 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     floating = bool(getattr(model, "floating", False))
     nq, n = int(getattr(model, "nq", model.dof)), int(getattr(model, "nv", model.dof))
     b = 7 if floating else 0            # configuration entries before the joints
+    dev = getattr(model, "device", torch.device("cpu"))  # the model's device (--device); float64 on all
+    held = floating and options.hold_base
     q = _vector(q0, nq, "initial configuration q0")
     qd = torch.zeros(n, dtype=torch.float64) if qd0 is None else _vector(qd0, n, "initial velocities")
+    if floating and options.hold_base:
+        qd = torch.cat([torch.zeros(6, dtype=torch.float64), qd[6:]])
+    q, qd = q.to(dev), qd.to(dev)
     tau_const = torch.zeros(n, dtype=torch.float64) if len(options.tau) == 0 else _vector(options.tau, n, "tau")
-    lo = model.joint_limits.lower.detach().to(torch.float64).cpu()
-    hi = model.joint_limits.upper.detach().to(torch.float64).cpu()
-    damping = torch.zeros(n, dtype=torch.float64)
+    tau_const = tau_const.to(dev)
+    lo = model.joint_limits.lower.detach().to(torch.float64).to(dev)
+    hi = model.joint_limits.upper.detach().to(torch.float64).to(dev)
+    damping = torch.zeros(n, dtype=torch.float64, device=dev)
     if options.damping:
         d = model.joint_damping().detach().to(torch.float64).reshape(-1)
         damping[n - d.numel():] = d
@@ -155,17 +164,20 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         if options.mode != "free_fall":
             tau = tau + model.gravity_torques(q_)
             if options.mode == "pd_keyframes":
-                ref = torch.as_tensor(interpolate_keyframes(keyframe_times, keyframe_poses, t))
+                ref = torch.as_tensor(interpolate_keyframes(keyframe_times, keyframe_poses, t), device=dev)
                 err = model.difference(q_, ref) if floating else ref - q_
                 a = options.kp * err - options.kd * qd_
                 tau = tau + model.mass_matrix(q_) @ a
         tau = tau - damping * qd_
+        if held:              # the base held: its acceleration is zero, the joints' rows of M a = tau - h
+            M, h = model.mass_matrix(q_), model.bias_forces(q_, qd_)
+            return torch.cat([torch.zeros(6, dtype=q_.dtype, device=q_.device), torch.linalg.solve(M[6:, 6:], (tau - h)[6:])])
         return model.forward_dynamics(q_, qd_, tau)
 
     h = float(options.dt)
     steps = max(1, int(np.rint(options.duration / h)))
     every = max(1, int(np.rint(1.0 / (options.frame_rate * h))))
-    ts, qs, qds = [0.0], [q.numpy().copy()], [qd.numpy().copy()]
+    ts, qs, qds = [0.0], [q.cpu().numpy().copy()], [qd.cpu().numpy().copy()]
     with torch.no_grad():
         for k in range(steps):
             if floating:      # RK4 in the tangent space at q_k (see the module docstring)
@@ -175,7 +187,7 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
                     delta, v = x[:n], x[n:]
                     return torch.cat([_dexp_inv(delta, v), accel(t, model.integrate(qk, delta), v)])
 
-                x = rk4_step_t(field, k * h, torch.cat([torch.zeros(n, dtype=torch.float64), qd]), h)
+                x = rk4_step_t(field, k * h, torch.cat([torch.zeros(n, dtype=torch.float64, device=dev), qd]), h)
                 q, qd = model.integrate(qk, x[:n]), x[n:]
             else:
                 x = rk4_step_t(lambda t, x: torch.cat([x[n:], accel(t, x[:n], x[n:])]), k * h, torch.cat([q, qd]), h)
@@ -191,8 +203,8 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
                                          f"try a smaller time step")
             if (k + 1) % every == 0 or k + 1 == steps:
                 ts.append((k + 1) * h)
-                qs.append(q.numpy().copy())
-                qds.append(qd.numpy().copy())
+                qs.append(q.cpu().numpy().copy())
+                qds.append(qd.cpu().numpy().copy())
             if k % 20 == 0:
                 if check_cancelled is not None:
                     check_cancelled()

@@ -458,8 +458,10 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
     dyn = el.find("dynamics")
     damping = _float(ctx, dyn, "damping", 0.0) if dyn is not None else 0.0
     friction = _float(ctx, dyn, "friction", 0.0) if dyn is not None else 0.0
-    if damping < 0 or friction < 0:
-        raise ctx.error(f"joint {name!r}: damping and friction must be non-negative", dyn)
+    # not in the URDF standard: the rotor inertia MJCF calls armature (written back by urdf_export)
+    armature = _float(ctx, dyn, "armature", 0.0) if dyn is not None else 0.0
+    if damping < 0 or friction < 0 or armature < 0:
+        raise ctx.error(f"joint {name!r}: damping, friction and armature must be non-negative", dyn)
     mimic = None
     mim = el.find("mimic")
     if mim is not None:
@@ -472,7 +474,7 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
             mimic = Mimic(joint=mim.get("joint"), multiplier=_float(ctx, mim, "multiplier", 1.0),
                           offset=_float(ctx, mim, "offset", 0.0))
     return Joint(name=name, type=jtype, parent=links["parent"], child=links["child"], origin=_origin(ctx, el),
-                 axis=axis, limit=limit, damping=damping, friction=friction, mimic=mimic)
+                 axis=axis, limit=limit, damping=damping, friction=friction, mimic=mimic, armature=armature)
 
 
 def _check_tree(ctx: _Ctx, links: list[Link], joints: list[Joint], joint_els: dict) -> str:

@@ -11,6 +11,9 @@ written back, everything else kept.
 - otherwise (xacro, MJCF, a description built in code) a URDF is generated from the description
   (links, joints, inertials, visuals and collisions with absolute mesh paths).
 
+Joint armature (MJCF's rotor inertia, which URDF lacks) is written as an extra ``armature``
+attribute of ``<dynamics>``, which our loader reads and other URDF readers ignore.
+
 Numbers are written with 17 significant digits, so the file loads back to the same float64
 model. The save is atomic (a temporary file, then a rename).
 """
@@ -113,8 +116,10 @@ def description_to_urdf(desc: RobotDescription) -> bytes:
                 etree.SubElement(el, "limit", **lim)
             else:
                 etree.SubElement(el, "limit", lower="-1e9", upper="1e9", **lim)
-            if j.damping or j.friction:
-                etree.SubElement(el, "dynamics", damping=_num(j.damping), friction=_num(j.friction))
+            if j.damping or j.friction or j.armature:
+                dyn = etree.SubElement(el, "dynamics", damping=_num(j.damping), friction=_num(j.friction))
+                if j.armature:     # an extension attribute (URDF has no rotor inertia); our loader reads it
+                    dyn.set("armature", _num(j.armature))
             if j.mimic is not None:
                 etree.SubElement(el, "mimic", joint=j.mimic.joint, multiplier=_num(j.mimic.multiplier),
                                  offset=_num(j.mimic.offset))
@@ -149,11 +154,13 @@ def _edit_original(desc: RobotDescription, source: Path, out_dir: Path) -> bytes
         if j is None or j.type == "fixed":
             continue
         dyn = el.find("dynamics")
-        if dyn is None and (j.damping or j.friction):
+        if dyn is None and (j.damping or j.friction or j.armature):
             dyn = etree.SubElement(el, "dynamics")
         if dyn is not None:
             dyn.set("damping", _num(j.damping))
             dyn.set("friction", _num(j.friction))
+            if j.armature:
+                dyn.set("armature", _num(j.armature))
     src_dir = source.resolve().parent
     if src_dir != out_dir.resolve():
         for mesh in root.iter("mesh"):

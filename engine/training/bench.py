@@ -42,9 +42,11 @@ def _bench_epoch(model, opt, sched, batches, ctx) -> None:
     loss, _ = _train_epoch(model, opt, batches, ctx)
     sched.step(loss)
     _snapshot_if_finite(model)
+    if batches.packed.device.type == "cuda":  # the epoch's kernels finish inside its timing
+        torch.cuda.synchronize(batches.packed.device)
 
 
-def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=None) -> dict:
+def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=None, device: str = "cpu") -> dict:
     """Per model: median epoch times at every N scaled to ``epochs``, plus one evaluation per N."""
     torch.set_num_threads(1)
     tune_malloc()  # as fit does
@@ -57,9 +59,9 @@ def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=Non
         est_wall = est_cpu = 0.0
         detail = {}
         for n in trajectories:
-            cfg = TrainConfig(model=name, system=system, trajectories=n, epochs=epochs)
+            cfg = TrainConfig(model=name, system=system, trajectories=n, epochs=epochs, device=device)
             model = build_for(cfg, ds)
-            batches = TrainingBatches.build(ds, cfg, next(model.parameters()).dtype)
+            batches = TrainingBatches.build(ds, cfg, next(model.parameters()).dtype, next(model.parameters()).device)
             opt = adam_optimizer(model.parameters(), cfg.lr)
             sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=cfg.patience, factor=cfg.factor)
             per_epoch = batches.per_epoch()
@@ -111,8 +113,9 @@ def _mean_of(measurements: list[dict]) -> dict:
 
 
 def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 16, 32, 64, 128), epochs: int = 2000,
-                steps: int = 24, workers: int | None = None, ctx=None) -> dict:
+                steps: int = 24, workers: int | None = None, ctx=None, device: str = "cpu") -> dict:
     """``steps``: timed mini-batches per model and N (rounded up to whole epochs, at least 3 epochs).
+    ``device``: where the models train (cpu, cuda, auto; CPU time is then only the host's share).
 
     With ``workers`` > 1 the measurement runs in that many spawned processes at once, each timing
     every model (the figures are their mean): a sweep keeps every core busy, and processes that
@@ -124,7 +127,8 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     models = tuple(models)
     trajectories = tuple(trajectories)
     workers = int(workers or min(2, os.cpu_count() or 1))
-    task = {"system": system, "models": models, "trajectories": trajectories, "epochs": epochs, "steps": steps}
+    task = {"system": system, "models": models, "trajectories": trajectories, "epochs": epochs, "steps": steps,
+            "device": device}
     if workers == 1:
         per_model = _measure(**task, ctx=ctx)
     else:
@@ -142,7 +146,7 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     total_cpu = sum(v["estimated_run_seconds"] for v in per_model.values())
     total_wall = sum(v["estimated_run_seconds_wall"] for v in per_model.values())
     return {
-        "system": system, "epochs": epochs, "trajectories": list(trajectories), "workers": workers,
+        "system": system, "epochs": epochs, "trajectories": list(trajectories), "workers": workers, "device": device,
         "steps_per_second": {m: v["steps_per_second"] for m, v in per_model.items()},
         "estimated_reproduction_minutes": total_cpu / workers / 60.0,
         "estimated_reproduction_minutes_wall": total_wall / workers / 60.0,

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from engine.data.log_dataset import LogSystem, log_dataset
+from engine.devices import resolve_device
 from engine.logs import LogMapping, PrepareConfig, prepare_log, read_log
 from engine.models import ModelSpec, build_model, model_names
 from engine.training.config import TrainConfig
@@ -45,6 +46,7 @@ class LogCompareConfig:
     hidden: int = 64
     layers: int = 2
     seed: int = 0
+    device: str = "cpu"     # where the models train: cpu, cuda, cuda:N or auto (engine/devices.py)
 
     def __post_init__(self):
         for name in ("steps", "horizon", "epochs", "hidden", "layers"):
@@ -75,7 +77,7 @@ def train_config_for(model: str, dataset, config: LogCompareConfig | None = None
     if dataset.kind == "log":
         c = config or LogCompareConfig()
         overrides.setdefault("trajectories", len(dataset.train_x))
-        for key in ("epochs", "learning_rate", "hidden", "layers", "seed"):
+        for key in ("epochs", "learning_rate", "hidden", "layers", "seed", "device"):
             overrides.setdefault(key, getattr(c, key))
         overrides["system"] = "pendulum"
         cfg = TrainConfig(model=model, **overrides)
@@ -92,7 +94,8 @@ def build_learned_model(model: str, dataset, train_config, spec_overrides: dict 
     spec_overrides["layers"] = train_config.layers
     spec_overrides.setdefault("init", train_config.init)
     torch.manual_seed(train_config.seed)
-    return build_model(model, model_spec_for(dataset.system, dataset.h, **spec_overrides))
+    return build_model(model, model_spec_for(dataset.system, dataset.h, **spec_overrides)).to(
+        resolve_device(getattr(train_config, "device", "cpu")))
 
 
 def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: dict | None = None,
@@ -142,7 +145,7 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
             row["error"] = str(exc)
     if ctx is not None:
         ctx.progress(hi, f"{model_type}: done")
-    return {"row": row, "model": model, "losses": losses, "curves": curves,
+    return {"row": row, "model": model.to("cpu"), "losses": losses, "curves": curves,  # handed back on the CPU
             "run_dir": None if run is None else str(run.path)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from engine.data.config import PROTOCOLS, protocol_for
+from engine.devices import parse_device_name
 from engine.io import dataclass_from_dict
 from engine.models.nets import INITS
 from engine.validation import check_allocation, check_choice, check_int, check_range
@@ -37,9 +38,11 @@ class TrainConfig:
     checkpoint_every: int = 100         # epochs between on-disk checkpoints (with a checkpoint dir)
     threads: int | None = 1             # torch intra-op threads (process-wide; None: leave as is). One thread
                                         # is fastest for these small networks; more oversubscribes a busy CPU
+    device: str = "cpu"                 # cpu, cuda, cuda:N or auto (engine/devices.py; --device)
 
     def __post_init__(self):
         check_choice("training setting", "system (--system)", self.system, PROTOCOLS)
+        self.device = parse_device_name(self.device)  # a name; resolved where the model is built
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
         for name in ("trajectories", "epochs", "layers", "batch_factor", "checkpoint_every"):

@@ -77,7 +77,7 @@ def train_job(config: TrainConfig, out_dir: str | Path | None = None, data_path:
     return job
 
 
-def resume_plan(run_dir: str | Path, epochs: int | None = None) -> tuple[Run, TrainConfig]:
+def resume_plan(run_dir: str | Path, epochs: int | None = None, device: str | None = None) -> tuple[Run, TrainConfig]:
     """The run in ``run_dir`` and the config it resumes with (``epochs``: the new total).
 
     A finished run resumes only to extend it (``epochs`` above the epochs it has trained); an
@@ -92,15 +92,16 @@ def resume_plan(run_dir: str | Path, epochs: int | None = None) -> tuple[Run, Tr
     if target <= done:
         raise RunError(f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it "
                        f"(got {target})")
+    config = replace(config, device=device) if device is not None else config  # where it goes on (--device)
     return run, replace(config, epochs=target)
 
 
-def resume_job(run_dir: str | Path, epochs: int | None = None, dataset=None):
+def resume_job(run_dir: str | Path, epochs: int | None = None, dataset=None, device: str | None = None):
     """A job that continues the run in ``run_dir`` from its last checkpoint up to ``epochs`` (default:
     its planned epochs): weights, optimiser, scheduler and random streams restored, so it ends
     where an uninterrupted run would. ``dataset``: the data, when they cannot be rebuilt from
     the run's config (a log); checked against the run's fingerprint."""
-    run, config = resume_plan(run_dir, epochs)
+    run, config = resume_plan(run_dir, epochs, device)
 
     def job(ctx: JobContext):
         ds = dataset if dataset is not None else dataset_from_source(run, ctx)

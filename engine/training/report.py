@@ -132,14 +132,14 @@ def compare_with_paper(rows: list[dict], system: str) -> list[dict]:
 
 
 def reproduce(name: str, out_dir: str | Path, epochs: int = 2000, seeds=(0,), executor=None, ctx=None,
-              trajectories=(8, 16, 32, 64, 128), models=None, data_path=None) -> dict:
+              trajectories=(8, 16, 32, 64, 128), models=None, data_path=None, device: str = "cpu") -> dict:
     """Run the paper's protocol for ``name`` and write results.csv/json, comparison.json and figure.png."""
     try:
         system = REPRODUCTIONS[name]
     except KeyError:
         raise ValueError(f"unknown reproduction {name!r}; choose one of {', '.join(REPRODUCTIONS)}") from None
     cfg = SweepConfig(system=system, epochs=epochs, seeds=tuple(seeds), trajectories=tuple(trajectories),
-                      **({"models": tuple(models)} if models else {}))
+                      device=device, **({"models": tuple(models)} if models else {}))
     rows = run_sweep(cfg, out_dir, executor, ctx, data_path=data_path)
     out = Path(out_dir)
     csv_path, json_path = write_table(rows, out)

@@ -45,6 +45,7 @@ class SweepConfig:
     hidden: int | None = None
     data_seed: int = 0
     long_term_steps: int = 500
+    device: str = "cpu"         # every run's TrainConfig.device (--device)
 
     def __post_init__(self):
         self.models = tuple(self.models)
@@ -61,7 +62,7 @@ class SweepConfig:
 
     def train_configs(self) -> list[TrainConfig]:
         return [TrainConfig(model=m, system=self.system, trajectories=n, epochs=self.epochs,
-                            learning_rate=self.learning_rate, hidden=self.hidden, seed=s)
+                            learning_rate=self.learning_rate, hidden=self.hidden, seed=s, device=self.device)
                 for m in self.models for n in self.trajectories for s in self.seeds]
 
     def to_dict(self) -> dict:

@@ -22,6 +22,7 @@ import torch
 
 from engine.data.dataset import TrajectoryDataset
 from engine.data.windows import Windows, make_windows
+from engine.devices import resolve_device
 from engine.io import save_tensors, write_json
 from engine.jobs import JobContext, NullJobContext
 from engine.models.base import LearnedDynamics, ModelSpec
@@ -59,7 +60,7 @@ def build_for(config: TrainConfig, dataset: TrajectoryDataset) -> LearnedDynamic
     torch.manual_seed(config.seed)
     spec = ModelSpec.for_system(dataset.system, dataset.h, hidden=config.width, layers=config.layers,
                                 init=config.init)
-    return build_model(config.model, spec)
+    return build_model(config.model, spec).to(resolve_device(config.device))  # float32 unless asked
 
 
 def adam_optimizer(params, lr):
@@ -275,7 +276,7 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
         meta = _model_meta(model, config, dataset, result.epochs, status="done", metrics=metrics,
                            seconds=result.seconds)
         run.finish(lambda tmp: write_model_files(tmp, model, meta), metrics, f"done: {result.epochs} epochs")
-    return {"row": row, "model": model, "losses": losses, "run": run}
+    return {"row": row, "model": model.to("cpu"), "losses": losses, "run": run}  # handed back on the CPU
 
 
 def recording(run: Run | None):

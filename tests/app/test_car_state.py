@@ -264,3 +264,14 @@ def test_the_state_modules_import_no_qt():
             "print(sorted(m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_open_dialogs_start_in_the_shipped_examples():
+    from pathlib import Path
+
+    from app.workspaces.car.models import example_folder
+
+    assert (Path(example_folder("track")) / "default.csv").is_file()
+    assert (Path(example_folder("model")) / "default" / "car_model.json").is_file()
+    assert (Path(example_folder("log")) / "rc_car_mocap.csv").is_file()
+    assert example_folder("plan") == ""                   # no shipped plans: the last folder or the default

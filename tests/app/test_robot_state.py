@@ -153,3 +153,42 @@ def test_support_polygon_is_scipys_convex_hull():
     assert _inside(np.array([*pts[:, :2].mean(0), 0.0]), poly)
     assert not _inside(np.array([10.0, 0.0, 0.0]), poly)
     assert len(support_polygon(pts[:2])) == 2 and not _inside(np.zeros(3), support_polygon(pts[:2]))
+
+
+def test_a_floating_robot_stands_and_its_balance_matches_pinocchio():
+    from pathlib import Path
+
+    from scipy.spatial.transform import Rotation
+
+    path = Path(__file__).parents[1] / "engine" / "robots" / "mjcf" / "floating.xml"
+    loaded = load_robot_job(str(path))(NullJobContext())
+    s = RobotState()
+    s.set_robot(loaded)
+    model = loaded.model
+    assert s.floating and s.base_size == 7 and s.q.shape == (model.nq,)
+    assert s.lowest_contact_z() == pytest.approx(0.0, abs=1e-9)        # the shin's end on the ground
+    # the shin's cylinder is 0.4 m long from the knee: its lowest point on the ground puts the knee there
+    knee_z = s.link_poses()["shin"][2, 3]
+    assert 0.35 < knee_z <= 0.45
+    # the joints move, the base stays; the base moves, the joints stay
+    base = s.base_pose()
+    s.set_joint_q([-0.3, -0.6])
+    np.testing.assert_allclose(s.base_pose(), base, atol=1e-12)
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_euler("xyz", [0.1, 0.2, 0.3]).as_matrix()
+    T[:3, 3] = [0.2, -0.1, 0.9]
+    s.set_base_pose(T)
+    np.testing.assert_allclose(s.base_pose(), T, atol=1e-12)
+    np.testing.assert_allclose(s.joint_q, [-0.3, -0.6])
+    import mujoco
+
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    md = mujoco.MjData(mm)
+    md.qpos[:] = np.concatenate([s.q[:3], [s.q[6]], s.q[3:6], s.q[7:]])      # MuJoCo's quaternion: w, x, y, z
+    mujoco.mj_forward(mm, md)
+    b = s.balance()
+    np.testing.assert_allclose(b.com, md.subtree_com[mm.body("torso").id], atol=1e-12)
+    np.testing.assert_allclose(b.com_ground, [*b.com[:2], 0.0])
+    assert s.contact_links == ("shin",) and not b.inside
+    with pytest.raises(ValueError, match="a base \\(7\\) and 2 joints"):
+        s.set_q(np.zeros(2))

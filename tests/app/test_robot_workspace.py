@@ -423,3 +423,31 @@ def test_inertia_boxes_toggle_and_follow_the_robot(env, qtbot):
     button.click()
     assert not page.view.overlay_visible("inertia")
     env.close(page)
+
+
+def test_quadruped_stands_with_its_support_polygon_and_the_base_gizmo_moves_it(env, qtbot):
+    page = env.page()
+    with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+        page.load_robot("solo12")
+    state = page.state
+    assert state.floating and len(state.contact_links) == 4
+    b = state.balance()
+    assert len(b.support) >= 4 and b.inside                   # standing: the CoM above its four feet
+    assert state.lowest_contact_z() == pytest.approx(0.0, abs=1e-9)  # the feet on the ground plane
+    feet = [state.link_poses()[l][:3, 3] for l in state.contact_links]
+    assert all(np.min(np.linalg.norm(b.support[:, :2] - f[:2], axis=1)) < 0.03 for f in feet)
+    gizmo = page.floating_base.gizmo
+    assert gizmo in page.view.gizmos
+    np.testing.assert_allclose(gizmo.pose, state.base_pose(), atol=1e-12)
+    page.view.save_screenshot("/tmp/robots-shots/robot-solo12-standing.png")
+    start = state.q.copy()
+    T = state.base_pose()
+    T[:3, 3] += [0.1, 0.0, 0.05]
+    gizmo.set_pose(T, emit=True)                               # a drag of the base gizmo
+    gizmo.drag_finished.emit()
+    np.testing.assert_allclose(state.base_pose(), T, atol=1e-12)
+    np.testing.assert_allclose(state.joint_q, start[7:])
+    page.undo_action.trigger()
+    np.testing.assert_allclose(page.q, start, atol=1e-12)
+    assert len(page.joints.q) == page.robot.model.dof == 12
+    env.close(page)

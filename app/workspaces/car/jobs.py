@@ -13,6 +13,8 @@ import time
 from collections import deque
 from pathlib import Path
 
+from app.device_preference import preferred_device
+
 __all__ = ["Feed", "Latest", "Pacer", "drive_job", "load_log_job", "optimise_job", "save_selection_job",
            "select_job", "train_job"]
 
@@ -56,13 +58,15 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
     """Plan on each ``(label, model spec)`` of ``variants`` (the first is the main plan), run
     every plan open loop on the simulator; ``compare`` is an optional extra model whose plan
     is only drawn. Returns the first variant's result with ``variants`` (all of them)."""
+    device = preferred_device()  # View > Compute Device, as it was when the job was asked for
+
     def job(ctx):
         from engine.car.dynamics import load_dynamics
         from engine.car.scenarios import execute_open_loop, plan_trajectory
 
         results = []
         for k, (label, spec) in enumerate(variants):
-            dyn = load_dynamics(spec, params)
+            dyn = load_dynamics(spec, params, device=device)
             costs: list[float] = []
 
             def on_iteration(i, cost, W, traj, k=k, label=label, costs=costs):
@@ -84,7 +88,7 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
         result["variants"] = results
         result["compare"] = None
         if compare:
-            other = load_dynamics(compare, params)
+            other = load_dynamics(compare, params, device=device)
             o = plan_trajectory(plan, other, params, cfg, ctx=ctx)
             result["compare"] = {"model": other.name, "pose": o.result.pose.numpy(),
                                  "controls": o.controls.numpy()}
@@ -149,11 +153,13 @@ def drive_job(track, spec: str, params, cfg, laps: int, feed: Feed, real_time: b
     With ``real_time`` the loop is held to one cycle per ``params.dt`` of wall time, so the
     car laps at the simulated pace; the result adds ``achieved_hz`` and ``real_time``.
     """
+    device = preferred_device()  # View > Compute Device
+
     def job(ctx):
         from engine.car.dynamics import load_dynamics
         from engine.car.mpc import run_mpc
 
-        dyn = load_dynamics(spec, params)
+        dyn = load_dynamics(spec, params, device=device)
         pacer = Pacer(params.dt, real_time, ctx)
         last: dict = {}
 
@@ -192,9 +198,11 @@ def select_job(config, params):
     """The paper's model selection (:func:`engine.car.training.select_models_job`): every
     (activation, loss, seed) of ``config`` trained on the same simulated driving and ranked by
     TVE (m) on 40 validation trajectories; nothing is written, the UI gets the table and runs."""
+    from dataclasses import replace
+
     from engine.car.training import select_models_job
 
-    return select_models_job(config, None, params)
+    return select_models_job(replace(config, device=preferred_device()), None, params)  # View > Compute Device
 
 
 def save_selection_job(result: dict, folder: str):

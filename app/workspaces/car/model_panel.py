@@ -33,9 +33,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.device_preference import preferred_device
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
 from app.widgets.run_row import RunRow
+from app.workspaces.car.models import example_folder
 from app.workspaces.car.jobs import load_log_job, save_selection_job, select_job, train_job
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLPConfig
 from engine.car.data import DrivingConfig
@@ -157,7 +159,8 @@ class ModelPanel(QWidget):
 
         model = self.net_form.value()
         driving = replace(self.driving_form.value(), seed=model.seed)
-        return CarTrainConfig(model=model, driving=driving, params=self._params())
+        return CarTrainConfig(model=model, driving=driving, params=self._params(),
+                              device=preferred_device())  # View > Compute Device
 
     def _out_dir(self, model: CarMLPConfig) -> Path:
         name = re.sub(r"[^\w.-]+", "_", self.name_edit.text().strip()).strip("._")
@@ -281,7 +284,7 @@ class ModelPanel(QWidget):
     def _load_log_dialog(self):
         from engine.logs import LOG_FILE_FILTERS
 
-        path, _ = QFileDialog.getOpenFileName(self, "Load driving log", "", ";;".join(LOG_FILE_FILTERS))
+        path, _ = QFileDialog.getOpenFileName(self, "Load driving log", example_folder("log"), ";;".join(LOG_FILE_FILTERS))
         if path:
             self.load_log(path)
 

@@ -5,10 +5,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["ACTIVATION_NAMES", "SIM", "ModelCatalogue", "describe_model", "read_model_info"]
+__all__ = ["ACTIVATION_NAMES", "SIM", "ModelCatalogue", "describe_model", "example_folder", "read_model_info"]
 
 SIM = "sim"
 ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU"}
+
+
+EXAMPLE_FOLDERS = {"track": ("tracks",), "model": ("car_models",), "log": ("logs",)}
+
+
+def example_folder(kind: str) -> str:
+    """Where an open dialog for ``kind`` (track, model, log, plan) starts the first time: the
+    shipped examples' folder under resources/ ("" when there is none, e.g. for plans)."""
+    from engine.paths import resources_dir
+
+    if kind not in EXAMPLE_FOLDERS:
+        return ""
+    try:
+        folder = resources_dir().joinpath(*EXAMPLE_FOLDERS[kind])
+    except FileNotFoundError:
+        return ""
+    return str(folder) if folder.is_dir() else ""
 
 
 def read_model_info(folder: str) -> dict:

@@ -33,7 +33,7 @@ from app.widgets.plots import make_plot
 from app.workspaces.car.canvas import CarCanvas
 from app.workspaces.car.jobs import Feed, Latest, drive_job, optimise_job
 from app.workspaces.car.model_panel import ModelPanel, clean_error
-from app.workspaces.car.models import SIM, ModelCatalogue
+from app.workspaces.car.models import SIM, ModelCatalogue, example_folder
 from app.workspaces.car.plan_panel import PLAN_COLOURS, PlanPanel
 from app.workspaces.car.state import CarPlannerState, PlanResult, file_kind, skid_marks
 from app.workspaces.car.track_panel import TrackPanel
@@ -107,6 +107,10 @@ class CarPlannerPage(QWidget):
         for w in (self.cost_plot, self.throttle_plot, self.steer_plot, self.speed_plot):
             w.setMinimumHeight(150)
             pl.addWidget(w)
+        # the plots of the layer shown: a plan's cost and controls, a drive's speed profile
+        self.layer_plots = {"plan": (self.cost_plot, self.throttle_plot, self.steer_plot),
+                            "track": (self.speed_plot,)}
+        self.speed_plot.setVisible(False)
         left.addWidget(plots)
         left.setSizes([600, 200])
         split.addWidget(left)
@@ -192,6 +196,9 @@ class CarPlannerPage(QWidget):
         if layer == self.canvas.layer:
             return
         self.canvas.set_layer(layer)
+        for key, plots in self.layer_plots.items():
+            for plot in plots:
+                plot.setVisible(key == layer)
         self._skid_points = []
         self.canvas.skid.setData([], [])
         if layer == "track":
@@ -224,8 +231,10 @@ class CarPlannerPage(QWidget):
         self.plan_panel.show_models(self.catalogue, select or (self.catalogue.default if first else None))
 
     def _add_model_folder(self):
-        path = QFileDialog.getExistingDirectory(self, "Folder with car_model.safetensors and car_model.json")
+        path = QFileDialog.getExistingDirectory(self, "Folder with car_model.safetensors and car_model.json",
+                                                self.start_folder("model"))
         if path:
+            self.remember_folder("model", str(Path(path).parent))
             self.model_panel.load_model(path)
 
     def add_model(self, path: str):
@@ -605,13 +614,15 @@ class CarPlannerPage(QWidget):
             self.save_plan(path)
 
     def _load_plan_dialog(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Load plan", "", "Car plan (*.json)")
+        path, _ = QFileDialog.getOpenFileName(self, "Load plan", self.start_folder("plan"), "Car plan (*.json)")
         if path:
+            self.remember_folder("plan", str(Path(path).parent))
             self.load_plan(path)
 
     def _load_track_dialog(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Load track", "", "Tracks (*.csv *.json)")
+        path, _ = QFileDialog.getOpenFileName(self, "Load track", self.start_folder("track"), "Tracks (*.csv *.json)")
         if path:
+            self.remember_folder("track", str(Path(path).parent))
             self.load_track(path)
 
     def _save_track_dialog(self):
@@ -621,6 +632,14 @@ class CarPlannerPage(QWidget):
                                               "Car track (*.json)")
         if path:
             self.save_track(path)
+
+    def start_folder(self, kind: str) -> str:
+        """The folder an open dialog for ``kind`` starts in: the last one used, else the examples'."""
+        last = str(self.ctx.settings.value(f"car/last_folder/{kind}", "") or "")
+        return last if last and Path(last).is_dir() else example_folder(kind)
+
+    def remember_folder(self, kind: str, folder: str) -> None:
+        self.ctx.settings.setValue(f"car/last_folder/{kind}", folder)
 
     # -- page interface --------------------------------------------------------------------------
     def file_filters(self) -> list[str]:

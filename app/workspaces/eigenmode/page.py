@@ -98,7 +98,7 @@ class EigenmodePage(QWidget):
         design = self.state.design
         self.task_form = DataclassForm(design.task, specs=TASK_SPECS)
         self.weights_form = DataclassForm(design.weights, specs=WEIGHT_SPECS)
-        self.train_form = DataclassForm(design.train, specs=TRAIN_SPECS)
+        self.train_form = DataclassForm(design.train, specs=TRAIN_SPECS, exclude=["device"])  # View > Compute Device
         self.stab_form = DataclassForm(self.state.stabilise_config, specs=STAB_SPECS)
         for title, form in (("Task", self.task_form), ("Weights", self.weights_form), ("Training", self.train_form)):
             box = QGroupBox(title)

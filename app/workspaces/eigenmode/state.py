@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.device_preference import preferred_device
 from app.widgets.events import Events
 from engine.eigenmodes.config import ConfigError, DesignConfig, StabiliseConfig, config_from_dict
 from engine.eigenmodes.jobs import LearnJob, StabiliseJob, learn_summary, stabilise_summary
@@ -153,7 +154,9 @@ class EigenmodeState:
         if self.learning:
             return False
         try:
-            job = LearnJob(self.design, preview=self._preview_sink)
+            design = dataclasses.replace(self.design, train=dataclasses.replace(self.design.train,
+                                                                               device=preferred_device()))
+            job = LearnJob(design, preview=self._preview_sink)
         except ValueError as exc:
             self._say(f"<b>Cannot learn:</b> {exc}")
             self.events.error.emit("Eigenmode design", str(exc))

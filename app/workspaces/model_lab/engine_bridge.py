@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.device_preference import preferred_device
 from engine.data import DatasetConfig, LogDataset, generate_dataset, log_dataset
 from engine.data.config import PROTOCOLS
 from engine.io import CheckpointError, atomic_write_text, finite_or_none, json_default
@@ -268,6 +269,7 @@ def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSp
                            hidden=train_config.hidden or base.hidden)
     else:
         cfg = with_changes(train_config, model=model_type, system=dataset.config.system)
+    cfg = with_changes(cfg, device=preferred_device())  # View > Compute Device
     n_train = len(dataset.train_x)
     if cfg.trajectories > n_train:
         raise ValueError(f"trajectories: {cfg.trajectories} asked, the data have {n_train}")

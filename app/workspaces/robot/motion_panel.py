@@ -118,6 +118,11 @@ class MotionPanel(QWidget):
         self.damping_box = QCheckBox("URDF joint damping")
         self.damping_box.setChecked(defaults.damping)
         sim.addRow(self.damping_box)
+        self.hold_base_box = QCheckBox("Hold the base (floating robots)")
+        self.hold_base_box.setToolTip("A legged robot or humanoid: keep its base where it is; "
+                                      "otherwise it flies freely (there are no contacts)")
+        self.hold_base_box.setChecked(True)
+        sim.addRow(self.hold_base_box)
         layout.addLayout(sim)
         self.sim_row = RunRow("Simulate")
         self.simulate_button = self.sim_row.run_button
@@ -235,7 +240,7 @@ class MotionPanel(QWidget):
     def simulation_options(self) -> SimulationOptions:
         return SimulationOptions(mode=self.mode_box.currentData(), duration=self.duration_spin.value(),
                                  dt=self.dt_spin.value(), kp=self.kp_spin.value(), kd=self.kd_spin.value(),
-                                 damping=self.damping_box.isChecked())
+                                 damping=self.damping_box.isChecked(), hold_base=self.hold_base_box.isChecked())
 
     def set_simulating(self, busy: bool) -> None:
         self.sim_row.set_running(busy)

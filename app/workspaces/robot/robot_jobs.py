@@ -93,7 +93,7 @@ def _physically_impossible(reason: str) -> bool:
         or "not positive definite" in reason
 
 
-def _load_model(path: Path, xacro_args=None):
+def _load_model(path: Path, xacro_args=None, options=None):
     """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader;
     a viewer is lenient where the engine offers it and the physics allows: inconsistent but
     possible inertials (strict=False; a negative mass or a non-finite inertia never) and mimic
@@ -102,7 +102,7 @@ def _load_model(path: Path, xacro_args=None):
     from engine.robots import RobotModel
     from engine.robots.urdf import URDFError
 
-    kwargs: dict = {}  # mimic joints coupled to their master (the engine's default)
+    kwargs: dict = dict(options or {})  # a library entry's own options (floating_base...); mimic coupled
     if xacro_args:
         kwargs["xacro_args"] = dict(xacro_args)
     notes: list[str] = []
@@ -165,13 +165,14 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
 
     def job(ctx) -> LoadedRobot:
         from engine.robots.files import file_format
-        from engine.robots.library import resolve_robot
+        from engine.robots.library import resolve_robot, robot_entry
 
         ctx.progress(0.0, f"resolving {source}")
         path = Path(resolve_robot(source))
         ctx.check_cancelled()
         ctx.progress(0.05, f"parsing {path.name}")
-        model, notes = _load_model(path, xacro_args)
+        entry = robot_entry(source)
+        model, notes = _load_model(path, xacro_args, entry.options if entry is not None else None)
         ctx.check_cancelled()
 
         def progress(fraction, message):

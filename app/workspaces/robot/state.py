@@ -74,8 +74,9 @@ class TargetSpec:
 @dataclass(frozen=True)
 class Balance:
     """A floating robot's balance at one pose: the centre of mass (3,) in the world, its
-    projection on the ground (3,), the support polygon of the contact links' origins on the
-    ground ((k, 3), counter-clockwise, k >= 1) and whether the projection lies inside it."""
+    projection on the ground (3,), the support polygon of the contact links' soles (their
+    lowest mesh points) on the ground ((k, 3), counter-clockwise, k >= 1) and whether the
+    projection lies inside it."""
 
     com: np.ndarray
     com_ground: np.ndarray
@@ -83,7 +84,8 @@ class Balance:
     inside: bool
 
 
-FOOT_HINTS = ("foot", "feet", "sole", "toe", "ankle", "_fl", "_fr", "_hl", "_hr", "_rl", "_rr")
+FOOT_HINTS = ("foot", "feet", "sole", "toe", "ankle")
+SOLE_DEPTH = 0.01      # m: a foot's points this close to its lowest one touch the ground
 
 
 def default_contact_links(model) -> tuple[str, ...]:
@@ -239,6 +241,7 @@ class RobotState:
         self.simulation: SimulationResult | None = None
         self.history = PoseHistory()
         self.contact_links: tuple[str, ...] = ()
+        self._foot_points: dict = {}
 
     # ------------------------------------------------------------------ robot
     @property
@@ -276,14 +279,26 @@ class RobotState:
 
     def _standing(self, joints) -> np.ndarray:
         """A floating robot's neutral configuration with these joints, standing on the ground
-        plane: base unrotated above the origin, its lowest link origin at z = 0."""
+        plane: base unrotated above the origin, the lowest point of its feet (else its lowest
+        link origin) at z = 0."""
         model = self.model
         q = np.asarray(model.neutral().detach().cpu().numpy(), dtype=float).copy()
         q[7:] = joints
-        with torch.no_grad():
-            z = model.forward_kinematics(torch.as_tensor(q)).numpy()[:, 2, 3]
-        q[2] -= float(z.min())
+        z = self.lowest_contact_z(q)
+        if z is None:
+            with torch.no_grad():
+                z = float(model.forward_kinematics(torch.as_tensor(q)).numpy()[:, 2, 3].min())
+        q[2] -= z
         return q
+
+    def _contact_points(self, q=None) -> list:
+        poses = self.link_poses(q)
+        return [(poses[l] @ self._foot_points[l].T).T[:, :3] for l in self.contact_links if l in self._foot_points]
+
+    def lowest_contact_z(self, q=None) -> float | None:
+        """Height (m) of the lowest point of the contact links' feet at q (None: no contact links)."""
+        pts = self._contact_points(q)
+        return float(min(p[:, 2].min() for p in pts)) if pts else None
 
     def set_robot(self, loaded: LoadedRobot) -> None:
         """Show a loaded robot at its neutral pose (clamped into the limits; a floating robot
@@ -292,12 +307,16 @@ class RobotState:
         self.robot = loaded
         model = loaded.model
         self.lower, self.upper = slider_limits(model)
-        joints = np.clip(neutral_configuration(model).numpy()[-model.dof:] if model.dof else np.zeros(0),
-                         self.lower, self.upper)
-        self.neutral = self._standing(joints) if self.floating else joints
+        if self.floating:       # legged robots and humanoids stand straight with their joints at zero
+            self.contact_links = default_contact_links(model)
+            self._foot_points = self._contact_geometry(loaded)
+            self.neutral = self._standing(np.clip(np.zeros(model.dof), self.lower, self.upper))
+        else:                   # an arm: the middle of its limits (well conditioned, not stretched)
+            self.neutral = np.clip(neutral_configuration(model).numpy(), self.lower, self.upper)
         self.q = self.neutral.copy()
         self.end_effector = default_end_effector(model) if model.link_names else ""
-        self.contact_links = default_contact_links(model) if self.floating else ()
+        if not self.floating:
+            self.contact_links, self._foot_points = (), {}
         self.targets = ()
         self.last_ik = self.readouts = self.simulation = None
         self.history.clear()
@@ -389,11 +408,37 @@ class RobotState:
         q[3:7] = Rotation.from_matrix(T[:3, :3]).as_quat()        # x, y, z, w
         self.set_q(q)
 
+    def _contact_geometry(self, loaded) -> dict:
+        """{contact link: (k, 4) points of its foot in its frame, homogeneous}: the vertices of
+        its mesh, or of the nearest ancestor through fixed joints that has one (a sole frame on
+        an ankle); its origin when there is none."""
+        desc = loaded.model.description
+        parent = {j.child: j for j in desc.joints}
+        meshes = getattr(loaded.geometry, "links", {}) or {}
+        out = {}
+        for link in self.contact_links:
+            T, name, pts = np.eye(4), link, None
+            while pts is None:
+                g = meshes.get(name)
+                part = None if g is None else (g.collision if g.collision is not None else g.visual)
+                if part is not None:
+                    v = np.asarray(part.vertices, float)[:: max(1, len(part.vertices) // 1500)]
+                    pts = np.linalg.solve(T, np.column_stack([v, np.ones(len(v))]).T).T
+                    break
+                j = parent.get(name)
+                if j is None or j.movable:
+                    break
+                T = j.origin.matrix() @ T          # pose of `link` in the parent's frame
+                name = j.parent
+            out[link] = pts if pts is not None else np.array([[0.0, 0.0, 0.0, 1.0]])
+        return out
+
     def set_contact_links(self, links) -> None:
         unknown = [l for l in links if l not in self.model.link_names]
         if unknown:
             raise ValueError(f"{self.robot.name} has no link {unknown[0]!r}")
         self.contact_links = tuple(links)
+        self._foot_points = self._contact_geometry(self.robot)
         self.events.q.emit(self.q.copy())
 
     def balance(self) -> Balance | None:
@@ -404,8 +449,8 @@ class RobotState:
         q = torch.as_tensor(self.q)
         with torch.no_grad():
             com = self.model.center_of_mass(q).numpy().astype(float)
-        poses = self.link_poses()
-        support = support_polygon(np.array([poses[l][:3, 3] for l in self.contact_links]))
+        points = [w[w[:, 2] <= w[:, 2].min() + SOLE_DEPTH] for w in self._contact_points()]   # each sole
+        support = support_polygon(np.concatenate(points))
         ground = np.array([com[0], com[1], 0.0])
         return Balance(com, ground, support, _inside(ground, support))
 

@@ -13,7 +13,7 @@ from engine.cli import build_parser, main
 
 # every numeric option of every car command (and `bench car`), with values that must be refused
 BAD = {
-    "--minutes": ["-1", "0", "nan", "inf", "1e9"],
+    "--minutes": ["-1", "0", "0.001", "0.05", "nan", "inf", "1e9"],
     "--epochs": ["-1", "0", "10000000000"],
     "--hidden": ["-1", "0", "10000000"],
     "--layers": ["-1", "0", "100000"],
@@ -121,7 +121,7 @@ def test_weights_with_nan_are_refused_naming_the_tensor(tmp_path):
     with torch.no_grad():
         model.linears[1].bias[3] = float("nan")
     save_car_model(folder, model, {"h": 0.05})
-    with pytest.raises(CarModelError, match=r"'linears\.1\.bias'.*NaN"):
+    with pytest.raises(ValueError, match=r"'linears\.1\.bias'.*NaN"):  # the weights reader's check, first
         load_car_model(folder)
 
 

@@ -20,7 +20,7 @@ JSON = st.recursive(
 
 
 def _valid_plan() -> dict:
-    from engine.planning.scenarios import scenario
+    from engine.car.scenarios import scenario
 
     plan = scenario("drifting-turn")
     return {"kind": "car_plan", **plan.to_dict()}
@@ -39,8 +39,8 @@ def _object(path) -> dict:
 def _readers():
     from engine.data.config import DatasetConfig
     from engine.logs import LogMapping, PrepareConfig
-    from engine.planning.scenarios import load_plan
-    from engine.planning.tracks import load_track
+    from engine.car.scenarios import load_plan
+    from engine.car.tracks import load_track
     from engine.training.config import TrainConfig
 
     return {

@@ -1,8 +1,8 @@
-"""The car plan reader (engine.planning.scenarios.load_plan) under random JSON and one-field
+"""The car plan reader (engine.car.scenarios.load_plan) under random JSON and one-field
 changes of a valid plan: a plan or a ValueError (PlanError) naming the file; nothing else.
 
 Kept apart from test_fuzz_json_readers.py: it fails until PlanWeights.from_dict
-(engine/planning/costs.py, the car helper's) refuses a 'weights' field that is not an object
+(engine/car/costs.py) refuses a 'weights' field that is not an object
 of numbers with a PlanError (today: AttributeError / TypeError; see fuzz_corpus/json/plan-*)."""
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ JSON = st.recursive(
 
 
 def _valid() -> dict:
-    from engine.planning.scenarios import scenario
+    from engine.car.scenarios import scenario
 
     return {"kind": "car_plan", **scenario("drifting-turn").to_dict()}
 
 
 def _load(tmp_path, payload) -> None:
-    from engine.planning.scenarios import load_plan
+    from engine.car.scenarios import load_plan
 
     path = tmp_path / "plan.json"
     path.write_text(payload if isinstance(payload, str) else json.dumps(payload))

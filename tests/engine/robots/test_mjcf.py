@@ -1,10 +1,7 @@
 """MJCF files through MuJoCo's compiled model, checked against Pinocchio's own MJCF parser
-(pin.buildModelFromMJCF) and MuJoCo itself (body poses, mj_fullM, mj_inverse) on the same file.
-
-Joint armature is read into ``Joint.armature``; until the rigid-body algorithms add it (the
-floating-base work), the comparisons add ``diag(armature)`` to our mass matrix and
-``armature * qdd`` to our inverse dynamics, and the floating-base file is checked at the
-description level (frames, inertias, armature against MuJoCo's compiled model)."""
+(pin.buildModelFromMJCF) and MuJoCo itself (body poses, mj_fullM, mj_inverse) on the same file:
+a fixed-base arm with anchored hinges, a slide and armature, and a floating base (a free root
+joint) with armature, at random base poses."""
 
 from __future__ import annotations
 
@@ -76,8 +73,8 @@ def test_fixed_base_arm_exact_against_pinocchio_and_mujoco(arm):
     for _ in range(10):
         q = rng.uniform(-0.1, 0.1, 4) * np.array([10, 10, 1, 10])
         v, a = rng.normal(size=4), rng.normal(size=4)
-        M = model.mass_matrix(t(q)).numpy() + np.diag(armature)
-        tau = model.inverse_dynamics(t(q), t(v), t(a)).numpy() + armature * a
+        M = model.mass_matrix(t(q)).numpy()          # armature on the diagonal, as MuJoCo and Pinocchio
+        tau = model.inverse_dynamics(t(q), t(v), t(a)).numpy()
         Mp = pin.crba(pm, pd, q)
         np.testing.assert_allclose(M, np.triu(Mp) + np.triu(Mp, 1).T, atol=1e-12)
         np.testing.assert_allclose(tau, pin.rnea(pm, pd, q, v, a), atol=1e-12)
@@ -86,7 +83,7 @@ def test_fixed_base_arm_exact_against_pinocchio_and_mujoco(arm):
         np.testing.assert_allclose(M, _full_m(mm, md), atol=1e-12)
         md.qacc[:] = a
         mujoco.mj_inverse(mm, md)            # with MuJoCo's joint damping
-        tau_d = model.inverse_dynamics(t(q), t(v), t(a), damping=True).numpy() + armature * a
+        tau_d = model.inverse_dynamics(t(q), t(v), t(a), damping=True).numpy()
         np.testing.assert_allclose(tau_d, md.qfrc_inverse, atol=1e-12)
         # every body's frame is MuJoCo's (hinges anchored off the body origin included)
         poses = model.forward_kinematics(t(q)).numpy()
@@ -174,3 +171,33 @@ def test_cli_reads_mjcf(capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["format"] == "mjcf" and info["dof"] == 4 and info["root"] == "world"
     assert info["total_mass"] == pytest.approx(2 + 1.3 + 0.8 + 0.4)
+
+
+def test_floating_base_dynamics_exact_against_pinocchio_and_mujoco():
+    path = HERE / "floating.xml"
+    model = RobotModel.from_file(path)
+    assert model.floating and (model.nq, model.nv) == (9, 8)
+    pm = pin.buildModelFromMJCF(str(path))
+    pd = pm.createData()
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    md = mujoco.MjData(mm)
+    t = lambda x: torch.as_tensor(x, dtype=torch.float64)  # noqa: E731
+    rng = np.random.default_rng(11)
+    for _ in range(8):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        q[7:] = rng.uniform(-0.5, 0.0, 2)
+        v, a = rng.normal(size=8), rng.normal(size=8)
+        np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(), pin.rnea(pm, pd, q, v, a),
+                                   atol=1e-10)
+        Mp = pin.crba(pm, pd, q)
+        M = model.mass_matrix(t(q)).numpy()
+        np.testing.assert_allclose(M, np.triu(Mp) + np.triu(Mp, 1).T, atol=1e-10)
+        # MuJoCo: quaternion w, x, y, z; its free-joint velocity is linear in the world frame
+        md.qpos[:] = np.concatenate([q[:3], [q[6]], q[3:6], q[7:]])
+        mujoco.mj_forward(mm, md)
+        poses = model.forward_kinematics(t(q)).numpy()
+        for b in range(1, mm.nbody):
+            P = poses[model.link_names.index(mm.body(b).name)]
+            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
+            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+        np.testing.assert_allclose(np.linalg.eigvalsh(M), np.linalg.eigvalsh(_full_m(mm, md)), rtol=1e-9, atol=1e-12)

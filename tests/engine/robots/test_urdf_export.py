@@ -87,6 +87,9 @@ def test_a_generated_urdf_for_mjcf_and_bad_names(tmp_path):
     out = save_urdf(model, tmp_path / "arm.urdf")
     again = RobotModel.from_urdf(out)
     assert again.joint_names == model.joint_names
+    # MJCF armature kept through the <dynamics armature> extension (Pinocchio reads the file too)
+    assert [j.armature for j in again.description.movable_joints] == [0.1, 0.0, 0.2, 0.0]
+    assert pin.buildModelFromUrdf(str(out)).nv == 4
     q, qd, qdd = _states(8, 4)
     torch.testing.assert_close(again.inverse_dynamics(q, qd, qdd), model.inverse_dynamics(q, qd, qdd), rtol=0, atol=1e-12)
     torch.testing.assert_close(again.forward_kinematics(q), model.forward_kinematics(q), rtol=0, atol=1e-12)
