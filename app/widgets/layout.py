@@ -3,6 +3,8 @@
 - :class:`SidePanel` a vertical-only scroll area for a column of controls: its minimum width is
   its content's minimum width (so nothing is clipped and nothing scrolls sideways), its height
   whatever the window gives it.
+- :class:`ElidedLabel` a one-line label that ends in "…" when short of room (the full text in
+  its tooltip) instead of widening its row.
 - :func:`remember_splitter` restores a splitter's sizes from QSettings and saves them on every
   move; its panels collapse (dragging the handle to the edge) and the sizes come back next time.
 """
@@ -10,9 +12,35 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QFrame, QScrollArea, QSplitter, QToolButton, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QSplitter, QToolButton, QWidget
 
-__all__ = ["SidePanel", "collapse_button", "remember_splitter"]
+__all__ = ["ElidedLabel", "SidePanel", "collapse_button", "remember_splitter"]
+
+
+class ElidedLabel(QLabel):
+    """A status line that never widens its layout: cut with "…" to its width, whole in the tooltip."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt name
+        self._full = str(text)
+        self.setToolTip(self._full)
+        self._elide()
+
+    def full_text(self) -> str:
+        return self._full
+
+    def _elide(self) -> None:
+        super().setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight,
+                                                      max(self.width(), 1)))
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt name
+        super().resizeEvent(event)
+        self._elide()
 
 
 class SidePanel(QScrollArea):

@@ -208,3 +208,26 @@ def test_run_row_keeps_its_own_tooltip_when_nothing_blocks_it(qtbot):
     row.set_running(False)
     row.run_button.click()
     assert clicks == ["run"]
+
+
+def test_elided_label_never_widens_its_row(qtbot):
+    from PySide6.QtWidgets import QHBoxLayout, QWidget
+
+    from app.widgets.layout import ElidedLabel
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    row = QHBoxLayout(host)
+    label = ElidedLabel()
+    row.addWidget(label, 1)
+    host.resize(200, 30)
+    host.show()
+    text = "panda: 7 joints, 13 links, 9984 triangles; " * 10
+    label.setText(text)
+    assert host.minimumSizeHint().width() < 200
+    shown = label.text()
+    assert shown.endswith("…") and len(shown) < len(text) and text.startswith(shown[:-1])
+    assert label.full_text() == text and label.toolTip() == text
+    assert label.fontMetrics().horizontalAdvance(shown) <= label.width()
+    label.setText("short")
+    assert label.text() == "short"

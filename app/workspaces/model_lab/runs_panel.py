@@ -220,8 +220,13 @@ class RunsPanel(QWidget):
         self.diff_button = QPushButton("Diff")
         self.diff_button.setToolTip("What the configurations of the two selected runs disagree on")
         self.diff_button.clicked.connect(self._diff_clicked)
-        for b in (self.train_button, self.train_all_button, self.cancel_button, self.resume_button,
-                  self.remove_button, self.save_button, self.load_button, self.diff_button):
+        # two rows of buttons: one row of eight would make the side column (and the window) wider
+        # than a 1366 px screen
+        for b in (self.train_button, self.train_all_button, self.cancel_button, self.resume_button):
+            row.addWidget(b)
+        tv.addLayout(row)
+        row = QHBoxLayout()
+        for b in (self.remove_button, self.save_button, self.load_button, self.diff_button):
             row.addWidget(b)
         row.addStretch(1)
         row.addWidget(QLabel("parallel"))

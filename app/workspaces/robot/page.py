@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSplitter,
     QTabWidget,
     QToolButton,
@@ -40,7 +39,7 @@ from PySide6.QtWidgets import (
 from app.viewer.scene import RobotView
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
-from app.widgets.layout import SidePanel, collapse_button, remember_splitter
+from app.widgets.layout import ElidedLabel, SidePanel, collapse_button, remember_splitter
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
@@ -121,7 +120,6 @@ class RobotPage(QWidget):
         bar.addWidget(QLabel("Robot"))
         self.picker = QComboBox()
         self.picker.setMinimumWidth(260)
-        # long entries (recent files, long titles) are elided in the closed box, not widening the page
         self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.picker.setMinimumContentsLength(28)
         self.picker.view().setMinimumWidth(420)
@@ -137,11 +135,8 @@ class RobotPage(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setVisible(False)
         bar.addWidget(self.progress)
-        # the status sits in the tool row (the 3D view keeps the height a row below would take);
-        # a long status is cut, in full in its tooltip and the window's status bar
-        self.status_label = QLabel("")
+        self.status_label = ElidedLabel()       # in the tool row: the 3D view keeps that height
         self.status_label.setObjectName("robot_status")
-        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         bar.addWidget(self.status_label, 1)
         self.overlay_buttons = {}
         for key, title in (("frames", "Frames"), ("joint_axes", "Joint axes"), ("com", "CoM"),
@@ -155,9 +150,7 @@ class RobotPage(QWidget):
                              "and principal moments, on the principal axes at the centre of mass")
             bar.addWidget(b)
             self.overlay_buttons[key] = b
-        # Reset view and the screenshot are in the workspace's menu (menu_actions): the row stays
-        # narrow enough for a 1366 px screen
-        fit = QToolButton()
+        fit = QToolButton()                     # Reset view and Screenshot: in the workspace menu
         fit.setText("Fit")
         fit.setToolTip("Fit the view to the robot")
         fit.clicked.connect(lambda: self.view.fit_to_robot())
@@ -246,7 +239,6 @@ class RobotPage(QWidget):
 
     def _status(self, message: str) -> None:
         self.status_label.setText(message)
-        self.status_label.setToolTip(message)
         self.ctx.status(message)
 
     # ================================================================== robots
