@@ -38,25 +38,27 @@ def _run(args) -> int:
     plain = _plain_rows(args, result, progress)
     if args.json:
         print_json({k: result[k] for k in ("robot", "dof", "threads", "rows", "floating_rows")}
-                   | {"urdf": result["urdf"]} | ({"plain_api": plain} if plain else {}))
+                   | {"urdf": result["urdf"]}
+                   | ({"plain_api": plain[0], "plain_api_single_thread": plain[1]} if plain else {}))
     else:
         print(format_table(result))
         if plain:
             from engine.robots.bench_plain import format_plain_rows
 
-            print(format_plain_rows(plain))
+            print("\n".join(format_plain_rows(p) for p in plain))
     return 0
 
 
 def _plain_rows(args, result, progress):
-    """The row "plain API (no CLI settings)": RNEA, CRBA, ABA at --plain-batch in a fresh process."""
+    """The rows "plain API (no CLI settings)": RNEA, CRBA, ABA at --plain-batch in a fresh process,
+    with torch's default threads, then with each call in engine.runtime.intra_op_threads(1)."""
     if not args.plain_batch:
         return None
     from engine.robots.bench_plain import run_plain_api_benchmark
 
     progress(1.0, f"plain API, batch {args.plain_batch}, in a fresh process")
-    return run_plain_api_benchmark(result["urdf"], batch=args.plain_batch, repeats=args.repeats,
-                                   min_time_s=args.min_time)
+    return [run_plain_api_benchmark(result["urdf"], batch=args.plain_batch, repeats=args.repeats,
+                                    min_time_s=args.min_time, single_thread_calls=single) for single in (False, True)]
 
 
 def register_bench(subparsers) -> None:

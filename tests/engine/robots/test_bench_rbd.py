@@ -21,10 +21,12 @@ def test_bench_rbd_json(capsys):
         assert set(r) == {"algorithm", "batch", "ours_ms", "pinocchio_ms", "pytorch_kinematics_ms", "drm_ms"}
         assert r["ours_ms"] > 0 and r["pinocchio_ms"] > 0
         assert (r["pytorch_kinematics_ms"] is None) == (r["algorithm"] != "fk_jacobian")
-    plain = out["plain_api"]                   # measured in a fresh process without the CLI's settings
-    assert [(r["algorithm"], r["batch"]) for r in plain["rows"]] == [("rnea", 5), ("crba", 5), ("aba", 5)]
-    for r in plain["rows"]:
-        assert 0 < r["ours_ms"] <= r["ours_max_ms"] and 0 < r["pinocchio_ms"] <= r["pinocchio_max_ms"]
+    for key in ("plain_api", "plain_api_single_thread"):   # in a fresh process without the CLI's settings
+        plain = out[key]
+        assert plain["single_thread_calls"] == (key == "plain_api_single_thread")
+        assert [(r["algorithm"], r["batch"]) for r in plain["rows"]] == [("rnea", 5), ("crba", 5), ("aba", 5)]
+        for r in plain["rows"]:
+            assert 0 < r["ours_ms"] <= r["ours_max_ms"] and 0 < r["pinocchio_ms"] <= r["pinocchio_max_ms"]
 
 
 def test_bench_rbd_floating_base_rows(capsys):
