@@ -223,3 +223,30 @@ def test_show_on_robot_with_a_learned_model(tmp_path):
     state.set_horizon(0.5)
     ghost = state.compute_ghost()
     np.testing.assert_allclose(ghost.q[:, 0], xs[50:101, 0], atol=1e-6)
+
+
+def test_robot_page_plays_a_log_and_keeps_it_with_the_session(qtbot, ctx, stranger_log, panda, original):
+    """The Robot workspace itself: a log file opened on the page plays on its robot (the panel
+    under the 3D view), and the session brings the log, its mapping and the cursor back."""
+    from app.workspaces.robot.page import RobotPage
+
+    ctx.options["robot"] = "panda"
+    page = RobotPage(ctx)
+    qtbot.addWidget(page)
+    page.resize(1300, 900)
+    with qtbot.waitExposed(page):
+        page.show()
+    qtbot.waitUntil(lambda: page.robot is not None, timeout=90_000)
+    assert str(stranger_log).endswith(".csv") and page.open_file(str(stranger_log))
+    qtbot.waitUntil(lambda: page.replay.state.replay is not None, timeout=20_000)
+    page.replay.timeline.scrub_to(7.5)
+    fk = panda.forward_kinematics(torch.as_tensor(_q_ref(original, page.replay.state.cursor))).numpy()
+    np.testing.assert_allclose(page.view.link_poses()["panda_link7"], fk[panda.link_names.index("panda_link7")],
+                               atol=1e-9)
+    saved = page.session_state()
+    assert saved["replay"]["path"] == str(stranger_log) and saved["replay"]["mapping"]["joints"][0] == "panda_joint1"
+    page.replay.state.close()
+    page.restore_session_state(saved)
+    qtbot.waitUntil(lambda: page.replay.state.replay is not None, timeout=90_000)
+    assert page.replay.state.cursor == pytest.approx(7.5, abs=1e-3) and not ctx.errors
+    page.shutdown()

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QProgressDialog,
     QPushButton,
     QSpinBox,
+    QSplitter,
     QVBoxLayout,
     QWidget,
 )
@@ -72,6 +73,28 @@ class LogReplayPanel(QWidget):
         s.loop.connect(self.plots.set_region)
         s.ghost.connect(self._on_ghost)
         s.message.connect(self._message)
+
+    # ------------------------------------------------------------------ what the page lays out
+    file_filter = LOG_FILE_FILTERS[0]
+
+    def view_splitter(self) -> QSplitter:
+        """The 3D view over this panel in a vertical splitter (the page puts it where the view was)."""
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.setObjectName("viewAndReplay")
+        split.addWidget(self.view)
+        split.addWidget(self)
+        split.setStretchFactor(0, 1)
+        split.setCollapsible(0, False)
+        split.setSizes([640, 240])
+        return split
+
+    def open_file(self, path: str) -> bool:
+        """Open ``path`` if it is a log (by its suffix); False for other files."""
+        suffixes = {p.lstrip("*").lower() for p in self.file_filter.split("(")[1].rstrip(")").split()}
+        if Path(path).suffix.lower() not in suffixes:
+            return False
+        self.open_log(str(path))
+        return True
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:

@@ -43,6 +43,7 @@ from app.widgets.layout import ElidedLabel, SidePanel, collapse_button, remember
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
+from app.workspaces.robot.log_replay import LogReplayPanel
 from app.workspaces.robot.motion_panel import MotionPanel
 from app.workspaces.robot.robot_jobs import LoadedRobot, dynamics_readouts, ik_job, load_robot_job, simulate_job
 from app.workspaces.robot.state import RobotState, describe_ik
@@ -166,7 +167,8 @@ class RobotPage(QWidget):
         self.floating_base = FloatingBaseView(self.view, self.state)
         self.view.link_clicked.connect(self._on_link_clicked)
         self.view.gizmo_pressed.connect(self._on_gizmo_pressed)
-        split.addWidget(self.view)
+        self.replay = LogReplayPanel(self.ctx, self.view)   # a joint log played on the robot, under the view
+        split.addWidget(self.replay.view_splitter())
         self.joints = JointsPanel()
         self.joints.q_changed.connect(self.state.set_joint_q)
         self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(
@@ -336,6 +338,7 @@ class RobotPage(QWidget):
         self.view.set_robot(loaded.geometry, joint_axes=loaded.joint_axes, coms=loaded.coms,
                             inertia_boxes=loaded.inertia_boxes)
         self.state.set_robot(loaded)
+        self.replay.set_robot(loaded.model)
         model = loaded.model
         self.view.fit_to_robot()
         self._remember(loaded)
@@ -547,12 +550,12 @@ class RobotPage(QWidget):
     # ================================================================== files
     def file_filters(self) -> list[str]:
         return ["Robot files (*.urdf *.xacro *.xml *.mjcf *.URDF)", "URDF (*.urdf *.URDF)",
-                "xacro (*.xacro)", "MuJoCo MJCF (*.xml *.mjcf)"]
+                "xacro (*.xacro)", "MuJoCo MJCF (*.xml *.mjcf)", self.replay.file_filter]
 
     def open_file(self, path: str, xacro_args: dict | None = None) -> bool:
         """Open a robot file; a xacro file without ``xacro_args`` asks for its arguments."""
         if not Path(path).name.lower().endswith(ROBOT_FILE_SUFFIXES):
-            return False
+            return self.replay.open_file(path)      # a joint log: played on the shown robot
         if Path(path).name.lower().endswith(".xacro") and xacro_args is None:
             xacro_args = self._ask_xacro_args(path)
             if xacro_args is None:
@@ -624,6 +627,7 @@ class RobotPage(QWidget):
             **self.state.session_state(),
             "units": self.joints.units,
             "keyframes": {"times": list(self.motion.key_times), "poses": [q.tolist() for q in self.motion.key_poses]},
+            "replay": self.replay.session_state(),
         }
 
     def _checked_q(self, q) -> np.ndarray:
@@ -655,6 +659,7 @@ class RobotPage(QWidget):
             poses = kf.get("poses", []) if isinstance(kf, dict) else [kf]
             parts += [(f"keyframe {i + 1}", lambda q=q: self.motion.add_keyframe(self._checked_q(q)))
                       for i, q in enumerate(poses)]
+            parts.append(("log replay", lambda: self.replay.restore_session(state.get("replay"))))
             for what, restore in parts:
                 try:
                     restore()
@@ -667,6 +672,7 @@ class RobotPage(QWidget):
         self.load_robot(source, xacro_args=state.get("xacro_args") or None)
 
     def shutdown(self) -> None:
+        self.replay.shutdown()
         self.ctx.settings.setValue(UNITS_KEY, self.joints.units)
         self._stop_animation()
         self.motion.stop()
