@@ -103,3 +103,6 @@ def test_bench_ik_runs_and_reports(capsys):
     assert res["link"] == "tool" and res["position_only"] is True  # 2 joints cannot follow 6-D poses
     assert res["single"]["converged"] == 3 and res["batch"]["converged"] == 4
     assert res["tracking"]["converged"] == 3
+    for flag in ("--batch", "--threads", "--n", "--tracking"):
+        code, out, err = _run(capsys, "bench", "ik", "--robot", "planar_2link", flag, "0")
+        assert code == 2 and out == "" and err.startswith(f"error: {flag}: must be between 1 and"), err
