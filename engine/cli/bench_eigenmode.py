@@ -10,12 +10,14 @@ from engine.cli._common import add_device_option, print_json
 def _run(args) -> int:
     import torch
 
-    from engine.eigenmodes.config import DesignConfig
+    from engine.eigenmodes.config import MAX_EPOCHS, DesignConfig
     from engine.eigenmodes.jobs import learn_summary
     from engine.eigenmodes.multipliers import monodromy
     from engine.eigenmodes.stabilise import StabilisingController
     from engine.eigenmodes.train import learn_mode
+    from engine.validation import check_int
 
+    check_int(None, "--epochs", args.epochs, 1, MAX_EPOCHS, hint="epochs to time, for example 500")
     results = {"threads": torch.get_num_threads(), "runs": []}
     for dtype in args.dtypes:
         design = DesignConfig()

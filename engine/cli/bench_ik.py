@@ -43,7 +43,14 @@ def run_bench(robot: str = "panda", link: str | None = None, n_single: int = 50,
     from engine.robots.ik import IKOptions, _kinematics, neutral_configuration, solve_ik
     from engine.devices import resolve_device
     from engine.robots.library import load_robot
+    from engine.validation import check_int
 
+    # checked before any work (this function is the benchmark's only settings)
+    check_int(None, "--n", n_single, 1, 100_000, hint="single targets to time, for example 50")
+    check_int(None, "--batch", batch, 1, 1_000_000, hint="targets in one batch, for example 256")
+    check_int(None, "--tracking", tracking_steps, 1, 1_000_000, hint="tracking steps, for example 100")
+    check_int(None, "--threads", threads, 1, 1024, hint="torch CPU threads, for example 1")
+    check_int(None, "--seed", seed, 0, 2**62)
     torch.set_num_threads(threads)
     model = load_robot(robot, device=resolve_device(device))  # float64 on every device
     link = link or _end_link(model)

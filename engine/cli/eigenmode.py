@@ -90,6 +90,8 @@ def _stabilise(args) -> int:
                           perturb_q=tuple(perturb[:2]), perturb_p=tuple(perturb[2:]) if len(perturb) == 4 else (0.0, 0.0),
                           periods=args.periods, dt=args.dt, multiplier_steps=args.multiplier_steps,
                           settle_periods=args.settle_periods)
+    cfg.validate()                 # before the work: ranges, then the size of the simulated run
+    cfg.check_steps(mode.period)
     result = run_cli_job(StabiliseJob(mode, cfg, multipliers=not args.no_multipliers, check_fd=args.check_fd),
                          quiet=args.json)
     if args.csv:
@@ -108,7 +110,10 @@ def _print_summary(summary: dict, as_json: bool) -> None:
 
 def _sweep(args) -> int:
     from engine.eigenmodes.sweep import SweepJob
+    from engine.eigenmodes.config import check_period
     design = _design_from_args(args)
+    for period in args.periods:
+        check_period(period, "--periods", None)
     check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     job = SweepJob(design, effort_weights=args.effort_weights, periods=args.periods, out=Path(args.out))
     rows = run_cli_job(job, quiet=args.json)

@@ -131,7 +131,10 @@ def _pose_from_target(values):
     import torch
 
     from engine.robots.description import rpy_to_matrix
+    from engine.validation import check_finite
 
+    for v in values:
+        check_finite(None, "--target", v, hint="give x y z in m [roll pitch yaw in rad]")
     if len(values) == 3:
         return torch.tensor(values, dtype=torch.float64)
     if len(values) == 6:
@@ -157,6 +160,7 @@ def _run_ik(args) -> int:
             raise ValueError(f"--q0 needs {model.dof} joint values, got {len(args.q0)}")
         q0 = torch.tensor(args.q0, dtype=torch.float64, device=model.device)
     options = IKOptions(**_dataclass_kwargs(args, IKOptions))
+    _check_reach(model, args.link, args.target[:3])
     result = solve_ik(model, {args.link: target}, q0=q0, options=options)
     out = {
         "robot": model.name, "link": args.link, "target": list(args.target),
@@ -175,6 +179,25 @@ def _run_ik(args) -> int:
         for name, v in zip(model.joint_names, out["q"]):
             print(f"  {name:<24} {v: .6f}")
     return 0 if out["converged"] else 1
+
+
+def _check_reach(model, link: str, xyz) -> None:
+    """Refuse a position farther from the base than ``link`` can ever be (a bound: the sum of the
+    joint offsets along its chain plus the prismatic travel), before the solver works on it."""
+    if getattr(model, "floating", False):
+        return  # a free base goes anywhere
+    desc = model.description
+    reach, name = 0.0, link
+    while (joint := desc.parent_joint(name)) is not None:
+        reach += math.hypot(*joint.origin.xyz)
+        if joint.type == "prismatic":
+            reach += max(abs(joint.limit.lower), abs(joint.limit.upper))
+        name = joint.parent
+    distance = math.hypot(*xyz)
+    if math.isfinite(reach) and distance > 1.001 * reach + 1e-6:
+        raise ValueError(f"--target: ({', '.join(f'{v:.6g}' for v in xyz)}) is {distance:.4g} m from the base of "
+                         f"{model.name}, but link {link!r} reaches at most {reach:.4g} m from it: not reachable; "
+                         f"give a target within reach")
 
 
 # --------------------------------------------------------------------------- simulate

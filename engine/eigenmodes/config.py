@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 from engine.systems.double_pendulum import DoublePendulumParams, reach
 from engine.io import dataclass_from_dict
+from engine.validation import InputError, check_allocation, check_int, check_range
 
 __all__ = [
     "ConfigError",
@@ -27,20 +28,54 @@ __all__ = [
     "PotentialConfig",
     "StabiliseConfig",
     "TrainConfig",
+    "check_period",
     "config_from_dict",
 ]
 
 
-class ConfigError(ValueError):
-    """A setting out of range; the message names the field."""
+class ConfigError(InputError):
+    """A setting out of range; the message names the field (and the flag that sets it)."""
 
 
-def _check_number(owner: str, name: str, value, *, minimum=None, strict=False):
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        raise ConfigError(f"{owner}.{name}: expected a finite number, got {value!r}")
-    if minimum is not None and (value < minimum or (strict and value == minimum)):
-        op = ">" if strict else ">="
-        raise ConfigError(f"{owner}.{name}: must be {op} {minimum} (got {value})")
+# physical and computational ranges (one place: the CLI flags and the GUI forms come from here)
+PERIOD_RANGE_S = (0.1, 60.0)      # a double pendulum's oscillation: a tenth of a second to a minute
+DT_RANGE_S = (1e-4, 1.0)          # RK4 step
+MAX_EPOCHS = 1_000_000
+MAX_HIDDEN = 65_536
+MAX_LAYERS = 64
+MAX_SIM_PERIODS = 1_000.0         # simulated periods of the stabilised loop
+MAX_SETTLE_PERIODS = 100.0        # periods to settle before the monodromy
+MAX_STEPS_PER_PERIOD = 100_000
+
+
+def _checked(helper, *args, **kwargs):
+    """``engine.validation``'s ``helper``, raising :class:`ConfigError` (callers catch that)."""
+    try:
+        return helper(*args, **kwargs)
+    except ConfigError:
+        raise
+    except InputError as exc:
+        # "TrainConfig.dt: ..." as before: engine.messages turns it into the flag that sets dt
+        qualified = exc.owner and exc.field and exc.owner.isidentifier() and exc.field.isidentifier()
+        error = ConfigError(f"{exc.owner}.{exc.field}: {exc.reason}") if qualified else \
+            ConfigError(exc.reason, owner=exc.owner, field=exc.field)
+        error.owner, error.field = exc.owner, exc.field
+        raise error from None
+
+
+def _check_number(owner: str, name: str, value, *, minimum=None, strict=False, maximum=None, unit=None, hint=None):
+    _checked(check_range, owner, name, value, minimum, maximum, lo_open=strict, unit=unit, hint=hint)
+
+
+def _check_count(owner: str, name: str, value, lo: int, hi: int, hint=None):
+    _checked(check_int, owner, name, value, lo, hi, hint=hint)
+
+
+def check_period(value, field: str = "period", owner: str | None = "EigenmodeTask") -> float:
+    """A mode period in :data:`PERIOD_RANGE_S` (s); ``field`` names the flag (``--periods`` for a sweep)."""
+    lo, hi = PERIOD_RANGE_S
+    return _checked(check_range, owner, field, value, lo, hi, unit="s",
+                    hint="the period of one oscillation, for example 2.5")
 
 
 @dataclass
@@ -60,7 +95,7 @@ class EigenmodeTask:
             _check_number("EigenmodeTask", f"q0[{i}]", v)
         for i, v in enumerate(self.target):
             _check_number("EigenmodeTask", f"target[{i}]", v)
-        _check_number("EigenmodeTask", "period", self.period, minimum=0.0, strict=True)
+        check_period(self.period)
         if plant is not None:
             r_in, r_out = reach(plant)
             r = math.hypot(*self.target)
@@ -78,10 +113,8 @@ class PotentialConfig:
     output_scale: float = 0.1   # initial scale of the last layer (small: start near the plant)
 
     def validate(self) -> None:
-        for name in ("hidden", "layers"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"PotentialConfig.{name}: expected a positive integer, got {v!r}")
+        _check_count("PotentialConfig", "hidden", self.hidden, 1, MAX_HIDDEN, hint="hidden units of V, such as 256")
+        _check_count("PotentialConfig", "layers", self.layers, 1, MAX_LAYERS)
         _check_number("PotentialConfig", "output_scale", self.output_scale, minimum=0.0)
 
 
@@ -121,17 +154,17 @@ class TrainConfig:
     device: str = "cpu"           # where it learns: cpu, cuda, cuda:N or auto (engine/devices.py; --device)
 
     def validate(self) -> None:
-        if not isinstance(self.epochs, int) or self.epochs < 0:
-            raise ConfigError(f"TrainConfig.epochs: expected an integer >= 0, got {self.epochs!r}")
-        for name in ("lr", "dt", "period_lr", "grad_clip"):
+        _check_count("TrainConfig", "epochs", self.epochs, 0, MAX_EPOCHS)
+        for name in ("lr", "period_lr", "grad_clip"):
             _check_number("TrainConfig", name, getattr(self, name), minimum=0.0, strict=True)
+        _check_number("TrainConfig", "dt", self.dt, minimum=DT_RANGE_S[0], maximum=DT_RANGE_S[1], unit="s",
+                      hint="the RK4 step, for example 0.05")
         _check_number("TrainConfig", "lr_decay", self.lr_decay, minimum=0.0, strict=True)
         if self.lr_decay > 1:
             raise ConfigError(f"TrainConfig.lr_decay: must be <= 1 (got {self.lr_decay})")
         if self.dtype not in ("float32", "float64"):
             raise ConfigError(f"TrainConfig.dtype: expected 'float32' or 'float64', got {self.dtype!r}")
-        if not isinstance(self.seed, int):
-            raise ConfigError(f"TrainConfig.seed: expected an integer, got {self.seed!r}")
+        _check_count("TrainConfig", "seed", self.seed, 0, 2**62)
         from engine.devices import DeviceError, parse_device_name
 
         try:
@@ -162,19 +195,29 @@ class StabiliseConfig:
     def validate(self) -> None:
         for name in ("k_energy", "k_mode", "damping"):
             _check_number("StabiliseConfig", name, getattr(self, name), minimum=0.0)
-        for name in ("periods", "dt", "p_threshold"):
-            _check_number("StabiliseConfig", name, getattr(self, name), minimum=0.0, strict=True)
+        _check_number("StabiliseConfig", "periods", self.periods, minimum=0.0, strict=True, maximum=MAX_SIM_PERIODS,
+                      hint="the simulated duration in mode periods, for example 10")
+        _check_number("StabiliseConfig", "dt", self.dt, minimum=DT_RANGE_S[0], maximum=DT_RANGE_S[1], unit="s",
+                      hint="the RK4 step, for example 0.005")
+        _check_number("StabiliseConfig", "p_threshold", self.p_threshold, minimum=0.0, strict=True)
         for name in ("perturb_q", "perturb_p"):
             v = getattr(self, name)
             if len(v) != 2:
                 raise ConfigError(f"StabiliseConfig.{name}: expected two numbers, got {v!r}")
             for i, x in enumerate(v):
                 _check_number("StabiliseConfig", f"{name}[{i}]", x)
-        for name in ("harmonics", "multiplier_steps"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(f"StabiliseConfig.{name}: expected a positive integer, got {v!r}")
-        _check_number("StabiliseConfig", "settle_periods", self.settle_periods, minimum=0.0)
+        _check_count("StabiliseConfig", "harmonics", self.harmonics, 1, 1_000)
+        _check_count("StabiliseConfig", "multiplier_steps", self.multiplier_steps, 1, MAX_STEPS_PER_PERIOD,
+                     hint="RK4 steps per period for the monodromy, for example 500")
+        _check_number("StabiliseConfig", "settle_periods", self.settle_periods, minimum=0.0,
+                      maximum=MAX_SETTLE_PERIODS, hint="periods to settle before the multipliers, for example 3")
+
+    def check_steps(self, period: float) -> None:
+        """Refuse a simulation whose samples (one state, torque and energy row per RK4 step)
+        would not fit the memory budget, before it starts."""
+        steps = (self.periods * period) / self.dt
+        _checked(check_allocation, f"the simulated run ({steps:.3g} RK4 steps of {self.dt:g} s)", steps, 16 * 8,
+                 field="--periods", hint="lower --periods or raise --dt")
 
 
 @dataclass

@@ -36,6 +36,7 @@ from engine.jobs import JobContext, NullJobContext
 from engine.devices import resolve_device
 from engine.robots.library import load_robot
 from engine.robots.parametrizations import moving_links
+from engine.validation import check_allocation, check_choice, check_int, check_range
 
 __all__ = [
     "IdentificationConfig", "ParameterReport", "IdentificationResult", "SineMotion",
@@ -43,6 +44,11 @@ __all__ = [
     "identifiability",
     "identify", "identification_job",
 ]
+
+
+MAX_RATE_HZ = 10_000.0       # samples per second of the synthetic motions, at most
+MAX_DURATION_S = 3600.0      # seconds of training (and of test) motion, at most
+BYTES_PER_SAMPLE = 16 << 10  # memory per sample: motion, regressor rows and a full-batch step's graph
 
 
 @dataclass(frozen=True)
@@ -87,23 +93,43 @@ class IdentificationConfig:
     dtype: str = "float64"
     device: str = "cpu"      # cpu, cuda, cuda:N or auto (engine/devices.py); the dtype stays the config's
 
+    def __post_init__(self):
+        self.validate()
+
     def validate(self) -> None:
-        if not 0.0 <= self.perturb < 1.0:
-            raise ValueError(f"perturb must be in [0, 1), got {self.perturb}")
-        if self.learn not in ("mass", "mass+inertia"):
-            raise ValueError(f"learn must be 'mass' or 'mass+inertia', got {self.learn!r}")
-        if self.loss not in ("tau", "qdd"):
-            raise ValueError(f"loss must be 'tau' or 'qdd', got {self.loss!r}")
-        if self.parametrization not in ("preconditioned", "physical"):
-            raise ValueError(f"parametrization must be 'preconditioned' or 'physical', got {self.parametrization!r}")
-        if self.optimizer not in ("lbfgs", "adam"):
-            raise ValueError(f"optimizer must be 'lbfgs' or 'adam', got {self.optimizer!r}")
-        if self.rate_hz <= 0 or self.duration <= 0 or self.test_duration <= 0:
-            raise ValueError("rate_hz, duration and test_duration must be positive")
-        if self.epochs < 0 or self.batch_size < 1 or self.n_sines < 1:
-            raise ValueError("epochs must be >= 0, batch_size and n_sines >= 1")
-        if self.dtype not in ("float32", "float64"):
-            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        """Every number checked before the work (the CLI flags and the GUI form come from here)."""
+        who = "identification setting"
+        check_range(who, "perturb (--perturb)", self.perturb, 0.0, 1.0, hi_open=True,
+                    hint="a relative perturbation such as 0.3")
+        check_choice(who, "learn (--learn)", self.learn, ("mass", "mass+inertia"))
+        check_choice(who, "loss (--loss)", self.loss, ("tau", "qdd"))
+        check_choice(who, "parametrization (--parametrization)", self.parametrization, ("preconditioned", "physical"))
+        check_choice(who, "optimizer (--optimizer)", self.optimizer, ("lbfgs", "adam"))
+        check_choice(who, "dtype (--dtype)", self.dtype, ("float32", "float64"))
+        check_int(who, "seed (--seed)", self.seed, 0, 2**62)
+        rate = check_range(who, "rate_hz (--rate-hz)", self.rate_hz, 0.0, MAX_RATE_HZ, lo_open=True, unit="Hz",
+                           hint="a sample rate such as 250")
+        train = check_range(who, "duration (--duration)", self.duration, 0.0, MAX_DURATION_S, lo_open=True,
+                            unit="s", hint="seconds of training motion, such as 4")
+        test = check_range(who, "test_duration (--test-duration)", self.test_duration, 0.0, MAX_DURATION_S,
+                           lo_open=True, unit="s", hint="seconds of test motion, such as 2")
+        check_allocation(f"the motions ({rate:g} Hz x {train + test:g} s = {rate * (train + test):.3g} samples)",
+                         rate * (train + test), BYTES_PER_SAMPLE, field="--rate-hz",
+                         hint="lower --rate-hz, --duration or --test-duration")
+        check_int(who, "n_sines (--n-sines)", self.n_sines, 1, 100)
+        lo = check_range(who, "min_freq (--min-freq)", self.min_freq, 0.0, rate / 2, lo_open=True, unit="Hz",
+                         hint="the lowest sine frequency, below half the sample rate")
+        check_range(who, "max_freq (--max-freq)", self.max_freq, lo, rate / 2, unit="Hz",
+                    hint="at least --min-freq and at most half of --rate-hz")
+        check_range(who, "amplitude (--amplitude)", self.amplitude, 0.0, 1.0, lo_open=True,
+                    hint="a fraction of half the joint range, such as 0.4")
+        check_range(who, "max_amplitude (--max-amplitude)", self.max_amplitude, 0.0, 10.0, lo_open=True,
+                    hint="rad or m, such as 1")
+        check_int(who, "epochs (--epochs)", self.epochs, 0, 100_000)
+        check_range(who, "lr (--lr)", self.lr, 0.0, 10.0, lo_open=True, hint="for example 0.01")
+        check_int(who, "batch_size (--batch-size)", self.batch_size, 1, 10_000_000)
+        check_range(who, "identifiability_tol (--identifiability-tol)", self.identifiability_tol, 0.0, 1.0,
+                    hi_open=True, hint="for example 0.0003")
 
 
 @dataclass

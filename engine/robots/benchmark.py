@@ -48,6 +48,7 @@ from engine.devices import resolve_device
 from engine.robots.model import RobotModel
 
 from engine.runtime import tune_malloc
+from engine.validation import InputError, check_int, check_range
 
 __all__ = ["ALGORITHMS", "RbdBenchConfig", "resolve_bench_robot", "run_rbd_benchmark", "tune_malloc"]
 
@@ -68,6 +69,20 @@ class RbdBenchConfig:
     tune_malloc: bool = True                  # see tune_malloc()
     floating: tuple[str, ...] = ("solo12", "talos")   # floating-base robots timed against Pinocchio
     device: str = "cpu"                       # where ours runs (cpu, cuda, auto); float64 everywhere
+
+    def __post_init__(self):
+        who = "benchmark setting"
+        batches = tuple(self.batches)
+        if not batches:
+            raise InputError("give at least one batch size, for example 1,64,1024", field="--batch")
+        for b in batches:
+            check_int(who, "batches (--batch)", b, 1, 1_000_000, hint="comma-separated batch sizes such as 1,64,1024")
+        check_int(who, "threads (--threads)", self.threads, 1, 1024, hint="torch CPU threads, for example 2")
+        check_range(who, "min_time_s (--min-time)", self.min_time_s, 0.0, 60.0, lo_open=True, unit="s",
+                    hint="seconds per measurement, for example 0.2")
+        check_int(who, "repeats (--repeats)", self.repeats, 1, 1000, hint="measurements per cell, for example 5")
+        check_int(who, "max_calls (--max-calls)", self.max_calls, 1, 10_000_000)
+        check_int(who, "seed (--seed)", self.seed, 0, 2**32 - 1)
 
 
 def _erd_fallback(name: str) -> Path | None:

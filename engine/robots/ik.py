@@ -46,6 +46,7 @@ import torch
 
 from engine.robots.ik_floating import solve_whole_body_ik
 from engine.spatial import rotation_error_vector
+from engine.validation import check_int, check_range
 
 __all__ = ["IKOptions", "IKResult", "TreeKinematics", "solve_ik", "neutral_configuration",
            "rotation_error_vector"]
@@ -83,6 +84,33 @@ class IKOptions:
     parallel_starts_limit: int = 64
     seed: int = 0
     position_only: bool = False
+
+    def __post_init__(self):
+        """Every number checked here, once, for the CLI flags, the GUI and :func:`solve_ik`."""
+        who = "IK setting"
+        check_int(who, "max_iters (--max-iters)", self.max_iters, 1, 100_000)
+        check_range(who, "tol_pos (--tol-pos)", self.tol_pos, 0.0, 1.0, lo_open=True, unit="m",
+                    hint="a position tolerance such as 0.001 (1 mm)")
+        check_range(who, "tol_rot (--tol-rot)", self.tol_rot, 0.0, math.pi, lo_open=True, unit="rad",
+                    hint="a rotation tolerance such as 0.01")
+        check_range(who, "damping (--damping)", self.damping, 0.0, 10.0, hint="a small damping such as 0.001")
+        check_range(who, "mu_min (--mu-min)", self.mu_min, 0.0, 1e9, lo_open=True, hint="for example 0.001")
+        check_range(who, "mu_max (--mu-max)", self.mu_max, self.mu_min, 1e12, lo_open=True,
+                    hint="it must be above --mu-min; for example 1e6")
+        check_range(who, "mu_init (--mu-init)", self.mu_init, self.mu_min, self.mu_max,
+                    hint="it must lie between --mu-min and --mu-max; for example 1")
+        check_range(who, "mu_down (--mu-down)", self.mu_down, 0.0, 1.0, lo_open=True, hi_open=True,
+                    hint="the factor after an accepted step, for example 0.5")
+        check_range(who, "mu_up (--mu-up)", self.mu_up, 1.0, 1e6, lo_open=True,
+                    hint="the factor after a rejected step, for example 4")
+        check_range(who, "rotation_weight (--rotation-weight)", self.rotation_weight, 0.0, 1e3, lo_open=True,
+                    unit="m/rad", hint="for example 1")
+        check_range(who, "max_step (--max-step)", self.max_step, 0.0, 10.0, lo_open=True,
+                    hint="the largest joint step per iteration (rad or m), for example 0.5")
+        check_int(who, "n_starts (--n-starts)", self.n_starts, 1, 10_000)
+        check_int(who, "stall_window (--stall-window)", self.stall_window, 0, 100_000, hint="0 never gives up")
+        check_int(who, "parallel_starts_limit (--parallel-starts-limit)", self.parallel_starts_limit, 0, 1_000_000)
+        check_int(who, "seed (--seed)", self.seed, 0, 2**63 - 1)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from engine.models.registry import PAPER_MODELS
 from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
+from engine.validation import check_int
 from engine.training.trainer import TrainingBatches, _snapshot_if_finite, _train_epoch, adam_optimizer, build_for
 
 __all__ = ["bench_learn"]
@@ -124,8 +125,15 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     less and 13 % more than an estimate made near the same time, and the machine's own speed
     moves by as much (results/reproduction/README.md): read the estimate as good to about 10 %.
     """
+    who = "benchmark setting"
+    check_int(who, "steps (--steps)", steps, 1, 100_000, hint="timed mini-batches per model and N, for example 24")
+    check_int(who, "epochs (--epochs)", epochs, 1, 1_000_000, hint="the epochs of the run the estimate is for")
+    if workers is not None:
+        check_int(who, "workers (--workers)", workers, 1, 256, hint="parallel processes, for example 2")
     models = tuple(models)
     trajectories = tuple(trajectories)
+    for n in trajectories:
+        check_int(who, "trajectories", n, 1, 1_000_000)
     workers = int(workers or min(2, os.cpu_count() or 1))
     task = {"system": system, "models": models, "trajectories": trajectories, "epochs": epochs, "steps": steps,
             "device": device}

@@ -81,6 +81,13 @@ def test_bench_learn_json_schema(capsys):
     assert out["estimated_reproduction_minutes"] > 0 and out["workers"] >= 1
 
 
+def test_bench_learn_refuses_meaningless_sizes_before_measuring(capsys):
+    for flag, value in (("--steps", "0"), ("--workers", "0"), ("--epochs", "-1")):
+        assert main(["bench", "learn", "--json", "--models", "node-midpoint", flag, value]) == 2
+        err = capsys.readouterr().err.strip()
+        assert flag in err and "must be between" in err and len(err.splitlines()) == 1, err
+
+
 def test_acrobot_data_train_and_reproduce(tmp_path, capsys):
     """The third system end to end: its data, one trained model, and ``reproduce symo-acrobot`` (no
     published values: an empty comparison; the figure compared is the whole-state MSE)."""

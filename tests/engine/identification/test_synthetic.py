@@ -107,3 +107,15 @@ def test_job_progress_cancellation_and_validation():
         identify(IdentificationConfig(optimizer="sgd"))
     with pytest.raises(ValueError, match="never moves"):
         identify(IdentificationConfig(robot="panda", links=("panda_link0",)))
+
+
+def test_config_refuses_absurd_sizes_before_the_work(monkeypatch):
+    """Rates and durations are bounded, and rate x duration samples must fit the memory budget."""
+    for name, value in (("rate_hz", 1e30), ("duration", float("inf")), ("test_duration", 0.0), ("n_sines", 0),
+                        ("max_freq", 0.1), ("lr", float("nan")), ("batch_size", 0)):
+        with pytest.raises(ValueError, match=f"{name} \\(--{name.replace('_', '-')}\\)"):
+            IdentificationConfig(**{name: value})
+    monkeypatch.setenv("LAGRANGE_MEMORY_BUDGET", "100M")
+    with pytest.raises(ValueError, match=r"10000 Hz x 3600 s = 3.6e\+07 samples.*LAGRANGE_MEMORY_BUDGET"):
+        IdentificationConfig(rate_hz=10_000, duration=3000, test_duration=600)
+    assert IdentificationConfig(rate_hz=1000, duration=2, test_duration=1).rate_hz == 1000   # 3000 samples fit

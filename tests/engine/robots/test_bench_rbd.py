@@ -42,6 +42,12 @@ def test_bench_rbd_floating_base_rows(capsys):
 def test_bench_rbd_rejects_bad_batches(capsys):
     assert main(["bench", "rbd", "--batch", "0,x"]) == 2
     assert "--batch" in capsys.readouterr().err
+    for argv, flag in ((["--batch", "0,4"], "--batch"), (["--threads", "0"], "--threads"),
+                       (["--repeats", "0"], "--repeats"), (["--min-time", "inf"], "--min-time"),
+                       (["--min-time", "1e30"], "--min-time"), (["--plain-batch", "-1"], "--plain-batch")):
+        assert main(["bench", "rbd", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert flag in err and len(err.splitlines()) == 1, err
 
 
 def test_plain_import_applies_the_allocator_setting():

@@ -56,10 +56,14 @@ def test_robot_ik_json_reaches_the_target(capsys):
     data = pm.createData()
     pin.framesForwardKinematics(pm, data, np.array(res["q"]))
     np.testing.assert_allclose(data.oMf[pm.getFrameId("panda_hand_tcp")].translation, [0.45, 0.1, 0.4], atol=1e-3)
-    # unreachable: exit code 1, converged false
-    code, out, _ = _run(capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", "3", "0", "0",
+    # within the chain's length but out of the arm's reach: exit code 1, converged false
+    code, out, _ = _run(capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", "1.1", "0", "0.333",
                         "--n-starts", "2", "--json")
     assert code == 1 and json.loads(out)["converged"] is False
+    # farther than the sum of the panda's link offsets (1.42 m from panda_link0 to the TCP): refused before
+    # solving, a user error
+    code, out, err = _run(capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", "3", "0", "0")
+    assert code == 2 and out == "" and "not reachable" in err and "--target" in err and "1.423 m" in err
 
 
 def test_robot_identify_json(capsys):
@@ -82,6 +86,12 @@ def test_robot_errors_are_clear(capsys):
     assert code == 2 and "no link 'nope'" in err
     code, _, err = _run(capsys, "robot", "ik", "panda", "--link", "panda_link7", "--target", "0", "0")
     assert code == 2 and "--target" in err
+    for flag, value in (("--mu-max", "0"), ("--tol-pos", "nan"), ("--max-step", "inf"), ("--max-iters", "0")):
+        code, _, err = _run(capsys, "robot", "ik", "panda", "--link", "panda_link7", "--target", "0.3", "0", "0.5",
+                            flag, value)
+        assert code == 2 and flag in err and len(err.strip().splitlines()) == 1, (flag, err)
+    code, _, err = _run(capsys, "robot", "identify", "pendulum", "--duration", "1e30")
+    assert code == 2 and "--duration" in err and "3600" in err
 
 
 def test_bench_ik_runs_and_reports(capsys):
@@ -93,3 +103,6 @@ def test_bench_ik_runs_and_reports(capsys):
     assert res["link"] == "tool" and res["position_only"] is True  # 2 joints cannot follow 6-D poses
     assert res["single"]["converged"] == 3 and res["batch"]["converged"] == 4
     assert res["tracking"]["converged"] == 3
+    for flag in ("--batch", "--threads", "--n", "--tracking"):
+        code, out, err = _run(capsys, "bench", "ik", "--robot", "planar_2link", flag, "0")
+        assert code == 2 and out == "" and err.startswith(f"error: {flag}: must be between 1 and"), err

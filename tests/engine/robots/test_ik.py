@@ -205,3 +205,17 @@ def test_bad_input(panda):
     with pytest.raises(TypeError, match="unknown option"):
         solve_ik(model, {"panda_hand_tcp": torch.zeros(3)}, bogus=1)
     assert IKOptions().tol_pos == 1e-3 and IKOptions().tol_rot == 1e-2
+
+
+def test_options_refuse_values_that_make_no_sense():
+    """IKOptions checks every number when it is made (the CLI flags, the GUI and solve_ik share it)."""
+    bad = {"max_iters": 0, "tol_pos": -1.0, "tol_rot": float("nan"), "damping": float("inf"), "mu_init": 1e30,
+           "mu_down": 1.0, "mu_up": 0.5, "mu_min": 0.0, "mu_max": 1e-4, "rotation_weight": float("nan"),
+           "max_step": 0.0, "n_starts": 0, "stall_window": -1}
+    for name, value in bad.items():
+        with pytest.raises(ValueError, match=f"{name} \\(--{name.replace('_', '-')}\\)"):
+            IKOptions(**{name: value})
+    IKOptions(max_iters=1, stall_window=0, damping=0.0)          # the edges that are meaningful pass
+    model = load_robot("planar_2link")
+    with pytest.raises(ValueError, match="max_iters"):
+        solve_ik(model, {"tool": torch.tensor([0.5, 0.0, 0.5], dtype=torch.float64)}, max_iters=0)
