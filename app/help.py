@@ -66,7 +66,7 @@ def reach_targets(window) -> str:
 def plan_car_manoeuvre(window) -> str:
     """Car planner: a shipped scenario (parallel parking), then Optimise."""
     page = window.show_workspace("car")
-    page.scenario_combo.setCurrentText(EXAMPLE_SCENARIO)  # loads the scenario's targets
+    page.state.load_scenario(EXAMPLE_SCENARIO)  # the scenario's targets; the page follows its state
     page.optimise()
     return f"Car planner: the {EXAMPLE_SCENARIO} scenario is loaded and its trajectory is being optimised."
 

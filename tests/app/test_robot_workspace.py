@@ -201,14 +201,14 @@ def test_malformed_urdf_shows_the_engine_error_and_keeps_the_robot(env, qtbot, t
         assert page.open_file(str(bad))
     assert len(env.errors) == 1
     _title, message = env.errors[0]
-    assert "broken.urdf" in message and "URDFError" in message
+    assert "broken.urdf" in message and "URDFError" not in message   # plain words, no class names
     from engine.robots import RobotModel
     with pytest.raises(ValueError) as engine_error:
         RobotModel.from_urdf(bad)
     assert str(engine_error.value) in message           # the engine's own words
     assert page.robot is shown
     assert page.view.geometry_data is shown.geometry
-    assert not page.open_file(str(tmp_path / "notes.txt"))
+    assert not page.open_file(str(tmp_path / "notes.docx"))   # neither a robot nor a log (.txt is a log)
     env.close(page)
 
 
