@@ -66,6 +66,19 @@ def read_session(path: str) -> dict:
     return state
 
 
+def _robot_named_like(stem: str) -> str | None:
+    """A shipped robot whose name starts the log's file name ("panda_joints" -> "panda"), or None."""
+    from engine.models.robot import SYSTEM_URDFS, urdf_for_system
+    from engine.robots.library import list_robots
+
+    stem = stem.lower()
+    for system in SYSTEM_URDFS:
+        if stem.startswith(system):
+            return str(urdf_for_system(system))
+    names = sorted((entry.name for entry in list_robots()), key=len, reverse=True)
+    return next((n for n in names if stem.startswith(n.lower())), None)
+
+
 class _BrokenPage(QWidget):
     """Shown in place of a workspace whose page failed to build; the rest of the app works."""
 
@@ -211,7 +224,39 @@ class MainWindow(QMainWindow):
         self.stack.removeWidget(holder)
         holder.deleteLater()
         self.pages[key] = page
+        request = getattr(page, "show_on_robot_requested", None)
+        if request is not None:
+            request.connect(self.show_log_on_robot)
         return page
+
+    def show_log_on_robot(self, source: dict, model=None, name: str = "") -> None:
+        """The Model lab's "Show on robot": its log played in the Robot workspace (with ``model``'s
+        prediction as a ghost). The robot shown is kept when it has as many joints as the log has
+        position columns; else a shipped robot named like the log (pendulum_friction -> pendulum)."""
+        from engine.logs.mapping import LogMapping
+
+        robot_page = self.show_workspace("robot")
+        mapping = LogMapping.from_dict(source["mapping"]) if source.get("mapping") else None
+        n_q = len(mapping.q) if mapping is not None else None
+        shown = getattr(robot_page, "robot", None)
+
+        def show(*_args):
+            robot_page.replay.show_log(source["path"], mapping, model=model, model_name=name)
+
+        if shown is not None and n_q is not None and shown.model.dof == n_q:
+            show()
+            return
+        candidate = _robot_named_like(Path(source["path"]).stem)
+        if candidate is None:
+            show()          # the replay panel says plainly why the log does not fit
+            return
+
+        def once(*_args):
+            robot_page.robot_loaded.disconnect(once)
+            show()
+
+        robot_page.robot_loaded.connect(once)
+        robot_page.load_robot(candidate)
 
     def current_workspace(self) -> str:
         return WORKSPACES[max(self.sidebar.currentRow(), 0)].key

@@ -465,4 +465,11 @@ def test_getting_started_compares_models_on_a_log_in_one_click(make_window, qtbo
     qtbot.waitUntil(lambda: len(page.runs_panel.runs) >= 2, timeout=120_000)
     names = [run.name for run in page.runs_panel.runs.values()]
     assert sum("(example)" in name for name in names) == 2   # the example's two trained models
+    # one click on: the log on the pendulum in the Robot workspace, a trained model as its ghost
+    panel = page.compare_panel
+    qtbot.waitUntil(panel.robot_button.isEnabled, timeout=30_000)
+    qtbot.mouseClick(panel.robot_button, Qt.MouseButton.LeftButton)
+    robot = window.pages["robot"]
+    qtbot.waitUntil(lambda: robot.replay.state.replay is not None and robot.robot.model.dof == 1, timeout=120_000)
+    assert window.current_workspace() == "robot" and robot.replay.ghost_button.isEnabled()
     window.jobs.cancel_all()

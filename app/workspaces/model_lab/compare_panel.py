@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QPushButton,
     QMenu,
     QSplitter,
     QTableWidget,
@@ -100,6 +101,9 @@ class _SortItem(QTableWidgetItem):
 class ComparePanel(QWidget):
     """Observes a :class:`ModelLabState` (its own when none is given): data, runs, which plots apply."""
 
+    # "Show on robot": (the log's data source, the chosen run's model or None, the run's name)
+    show_on_robot = Signal(dict, object, str)
+
     def __init__(self, ctx, parent: QWidget | None = None, state: ModelLabState | None = None):
         super().__init__(parent)
         self.ctx = ctx
@@ -115,6 +119,13 @@ class ComparePanel(QWidget):
         self.signal.currentIndexChanged.connect(lambda i: self._choice(signal=i))
         bar.addWidget(self.signal, 1)
         bar.addStretch(1)
+        self.robot_button = QPushButton("Show on robot")
+        self.robot_button.setObjectName("showOnRobot")
+        self.robot_button.setToolTip("Play the log on the robot in the Robot workspace, with the selected "
+                                     "model's prediction as a ghost")
+        self.robot_button.setEnabled(False)
+        self.robot_button.clicked.connect(self.request_show_on_robot)
+        bar.addWidget(self.robot_button)
         bar2 = QHBoxLayout()
         self.learned_label = QLabel("Learned vs true")
         bar2.addWidget(self.learned_label)
@@ -234,6 +245,21 @@ class ComparePanel(QWidget):
     def rows(self) -> list[dict]:
         return [dict(r.row) for r in self.runs]
 
+    def request_show_on_robot(self) -> None:
+        """Emit :attr:`show_on_robot` for the log shown, with the run selected in the metrics
+        table (else the first run with a model) as the ghost."""
+        if not self.is_log:
+            return
+        runs = [r for r in self.runs if getattr(r, "model", None) is not None]
+        rows = sorted({i.row() for i in self.table.selectedIndexes()}) if hasattr(self, "table") else []
+        chosen = None
+        if rows:
+            name = self.table.item(rows[0], 0).text() if self.table.item(rows[0], 0) else ""
+            chosen = next((r for r in runs if r.name == name), None)
+        chosen = chosen or (runs[0] if runs else None)
+        self.show_on_robot.emit(dict(self.source), chosen.model if chosen else None,
+                                chosen.name if chosen else "")
+
     def _choice(self, **kw) -> None:
         self.state.set_choices(**kw)
         self.redraw_plots()
@@ -244,6 +270,7 @@ class ComparePanel(QWidget):
         self.signal.addItems(self.state.signal_names())
         self.signal.blockSignals(False)
         self.tables.setTabEnabled(1, self.is_log)
+        self.robot_button.setEnabled(self.is_log)
         self.redraw_plots()
 
     def _on_runs(self) -> None:

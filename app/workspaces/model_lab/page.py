@@ -62,6 +62,8 @@ class ModelLabPage(QWidget):
         self.data_panel = DataSourcePanel(ctx, mapping_folder=_user_folder(settings, "mappings"))
         self.runs_panel = RunsPanel(ctx, model_folder=_user_folder(settings, "models"))
         self.compare_panel = ComparePanel(ctx, state=self.state)
+        # the shell plays the log on the Robot workspace (a workspace never imports another)
+        self.show_on_robot_requested = self.compare_panel.show_on_robot
         self.robot_panel = RobotIdentificationPanel(ctx)
         self.empty_state = EmptyState()
 
