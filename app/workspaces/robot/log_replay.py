@@ -86,7 +86,22 @@ class LogReplayPanel(QWidget):
         split.setStretchFactor(0, 1)
         split.setCollapsible(0, False)
         split.setSizes([640, 240])
+        self._split = split
+        self._show_replay_area(self.state.replay is not None)
         return split
+
+    def _show_replay_area(self, on: bool) -> None:
+        """The panel only while a log is open (the page's "Play log…" opens one); the timeline and
+        plots only while it plays on the robot. Until then the 3D view keeps the room."""
+        self.setVisible(on or self.state.table is not None)
+        self.timeline.setVisible(on)
+        self.plots.setVisible(on)
+        split = getattr(self, "_split", None)
+        if split is None:
+            return
+        total = sum(split.sizes()) or 880
+        panel = max(360, total * 2 // 5) if on else self.minimumSizeHint().height()
+        split.setSizes([max(total - panel, 1), panel])
 
     def open_file(self, path: str) -> bool:
         """Open ``path`` if it is a log (by its suffix); False for other files."""
@@ -122,13 +137,19 @@ class LogReplayPanel(QWidget):
         self.video_button.clicked.connect(lambda: self.export_video())
         self.plots_button = QPushButton("Export plots…", objectName="exportPlots", enabled=False)
         self.plots_button.clicked.connect(lambda: self.export_plots())
-        for w in (self.open_button, self.map_button, self.episode, QLabel("Ghost"), self.ghost_box, self.horizon,
-                  self.ghost_button, self.follow, self.video_button, self.plots_button):
+        # two short rows, so the panel never makes the window wider than a laptop screen
+        for w in (self.open_button, self.map_button, self.episode, self.video_button, self.plots_button):
             bar.addWidget(w)
         bar.addStretch(1)
+        ghost_bar = QHBoxLayout()
+        for w in (QLabel("Ghost"), self.ghost_box, self.horizon, self.ghost_button, self.follow):
+            ghost_bar.addWidget(w)
+        ghost_bar.addStretch(1)
         self.status = QLabel("Open a joint log (CSV, Parquet, bag, MCAP…) to play it on this robot.",
                              objectName="replayStatus")
+        self.status.setWordWrap(True)
         layout.addLayout(bar)
+        layout.addLayout(ghost_bar)
         self.timeline = Timeline(SPEEDS)
         self.timeline.scrubbed.connect(self.state.set_cursor)
         self.timeline.play_toggled.connect(self.state.toggle_play)
@@ -187,6 +208,7 @@ class LogReplayPanel(QWidget):
         except LogError as exc:   # nothing matched: the user maps by hand
             self.state.table = table
             self.state.path = table.source
+            self._show_replay_area(False)
             self._message(f"{exc}")
             self.show_mapping_dialog()
             return
@@ -241,6 +263,7 @@ class LogReplayPanel(QWidget):
         self.plots.clear()
         self.plots.set_region(None)
         self._clear_ghost_items()
+        self._show_replay_area(on)
         if not on:
             self.timeline.setEnabled(False)
             return
