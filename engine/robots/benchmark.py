@@ -170,6 +170,33 @@ class _Ours:
                        m.device)
 
 
+def pinocchio_loops(pm, pd, fid, qs, vs, as_) -> dict:
+    """Pinocchio's Python loop over the samples (``qs``, ``vs``, ``as_``: lists of its vectors), one
+    function per algorithm: ``{"fk_jacobian", "rnea", "crba", "aba"}``."""
+    import pinocchio as pin
+
+    rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+    def fkj():
+        for x in qs:
+            pin.framesForwardKinematics(pm, pd, x)
+            pin.computeFrameJacobian(pm, pd, x, fid, rf)
+
+    def rnea():
+        for x, v, a in zip(qs, vs, as_):
+            pin.rnea(pm, pd, x, v, a)
+
+    def crba():
+        for x in qs:
+            pin.crba(pm, pd, x)
+
+    def aba():
+        for x, v, a in zip(qs, vs, as_):
+            pin.aba(pm, pd, x, v, a)
+
+    return {"fk_jacobian": fkj, "rnea": rnea, "crba": crba, "aba": aba}
+
+
 class _Pinocchio:
     def __init__(self, path: Path, model: RobotModel, end_link: str):
         import pinocchio as pin
@@ -184,34 +211,14 @@ class _Pinocchio:
         self.fid = self.pm.getFrameId(end_link, pin.BODY)
 
     def calls(self, q, qd, qdd):
-        pin, pm, pd, fid = self.pin, self.pm, self.pd, self.fid
+        pm, pd, fid = self.pm, self.pd, self.fid
 
         def reorder(x):
             out = np.zeros_like(x)
             out[:, self.perm] = x
             return [np.ascontiguousarray(r) for r in out]
 
-        qs, qds, qdds = reorder(q), reorder(qd), reorder(qdd)
-        rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-        def fkj():
-            for x in qs:
-                pin.framesForwardKinematics(pm, pd, x)
-                pin.computeFrameJacobian(pm, pd, x, fid, rf)
-
-        def rnea():
-            for x, v, a in zip(qs, qds, qdds):
-                pin.rnea(pm, pd, x, v, a)
-
-        def crba():
-            for x in qs:
-                pin.crba(pm, pd, x)
-
-        def aba():
-            for x, v, a in zip(qs, qds, qdds):
-                pin.aba(pm, pd, x, v, a)
-
-        return {"fk_jacobian": fkj, "rnea": rnea, "crba": crba, "aba": aba}
+        return pinocchio_loops(pm, pd, fid, reorder(q), reorder(qd), reorder(qdd))
 
 
 class _PytorchKinematics:
@@ -332,33 +339,13 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
 
 def _floating_calls(model, end, pm, pd, fid, state, pin_state):
     """The four algorithms on one batch, ours and Pinocchio's loop: ``({alg: fn}, {alg: fn})``."""
-    import pinocchio as pin
-
     qt, vt, at = (torch.as_tensor(x, device=model.device) for x in state)
-    qs, vs, as_ = ([np.ascontiguousarray(r) for r in x] for x in pin_state)
-    rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-
-    def fkj():
-        for x in qs:
-            pin.framesForwardKinematics(pm, pd, x)
-            pin.computeFrameJacobian(pm, pd, x, fid, rf)
-
-    def rnea():
-        for x, y, z in zip(qs, vs, as_):
-            pin.rnea(pm, pd, x, y, z)
-
-    def crba():
-        for x in qs:
-            pin.crba(pm, pd, x)
-
-    def aba():
-        for x, y, z in zip(qs, vs, as_):
-            pin.aba(pm, pd, x, y, z)
+    theirs = pinocchio_loops(pm, pd, fid, *([np.ascontiguousarray(r) for r in x] for x in pin_state))
 
     ours = {"fk_jacobian": lambda: (model.forward_kinematics(qt), model.jacobian(qt, end)),
             "rnea": lambda: model.inverse_dynamics(qt, vt, at), "crba": lambda: model.mass_matrix(qt),
             "aba": lambda: model.forward_dynamics(qt, vt, at)}
-    return _synced(ours, model.device), {"fk_jacobian": fkj, "rnea": rnea, "crba": crba, "aba": aba}
+    return _synced(ours, model.device), theirs
 
 
 def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
