@@ -17,11 +17,11 @@ announced on ``events`` (plain callbacks, no Qt) so a panel, a test or a script 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from app.widgets.events import Events
 from engine.data.log_replay import GhostRollout, LogReplay, ReplayMapping, make_replay, rollout_ghost
 from engine.logs import LogError, LogMapping
 from engine.logs.joint_match import match_joints
@@ -32,33 +32,11 @@ __all__ = ["LogReplayState", "SPEEDS"]
 SPEEDS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
 
 
-class Event:
-    def __init__(self) -> None:
-        self._callbacks: list[Callable] = []
-
-    def connect(self, callback: Callable) -> None:
-        self._callbacks.append(callback)
-
-    def disconnect(self, callback: Callable) -> None:
-        if callback in self._callbacks:
-            self._callbacks.remove(callback)
-
-    def emit(self, *args) -> None:
-        for cb in list(self._callbacks):
-            cb(*args)
-
-
-class _Events:
-    def __init__(self) -> None:
-        for name in ("replay", "cursor", "playing", "loop", "ghost", "message"):
-            setattr(self, name, Event())
-
-
 class LogReplayState:
     """A joint log replayed on a robot (see the module doc)."""
 
     def __init__(self) -> None:
-        self.events = _Events()
+        self.events = Events("replay", "cursor", "playing", "loop", "ghost", "message")
         self.robot = None               # engine RobotModel
         self.table = None               # engine LogTable
         self.path = ""

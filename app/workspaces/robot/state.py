@@ -19,47 +19,23 @@ Events (each ``connect(callback)`` / ``disconnect(callback)``):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from scipy.spatial.transform import Rotation
 
+from app.widgets.events import Events
 from app.workspaces.robot.robot_jobs import IKOutcome, IKRequest, LoadedRobot, slider_limits
 from engine.robots.ik import neutral_configuration
 from engine.robots.simulate import Readouts, SimulationResult
 
-__all__ = ["Balance", "Event", "PoseChange", "PoseHistory", "RobotState", "TargetSpec", "default_contact_links",
+__all__ = ["Balance", "PoseChange", "PoseHistory", "RobotState", "TargetSpec", "default_contact_links",
            "default_end_effector", "describe_ik", "support_polygon"]
 
 log = logging.getLogger(__name__)
 
 END_EFFECTOR_HINTS = ("tcp", "end_effector", "ee_link", "tool", "grasp", "hand", "flange", "tip")
-
-
-class Event:
-    """A plain observer list: ``connect(cb)``, ``disconnect(cb)``, ``emit(*args)``."""
-
-    def __init__(self) -> None:
-        self._callbacks: list[Callable] = []
-
-    def connect(self, callback: Callable) -> None:
-        self._callbacks.append(callback)
-
-    def disconnect(self, callback: Callable) -> None:
-        self._callbacks.remove(callback)
-
-    def emit(self, *args) -> None:
-        for cb in list(self._callbacks):
-            cb(*args)
-
-
-class _Events:
-    def __init__(self) -> None:
-        for name in ("robot", "q", "end_effector", "targets", "ik", "readouts", "simulation",
-                     "pose_requested", "history"):
-            setattr(self, name, Event())
 
 
 @dataclass(frozen=True)
@@ -228,7 +204,8 @@ class RobotState:
     """The Robot workspace without widgets (see the module docstring for its events)."""
 
     def __init__(self) -> None:
-        self.events = _Events()
+        self.events = Events("robot", "q", "end_effector", "targets", "ik", "readouts", "simulation",
+                             "pose_requested", "history")
         self.robot: LoadedRobot | None = None
         self.generation = 0            # bumps with every robot; stale job results are dropped
         self.q = np.zeros(0)
