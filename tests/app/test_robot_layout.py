@@ -113,3 +113,15 @@ def test_the_camera_frames_the_robot_from_above_the_ground(make_window, qtbot, r
     pixels, in_front = view.project(_corners(view.robot_bounds()))
     assert in_front.all() and (pixels >= 0).all()
     assert (pixels[:, 0] <= view.width()).all() and (pixels[:, 1] <= view.height()).all()
+
+
+def test_the_targets_tab_says_what_to_do_until_a_target_exists(make_window, qtbot):
+    window = make_window()
+    page = window.page("robot")
+    qtbot.waitUntil(lambda: page.robot is not None, timeout=90_000)
+    panel = page.targets
+    assert not panel.targets and not panel.hint.isHidden() and "Optimise" in panel.hint.text()
+    panel.add_target(page.robot.model.link_names[-1], np.eye(4))
+    assert panel.hint.isHidden()
+    panel.clear()
+    assert not panel.hint.isHidden()

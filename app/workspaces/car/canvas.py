@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtWidgets import QLabel
 
 __all__ = ["CarCanvas", "car_outline", "wheel_outlines"]
 
@@ -100,6 +101,27 @@ class CarCanvas(pg.PlotWidget):
         for it in [self.car_body] + self.car_wheels:
             self.addItem(it)
         self.set_car(0.0, 0.0, 0.0, 0.0)
+        # what to do first, over the empty canvas (hidden once a target is placed)
+        self.hint = QLabel("Press on the ground and drag to place a target pose (the drag sets its heading), "
+                           "or pick a Scenario on the right; then Optimise.", self)
+        self.hint.setObjectName("canvasHint")
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet("color: #d7dae0; background: rgba(32, 36, 44, 215); padding: 8px; "
+                                "border-radius: 4px;")
+        self.hint.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self._place_hint()
+
+    def _place_hint(self) -> None:
+        self.hint.setVisible(self.layer == "plan" and not self._targets)
+        width = max(200, min(460, self.width() - 120))
+        self.hint.setFixedWidth(width)
+        self.hint.adjustSize()
+        self.hint.move(70, 16)
+
+    def resizeEvent(self, ev):  # noqa: N802 - Qt API
+        super().resizeEvent(ev)
+        if hasattr(self, "hint"):
+            self._place_hint()
 
     # -- coordinates ----------------------------------------------------------------------
     def to_metres(self, pos) -> tuple[float, float]:
@@ -136,6 +158,7 @@ class CarCanvas(pg.PlotWidget):
                 it.setVisible(self.layer == "plan")
                 self.addItem(it)
                 self._target_items.append(it)
+        self._place_hint()
 
     def set_legend(self, entries: list[tuple[pg.PlotDataItem, str]], layer: str | None = None) -> None:
         """The legend of ``layer`` (default: the current one) as ``(item, name)`` pairs; none hides it."""
@@ -156,6 +179,7 @@ class CarCanvas(pg.PlotWidget):
         for item in self._target_items:
             item.setVisible(layer == "plan")
         self.set_legend(self._legends[layer], layer)
+        self._place_hint()
 
     def legend_names(self) -> list[str]:
         return [label.text for _, label in self.legend.items] if self.legend.isVisible() else []

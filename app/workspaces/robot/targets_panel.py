@@ -99,6 +99,12 @@ class TargetsPanel(QWidget):
         self.list.setMaximumHeight(110)
         self.list.currentRowChanged.connect(self._on_row_changed)
         layout.addWidget(self.list)
+        self.hint = QLabel("Add a target for the end effector, drag its gizmo in the 3D view, then "
+                           "Optimise: inverse kinematics reaches it (Follow keeps reaching while you drag).")
+        self.hint.setObjectName("targetsHint")
+        self.hint.setWordWrap(True)
+        layout.addWidget(self.hint)
+        self.targets_changed.connect(lambda: self.hint.setVisible(not self.targets))
 
         grid = QGridLayout()
         self.value_spins: list[QDoubleSpinBox] = []
