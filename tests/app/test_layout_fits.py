@@ -35,3 +35,19 @@ def test_workspace_fits_every_screen(make_window, workspace):
         assert page.compare_stack.currentWidget() is page.compare_panel
         for width, height in SCREENS:
             assert layout_problems(window, width, height, page=page) == [], f"with data, at {width} x {height}"
+
+
+def test_the_eigenmode_result_tabs_all_show_at_1366(make_window):
+    """The six result tabs fit side by side on a laptop screen (no scroll arrows hiding one)."""
+    from app.main import _make_application
+
+    _make_application([])
+    window = make_window()
+    settle()
+    window.show_workspace("eigenmode")
+    assert layout_problems(window, 1366, 768) == []
+    settle()
+    tabs = window.page("eigenmode").tabs
+    bar = tabs.tabBar()
+    last = bar.tabRect(bar.count() - 1)
+    assert bar.count() == 6 and last.right() <= bar.width(), (last.right(), bar.width())

@@ -190,7 +190,7 @@ class EigenmodePage(QWidget):
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 1)
         remember_splitter(self.splitter, getattr(self.ctx, "settings", None), "eigenmode/splitter",
-                          default=[300, 400, 500])
+                          default=[280, 370, 550])   # the six result tabs fit from 1366 px
         self.collapse_button = collapse_button(self.splitter, 0, "settings")
         anim.insertWidget(0, self.collapse_button)
         outer.addWidget(self.splitter, 1)
