@@ -69,6 +69,9 @@ def test_train_with_settings_live_loss_and_the_model_appears(page, qtbot, ctx, t
     assert (folder / "car_model.safetensors").exists()
     meta = json.loads((folder / "car_model.json").read_text())
     assert meta["config"]["activation"] == "relu" and meta["config"]["hidden"] == 8
+    # a run folder, as `car train` writes: resumable, with its metrics over time
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "done" and (folder / "metrics.csv").read_text().count("\n") == 1 + 3
     # the trained model is offered and chosen under "Plan on"
     assert page.plan_panel.model_combo.currentData() == str(folder)
     assert "ReLU 2×8" in page.plan_panel.model_combo.currentText()

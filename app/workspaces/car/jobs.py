@@ -180,9 +180,10 @@ def drive_job(track, spec: str, params, cfg, laps: int, feed: Feed, real_time: b
 
 # -- training -----------------------------------------------------------------------------
 def train_job(config, out_dir: str, dataset: dict | None = None):
-    """Train and save a car model (``engine.car.training.train_job``); the torch model
-    stays in the worker, the UI gets numbers and the folder."""
-    from engine.car.training import train_job as engine_train_job
+    """Train and save a car model as a run in ``out_dir`` (``engine.car.car_runs.train_job``: config,
+    metrics, checkpoints, resumable with ``car train --resume``); the torch model stays in the
+    worker, the UI gets numbers and the folder."""
+    from engine.car.car_runs import train_job as engine_train_job
 
     inner = engine_train_job(config, out_dir, dataset=dataset)
 
