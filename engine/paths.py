@@ -47,3 +47,14 @@ def urdf_dir() -> Path:
 def resource(*parts: str) -> Path:
     """Path of a file under ``resources/``."""
     return resources_dir().joinpath(*parts)
+
+
+def user_runs_dir(kind: str) -> Path:
+    """Where the app keeps the run folders of ``kind`` ("eigenmode", ...) that the user did not
+    place: ``$LAGRANGE_RUNS_DIR/<kind>`` when set, else the user's data folder (platformdirs)."""
+    root = os.environ.get("LAGRANGE_RUNS_DIR")
+    if not root:
+        import platformdirs
+
+        root = str(Path(platformdirs.user_data_dir("lagrange-studio", "Lagrange Studio")) / "runs")
+    return Path(root) / kind

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# run folders the app places itself (engine.paths.user_runs_dir) stay out of the user's data folder,
+# module-scoped fixtures included
+os.environ.setdefault("LAGRANGE_RUNS_DIR", tempfile.mkdtemp(prefix="lagrange-test-runs-"))
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,12 +20,18 @@ __all__ = ["LearnJob", "StabiliseJob", "learn_summary", "stabilise_summary"]
 class LearnJob:
     """``job(ctx) -> DesignedMode`` for a snapshot of ``design`` (copied at construction)."""
 
-    def __init__(self, design: DesignConfig, preview: Callable[[dict], None] | None = None):
+    def __init__(self, design: DesignConfig, preview: Callable[[dict], None] | None = None,
+                 run_dir: str | Path | None = None):
         self.design = DesignConfig.from_dict(design.to_dict())
         self.design.validate()
         self.preview = preview
+        self.run_dir = run_dir      # a run folder (engine.runs: config, metrics, checkpoints; resumable)
 
     def __call__(self, ctx: JobContext):
+        if self.run_dir is not None:
+            from engine.eigenmodes.storage import learn_into
+
+            return learn_into(self.design, self.run_dir, ctx, preview=self.preview)
         return learn_mode(self.design, ctx, preview=self.preview)
 
 

@@ -3,6 +3,9 @@ target, learning, the animation clock, stabilising, files and sessions."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import dataclasses
 import math
 import subprocess
@@ -10,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+
+from engine.paths import user_runs_dir
 import torch
 
 from app.workspaces.eigenmode.state import EigenmodeState, fk
@@ -88,6 +93,9 @@ def test_learning_fills_the_history_and_sets_the_mode(learned):
     assert len(state.history["total"]) == 3
     np.testing.assert_allclose(state.history["total"], mode.history["total"])
     assert state.message.startswith("<b>Mode</b>")
+    # the learning is a run folder the CLI can resume (eigenmode learn --resume RUN_DIR)
+    assert mode.run_dir is not None and Path(mode.run_dir).parent == user_runs_dir("eigenmode")
+    assert json.loads((Path(mode.run_dir) / "run.json").read_text())["status"] == "done"
     # the mode's tip path is the forward kinematics of its configurations
     tr = mode.trajectory
     i = len(tr["t"]) // 3

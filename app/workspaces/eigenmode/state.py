@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from app.device_preference import preferred_device
 from app.widgets.events import Events
 from engine.eigenmodes.config import ConfigError, DesignConfig, StabiliseConfig, config_from_dict
 from engine.eigenmodes.jobs import LearnJob, StabiliseJob, learn_summary, stabilise_summary
+from engine.paths import user_runs_dir
 from engine.eigenmodes.storage import load_mode, save_mode, stabilised_csv, trajectory_csv, write_trajectory_csv
 from engine.systems.double_pendulum import DoublePendulumParams
 
@@ -156,7 +158,8 @@ class EigenmodeState:
         try:
             design = dataclasses.replace(self.design, train=dataclasses.replace(self.design.train,
                                                                                device=preferred_device()))
-            job = LearnJob(design, preview=self._preview_sink)
+            run_dir = user_runs_dir("eigenmode") / time.strftime("%Y%m%d-%H%M%S")
+            job = LearnJob(design, preview=self._preview_sink, run_dir=run_dir)  # resumable: eigenmode learn --resume
         except ValueError as exc:
             self._say(f"<b>Cannot learn:</b> {exc}")
             self.events.error.emit("Eigenmode design", str(exc))
