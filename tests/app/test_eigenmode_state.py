@@ -3,22 +3,20 @@ target, learning, the animation clock, stabilising, files and sessions."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import dataclasses
+import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-
-from engine.paths import user_runs_dir
 import torch
 
 from app.workspaces.eigenmode.state import EigenmodeState, fk
 from engine.eigenmodes.config import DesignConfig, TrainConfig
+from engine.paths import user_runs_dir
 from engine.systems.double_pendulum import DoublePendulumParams
 from tests.app.state_runner import SyncRunner
 
