@@ -47,19 +47,8 @@ def reorder(x):
     out[:, perm] = x
     return [np.ascontiguousarray(r) for r in out]
 
-pq, pqd, pqdd = reorder(q), reorder(qd), reorder(qdd)
-
-def p_rnea():
-    for x, v, a in zip(pq, pqd, pqdd):
-        pin.rnea(pm, pd, x, v, a)
-
-def p_crba():
-    for x in pq:
-        pin.crba(pm, pd, x)
-
-def p_aba():
-    for x, v, a in zip(pq, pqd, pqdd):
-        pin.aba(pm, pd, x, v, a)
+from engine.robots.benchmark import pinocchio_loops  # the same loops as the in-process rows
+loops = pinocchio_loops(pm, pd, 0, reorder(q), reorder(qd), reorder(qdd))
 
 import contextlib
 from engine.runtime import intra_op_threads
@@ -71,9 +60,9 @@ def scoped(fn):
             fn()
     return call
 
-fns = {"rnea": (scoped(lambda: model.inverse_dynamics(tq, tqd, tqdd)), p_rnea),
-       "crba": (scoped(lambda: model.mass_matrix(tq)), p_crba),
-       "aba": (scoped(lambda: model.forward_dynamics(tq, tqd, tqdd, method="articulated")), p_aba)}
+fns = {"rnea": (scoped(lambda: model.inverse_dynamics(tq, tqd, tqdd)), loops["rnea"]),
+       "crba": (scoped(lambda: model.mass_matrix(tq)), loops["crba"]),
+       "aba": (scoped(lambda: model.forward_dynamics(tq, tqd, tqdd, method="articulated")), loops["aba"])}
 out = {"threads": torch.get_num_threads(), "rows": []}
 for alg, (ours, ref) in fns.items():
     ours(); ref()
