@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import torch
 
+from engine.robots import floating_batch_last as fbl
 from engine.spatial import small_matmul
 
 __all__ = [
     "aba_bl",
     "auto_fd_method",
+    "body_forces_bl",
     "crba_bl",
     "rnea_bl",
     "solve_mass_matrix_bl",
@@ -116,9 +118,10 @@ def _velocity_product_cm(v, s, acc=None):
     return torch.cat([X[0], lin])
 
 
-def _body_forces_cm(m, c, Ic, a, v):
-    """``f = I a + v x* I v`` (v None: ``I a``) for the bodies' world spatial inertias, about
-    the CoM: with ``y = x_lin + x_ang x c`` (the CoM's velocity or acceleration) and
+def body_forces_bl(m, c, Ic, a, v):
+    """``f = I a + v x* I v`` (v None: ``I a``) ``(6, n, B)`` for the bodies' world spatial
+    inertias (component-major, as :func:`world_inertials_bl`; accelerations and velocities
+    ``(6, n, B)``), about the CoM: with ``y = x_lin + x_ang x c`` (the CoM's velocity or acceleration) and
     ``g = y_a + w x y_v``, ``f = [Ic alpha + w x Ic w + m c x g; m g]``. m ``(n, 1)``."""
     cc = _doubled(c, 0)                                                       # (5, n, B)
     if v is None:
@@ -201,7 +204,7 @@ def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total:
     if a is None:
         tau = S.new_zeros(S.shape[1:])
         return (tau, S.new_zeros(6, S.shape[2])) if total else tau
-    f = _body_forces_cm(m[:, None], c, Ic, a, v)
+    f = body_forces_bl(m[:, None], c, Ic, a, v)
     tau = (S * _tree_up_cm(anc, f, chain)).sum(0)
     return (tau, f.sum(1)) if total else tau
 
@@ -444,8 +447,8 @@ def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = 
     method: "articulated" (the articulated-body algorithm, as :func:`aba`), "composite"
     (``M qdd = tau - b`` with :func:`crba_bl`'s M, the RNEA bias b and
     :func:`solve_mass_matrix_bl`) or "auto" (composite for small, deep trees). root: a floating
-    base (articulated only), as :func:`engine.robots.dynamics_body_major.aba` (batch-first
-    tensors) -> ``(qdd, qdd_base (B, 6))``.
+    base (articulated only), ``(I0 (6, 6, B), (R (3, 3, B), p (3, B)), v0 (6, B), tau0 (6, B))``
+    (see :func:`root_acceleration_bl`) -> ``(qdd, qdd_base (6, B))``.
     """
     if method == "auto":
         method = auto_fd_method(S.shape[1], len(levels))
@@ -476,7 +479,7 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     sqd = S * qd.unsqueeze(1)
     v = _tree_down_bl(anc, sqd, chain)
     if root is not None:
-        v = v + root[2].t()
+        v = v + root[2]
     vv = _doubled6(v)
     c = _cross_motion_bl(v, sqd, vv)
     pA = _cross_force_bl(v, _mv6(I, v), vv)
@@ -514,9 +517,8 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
             Ia = torch.addcmul(IA, Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
         # pa + Ia c + U qf = pa + IA c + U (qf - (U . c) / D)
         pa_out = (pa + IAc).addcmul_(U, torch.addcmul(qf, Uc, Dinv, value=-1.0).unsqueeze(1))
-        if d == 0:          # the floating base (batch-first for its 6x6 solve)
-            a0, qdd_base = root_acceleration(root, Ia.sum(0).permute(2, 0, 1), pa_out.sum(0).t(), a0)
-            a0 = a0.t()
+        if d == 0:          # the floating base
+            a0, qdd_base = root_acceleration_bl(root, Ia.sum(0), pa_out.sum(0), a0)
             break
         lp = level_parents[d]
         if lp is not None:
@@ -537,6 +539,25 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
         parts.append(qdd_d)
     qdd = torch.cat(parts, dim=0) if len(parts) > 1 else parts[0]
     return qdd if root is None else (qdd, qdd_base)
+
+
+def root_acceleration_bl(root, I_children, p_children, a0):
+    """The floating base's step of the articulated-body algorithm, batch-last: ``(a (6, B),
+    qdd_base (6, B))``.
+
+    root: ``(I0 (6, 6, B), (R, p), v0 (6, B), tau0 (6, B))``: the base's world spatial inertia,
+    rotation and position (:func:`engine.robots.floating_batch_last.base_frame_bl`), world
+    spatial velocity and the wrench on it (base frame). With ``IA = I0 + I_children`` and
+    ``pA = v0 x* I0 v0 + p_children``, the six-dof joint transmits all of ``IA a + pA``, so
+    ``S0^T (IA a + pA) = tau0``: ``a = IA^-1 (S0^-T tau0 - pA)`` (a0, gravity, cancels out of
+    ``a``; it counts in ``qdd_base = S0^-1 (a - a0)``).
+    """
+    I0, (R, p), v0, tau0 = root
+    IA = I0 + I_children
+    pA = _cross_force_bl(v0, _mv6(I0, v0)).add_(p_children)
+    a = solve_mass_matrix_bl(IA, fbl.base_force_to_world(R, p, tau0).sub_(pA))
+    rel = a if a0 is None else a - (a0[:, None] if a0.dim() == 1 else a0)
+    return a, fbl.world_motion_to_base(R, p, rel)
 
 
 def root_acceleration(root, I_children, p_children, a0):

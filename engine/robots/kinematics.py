@@ -155,15 +155,17 @@ def _e4(dtype, device) -> torch.Tensor:
     return e4
 
 
-def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root=None) -> torch.Tensor:
+def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root=None, root_top=None) -> torch.Tensor:
     """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time; root
-    ``(B, 4, 4)``: the root's pose (a floating base; None: the identity), composed with the
-    first depth only."""
+    ``(B, 4, 4)`` or root_top (its top rows batch-last, ``(3, 4, B)``): the root's pose (a
+    floating base; None: the identity), composed with the first depth only."""
     local = local_transforms_bl(q, Ct4)
     e4 = _e4(q.dtype, q.device)
-    if root is not None:
+    if root is not None and root_top is None:
+        root_top = root[:, :3].permute(1, 2, 0).contiguous()
+    if root_top is not None:
         k = levels[0][1] - levels[0][0]
-        A = root[:, :3].permute(1, 2, 0).contiguous().unsqueeze(0).expand(k, 3, 4, q.shape[1])
+        A = root_top.unsqueeze(0).expand(k, 3, 4, q.shape[1])
         first = compose_bl(A, local[:k], e4)
         local = first if len(levels) <= 1 else torch.cat([first, local[k:]], dim=0)
     if len(levels) <= 1:

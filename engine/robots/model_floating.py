@@ -27,6 +27,7 @@ import torch
 from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import floating as fl
+from engine.robots import floating_batch_last as fbl
 from engine.robots import kinematics as kin
 from engine.spatial import skew, small_matmul
 
@@ -152,6 +153,19 @@ class GeneralCoordinates:
         _, S, inertials = self._kinematic_terms(None, T=T)
         return T0, T, S, inertials, False
 
+    def _g_terms_bl(self, q):
+        """A floating base at a large batch: ((R (3, 3, B), p (3, B)), motion subspaces, world
+        inertials of the bodies, of the root) for flat ``q``, all batch-last."""
+        R, p, top = fbl.base_frame_bl(q[:, :7])
+        q_int = self._to_internal(self._expand_q(q[:, 7:]))
+        W = kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), root_top=top)
+        _, S, inertials = self._kinematic_terms_bl(None, W=W)
+        m0, c0, Ic0 = self._root_inertial()
+        c1 = torch.cat([c0, c0.new_ones(1)]).view(1, 4, 1)
+        Ic4 = torch.nn.functional.pad(Ic0, (0, 1, 0, 1)).unsqueeze(0)
+        root = dyn_bl.world_inertials_bl(top.unsqueeze(0), m0.reshape(1), c1, Ic4)   # (1,), (3, 1, B), (3, 3, 1, B)
+        return (R, p), S, inertials, root
+
     def _g_forward_kinematics(self, q):
         """Flat ``q`` -> link poses ``(B, L, 4, 4)``."""
         if self._batch_last(q.shape[0]):
@@ -199,14 +213,29 @@ class GeneralCoordinates:
     def _g_rnea(self, q, v, a, gravity):
         """Flat inputs (v, a None: zero) -> generalised forces ``(B, nv)``."""
         B = q.shape[0]
-        T0, _, S, inertials, bl = self._g_terms(q)
+        bl_root = None
+        if self.floating and self._batch_last(B):
+            frame, S, inertials, root = self._g_terms_bl(q)
+            bl_root, bl = (frame, root), True
+        else:
+            T0, _, S, inertials, bl = self._g_terms(q)
         f = 6 if self.floating else 0
         vj = None if v is None else self._expand_v(v[:, f:])
         aj = None if a is None else self._expand_v(a[:, f:])
         vj_int = None if vj is None else self._to_internal(vj)
         aj_int = None if aj is None else self._to_internal(aj)
         a0 = self._gravity_acc(gravity)
-        if self.floating:
+        if bl_root is not None:
+            (R, p), root = bl_root
+            v0 = None if v is None else fbl.base_motion_to_world(R, p, v[:, :6].t())
+            ar = q.new_zeros(6, B) if a is None else fbl.base_motion_to_world(R, p, a[:, :6].t())
+            if a0 is not None:
+                ar = ar + a0[:, None]
+            tau_int, fsum = dyn_bl.rnea_bl(S, inertials, vj_int, aj_int, ar, self._anc, self._chain, v0=v0, total=True)
+            f0 = dyn_bl.body_forces_bl(root[0][:, None], root[1], root[2], ar[:, None],
+                                       None if v0 is None else v0[:, None])[:, 0]
+            tau_b = fbl.world_force_to_base(R, p, fsum + f0).t()
+        elif self.floating:
             S0 = fl.base_motion_subspace(T0)
             v0 = None if v is None else (S0 * v[:, None, :6]).sum(-1)
             ar = q.new_zeros(B, 6) if a is None else (S0 * a[:, None, :6]).sum(-1)
@@ -231,6 +260,8 @@ class GeneralCoordinates:
 
     def _g_mass_matrix(self, q):
         """Flat ``q`` -> ``M (B, nv, nv)``."""
+        if self.floating and self._G is None and self._batch_last(q.shape[0]):
+            return self._g_mass_matrix_bl(q)
         T0, _, S, inertials, bl = self._g_terms(q)
         order = self._dof_body if self._permuted else None
         if bl:
@@ -257,6 +288,29 @@ class GeneralCoordinates:
         M_bj = self._project(M_bj)
         return torch.cat([torch.cat([M_bb, M_bj], -1), torch.cat([M_bj.transpose(-1, -2), M], -1)], -2)
 
+    def _g_mass_matrix_bl(self, q):
+        """A floating base (no mimic joints) at a large batch: ``M (B, nv, nv)``, a view of a
+        batch-last ``(nv, nv, B)`` tensor. The base rows are the whole robot's inertia and each
+        joint's composite inertia times its motion subspace, seen from the base."""
+        (R, p), S, inertials, root = self._g_terms_bl(q)
+        M, F, total = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=True,
+                                     order=self._dof_body if self._permuted else None)
+        M_jj = M.permute(1, 2, 0)
+        if self._armature_full is not None:
+            M_jj = M_jj + torch.diag(self._armature_full)[..., None]
+        m0, c0, Ic0 = root
+        B = q.shape[0]
+        c, h = c0[:, 0], c0[:, 0] * m0
+        J = torch.addcmul(Ic0[:, :, 0], h.unsqueeze(1), c.unsqueeze(0), value=-1.0)   # about the world origin
+        J.diagonal(0, 0, 1).add_((h * c).sum(0).unsqueeze(-1))
+        total = total + torch.cat([m0.reshape(1, 1).expand(1, B), h, J.reshape(9, B)])
+        M_bb = fbl.base_inertia_bl(R, p, total)
+        M_bj = fbl.world_force_to_base(R, p, F)                                          # (6, n, B)
+        if self._permuted:
+            M_bj = M_bj.index_select(1, self._dof_body)
+        M = torch.cat([torch.cat([M_bb, M_bj], 1), torch.cat([M_bj.transpose(0, 1), M_jj], 1)], 0)
+        return M.permute(2, 0, 1)
+
     def _g_forward_dynamics(self, q, v, tau, gravity, method: str = "auto"):
         """Generalised accelerations ``(B, nv)``: the articulated-body algorithm with the base as
         its root step (a floating base without mimic joints), or ``M^-1 (tau - h)`` by a
@@ -269,18 +323,21 @@ class GeneralCoordinates:
             M = self._g_mass_matrix(q)
             h = self._g_rnea(q, v, None, gravity)
             return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
-        T0, _, S, inertials, bl = self._g_terms(q)
+        args = (self._to_internal(v[:, 6:]), self._to_internal(tau[:, 6:]), self._gravity_acc(gravity), self._anc,
+                self._levels, self._levels_parents(), self._chain)
+        if self._batch_last(q.shape[0]):
+            (R, p), S, inertials, (m0, c0, Ic0) = self._g_terms_bl(q)
+            I0 = dyn_bl.spatial_inertia_world_bl(m0, c0.transpose(0, 1), Ic0.permute(2, 0, 1, 3))[0]   # (6, 6, B)
+            root = (I0, (R, p), fbl.base_motion_to_world(R, p, v[:, :6].t()), tau[:, :6].t())
+            qdd, qdd_b = dyn_bl.aba_bl(S, inertials, *args, method="articulated", armature=self._armature_int,
+                                       root=root)
+            return torch.cat([qdd_b, self._to_user(qdd)], 0).t()
+        T0, _, S, inertials, _ = self._g_terms(q)
         S0 = fl.base_motion_subspace(T0)
         root_w = fl.root_inertial_world(T0, *self._root_inertial())
         root = (dyn.spatial_inertia_world(*root_w)[0], S0, (S0 * v[:, None, :6]).sum(-1), tau[:, :6])
-        args = (self._to_internal(v[:, 6:]), self._to_internal(tau[:, 6:]), self._gravity_acc(gravity), self._anc,
-                self._levels, self._levels_parents(), self._chain)
-        if bl:
-            qdd, qdd_b = dyn_bl.aba_bl(S, inertials, *args, method="articulated", armature=self._armature_int,
-                                       root=root)
-        else:
-            qdd, qdd_b = dyn.aba(S, dyn.spatial_inertia_world(*inertials), *args, method="articulated",
-                                 armature=self._armature_int, root=root)
+        qdd, qdd_b = dyn.aba(S, dyn.spatial_inertia_world(*inertials), *args, method="articulated",
+                             armature=self._armature_int, root=root)
         return torch.cat([qdd_b, self._to_user(qdd).t()], dim=-1)
 
     def _g_damping_forces(self, v):
