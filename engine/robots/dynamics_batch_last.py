@@ -90,13 +90,49 @@ def _doubled6(v):
     return _doubled(v, -2, 6)
 
 
-def _tree_down_cm(anc, x, chain: bool):
-    """``A x`` over the bodies (dim 1) of a component-major ``x (k, n, B)``."""
-    return x.cumsum(1) if chain else torch.matmul(anc, x)
+def _tree_down_cm(anc, x, chain: bool, levels=None):
+    """``A x`` over the bodies (dim 1) of a component-major ``x (k, n, B)``: the sum over each
+    body's ancestors and itself. levels: ``(levels, level_parents)`` (see
+    :func:`_tree_down_levels`), for wide trees."""
+    if chain:
+        return x.cumsum(1)
+    return torch.matmul(anc, x) if levels is None else _tree_down_levels(x, *levels)
 
 
-def _tree_up_cm(anc, x, chain: bool):
+def _tree_down_levels(x, levels, level_parents):
+    """``A x`` one depth at a time: bodies numbered by depth, ``levels`` the ``(start, stop)`` of
+    each depth, ``level_parents[d]`` each body's parent among depth ``d - 1`` (None: the
+    same position). O(n) work in ``depth`` steps, where the product with the ancestor matrix
+    is O(n^2) (a humanoid's 32 bodies: 4x fewer operations)."""
+    parts, prev = [], None
+    for (s, e), lp in zip(levels, level_parents):
+        xd = x[:, s:e]
+        prev = xd if prev is None else xd + (prev if lp is None else prev.index_select(1, lp))
+        parts.append(prev)
+    return torch.cat(parts, 1) if len(parts) > 1 else parts[0]
+
+
+def _tree_up_levels(x, levels, level_parents):
+    """``A^T x`` (subtree sums) one depth at a time, from the deepest (see :func:`_tree_down_levels`)."""
+    out, acc = [None] * len(levels), None
+    for d in range(len(levels) - 1, -1, -1):
+        s, e = levels[d]
+        cur = x[:, s:e] if acc is None else x[:, s:e] + acc
+        out[d] = cur
+        if d > 0:
+            lp = level_parents[d]
+            if lp is None:
+                acc = cur
+            else:
+                ps, pe = levels[d - 1]
+                acc = cur.new_zeros(x.shape[0], pe - ps, x.shape[2]).index_add_(1, lp, cur)
+    return torch.cat(out, 1) if len(out) > 1 else out[0]
+
+
+def _tree_up_cm(anc, x, chain: bool, levels=None):
     """``A^T x``: subtree sums over the bodies (dim 1) of ``x (k, n, B)``."""
+    if levels is not None and not chain:
+        return _tree_up_levels(x, *levels)
     if chain:       # running sums from the tip (cheaper than a reversed cumsum or a product)
         xs = x.unbind(1)
         acc = [xs[-1]]
@@ -181,23 +217,24 @@ def _tree_down_bl(anc, x, chain):
     return torch.matmul(anc, x.reshape(x.shape[:-3] + (x.shape[-3], -1))).view(x.shape)
 
 
-def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False):
+def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False, levels=None):
     """As :func:`engine.robots.dynamics_body_major.rnea`, batch-last: ``S (6, n, B)``, ``qd, qdd
     (n, B)`` (None = zero), ``a0 (6,)`` or ``(6, B)`` -> ``tau (n, B)``; inertials from
     :func:`world_inertials_bl`. A moving root: ``v0 (6, B)``; ``total``: also the sum of the
-    body forces ``(6, B)``."""
+    body forces ``(6, B)``. levels: ``(levels, level_parents)``: tree sums one depth at a time
+    (wide trees; see :func:`_tree_down_levels`)."""
     m, c, Ic = inertials
     acc = None if qdd is None else S * qdd
     v = None
     if qd is not None:
         sqd = S * qd
-        v = _tree_down_cm(anc, sqd, chain)
+        v = _tree_down_cm(anc, sqd, chain, levels)
         if v0 is not None:
             v = v + v0[:, None]
         acc = _velocity_product_cm(v, sqd, acc)
     elif v0 is not None:
         v = v0[:, None].expand(S.shape)
-    a = None if acc is None else _tree_down_cm(anc, acc, chain)
+    a = None if acc is None else _tree_down_cm(anc, acc, chain, levels)
     if a0 is not None:
         a0 = a0[:, None, None] if a0.dim() == 1 else a0[:, None]
         a = a0.expand(S.shape) if a is None else a + a0
@@ -205,7 +242,7 @@ def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total:
         tau = S.new_zeros(S.shape[1:])
         return (tau, S.new_zeros(6, S.shape[2])) if total else tau
     f = body_forces_bl(m[:, None], c, Ic, a, v)
-    tau = (S * _tree_up_cm(anc, f, chain)).sum(0)
+    tau = (S * _tree_up_cm(anc, f, chain, levels)).sum(0)
     return (tau, f.sum(1)) if total else tau
 
 
@@ -218,10 +255,13 @@ _FULL_PRODUCT_ELEMENTS = 400_000
 def _ancestor_pairs(anc):
     """Row structure of the ancestor matrix ``anc (n, n)``, computed once per tree.
 
-    -> ``(rows, gather)``: rows[i] is a slice ``(start, stop)`` of bodies or an index
-    tensor: the ancestors of body i (itself included); gather ``(n * n,)`` maps each entry
-    ``(i, j)`` of the joint-space matrix to its position in the concatenated row products
-    (the pair (i, j) or (j, i) that holds the ancestor), or to one past the end (zero).
+    -> ``(groups, gather)``: the bodies grouped by depth (their number of ancestors), each
+    group ``(bodies, ancestors, k, w)``: its k bodies (a slice ``(start, stop)`` or an index
+    tensor) and their w ancestors each, themselves included (an index tensor ``(k * w,)``,
+    row by row), so that one product per depth forms every pair of the group; gather
+    ``(n * n,)`` maps each entry ``(i, j)`` of the joint-space matrix to its position in the
+    concatenated products (the pair (i, j) or (j, i) that holds the ancestor), or to one past
+    the end (zero).
     """
     a = anc.detach().to("cpu", torch.float64).numpy() > 0
     key = (anc.device, a.shape, a.tobytes())
@@ -229,32 +269,46 @@ def _ancestor_pairs(anc):
     if hit is not None:
         return hit
     n = a.shape[0]
-    rows, pos, k = [], {}, 0
-    for i in range(n):
-        js = [j for j in range(n) if a[i, j]]
-        if js == list(range(js[0], js[-1] + 1)):
-            rows.append((js[0], js[-1] + 1))
-        else:
-            rows.append(torch.tensor(js, device=anc.device))
-        for j in js:
-            pos[(i, j)] = k
-            k += 1
+    ancestors = [[j for j in range(n) if a[i, j]] for i in range(n)]
+    depth = [len(js) for js in ancestors]
+    groups, pos, k = [], {}, 0
+    for w in sorted(set(depth)):
+        bodies = [i for i in range(n) if depth[i] == w]
+        # each body's ancestors from the root down (an ancestor has fewer ancestors of its own)
+        rows = [sorted(ancestors[i], key=lambda j: depth[j]) for i in bodies]
+        sel = (bodies[0], bodies[-1] + 1) if bodies == list(range(bodies[0], bodies[-1] + 1)) else \
+            torch.tensor(bodies, device=anc.device)
+        groups.append((sel, torch.tensor([j for r in rows for j in r], device=anc.device), len(bodies), w))
+        for i, r in zip(bodies, rows):
+            for j in r:
+                pos[(i, j)] = k
+                k += 1
     gather = [pos.get((i, j), pos.get((j, i), k)) for i in range(n) for j in range(n)]
-    hit = _pairs_cache[key] = (rows, torch.tensor(gather, device=anc.device))
+    hit = _pairs_cache[key] = (groups, torch.tensor(gather, device=anc.device))
     return hit
 
 
-def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False, order=None):
+def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False, order=None, levels=None,
+            base=None):
     """As :func:`engine.robots.dynamics_body_major.crba`, batch-last: ``S (6, n, B)`` -> ``M (B, n,
     n)`` (a view; internal order, or rows and columns ``order (n,)`` of it, folded into the final
-    gather); ``composite``: also ``F (6, n, B)`` and the whole tree's compact inertia ``(13, B)``."""
-    if composite:
-        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True, order=order)
+    gather); ``composite``: also ``F (6, n, B)`` and the whole tree's compact inertia ``(13, B)``.
+
+    base: a floating base, ``base(F, total) -> (M_bb (6, 6, B), M_bj (6, n, B))`` (its block and
+    its rows against the joints, internal order): ``M`` is then the whole ``(B, 6 + n, 6 + n)``
+    matrix, assembled by the same single gather.
+    """
+    if base is not None:
+        F, total = composite_forces_bl(S, inertials, anc, chain, levels)
+        M = _mass_matrix_pairs(S, F, anc, order, base=base(F, total))
         return M.permute(2, 0, 1), F, total
-    return _mass_matrix_bl(S, inertials, anc, chain, order=order).permute(2, 0, 1)
+    if composite:
+        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True, order=order, levels=levels)
+        return M.permute(2, 0, 1), F, total
+    return _mass_matrix_bl(S, inertials, anc, chain, order=order, levels=levels).permute(2, 0, 1)
 
 
-def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False, order=None):
+def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False, order=None, levels=None):
     """The joint-space inertia matrix batch-last, ``(n, n, B)`` (internal order).
 
     Composite rigid bodies in the compact form (mass, first moment ``h``, rotational
@@ -262,18 +316,41 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False, ord
     is formed only for the pairs where body j is body i or one of its ancestors (a row of
     products per body), then mirrored by one gather.
     """
-    m, c, Ic = inertials
     _, n, B = S.shape
+    F, total = composite_forces_bl(S, inertials, anc, chain, levels, total=composite)
+    if composite:
+        return _mass_matrix_pairs(S, F, anc, order), F, total
+    if chain and order is None and n * n * B <= _FULL_PRODUCT_ELEMENTS:
+        # a chain relates every pair: all products at once (few large ops), then mirror
+        # F_i . S_j as six in-place multiply-adds of (n, n, B) planes (no (6, n, n, B) temporary)
+        P = F[0].unsqueeze(1) * S[0].unsqueeze(0)                                    # (n, n, B)
+        for k in range(1, 6):
+            P.addcmul_(F[k].unsqueeze(1), S[k].unsqueeze(0))
+        return P.view(n * n, B).index_select(0, _chain_mirror(n, S.device)).view(n, n, B)
+    return _mass_matrix_pairs(S, F, anc, order)
+
+
+def compact_inertias_bl(m, c, Ic):
+    """Compact inertias ``[m, h = m c, J] (13, n, B)`` about the world origin from the world
+    inertials of :func:`world_inertials_bl` (``m (n,)``)."""
+    n, B = c.shape[1:]
     h = c * m[:, None]
     J = torch.addcmul(Ic, h.unsqueeze(1), c.unsqueeze(0), value=-1.0)                # Ic - m c c^T
     J.diagonal(0, 0, 1).add_((h * c).sum(0).unsqueeze(-1))                          # + m |c|^2 1 (fresh tensor)
-    comp = torch.cat([m[None, :, None].expand(1, n, B), h, J.reshape(9, n, B)])
-    total = comp.sum(1) if composite else None
+    return torch.cat([m[None, :, None].expand(1, n, B), h, J.reshape(9, n, B)])
+
+
+def composite_forces_bl(S, inertials, anc, chain: bool, levels=None, total: bool = True):
+    """``(F (6, n, B), total (13, B) or None)``: each joint's composite (subtree) inertia times its
+    motion subspace, and the whole tree's compact inertia ``[m, h, J]`` about the world origin."""
+    _, n, B = S.shape
+    comp = compact_inertias_bl(*inertials)
+    total = comp.sum(1) if total else None
     if chain:       # subtree sums in place (comp is fresh): no list of partial sums to stack
         for i in range(n - 2, -1, -1):
             comp[:, i].add_(comp[:, i + 1])
     else:
-        comp = _tree_up_cm(anc, comp, chain)
+        comp = _tree_up_cm(anc, comp, chain, levels)
     mc, hc_, Jc = comp[0], comp[1:4], comp[4:].view(3, 3, n, B)
     sw, so = S[:3], S[3:]
     # Ic S = [Jc sw + hc x so; mc so + sw x hc] = [Jc sw - so x hc; mc so + sw x hc]: both
@@ -283,34 +360,54 @@ def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False, ord
     X = (ss[:, 1:4] * hh[2:5]).addcmul_(ss[:, 2:5], hh[1:4], value=-1.0)            # [sw x hc, so x hc]
     ang = (Jc[:, 0] * sw[0]).sub_(X[1]).addcmul_(Jc[:, 1], sw[1]).addcmul_(Jc[:, 2], sw[2])   # fresh: in place
     lin = X[0].addcmul_(mc, so)
-    F = (*ang.unbind(0), *lin.unbind(0))
-    if composite:
-        M = _mass_matrix_pairs(S, torch.cat([ang, lin]), anc, order)
-        return M, torch.cat([ang, lin]), total
-    if chain and order is None and n * n * B <= _FULL_PRODUCT_ELEMENTS:
-        # a chain relates every pair: all products at once (few large ops), then mirror
-        # F_i . S_j as six in-place multiply-adds of (n, n, B) planes (no (6, n, n, B) temporary)
-        P = F[0].unsqueeze(1) * S[0].unsqueeze(0)                                    # (n, n, B)
-        for k in range(1, 6):
-            P.addcmul_(F[k].unsqueeze(1), S[k].unsqueeze(0))
-        return P.view(n * n, B).index_select(0, _chain_mirror(n, S.device)).view(n, n, B)
-    return _mass_matrix_pairs(S, torch.cat([ang, lin]), anc, order)
+    return torch.cat([ang, lin]), total
 
 
-def _mass_matrix_pairs(S, F, anc, order=None):
+def _mass_matrix_pairs(S, F, anc, order=None, base=None):
     """``M_ij = S_j . F_i`` for the pairs (i, ancestor j), mirrored: ``(n, n, B)`` (rows and
-    columns ``order`` of it when given)."""
+    columns ``order`` of it when given); base ``(M_bb (6, 6, B), M_bj (6, n, B))``: a floating
+    base's blocks, first in rows and columns: ``(6 + n, 6 + n, B)``."""
     B = S.shape[2]
-    rows, gather = _ancestor_pairs(anc)
+    groups, gather = _ancestor_pairs(anc)
     if order is not None:
         gather = _ordered_gather(gather, order)
     prods = []
-    for i, r in enumerate(rows):
-        Sa = S[:, r[0]:r[1]] if isinstance(r, tuple) else S.index_select(1, r)
-        prods.append((F[:, i:i + 1] * Sa).sum(0))
-    prods.append(S.new_zeros(1, 1).expand(1, B))
+    for sel, ancestors, k, w in groups:        # one product per depth: (6, k, 1, B) . (6, k, w, B)
+        Fg = F[:, sel[0]:sel[1]] if isinstance(sel, tuple) else F.index_select(1, sel)
+        Sa = S.index_select(1, ancestors).view(6, k, w, B)
+        prods.append((Fg.unsqueeze(2) * Sa).sum(0).view(k * w, B))
     n = S.shape[1]
+    if base is not None:
+        P = sum(p.shape[0] for p in prods)
+        prods += [base[0].reshape(36, B), base[1].reshape(6 * n, B)]
+        gather, n = _floating_gather(gather, order, P, n), n + 6
+    prods.append(S.new_zeros(1, 1).expand(1, B))
     return torch.cat(prods, dim=0).index_select(0, gather).view(n, n, B)
+
+
+def _floating_gather(gather, order, P: int, n: int):
+    """The gather of :func:`_mass_matrix_pairs` with a floating base's blocks: sources
+    ``[P products, M_bb (36), M_bj (6 n, internal columns), zero]`` -> ``((6 + n)^2,)`` (cached)."""
+    key = ("floating", gather.data_ptr(), gather.device, P, None if order is None else tuple(order.tolist()))
+    idx = _sym_cache.get(key)
+    if idx is None:
+        g = gather.view(n, n).tolist()
+        ob = list(range(n)) if order is None else order.tolist()
+        zero = P + 36 + 6 * n
+        full = []
+        for I in range(n + 6):
+            for J in range(n + 6):
+                if I < 6 and J < 6:
+                    full.append(P + 6 * I + J)
+                elif I < 6:
+                    full.append(P + 36 + I * n + ob[J - 6])
+                elif J < 6:
+                    full.append(P + 36 + J * n + ob[I - 6])
+                else:
+                    k = g[I - 6][J - 6]
+                    full.append(zero if k >= P else k)
+        idx = _sym_cache[key] = torch.tensor(full, device=gather.device)
+    return idx
 
 
 _sym_cache: dict = {}
@@ -447,8 +544,8 @@ def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = 
     method: "articulated" (the articulated-body algorithm, as :func:`aba`), "composite"
     (``M qdd = tau - b`` with :func:`crba_bl`'s M, the RNEA bias b and
     :func:`solve_mass_matrix_bl`) or "auto" (composite for small, deep trees). root: a floating
-    base (articulated only), ``(I0 (6, 6, B), (R (3, 3, B), p (3, B)), v0 (6, B), tau0 (6, B))``
-    (see :func:`root_acceleration_bl`) -> ``(qdd, qdd_base (6, B))``.
+    base (articulated only), ``(I0 (6, 6, 1 or B), v0 (6, B), tau0 (6, B))``, all in the base
+    frame (see :func:`root_acceleration_bl`) -> ``(qdd, qdd_base (6, B))``.
     """
     if method == "auto":
         method = auto_fd_method(S.shape[1], len(levels))
@@ -479,7 +576,7 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     sqd = S * qd.unsqueeze(1)
     v = _tree_down_bl(anc, sqd, chain)
     if root is not None:
-        v = v + root[2]
+        v = v + root[1]
     vv = _doubled6(v)
     c = _cross_motion_bl(v, sqd, vv)
     pA = _cross_force_bl(v, _mv6(I, v), vv)
@@ -542,22 +639,21 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
 
 
 def root_acceleration_bl(root, I_children, p_children, a0):
-    """The floating base's step of the articulated-body algorithm, batch-last: ``(a (6, B),
-    qdd_base (6, B))``.
+    """The floating base's step of the articulated-body algorithm, batch-last, in the base
+    frame (:mod:`engine.robots.floating_batch_last`): ``(a (6, B), qdd_base (6, B))``.
 
-    root: ``(I0 (6, 6, B), (R, p), v0 (6, B), tau0 (6, B))``: the base's world spatial inertia,
-    rotation and position (:func:`engine.robots.floating_batch_last.base_frame_bl`), world
-    spatial velocity and the wrench on it (base frame). With ``IA = I0 + I_children`` and
-    ``pA = v0 x* I0 v0 + p_children``, the six-dof joint transmits all of ``IA a + pA``, so
-    ``S0^T (IA a + pA) = tau0``: ``a = IA^-1 (S0^-T tau0 - pA)`` (a0, gravity, cancels out of
-    ``a``; it counts in ``qdd_base = S0^-1 (a - a0)``).
+    root: ``(I0 (6, 6, 1 or B), v0 (6, B), tau0 (6, B))``: the base's spatial inertia, spatial
+    velocity ``[w; v]`` and the wrench on it ``[force; moment]``. With ``IA = I0 + I_children``
+    and ``pA = v0 x* I0 v0 + p_children``, the six-dof joint transmits all of ``IA a + pA``:
+    ``a = IA^-1 (S0^-T tau0 - pA)`` (a0, gravity, cancels out of ``a``; it counts in
+    ``qdd_base = S0^-1 (a - a0)``), with ``S0`` the swap of halves.
     """
-    I0, (R, p), v0, tau0 = root
+    I0, v0, tau0 = root
     IA = I0 + I_children
     pA = _cross_force_bl(v0, _mv6(I0, v0)).add_(p_children)
-    a = solve_mass_matrix_bl(IA, fbl.base_force_to_world(R, p, tau0).sub_(pA))
+    a = solve_mass_matrix_bl(IA, fbl.swap_halves(tau0).sub_(pA))
     rel = a if a0 is None else a - (a0[:, None] if a0.dim() == 1 else a0)
-    return a, fbl.world_motion_to_base(R, p, rel)
+    return a, fbl.swap_halves(rel)
 
 
 def root_acceleration(root, I_children, p_children, a0):

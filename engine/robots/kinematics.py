@@ -163,15 +163,14 @@ def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, roo
     e4 = _e4(q.dtype, q.device)
     if root is not None and root_top is None:
         root_top = root[:, :3].permute(1, 2, 0).contiguous()
-    if root_top is not None:
+    chunks = list(local.split([e - s for s, e in levels])) if len(levels) > 1 else [local]
+    if root_top is not None:    # the first depth hangs from the root (no copy of the rest)
         k = levels[0][1] - levels[0][0]
-        A = root_top.unsqueeze(0).expand(k, 3, 4, q.shape[1])
-        first = compose_bl(A, local[:k], e4)
-        local = first if len(levels) <= 1 else torch.cat([first, local[k:]], dim=0)
-    if len(levels) <= 1:
-        return local
+        chunks[0] = compose_bl(root_top.unsqueeze(0).expand(k, 3, 4, q.shape[1]), chunks[0], e4)
+    if len(chunks) == 1:
+        return chunks[0]
     parts, prev = [], None
-    for loc, lp in zip(local.split([e - s for s, e in levels]), level_parents):
+    for loc, lp in zip(chunks, level_parents):
         prev = loc if prev is None else compose_bl(prev if lp is None else prev.index_select(0, lp), loc, e4)
         parts.append(prev)
     return torch.cat(parts, dim=0)

@@ -85,6 +85,7 @@ the thousands; both paths agree with Pinocchio to 1e-9.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
 from dataclasses import replace
@@ -102,6 +103,7 @@ from engine.robots.topology import build_topology
 from engine.robots.model_floating import GeneralCoordinates
 from engine.robots.model_params import LinkParameters
 from engine.robots.urdf import load_urdf, parse_urdf_string
+from engine.runtime import intra_op_threads
 
 __all__ = ["JointLimits", "RobotModel"]
 
@@ -114,6 +116,35 @@ DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 _SEQUENTIAL_FK_BATCH = 128
 # from this batch size on, the algorithms run on batch-last tensors (samples innermost)
 _BATCH_LAST_BATCH = 96
+# samples x bodies from which torch's intra-op threads serve a call; between these bounds each
+# call runs on its calling thread alone (see _moderate_batches_on_one_thread)
+_ONE_THREAD_WORK = (4096, 1 << 17)
+
+
+def _moderate_batches_on_one_thread(method):
+    """Run a model method ``(self, q, ...)`` on one intra-op thread at moderate batches.
+
+    The algorithms are a few hundred elementwise operations over ``(bodies, samples)``
+    planes. From batches of a few hundred, many of them are just above torch's parallel grain
+    and open an OpenMP region over every core; the fork and join then cost about what the
+    arithmetic saves, and when a core is busy elsewhere (other processes, the GUI, a virtual
+    machine's host) each region waits for a descheduled thread: measured here, a call at
+    batch 1024 took 1.5 to 2.7 ms on two threads from one minute to the next (up to 900 ms
+    with the cores shared by a test run), and a steady 1.6 to 1.9 ms on one. At the largest
+    batches the threads pay for themselves and are kept. CPU only; other threads of the
+    program keep their settings (:class:`engine.runtime.intra_op_threads`).
+    """
+
+    @functools.wraps(method)
+    def run(self, q, *args, **kwargs):
+        if isinstance(q, torch.Tensor) and q.device.type == "cpu" and q.dim() > 1:
+            work = (q.numel() // max(q.shape[-1], 1)) * max(self._n, 1)
+            if _ONE_THREAD_WORK[0] <= work < _ONE_THREAD_WORK[1] and torch.get_num_threads() > 1:
+                with intra_op_threads(1):
+                    return method(self, q, *args, **kwargs)
+        return method(self, q, *args, **kwargs)
+
+    return run
 
 
 class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
@@ -360,7 +391,16 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
     def _levels_parents(self):
         return [None if n is None else getattr(self, n) for n in self._level_parent_names]
 
+    def _level_sums(self):
+        """``(levels, level_parents)`` for the batch-last tree sums of a wide tree (at least twice as
+        many bodies as depths: one step per depth beats a product with the ancestor matrix,
+        O(n) against O(n^2) work), else None."""
+        if self._chain or 2 * len(self._levels) > self._n:
+            return None
+        return self._levels, self._levels_parents()
+
     # ------------------------------------------------------------------ kinematics
+    @_moderate_batches_on_one_thread
     def forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
         shape, (q,) = self._flat(q)
@@ -375,6 +415,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         out = kin.link_poses(T, self._link_body, self._offset_links, self._offset_bodies, self._offset_T)
         return out.transpose(0, 1).reshape(shape + out.shape[:1] + (4, 4))
 
+    @_moderate_batches_on_one_thread
     def link_pose(self, q, link: str) -> torch.Tensor:
         """World pose of ``link``, ``(..., 4, 4)``."""
         l = self._link_idx(link)
@@ -383,6 +424,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         out = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
         return out.reshape(shape + (4, 4))
 
+    @_moderate_batches_on_one_thread
     def jacobian(self, q, link: str, point=None) -> torch.Tensor:
         """Geometric Jacobian ``(..., 6, dof)`` of ``link`` in the world frame.
 
@@ -438,6 +480,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         S, _, _ = dyn.motion_subspaces(T, self._axis4, self._rev, self._pri)
         return T, S, dyn.world_inertia_terms(T, *self._body_inertials())
 
+    @_moderate_batches_on_one_thread
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
         """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., nv)`` (RNEA)."""
         shape, (q, qd, qdd) = self._flat(q, qd, qdd, kinds="qvv")
@@ -452,14 +495,16 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         else:
             _, S, inertials = self._kinematic_terms(self._to_internal(q))
             rnea = dyn.rnea
+        kw = {"levels": self._level_sums()} if rnea is dyn_bl.rnea_bl else {}
         tau = self._to_user(rnea(S, inertials, self._to_internal(qd), self._to_internal(qdd),
-                                 self._gravity_acc(gravity), self._anc, self._chain)).t()
+                                 self._gravity_acc(gravity), self._anc, self._chain, **kw)).t()
         if self._armature is not None:
             tau = tau + self._armature * qdd
         if damping:
             tau = tau + self.joint_damping() * qd
         return tau.reshape(shape + (self.dof,))
 
+    @_moderate_batches_on_one_thread
     def bias_forces(self, q, qd, gravity=True) -> torch.Tensor:
         """``C(q, qd) qd + g(q)``, ``(..., nv)``."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
@@ -468,12 +513,13 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
             tau = dyn_bl.rnea_bl(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc,
-                              self._chain)
+                                 self._chain, levels=self._level_sums())
             return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = dyn.rnea(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc, self._chain)
         return self._to_user(tau).t().reshape(shape + (self.dof,))
 
+    @_moderate_batches_on_one_thread
     def gravity_torques(self, q, gravity=True) -> torch.Tensor:
         """``g(q)``: the joint forces that hold the robot still, ``(..., nv)`` (a floating base: and
         the base wrench that holds the base)."""
@@ -482,12 +528,14 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
             return self._g_rnea(q, None, None, gravity).reshape(shape + (self.nv,))
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = dyn_bl.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
+            tau = dyn_bl.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain,
+                                 levels=self._level_sums())
             return self._to_user(tau).t().reshape(shape + (self.dof,))
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         tau = dyn.rnea(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
         return self._to_user(tau).t().reshape(shape + (self.dof,))
 
+    @_moderate_batches_on_one_thread
     def mass_matrix(self, q) -> torch.Tensor:
         """Joint-space inertia matrix ``M(q)``, ``(..., nv, nv)`` (CRBA; armature on the diagonal)."""
         shape, (q,) = self._flat(q)
@@ -496,7 +544,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         if self._batch_last(q.shape[0]):
             _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
             M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain,
-                               order=self._dof_body if self._permuted else None)
+                               order=self._dof_body if self._permuted else None, levels=self._level_sums())
         else:
             _, S, inertials = self._kinematic_terms(self._to_internal(q))
             M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
@@ -506,6 +554,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
             M = M + torch.diag(self._armature)
         return M.reshape(shape + (self.dof, self.dof))
 
+    @_moderate_batches_on_one_thread
     def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
         """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., dof)``.
 
@@ -535,6 +584,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
                       method=method, armature=self._armature_int)
         return self._to_user(qdd).t().reshape(shape + (self.dof,))
 
+    @_moderate_batches_on_one_thread
     def kinetic_energy(self, q, qd) -> torch.Tensor:
         """``0.5 qd^T M(q) qd`` (J), ``(...)`` (armature included)."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
@@ -544,6 +594,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         return dyn.kinetic_energy(S, inertials, self._to_internal(qd), self._anc, self._chain).reshape(shape)
 
+    @_moderate_batches_on_one_thread
     def potential_energy(self, q, gravity=True) -> torch.Tensor:
         """Gravitational potential energy of the movable bodies (J), ``(...)``; zero at the world origin
         (a floating base: the base included)."""

@@ -154,17 +154,12 @@ class GeneralCoordinates:
         return T0, T, S, inertials, False
 
     def _g_terms_bl(self, q):
-        """A floating base at a large batch: ((R (3, 3, B), p (3, B)), motion subspaces, world
-        inertials of the bodies, of the root) for flat ``q``, all batch-last."""
-        R, p, top = fbl.base_frame_bl(q[:, :7])
-        q_int = self._to_internal(self._expand_q(q[:, 7:]))
-        W = kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), root_top=top)
-        _, S, inertials = self._kinematic_terms_bl(None, W=W)
+        """A floating base at a large batch, in the base frame (see
+        :mod:`engine.robots.floating_batch_last`): (motion subspaces, world inertials of the
+        bodies, of the root: constants ``(m (1,), c (3, 1, 1), Ic (3, 3, 1, 1))``), batch-last."""
+        _, S, inertials = self._kinematic_terms_bl(self._to_internal(self._expand_q(q[:, 7:])))
         m0, c0, Ic0 = self._root_inertial()
-        c1 = torch.cat([c0, c0.new_ones(1)]).view(1, 4, 1)
-        Ic4 = torch.nn.functional.pad(Ic0, (0, 1, 0, 1)).unsqueeze(0)
-        root = dyn_bl.world_inertials_bl(top.unsqueeze(0), m0.reshape(1), c1, Ic4)   # (1,), (3, 1, B), (3, 3, 1, B)
-        return (R, p), S, inertials, root
+        return S, inertials, (m0.reshape(1), c0.view(3, 1, 1), Ic0.view(3, 3, 1, 1))
 
     def _g_forward_kinematics(self, q):
         """Flat ``q`` -> link poses ``(B, L, 4, 4)``."""
@@ -215,8 +210,8 @@ class GeneralCoordinates:
         B = q.shape[0]
         bl_root = None
         if self.floating and self._batch_last(B):
-            frame, S, inertials, root = self._g_terms_bl(q)
-            bl_root, bl = (frame, root), True
+            S, inertials, bl_root = self._g_terms_bl(q)
+            bl = True
         else:
             T0, _, S, inertials, bl = self._g_terms(q)
         f = 6 if self.floating else 0
@@ -225,16 +220,17 @@ class GeneralCoordinates:
         vj_int = None if vj is None else self._to_internal(vj)
         aj_int = None if aj is None else self._to_internal(aj)
         a0 = self._gravity_acc(gravity)
-        if bl_root is not None:
-            (R, p), root = bl_root
-            v0 = None if v is None else fbl.base_motion_to_world(R, p, v[:, :6].t())
-            ar = q.new_zeros(6, B) if a is None else fbl.base_motion_to_world(R, p, a[:, :6].t())
+        if bl_root is not None:     # in the base frame: S0 swaps halves, gravity turns with the base
+            root = bl_root
+            v0 = None if v is None else fbl.swap_halves(v[:, :6].t())
+            ar = q.new_zeros(6, B) if a is None else fbl.swap_halves(a[:, :6].t())
             if a0 is not None:
-                ar = ar + a0[:, None]
-            tau_int, fsum = dyn_bl.rnea_bl(S, inertials, vj_int, aj_int, ar, self._anc, self._chain, v0=v0, total=True)
+                ar = ar + fbl.gravity_in_base_bl(q, a0)
+            tau_int, fsum = dyn_bl.rnea_bl(S, inertials, vj_int, aj_int, ar, self._anc, self._chain, v0=v0, total=True,
+                                           levels=self._level_sums())
             f0 = dyn_bl.body_forces_bl(root[0][:, None], root[1], root[2], ar[:, None],
                                        None if v0 is None else v0[:, None])[:, 0]
-            tau_b = fbl.world_force_to_base(R, p, fsum + f0).t()
+            tau_b = fbl.swap_halves(fsum + f0).t()
         elif self.floating:
             S0 = fl.base_motion_subspace(T0)
             v0 = None if v is None else (S0 * v[:, None, :6]).sum(-1)
@@ -251,7 +247,8 @@ class GeneralCoordinates:
             wrench = fsum + fl.root_force(root, ar, v0)
             tau_b = (S0 * wrench.unsqueeze(-1)).sum(-2)
         else:
-            tau_int = (dyn_bl.rnea_bl if bl else dyn.rnea)(S, inertials, vj_int, aj_int, a0, self._anc, self._chain)
+            kw = {"levels": self._level_sums()} if bl else {}
+            tau_int = (dyn_bl.rnea_bl if bl else dyn.rnea)(S, inertials, vj_int, aj_int, a0, self._anc, self._chain, **kw)
         tau = self._to_user(tau_int).t()
         if self._armature_full is not None and aj is not None:
             tau = tau + self._armature_full * aj
@@ -266,7 +263,7 @@ class GeneralCoordinates:
         order = self._dof_body if self._permuted else None
         if bl:
             out = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating,
-                                 order=order)
+                                 order=order, levels=self._level_sums())
             if self.floating:
                 out = (out[0], out[1].permute(1, 2, 0), out[2].t())
         else:
@@ -292,24 +289,16 @@ class GeneralCoordinates:
         """A floating base (no mimic joints) at a large batch: ``M (B, nv, nv)``, a view of a
         batch-last ``(nv, nv, B)`` tensor. The base rows are the whole robot's inertia and each
         joint's composite inertia times its motion subspace, seen from the base."""
-        (R, p), S, inertials, root = self._g_terms_bl(q)
-        M, F, total = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=True,
-                                     order=self._dof_body if self._permuted else None)
-        M_jj = M.permute(1, 2, 0)
-        if self._armature_full is not None:
-            M_jj = M_jj + torch.diag(self._armature_full)[..., None]
-        m0, c0, Ic0 = root
-        B = q.shape[0]
-        c, h = c0[:, 0], c0[:, 0] * m0
-        J = torch.addcmul(Ic0[:, :, 0], h.unsqueeze(1), c.unsqueeze(0), value=-1.0)   # about the world origin
-        J.diagonal(0, 0, 1).add_((h * c).sum(0).unsqueeze(-1))
-        total = total + torch.cat([m0.reshape(1, 1).expand(1, B), h, J.reshape(9, B)])
-        M_bb = fbl.base_inertia_bl(R, p, total)
-        M_bj = fbl.world_force_to_base(R, p, F)                                          # (6, n, B)
-        if self._permuted:
-            M_bj = M_bj.index_select(1, self._dof_body)
-        M = torch.cat([torch.cat([M_bb, M_bj], 1), torch.cat([M_bj.transpose(0, 1), M_jj], 1)], 0)
-        return M.permute(2, 0, 1)
+        S, inertials, root = self._g_terms_bl(q)       # in the base frame: M does not depend on the base pose
+
+        def base(F, total):
+            return fbl.base_inertia_bl(total + dyn_bl.compact_inertias_bl(*root)[:, 0]), fbl.swap_halves(F)
+
+        M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, base=base,
+                           order=self._dof_body if self._permuted else None, levels=self._level_sums())[0]
+        if self._armature_full is not None:     # M is fresh: in place
+            M[:, 6:, 6:].diagonal(0, 1, 2).add_(self._armature_full)
+        return M
 
     def _g_forward_dynamics(self, q, v, tau, gravity, method: str = "auto"):
         """Generalised accelerations ``(B, nv)``: the articulated-body algorithm with the base as
@@ -323,15 +312,19 @@ class GeneralCoordinates:
             M = self._g_mass_matrix(q)
             h = self._g_rnea(q, v, None, gravity)
             return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
-        args = (self._to_internal(v[:, 6:]), self._to_internal(tau[:, 6:]), self._gravity_acc(gravity), self._anc,
-                self._levels, self._levels_parents(), self._chain)
-        if self._batch_last(q.shape[0]):
-            (R, p), S, inertials, (m0, c0, Ic0) = self._g_terms_bl(q)
-            I0 = dyn_bl.spatial_inertia_world_bl(m0, c0.transpose(0, 1), Ic0.permute(2, 0, 1, 3))[0]   # (6, 6, B)
-            root = (I0, (R, p), fbl.base_motion_to_world(R, p, v[:, :6].t()), tau[:, :6].t())
+        a0 = self._gravity_acc(gravity)
+        if self._batch_last(q.shape[0]):        # in the base frame, gravity turned with the base
+            S, inertials, (m0, c0, Ic0) = self._g_terms_bl(q)
+            I0 = dyn_bl.spatial_inertia_world_bl(m0, c0.transpose(0, 1), Ic0.permute(2, 0, 1, 3))[0]   # (6, 6, 1)
+            root = (I0, fbl.swap_halves(v[:, :6].t()), tau[:, :6].t())
+            args = (self._to_internal(v[:, 6:]), self._to_internal(tau[:, 6:]),
+                    None if a0 is None else fbl.gravity_in_base_bl(q, a0), self._anc, self._levels,
+                    self._levels_parents(), self._chain)
             qdd, qdd_b = dyn_bl.aba_bl(S, inertials, *args, method="articulated", armature=self._armature_int,
                                        root=root)
             return torch.cat([qdd_b, self._to_user(qdd)], 0).t()
+        args = (self._to_internal(v[:, 6:]), self._to_internal(tau[:, 6:]), a0, self._anc, self._levels,
+                self._levels_parents(), self._chain)
         T0, _, S, inertials, _ = self._g_terms(q)
         S0 = fl.base_motion_subspace(T0)
         root_w = fl.root_inertial_world(T0, *self._root_inertial())
