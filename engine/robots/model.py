@@ -452,16 +452,21 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         J = kin.point_jacobian(z, T[1:, :, :3, 3], self._link_rev_mask[l], self._link_pri_mask[l], p)
         return self._to_user(J).permute(1, 2, 0).reshape(shape + (6, self.dof))
 
-    def _jacobian_bl(self, q, l: int, point):
-        """Batch-last :meth:`jacobian` for flat ``q (B, n)`` -> ``(B, 6, n)``."""
-        W = self._body_poses_bl(self._to_internal(q))
+    def _jacobian_bl(self, q, l: int, point, W=None, root_top=None):
+        """Batch-last :meth:`jacobian` for flat ``q (B, n)`` -> ``(B, 6, n)`` (every movable
+        joint, user order); or from body poses ``W`` given with the root's pose ``root_top (3, 4,
+        B)`` (a floating base) -> ``(J, the point in the world (3, B))``."""
+        given = W is not None
+        if not given:
+            W = self._body_poses_bl(self._to_internal(q))
+        B = W.shape[-1]
         b = self._link_body_int[l]
         off = self._link_offset[l]
         local = off[:3, 3] if point is None else off[:3, 3] + point @ off[:3, :3].transpose(0, 1)   # (3,) or (B, 3)
-        if b == 0:
-            p = local.reshape(-1, 3).t().expand(3, q.shape[0]) if point is not None else local[:, None].expand(3, q.shape[0])
+        Wb = W[b - 1] if b > 0 else root_top
+        if Wb is None:
+            p = local.reshape(-1, 3).t().expand(3, B) if point is not None else local[:, None].expand(3, B)
         else:
-            Wb = W[b - 1]
             loc = local.t() if point is not None else local[:, None]
             p = (Wb[:, :3] * loc.unsqueeze(0)).sum(1) + Wb[:, 3]                       # (3, B)
         z = kin.axes_bl(W, self._axis3)
@@ -470,8 +475,8 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         lin = kin.cross_bl(z, p.unsqueeze(0) - o) * r
         if not self._all_rev:
             lin = lin + z * self._link_pri_mask[l][:, None, None]
-        J = torch.cat([lin, z * r], dim=1)                                                 # (n, 6, B)
-        return self._to_user(J).permute(2, 1, 0)
+        J = self._to_user(torch.cat([lin, z * r], dim=1)).permute(2, 1, 0)             # (B, 6, n)
+        return (J, p) if given else J
 
     # ------------------------------------------------------------------ dynamics
     def _kinematic_terms(self, q_int, T=None):

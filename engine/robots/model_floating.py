@@ -173,9 +173,23 @@ class GeneralCoordinates:
 
     def _g_jacobian(self, q, l: int, point):
         """Flat ``q`` -> ``(B, 6, nv)``: rows linear, angular (world); base columns first."""
+        if self.floating and self._batch_last(q.shape[0]):
+            return self._g_jacobian_bl(q, l, point)
         T = self._g_body_poses(q)
         z = kin.apply_to_bodies(T[1:], self._axis4)[..., :3, 0]
         return self._jacobian_from_poses(T, z, l, point)[1]
+
+    def _g_jacobian_bl(self, q, l: int, point):
+        """A floating base at a large batch: :meth:`_g_jacobian` on batch-last poses."""
+        top = fl.base_pose(q[:, :7])[:, :3].permute(1, 2, 0).contiguous()                 # (3, 4, B)
+        W = kin.body_poses_bl(self._to_internal(self._expand_q(q[:, 7:])), self._Ct4, self._levels,
+                              self._levels_parents(), root_top=top)
+        J, p = self._jacobian_bl(None, l, point, W=W, root_top=top)
+        R0 = top[:, :3]
+        # base columns: linear velocity [R0 | R0 e_j x (p - p0)], angular velocity [0 | R0]
+        X = kin.cross_bl(R0.transpose(0, 1), (p - top[:, 3]).unsqueeze(0)).transpose(0, 1)    # (3, 3, B)
+        Jb = torch.cat([torch.cat([R0, X], 1), torch.cat([torch.zeros_like(R0), R0], 1)], 0)   # (6, 6, B)
+        return torch.cat([Jb.permute(2, 0, 1), self._project(J)], dim=-1)
 
     def _jacobian_from_poses(self, T, z, l: int, point=None):
         """Body poses ``T (n + 1, B, 4, 4)`` (world), joint axes ``z (n, B, 3)`` -> (link pose
