@@ -1,0 +1,91 @@
+"""The pieces the large-batch paths are built from, each against an independent reference.
+
+The whole algorithms are checked against Pinocchio in test_rbd_paths.py and
+test_floating_base.py; here: the base rotation and gravity in the base frame (scipy's
+rotations), the tree sums one depth at a time (products with the ancestor matrix), and the
+intra-op thread policy of the model's methods.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.transform import Rotation
+
+from engine.robots import dynamics_batch_last as dyn_bl
+from engine.robots import floating_batch_last as fbl
+from engine.robots import model as model_module
+from engine.robots.library import load_robot
+
+
+def _base_states(n: int, seed: int) -> torch.Tensor:
+    rng = np.random.default_rng(seed)
+    quat = rng.normal(size=(n, 4))
+    quat /= np.linalg.norm(quat, axis=1, keepdims=True)
+    return torch.as_tensor(np.concatenate([rng.normal(size=(n, 3)), quat], axis=1))
+
+
+def test_base_rotation_matches_scipy():
+    qb = _base_states(50, 0)
+    R = fbl.rotation_bl(qb).permute(2, 0, 1).numpy()
+    ref = Rotation.from_quat(qb[:, 3:7].numpy()).as_matrix()          # scipy: x, y, z, w
+    np.testing.assert_allclose(R, ref, atol=1e-14)
+
+
+@pytest.mark.parametrize("a0", [(0, 0, 0, 0, 0, 9.81), (0.3, -0.2, 0.1, 1.0, -2.0, 9.81)])
+def test_gravity_in_base_frame_matches_scipy(a0):
+    qb = _base_states(40, 1)
+    a0 = torch.tensor(a0, dtype=torch.float64)
+    out = fbl.gravity_in_base_bl(qb, a0).t().numpy()                   # (B, 6)
+    R = Rotation.from_quat(qb[:, 3:7].numpy()).as_matrix()
+    ref = np.concatenate([np.einsum("bki,k->bi", R, a0[:3].numpy()), np.einsum("bki,k->bi", R, a0[3:].numpy())], 1)
+    np.testing.assert_allclose(out, ref, atol=1e-13)
+
+
+def test_swap_halves_is_its_own_inverse():
+    x = torch.arange(12.0).view(6, 2)
+    assert torch.equal(fbl.swap_halves(x)[:3], x[3:]) and torch.equal(fbl.swap_halves(fbl.swap_halves(x)), x)
+
+
+@pytest.mark.parametrize("name", ["solo12", "allegro-right"])
+def test_tree_sums_by_depth_match_the_ancestor_products(name):
+    m = load_robot(name)
+    assert not m._chain and len(m._levels) > 1
+    x = torch.randn(6, m._n, 33, dtype=torch.float64)
+    levels = (m._levels, m._levels_parents())
+    anc = m._anc
+    torch.testing.assert_close(dyn_bl._tree_down_levels(x, *levels), torch.matmul(anc, x), rtol=0, atol=1e-12)
+    torch.testing.assert_close(dyn_bl._tree_up_levels(x, *levels), torch.matmul(anc.t(), x), rtol=0, atol=1e-12)
+
+
+def _threads_seen(model, q, monkeypatch) -> list:
+    seen = []
+    inner = model._kinematic_terms_bl
+
+    def spy(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(model, "_kinematic_terms_bl", spy)
+    with torch.no_grad():
+        model.inverse_dynamics(q, torch.zeros_like(q), torch.zeros_like(q))
+        model.mass_matrix(q)
+    return seen
+
+
+def test_moderate_batches_run_on_one_thread_and_restore_the_setting(monkeypatch):
+    m = load_robot("panda")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        low, high = model_module._ONE_THREAD_WORK
+        moderate = torch.zeros(1024, m.dof, dtype=torch.float64)
+        assert low <= 1024 * m._n < high
+        assert _threads_seen(m, moderate, monkeypatch) == [1, 1]
+        assert torch.get_num_threads() == 2
+        large = torch.zeros(high // m._n + 1, m.dof, dtype=torch.float64)
+        monkeypatch.undo()
+        assert _threads_seen(m, large, monkeypatch) == [2, 2]
+    finally:
+        torch.set_num_threads(before)
