@@ -80,7 +80,11 @@ step per tree depth (see :mod:`engine.robots.dynamics_body_major`,
 From ``_BATCH_LAST_BATCH`` samples on, the same algorithms run on *batch-last* tensors
 ``(n, k, B)`` (samples innermost and contiguous, 3x3 and 6x6 products written as
 elementwise multiply-adds over the samples), which is about twice as fast at batches in
-the thousands; both paths agree with Pinocchio to 1e-9.
+the thousands; both paths agree with Pinocchio to 1e-9. There, wide trees (legs, hands) sum
+over the tree one depth at a time, and a floating base computes its dynamics in the base
+frame (:mod:`engine.robots.floating_batch_last`). Calls at moderate batches run on one
+intra-op thread (``_moderate_batches_on_one_thread``): steady times, no stalls when another
+program holds a core.
 """
 
 from __future__ import annotations
