@@ -43,6 +43,9 @@ _SI = {"s": "s", "ms": "s", "us": "s", "ns": "s", "min": "s", "rad": "rad", "deg
 
 def unit_factor(unit: str, *, field: str = "unit") -> float:
     """The factor that turns a value in ``unit`` into SI; a LogError names ``field`` if unknown."""
+    if not isinstance(unit, str):
+        raise LogError(f"{field} must be a unit name in quotes (such as \"rad\" or \"deg\"), got {unit!r}",
+                       column=field)
     try:
         return UNIT_FACTORS[unit]
     except KeyError:

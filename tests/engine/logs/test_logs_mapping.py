@@ -6,8 +6,10 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from engine.logs import (
+    LogError,
     LogMapping,
     LogTable,
     column_signature,
@@ -57,3 +59,11 @@ def test_mapping_without_time_uses_sample_period():
     table = LogTable(["q"], {"q": np.arange(5.0)})
     m = apply_mapping(table, LogMapping(q=["q"], sample_period=0.1))
     np.testing.assert_allclose(m.t, [0, 0.1, 0.2, 0.3, 0.4])
+
+
+def test_a_unit_that_is_not_text_is_refused_naming_the_column(tmp_path):
+    # found by the JSON fuzzing: {"units": {"a": []}} ended in a TypeError
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"time": "t", "q": ["a"], "units": {"a": []}}))
+    with pytest.raises(LogError, match=r"units\['a'\] must be a unit name"):
+        LogMapping.load(path)
