@@ -30,7 +30,7 @@ from engine.robots import RobotModel
 import pinocchio as pin
 
 path, batch, repeats, min_time = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-model = RobotModel.from_file(path)
+model = RobotModel.from_file(path, mimic="independent", strict=False)   # as the in-process rows and Pinocchio load it
 pm = pin.buildModelFromUrdf(path)
 pd = pm.createData()
 names = [pm.names[i] for i in range(1, pm.njoints)]
