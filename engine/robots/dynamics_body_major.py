@@ -250,8 +250,8 @@ def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, meth
         Uos[d], qfree[d] = Uo, qf
         if d == 0 and root is None:
             break
-        Ia = IA - Uo.unsqueeze(-1) * U.unsqueeze(-2)
-        pa_out = pa + (Ia * c_row[d]).sum(-1) + U * qf.unsqueeze(-1)
+        Ia = torch.addcmul(IA, Uo.unsqueeze(-1), U.unsqueeze(-2), value=-1.0)
+        pa_out = torch.addcmul(pa + (Ia * c_row[d]).sum(-1), U, qf.unsqueeze(-1))
         if d == 0:          # the floating base: every body of depth 1 hangs from it
             a0, qdd_base = dyn_bl.root_acceleration(root, Ia.sum(0), pa_out.sum(0), a0)
             break

@@ -30,6 +30,7 @@ _ROTATION_TERMS = {
 _rotation_maps: dict = {}
 
 
+@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
 def _rotation_map(dtype, device):
     """``(C (9, 16), e (9, 1))``: R (row-major) = e + C (q q^T) (built once per dtype and device)."""
     key = (dtype, device)
@@ -99,5 +100,6 @@ def base_inertia_bl(total: torch.Tensor) -> torch.Tensor:
     src = torch.cat([J.reshape(9, -1), h, -h, m.unsqueeze(0), torch.zeros_like(m).unsqueeze(0)])
     idx = _base_index.get(src.device)
     if idx is None:
-        idx = _base_index[src.device] = torch.tensor(_BASE_SOURCES, device=src.device)
+        with torch.inference_mode(False):
+            idx = _base_index[src.device] = torch.tensor(_BASE_SOURCES, device=src.device)
     return src.index_select(0, idx).view(6, 6, -1)

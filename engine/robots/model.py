@@ -83,12 +83,13 @@ elementwise multiply-adds over the samples), which is about twice as fast at bat
 the thousands; both paths agree with Pinocchio to 1e-9. There, wide trees (legs, hands) sum
 over the tree one depth at a time, and a floating base computes its dynamics in the base
 frame (:mod:`engine.robots.floating_batch_last`). Calls at moderate batches run on one
-intra-op thread (``_moderate_batches_on_one_thread``): steady times, no stalls when another
+intra-op thread (``_call_policy``): steady times, no stalls when another
 program holds a core.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections import namedtuple
@@ -121,34 +122,76 @@ _SEQUENTIAL_FK_BATCH = 128
 # from this batch size on, the algorithms run on batch-last tensors (samples innermost)
 _BATCH_LAST_BATCH = 96
 # samples x bodies from which torch's intra-op threads serve a call; between these bounds each
-# call runs on its calling thread alone (see _moderate_batches_on_one_thread)
+# call runs on its calling thread alone (see _call_policy)
 _ONE_THREAD_WORK = (4096, 1 << 17)
+# largest result (elements) a call computes in inference mode and copies out (see _call_policy)
+_INFERENCE_RESULT = 1 << 16
 
 
-def _moderate_batches_on_one_thread(method):
-    """Run a model method ``(self, q, ...)`` on one intra-op thread at moderate batches.
+def _transformed() -> bool:
+    """Whether a torch.func transform (jacfwd, vmap...) or a forward-mode AD level is active:
+    their tensors carry derivatives that ``requires_grad`` does not show (and no_grad does not
+    stop forward AD). Unknown (private API gone): True, the safe answer."""
+    try:
+        return (torch._C._functorch.maybe_current_level() is not None
+                or torch.autograd.forward_ad._current_level >= 0)
+    except AttributeError:
+        return True
 
-    The algorithms are a few hundred elementwise operations over ``(bodies, samples)``
-    planes. From batches of a few hundred, many of them are just above torch's parallel grain
-    and open an OpenMP region over every core; the fork and join then cost about what the
-    arithmetic saves, and when a core is busy elsewhere (other processes, the GUI, a virtual
-    machine's host) each region waits for a descheduled thread: measured here, a call at
-    batch 1024 took 1.5 to 2.7 ms on two threads from one minute to the next (up to 900 ms
-    with the cores shared by a test run), and a steady 1.6 to 1.9 ms on one. At the largest
-    batches the threads pay for themselves and are kept. CPU only; other threads of the
-    program keep their settings (:class:`engine.runtime.intra_op_threads`).
+
+def _needs_grad(model, tensors) -> bool:
+    """Whether a call may have to carry derivatives: a torch.func transform or forward AD, or
+    grad mode with an input requiring a gradient, a parameter, or any learnable link parameter
+    (its module may hand out any tensor)."""
+    if _transformed():
+        return True
+    if not torch.is_grad_enabled():
+        return False
+    return (bool(model._learnable) or any(t.requires_grad for t in tensors)
+            or any(p.requires_grad for p in model.parameters()))
+
+
+def _call_policy(result_per_sample):
+    """How a model method ``(self, q, ...)`` runs on the CPU; ``result_per_sample(model)``: the
+    number of elements of its result per sample.
+
+    - One intra-op thread at moderate batches. The algorithms are a few hundred elementwise
+      operations over ``(bodies, samples)`` planes; from batches of a few hundred, many are
+      just above torch's parallel grain and open an OpenMP region over every core, whose fork
+      and join cost about what the arithmetic saves, and when a core is busy elsewhere (other
+      processes, the GUI, a virtual machine's host) each region waits for a descheduled
+      thread: measured here, a call at batch 1024 took 1.5 to 2.7 ms on two threads from one
+      minute to the next (up to 900 ms with the cores shared by a test run), and a steady 1.6
+      to 1.9 ms on one. At the largest batches the threads pay for themselves and are kept.
+      Other threads of the program keep their settings (:class:`engine.runtime.intra_op_threads`).
+    - Inference mode when nothing needs a gradient (no grad mode, or no input and no parameter
+      requires one) and the result is small: autograd's bookkeeping (version counters, view
+      tracking) costs each of the hundreds of small operations a share, 10 to 20 % of a call
+      at batch 1. The result is copied out, so callers get a normal tensor; cached constants
+      are built outside inference mode (``torch.inference_mode(False)`` where they are made).
     """
 
-    @functools.wraps(method)
-    def run(self, q, *args, **kwargs):
-        if isinstance(q, torch.Tensor) and q.device.type == "cpu" and q.dim() > 1:
-            work = (q.numel() // max(q.shape[-1], 1)) * max(self._n, 1)
-            if _ONE_THREAD_WORK[0] <= work < _ONE_THREAD_WORK[1] and torch.get_num_threads() > 1:
-                with intra_op_threads(1):
+    def decorate(method):
+        @functools.wraps(method)
+        def run(self, q, *args, **kwargs):
+            if not isinstance(q, torch.Tensor) or q.device.type != "cpu" or q.dim() == 0 \
+                    or torch.is_inference_mode_enabled():
+                return method(self, q, *args, **kwargs)
+            B = q.numel() // max(q.shape[-1], 1)
+            work = B * max(self._n, 1)
+            one_thread = _ONE_THREAD_WORK[0] <= work < _ONE_THREAD_WORK[1] and torch.get_num_threads() > 1
+            tensors = [q] + [x for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor)]
+            inference = B * result_per_sample(self) <= _INFERENCE_RESULT and not _needs_grad(self, tensors)
+            with intra_op_threads(1) if one_thread else contextlib.nullcontext():
+                if not inference:
                     return method(self, q, *args, **kwargs)
-        return method(self, q, *args, **kwargs)
+                with torch.inference_mode():
+                    out = method(self, q, *args, **kwargs)
+            return out.clone()
 
-    return run
+        return run
+
+    return decorate
 
 
 class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
@@ -404,7 +447,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         return self._levels, self._levels_parents()
 
     # ------------------------------------------------------------------ kinematics
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: 16 * len(m.link_names))
     def forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
         shape, (q,) = self._flat(q)
@@ -419,7 +462,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         out = kin.link_poses(T, self._link_body, self._offset_links, self._offset_bodies, self._offset_T)
         return out.transpose(0, 1).reshape(shape + out.shape[:1] + (4, 4))
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: 16)
     def link_pose(self, q, link: str) -> torch.Tensor:
         """World pose of ``link``, ``(..., 4, 4)``."""
         l = self._link_idx(link)
@@ -428,7 +471,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         out = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
         return out.reshape(shape + (4, 4))
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: 6 * m.nv)
     def jacobian(self, q, link: str, point=None) -> torch.Tensor:
         """Geometric Jacobian ``(..., 6, dof)`` of ``link`` in the world frame.
 
@@ -489,7 +532,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         S, _, _ = dyn.motion_subspaces(T, self._axis4, self._rev, self._pri)
         return T, S, dyn.world_inertia_terms(T, *self._body_inertials())
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: m.nv)
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
         """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., nv)`` (RNEA)."""
         shape, (q, qd, qdd) = self._flat(q, qd, qdd, kinds="qvv")
@@ -513,7 +556,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
             tau = tau + self.joint_damping() * qd
         return tau.reshape(shape + (self.dof,))
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: m.nv)
     def bias_forces(self, q, qd, gravity=True) -> torch.Tensor:
         """``C(q, qd) qd + g(q)``, ``(..., nv)``."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
@@ -528,7 +571,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         tau = dyn.rnea(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc, self._chain)
         return self._to_user(tau).t().reshape(shape + (self.dof,))
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: m.nv)
     def gravity_torques(self, q, gravity=True) -> torch.Tensor:
         """``g(q)``: the joint forces that hold the robot still, ``(..., nv)`` (a floating base: and
         the base wrench that holds the base)."""
@@ -544,7 +587,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         tau = dyn.rnea(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
         return self._to_user(tau).t().reshape(shape + (self.dof,))
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: m.nv * m.nv)
     def mass_matrix(self, q) -> torch.Tensor:
         """Joint-space inertia matrix ``M(q)``, ``(..., nv, nv)`` (CRBA; armature on the diagonal)."""
         shape, (q,) = self._flat(q)
@@ -563,7 +606,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
             M = M + torch.diag(self._armature)
         return M.reshape(shape + (self.dof, self.dof))
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: m.nv)
     def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
         """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., dof)``.
 
@@ -593,7 +636,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
                       method=method, armature=self._armature_int)
         return self._to_user(qdd).t().reshape(shape + (self.dof,))
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: 1)
     def kinetic_energy(self, q, qd) -> torch.Tensor:
         """``0.5 qd^T M(q) qd`` (J), ``(...)`` (armature included)."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
@@ -603,7 +646,7 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
         _, S, inertials = self._kinematic_terms(self._to_internal(q))
         return dyn.kinetic_energy(S, inertials, self._to_internal(qd), self._anc, self._chain).reshape(shape)
 
-    @_moderate_batches_on_one_thread
+    @_call_policy(lambda m: 1)
     def potential_energy(self, q, gravity=True) -> torch.Tensor:
         """Gravitational potential energy of the movable bodies (J), ``(...)``; zero at the world origin
         (a floating base: the base included)."""

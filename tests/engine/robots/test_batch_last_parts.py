@@ -2,8 +2,7 @@
 
 The whole algorithms are checked against Pinocchio in test_rbd_paths.py and
 test_floating_base.py; here: the base rotation and gravity in the base frame (scipy's
-rotations), the tree sums one depth at a time (products with the ancestor matrix), and the
-intra-op thread policy of the model's methods.
+rotations), the tree sums one depth at a time (products with the ancestor matrix).
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from scipy.spatial.transform import Rotation
 
 from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import floating_batch_last as fbl
-from engine.robots import model as model_module
 from engine.robots.library import load_robot
 
 
@@ -57,35 +55,3 @@ def test_tree_sums_by_depth_match_the_ancestor_products(name):
     anc = m._anc
     torch.testing.assert_close(dyn_bl._tree_down_levels(x, *levels), torch.matmul(anc, x), rtol=0, atol=1e-12)
     torch.testing.assert_close(dyn_bl._tree_up_levels(x, *levels), torch.matmul(anc.t(), x), rtol=0, atol=1e-12)
-
-
-def _threads_seen(model, q, monkeypatch) -> list:
-    seen = []
-    inner = model._kinematic_terms_bl
-
-    def spy(*args, **kwargs):
-        seen.append(torch.get_num_threads())
-        return inner(*args, **kwargs)
-
-    monkeypatch.setattr(model, "_kinematic_terms_bl", spy)
-    with torch.no_grad():
-        model.inverse_dynamics(q, torch.zeros_like(q), torch.zeros_like(q))
-        model.mass_matrix(q)
-    return seen
-
-
-def test_moderate_batches_run_on_one_thread_and_restore_the_setting(monkeypatch):
-    m = load_robot("panda")
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        low, high = model_module._ONE_THREAD_WORK
-        moderate = torch.zeros(1024, m.dof, dtype=torch.float64)
-        assert low <= 1024 * m._n < high
-        assert _threads_seen(m, moderate, monkeypatch) == [1, 1]
-        assert torch.get_num_threads() == 2
-        large = torch.zeros(high // m._n + 1, m.dof, dtype=torch.float64)
-        monkeypatch.undo()
-        assert _threads_seen(m, large, monkeypatch) == [2, 2]
-    finally:
-        torch.set_num_threads(before)
