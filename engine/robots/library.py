@@ -14,9 +14,10 @@ Sources, in the order they are listed (an earlier name wins over a later one):
 - ``ros``: ``<package>/<stem>`` for every ``urdf/*.urdf`` or ``robots/*.urdf`` of the
   packages found on ``ROS_PACKAGE_PATH``.
 
-Some published files need loader options (mimic fingers loaded as independent joints like
-Pinocchio does, inertias that break the triangle inequality slightly accepted with a warning);
-each entry carries them and :func:`load_robot` applies them.
+Some published files need loader options (inertias that break the triangle inequality
+slightly accepted with a warning, a floating base); each entry carries them and
+:func:`load_robot` applies them. Mimic joints load coupled to their masters, as the files
+say (a gripper's fingers move together; Pinocchio's ``mimic=True`` model).
 
 Aliases point at the first available of several names (``iiwa``, ``allegro``, ``ur``).
 Names are matched case-insensitively, with ``_`` and ``-`` equivalent.
@@ -65,8 +66,7 @@ class RobotEntry:
 
     @property
     def options(self) -> dict:
-        """Loader options this file needs (``mimic="independent"``, ``strict=False``,
-        ``floating_base=True``)."""
+        """Loader options this file needs (``strict=False``, ``floating_base=True``)."""
         return dict(self.load_options)
 
     def to_dict(self) -> dict:
@@ -94,7 +94,8 @@ SHIPPED_TITLES = {
 
 # (name, title, path relative to example-robot-data's robots/ folder): fixed-base arms and hands.
 _ERD_ROBOTS = (
-    ("panda-erd", "Franka Emika Panda (example-robot-data, meshes)", "panda_description/urdf/panda.urdf", (('mimic', 'independent'),)),
+    ("panda-erd", "Franka Emika Panda with its gripper (example-robot-data, meshes; coupled mimic fingers)",
+     "panda_description/urdf/panda.urdf"),
     ("ur3", "Universal Robots UR3", "ur_description/urdf/ur3_robot.urdf"),
     ("ur5", "Universal Robots UR5", "ur_description/urdf/ur5_robot.urdf"),
     ("ur10", "Universal Robots UR10", "ur_description/urdf/ur10_robot.urdf"),
@@ -106,11 +107,11 @@ _ERD_ROBOTS = (
     ("z1", "Unitree Z1 arm", "z1_description/urdf/z1.urdf"),
     ("so100", "SO-100 arm", "so_arm_description/urdf/so100.urdf"),
     ("so101", "SO-101 arm", "so_arm_description/urdf/so101.urdf"),
-    ("talos-left-arm", "TALOS left arm", "talos_data/robots/talos_left_arm.urdf", (('mimic', 'independent'),)),
+    ("talos-left-arm", "TALOS left arm", "talos_data/robots/talos_left_arm.urdf"),
     ("double-pendulum-erd", "Double pendulum (example-robot-data)", "double_pendulum_description/urdf/double_pendulum.urdf"),
     ("asr-twodof", "ASR two-DoF arm", "asr_twodof_description/urdf/TwoDofs.urdf"),
     ("finger-edu", "TriFinger-edu single finger", "finger_edu_description/robots/finger_edu.urdf"),
-    ("baxter", "Rethink Baxter (fixed base, two arms)", "baxter_description/urdf/baxter.urdf", (('mimic', 'independent'),)),
+    ("baxter", "Rethink Baxter (fixed base, two arms, coupled mimic grippers)", "baxter_description/urdf/baxter.urdf"),
 )
 
 # Legged robots and humanoids of example-robot-data, with a floating base (free-flyer joint,
@@ -147,7 +148,7 @@ _ERD_LEGGED = (
 
 _PYBULLET_ROBOTS = (
     ("iiwa-bullet", "KUKA LBR iiwa 14 (pybullet_data)", "kuka_iiwa/model.urdf"),
-    ("panda-bullet", "Franka Emika Panda (pybullet_data)", "franka_panda/panda.urdf", (('mimic', 'independent'), ('strict', False))),
+    ("panda-bullet", "Franka Emika Panda (pybullet_data)", "franka_panda/panda.urdf", (('strict', False),)),
     ("xarm6-bullet", "UFactory xArm 6 (pybullet_data)", "xarm/xarm6_robot.urdf", (('strict', False),)),
 )
 

@@ -72,9 +72,15 @@ def test_ros_package_path(tmp_path, monkeypatch):
 
 
 def test_load_robot_applies_entry_options():
-    # example-robot-data's Panda has a mimic finger: loaded as independent joints (9 dof)
-    assert robot_entry("panda-erd").options == {"mimic": "independent"}
-    assert load_robot("panda-erd").dof == 9
+    # the Allegro hand's published inertias need strict=False
+    assert robot_entry("allegro-right").options == {"strict": False}
+    assert load_robot("allegro-right").dof == 16
+    # example-robot-data's Panda: its second finger mimics the first, coupled as the file says
+    # (8 dof, the fingers move together; Pinocchio 4's mimic=True model has nv 8 too)
+    assert "mimic" not in robot_entry("panda-erd").options
+    panda = load_robot("panda-erd")
+    assert panda.dof == 8 and panda.mimic_joint_names == ["panda_finger_joint2"]
+    assert pin.buildModelFromUrdf(str(resolve_robot("panda-erd")), mimic=True).nv == 8
     model = load_robot("panda", dtype=torch.float32)
     assert model.dof == 7 and model.dtype == torch.float32
     assert robot_entry("urdf/does-not-exist.urdf") is None
