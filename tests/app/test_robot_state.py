@@ -192,3 +192,37 @@ def test_a_floating_robot_stands_and_its_balance_matches_pinocchio():
     assert s.contact_links == ("shin",) and not b.inside
     with pytest.raises(ValueError, match="a base \\(7\\) and 2 joints"):
         s.set_q(np.zeros(2))
+
+
+def test_a_humanoid_reaches_with_a_hand_while_its_feet_stay():
+    # whole-body IK from the Robot workspace: TALOS stands, its right hand goes 15 cm forward
+    # and 10 cm up; the feet (the held contact links by default) keep their poses, the base moves
+    talos = load_robot_job("talos")(NullJobContext())
+    s = RobotState()
+    s.set_robot(talos)
+    assert s.held_links == s.contact_links == ("left_sole_link", "right_sole_link") and s.ik_base == "free"
+    hand = "wrist_right_ft_tool_link"
+    before = s.link_poses()
+    goal = before[hand].copy()
+    goal[:3, 3] += [0.15, 0.0, 0.10]
+    s.set_targets([TargetSpec(hand, goal, position_only=True)])
+    request = s.ik_request()
+    assert request.hold == ("left_sole_link", "right_sole_link") and request.base == "free"
+    out = ik_job(talos.model, request)(NullJobContext())
+    assert out.converged and out.position_error < 1e-4
+    after = s.link_poses(out.q)
+    np.testing.assert_allclose(after[hand][:3, 3], goal[:3, 3], atol=1e-4)
+    for foot in s.contact_links:
+        np.testing.assert_allclose(after[foot], before[foot], atol=1e-4)
+    assert np.linalg.norm(out.q[:3] - s.q[:3]) > 1e-3                # the base moved to help
+    # the base held fixed instead: the feet stay, the base does not move at all
+    s.set_ik_base("fixed")
+    out = ik_job(talos.model, s.ik_request())(NullJobContext())
+    np.testing.assert_allclose(out.q[:7], s.q[:7], atol=1e-12)
+    for foot in s.contact_links:
+        np.testing.assert_allclose(s.link_poses(out.q)[foot], before[foot], atol=1e-4)
+    with pytest.raises(ValueError, match="no such link"):
+        s.set_held_links(["left_sole_link", "tail"])
+    with pytest.raises(ValueError, match="free' or 'fixed"):
+        s.set_ik_base("loose")
+    assert s.session_state()["held_links"] == ["left_sole_link", "right_sole_link"]

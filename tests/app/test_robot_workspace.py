@@ -425,7 +425,7 @@ def test_inertia_boxes_toggle_and_follow_the_robot(env, qtbot):
     env.close(page)
 
 
-def test_quadruped_stands_with_its_support_polygon_and_the_base_gizmo_moves_it(env, qtbot):
+def test_quadruped_stands_with_its_support_polygon_and_the_base_gizmo_moves_it(env, qtbot, tmp_path):
     page = env.page()
     with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
         page.load_robot("solo12")
@@ -439,7 +439,8 @@ def test_quadruped_stands_with_its_support_polygon_and_the_base_gizmo_moves_it(e
     gizmo = page.floating_base.gizmo
     assert gizmo in page.view.gizmos
     np.testing.assert_allclose(gizmo.pose, state.base_pose(), atol=1e-12)
-    page.view.save_screenshot("/tmp/robots-shots/robot-solo12-standing.png")
+    page.view.save_screenshot(str(tmp_path / "robot-solo12-standing.png"))
+    assert (tmp_path / "robot-solo12-standing.png").stat().st_size > 10_000
     start = state.q.copy()
     T = state.base_pose()
     T[:3, 3] += [0.1, 0.0, 0.05]
@@ -450,4 +451,31 @@ def test_quadruped_stands_with_its_support_polygon_and_the_base_gizmo_moves_it(e
     page.undo_action.trigger()
     np.testing.assert_allclose(page.q, start, atol=1e-12)
     assert len(page.joints.q) == page.robot.model.dof == 12
+    env.close(page)
+
+
+def test_whole_body_choices_in_the_targets_panel_reach_the_ik_request(env, qtbot):
+    from PySide6.QtCore import Qt
+
+    page = env.page()
+    panel = page.targets
+    with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+        page.load_robot("panda")
+    assert panel.whole_body_box.isHidden()                     # a fixed-base arm: nothing to hold
+    with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+        page.load_robot("solo12")
+    state = page.state
+    assert not panel.whole_body_box.isHidden()
+    assert panel.held_links() == list(state.contact_links) == list(state.held_links)   # the feet, checked
+    panel.hold_list.item(0).setCheckState(Qt.CheckState.Unchecked)                   # a click on its box
+    assert state.held_links == state.contact_links[1:]
+    panel.base_box.setCurrentIndex(panel.base_box.findData("fixed"))
+    assert state.ik_base == "fixed"
+    panel.add_target(state.contact_links[1])                   # a held foot that is also a target
+    request = page._ik_request({})
+    assert request.base == "fixed" and request.hold == state.contact_links[2:]
+    saved = state.session_state()
+    assert saved["held_links"] == list(state.contact_links[1:]) and saved["ik_base"] == "fixed"
+    page.set_whole_body(list(state.contact_links), "free")     # as a session restore does
+    assert panel.held_links() == list(state.contact_links) and panel.ik_base() == "free"
     env.close(page)

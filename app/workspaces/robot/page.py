@@ -52,7 +52,6 @@ from engine.robots.files import ROBOT_FILE_SUFFIXES, parse_xacro_args
 
 log = logging.getLogger(__name__)
 
-
 __all__ = ["RobotPage"]
 
 DEFAULT_ROBOT = "panda"
@@ -183,6 +182,7 @@ class RobotPage(QWidget):
         self.targets.target_dragged.connect(self._on_target_dragged)
         self.targets.targets_changed.connect(self._on_targets_changed)
         self.targets.end_effector_changed.connect(self.state.set_end_effector)
+        self.targets.whole_body_changed.connect(lambda: self.set_whole_body(show=False))
         self.dynamics = DynamicsPanel()
         self.motion = MotionPanel(lambda: self.q)
         self.motion.q_requested.connect(lambda q: self.set_q(q))
@@ -374,6 +374,7 @@ class RobotPage(QWidget):
                               state.neutral[state.base_size:])
         self.targets.set_robot(model.link_names, state.end_effector, self.link_pose,
                                gizmo_size=max(0.03, 0.12 * state.extent()))
+        self.targets.set_whole_body(state.floating, model.link_names, state.held_links, state.ik_base)
         self.motion.reset()
         self.dynamics.clear()
         self.floating_base.setup(gizmo_size=max(0.05, 0.2 * state.extent()))
@@ -384,7 +385,6 @@ class RobotPage(QWidget):
             self.view.set_link_poses(self.state.link_poses(q))
             self.floating_base.refresh()
             self._request_readouts()
-
 
     def _request_readouts(self) -> None:
         if not self._readouts_timer.isActive():
@@ -435,6 +435,15 @@ class RobotPage(QWidget):
         return self._anim.isActive()
 
     # ================================================================== IK
+    def set_whole_body(self, held=None, base=None, show: bool = True) -> None:
+        """A floating robot's IK keeps the ``held`` links in place, its base "free" or "fixed"
+        (None: as the Targets panel shows)."""
+        st = self.state
+        st.set_held_links(self.targets.held_links() if held is None else held)
+        st.set_ik_base(self.targets.ik_base() if base is None else base)
+        if show and st.model is not None:
+            self.targets.set_whole_body(st.floating, st.model.link_names, st.held_links, st.ik_base)
+
     def _ik_request(self, overrides: dict):
         """The state's request for the panel's targets and options; None (message shown) if none."""
         self.state.set_targets(self.targets.targets)
@@ -659,6 +668,9 @@ class RobotPage(QWidget):
             targets = targets if isinstance(targets, list) else [targets]
             parts += [(f"target {i + 1}", lambda t=t: self.targets.add_target(
                 t["link"], np.asarray(t["pose"], float), bool(t.get("position_only")))) for i, t in enumerate(targets)]
+            if "held_links" in state or "ik_base" in state:
+                parts.append(("whole-body IK choices", lambda: self.set_whole_body(
+                    list(state.get("held_links") or []), state.get("ik_base") or "free")))
             kf = state.get("keyframes") or {}
             poses = kf.get("poses", []) if isinstance(kf, dict) else [kf]
             parts += [(f"keyframe {i + 1}", lambda q=q: self.motion.add_keyframe(self._checked_q(q)))

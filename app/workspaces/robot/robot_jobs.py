@@ -205,7 +205,8 @@ class IKRequest:
     """Targets {link: (4, 4) world pose (m)}; ``position_only`` links ignore orientation.
 
     ``options``: an engine IKOptions (None: its defaults); ``overrides``: fields replaced
-    on top of it (follow mode's short solves)."""
+    on top of it (follow mode's short solves). A floating robot: ``hold``, links kept at
+    their poses of ``q0``, and its ``base`` "free" or "fixed" (whole-body IK)."""
 
     targets: dict
     q0: np.ndarray
@@ -213,6 +214,8 @@ class IKRequest:
     options: object = None
     overrides: Mapping = field(default_factory=dict)
     serial: int = 0
+    hold: tuple = ()
+    base: str = "free"
 
 
 @dataclass
@@ -250,7 +253,8 @@ def ik_job(model, request: IKRequest):
         for link, T in request.targets.items():
             T = torch.as_tensor(np.asarray(T, dtype=float))
             targets[link] = T[:3, 3] if link in request.position_only else T
-        result = solve_ik(model, targets, q0=torch.tensor(q0), ctx=ctx, options=opts)
+        whole_body = {"hold": tuple(request.hold), "base": request.base} if getattr(model, "floating", False) else {}
+        result = solve_ik(model, targets, q0=torch.tensor(q0), ctx=ctx, options=opts, **whole_body)
         q = result.q.detach().cpu().numpy().reshape(-1).astype(float)
         after = _target_errors(model, q, request)
         return _outcome(q, bool(result.converged.reshape(-1)[0]), after, opts, request.serial)

@@ -219,6 +219,8 @@ class RobotState:
         self.history = PoseHistory()
         self.contact_links: tuple[str, ...] = ()
         self._foot_points: dict = {}
+        self.held_links: tuple[str, ...] = ()       # a floating robot's IK keeps these links where they are
+        self.ik_base = "free"                          # ... with its base "free" or "fixed"
 
     # ------------------------------------------------------------------ robot
     @property
@@ -294,6 +296,7 @@ class RobotState:
         self.end_effector = default_end_effector(model) if model.link_names else ""
         if not self.floating:
             self.contact_links, self._foot_points = (), {}
+        self.held_links, self.ik_base = tuple(self.contact_links), "free"     # feet stay where they stand
         self.targets = ()
         self.last_ik = self.readouts = self.simulation = None
         self.history.clear()
@@ -444,6 +447,22 @@ class RobotState:
         self.targets = tuple(TargetSpec(t.link, np.array(t.pose, float), bool(t.position_only)) for t in targets)
         self.events.targets.emit(self.targets)
 
+    def set_held_links(self, links) -> None:
+        """The links a floating robot's IK keeps in place (feet, a hand on a rail...); ValueError
+        for a link the robot does not have."""
+        links = tuple(dict.fromkeys(links))
+        if self.model is not None:
+            unknown = [l for l in links if l not in self.model.link_names]
+            if unknown:
+                raise ValueError(f"{', '.join(unknown)}: no such link in {self.model.name!r}")
+        self.held_links = links
+
+    def set_ik_base(self, base: str) -> None:
+        """A floating robot's base during IK: "free" (it moves with the solve) or "fixed"."""
+        if base not in ("free", "fixed"):
+            raise ValueError(f"the base is 'free' or 'fixed', not {base!r}")
+        self.ik_base = base
+
     def ik_request(self, options=None, overrides=None) -> IKRequest:
         """The request for a solve of every target from the current pose; ValueError when
         there is nothing to solve."""
@@ -453,9 +472,12 @@ class RobotState:
             raise ValueError("Add a target first (pick an end effector, then Add target).")
         if self.model.dof == 0:
             raise ValueError("This robot has no joints to move.")
-        return IKRequest(targets={t.link: t.pose for t in self.targets}, q0=self.q.copy(),
+        targets = {t.link: t.pose for t in self.targets}
+        hold = tuple(l for l in self.held_links if l not in targets) if self.floating else ()
+        return IKRequest(targets=targets, q0=self.q.copy(),
                          position_only=frozenset(t.link for t in self.targets if t.position_only),
-                         options=options, overrides=dict(overrides or {}), serial=self.generation)
+                         options=options, overrides=dict(overrides or {}), serial=self.generation,
+                         hold=hold, base=self.ik_base if self.floating else "free")
 
     def accept_ik(self, out: IKOutcome, start_q=None) -> bool:
         """A solve's result: recorded and, from ``start_q`` (an Optimise), an undoable animated
@@ -493,4 +515,6 @@ class RobotState:
             "q": self.q.tolist() if self.robot else None,
             "targets": [{"link": t.link, "pose": t.pose.tolist(), "position_only": t.position_only}
                         for t in self.targets],
+            "held_links": list(self.held_links),
+            "ik_base": self.ik_base,
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QListWidget,
+    QListWidgetItem,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -69,6 +70,7 @@ class TargetsPanel(QWidget):
     optimise_requested = Signal()
     cancel_requested = Signal()
     end_effector_changed = Signal(str)
+    whole_body_changed = Signal()      # the held links or the base choice of a floating robot changed
 
     def __init__(self, view, parent=None):
         super().__init__(parent)
@@ -137,6 +139,7 @@ class TargetsPanel(QWidget):
         self.follow_box.setToolTip("Re-solve while a target is dragged")
         self.run_row.add_widget(self.follow_box)
         layout.addWidget(self.run_row)
+        layout.addWidget(self._whole_body_box())
         self.options_box = QGroupBox("Solver options")
         self.options_box.setCheckable(True)
         self.options_box.setChecked(False)
@@ -160,6 +163,55 @@ class TargetsPanel(QWidget):
         layout.addStretch(1)
         self._link_pose = lambda link: np.eye(4)
         self._gizmo_size = 0.12
+
+    def _whole_body_box(self) -> QGroupBox:
+        """A floating robot's whole-body IK: the links kept in place and the base free or fixed."""
+        box = self.whole_body_box = QGroupBox("Whole body (floating base)")
+        box.setObjectName("whole_body_box")
+        col = QVBoxLayout(box)
+        col.addWidget(QLabel("Keep in place (their poses now):"))
+        self.hold_list = QListWidget()
+        self.hold_list.setObjectName("hold_list")
+        self.hold_list.setMaximumHeight(88)
+        self.hold_list.setToolTip("Checked links keep their current poses while the targets are reached "
+                                  "(the feet by default: the robot reaches without stepping)")
+        self.hold_list.itemChanged.connect(lambda _item: self.whole_body_changed.emit())
+        col.addWidget(self.hold_list)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Base"))
+        self.base_box = QComboBox()
+        self.base_box.setObjectName("ik_base_box")
+        self.base_box.addItem("free: moves with the solve", "free")
+        self.base_box.addItem("fixed: stays where it is", "fixed")
+        self.base_box.currentIndexChanged.connect(lambda _i: self.whole_body_changed.emit())
+        row.addWidget(self.base_box, 1)
+        col.addLayout(row)
+        box.setVisible(False)
+        return box
+
+    def set_whole_body(self, floating: bool, links=(), held=(), base: str = "free") -> None:
+        """Show the whole-body choices for a floating robot: ``links`` offered (held ones first and
+        checked), the base "free" or "fixed"; hidden for a fixed-base robot."""
+        self.whole_body_box.setVisible(bool(floating))
+        self.hold_list.blockSignals(True)
+        self.hold_list.clear()
+        held = [l for l in held if l in links]
+        for link in held + [l for l in links if l not in held]:
+            item = QListWidgetItem(link)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if link in held else Qt.CheckState.Unchecked)
+            self.hold_list.addItem(item)
+        self.hold_list.blockSignals(False)
+        self.base_box.blockSignals(True)
+        self.base_box.setCurrentIndex(max(0, self.base_box.findData(base)))
+        self.base_box.blockSignals(False)
+
+    def held_links(self) -> list[str]:
+        return [self.hold_list.item(i).text() for i in range(self.hold_list.count())
+                if self.hold_list.item(i).checkState() == Qt.CheckState.Checked]
+
+    def ik_base(self) -> str:
+        return self.base_box.currentData() or "free"
 
     # ------------------------------------------------------------ robot
     def set_robot(self, links, default_link: str, link_pose, gizmo_size: float) -> None:
