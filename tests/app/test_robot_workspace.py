@@ -466,12 +466,14 @@ def test_whole_body_choices_in_the_targets_panel_reach_the_ik_request(env, qtbot
         page.load_robot("solo12")
     state = page.state
     assert not panel.whole_body_box.isHidden()
+    assert not panel.value_spins[0].isEnabled() and panel.value_spins[0].text().strip() == ""   # no target yet
     assert panel.held_links() == list(state.contact_links) == list(state.held_links)   # the feet, checked
     panel.hold_list.item(0).setCheckState(Qt.CheckState.Unchecked)                   # a click on its box
     assert state.held_links == state.contact_links[1:]
     panel.base_box.setCurrentIndex(panel.base_box.findData("fixed"))
     assert state.ik_base == "fixed"
     panel.add_target(state.contact_links[1])                   # a held foot that is also a target
+    assert panel.value_spins[0].isEnabled() and panel.value_spins[0].text().endswith(" m")
     request = page._ik_request({})
     assert request.base == "fixed" and request.hold == state.contact_links[2:]
     saved = state.session_state()

@@ -106,7 +106,7 @@ class TargetsPanel(QWidget):
         self.hint.setObjectName("targetsHint")
         self.hint.setWordWrap(True)
         layout.addWidget(self.hint)
-        self.targets_changed.connect(lambda: self.hint.setVisible(not self.targets))
+        self.targets_changed.connect(self._on_targets_changed)
 
         grid = QGridLayout()
         self.value_spins: list[QDoubleSpinBox] = []
@@ -260,6 +260,20 @@ class TargetsPanel(QWidget):
         self.list.setCurrentRow(len(self.targets) - 1)
         self.targets_changed.emit()
         return target
+
+    def _on_targets_changed(self) -> None:
+        """The hint without targets; the value fields only edit a target (blank without one)."""
+        self.hint.setVisible(not self.targets)
+        for spin in self.value_spins:
+            spin.setEnabled(bool(self.targets))
+            if not self.targets:
+                spin.setSpecialValueText(" ")          # shown at the minimum: blank, not a stale pose
+                self._updating = True
+                spin.setValue(spin.minimum())
+                self._updating = False
+            else:
+                spin.setSpecialValueText("")
+        self.position_only_box.setEnabled(bool(self.targets))
 
     def target_for(self, link: str) -> Target | None:
         return next((t for t in self.targets if t.link == link), None)
