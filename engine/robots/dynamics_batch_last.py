@@ -290,38 +290,32 @@ def _ancestor_pairs(anc):
     return hit
 
 
-def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = False, order=None, levels=None,
-            base=None):
+def crba_bl(S, inertials, anc, anc_strict, chain: bool = False, order=None, levels=None, base=None):
     """As :func:`engine.robots.dynamics_body_major.crba`, batch-last: ``S (6, n, B)`` -> ``M (B, n,
     n)`` (a view; internal order, or rows and columns ``order (n,)`` of it, folded into the final
-    gather); ``composite``: also ``F (6, n, B)`` and the whole tree's compact inertia ``(13, B)``.
+    gather).
 
     base: a floating base, ``base(F, total) -> (M_bb (6, 6, B), M_bj (6, n, B))`` (its block and
-    its rows against the joints, internal order): ``M`` is then the whole ``(B, 6 + n, 6 + n)``
-    matrix, assembled by the same single gather.
+    its rows against the joints, internal order) from each joint's composite inertia times its
+    motion subspace ``F (6, n, B)`` and the whole tree's compact inertia ``total (13, B)``:
+    ``M`` is then the whole ``(B, 6 + n, 6 + n)`` matrix, assembled by the same single gather.
     """
     if base is not None:
         F, total = composite_forces_bl(S, inertials, anc, chain, levels)
-        M = _mass_matrix_pairs(S, F, anc, order, base=base(F, total))
-        return M.permute(2, 0, 1), F, total
-    if composite:
-        M, F, total = _mass_matrix_bl(S, inertials, anc, chain, composite=True, order=order, levels=levels)
-        return M.permute(2, 0, 1), F, total
+        return _mass_matrix_pairs(S, F, anc, order, base=base(F, total)).permute(2, 0, 1)
     return _mass_matrix_bl(S, inertials, anc, chain, order=order, levels=levels).permute(2, 0, 1)
 
 
-def _mass_matrix_bl(S, inertials, anc, chain: bool, composite: bool = False, order=None, levels=None):
+def _mass_matrix_bl(S, inertials, anc, chain: bool, order=None, levels=None):
     """The joint-space inertia matrix batch-last, ``(n, n, B)`` (internal order).
 
     Composite rigid bodies in the compact form (mass, first moment ``h``, rotational
     inertia ``J`` about the world origin): 10 planes per body. ``M_ij = S_j . (Ic_i S_i)``
-    is formed only for the pairs where body j is body i or one of its ancestors (a row of
-    products per body), then mirrored by one gather.
+    is formed only for the pairs where body j is body i or one of its ancestors (one
+    product per depth), then mirrored by one gather.
     """
     _, n, B = S.shape
-    F, total = composite_forces_bl(S, inertials, anc, chain, levels, total=composite)
-    if composite:
-        return _mass_matrix_pairs(S, F, anc, order), F, total
+    F, _ = composite_forces_bl(S, inertials, anc, chain, levels, total=False)
     if chain and order is None and n * n * B <= _FULL_PRODUCT_ELEMENTS:
         # a chain relates every pair: all products at once (few large ops), then mirror
         # F_i . S_j as six in-place multiply-adds of (n, n, B) planes (no (6, n, n, B) temporary)

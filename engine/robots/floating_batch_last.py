@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["base_inertia_bl", "gravity_in_base_bl", "rotation_bl", "swap_halves"]
+__all__ = ["base_inertia_bl", "gravity_in_base_bl", "swap_halves"]
 
 
 # R, row-major (9,), as a linear map of the quaternion's products q_i q_j (x y z w, 16 of
@@ -50,13 +50,6 @@ def _quaternion_squares(qb: torch.Tensor) -> torch.Tensor:
     """``q_b (B, 7)`` -> the products of its quaternion's components ``(16, B)``."""
     quat = qb[:, 3:7].t().contiguous()                               # (4, B)
     return (quat.unsqueeze(1) * quat.unsqueeze(0)).view(16, -1)
-
-
-def rotation_bl(qb: torch.Tensor) -> torch.Tensor:
-    """The base's rotation ``R (3, 3, B)`` (``R[i, j]`` a plane over the samples) from
-    ``q_b (B, 7)`` ``[p, quaternion x y z w]``, as :func:`engine.spatial.quaternion_to_rotation`."""
-    C, e = _rotation_map(qb.dtype, qb.device)
-    return torch.addmm(e, C, _quaternion_squares(qb)).view(3, 3, -1)
 
 
 def gravity_in_base_bl(qb: torch.Tensor, a0: torch.Tensor) -> torch.Tensor:

@@ -156,14 +156,12 @@ def _e4(dtype, device) -> torch.Tensor:
     return e4
 
 
-def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root=None, root_top=None) -> torch.Tensor:
-    """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time; root
-    ``(B, 4, 4)`` or root_top (its top rows batch-last, ``(3, 4, B)``): the root's pose (a
-    floating base; None: the identity), composed with the first depth only."""
+def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root_top=None) -> torch.Tensor:
+    """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time;
+    root_top: the top rows of the root's pose, batch-last ``(3, 4, B)`` (a floating base; None:
+    the identity), composed with the first depth only."""
     local = local_transforms_bl(q, Ct4)
     e4 = _e4(q.dtype, q.device)
-    if root is not None and root_top is None:
-        root_top = root[:, :3].permute(1, 2, 0).contiguous()
     chunks = list(local.split([e - s for s, e in levels])) if len(levels) > 1 else [local]
     if root_top is not None:    # the first depth hangs from the root (no copy of the rest)
         k = levels[0][1] - levels[0][0]

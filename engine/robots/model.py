@@ -410,7 +410,8 @@ class RobotModel(GeneralCoordinates, LinkParameters, nn.Module):
     def _body_poses_bl(self, q_int, root=None):
         """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)`` (root: the
         floating base's pose ``(B, 4, 4)``)."""
-        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), root)
+        top = None if root is None else root[:, :3].permute(1, 2, 0).contiguous()
+        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), top)
 
     def _kinematic_terms_bl(self, q_int, W=None):
         """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials (poses W given: from them)."""

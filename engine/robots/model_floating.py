@@ -183,7 +183,7 @@ class GeneralCoordinates:
         """A floating base at a large batch: :meth:`_g_jacobian` on batch-last poses."""
         top = fl.base_pose(q[:, :7])[:, :3].permute(1, 2, 0).contiguous()                 # (3, 4, B)
         W = kin.body_poses_bl(self._to_internal(self._expand_q(q[:, 7:])), self._Ct4, self._levels,
-                              self._levels_parents(), root_top=top)
+                              self._levels_parents(), top)
         J, p = self._jacobian_bl(None, l, point, W=W, root_top=top)
         R0 = top[:, :3]
         # base columns: linear velocity [R0 | R0 e_j x (p - p0)], angular velocity [0 | R0]
@@ -245,18 +245,13 @@ class GeneralCoordinates:
             f0 = dyn_bl.body_forces_bl(root[0][:, None], root[1], root[2], ar[:, None],
                                        None if v0 is None else v0[:, None])[:, 0]
             tau_b = fbl.swap_halves(fsum + f0).t()
-        elif self.floating:
+        elif self.floating:     # small batches, body-major, in the world frame
             S0 = fl.base_motion_subspace(T0)
             v0 = None if v is None else (S0 * v[:, None, :6]).sum(-1)
             ar = q.new_zeros(B, 6) if a is None else (S0 * a[:, None, :6]).sum(-1)
             if a0 is not None:
                 ar = ar + a0
-            if bl:
-                tau_int, fsum = dyn_bl.rnea_bl(S, inertials, vj_int, aj_int, ar.t(), self._anc, self._chain,
-                                               v0=None if v0 is None else v0.t(), total=True)
-                fsum = fsum.t()
-            else:
-                tau_int, fsum = dyn.rnea(S, inertials, vj_int, aj_int, ar, self._anc, self._chain, v0=v0, total=True)
+            tau_int, fsum = dyn.rnea(S, inertials, vj_int, aj_int, ar, self._anc, self._chain, v0=v0, total=True)
             root = fl.root_inertial_world(T0, *self._root_inertial())
             wrench = fsum + fl.root_force(root, ar, v0)
             tau_b = (S0 * wrench.unsqueeze(-1)).sum(-2)
@@ -271,20 +266,19 @@ class GeneralCoordinates:
 
     def _g_mass_matrix(self, q):
         """Flat ``q`` -> ``M (B, nv, nv)``."""
-        if self.floating and self._G is None and self._batch_last(q.shape[0]):
+        if self.floating and self._batch_last(q.shape[0]):
             return self._g_mass_matrix_bl(q)
         T0, _, S, inertials, bl = self._g_terms(q)
         order = self._dof_body if self._permuted else None
-        if bl:
-            out = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating,
-                                 order=order, levels=self._level_sums())
-            if self.floating:
-                out = (out[0], out[1].permute(1, 2, 0), out[2].t())
+        if bl:          # mimic joints on a fixed base
+            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, order=order,
+                               levels=self._level_sums())
+            out = None
         else:
             out = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain, composite=self.floating)
-        M = out[0] if self.floating else out
-        if self._permuted and not bl:
-            M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
+            M = out[0] if self.floating else out
+            if self._permuted:
+                M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
         if self._armature_full is not None:
             M = M + torch.diag(self._armature_full)
         if self._G is not None:
@@ -300,19 +294,23 @@ class GeneralCoordinates:
         return torch.cat([torch.cat([M_bb, M_bj], -1), torch.cat([M_bj.transpose(-1, -2), M], -1)], -2)
 
     def _g_mass_matrix_bl(self, q):
-        """A floating base (no mimic joints) at a large batch: ``M (B, nv, nv)``, a view of a
-        batch-last ``(nv, nv, B)`` tensor. The base rows are the whole robot's inertia and each
-        joint's composite inertia times its motion subspace, seen from the base."""
+        """A floating base at a large batch: ``M (B, nv, nv)`` (without mimic joints a view of a
+        batch-last ``(nv, nv, B)`` tensor). The base rows are the whole robot's inertia and each
+        joint's composite inertia times its motion subspace, seen from the base; mimic joints:
+        ``P^T M_all P`` with ``P = diag(1_6, G)``."""
         S, inertials, root = self._g_terms_bl(q)       # in the base frame: M does not depend on the base pose
 
         def base(F, total):
             return fbl.base_inertia_bl(total + dyn_bl.compact_inertias_bl(*root)[:, 0]), fbl.swap_halves(F)
 
         M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain, base=base,
-                           order=self._dof_body if self._permuted else None, levels=self._level_sums())[0]
+                           order=self._dof_body if self._permuted else None, levels=self._level_sums())
         if self._armature_full is not None:     # M is fresh: in place
             M[:, 6:, 6:].diagonal(0, 1, 2).add_(self._armature_full)
-        return M
+        if self._G is None:
+            return M
+        P = torch.block_diag(torch.eye(6, dtype=M.dtype, device=M.device), self._G)
+        return P.t() @ M @ P
 
     def _g_forward_dynamics(self, q, v, tau, gravity, method: str = "auto"):
         """Generalised accelerations ``(B, nv)``: the articulated-body algorithm with the base as
