@@ -40,7 +40,7 @@ def _run(args) -> int:
     if args.json:
         print_json({k: result[k] for k in ("robot", "dof", "threads", "rows", "floating_rows")}
                    | {"urdf": result["urdf"]}
-                   | ({"plain_api": plain[0], "plain_api_single_thread": plain[1]} if plain else {}))
+                   | ({"plain_api": plain[0], "plain_api_torch": plain[1]} if plain else {}))
     else:
         print(format_table(result))
         if plain:
@@ -52,14 +52,14 @@ def _run(args) -> int:
 
 def _plain_rows(args, result, progress):
     """The rows "plain API (no CLI settings)": RNEA, CRBA, ABA at --plain-batch in a fresh process,
-    with torch's default threads, then with each call in engine.runtime.intra_op_threads(1)."""
+    as a script calls them, then through the torch algorithms (engine.robots.model_compiled.torch_only)."""
     if not args.plain_batch:
         return None
     from engine.robots.bench_plain import run_plain_api_benchmark
 
     progress(1.0, f"plain API, batch {args.plain_batch}, in a fresh process")
     return [run_plain_api_benchmark(result["urdf"], batch=args.plain_batch, repeats=args.repeats,
-                                    min_time_s=args.min_time, single_thread_calls=single) for single in (False, True)]
+                                    min_time_s=args.min_time, path=path) for path in ("default", "torch")]
 
 
 def register_bench(subparsers) -> None:

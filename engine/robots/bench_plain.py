@@ -51,8 +51,8 @@ from engine.robots.benchmark import pinocchio_loops  # the same loops as the in-
 loops = pinocchio_loops(pm, pd, 0, reorder(q), reorder(qd), reorder(qdd))
 
 import contextlib
-from engine.runtime import intra_op_threads
-scope = intra_op_threads(1) if sys.argv[5] == "1" else contextlib.nullcontext()
+from engine.robots.model_compiled import torch_only
+scope = torch_only() if sys.argv[5] == "torch" else contextlib.nullcontext()
 
 def scoped(fn):
     def call():
@@ -84,25 +84,30 @@ print(json.dumps(out))
 
 
 def run_plain_api_benchmark(urdf: str | Path, batch: int = 1024, repeats: int = 7, min_time_s: float = 0.5,
-                            timeout_s: float = 600.0, single_thread_calls: bool = False) -> dict:
-    """``{"threads", "rows": [{algorithm, batch, ours_ms, ours_max_ms, pinocchio_ms, pinocchio_max_ms}]}``
-    measured in a fresh process (see the module docstring); ``single_thread_calls``: each of our
-    calls inside ``engine.runtime.intra_op_threads(1)``. Raises RuntimeError when the child fails."""
+                            timeout_s: float = 600.0, path: str = "default") -> dict:
+    """``{"threads", "path", "rows": [{algorithm, batch, ours_ms, ours_max_ms, pinocchio_ms, pinocchio_max_ms}]}``
+    measured in a fresh process (see the module docstring); ``path``: "default" (the calls as a
+    script makes them: without derivatives, the compiled kernels) or "torch" (each call inside
+    ``engine.robots.model_compiled.torch_only()``: the differentiable torch algorithms). Raises
+    RuntimeError when the child fails."""
+    if path not in ("default", "torch"):
+        raise ValueError(f"path must be 'default' or 'torch', got {path!r}")
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(urdf), str(int(batch)), str(int(repeats)),
-                           str(float(min_time_s)), "1" if single_thread_calls else "0"], capture_output=True, text=True, env=env, timeout=timeout_s)
+                           str(float(min_time_s)), path], capture_output=True, text=True, env=env, timeout=timeout_s)
     if proc.returncode != 0:
         raise RuntimeError(f"the plain-API benchmark process failed: {proc.stderr.strip()[-800:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    result["single_thread_calls"] = bool(single_thread_calls)
+    result["path"] = path
     return result
 
 
 def format_plain_rows(result: dict) -> str:
     """Text rows under the bench table: median and slowest repeat, Pinocchio's time / ours."""
-    scope = ", each call in intra_op_threads(1)" if result.get("single_thread_calls") else ""
+    scope = (", through the torch algorithms (torch_only: what autograd differentiates)"
+             if result.get("path") == "torch" else "")
     lines = [f"plain API (no CLI settings): a fresh `import torch; import engine.robots` process, "
              f"{result['threads']} torch threads{scope}; median (slowest) ms, pinocchio (slowest), x"]
     for r in result["rows"]:

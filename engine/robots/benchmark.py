@@ -18,6 +18,11 @@ the same four algorithms in Pinocchio's free-flyer coordinates (random base pose
 against Pinocchio's Python loop (``framesForwardKinematics`` + ``computeFrameJacobian``,
 ``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``.
 
+Ours is timed twice for RNEA, CRBA and ABA: as a plain call runs (inputs that need no
+derivative take the compiled per-sample kernels, :mod:`engine.robots.model_compiled`), and
+through the torch algorithms that autograd differentiates (``ours_torch_ms``; what a training
+step or a gradient-based optimiser runs).
+
 Times are the median over repeats of one call on the whole batch (ms). A library that is
 not installed, or cannot load the robot, gives None. Ours and Pinocchio run in float64,
 pytorch_kinematics in float64, differentiable-robot-model in its own float32.
@@ -46,6 +51,7 @@ import torch
 
 from engine.devices import resolve_device
 from engine.robots.model import RobotModel
+from engine.robots.model_compiled import torch_only
 
 from engine.runtime import tune_malloc
 from engine.validation import InputError, check_int, check_range
@@ -168,6 +174,17 @@ class _Ours:
                         "crba": lambda: m.mass_matrix(q),
                         "aba": lambda: m.forward_dynamics(q, qd, qdd, method="articulated")},  # ABA itself
                        m.device)
+
+
+def _torch_path(fns: dict) -> dict:
+    """The dynamics calls of ``fns`` through the torch algorithms (:func:`torch_only`)."""
+    def wrapped(fn):
+        def call():
+            with torch_only():
+                return fn()
+        return call
+
+    return {k: wrapped(f) for k, f in fns.items() if k in ("rnea", "crba", "aba")}
 
 
 def pinocchio_loops(pm, pd, fid, qs, vs, as_) -> dict:
@@ -308,6 +325,7 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
         qd = rng.normal(size=(batch, model.dof))
         qdd = rng.normal(size=(batch, model.dof))
         fns = {"ours": ours.calls(q, qd, qdd)}
+        fns["ours_torch"] = _torch_path(fns["ours"])
         for name, lib in others.items():
             try:
                 fns[name] = lib.calls(q, qd, qdd) if name == "pinocchio" else lib.calls(q, qd, qdd, model)
@@ -316,8 +334,8 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
                 fns[name] = {}
         for alg in ALGORITHMS:
             row = {"algorithm": alg, "batch": batch}
-            keys = {"ours": "ours_ms", "pinocchio": "pinocchio_ms", "pytorch_kinematics": "pytorch_kinematics_ms",
-                    "drm": "drm_ms"}
+            keys = {"ours": "ours_ms", "ours_torch": "ours_torch_ms", "pinocchio": "pinocchio_ms",
+                    "pytorch_kinematics": "pytorch_kinematics_ms", "drm": "drm_ms"}
             present = {name: fns[name][alg] for name in keys if alg in fns.get(name, {})}
             times = _time_interleaved(present, cfg)
             for name, key in keys.items():
@@ -385,39 +403,48 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
                 qp[:, jm.idx_q] = joints[:, k]
             vp[:, jm.idx_v], ap[:, jm.idx_v] = v[:, 6 + k], a[:, 6 + k]
         ours, theirs = _floating_calls(model, end, pm, pd, fid, (q, v, a), (qp, vp, ap))
+        torch_path = _torch_path(ours)
         for alg in ALGORITHMS:
-            times = _time_interleaved({"ours": ours[alg], "pinocchio": theirs[alg]}, cfg)
+            fns = {"ours": ours[alg], "pinocchio": theirs[alg]} | ({"torch": torch_path[alg]} if alg in torch_path else {})
+            times = _time_interleaved(fns, cfg)
             rows.append({"robot": name, "nv": model.nv, "algorithm": alg, "batch": batch,
-                         "ours_ms": times.get("ours"), "pinocchio_ms": times.get("pinocchio")})
+                         "ours_ms": times.get("ours"), "ours_torch_ms": times.get("torch"),
+                         "pinocchio_ms": times.get("pinocchio")})
     return rows
 
 
 def format_table(result: dict) -> str:
-    """The result as a text table with speed-up ratios (reference time / ours)."""
+    """The result as a text table with speed-up ratios (reference time / ours); "torch": ours
+    through the torch algorithms (differentiable), with its own ratios ("xt")."""
     lines = [(f"robot {result['robot']} ({result['dof']} dof, {result['threads']} threads, end link "
               f"{result['end_link']}, malloc tuned: {result.get('malloc_tuned', False)}); times in ms, "
-              f"ratio = their time / ours (> 1: we are faster)")]
-    head = f"{'algorithm':<12}{'batch':>6}{'ours':>10}{'pinocchio':>11}{'x':>7}{'pk':>9}{'x':>7}{'drm':>10}{'x':>8}"
+              f"ratio = their time / ours (> 1: we are faster); torch: ours through the differentiable torch "
+              f"algorithms, xt its ratio")]
+    head = (f"{'algorithm':<12}{'batch':>6}{'ours':>9}{'torch':>9}{'pinocchio':>11}{'x':>7}{'xt':>6}{'pk':>9}{'x':>7}"
+            f"{'drm':>10}{'x':>8}{'xt':>7}")
     lines.append(head)
 
     def cell(r, key, width):
         v = r.get(key)
         return f"{'-':>{width}}" if v is None else f"{v:>{width}.3f}"
 
-    def ratio(r, key, width):
-        v, o = r.get(key), r.get("ours_ms")
+    def ratio(r, key, width, ours="ours_ms"):
+        v, o = r.get(key), r.get(ours)
         return f"{'-':>{width}}" if v is None or not o else f"{v / o:>{width}.1f}"
 
     for r in result["rows"]:
-        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 10)}{cell(r, 'pinocchio_ms', 11)}"
-                     f"{ratio(r, 'pinocchio_ms', 7)}{cell(r, 'pytorch_kinematics_ms', 9)}{ratio(r, 'pytorch_kinematics_ms', 7)}"
-                     f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}")
+        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
+                     f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
+                     f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}"
+                     f"{cell(r, 'pytorch_kinematics_ms', 9)}{ratio(r, 'pytorch_kinematics_ms', 7)}"
+                     f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}{ratio(r, 'drm_ms', 7, 'ours_torch_ms')}")
     robot = None
     for r in result.get("floating_rows", []):
         if r["robot"] != robot:
             robot = r["robot"]
             lines.append(f"floating base: {robot} (nv {r['nv']}, free-flyer coordinates) against Pinocchio's loop")
-            lines.append(f"{'algorithm':<12}{'batch':>6}{'ours':>10}{'pinocchio':>11}{'x':>7}")
-        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 10)}{cell(r, 'pinocchio_ms', 11)}"
-                     f"{ratio(r, 'pinocchio_ms', 7)}")
+            lines.append(f"{'algorithm':<12}{'batch':>6}{'ours':>9}{'torch':>9}{'pinocchio':>11}{'x':>7}{'xt':>6}")
+        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
+                     f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
+                     f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}")
     return "\n".join(lines)

@@ -80,14 +80,14 @@ def test_jacobian_every_link_origin_and_point(case):
     case.pd = case.pm.createData()
 
 
-def test_rnea(case):
+def test_rnea(case, dynamics_path):
     ours = case.model.inverse_dynamics(case.t(case.q), case.t(case.qd), case.t(case.qdd)).numpy()
     for s in range(N):
         ref = pin.rnea(case.pm, case.pd, case.q_to_pin(case.q[s]), case.to_pin(case.qd[s]), case.to_pin(case.qdd[s]))
         close(ours[s], case.from_pin(ref))
 
 
-def test_crba(case):
+def test_crba(case, dynamics_path):
     ours = case.model.mass_matrix(case.t(case.q)).numpy()
     for s in range(N):
         M = pin.crba(case.pm, case.pd, case.q_to_pin(case.q[s]))
@@ -96,14 +96,14 @@ def test_crba(case):
         close(ours[s], M[np.ix_(case.perm, case.perm)])
 
 
-def test_aba(case):
+def test_aba(case, dynamics_path):
     ours = case.model.forward_dynamics(case.t(case.q), case.t(case.qd), case.t(case.tau)).numpy()
     for s in range(N):
         ref = pin.aba(case.pm, case.pd, case.q_to_pin(case.q[s]), case.to_pin(case.qd[s]), case.to_pin(case.tau[s]))
         close(ours[s], case.from_pin(ref))
 
 
-def test_gravity_and_bias(case):
+def test_gravity_and_bias(case, dynamics_path):
     g = case.model.gravity_torques(case.t(case.q)).numpy()
     b = case.model.bias_forces(case.t(case.q), case.t(case.qd)).numpy()
     for s in range(N):

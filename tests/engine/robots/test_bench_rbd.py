@@ -18,12 +18,14 @@ def test_bench_rbd_json(capsys):
     assert [(r["algorithm"], r["batch"]) for r in rows] == [
         (a, b) for b in (1, 3) for a in ("fk_jacobian", "rnea", "crba", "aba")]
     for r in rows:
-        assert set(r) == {"algorithm", "batch", "ours_ms", "pinocchio_ms", "pytorch_kinematics_ms", "drm_ms"}
+        assert set(r) == {"algorithm", "batch", "ours_ms", "ours_torch_ms", "pinocchio_ms", "pytorch_kinematics_ms",
+                          "drm_ms"}
         assert r["ours_ms"] > 0 and r["pinocchio_ms"] > 0
+        assert (r["ours_torch_ms"] is None) == (r["algorithm"] == "fk_jacobian")
         assert (r["pytorch_kinematics_ms"] is None) == (r["algorithm"] != "fk_jacobian")
-    for key in ("plain_api", "plain_api_single_thread"):   # in a fresh process without the CLI's settings
+    for key in ("plain_api", "plain_api_torch"):   # in a fresh process without the CLI's settings
         plain = out[key]
-        assert plain["single_thread_calls"] == (key == "plain_api_single_thread")
+        assert plain["path"] == ("torch" if key == "plain_api_torch" else "default")
         assert [(r["algorithm"], r["batch"]) for r in plain["rows"]] == [("rnea", 5), ("crba", 5), ("aba", 5)]
         for r in plain["rows"]:
             assert 0 < r["ours_ms"] <= r["ours_max_ms"] and 0 < r["pinocchio_ms"] <= r["pinocchio_max_ms"]
@@ -37,6 +39,7 @@ def test_bench_rbd_floating_base_rows(capsys):
     assert [(r["robot"], r["nv"], r["algorithm"], r["batch"]) for r in rows] == [
         ("solo12", 18, a, 2) for a in ("fk_jacobian", "rnea", "crba", "aba")]
     assert all(r["ours_ms"] > 0 and r["pinocchio_ms"] > 0 for r in rows)
+    assert [r["ours_torch_ms"] is None for r in rows] == [True, False, False, False]
 
 
 def test_bench_rbd_rejects_bad_batches(capsys):

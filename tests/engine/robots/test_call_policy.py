@@ -13,6 +13,7 @@ import torch
 
 from engine.robots import model as model_module
 from engine.robots.library import load_robot
+from engine.robots.model_compiled import torch_only
 
 
 def _threads_seen(model, q, monkeypatch) -> list:
@@ -24,7 +25,7 @@ def _threads_seen(model, q, monkeypatch) -> list:
         return inner(*args, **kwargs)
 
     monkeypatch.setattr(model, "_kinematic_terms_bl", spy)
-    with torch.no_grad():
+    with torch.no_grad(), torch_only():     # the torch algorithms (without derivatives the compiled kernels serve)
         model.inverse_dynamics(q, torch.zeros_like(q), torch.zeros_like(q))
         model.mass_matrix(q)
     return seen

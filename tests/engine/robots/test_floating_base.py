@@ -94,7 +94,7 @@ def test_kinematics_and_com(pair, batch):
 
 
 @pytest.mark.parametrize("batch", [SMALL, LARGE])
-def test_dynamics(pair, batch):
+def test_dynamics(pair, batch, dynamics_path):
     m = pair.model
     q, v, a, tau = pair.random_states(batch, seed=batch + 1)
     rnea = m.inverse_dynamics(_t(q), _t(v), _t(a)).numpy()
@@ -158,7 +158,7 @@ def test_from_description_and_base_only_motion():
     close((Rz @ T0[:, :3, 3].T).T.numpy(), T1[:, :3, 3].numpy(), 1e-12)
 
 
-def test_armature_against_pinocchio(tmp_path):
+def test_armature_against_pinocchio(tmp_path, dynamics_path):
     """Joint armature enters M, RNEA and forward dynamics as Pinocchio's model.armature does."""
     arm = {"j1": 0.05, "j2": 0.3, "j3": 0.01, "j4": 0.02}
     path = tmp_path / "small_tree.urdf"

@@ -63,7 +63,7 @@ def test_fixed_base_arm_description(arm):
     assert kinds == {"box", "capsule", "cylinder", "sphere"}          # the plane is left to the viewer
 
 
-def test_fixed_base_arm_exact_against_pinocchio_and_mujoco(arm):
+def test_fixed_base_arm_exact_against_pinocchio_and_mujoco(arm, dynamics_path):
     model, pm, pd, mm, md = arm
     assert [pm.names[i] for i in range(1, pm.njoints)][:2] == ["j1", "j2"] and pm.nv == model.dof
     armature = np.array([j.armature for j in model.description.movable_joints])
@@ -173,7 +173,7 @@ def test_cli_reads_mjcf(capsys):
     assert info["total_mass"] == pytest.approx(2 + 1.3 + 0.8 + 0.4)
 
 
-def test_floating_base_dynamics_exact_against_pinocchio_and_mujoco():
+def test_floating_base_dynamics_exact_against_pinocchio_and_mujoco(dynamics_path):
     path = HERE / "floating.xml"
     model = RobotModel.from_file(path)
     assert model.floating and (model.nq, model.nv) == (9, 8)

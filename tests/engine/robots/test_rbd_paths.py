@@ -48,7 +48,7 @@ def _checked(batch):
 
 
 @pytest.mark.parametrize("batch", [SMALL, LARGE])
-def test_rnea_crba_gravity_bias(case, batch):
+def test_rnea_crba_gravity_bias(case, batch, dynamics_path):
     q, qd, qdd = case.states(batch, seed=batch)
     t = lambda x: torch.as_tensor(x, dtype=torch.float64)
     m = case.model
@@ -69,7 +69,7 @@ def test_rnea_crba_gravity_bias(case, batch):
 
 @pytest.mark.parametrize("batch", [SMALL, LARGE])
 @pytest.mark.parametrize("method", ["articulated", "composite"])
-def test_forward_dynamics_both_methods(case, batch, method, monkeypatch):
+def test_forward_dynamics_both_methods(case, batch, method, monkeypatch, dynamics_path):
     monkeypatch.setattr(dyn_bl, "auto_fd_method", lambda n, depth: method)
     q, qd, tau = case.states(batch, seed=batch + 1)
     t = lambda x: torch.as_tensor(x, dtype=torch.float64)

@@ -1,0 +1,130 @@
+"""RobotModel's compiled path: RNEA, CRBA and ABA for calls that need no derivative.
+
+:class:`CompiledDynamics` is a mixin of :class:`engine.robots.model.RobotModel`. Where a call
+carries no derivative (see :func:`needs_grad`), runs on the CPU in float64, and the robot has
+no coupled mimic joints, ``inverse_dynamics``, ``bias_forces``, ``gravity_torques``,
+``mass_matrix`` and ``forward_dynamics`` run the per-sample kernels of
+:mod:`engine.robots.compiled_dynamics` instead of the batched torch algorithms (same results
+to rounding; both are tested against Pinocchio). Everything else, and every call that autograd,
+``torch.func`` or forward-mode AD may differentiate, takes the torch algorithms.
+``LAGRANGE_NO_COMPILED=1`` (or :func:`torch_only`) switches the compiled path off.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import torch
+
+from engine.robots import compiled_dynamics as cdyn
+
+__all__ = ["CompiledDynamics", "needs_grad", "torch_only", "transformed"]
+
+_local = threading.local()
+
+
+class torch_only:  # noqa: N801 - used as a context manager, like torch.no_grad
+    """``with torch_only(): ...``: the calling thread's model calls use the torch algorithms
+    (benchmarks and tests of that path). Reusable and nestable."""
+
+    def __init__(self):
+        self._prev = []
+
+    def __enter__(self):
+        self._prev.append(getattr(_local, "off", False))
+        _local.off = True
+        return self
+
+    def __exit__(self, *exc):
+        _local.off = self._prev.pop()
+        return False
+
+
+def transformed() -> bool:
+    """Whether a torch.func transform (jacfwd, vmap...) or a forward-mode AD level is active:
+    their tensors carry derivatives that ``requires_grad`` does not show (and no_grad does not
+    stop forward AD). Unknown (private API gone): True, the safe answer."""
+    try:
+        return (torch._C._functorch.maybe_current_level() is not None
+                or torch.autograd.forward_ad._current_level >= 0)
+    except AttributeError:
+        return True
+
+
+def needs_grad(model, tensors) -> bool:
+    """Whether a call may have to carry derivatives: a torch.func transform or forward AD, or
+    grad mode with an input requiring a gradient, a parameter, or any learnable link parameter
+    (its module may hand out any tensor)."""
+    if transformed():
+        return True
+    if not torch.is_grad_enabled():
+        return False
+    return (bool(model._learnable) or any(t.requires_grad for t in tensors)
+            or any(p.requires_grad for p in model.parameters()))
+
+
+def _np(x):
+    return x.detach().numpy()
+
+
+def _tensor(x: np.ndarray) -> torch.Tensor:
+    """A kernel's result as a normal tensor (not an inference tensor: the call policy then has
+    nothing to copy), sharing its memory."""
+    with torch.inference_mode(False):
+        return torch.from_numpy(x)
+
+
+class CompiledDynamics:
+    """The compiled path of RobotModel (see the module docstring)."""
+
+    def _use_compiled(self, *tensors) -> bool:
+        """Whether this call (flat inputs) runs the compiled kernels."""
+        if getattr(_local, "off", False) or self._n == 0 or self._G is not None:
+            return False
+        if self.dtype != torch.float64 or self.device.type != "cpu" or not cdyn.available():
+            return False
+        if any(not isinstance(t, torch.Tensor) or t.device.type != "cpu" for t in tensors):
+            return False
+        return not needs_grad(self, tensors)
+
+    def _compiled_constants(self):
+        """(parent, C0, C, S, m, c, Ic, perm) as numpy, the kernels' layout (inertials: current values)."""
+        fixed = getattr(self, "_compiled_fixed", None)
+        if fixed is None:
+            n = self._n
+            axis = self._axis3.cpu().numpy()
+            rev = self._rev.cpu().numpy()[:, None]
+            S = np.concatenate([axis * rev, axis * (1.0 - rev)], axis=1)
+            fixed = (np.ascontiguousarray(self.topology.body_parent, dtype=np.int64),
+                     np.ascontiguousarray(self._C0.cpu().numpy().reshape(n, 16)),
+                     np.ascontiguousarray(self._C.cpu().numpy().reshape(n, 3, 16)),
+                     np.ascontiguousarray(S))
+            self._compiled_fixed = fixed
+            self._compiled_perm = np.ascontiguousarray(self.topology.body_dof, dtype=np.int64)
+        m, c, Ic = self._body_parts()
+        return fixed + tuple(np.ascontiguousarray(_np(x)) for x in (m, c, Ic)) + (self._compiled_perm,)
+
+    def _compiled_armature(self):
+        arm = self._armature_int
+        return np.zeros(self._n) if arm is None else _np(arm)
+
+    def _compiled_gravity(self, gravity):
+        a0 = self._gravity_acc(gravity)
+        return np.zeros(6) if a0 is None else _np(a0)
+
+    def _c_rnea(self, q, qd, qdd, gravity) -> torch.Tensor:
+        """``(B, nv)``: joint forces (armature included) and, floating, the base wrench first."""
+        out = cdyn.rnea(self._compiled_constants(), _np(q), None if qd is None else _np(qd),
+                        None if qdd is None else _np(qdd), self._compiled_gravity(gravity), self._compiled_armature(),
+                        self.floating)
+        return _tensor(out)
+
+    def _c_mass_matrix(self, q) -> torch.Tensor:
+        """``(B, nv, nv)``, base rows first for a floating base."""
+        return _tensor(cdyn.crba(self._compiled_constants(), _np(q), self._compiled_armature(), self.floating))
+
+    def _c_forward_dynamics(self, q, qd, tau, gravity) -> torch.Tensor:
+        """``(B, nv)``: the articulated-body algorithm, base first for a floating base."""
+        return _tensor(cdyn.aba(self._compiled_constants(), _np(q), _np(qd), _np(tau),
+                                         self._compiled_gravity(gravity), self._compiled_armature(), self.floating))

@@ -1,0 +1,160 @@
+"""When the compiled kernels serve a call (engine.robots.model_compiled) and when the torch
+algorithms do, and that both give the same answers for everything a call may carry: learned
+link parameters, damping, armature, gravity off or turned, batch shapes, a floating base.
+
+Both paths meet Pinocchio in test_rbd_paths, test_against_pinocchio, test_floating_base and
+test_mjcf (the ``dynamics_path`` fixture); here the compiled path is held against the torch
+algorithms, which autograd differentiates and finite differences check.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+from robots_testdata import SMALL_TREE
+
+from engine.robots import RobotModel, compiled_dynamics
+from engine.robots.library import load_robot
+from engine.robots.model_compiled import torch_only
+
+
+def _calls(monkeypatch):
+    """Counts the kernel calls of each algorithm."""
+    counts = {"rnea": 0, "crba": 0, "aba": 0}
+    for name in counts:
+        inner = getattr(compiled_dynamics, name)
+
+        def spy(*args, _inner=inner, _name=name, **kwargs):
+            counts[_name] += 1
+            return _inner(*args, **kwargs)
+
+        monkeypatch.setattr(compiled_dynamics, name, spy)
+    return counts
+
+
+def _state(m, batch, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, m.nq, dtype=torch.float64, generator=g)
+    if m.floating:
+        q[:, 3:7] /= q[:, 3:7].norm(dim=1, keepdim=True)
+    v, a = (torch.randn(batch, m.nv, dtype=torch.float64, generator=g) for _ in range(2))
+    return q, v, a
+
+
+def _all(m, q, v, a, **kw):
+    return (m.inverse_dynamics(q, v, a, **kw), m.mass_matrix(q), m.forward_dynamics(q, v, a, **kw),
+            m.gravity_torques(q), m.bias_forces(q, v))
+
+
+def _same(ours, ref, tol=1e-9):
+    for x, y in zip(ours, ref):
+        scale = max(1.0, float(y.abs().max()))
+        assert float((x - y).abs().max()) <= tol * scale
+
+
+def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatch):
+    m = load_robot("solo12")
+    q, v, a = _state(m, 3)
+    counts = _calls(monkeypatch)
+    _all(m, q, v, a)
+    assert counts == {"rnea": 3, "crba": 1, "aba": 1}
+    with torch.no_grad():
+        m.inverse_dynamics(q.requires_grad_(True), v, a)
+    assert counts["rnea"] == 4                       # no_grad: nothing to differentiate
+    tau = m.inverse_dynamics(q, v, a)                # q requires a gradient
+    assert counts["rnea"] == 4 and tau.grad_fn is not None
+    q = q.detach()
+    torch.func.jacrev(lambda x: m.inverse_dynamics(x, v, a))(q[:1])      # a functorch transform
+    torch.func.vmap(lambda x: m.mass_matrix(x))(q)
+    with torch_only():
+        m.forward_dynamics(q, v, a)
+    monkeypatch.setenv("LAGRANGE_NO_COMPILED", "1")
+    m.forward_dynamics(q, v, a)
+    assert counts == {"rnea": 4, "crba": 1, "aba": 1}
+    monkeypatch.delenv("LAGRANGE_NO_COMPILED")
+    m32 = load_robot("panda", dtype=torch.float32)   # float32 models stay on torch (the kernels are float64)
+    m32.mass_matrix(torch.zeros(2, m32.dof))
+    mimic = load_robot("panda-erd")                   # coupled mimic fingers: M = G^T M_full G on torch
+    assert mimic.mimic_joint_names
+    mimic.mass_matrix(torch.zeros(2, mimic.nq, dtype=torch.float64))
+    assert counts == {"rnea": 4, "crba": 1, "aba": 1}
+
+
+def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):
+    m = RobotModel.from_string(SMALL_TREE)
+    m.make_learnable("c", "mass")
+    m.make_learnable("b", "inertia")
+    with torch.no_grad():       # a trained model's values, not the file's
+        for p in m.parameters():
+            p.add_(0.1)
+    q, v, a = _state(m, 5, seed=1)
+    counts = _calls(monkeypatch)
+    ref = _all(m, q, v, a, damping=True)             # grad mode with parameters: torch, differentiable
+    assert sum(counts.values()) == 0 and ref[0].grad_fn is not None
+    with torch.no_grad():
+        ours = _all(m, q, v, a, damping=True)
+    assert counts["rnea"] == 3
+    _same(ours, [r.detach() for r in ref])
+
+
+@pytest.mark.parametrize("name", ["panda", "allegro-right", "solo12", "talos"])
+@pytest.mark.parametrize("batch", [1, 200])
+def test_same_answers_as_the_torch_algorithms(name, batch):
+    m = load_robot(name, floating_base=name in ("solo12", "talos"))
+    q, v, a = _state(m, batch, seed=batch)
+    ours = _all(m, q, v, a, damping=True)
+    with torch_only():
+        ref = _all(m, q, v, a, damping=True)
+    _same(ours, ref)
+    # gravity off and turned; leading batch dimensions and a single state
+    g = (0.0, 3.0, -4.0)
+    for kw in ({"gravity": False}, {"gravity": g}):
+        ours = m.inverse_dynamics(q, v, a, **kw), m.forward_dynamics(q, v, a, **kw), m.gravity_torques(q, **kw)
+        with torch_only():
+            ref = m.inverse_dynamics(q, v, a, **kw), m.forward_dynamics(q, v, a, **kw), m.gravity_torques(q, **kw)
+        _same(ours, ref)
+    shaped = m.mass_matrix(q[:1].expand(2, 3, m.nq))
+    assert shaped.shape == (2, 3, m.nv, m.nv)
+    assert torch.equal(shaped[1, 2], m.mass_matrix(q[0]))
+
+
+def test_armature_on_a_tree_and_a_floating_base():
+    from dataclasses import replace
+
+    from engine.robots.urdf import parse_urdf_string
+
+    for floating in (False, True):
+        desc = replace(parse_urdf_string(SMALL_TREE), floating_base=floating)
+        desc = replace(desc, joints=tuple(replace(j, armature=0.1 * (k + 1)) for k, j in enumerate(desc.joints)))
+        m = RobotModel.from_description(desc)
+        q, v, a = _state(m, 9, seed=4)
+        ours = _all(m, q, v, a)
+        with torch_only():
+            ref = _all(m, q, v, a)
+        _same(ours, ref)
+        # the armature is on M's joint diagonal: M qdd + h = tau
+        M, h = ours[1], ours[4]
+        assert torch.allclose((M @ ours[2].unsqueeze(-1)).squeeze(-1) + h, a, atol=1e-9)
+
+
+def test_threads_share_the_kernels():
+    """The kernels release the GIL and keep no state between calls: threads get their own answers."""
+    m = load_robot("talos", floating_base=True)
+    states = [_state(m, 64, seed=s) for s in range(4)]
+    expected = [m.forward_dynamics(*s).numpy() for s in states]
+    results = [None] * 4
+
+    def work(k):
+        for _ in range(5):
+            results[k] = m.forward_dynamics(*states[k]).numpy()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r, e in zip(results, expected):
+        np.testing.assert_array_equal(r, e)
