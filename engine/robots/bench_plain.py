@@ -6,7 +6,9 @@ no thread or allocator calls of its own, no ``GOMP_SPINCOUNT`` inherited from th
 times, in that process, RNEA, CRBA and ABA on one batch against Pinocchio's Python loop over
 the samples, interleaved and repeated. It returns the median and the slowest repeat of each,
 so an outlier run shows. ``python -m engine bench rbd`` prints it as the row
-"plain API (no CLI settings)".
+"plain API (no CLI settings)", twice: the calls as a script makes them (without derivatives:
+the compiled kernels of :mod:`engine.robots.model_compiled`), then through the torch
+algorithms that autograd differentiates (``path="torch"``).
 """
 
 from __future__ import annotations

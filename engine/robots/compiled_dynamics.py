@@ -37,18 +37,22 @@ __all__ = ["aba", "available", "crba", "rnea", "warm_up"]
 
 _kernels = None
 _failed = False
+_numba = None           # whether numba imports (checked once)
 
 
 def available() -> bool:
     """Whether the compiled kernels can be used (numba present, not switched off by
     ``LAGRANGE_NO_COMPILED=1``)."""
+    global _numba
     if _failed or os.environ.get("LAGRANGE_NO_COMPILED"):
         return False
-    try:
-        import numba  # noqa: F401
-    except Exception:      # absent or broken (an incompatible numpy): the torch algorithms serve
-        return False
-    return True
+    if _numba is None:
+        try:
+            import numba  # noqa: F401
+            _numba = True
+        except Exception:      # absent or broken (an incompatible numpy): the torch algorithms serve
+            _numba = False
+    return _numba
 
 
 def _get():

@@ -375,7 +375,7 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
             shape = torch.broadcast_shapes(*(t.shape[:-1] for t in ts))
             ts = [t.expand(shape + t.shape[-1:]) for t in ts]
         B = math.prod(shape)
-        return shape, [t.reshape(B, t.shape[-1]) for t in ts]
+        return shape, [t if t.dim() == 2 else t.reshape(B, t.shape[-1]) for t in ts]
 
     def _to_internal(self, x):
         """(B, n) user order -> (n, B) internal (body-major) order."""

@@ -79,12 +79,11 @@ class CompiledDynamics:
     """The compiled path of RobotModel (see the module docstring)."""
 
     def _use_compiled(self, *tensors) -> bool:
-        """Whether this call (flat inputs) runs the compiled kernels."""
+        """Whether this call (flat inputs, already of the model's dtype and device) runs the compiled kernels."""
         if getattr(_local, "off", False) or self._n == 0 or self._G is not None:
             return False
-        if self.dtype != torch.float64 or self.device.type != "cpu" or not cdyn.available():
-            return False
-        if any(not isinstance(t, torch.Tensor) or t.device.type != "cpu" for t in tensors):
+        t = tensors[0]
+        if t.dtype != torch.float64 or t.device.type != "cpu" or not cdyn.available():
             return False
         return not needs_grad(self, tensors)
 
@@ -102,8 +101,15 @@ class CompiledDynamics:
                      np.ascontiguousarray(S))
             self._compiled_fixed = fixed
             self._compiled_perm = np.ascontiguousarray(self.topology.body_dof, dtype=np.int64)
-        m, c, Ic = self._body_parts()
-        return fixed + tuple(np.ascontiguousarray(_np(x)) for x in (m, c, Ic)) + (self._compiled_perm,)
+        parts = self._body_parts()
+        if self._learnable:         # fresh tensors of the current learned values (maybe inference tensors)
+            return fixed + tuple(np.ascontiguousarray(_np(x)) for x in parts) + (self._compiled_perm,)
+        key = tuple((id(x), x._version) for x in parts)     # the model's buffers: edited in place, read again
+        cached = getattr(self, "_compiled_inertials", None)
+        if cached is None or cached[0] != key:
+            cached = self._compiled_inertials = (key, tuple(np.ascontiguousarray(_np(x)) for x in parts)
+                                                 + (self._compiled_perm,))
+        return fixed + cached[1]
 
     def _compiled_armature(self):
         arm = self._armature_int
