@@ -1,11 +1,13 @@
 """RobotModel's compiled path: RNEA, CRBA and ABA for calls that need no derivative.
 
 :class:`CompiledDynamics` is a mixin of :class:`engine.robots.model.RobotModel`. Where a call
-carries no derivative (see :func:`needs_grad`), runs on the CPU in float64, and the robot has
-no coupled mimic joints, ``inverse_dynamics``, ``bias_forces``, ``gravity_torques``,
-``mass_matrix`` and ``forward_dynamics`` run the per-sample kernels of
-:mod:`engine.robots.compiled_dynamics` instead of the batched torch algorithms (same results
-to rounding; both are tested against Pinocchio). Everything else, and every call that autograd,
+carries no derivative (see :func:`needs_grad`) and runs on the CPU in float64,
+``inverse_dynamics``, ``bias_forces``, ``gravity_torques``, ``mass_matrix`` and
+``forward_dynamics`` run the per-sample kernels of :mod:`engine.robots.compiled_dynamics`
+instead of the batched torch algorithms (same results to rounding; both are tested against
+Pinocchio). Coupled mimic joints: the kernels run on every movable joint (``q_all = G q +
+offset``) and the results are projected (``G^T tau``, ``P^T M P``); forward dynamics is then
+``M^-1 (tau - h)``. Everything else, and every call that autograd,
 ``torch.func`` or forward-mode AD may differentiate, takes the torch algorithms.
 ``LAGRANGE_NO_COMPILED=1`` (or :func:`torch_only`) switches the compiled path off.
 """
@@ -80,7 +82,7 @@ class CompiledDynamics:
 
     def _use_compiled(self, *tensors) -> bool:
         """Whether this call (flat inputs, already of the model's dtype and device) runs the compiled kernels."""
-        if getattr(_local, "off", False) or self._n == 0 or self._G is not None:
+        if getattr(_local, "off", False) or self._n == 0:
             return False
         t = tensors[0]
         if t.dtype != torch.float64 or t.device.type != "cpu" or not cdyn.available():
@@ -119,18 +121,66 @@ class CompiledDynamics:
         a0 = self._gravity_acc(gravity)
         return np.zeros(6) if a0 is None else _np(a0)
 
+    def _compiled_mimic(self):
+        """``(G (n, dof), offset (n,))`` as numpy: every movable joint from the independent ones."""
+        mimic = getattr(self, "_compiled_mimic_arrays", None)
+        if mimic is None:
+            mimic = self._compiled_mimic_arrays = (_np(self._G).copy(), _np(self._mimic_offset).copy())
+        return mimic
+
+    def _compiled_all(self, x, base: int, offset: bool = False):
+        """User-order ``(B, base + dof)`` -> numpy ``(B, base + n)``: mimic joints expanded
+        (``G x (+ offset)``, positions only for the offset)."""
+        xn = _np(x)
+        if self._G is None:
+            return xn
+        G, off = self._compiled_mimic()
+        joints = xn[:, base:] @ G.T
+        if offset:
+            joints += off
+        return np.concatenate([xn[:, :base], joints], axis=1) if base else joints
+
+    def _compiled_project(self, x, base: int):
+        """Forces on every joint ``(B, base + n)`` -> on the independent ones (``G^T x``)."""
+        if self._G is None:
+            return x
+        joints = x[:, base:] @ self._compiled_mimic()[0]
+        return np.concatenate([x[:, :base], joints], axis=1) if base else joints
+
+    def _compiled_rnea(self, q, qd, qdd, gravity) -> np.ndarray:
+        f7, f6 = (7, 6) if self.floating else (0, 0)
+        out = cdyn.rnea(self._compiled_constants(), self._compiled_all(q, f7, offset=True),
+                        None if qd is None else self._compiled_all(qd, f6),
+                        None if qdd is None else self._compiled_all(qdd, f6),
+                        self._compiled_gravity(gravity), self._compiled_armature(), self.floating)
+        return self._compiled_project(out, f6)
+
+    def _compiled_mass_matrix(self, q) -> np.ndarray:
+        M = cdyn.crba(self._compiled_constants(), self._compiled_all(q, 7 if self.floating else 0, offset=True),
+                      self._compiled_armature(), self.floating)
+        if self._G is None:
+            return M
+        f = 6 if self.floating else 0
+        G = self._compiled_mimic()[0]
+        P = np.zeros((f + G.shape[0], f + G.shape[1]))
+        P[:f, :f] = np.eye(f)
+        P[f:, f:] = G
+        return P.T @ M @ P
+
     def _c_rnea(self, q, qd, qdd, gravity) -> torch.Tensor:
         """``(B, nv)``: joint forces (armature included) and, floating, the base wrench first."""
-        out = cdyn.rnea(self._compiled_constants(), _np(q), None if qd is None else _np(qd),
-                        None if qdd is None else _np(qdd), self._compiled_gravity(gravity), self._compiled_armature(),
-                        self.floating)
-        return _tensor(out)
+        return _tensor(np.ascontiguousarray(self._compiled_rnea(q, qd, qdd, gravity)))
 
     def _c_mass_matrix(self, q) -> torch.Tensor:
         """``(B, nv, nv)``, base rows first for a floating base."""
-        return _tensor(cdyn.crba(self._compiled_constants(), _np(q), self._compiled_armature(), self.floating))
+        return _tensor(np.ascontiguousarray(self._compiled_mass_matrix(q)))
 
     def _c_forward_dynamics(self, q, qd, tau, gravity) -> torch.Tensor:
-        """``(B, nv)``: the articulated-body algorithm, base first for a floating base."""
+        """``(B, nv)``, base first for a floating base: the articulated-body algorithm, or with
+        mimic joints (which it cannot take) ``M^-1 (tau - h)`` from the compiled CRBA and RNEA."""
+        if self._G is not None:
+            M = self._compiled_mass_matrix(q)
+            h = self._compiled_rnea(q, qd, None, gravity)
+            return _tensor(np.linalg.solve(M, (_np(tau) - h)[..., None])[..., 0])
         return _tensor(cdyn.aba(self._compiled_constants(), _np(q), _np(qd), _np(tau),
-                                         self._compiled_gravity(gravity), self._compiled_armature(), self.floating))
+                                self._compiled_gravity(gravity), self._compiled_armature(), self.floating))

@@ -77,10 +77,13 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
     monkeypatch.delenv("LAGRANGE_NO_COMPILED")
     m32 = load_robot("panda", dtype=torch.float32)   # float32 models stay on torch (the kernels are float64)
     m32.mass_matrix(torch.zeros(2, m32.dof))
-    mimic = load_robot("panda-erd")                   # coupled mimic fingers: M = G^T M_full G on torch
-    assert mimic.mimic_joint_names
-    mimic.mass_matrix(torch.zeros(2, mimic.nq, dtype=torch.float64))
     assert counts == {"rnea": 4, "crba": 1, "aba": 1}
+    mimic = load_robot("panda-erd")                   # coupled mimic fingers: kernels on every joint, projected
+    assert mimic.mimic_joint_names
+    x = torch.zeros(2, mimic.nq, dtype=torch.float64)
+    mimic.mass_matrix(x)
+    mimic.forward_dynamics(x, x, x)                   # M^-1 (tau - h): CRBA and RNEA
+    assert counts == {"rnea": 5, "crba": 3, "aba": 1}
 
 
 def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):
@@ -100,10 +103,13 @@ def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):
     _same(ours, [r.detach() for r in ref])
 
 
-@pytest.mark.parametrize("name", ["panda", "allegro-right", "solo12", "talos"])
+@pytest.mark.parametrize("name", ["panda", "allegro-right", "solo12", "talos", "baxter", "talos-full"])
 @pytest.mark.parametrize("batch", [1, 200])
 def test_same_answers_as_the_torch_algorithms(name, batch):
-    m = load_robot(name, floating_base=name in ("solo12", "talos"))
+    """Arms, a hand, legged robots, and coupled mimic grippers on a fixed (Baxter) and a floating base."""
+    m = load_robot(name, floating_base=name in ("solo12", "talos", "talos-full"))
+    if name in ("baxter", "talos-full"):
+        assert m.mimic_joint_names
     q, v, a = _state(m, batch, seed=batch)
     ours = _all(m, q, v, a, damping=True)
     with torch_only():

@@ -84,7 +84,7 @@ def _states(model, batch, seed):
 
 
 @pytest.mark.parametrize("batch", [5, 128])
-def test_coupled_mimic_against_pinocchio(pair, batch):
+def test_coupled_mimic_against_pinocchio(pair, batch, dynamics_path):
     model, pm, iq, iv = pair
     pd = pm.createData()
     assert model.mimic_joint_names and not set(model.mimic_joint_names) & set(model.joint_names)
