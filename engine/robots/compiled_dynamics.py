@@ -23,47 +23,63 @@ quaternion (x y z w), ``v[:, :6]`` its velocity ``[linear; angular]`` in its own
 (Pinocchio's free-flyer); base rows and wrenches are in that order too.
 
 Importing this module does not need numba; :func:`available` says whether the kernels can run
-(numba importable and ``LAGRANGE_NO_COMPILED`` unset), and the kernels compile on first use
-(cached on disk where the package folder is writable).
+(numba importable, the kernels built, ``LAGRANGE_NO_COMPILED`` unset); they are built on first
+use (cached on disk by numba where the package folder, or the user's cache folder, is writable).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 
 import numpy as np
 
 __all__ = ["aba", "available", "crba", "rnea", "warm_up"]
 
+log = logging.getLogger(__name__)
+
 _kernels = None
-_failed = False
-_numba = None           # whether numba imports (checked once)
+_ready = None           # None: not tried yet; then whether the kernels compiled and ran
+_lock = threading.Lock()
 
 
 def available() -> bool:
-    """Whether the compiled kernels can be used (numba present, not switched off by
-    ``LAGRANGE_NO_COMPILED=1``)."""
-    global _numba
-    if _failed or os.environ.get("LAGRANGE_NO_COMPILED"):
+    """Whether the compiled kernels can be used: numba present, the kernels built (compiled or
+    loaded from numba's cache, once per process, on a two-body tree: a failure is logged once
+    and the torch algorithms serve every call), not switched off by ``LAGRANGE_NO_COMPILED=1``."""
+    global _ready
+    if os.environ.get("LAGRANGE_NO_COMPILED"):
         return False
-    if _numba is None:
-        try:
-            import numba  # noqa: F401
-            _numba = True
-        except Exception:      # absent or broken (an incompatible numpy): the torch algorithms serve
-            _numba = False
-    return _numba
+    if _ready is None:
+        with _lock:
+            if _ready is None:
+                _ready = _build()
+    return _ready
+
+
+def _build() -> bool:
+    global _kernels
+    try:
+        import numba  # noqa: F401
+    except Exception:      # absent or broken (an incompatible numpy): the torch algorithms serve
+        return False
+    try:
+        from engine.robots import compiled_kernels
+
+        _kernels = compiled_kernels
+        _exercise()
+    except Exception as exc:   # a compiler or cache failure must not stop the dynamics
+        _kernels = None
+        log.warning("the compiled rigid-body kernels could not be built (%s: %s); the torch algorithms "
+                    "serve every call", type(exc).__name__, exc)
+        return False
+    return True
 
 
 def _get():
-    global _kernels, _failed
     if _kernels is None:
-        try:
-            from engine.robots import compiled_kernels
-        except Exception:
-            _failed = True
-            raise
-        _kernels = compiled_kernels
+        raise RuntimeError("the compiled kernels are not available (check engine.robots.compiled_dynamics.available())")
     return _kernels
 
 
@@ -108,11 +124,15 @@ def aba(consts, q, qd, tau, a0, armature, floating: bool):
 
 
 def warm_up() -> bool:
-    """Compile the three kernels now (and cache them on disk) on a two-body tree, fixed and
-    floating; False where the kernels are not available. ``python build_scripts/dev.py setup``
-    calls it, so the first dynamics call of a session does not wait for the compiler."""
-    if not available():
-        return False
+    """Build the kernels now (compiled and cached on disk by numba, or loaded from that cache);
+    False where they are not available. ``python build_scripts/dev.py setup`` calls it, so the
+    first dynamics call of a session does not wait about ten seconds for the compiler."""
+    return available()
+
+
+def _exercise() -> None:
+    """Run the three kernels on a two-body tree, fixed and floating (the argument types of every
+    later call: the kernels compile once per type signature)."""
     parent = np.array([0, 0, 1], dtype=np.int64)
     C0 = np.tile(np.eye(4).reshape(1, 16), (2, 1))
     C = np.zeros((2, 3, 16))
@@ -129,6 +149,8 @@ def warm_up() -> bool:
             q[0, 6] = 1.0
         v = np.zeros((1, q.shape[1] - (1 if floating else 0)))
         rnea(consts, q, v, v, a0, arm, floating)
+        rnea(consts, q, None, None, a0, arm, floating)
         crba(consts, q, arm, floating)
-        aba(consts, q, v, v, a0, arm, floating)
-    return True
+        qdd = aba(consts, q, v, v, a0, arm, floating)
+        if not np.all(np.isfinite(qdd)):
+            raise ArithmeticError("the forward dynamics kernel gave a non-finite answer on a test tree")

@@ -22,7 +22,8 @@ from engine.robots.model_compiled import torch_only
 
 
 def _calls(monkeypatch):
-    """Counts the kernel calls of each algorithm."""
+    """Counts the kernel calls of each algorithm (after the build's own test calls)."""
+    assert compiled_dynamics.available()
     counts = {"rnea": 0, "crba": 0, "aba": 0}
     for name in counts:
         inner = getattr(compiled_dynamics, name)
@@ -164,3 +165,22 @@ def test_threads_share_the_kernels():
         t.join()
     for r, e in zip(results, expected):
         np.testing.assert_array_equal(r, e)
+
+
+def test_a_kernel_build_failure_leaves_the_torch_algorithms_serving(monkeypatch, caplog):
+    """A compiler or cache failure (numba's, the platform's) is logged once and never reaches a call."""
+    def broken():
+        raise OSError("no space left for the kernel cache")
+
+    monkeypatch.setattr(compiled_dynamics, "_ready", None)
+    monkeypatch.setattr(compiled_dynamics, "_exercise", broken)
+    m = load_robot("iiwa")
+    q, v, a = _state(m, 4, seed=2)
+    with caplog.at_level("WARNING", logger="engine.robots.compiled_dynamics"):
+        tau = m.inverse_dynamics(q, v, a)
+        m.mass_matrix(q)
+    assert not compiled_dynamics.available()
+    warnings = [r for r in caplog.records if "could not be built" in r.getMessage()]
+    assert len(warnings) == 1 and "no space left" in warnings[0].getMessage()
+    with torch_only():
+        assert torch.equal(tau, m.inverse_dynamics(q, v, a))
