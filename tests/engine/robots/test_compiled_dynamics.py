@@ -173,6 +173,7 @@ def test_a_kernel_build_failure_leaves_the_torch_algorithms_serving(monkeypatch,
         raise OSError("no space left for the kernel cache")
 
     monkeypatch.setattr(compiled_dynamics, "_ready", None)
+    monkeypatch.setattr(compiled_dynamics, "_kernels", compiled_dynamics._kernels)     # restored after the test
     monkeypatch.setattr(compiled_dynamics, "_exercise", broken)
     m = load_robot("iiwa")
     q, v, a = _state(m, 4, seed=2)
