@@ -35,7 +35,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["aba", "available", "crba", "rnea", "warm_up"]
+__all__ = ["aba", "available", "crba", "jacobian", "link_poses", "rnea", "warm_up"]
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,26 @@ def aba(consts, q, qd, tau, a0, armature, floating: bool):
     return qdd
 
 
+def link_poses(chain, q, link_body, link_offset, floating: bool):
+    """World poses ``(B, L, 4, 4)`` of the links: chain ``(parent, C0, C, perm)``, link_body
+    ``(L,)`` (0: the root), link_offset ``(L, 4, 4)`` (each link's frame in its body)."""
+    q = _c(q)
+    out = np.empty((q.shape[0], link_body.shape[0], 4, 4))
+    _get().fk_kernel(*chain, link_body, _c(link_offset), q, floating, out)
+    return out
+
+
+def jacobian(chain, S, rev, q, body: int, offset, point, floating: bool):
+    """World Jacobian ``(B, 6, nv)`` (linear, angular; floating: base columns first) of the
+    link welded at ``offset (4, 4)`` to ``body``, at its origin or at ``point (B, 3)`` (its frame)."""
+    parent, C0, C, perm = chain
+    q = _c(q)
+    out = np.empty((q.shape[0], 6, q.shape[1] - (1 if floating else 0)))
+    _get().jacobian_kernel(parent, C0, C, S, _c(rev), perm, int(body), _c(offset),
+                           _NONE if point is None else _c(point), q, floating, out)
+    return out
+
+
 def warm_up() -> bool:
     """Build the kernels now (compiled and cached on disk by numba, or loaded from that cache);
     False where they are not available. ``python build_scripts/dev.py setup`` calls it, so the
@@ -131,7 +151,7 @@ def warm_up() -> bool:
 
 
 def _exercise() -> None:
-    """Run the three kernels on a two-body tree, fixed and floating (the argument types of every
+    """Run every kernel on a two-body tree, fixed and floating (the argument types of every
     later call: the kernels compile once per type signature)."""
     parent = np.array([0, 0, 1], dtype=np.int64)
     C0 = np.tile(np.eye(4).reshape(1, 16), (2, 1))
@@ -152,5 +172,9 @@ def _exercise() -> None:
         rnea(consts, q, None, None, a0, arm, floating)
         crba(consts, q, arm, floating)
         qdd = aba(consts, q, v, v, a0, arm, floating)
+        chain = (parent, C0, C, consts[-1])
+        link_poses(chain, q, np.array([0, 2], dtype=np.int64), np.tile(np.eye(4), (2, 1, 1)), floating)
+        for point in (None, np.zeros((1, 3))):
+            jacobian(chain, S, np.ones(2), q, 2, np.eye(4), point, floating)
         if not np.all(np.isfinite(qdd)):
             raise ArithmeticError("the forward dynamics kernel gave a non-finite answer on a test tree")

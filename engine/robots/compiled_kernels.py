@@ -465,3 +465,102 @@ def aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, tau, a0, armature, float
             qdd[b, fv + perm[k - 1]] = x
             for i in range(6):
                 a[k, i] += S[k - 1, i] * x
+
+
+@_inline
+def _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl):
+    """World poses of the root (row 0) and the bodies of sample b: Rw (n+1, 3, 3), pw (n+1, 3)
+    (Rl (3, 3), pl (3,): scratch)."""
+    n = perm.shape[0]
+    if floating:
+        _quaternion_rotation(q, b, Rw[0])
+        for i in range(3):
+            pw[0, i] = q[b, i]
+    else:
+        for i in range(3):
+            pw[0, i] = 0.0
+            for j in range(3):
+                Rw[0, i, j] = 1.0 if i == j else 0.0
+    for k in range(1, n + 1):
+        _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], Rl, pl)
+        j = parent[k]
+        for r in range(3):
+            for col in range(3):
+                Rw[k, r, col] = Rw[j, r, 0] * Rl[0, col] + Rw[j, r, 1] * Rl[1, col] + Rw[j, r, 2] * Rl[2, col]
+            pw[k, r] = Rw[j, r, 0] * pl[0] + Rw[j, r, 1] * pl[1] + Rw[j, r, 2] * pl[2] + pw[j, r]
+
+
+@_jit
+def fk_kernel(parent, C0, C, perm, link_body, link_offset, q, floating, out):
+    """World poses of every link ``out (B, L, 4, 4)``: its body's pose times its fixed offset."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq = 7 if floating else 0
+    Rw = np.zeros((n + 1, 3, 3))
+    pw = np.zeros((n + 1, 3))
+    Rl = np.empty((3, 3))
+    pl = np.empty(3)
+    for b in range(B):
+        _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl)
+        for l in range(link_body.shape[0]):
+            k = link_body[l]
+            for r in range(3):
+                for col in range(4):
+                    x = (Rw[k, r, 0] * link_offset[l, 0, col] + Rw[k, r, 1] * link_offset[l, 1, col]
+                         + Rw[k, r, 2] * link_offset[l, 2, col])
+                    out[b, l, r, col] = x + pw[k, r] if col == 3 else x
+            out[b, l, 3, 0], out[b, l, 3, 1], out[b, l, 3, 2], out[b, l, 3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+@_jit
+def jacobian_kernel(parent, C0, C, S, rev, perm, body, offset, point, q, floating, out):
+    """World Jacobian ``out (B, 6, nv)`` (rows linear then angular velocity; floating: base
+    columns first) of a point fixed to ``body``: ``offset (4, 4)`` its link's frame in the body,
+    ``point (B, 3)`` in that frame or ``(0, 0)`` (the link's origin)."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    has_point = point.shape[0] > 0
+    Rw = np.zeros((n + 1, 3, 3))
+    pw = np.zeros((n + 1, 3))
+    loc = np.empty(3)
+    p = np.empty(3)
+    z = np.empty(3)
+    Rl = np.empty((3, 3))
+    pl = np.empty(3)
+    for b in range(B):
+        _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl)
+        for i in range(3):
+            loc[i] = offset[i, 3]
+            if has_point:
+                loc[i] += offset[i, 0] * point[b, 0] + offset[i, 1] * point[b, 1] + offset[i, 2] * point[b, 2]
+        for i in range(3):
+            p[i] = Rw[body, i, 0] * loc[0] + Rw[body, i, 1] * loc[1] + Rw[body, i, 2] * loc[2] + pw[body, i]
+        out[b] = 0.0
+        k = body
+        while k != 0:
+            col = fv + perm[k - 1]
+            for i in range(3):
+                z[i] = (Rw[k, i, 0] * (S[k - 1, 0] + S[k - 1, 3]) + Rw[k, i, 1] * (S[k - 1, 1] + S[k - 1, 4])
+                        + Rw[k, i, 2] * (S[k - 1, 2] + S[k - 1, 5]))
+            if rev[k - 1] != 0.0:
+                d0, d1, d2 = p[0] - pw[k, 0], p[1] - pw[k, 1], p[2] - pw[k, 2]
+                out[b, 0, col] = z[1] * d2 - z[2] * d1
+                out[b, 1, col] = z[2] * d0 - z[0] * d2
+                out[b, 2, col] = z[0] * d1 - z[1] * d0
+                for i in range(3):
+                    out[b, 3 + i, col] = z[i]
+            else:
+                for i in range(3):
+                    out[b, i, col] = z[i]
+            k = parent[k]
+        if floating:
+            d0, d1, d2 = p[0] - pw[0, 0], p[1] - pw[0, 1], p[2] - pw[0, 2]
+            for j in range(3):
+                e0, e1, e2 = Rw[0, 0, j], Rw[0, 1, j], Rw[0, 2, j]      # the base's axis j in the world
+                for i in range(3):
+                    out[b, i, j] = Rw[0, i, j]
+                    out[b, 3 + i, 3 + j] = Rw[0, i, j]
+                out[b, 0, 3 + j] = e1 * d2 - e2 * d1
+                out[b, 1, 3 + j] = e2 * d0 - e0 * d2
+                out[b, 2, 3 + j] = e0 * d1 - e1 * d0

@@ -88,8 +88,8 @@ program holds a core.
 
 Calls that carry no derivative (no input or parameter requires a gradient, or no_grad /
 inference mode; no torch.func transform) of ``inverse_dynamics``, ``bias_forces``,
-``gravity_torques``, ``mass_matrix`` and ``forward_dynamics`` on a float64 CPU model without
-coupled mimic joints run compiled per-sample kernels instead (:mod:`engine.robots.model_compiled`,
+``gravity_torques``, ``mass_matrix``, ``forward_dynamics``, ``forward_kinematics`` and
+``jacobian`` on a float64 CPU model run compiled per-sample kernels instead (:mod:`engine.robots.model_compiled`,
 numba): 2 to 10 times faster than the torch algorithms at batch 1024 and about 10 times at
 batch 1. ``LAGRANGE_NO_COMPILED=1`` or ``with engine.robots.model_compiled.torch_only():``
 keeps every call on the torch algorithms.
@@ -438,6 +438,8 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
     def forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
         shape, (q,) = self._flat(q)
+        if self._use_compiled(q):
+            return self._c_forward_kinematics(q).reshape(shape + (len(self.link_names), 4, 4))
         if self._generic:
             return self._g_forward_kinematics(q).reshape(shape + (len(self.link_names), 4, 4))
         if self._batch_last(q.shape[0]):
@@ -473,6 +475,8 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
             q = q_t.expand(shape + q_t.shape[-1:])
             point = point.expand(shape + (3,)).reshape(-1, 3)
         shape, (q,) = self._flat(q)
+        if self._use_compiled(q, *([] if point is None else [point])):
+            return self._c_jacobian(q, l, point).reshape(shape + (6, self.nv))
         if self._generic:
             return self._g_jacobian(q, l, point).reshape(shape + (6, self.nv))
         if self._batch_last(q.shape[0]):

@@ -2,8 +2,8 @@
 
 :class:`CompiledDynamics` is a mixin of :class:`engine.robots.model.RobotModel`. Where a call
 carries no derivative (see :func:`needs_grad`) and runs on the CPU in float64,
-``inverse_dynamics``, ``bias_forces``, ``gravity_torques``, ``mass_matrix`` and
-``forward_dynamics`` run the per-sample kernels of :mod:`engine.robots.compiled_dynamics`
+``inverse_dynamics``, ``bias_forces``, ``gravity_torques``, ``mass_matrix``,
+``forward_dynamics``, ``forward_kinematics`` and ``jacobian`` run the per-sample kernels of :mod:`engine.robots.compiled_dynamics`
 instead of the batched torch algorithms (same results to rounding; both are tested against
 Pinocchio). Coupled mimic joints: the kernels run on every movable joint (``q_all = G q +
 offset``) and the results are projected (``G^T tau``, ``P^T M P``); forward dynamics is then
@@ -184,3 +184,29 @@ class CompiledDynamics:
             return _tensor(np.linalg.solve(M, (_np(tau) - h)[..., None])[..., 0])
         return _tensor(cdyn.aba(self._compiled_constants(), _np(q), _np(qd), _np(tau),
                                 self._compiled_gravity(gravity), self._compiled_armature(), self.floating))
+
+    # ---------------------------------------------------------------- kinematics
+    def _compiled_chain(self):
+        parent, C0, C, _ = self._compiled_constants()[:4]
+        return parent, C0, C, self._compiled_perm
+
+    def _c_forward_kinematics(self, q) -> torch.Tensor:
+        """World poses of every link ``(B, L, 4, 4)``."""
+        if getattr(self, "_compiled_links", None) is None:
+            self._compiled_links = (np.ascontiguousarray(_np(self._link_body), dtype=np.int64),
+                                    np.ascontiguousarray(_np(self._link_offset)))
+        return _tensor(cdyn.link_poses(self._compiled_chain(), self._compiled_all(q, 7 if self.floating else 0,
+                                                                                   offset=True),
+                                       *self._compiled_links, self.floating))
+
+    def _c_jacobian(self, q, l: int, point) -> torch.Tensor:
+        """World Jacobian ``(B, 6, nv)`` of link ``l`` (rows linear, angular; floating: base columns first)."""
+        S = self._compiled_constants()[3]
+        J = cdyn.jacobian(self._compiled_chain(), S, _np(self._rev), self._compiled_all(q, 7 if self.floating else 0,
+                                                                                         offset=True),
+                          self._link_body_int[l], _np(self._link_offset[l]), None if point is None else _np(point),
+                          self.floating)
+        if self._G is not None:
+            f = 6 if self.floating else 0
+            J = np.concatenate([J[:, :, :f], J[:, :, f:] @ self._compiled_mimic()[0]], axis=2)
+        return _tensor(np.ascontiguousarray(J))

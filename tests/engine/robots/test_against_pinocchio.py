@@ -42,7 +42,7 @@ def case(request):
     return Case(path, opts)
 
 
-def test_forward_kinematics_every_link(case):
+def test_forward_kinematics_every_link(case, dynamics_path):
     ours = case.model.forward_kinematics(case.t(case.q)).numpy()
     assert ours.shape == (N, len(case.model.link_names), 4, 4)
     frame_ids = [case.pm.getFrameId(name, pin.BODY) for name in case.model.link_names]
@@ -56,7 +56,7 @@ def test_forward_kinematics_every_link(case):
     close(case.model.link_pose(case.t(case.q), last).numpy(), ours[:, -1])
 
 
-def test_jacobian_every_link_origin_and_point(case):
+def test_jacobian_every_link_origin_and_point(case, dynamics_path):
     rng = np.random.default_rng(1)
     q = case.t(case.q)
     for link in case.model.link_names:

@@ -24,7 +24,7 @@ from engine.robots.model_compiled import torch_only
 def _calls(monkeypatch):
     """Counts the kernel calls of each algorithm (after the build's own test calls)."""
     assert compiled_dynamics.available()
-    counts = {"rnea": 0, "crba": 0, "aba": 0}
+    counts = {"rnea": 0, "crba": 0, "aba": 0, "link_poses": 0, "jacobian": 0}
     for name in counts:
         inner = getattr(compiled_dynamics, name)
 
@@ -46,8 +46,11 @@ def _state(m, batch, seed=0):
 
 
 def _all(m, q, v, a, **kw):
+    last = m.link_names[-1]
+    point = q[:, :3] * 0.1           # a point in the last link's frame, one per sample
     return (m.inverse_dynamics(q, v, a, **kw), m.mass_matrix(q), m.forward_dynamics(q, v, a, **kw),
-            m.gravity_torques(q), m.bias_forces(q, v))
+            m.gravity_torques(q), m.bias_forces(q, v), m.forward_kinematics(q), m.jacobian(q, last),
+            m.jacobian(q, last, point=point))
 
 
 def _same(ours, ref, tol=1e-9):
@@ -61,7 +64,7 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
     q, v, a = _state(m, 3)
     counts = _calls(monkeypatch)
     _all(m, q, v, a)
-    assert counts == {"rnea": 3, "crba": 1, "aba": 1}
+    assert counts == {"rnea": 3, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
     with torch.no_grad():
         m.inverse_dynamics(q.requires_grad_(True), v, a)
     assert counts["rnea"] == 4                       # no_grad: nothing to differentiate
@@ -74,17 +77,19 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
         m.forward_dynamics(q, v, a)
     monkeypatch.setenv("LAGRANGE_NO_COMPILED", "1")
     m.forward_dynamics(q, v, a)
-    assert counts == {"rnea": 4, "crba": 1, "aba": 1}
+    assert counts == {"rnea": 4, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
     monkeypatch.delenv("LAGRANGE_NO_COMPILED")
+    J = m.jacobian(q, "FL_FOOT", point=torch.zeros(3, dtype=torch.float64, requires_grad=True))
+    assert J.grad_fn is not None                      # a point that needs a gradient: torch
     m32 = load_robot("panda", dtype=torch.float32)   # float32 models stay on torch (the kernels are float64)
     m32.mass_matrix(torch.zeros(2, m32.dof))
-    assert counts == {"rnea": 4, "crba": 1, "aba": 1}
+    assert counts == {"rnea": 4, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
     mimic = load_robot("panda-erd")                   # coupled mimic fingers: kernels on every joint, projected
     assert mimic.mimic_joint_names
     x = torch.zeros(2, mimic.nq, dtype=torch.float64)
     mimic.mass_matrix(x)
     mimic.forward_dynamics(x, x, x)                   # M^-1 (tau - h): CRBA and RNEA
-    assert counts == {"rnea": 5, "crba": 3, "aba": 1}
+    assert counts == {"rnea": 5, "crba": 3, "aba": 1, "link_poses": 1, "jacobian": 2}
 
 
 def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):

@@ -72,7 +72,7 @@ def _checked(batch):
 
 
 @pytest.mark.parametrize("batch", [SMALL, LARGE])
-def test_kinematics_and_com(pair, batch):
+def test_kinematics_and_com(pair, batch, dynamics_path):
     m = pair.model
     q, _, _, _ = pair.random_states(batch, seed=batch)
     assert q.shape == (batch, m.nq) and m.nq == m.dof + 7 and m.nv == m.dof + 6

@@ -80,7 +80,7 @@ def test_forward_dynamics_both_methods(case, batch, method, monkeypatch, dynamic
 
 
 @pytest.mark.parametrize("batch", [SMALL, LARGE])
-def test_kinematics(case, batch):
+def test_kinematics(case, batch, dynamics_path):
     q, _, _ = case.states(batch, seed=batch + 2)
     m = case.model
     qt = torch.as_tensor(q, dtype=torch.float64)
