@@ -18,8 +18,8 @@ the same four algorithms in Pinocchio's free-flyer coordinates (random base pose
 against Pinocchio's Python loop (``framesForwardKinematics`` + ``computeFrameJacobian``,
 ``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``.
 
-Ours is timed twice for RNEA, CRBA and ABA: as a plain call runs (inputs that need no
-derivative take the compiled per-sample kernels, :mod:`engine.robots.model_compiled`), and
+Ours is timed twice: as a plain call runs (inputs that need no derivative take the compiled
+per-sample kernels, :mod:`engine.robots.model_compiled`), and
 through the torch algorithms that autograd differentiates (``ours_torch_ms``; what a training
 step or a gradient-based optimiser runs).
 
@@ -177,14 +177,14 @@ class _Ours:
 
 
 def _torch_path(fns: dict) -> dict:
-    """The dynamics calls of ``fns`` through the torch algorithms (:func:`torch_only`)."""
+    """The calls of ``fns`` through the torch algorithms (:func:`torch_only`)."""
     def wrapped(fn):
         def call():
             with torch_only():
                 return fn()
         return call
 
-    return {k: wrapped(f) for k, f in fns.items() if k in ("rnea", "crba", "aba")}
+    return {k: wrapped(f) for k, f in fns.items()}
 
 
 def pinocchio_loops(pm, pd, fid, qs, vs, as_) -> dict:
