@@ -1,11 +1,12 @@
-"""RNEA, CRBA and ABA compiled per sample (numba), for calls that need no derivative.
+"""RNEA, CRBA, ABA, forward kinematics and Jacobians compiled per sample (numba), for calls
+that need no derivative.
 
 The torch algorithms of :mod:`engine.robots.dynamics_body_major` and
 :mod:`engine.robots.dynamics_batch_last` are a few hundred tensor operations per call, each
 streaming whole ``(bodies, samples)`` planes through memory; where autograd is not needed the
 same recursions compiled as one loop per sample (as Pinocchio runs them) keep every quantity
-in registers and cache. Measured on a 2-core Xeon VM: RNEA on TALOS at batch 1024 8.8 ms
-(torch) against 3.9 ms for Pinocchio's Python loop; compiled, about 1 ms. Hand-written rather
+in registers and cache. Measured on a 2-core Xeon VM: RNEA on TALOS at batch 1024 9.7 ms
+(torch) against 3.9 ms for Pinocchio's Python loop; compiled, 2.0 ms. Hand-written rather
 than taken from a library because the model's own constants (learnable inertials, its body
 order, its armature) must be the ones computed with, and the only compiled rigid-body library
 at hand (Pinocchio) is the reference the engine is tested against.
