@@ -89,29 +89,33 @@ class CompiledDynamics:
             return False
         return not needs_grad(self, tensors)
 
-    def _compiled_constants(self):
-        """(parent, C0, C, S, m, c, Ic, perm) as numpy, the kernels' layout (inertials: current values)."""
-        fixed = getattr(self, "_compiled_fixed", None)
-        if fixed is None:
+    def _compiled_tree(self):
+        """(parent, C0, C, S, perm) as numpy, the kernels' layout: the tree's constants, built once."""
+        tree = getattr(self, "_compiled_tree_arrays", None)
+        if tree is None:
             n = self._n
             axis = self._axis3.cpu().numpy()
             rev = self._rev.cpu().numpy()[:, None]
             S = np.concatenate([axis * rev, axis * (1.0 - rev)], axis=1)
-            fixed = (np.ascontiguousarray(self.topology.body_parent, dtype=np.int64),
-                     np.ascontiguousarray(self._C0.cpu().numpy().reshape(n, 16)),
-                     np.ascontiguousarray(self._C.cpu().numpy().reshape(n, 3, 16)),
-                     np.ascontiguousarray(S))
-            self._compiled_fixed = fixed
-            self._compiled_perm = np.ascontiguousarray(self.topology.body_dof, dtype=np.int64)
+            tree = self._compiled_tree_arrays = (
+                np.ascontiguousarray(self.topology.body_parent, dtype=np.int64),
+                np.ascontiguousarray(self._C0.cpu().numpy().reshape(n, 16)),
+                np.ascontiguousarray(self._C.cpu().numpy().reshape(n, 3, 16)),
+                np.ascontiguousarray(S),
+                np.ascontiguousarray(self.topology.body_dof, dtype=np.int64))
+        return tree
+
+    def _compiled_constants(self):
+        """(parent, C0, C, S, m, c, Ic, perm) as numpy, the dynamics kernels' layout (inertials: current values)."""
+        parent, C0, C, S, perm = self._compiled_tree()
         parts = self._body_parts()
         if self._learnable:         # fresh tensors of the current learned values (maybe inference tensors)
-            return fixed + tuple(np.ascontiguousarray(_np(x)) for x in parts) + (self._compiled_perm,)
+            return (parent, C0, C, S) + tuple(np.ascontiguousarray(_np(x)) for x in parts) + (perm,)
         key = tuple((id(x), x._version) for x in parts)     # the model's buffers: edited in place, read again
         cached = getattr(self, "_compiled_inertials", None)
         if cached is None or cached[0] != key:
-            cached = self._compiled_inertials = (key, tuple(np.ascontiguousarray(_np(x)) for x in parts)
-                                                 + (self._compiled_perm,))
-        return fixed + cached[1]
+            cached = self._compiled_inertials = (key, tuple(np.ascontiguousarray(_np(x)) for x in parts))
+        return (parent, C0, C, S) + cached[1] + (perm,)
 
     def _compiled_armature(self):
         arm = self._armature_int
@@ -141,11 +145,12 @@ class CompiledDynamics:
         return np.concatenate([xn[:, :base], joints], axis=1) if base else joints
 
     def _compiled_project(self, x, base: int):
-        """Forces on every joint ``(B, base + n)`` -> on the independent ones (``G^T x``)."""
+        """Every joint's entries on the last axis ``(..., base + n)`` -> the independent joints'
+        (``x G``: forces ``G^T tau``, Jacobian columns ``J G``)."""
         if self._G is None:
             return x
-        joints = x[:, base:] @ self._compiled_mimic()[0]
-        return np.concatenate([x[:, :base], joints], axis=1) if base else joints
+        joints = x[..., base:] @ self._compiled_mimic()[0]
+        return np.concatenate([x[..., :base], joints], axis=-1) if base else joints
 
     def _compiled_rnea(self, q, qd, qdd, gravity) -> np.ndarray:
         f7, f6 = (7, 6) if self.floating else (0, 0)
@@ -186,27 +191,19 @@ class CompiledDynamics:
                                 self._compiled_gravity(gravity), self._compiled_armature(), self.floating))
 
     # ---------------------------------------------------------------- kinematics
-    def _compiled_chain(self):
-        parent, C0, C, _ = self._compiled_constants()[:4]
-        return parent, C0, C, self._compiled_perm
-
     def _c_forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link ``(B, L, 4, 4)``."""
         if getattr(self, "_compiled_links", None) is None:
             self._compiled_links = (np.ascontiguousarray(_np(self._link_body), dtype=np.int64),
                                     np.ascontiguousarray(_np(self._link_offset)))
-        return _tensor(cdyn.link_poses(self._compiled_chain(), self._compiled_all(q, 7 if self.floating else 0,
-                                                                                   offset=True),
-                                       *self._compiled_links, self.floating))
+        parent, C0, C, _, perm = self._compiled_tree()
+        q_all = self._compiled_all(q, 7 if self.floating else 0, offset=True)
+        return _tensor(cdyn.link_poses((parent, C0, C, perm), q_all, *self._compiled_links, self.floating))
 
     def _c_jacobian(self, q, l: int, point) -> torch.Tensor:
         """World Jacobian ``(B, 6, nv)`` of link ``l`` (rows linear, angular; floating: base columns first)."""
-        S = self._compiled_constants()[3]
-        J = cdyn.jacobian(self._compiled_chain(), S, _np(self._rev), self._compiled_all(q, 7 if self.floating else 0,
-                                                                                         offset=True),
-                          self._link_body_int[l], _np(self._link_offset[l]), None if point is None else _np(point),
-                          self.floating)
-        if self._G is not None:
-            f = 6 if self.floating else 0
-            J = np.concatenate([J[:, :, :f], J[:, :, f:] @ self._compiled_mimic()[0]], axis=2)
-        return _tensor(np.ascontiguousarray(J))
+        parent, C0, C, S, perm = self._compiled_tree()
+        q_all = self._compiled_all(q, 7 if self.floating else 0, offset=True)
+        J = cdyn.jacobian((parent, C0, C, perm), S, _np(self._rev), q_all, self._link_body_int[l],
+                          _np(self._link_offset[l]), None if point is None else _np(point), self.floating)
+        return _tensor(np.ascontiguousarray(self._compiled_project(J, 6 if self.floating else 0)))
