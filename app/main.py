@@ -77,7 +77,19 @@ def _make_application(argv: list[str]):
         app.setStyleSheet(resource("style.qss").read_text(encoding="utf-8"))
     except OSError as exc:
         log.warning("style sheet not loaded: %s", exc)
+    _build_kernels_in_background()
     return app
+
+
+def _build_kernels_in_background() -> None:
+    """Load (or, without numba's cache, compile: about ten seconds) the rigid-body kernels on a
+    thread of their own, so that the first forward kinematics the viewer draws on the GUI thread
+    does not wait for them (engine.robots.compiled_dynamics.available builds them once)."""
+    import threading
+
+    from engine.robots.compiled_dynamics import available
+
+    threading.Thread(target=available, name="rigid-body kernels", daemon=True).start()
 
 
 def create_main_window(options: dict, settings=None):
