@@ -17,23 +17,7 @@ import statistics
 import time
 
 from engine.cli._common import add_device_option, print_json
-
-
-def _end_link(model) -> str:
-    """The deepest link (most joints between it and the root): the usual end effector."""
-    desc = model.description
-    parent = {j.child: j.parent for j in desc.joints}
-    movable_child = {j.child: j.movable for j in desc.joints}
-
-    def depth(link):
-        d, moves = 0, 0
-        while link in parent:
-            moves += movable_child[link]
-            d += 1
-            link = parent[link]
-        return moves, d
-
-    return max(model.link_names, key=depth)
+from engine.robots.end_effector import default_end_effector
 
 
 def run_bench(robot: str = "panda", link: str | None = None, n_single: int = 50, batch: int = 256,
@@ -53,7 +37,7 @@ def run_bench(robot: str = "panda", link: str | None = None, n_single: int = 50,
     check_int(None, "--seed", seed, 0, 2**62)
     torch.set_num_threads(threads)
     model = load_robot(robot, device=resolve_device(device))  # float64 on every device
-    link = link or _end_link(model)
+    link = link or default_end_effector(model)
     kin = _kinematics(model, (link,), model.dtype, model.device)
     gen = torch.Generator().manual_seed(seed)
     lim = model.joint_limits

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from engine.devices import resolve_device
+from engine.robots.end_effector import default_end_effector
 from engine.robots.model import RobotModel
 from engine.robots.model_compiled import torch_only
 
@@ -285,17 +286,6 @@ class _DRM:
                 "aba": lambda: r.compute_forward_dynamics(q32, qd32, qdd32, include_gravity=True)}
 
 
-def _end_link(model: RobotModel) -> str:
-    """The deepest link (the last of the longest chain): the end effector of an arm."""
-    depth = {}
-    desc = model.description
-    for name in model.link_names:
-        j = desc.parent_joint(name)
-        depth[name] = 0 if j is None else depth[j.parent] + (1 if j.movable else 0)
-    best = max(depth.values())
-    return next(n for n in model.link_names if depth[n] == best)
-
-
 def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None] | None = None) -> dict:
     """Run the benchmark; returns ``{robot, dof, threads, rows: [{algorithm, batch, ours_ms, ...}]}``."""
     torch.set_num_threads(cfg.threads)
@@ -303,7 +293,7 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
     path = resolve_bench_robot(cfg.robot)
     ours = _Ours(path, "", resolve_device(cfg.device))
     model = ours.model
-    end = _end_link(model)
+    end = default_end_effector(model)
     ours.end = end
     others = {}
     loaders = {"pinocchio": lambda: _Pinocchio(path, model, end),
@@ -380,7 +370,7 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
     path = resolve_robot(name)
     pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer(), mimic=bool(model.mimic_joint_names))
     pd = pm.createData()
-    end = _end_link(model)
+    end = default_end_effector(model)
     fid = pm.getFrameId(end, pin.BODY)
     slots = [pm.joints[pm.getJointId(j)] for j in model.joint_names]
     rows = []

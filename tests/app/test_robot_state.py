@@ -11,8 +11,9 @@ import pinocchio as pin
 import pytest
 
 from app.workspaces.robot.robot_jobs import dynamics_readouts, ik_job, load_robot_job, simulate_job
-from app.workspaces.robot.state import RobotState, TargetSpec, default_end_effector, describe_ik
+from app.workspaces.robot.state import RobotState, TargetSpec, describe_ik
 from engine.jobs import NullJobContext
+from engine.robots.end_effector import default_end_effector
 from engine.robots.ik import IKOptions
 from engine.robots.simulate import SimulationOptions
 
@@ -134,25 +135,6 @@ def test_session_state_round_trips_targets(state):
     assert s["targets"] == [{"link": "panda_link7", "pose": pose.tolist(), "position_only": True}]
     with pytest.raises(ValueError, match="no link"):
         state.set_end_effector("nope")
-
-
-def test_support_polygon_is_scipys_convex_hull():
-    from scipy.spatial import ConvexHull
-
-    from app.workspaces.robot.state import _inside, support_polygon
-
-    rng = np.random.default_rng(3)
-    pts = np.column_stack([rng.normal(size=(30, 2)), rng.uniform(0, 0.1, 30)])
-    poly = support_polygon(pts)
-    hull = ConvexHull(pts[:, :2])
-    assert len(poly) == len(hull.vertices) and np.all(poly[:, 2] == 0)
-    assert {tuple(np.round(p, 12)) for p in poly[:, :2]} == {tuple(np.round(p, 12)) for p in pts[hull.vertices, :2]}
-    # counter-clockwise: positive area
-    x, y = poly[:, 0], poly[:, 1]
-    assert 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y) == pytest.approx(hull.volume)
-    assert _inside(np.array([*pts[:, :2].mean(0), 0.0]), poly)
-    assert not _inside(np.array([10.0, 0.0, 0.0]), poly)
-    assert len(support_polygon(pts[:2])) == 2 and not _inside(np.zeros(3), support_polygon(pts[:2]))
 
 
 def test_a_floating_robot_stands_and_its_balance_matches_pinocchio():

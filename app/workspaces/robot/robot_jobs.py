@@ -1,7 +1,7 @@
 """The Robot workspace's jobs: job glue around the engine, no Qt (they run in workers).
 
 - :func:`load_robot_job`: URDF -> engine RobotModel (validated) + the view's geometry.
-- :func:`ik_job`: one IK solve with the engine's :func:`~engine.robots.ik.solve_ik`.
+- :func:`ik_job`: one IK solve, the engine's :func:`~engine.robots.ik_outcome.solve_targets`.
 - :func:`dynamics_readouts`: the engine's :func:`~engine.robots.simulate.readouts` as a job.
 - :func:`simulate_job`: the engine's :func:`~engine.robots.simulate.simulate` as a job.
 """
@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from app.viewer.geometry import (
     inertia_box,
     load_robot_geometry,
 )
+from engine.robots.ik_outcome import IKOutcome, IKRequest, solve_targets
 from engine.robots.simulate import (
     Readouts,
     SimulationOptions,
@@ -200,95 +201,14 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
 
 
 # --------------------------------------------------------------------------- IK
-@dataclass
-class IKRequest:
-    """Targets {link: (4, 4) world pose (m)}; ``position_only`` links ignore orientation.
-
-    ``options``: an engine IKOptions (None: its defaults); ``overrides``: fields replaced
-    on top of it (follow mode's short solves). A floating robot: ``hold``, links kept at
-    their poses of ``q0``, and its ``base`` "free" or "fixed" (whole-body IK)."""
-
-    targets: dict
-    q0: np.ndarray
-    position_only: frozenset = frozenset()
-    options: object = None
-    overrides: Mapping = field(default_factory=dict)
-    serial: int = 0
-    hold: tuple = ()
-    base: str = "free"
-
-
-@dataclass
-class IKOutcome:
-    """A solve's result: q (dof,) within the limits, errors per target and overall."""
-
-    q: np.ndarray
-    converged: bool
-    position_error: float       # m, the largest over the targets
-    rotation_error: float       # rad, the largest over the pose targets
-    residual: float             # sqrt(sum over targets of e_pos^2 + (w_rot e_rot)^2), m
-    per_target: dict            # link -> (position error m, rotation error rad or None)
-    serial: int = 0
-
-
-def _rotation_angle(R: np.ndarray) -> float:
-    return float(np.arccos(np.clip((np.trace(R) - 1) / 2, -1.0, 1.0)))
-
-
 def ik_job(model, request: IKRequest):
-    """A job that solves IK for all targets at once and measures each target's error."""
+    """A job running the engine's :func:`~engine.robots.ik_outcome.solve_targets`: all targets
+    solved at once, each target's error measured at the result."""
 
     def job(ctx) -> IKOutcome:
-        from dataclasses import replace
-
-        from engine.robots.ik import IKOptions, solve_ik
-
-        opts = replace(request.options or IKOptions(), **dict(request.overrides))
-        q0 = np.asarray(request.q0, dtype=float)
-        before = _target_errors(model, q0, request)
-        if _within(before, opts):
-            # already there: nothing to solve (and no start to waste)
-            return _outcome(q0, True, before, opts, request.serial)
-        targets = {}
-        for link, T in request.targets.items():
-            T = torch.as_tensor(np.asarray(T, dtype=float))
-            targets[link] = T[:3, 3] if link in request.position_only else T
-        whole_body = {"hold": tuple(request.hold), "base": request.base} if getattr(model, "floating", False) else {}
-        result = solve_ik(model, targets, q0=torch.tensor(q0), ctx=ctx, options=opts, **whole_body)
-        q = result.q.detach().cpu().numpy().reshape(-1).astype(float)
-        after = _target_errors(model, q, request)
-        return _outcome(q, bool(result.converged.reshape(-1)[0]), after, opts, request.serial)
+        return solve_targets(model, request, ctx=ctx)
 
     return job
-
-
-def _target_errors(model, q: np.ndarray, request: IKRequest) -> dict:
-    """{link: (position error m, rotation error rad or None)} of the targets at q."""
-    with torch.no_grad():
-        poses = model.forward_kinematics(torch.as_tensor(q)).cpu().numpy()
-    names = list(model.link_names)
-    errors = {}
-    for link, T in request.targets.items():
-        T = np.asarray(T, dtype=float)
-        P = poses[names.index(link)]
-        perr = float(np.linalg.norm(P[:3, 3] - T[:3, 3]))
-        rerr = None if link in request.position_only else _rotation_angle(P[:3, :3].T @ T[:3, :3])
-        errors[link] = (perr, rerr)
-    return errors
-
-
-def _within(errors: dict, opts) -> bool:
-    return all(p <= opts.tol_pos and (r is None or opts.position_only or r <= opts.tol_rot)
-               for p, r in errors.values())
-
-
-def _outcome(q, converged: bool, errors: dict, opts, serial: int) -> IKOutcome:
-    perr = max(p for p, _ in errors.values())
-    rots = [r for _, r in errors.values() if r is not None]
-    rerr = max(rots) if rots else 0.0
-    residual = float(np.sqrt(sum(p * p + (opts.rotation_weight * (r or 0.0)) ** 2 for p, r in errors.values())))
-    return IKOutcome(q=np.asarray(q, float), converged=converged, position_error=perr, rotation_error=rerr,
-                     residual=residual, per_target=errors, serial=serial)
 
 
 # --------------------------------------------------------------------------- dynamics

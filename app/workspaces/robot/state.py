@@ -26,16 +26,17 @@ import torch
 from scipy.spatial.transform import Rotation
 
 from app.widgets.events import Events
-from app.workspaces.robot.robot_jobs import IKOutcome, IKRequest, LoadedRobot, slider_limits
+from app.workspaces.robot.robot_jobs import LoadedRobot, slider_limits
+from engine.robots.balance import Balance, balance, contact_points, default_contact_links
+from engine.robots.end_effector import default_end_effector
 from engine.robots.ik import neutral_configuration
+from engine.robots.ik_outcome import IKOutcome, IKRequest
 from engine.robots.simulate import Readouts, SimulationResult
 
-__all__ = ["Balance", "PoseChange", "PoseHistory", "RobotState", "TargetSpec", "default_contact_links",
-           "default_end_effector", "describe_ik", "support_polygon"]
+__all__ = ["PoseChange", "PoseHistory", "RobotState", "TargetSpec", "describe_ik"]
 
 log = logging.getLogger(__name__)
 
-END_EFFECTOR_HINTS = ("tcp", "end_effector", "ee_link", "tool", "grasp", "hand", "flange", "tip")
 
 
 @dataclass(frozen=True)
@@ -45,63 +46,6 @@ class TargetSpec:
     link: str
     pose: np.ndarray
     position_only: bool = False
-
-
-@dataclass(frozen=True)
-class Balance:
-    """A floating robot's balance at one pose: the centre of mass (3,) in the world, its
-    projection on the ground (3,), the support polygon of the contact links' soles (their
-    lowest mesh points) on the ground ((k, 3), counter-clockwise, k >= 1) and whether the
-    projection lies inside it."""
-
-    com: np.ndarray
-    com_ground: np.ndarray
-    support: np.ndarray
-    inside: bool
-
-
-FOOT_HINTS = ("foot", "feet", "sole", "toe", "ankle")
-SOLE_DEPTH = 0.01      # m: a foot's points this close to its lowest one touch the ground
-
-
-def default_contact_links(model) -> tuple[str, ...]:
-    """Links a floating robot stands on: leaf links named like feet, else every leaf link."""
-    parents = {j.parent for j in model.description.joints}
-    leaves = [l for l in model.link_names if l not in parents]
-    named = [l for l in leaves if any(h in l.lower() for h in FOOT_HINTS)]
-    return tuple(named or leaves)
-
-
-def _cross2(a, b) -> float:
-    return float(a[0] * b[1] - a[1] * b[0])
-
-
-def support_polygon(points: np.ndarray) -> np.ndarray:
-    """Convex hull (counter-clockwise) of points projected on the ground, ``(k, 3)`` with z = 0."""
-    pts = np.unique(np.round(np.asarray(points, float)[:, :2], 12), axis=0)
-    if len(pts) <= 2:
-        hull = pts
-    else:
-        pts = pts[np.lexsort((pts[:, 1], pts[:, 0]))]
-
-        def half(seq):
-            out = []
-            for p in seq:
-                while len(out) >= 2 and _cross2(out[-1] - out[-2], p - out[-2]) <= 0:
-                    out.pop()
-                out.append(p)
-            return out
-        lower, upper = half(pts), half(pts[::-1])
-        hull = np.array(lower[:-1] + upper[:-1])
-    return np.column_stack([hull, np.zeros(len(hull))])
-
-
-def _inside(p: np.ndarray, poly: np.ndarray) -> bool:
-    if len(poly) < 3:
-        return False
-    a, b = poly[:, :2], np.roll(poly[:, :2], -1, axis=0)
-    cross = (b[:, 0] - a[:, 0]) * (p[1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (p[0] - a[:, 0])
-    return bool(np.all(cross >= 0))
 
 
 @dataclass(frozen=True)
@@ -164,27 +108,6 @@ class PoseHistory:
 
 def _quat_matrix(x, y, z, w) -> np.ndarray:
     return Rotation.from_quat([x, y, z, w]).as_matrix()
-
-
-def default_end_effector(model) -> str:
-    """The tool of an arm: the deepest link named like one (tcp, ee_link, tool, hand...),
-    else the deepest link of the tree (the last one on a tie)."""
-    desc = model.description
-    parent = {j.child: j.parent for j in desc.joints}
-
-    def depth(link):
-        d = 0
-        while link in parent:
-            link = parent[link]
-            d += 1
-        return d
-
-    links = list(model.link_names)
-    for hint in END_EFFECTOR_HINTS:
-        named = [l for l in links if hint in l.lower()]
-        if named:
-            return max(reversed(named), key=depth)
-    return max(reversed(links), key=depth)
 
 
 def describe_ik(out: IKOutcome) -> tuple[str, bool]:
@@ -271,8 +194,8 @@ class RobotState:
         return q
 
     def _contact_points(self, q=None) -> list:
-        poses = self.link_poses(q)
-        return [(poses[l] @ self._foot_points[l].T).T[:, :3] for l in self.contact_links if l in self._foot_points]
+        feet = {l: self._foot_points[l] for l in self.contact_links if l in self._foot_points}
+        return contact_points(self.model, self.q if q is None else q, feet)
 
     def lowest_contact_z(self, q=None) -> float | None:
         """Height (m) of the lowest point of the contact links' feet at q (None: no contact links)."""
@@ -426,13 +349,8 @@ class RobotState:
         ``contact_links`` at the current pose (None for a fixed base or no contact links)."""
         if not self.floating or not self.contact_links:
             return None
-        q = torch.as_tensor(self.q)
-        with torch.no_grad():
-            com = self.model.center_of_mass(q).numpy().astype(float)
-        points = [w[w[:, 2] <= w[:, 2].min() + SOLE_DEPTH] for w in self._contact_points()]   # each sole
-        support = support_polygon(np.concatenate(points))
-        ground = np.array([com[0], com[1], 0.0])
-        return Balance(com, ground, support, _inside(ground, support))
+        return balance(self.model, self.q, {l: self._foot_points[l] for l in self.contact_links
+                                            if l in self._foot_points})
 
     # ------------------------------------------------------------------ targets and IK
     def set_end_effector(self, link: str) -> None:
