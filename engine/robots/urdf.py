@@ -73,14 +73,20 @@ _MIMIC_MODES = ("coupled", "independent", "error")
 
 
 class URDFError(ValueError):
-    """A URDF that cannot be loaded. ``file``, ``element`` and ``line`` say where."""
+    """A URDF that cannot be loaded. ``file``, ``element`` and ``line`` say where.
+
+    ``remedy``: the loader options that accept the file anyway (``{"strict": False}``,
+    ``{"mimic": "independent"}``), None when none does; ``impossible``: the values are
+    physically impossible (a negative mass, a non-finite or not positive-definite inertia)."""
 
     def __init__(self, message: str, file: str | None = None, element: str | None = None,
-                 line: int | None = None):
+                 line: int | None = None, remedy: dict | None = None, impossible: bool = False):
         self.file = file
         self.element = element
         self.line = line
         self.reason = message
+        self.remedy = remedy
+        self.impossible = impossible
         where = file or "<string>"
         if line is not None:
             where += f", line {line}"
@@ -199,11 +205,11 @@ class _Ctx:
         self.strict = strict
         self.inertial_elements: dict[str, tuple] = {}   # link -> (<mass>, <inertia>) for messages
 
-    def error(self, message: str, el=None, element: str | None = None) -> URDFError:
+    def error(self, message: str, el=None, element: str | None = None, **fields) -> URDFError:
         line = getattr(el, "sourceline", None) if el is not None else None
         if element is None and el is not None:
             element = _describe(el)
-        return URDFError(message, file=self.file, element=element, line=line)
+        return URDFError(message, file=self.file, element=element, line=line, **fields)
 
 
 def _describe(el) -> str:
@@ -304,7 +310,8 @@ def _check_inertial(ctx: _Ctx, inertial: Inertial, link_name: str, is_root: bool
         if quirk is None or ctx.strict:
             hint = ("; load with strict=False to accept it with a warning" if quirk is None else
                     f"; this is {quirk}, which the default loader (strict=None) accepts with a warning")
-            raise URDFError(exc.reason + hint, exc.file, exc.element, exc.line) from None
+            raise URDFError(exc.reason + hint, exc.file, exc.element, exc.line, impossible=exc.impossible,
+                            remedy={"strict": False} if quirk is None else {"strict": None}) from None
         log.warning("%s: accepted as %s", exc, quirk)
 
 
@@ -330,7 +337,8 @@ def check_inertial(inertial: Inertial, link_name: str, ctx: _Ctx | None = None, 
     ctx = ctx or _Ctx(None)
     mass = inertial.mass
     if not all(math.isfinite(v) for v in (mass, *inertial.inertia, *inertial.origin.xyz, *inertial.origin.rpy)):
-        raise ctx.error("inertial values must be finite", mass_el, element=f"<inertial> of link {link_name!r}")
+        raise ctx.error("inertial values must be finite", mass_el, element=f"<inertial> of link {link_name!r}",
+                        impossible=True)
     I = inertial.inertia_matrix()
     massless = mass == 0.0 and not np.any(I)
     if massless:
@@ -338,12 +346,13 @@ def check_inertial(inertial: Inertial, link_name: str, ctx: _Ctx | None = None, 
     if not mass > 0.0:
         raise ctx.error(f"mass must be positive, got {mass:g} "
                         "(a massless link needs mass 0 and an all-zero inertia)", mass_el,
-                        element=f"<mass> of link {link_name!r}")
+                        element=f"<mass> of link {link_name!r}", impossible=mass < 0.0)
     where = f"<inertia> of link {link_name!r}"
     eig = np.linalg.eigvalsh(I)
     if not eig[0] > 0.0:
         raise ctx.error(f"inertia is not positive definite "
-                        f"(principal moments {', '.join(f'{e:.6g}' for e in eig)})", inertia_el, element=where)
+                        f"(principal moments {', '.join(f'{e:.6g}' for e in eig)})", inertia_el, element=where,
+                        impossible=True)
     tol = _TRIANGLE_RTOL * float(eig.sum())
     if eig[0] + eig[1] < eig[2] - tol:
         raise ctx.error(f"inertia breaks the triangle inequality "
@@ -467,7 +476,8 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
     if mim is not None:
         if mimic_mode == "error":
             raise ctx.error(f"joint {name!r} mimics joint {mim.get('joint')!r}: mimic joints are not supported; "
-                            "load with mimic='independent' to treat it as an independent joint", mim)
+                            "load with mimic='independent' to treat it as an independent joint", mim,
+                            remedy={"mimic": "independent"})
         if not mim.get("joint"):
             raise ctx.error(f"joint {name!r}: <mimic> has no joint", mim)
         if mimic_mode == "coupled":

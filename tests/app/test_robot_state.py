@@ -208,3 +208,17 @@ def test_a_humanoid_reaches_with_a_hand_while_its_feet_stay():
     with pytest.raises(ValueError, match="free' or 'fixed"):
         s.set_ik_base("loose")
     assert s.session_state()["held_links"] == ["left_sole_link", "right_sole_link"]
+
+
+def test_the_viewer_loads_a_possible_but_inconsistent_inertia_leniently_and_refuses_an_impossible_one():
+    from pathlib import Path
+
+    from app.workspaces.robot.robot_jobs import _load_model
+    from engine.robots.urdf import URDFError
+
+    corpus = Path(__file__).parents[1] / "engine" / "robots" / "malformed"
+    model, notes = _load_model(corpus / "triangle_inequality.urdf")
+    assert model.dof >= 1 and len(notes) == 1 and "triangle inequality" in notes[0]
+    with pytest.raises(URDFError, match="physically impossible; fix the URDF") as err:
+        _load_model(corpus / "negative_mass.urdf")
+    assert err.value.impossible and "strict=False" not in str(err.value)

@@ -85,15 +85,6 @@ def slider_limits(model) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _physically_impossible(reason: str) -> bool:
-    """A negative mass, a non-finite or not positive-definite inertia: never accepted leniently
-    (a zero mass with an inertia, or a triangle inequality off by rounding, are)."""
-    import re
-
-    return bool(re.search(r"mass must be positive, got -", reason)) or "must be finite" in reason \
-        or "not positive definite" in reason
-
-
 def _load_model(path: Path, xacro_args=None, options=None):
     """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader;
     a viewer is lenient where the engine offers it and the physics allows: inconsistent but
@@ -111,16 +102,16 @@ def _load_model(path: Path, xacro_args=None, options=None):
         try:
             return RobotModel.from_file(str(path), dtype=torch.float64, **kwargs), notes
         except URDFError as exc:
-            text = str(exc)
-            if "strict=False" in text and "strict" not in kwargs:
-                reason = str(getattr(exc, "reason", text)).split("; load with strict=False")[0]
-                if _physically_impossible(reason):  # the same rule as the API: no silent leniency
+            remedy = exc.remedy or {}
+            if remedy.get("strict", True) is False and "strict" not in kwargs:
+                reason = exc.reason.split("; load with strict=False")[0]
+                if exc.impossible:  # the same rule as the API: no silent leniency
                     raise URDFError(f"{reason}: physically impossible; fix the URDF", exc.file, exc.element,
-                                    exc.line) from None
+                                    exc.line, impossible=True) from None
                 kwargs["strict"] = False
                 notes.append(f"accepted although physically inconsistent: {exc.element or 'inertial'}: {reason} "
                              "(any others are in the log)")
-            elif "mimic='independent'" in text and kwargs.get("mimic") != "independent":
+            elif remedy.get("mimic") == "independent" and kwargs.get("mimic") != "independent":
                 kwargs["mimic"] = "independent"
                 notes.append("mimic joints are shown as independent joints")
             else:

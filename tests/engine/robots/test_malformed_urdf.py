@@ -121,3 +121,28 @@ def test_fuzzed_urdf_raises_only_urdf_error(text):
     # whatever loads is a usable tree
     model = RobotModel.from_description(desc)
     assert model.dof == len([j for j in desc.joints if j.movable])
+
+
+# what the loader can be asked to accept, as the error's fields (the app decides leniency from them)
+REMEDIES = {"negative_mass": ({"strict": False}, True), "nan_mass": (None, False), "inf_inertia": (None, False),
+            "inertia_not_pd": ({"strict": False}, True), "triangle_inequality": ({"strict": False}, False),
+            "zero_mass": ({"strict": False}, False)}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_error_says_which_loader_option_accepts_the_file(name):
+    with pytest.raises(URDFError) as err:
+        load_urdf(CORPUS / f"{name}.urdf")
+    exc = err.value
+    remedy, impossible = REMEDIES.get(name, (None, False))
+    assert exc.remedy == remedy and exc.impossible == impossible, str(exc)
+    if remedy is not None:          # the option it names does load the file
+        load_urdf(CORPUS / f"{name}.urdf", **remedy)
+
+
+def test_a_refused_mimic_joint_names_the_independent_option():
+    text = (CORPUS / "mimic_joint.urdf").read_text().replace("nosuch", "j1")
+    with pytest.raises(URDFError) as err:
+        parse_urdf_string(text, mimic="error")
+    assert err.value.remedy == {"mimic": "independent"} and not err.value.impossible
+    assert parse_urdf_string(text, **err.value.remedy).joints[1].mimic is None
