@@ -52,7 +52,7 @@ def _run(args) -> int:
 
 def _plain_rows(args, result, progress):
     """The rows "plain API (no CLI settings)": RNEA, CRBA, ABA at --plain-batch in a fresh process,
-    as a script calls them, then through the torch algorithms (engine.robots.model_compiled.torch_only)."""
+    as a script calls them, then through the torch algorithms (engine.robots.backends.torch_only)."""
     if not args.plain_batch:
         return None
     from engine.robots.bench_plain import run_plain_api_benchmark

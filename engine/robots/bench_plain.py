@@ -7,7 +7,7 @@ times, in that process, RNEA, CRBA and ABA on one batch against Pinocchio's Pyth
 the samples, interleaved and repeated. It returns the median and the slowest repeat of each,
 so an outlier run shows. ``python -m engine bench rbd`` prints it as the row
 "plain API (no CLI settings)", twice: the calls as a script makes them (without derivatives:
-the compiled kernels of :mod:`engine.robots.model_compiled`), then through the torch
+the compiled kernels of :mod:`engine.robots.backends.compiled`), then through the torch
 algorithms that autograd differentiates (``path="torch"``).
 """
 
@@ -53,7 +53,7 @@ from engine.robots.benchmark import pinocchio_loops  # the same loops as the in-
 loops = pinocchio_loops(pm, pd, 0, reorder(q), reorder(qd), reorder(qdd))
 
 import contextlib
-from engine.robots.model_compiled import torch_only
+from engine.robots.backends import torch_only
 scope = torch_only() if sys.argv[5] == "torch" else contextlib.nullcontext()
 
 def scoped(fn):
@@ -90,7 +90,7 @@ def run_plain_api_benchmark(urdf: str | Path, batch: int = 1024, repeats: int = 
     """``{"threads", "path", "rows": [{algorithm, batch, ours_ms, ours_max_ms, pinocchio_ms, pinocchio_max_ms}]}``
     measured in a fresh process (see the module docstring); ``path``: "default" (the calls as a
     script makes them: without derivatives, the compiled kernels) or "torch" (each call inside
-    ``engine.robots.model_compiled.torch_only()``: the differentiable torch algorithms). Raises
+    ``engine.robots.backends.torch_only()``: the differentiable torch algorithms). Raises
     RuntimeError when the child fails."""
     if path not in ("default", "torch"):
         raise ValueError(f"path must be 'default' or 'torch', got {path!r}")

@@ -19,7 +19,7 @@ against Pinocchio's Python loop (``framesForwardKinematics`` + ``computeFrameJac
 ``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``.
 
 Ours is timed twice: as a plain call runs (inputs that need no derivative take the compiled
-per-sample kernels, :mod:`engine.robots.model_compiled`), and
+per-sample kernels, :mod:`engine.robots.backends.compiled`), and
 through the torch algorithms that autograd differentiates (``ours_torch_ms``; what a training
 step or a gradient-based optimiser runs).
 
@@ -52,7 +52,7 @@ import torch
 from engine.devices import resolve_device
 from engine.robots.end_effector import default_end_effector
 from engine.robots.model import RobotModel
-from engine.robots.model_compiled import torch_only
+from engine.robots.backends import torch_only
 
 from engine.runtime import tune_malloc
 from engine.validation import InputError, check_int, check_range

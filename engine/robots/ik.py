@@ -21,11 +21,10 @@ solved at once, without a Python loop over samples:
   large ones the unsolved samples are restarted from ``n_starts - 1`` random poses within
   the limits (all at once); the best solution is kept.
 
-Kinematics are evaluated by :class:`TreeKinematics`, a fused forward-kinematics +
-Jacobian pass over the joints that move the targeted links only, vectorised across the tree
-level by level (the four Allegro fingers advance together). It is built from the model's
-immutable description and cached per (model, links, dtype, device); nothing is stored on
-the model.
+Kinematics are the model's: :meth:`RobotModel.frame_jacobians` (one forward-kinematics and
+Jacobian pass of the model's backend for every target; the compiled kernels where no
+derivative is needed), the columns restricted to the joints that move a target
+(:meth:`RobotModel.joints_moving`). Nothing is cached or stored on the model.
 
 Floating-base robots and robots with coupled mimic joints are solved by
 :func:`engine.robots.ik_floating.solve_whole_body_ik` (on the configuration manifold, the
@@ -36,8 +35,6 @@ base="free")`` dispatches there and returns q ``(*B, nq)``.
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from dataclasses import dataclass, fields, replace
 from collections.abc import Mapping, Sequence
 
@@ -48,7 +45,7 @@ from engine.robots.ik_floating import solve_whole_body_ik
 from engine.spatial import rotation_error_vector
 from engine.validation import check_int, check_range
 
-__all__ = ["IKOptions", "IKResult", "TreeKinematics", "solve_ik", "neutral_configuration",
+__all__ = ["IKOptions", "IKResult", "solve_ik", "neutral_configuration",
            "rotation_error_vector"]
 
 
@@ -138,190 +135,34 @@ class IKResult:
 
 # --------------------------------------------------------------------------- kinematics
 
-def _description_of(model):
-    desc = getattr(model, "description", None)
-    if desc is None:
-        raise TypeError(f"{type(model).__name__} has no .description; solve_ik needs an engine RobotModel")
-    return desc
+class _TargetKinematics:
+    """Poses and world Jacobians of the target links, from the model's backend
+    (:meth:`RobotModel.frame_jacobians`: one kinematics pass for every target, compiled where
+    no derivative is needed), the Jacobian's columns restricted to the joints that move at
+    least one target (``active`` indexes q; ``n`` of them). Made per solve: nothing is cached.
 
-
-def _joint_names_of(model, desc) -> list[str]:
-    names = getattr(model, "joint_names", None)
-    if names is None:
-        names = [j.name for j in desc.joints if j.movable]
-    return list(names)
-
-
-class TreeKinematics:
-    """Fused forward kinematics and geometric Jacobians of a few links of a robot.
-
-    Built once from a :class:`RobotDescription` (joint origins, axes, types) for the target
-    ``links``; ``__call__(q)`` takes q (..., dof) in the model's joint order and returns
-    ``(poses (..., T, 4, 4), jacobian (..., T, 6, n))`` where the Jacobian columns are the
-    ``active`` dofs (those that move at least one target; ``self.active`` indexes q), rows
-    are linear then angular velocity in the world frame, at each link's origin.
+    ``__call__(q (N, dof))`` -> poses ``(N, T, 4, 4)``, Jacobians ``(N, T, 6, n)`` in q's dtype.
     """
 
-    def __init__(self, description, links: Sequence[str], joint_names: Sequence[str],
-                 dtype=torch.float64, device="cpu"):
-        self.links = tuple(links)
-        joints_by_child = {j.child: j for j in description.joints}
-        link_names = {l.name for l in description.links}
-        dof_index = {name: i for i, name in enumerate(joint_names)}
-
-        # movable joints on the paths root -> target, with the fixed transform before each
-        chains = []  # per target: (list of movable joint names root->tip, T_post)
-        pre: dict[str, np.ndarray] = {}  # joint -> transform from parent movable frame to joint frame
-        parent_of: dict[str, str | None] = {}
-        for link in self.links:
-            if link not in link_names:
-                close = ", ".join(sorted(link_names)[:20])
-                raise ValueError(f"no link named {link!r} in robot {description.name!r} (links: {close})")
-            path = []
-            cur = link
-            while cur in joints_by_child:
-                j = joints_by_child[cur]
-                path.append(j)
-                cur = j.parent
-            path.reverse()  # root -> link
-            acc = np.eye(4)
-            prev_movable = None
-            movable = []
-            for j in path:
-                acc = acc @ j.origin.matrix()
-                if j.movable:
-                    if j.name not in dof_index:
-                        raise ValueError(f"joint {j.name!r} is not a degree of freedom of the model")
-                    pre[j.name] = acc
-                    parent_of[j.name] = prev_movable
-                    movable.append(j.name)
-                    prev_movable = j.name
-                    acc = np.eye(4)
-            chains.append((movable, acc))
-
-        # order the union of joints by depth (parents first)
-        depth: dict[str, int] = {}
-
-        def _depth(name):
-            if name not in depth:
-                p = parent_of[name]
-                depth[name] = 0 if p is None else _depth(p) + 1
-            return depth[name]
-
-        for name in pre:
-            _depth(name)
-        order = sorted(pre, key=lambda n: (depth[n], dof_index[n]))
-        index = {n: i for i, n in enumerate(order)}
-        self.joint_order = tuple(order)
-        self.active = torch.tensor([dof_index[n] for n in order], dtype=torch.long, device=device)
-        n = len(order)
-        jts = {j.name: j for j in description.joints}
-        axes = np.array([jts[nm].axis for nm in order], dtype=float).reshape(n, 3)
-        norms = np.linalg.norm(axes, axis=1, keepdims=True)
-        axes = axes / np.where(norms > 0, norms, 1.0)
-        revolute = np.array([jts[nm].type in ("revolute", "continuous") for nm in order], dtype=bool)
-        T_pre = np.stack([pre[nm] for nm in order]) if n else np.zeros((0, 4, 4))
-
-        kw = dict(dtype=dtype, device=device)
-        self.dtype, self.device, self.n = dtype, torch.device(device), n
-        self._axis = torch.tensor(axes, **kw)
-        self._rev = torch.tensor(revolute, device=device)
-        self._rev_f = self._rev.to(dtype)
-        self._all_revolute = bool(revolute.all())
-        # T_loc(q) = T_pre (I + sin q Khat + (1 - cos q) Khat^2) for revolute joints,
-        #            T_pre (I + q Phat) for prismatic ones; stored as T_pre + coef @ C
-        Khat = np.zeros((n, 4, 4))
-        for i, a in enumerate(axes):
-            Khat[i, :3, :3] = [[0, -a[2], a[1]], [a[2], 0, -a[0]], [-a[1], a[0], 0]]
-        Phat = np.zeros((n, 4, 4))
-        Phat[:, :3, 3] = axes
-        C = np.stack([T_pre @ Khat, T_pre @ Khat @ Khat, T_pre @ Phat], axis=1)   # (n, 3, 4, 4)
-        C[revolute, 2] = 0.0
-        C[~revolute, :2] = 0.0
-        self._T_pre = torch.tensor(T_pre, **kw)
-        self._C = torch.tensor(C.reshape(n, 3, 16), **kw)
-        # levels: joints of equal depth; parents are always on the previous level
-        self._levels = []
-        prev: list[int] = []
-        for d in sorted(set(depth.values())):
-            idx = [index[nm] for nm in order if depth[nm] == d]
-            par = [prev.index(index[parent_of[order[i]]]) for i in idx] if d else []
-            identity = par == list(range(len(prev))) and len(idx) == len(prev)
-            self._levels.append((idx[0], idx[-1] + 1, None if (d == 0 or identity)
-                                 else torch.tensor(par, device=device)))
-            prev = idx
-        # targets
-        T = len(self.links)
-        self._has_joint = all(bool(c[0]) for c in chains)
-        self._tip_joint = torch.tensor([index[c[0][-1]] if c[0] else 0 for c in chains], device=device)
-        self._tip_fixed = torch.tensor(np.stack([c[1] for c in chains]), **kw)
-        self._no_joint = torch.tensor([not c[0] for c in chains], device=device)
-        mask = np.zeros((T, n), dtype=bool)
-        for t, (movable, _) in enumerate(chains):
-            for nm in movable:
-                mask[t, index[nm]] = True
-        self._full_mask = bool(mask.all())
-        self._mask = torch.tensor(mask, **kw)[:, :, None]  # (T, n, 1): joint moves target t
+    def __init__(self, model, links: Sequence[str], dtype, device):
+        names = getattr(model, "link_names", None)
+        if names is None or not hasattr(model, "frame_jacobians"):
+            raise TypeError(f"{type(model).__name__} is not an engine RobotModel; solve_ik needs one")
+        for link in links:
+            if link not in names:
+                close = ", ".join(sorted(names)[:20])
+                raise ValueError(f"no link named {link!r} in robot {model.name!r} (links: {close})")
+        self.model, self.links, self.dtype = model, tuple(links), dtype
+        active = model.joints_moving(self.links)
+        self.n = len(active)
+        self._every_joint = self.n == model.dof
+        self.active = torch.tensor(active, dtype=torch.long, device=device)
 
     def __call__(self, q: torch.Tensor):
-        """q (..., dof) -> poses (..., T, 4, 4), Jacobians (..., T, 6, n_active)."""
-        n = self.n
-        Tn = len(self.links)
-        if n == 0:
-            batch = q.shape[:-1]
-            poses = self._tip_fixed.expand(*batch, Tn, 4, 4)
-            return poses, torch.zeros(*batch, Tn, 6, 0, dtype=self.dtype, device=self.device)
-        qa = q.index_select(-1, self.active)
-        coef = torch.stack([torch.sin(qa), 1.0 - torch.cos(qa), qa], dim=-1)
-        T_loc = self._T_pre + (coef.unsqueeze(-2) @ self._C).view(*qa.shape, 4, 4)     # (..., n, 4, 4)
-        parts = []
-        T_prev = None
-        for lo, hi, par in self._levels:
-            T_k = T_loc[..., lo:hi, :, :]
-            if T_prev is not None:
-                T_k = (T_prev if par is None else T_prev.index_select(-3, par)) @ T_k
-            parts.append(T_k)
-            T_prev = T_k
-        T_w = torch.cat(parts, dim=-3) if len(parts) > 1 else parts[0]                  # (..., n, 4, 4)
-        T_tip = T_w.index_select(-3, self._tip_joint)
-        if not self._has_joint:
-            T_tip = torch.where(self._no_joint[:, None, None], torch.eye(4, dtype=self.dtype, device=self.device), T_tip)
-        poses = T_tip @ self._tip_fixed                                                 # (..., T, 4, 4)
-        # Jacobian columns: w = R_w a (world axis), origin p_w; v = w x (p_t - p_w) or w (prismatic)
-        w = (T_w[..., :3, :3] @ self._axis.unsqueeze(-1)).squeeze(-1)                  # (..., n, 3)
-        r = poses[..., :, None, :3, 3] - T_w[..., None, :, :3, 3]                       # (..., T, n, 3)
-        wb = w.unsqueeze(-3).expand_as(r)
-        lin = torch.linalg.cross(wb, r, dim=-1)
-        if self._all_revolute:
-            cols = torch.cat([lin, wb], dim=-1)                                         # (..., T, n, 6)
-        else:
-            rev = self._rev[:, None]
-            cols = torch.cat([torch.where(rev, lin, wb), wb * self._rev_f[:, None]], dim=-1)
-        if not self._full_mask:
-            cols = cols * self._mask
-        return poses, cols.transpose(-1, -2)
-
-
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_CACHE_LOCK = threading.Lock()
-
-
-def _kinematics(model, links: tuple, dtype, device) -> TreeKinematics:
-    key = (links, dtype, str(device))
-    try:
-        per_model = _CACHE.get(model)
-    except TypeError:  # unhashable / not weak-referenceable model
-        per_model = None
-    if per_model is not None and key in per_model:
-        return per_model[key]
-    desc = _description_of(model)
-    kin = TreeKinematics(desc, links, _joint_names_of(model, desc), dtype=dtype, device=device)
-    try:
-        with _CACHE_LOCK:
-            _CACHE.setdefault(model, {})[key] = kin
-    except TypeError:
-        pass
-    return kin
+        poses, J = self.model.frame_jacobians(q, self.links)
+        if not self._every_joint:
+            J = J.index_select(-1, self.active.to(J.device))
+        return poses.to(self.dtype), J.to(self.dtype)
 
 
 # --------------------------------------------------------------------------- rotations
@@ -366,7 +207,7 @@ def _random_configurations(lower, upper, shape, generator, dtype, device):
 
 @dataclass
 class _Problem:
-    kin: TreeKinematics
+    kin: _TargetKinematics
     pos_t: torch.Tensor               # (*B, T, 3)
     rot_t: torch.Tensor | None     # (*B, T, 3, 3) or None
     rot_mask: torch.Tensor            # (T,) bool: target t has an orientation
@@ -551,7 +392,7 @@ def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bo
     device = ref.device if ref is not None else torch.device("cpu")
     dof = int(model.dof)
     links = tuple(targets)
-    kin = _kinematics(model, links, dtype, device)
+    kin = _TargetKinematics(model, links, dtype, device)
     lower, upper = _limits(model, dof, dtype, device)
 
     # targets -> (*B, T, 3) positions and (*B, T, 3, 3) rotations

@@ -15,7 +15,7 @@ Pinocchio's free-flyer convention, ``q = [base xyz in the world, base quaternion
 joints]`` (``nq = dof + 7``) and ``v = [base linear, base angular velocity, both in the base
 frame, joints]`` (``nv = dof + 6``; the first six forces are the base wrench in the base
 frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
-:mod:`engine.robots.model_floating`.
+:mod:`engine.robots.floating`.
 
 =======================================  ==============================================
 ``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order
@@ -71,28 +71,25 @@ the world by a free-flyer joint; ``strict=False`` accepts published
 URDFs whose inertias are slightly unphysical (e.g. example-robot-data's Allegro hand), with
 a warning.
 
-Implementation: fixed joints are merged into their parent bodies; internally bodies are
-numbered breadth first and tensors are body-major ``(n, B, ...)``, so per-body constants
-enter as one matrix product over all samples, tree recursions of RNEA/CRBA are products
-with the ancestor matrix (cumulative sums for serial chains) and ABA takes one vectorised
-step per tree depth (see :mod:`engine.robots.dynamics_body_major`,
-:mod:`engine.robots.dynamics_batch_last`, :mod:`engine.robots.kinematics`).
-From ``_BATCH_LAST_BATCH`` samples on, the same algorithms run on *batch-last* tensors
-``(n, k, B)`` (samples innermost and contiguous, 3x3 and 6x6 products written as
-elementwise multiply-adds over the samples), which is about twice as fast at batches in
-the thousands; both paths agree with Pinocchio to 1e-9. There, wide trees (legs, hands) sum
-over the tree one depth at a time, and a floating base computes its dynamics in the base
-frame (:mod:`engine.robots.floating_batch_last`). Calls at moderate batches run on one
-intra-op thread (``_call_policy``): steady times, no stalls when another
-program holds a core.
+Implementation: one backend per call (:mod:`engine.robots.backends`). Each public method
+flattens its inputs to one batch ``(B, ...)``, maps the user's coordinates to every movable
+joint's (coupled mimic joints: ``q_all = G q + offset``), lets the backend chosen by
+:meth:`RobotModel._backend_for` compute (``fk``, ``jacobians``, ``rnea``, ``crba``, ``aba``),
+then adds armature (RNEA, CRBA), damping, and projects back (``G^T tau``, ``P^T M P``, ``J P``),
+in one place each. The backends:
 
-Calls that carry no derivative (no input or parameter requires a gradient, or no_grad /
-inference mode; no torch.func transform) of ``inverse_dynamics``, ``bias_forces``,
-``gravity_torques``, ``mass_matrix``, ``forward_dynamics``, ``forward_kinematics`` and
-``jacobian`` on a float64 CPU model run compiled per-sample kernels instead (:mod:`engine.robots.model_compiled`,
-numba): 2 to 10 times faster than the torch algorithms at batch 1024 and about 10 times at
-batch 1. ``LAGRANGE_NO_COMPILED=1`` or ``with engine.robots.model_compiled.torch_only():``
-keeps every call on the torch algorithms.
+- *compiled* (:mod:`engine.robots.backends.compiled`, numba per-sample kernels): float64 CPU
+  calls that carry no derivative (nothing requires a gradient, or no_grad; no torch.func
+  transform or forward AD), 2 to 10 times faster than torch at batch 1024, about 10 at batch
+  1; ``LAGRANGE_NO_COMPILED=1`` or ``with engine.robots.backends.torch_only():`` turns it off;
+- *body-major* (:mod:`engine.robots.backends.body_major`): torch, tensors ``(n, B, ...)``,
+  below ``BATCH_LAST_BATCH`` samples;
+- *batch-last* (:mod:`engine.robots.backends.batch_last`): torch, tensors ``(n, k, B)``
+  (samples innermost), about twice as fast at batches in the thousands.
+
+All backends agree with Pinocchio to 1e-9 (``tests/engine/robots/test_backends.py``: where a
+new algorithm is tested on every backend; see :mod:`engine.robots.backends` for adding one).
+Calls at moderate batches run on one intra-op thread (``_call_policy``): steady times.
 """
 
 from __future__ import annotations
@@ -108,14 +105,19 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.robots import compiled_dynamics as cdyn
 from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import dynamics_body_major as dyn
+from engine.robots import floating as fl
 from engine.robots import kinematics as kin
+from engine.robots.backends import Inertials, Tree, compiled_switched_off, needs_grad
+from engine.robots.backends.tree import coupling_matrix
+from engine.robots.backends.batch_last import BatchLastBackend
+from engine.robots.backends.body_major import BodyMajorBackend
+from engine.robots.backends.compiled import CompiledBackend
 from engine.robots.description import RobotDescription
-from engine.robots.topology import build_topology
-from engine.robots.model_compiled import CompiledDynamics, needs_grad
-from engine.robots.model_floating import GeneralCoordinates
 from engine.robots.model_params import LinkParameters
+from engine.robots.topology import build_topology
 from engine.robots.urdf import load_urdf, parse_urdf_string
 from engine.runtime import intra_op_threads
 
@@ -125,11 +127,8 @@ JointLimits = namedtuple("JointLimits", ["lower", "upper", "velocity", "effort"]
 JointLimits.__doc__ = "Joint limits, tensors (dof,): position (rad or m), velocity, effort (+-inf where absent)."
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
-# from this batch size on, forward kinematics composes one depth at a time (fewer flops)
-# instead of by pointer jumping (fewer calls)
-_SEQUENTIAL_FK_BATCH = 128
-# from this batch size on, the algorithms run on batch-last tensors (samples innermost)
-_BATCH_LAST_BATCH = 96
+# from this batch size on, the torch algorithms run on batch-last tensors (samples innermost)
+BATCH_LAST_BATCH = 96
 # samples x bodies from which torch's intra-op threads serve a call; between these bounds each
 # call runs on its calling thread alone (see _call_policy)
 _ONE_THREAD_WORK = (4096, 1 << 17)
@@ -180,8 +179,12 @@ def _call_policy(result_per_sample):
     return decorate
 
 
-class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module):
-    """A kinematic tree (fixed or floating base) with batched Featherstone algorithms (see the module docstring)."""
+class RobotModel(LinkParameters, nn.Module):
+    """A kinematic tree (fixed or floating base) with batched Featherstone algorithms: each public
+    method picks one backend (:meth:`_backend_for`) and calls one of its methods; armature,
+    damping and the mimic projection are applied here, once (see the module docstring). The
+    tree's constants and backends are built once (:meth:`_backends`); learnable link
+    parameters are evaluated per call (:meth:`_inertials`), so gradients reach them."""
 
     def __init__(self, description: RobotDescription, dtype: torch.dtype = torch.float64,
                  device: str | torch.device = "cpu", gravity=DEFAULT_GRAVITY):
@@ -203,7 +206,30 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
             self.register_buffer(name, t, persistent=False)
 
         joints = [description.joint(j) for j in self._full_joint_names]
-        self._init_coordinates(joints, buf)          # joint_names, dof, nq, nv, mimic map, armature
+        self.joint_names = [j.name for j in joints if j.mimic is None]
+        self.mimic_joint_names = [j.name for j in joints if j.mimic is not None]
+        self.dof = len(self.joint_names)
+        self.nq = self.dof + (7 if self.floating else 0)
+        self.nv = self.dof + (6 if self.floating else 0)
+        if self.mimic_joint_names:
+            G, off = coupling_matrix(joints, self.joint_names, description.name)
+            buf("_G", G)                                 # (n, dof): every movable joint from the independent ones
+            buf("_mimic_offset", off)
+            f = 6 if self.floating else 0
+            P = np.zeros((f + n, f + self.dof))
+            P[:f, :f] = np.eye(f)
+            P[f:, f:] = G
+            buf("_P", P)                                 # (nv_all, nv): the same with the base
+        else:
+            for name in ("_G", "_mimic_offset", "_P"):
+                self.register_buffer(name, None, persistent=False)
+        arm = np.array([j.armature for j in joints], dtype=float)
+        if arm.size and np.any(arm != 0):
+            buf("_armature_v", np.concatenate([np.zeros(6 if self.floating else 0), arm]))
+            buf("_armature_int", arm[topo.body_dof])
+        else:
+            for name in ("_armature_v", "_armature_int"):
+                self.register_buffer(name, None, persistent=False)
         self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
 
         rev = topo.revolute.astype(float)
@@ -282,6 +308,7 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
             link_src[l] = n + 1 + j
         buf("_link_src", link_src, torch.long)
         self._link_src_identity = link_src == list(range(len(link_src)))
+        self._backend_cache = None                    # (key, backends): see _backends
         buf("_damping", [j.damping for j in joints])
         buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
         self._limits = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort] for j in joints
@@ -355,7 +382,74 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
         base = ", floating base" if self.floating else ""
         return f"name={self.name!r}, dof={self.dof}, links={len(self.link_names)}{base}"
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ backends
+    def _tree(self) -> Tree:
+        """The tree's constants (the model's buffers, not copies): see :class:`Tree`."""
+        n = self._n
+        return Tree(
+            n=n, floating=self.floating, chain=self._chain, all_rev=self._all_rev, permuted=self._permuted,
+            body_parent=self.topology.body_parent, body_dof=self._body_dof, dof_body=self._dof_body,
+            C0=self._C0, C=self._C, Ct4=self._Ct4, axis3=self._axis3, axis4=self._axis4, rev=self._rev,
+            pri=self._pri, anc=self._anc, anc_strict=self._anc_strict,
+            jumps=[getattr(self, name) for name in self._jump_names], levels=self._levels,
+            level_parents=[None if name is None else getattr(self, name) for name in self._level_parent_names],
+            link_body=self._link_body, link_body_int=self._link_body_int, link_offset=self._link_offset,
+            link_rev_mask=self._link_rev_mask, link_pri_mask=self._link_pri_mask, offset_links=self._offset_links,
+            offset_bodies=self._offset_bodies, offset_T=self._offset_T,
+            link_src=None if self._link_src_identity else self._link_src, armature_int=self._armature_int,
+            armature_v=self._armature_v,
+            armature_diag=None if self._armature_v is None else torch.diag(self._armature_v))
+
+    def _backends(self) -> dict:
+        """``{"body-major", "batch-last", "compiled" (a factory: built on first use)}`` over this
+        model's :class:`Tree`, built once and kept until the buffers change (a move to another
+        device or dtype). Building is idempotent: threads that race build equal objects."""
+        key = (self._C0, self._armature_int, self._link_offset)
+        cache = self._backend_cache
+        if cache is None or any(a is not b for a, b in zip(cache[0], key)):
+            with torch.inference_mode(False):       # constants are normal tensors (see _call_policy)
+                tree = self._tree()
+            backends = {"tree": tree, "body-major": BodyMajorBackend(tree), "batch-last": BatchLastBackend(tree)}
+            cache = self._backend_cache = (key, backends)
+        return cache[1]
+
+    def _compiled(self) -> CompiledBackend:
+        backends = self._backends()
+        out = backends.get("compiled")
+        if out is None:
+            out = backends.setdefault("compiled", CompiledBackend(backends["tree"]))
+        return out
+
+    def _backend_for(self, *tensors):
+        """The backend of one call on flat inputs (already of the model's dtype and device):
+
+        - compiled kernels for float64 CPU calls that carry no derivative (no torch.func
+          transform or forward AD, no input or parameter requiring a gradient in grad mode),
+          unless switched off (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
+        - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below.
+        """
+        t = tensors[0]
+        if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
+                and cdyn.available() and not needs_grad(self, tensors)):
+            return self._compiled()
+        backends = self._backends()
+        return backends["batch-last" if t.shape[0] >= BATCH_LAST_BATCH and self._n > 0 else "body-major"]
+
+    def _body_major(self) -> BodyMajorBackend:
+        return self._backends()["body-major"]
+
+    def _inertials(self) -> Inertials:
+        """The body inertials of this call: the constants, or values of the learnable parameters."""
+        if not any(kind != "damping" for _, kind in self._learnable):
+            return Inertials((self._body_m, self._body_c, self._body_Ic), (self._bc_m, self._bc_c1, self._bc_Ic4),
+                             fixed=True)
+        return Inertials(self._body_parts())
+
+    def has_learnable_parameters(self) -> bool:
+        """Whether any link parameter was made learnable (:meth:`make_learnable`)."""
+        return bool(self._learnable)
+
+    # ------------------------------------------------------------------ coordinates
     def _flat(self, *xs, kinds: str | None = None):
         """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, (B, size)...).
 
@@ -377,35 +471,43 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
         B = math.prod(shape)
         return shape, [t if t.dim() == 2 else t.reshape(B, t.shape[-1]) for t in ts]
 
-    def _to_internal(self, x):
-        """(B, n) user order -> (n, B) internal (body-major) order."""
-        return x.t().index_select(0, self._body_dof) if self._permuted else x.t().contiguous()
+    def _all_q(self, q):
+        """Flat ``(B, nq)`` -> every movable joint's configuration ``(B, nq_all)`` (coupled mimic
+        joints: ``G q + offset``)."""
+        if self._G is None:
+            return q
+        if not self.floating:
+            return torch.addmm(self._mimic_offset, q, self._G.t())
+        return torch.cat([q[:, :7], torch.addmm(self._mimic_offset, q[:, 7:], self._G.t())], dim=-1)
 
-    def _to_user(self, x):
-        """(n, B, ...) internal order -> (n, B, ...) user order."""
-        return x.index_select(0, self._dof_body) if self._permuted else x
+    def _all_v(self, v):
+        """Flat ``(B, nv)`` (or None) -> ``(B, nv_all)``: ``P v``."""
+        return v if v is None or self._P is None else v @ self._P.t()
 
-    def _body_poses(self, q_int):
-        if q_int.shape[1] >= _SEQUENTIAL_FK_BATCH and len(self._levels) > 1:
-            return kin.body_poses_by_level(q_int, self._C0, self._C, self._levels, self._levels_parents())
-        return kin.body_poses(q_int, self._C0, self._C, [getattr(self, n) for n in self._jump_names])
+    def _project(self, x):
+        """Forces or Jacobian columns on every joint ``(..., nv_all)`` -> on the independent ones
+        ``(..., nv)``: ``x P`` (``P^T tau``)."""
+        return x if self._P is None else x @ self._P
 
-    def _batch_last(self, B: int) -> bool:
-        return B >= _BATCH_LAST_BATCH and self._n > 0
+    def _joint_forces(self, backend, q_all, v_all, a_all, gravity):
+        """RNEA in user coordinates: the backend's, plus armature, projected (``P^T tau``)."""
+        tau = backend.rnea(q_all, v_all, a_all, self._gravity_acc(gravity), self._inertials())
+        if self._armature_v is not None and a_all is not None:
+            tau = tau + self._armature_v * a_all
+        return self._project(tau)
 
-    def _body_poses_bl(self, q_int, root=None):
-        """(n, B) -> world poses of the movable bodies, top rows ``(n, 3, 4, B)`` (root: the
-        floating base's pose ``(B, 4, 4)``)."""
-        top = None if root is None else root[:, :3].permute(1, 2, 0).contiguous()
-        return kin.body_poses_bl(q_int, self._Ct4, self._levels, self._levels_parents(), top)
+    def _joint_inertia(self, backend, q_all):
+        """CRBA in user coordinates: the backend's, plus armature, projected (``P^T M P``)."""
+        M = backend.crba(q_all, self._inertials())
+        if self._armature_v is not None:
+            M = M + torch.diag(self._armature_v)
+        return M if self._P is None else self._P.t() @ M @ self._P
 
-    def _kinematic_terms_bl(self, q_int, W=None):
-        """Batch-last body poses, motion subspaces ``(n, 6, B)`` and world inertials (poses W given: from them)."""
-        W = self._body_poses_bl(q_int) if W is None else W
-        z = kin.axes_bl(W, self._axis3)
-        S = dyn_bl.motion_subspaces_bl(z, W[:, :, 3], None if self._all_rev else self._rev,
-                                    None if self._all_rev else self._pri)
-        return W, S, dyn_bl.world_inertials_bl(W, *self._body_inertials())
+    def _damping_forces(self, v):
+        """``D v`` (user coordinates, zero on the base): ``P^T diag(d) P v`` over every joint."""
+        f = 6 if self.floating else 0
+        d = torch.cat([torch.zeros(f, dtype=self.dtype, device=self.device), self._joint_damping_full()])
+        return self._project(d * self._all_v(v))
 
     def _link_idx(self, link: str) -> int:
         try:
@@ -422,50 +524,63 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
         g = torch.as_tensor(gravity, dtype=self.dtype, device=self.device)
         return torch.cat([torch.zeros_like(g), -g])
 
-    def _levels_parents(self):
-        return [None if n is None else getattr(self, n) for n in self._level_parent_names]
+    def neutral(self) -> torch.Tensor:
+        """The neutral configuration ``(nq,)``: joints at zero, the base at the origin, unrotated."""
+        q = torch.zeros(self.nq, dtype=self.dtype, device=self.device)
+        if self.floating:
+            q[6] = 1.0
+        return q
 
-    def _level_sums(self):
-        """``(levels, level_parents)`` for the batch-last tree sums of a wide tree (at least twice as
-        many bodies as depths: one step per depth beats a product with the ancestor matrix,
-        O(n) against O(n^2) work), else None."""
-        if self._chain or 2 * len(self._levels) > self._n:
-            return None
-        return self._levels, self._levels_parents()
+    def integrate(self, q, v, dt=1.0) -> torch.Tensor:
+        """The configuration reached from ``q (..., nq)`` moving at ``v (..., nv)`` for ``dt``
+        (``pinocchio.integrate(model, q, v * dt)``: the base moves by ``exp`` of its twist)."""
+        shape, (q, v) = self._flat(q, v, kinds="qv")
+        v = v * dt
+        if not self.floating:
+            return (q + v).reshape(shape + (self.nq,))
+        out = torch.cat([fl.integrate(q[:, :7], v[:, :6]), q[:, 7:] + v[:, 6:]], dim=-1)
+        return out.reshape(shape + (self.nq,))
+
+    def difference(self, q0, q1) -> torch.Tensor:
+        """The velocity ``(..., nv)`` that takes ``q0`` to ``q1`` in unit time (``pinocchio.difference``)."""
+        shape, (q0, q1) = self._flat(q0, q1)
+        if not self.floating:
+            return (q1 - q0).reshape(shape + (self.nv,))
+        out = torch.cat([fl.difference(q0[:, :7], q1[:, :7]), q1[:, 7:] - q0[:, 7:]], dim=-1)
+        return out.reshape(shape + (self.nv,))
+
+    def joints_moving(self, links) -> list[int]:
+        """Indices (``joint_names`` order) of the joints that move at least one of ``links``."""
+        idx = torch.tensor([self._link_idx(link) for link in links], dtype=torch.long)
+        mask = ((self._link_rev_mask + self._link_pri_mask).cpu().index_select(0, idx).sum(0) > 0).numpy()
+        full = sorted(int(self._body_dof[i]) for i in np.flatnonzero(mask))      # tree joint order
+        if self._G is None:
+            return full
+        G = self._G.cpu().numpy()
+        return sorted({int(j) for k in full for j in np.flatnonzero(G[k])})
 
     # ------------------------------------------------------------------ kinematics
     @_call_policy(lambda m: 16 * len(m.link_names))
     def forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
         shape, (q,) = self._flat(q)
-        if self._use_compiled(q):
-            return self._c_forward_kinematics(q).reshape(shape + (len(self.link_names), 4, 4))
-        if self._generic:
-            return self._g_forward_kinematics(q).reshape(shape + (len(self.link_names), 4, 4))
-        if self._batch_last(q.shape[0]):
-            out = kin.link_poses_bl(self._body_poses_bl(self._to_internal(q)),
-                                    None if self._link_src_identity else self._link_src, self._offset_bodies,
-                                    self._offset_T)
-            return out.reshape(shape + out.shape[1:])
-        T = self._body_poses(self._to_internal(q))
-        out = kin.link_poses(T, self._link_body, self._offset_links, self._offset_bodies, self._offset_T)
-        return out.transpose(0, 1).reshape(shape + out.shape[:1] + (4, 4))
+        out = self._backend_for(q).fk(self._all_q(q))
+        return out.reshape(shape + out.shape[1:])
 
     @_call_policy(lambda m: 16)
     def link_pose(self, q, link: str) -> torch.Tensor:
         """World pose of ``link``, ``(..., 4, 4)``."""
         l = self._link_idx(link)
         shape, (q,) = self._flat(q)
-        T = self._g_body_poses(q) if self._generic else self._body_poses(self._to_internal(q))
-        out = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
-        return out.reshape(shape + (4, 4))
+        return self._backend_for(q).fk(self._all_q(q))[:, l].reshape(shape + (4, 4))
 
     @_call_policy(lambda m: 6 * m.nv)
     def jacobian(self, q, link: str, point=None) -> torch.Tensor:
-        """Geometric Jacobian ``(..., 6, dof)`` of ``link`` in the world frame.
+        """Geometric Jacobian ``(..., 6, nv)`` of ``link`` in the world frame.
 
         Rows 0-2: linear velocity of the link origin (or of ``point``, ``(3,)`` or ``(..., 3)``
-        in the link frame, m); rows 3-5: angular velocity. Columns follow ``joint_names``.
+        in the link frame, m); rows 3-5: angular velocity. Columns follow ``joint_names`` (a
+        floating base: its six velocity coordinates first).
         """
         l = self._link_idx(link)
         if point is not None:
@@ -475,180 +590,101 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
             q = q_t.expand(shape + q_t.shape[-1:])
             point = point.expand(shape + (3,)).reshape(-1, 3)
         shape, (q,) = self._flat(q)
-        if self._use_compiled(q, *([] if point is None else [point])):
-            return self._c_jacobian(q, l, point).reshape(shape + (6, self.nv))
-        if self._generic:
-            return self._g_jacobian(q, l, point).reshape(shape + (6, self.nv))
-        if self._batch_last(q.shape[0]):
-            return self._jacobian_bl(q, l, point).reshape(shape + (6, self.dof))
-        T = self._body_poses(self._to_internal(q))
-        Tl = torch.matmul(T[self._link_body_int[l]], self._link_offset[l])
-        p = Tl[:, :3, 3]
-        if point is not None:
-            p = p + torch.matmul(Tl[:, :3, :3], point.unsqueeze(-1)).squeeze(-1)
-        z = kin.apply_to_bodies(T[1:], self._axis4)[..., :3, 0]
-        J = kin.point_jacobian(z, T[1:, :, :3, 3], self._link_rev_mask[l], self._link_pri_mask[l], p)
-        return self._to_user(J).permute(1, 2, 0).reshape(shape + (6, self.dof))
+        backend = self._backend_for(q, *([] if point is None else [point]))
+        J = backend.jacobians(self._all_q(q), [l], point)[:, 0]
+        return self._project(J).reshape(shape + (6, self.nv))
 
-    def _jacobian_bl(self, q, l: int, point, W=None, root_top=None):
-        """Batch-last :meth:`jacobian` for flat ``q (B, n)`` -> ``(B, 6, n)`` (every movable
-        joint, user order); or from body poses ``W`` given with the root's pose ``root_top (3, 4,
-        B)`` (a floating base) -> ``(J, the point in the world (3, B))``."""
-        given = W is not None
-        if not given:
-            W = self._body_poses_bl(self._to_internal(q))
-        B = W.shape[-1]
-        b = self._link_body_int[l]
-        off = self._link_offset[l]
-        local = off[:3, 3] if point is None else off[:3, 3] + point @ off[:3, :3].transpose(0, 1)   # (3,) or (B, 3)
-        Wb = W[b - 1] if b > 0 else root_top
-        if Wb is None:
-            p = local.reshape(-1, 3).t().expand(3, B) if point is not None else local[:, None].expand(3, B)
-        else:
-            loc = local.t() if point is not None else local[:, None]
-            p = (Wb[:, :3] * loc.unsqueeze(0)).sum(1) + Wb[:, 3]                       # (3, B)
-        z = kin.axes_bl(W, self._axis3)
-        o = W[:, :, 3]
-        r = self._link_rev_mask[l][:, None, None]
-        lin = kin.cross_bl(z, p.unsqueeze(0) - o) * r
-        if not self._all_rev:
-            lin = lin + z * self._link_pri_mask[l][:, None, None]
-        J = self._to_user(torch.cat([lin, z * r], dim=1)).permute(2, 1, 0)             # (B, 6, n)
-        return (J, p) if given else J
+    def frame_jacobians(self, q, links):
+        """World poses ``(..., T, 4, 4)`` and Jacobians ``(..., T, 6, nv)`` (rows linear, angular;
+        world frame; at each link's origin) of several links from one kinematics pass."""
+        shape, (q,) = self._flat(q)
+        poses, J = self._backend_for(q).jacobians(self._all_q(q), [self._link_idx(link) for link in links],
+                                                  with_poses=True)
+        J = self._project(J)
+        return poses.reshape(shape + poses.shape[1:]), J.reshape(shape + J.shape[1:])
+
+    def center_of_mass(self, q) -> torch.Tensor:
+        """The centre of mass of the moving bodies in the world ``(..., 3)``: every link of a
+        floating-base robot; without the base (the root body) of a fixed-base one, as
+        ``pinocchio.centerOfMass``."""
+        shape, (q,) = self._flat(q)
+        m, cw = self._moving_masses(q)
+        return ((m[:, None, None] * cw).sum(0) / m.sum()).reshape(shape + (3,))
+
+    def _moving_masses(self, q):
+        """Masses ``(k,)`` and world centres of mass ``(k, B, 3)`` of the moving bodies (a floating
+        base included, a fixed one not), by the body-major backend's poses."""
+        T = self._body_major().body_poses(self._all_q(q))
+        m, c, _ = self._inertials().parts
+        if not self.floating:
+            T, m, c = T[1:], m[1:], c[1:]
+        c1 = torch.cat([c, torch.ones_like(c[:, :1])], dim=-1).unsqueeze(-1)
+        return m, kin.apply_to_bodies(T, c1)[..., :3, 0]
 
     # ------------------------------------------------------------------ dynamics
-    def _kinematic_terms(self, q_int, T=None):
-        """Body poses, motion subspaces and world inertials ``(m, c_w, Ic_w)`` (poses T given: from them)."""
-        T = self._body_poses(q_int) if T is None else T
-        S, _, _ = dyn.motion_subspaces(T, self._axis4, self._rev, self._pri)
-        return T, S, dyn.world_inertia_terms(T, *self._body_inertials())
-
     @_call_policy(lambda m: m.nv)
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
         """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., nv)`` (RNEA)."""
         shape, (q, qd, qdd) = self._flat(q, qd, qdd, kinds="qvv")
-        compiled = self._use_compiled(q, qd, qdd)
-        if compiled or self._generic:
-            tau = self._c_rnea(q, qd, qdd, gravity) if compiled else self._g_rnea(q, qd, qdd, gravity)
-            if damping:
-                tau = tau + self._g_damping_forces(qd)
-            return tau.reshape(shape + (self.nv,))
-        if self._batch_last(q.shape[0]):
-            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            rnea = dyn_bl.rnea_bl
-        else:
-            _, S, inertials = self._kinematic_terms(self._to_internal(q))
-            rnea = dyn.rnea
-        kw = {"levels": self._level_sums()} if rnea is dyn_bl.rnea_bl else {}
-        tau = self._to_user(rnea(S, inertials, self._to_internal(qd), self._to_internal(qdd),
-                                 self._gravity_acc(gravity), self._anc, self._chain, **kw)).t()
-        if self._armature is not None:
-            tau = tau + self._armature * qdd
+        tau = self._joint_forces(self._backend_for(q, qd, qdd), self._all_q(q), self._all_v(qd), self._all_v(qdd),
+                                 gravity)
         if damping:
-            tau = tau + self.joint_damping() * qd
-        return tau.reshape(shape + (self.dof,))
+            tau = tau + self._damping_forces(qd)
+        return tau.reshape(shape + (self.nv,))
 
     @_call_policy(lambda m: m.nv)
     def bias_forces(self, q, qd, gravity=True) -> torch.Tensor:
         """``C(q, qd) qd + g(q)``, ``(..., nv)``."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
-        if self._use_compiled(q, qd):
-            return self._c_rnea(q, qd, None, gravity).reshape(shape + (self.nv,))
-        if self._generic:
-            return self._g_rnea(q, qd, None, gravity).reshape(shape + (self.nv,))
-        if self._batch_last(q.shape[0]):
-            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = dyn_bl.rnea_bl(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc,
-                                 self._chain, levels=self._level_sums())
-            return self._to_user(tau).t().reshape(shape + (self.dof,))
-        _, S, inertials = self._kinematic_terms(self._to_internal(q))
-        tau = dyn.rnea(S, inertials, self._to_internal(qd), None, self._gravity_acc(gravity), self._anc, self._chain)
-        return self._to_user(tau).t().reshape(shape + (self.dof,))
+        tau = self._joint_forces(self._backend_for(q, qd), self._all_q(q), self._all_v(qd), None, gravity)
+        return tau.reshape(shape + (self.nv,))
 
     @_call_policy(lambda m: m.nv)
     def gravity_torques(self, q, gravity=True) -> torch.Tensor:
         """``g(q)``: the joint forces that hold the robot still, ``(..., nv)`` (a floating base: and
         the base wrench that holds the base)."""
         shape, (q,) = self._flat(q)
-        if self._use_compiled(q):
-            return self._c_rnea(q, None, None, gravity).reshape(shape + (self.nv,))
-        if self._generic:
-            return self._g_rnea(q, None, None, gravity).reshape(shape + (self.nv,))
-        if self._batch_last(q.shape[0]):
-            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            tau = dyn_bl.rnea_bl(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain,
-                                 levels=self._level_sums())
-            return self._to_user(tau).t().reshape(shape + (self.dof,))
-        _, S, inertials = self._kinematic_terms(self._to_internal(q))
-        tau = dyn.rnea(S, inertials, None, None, self._gravity_acc(gravity), self._anc, self._chain)
-        return self._to_user(tau).t().reshape(shape + (self.dof,))
+        tau = self._joint_forces(self._backend_for(q), self._all_q(q), None, None, gravity)
+        return tau.reshape(shape + (self.nv,))
 
     @_call_policy(lambda m: m.nv * m.nv)
     def mass_matrix(self, q) -> torch.Tensor:
         """Joint-space inertia matrix ``M(q)``, ``(..., nv, nv)`` (CRBA; armature on the diagonal)."""
         shape, (q,) = self._flat(q)
-        if self._use_compiled(q):
-            return self._c_mass_matrix(q).reshape(shape + (self.nv, self.nv))
-        if self._generic:
-            return self._g_mass_matrix(q).reshape(shape + (self.nv, self.nv))
-        if self._batch_last(q.shape[0]):
-            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            M = dyn_bl.crba_bl(S, inertials, self._anc, self._anc_strict, self._chain,
-                               order=self._dof_body if self._permuted else None, levels=self._level_sums())
-        else:
-            _, S, inertials = self._kinematic_terms(self._to_internal(q))
-            M = dyn.crba(S, inertials, self._anc, self._anc_strict, self._chain)
-            if self._permuted:
-                M = M.index_select(1, self._dof_body).index_select(2, self._dof_body)
-        if self._armature is not None:
-            M = M + torch.diag(self._armature)
-        return M.reshape(shape + (self.dof, self.dof))
+        M = self._joint_inertia(self._backend_for(q), self._all_q(q))
+        return M.reshape(shape + (self.nv, self.nv))
 
     @_call_policy(lambda m: m.nv)
     def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
-        """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., dof)``.
+        """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., nv)``.
 
         ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
         and a tree-sparse LDL^T solve) or ``"auto"``: composite for small deep trees (a 7-DoF
         arm), where it is faster, ABA for wide ones (a hand). Both agree to rounding. A floating
-        base: ABA with the base as its root step, or composite; coupled mimic joints: composite.
+        base: ABA with the base as its root step, or composite; coupled mimic joints: composite
+        (``M^-1 (tau - h)`` with the projected M and h); the compiled kernels: ABA.
         """
         shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
         if method not in ("auto", "articulated", "composite"):
             raise ValueError(f"unknown forward dynamics method {method!r}: use 'auto', 'articulated' or 'composite'")
-        if self._use_compiled(q, qd, tau):     # the articulated-body algorithm whatever the method
-            if damping:
-                tau = tau - self._g_damping_forces(qd)
-            return self._c_forward_dynamics(q, qd, tau, gravity).reshape(shape + (self.nv,))
-        if self._generic:
-            if damping:
-                tau = tau - self._g_damping_forces(qd)
-            return self._g_forward_dynamics(q, qd, tau, gravity, method).reshape(shape + (self.nv,))
-        if self.dof == 0:
-            return tau.reshape(shape + (0,))
+        backend = self._backend_for(q, qd, tau)
         if damping:
-            tau = tau - self.joint_damping() * qd
-        if self._batch_last(q.shape[0]):
-            _, S, inertials = self._kinematic_terms_bl(self._to_internal(q))
-            qdd = dyn_bl.aba_bl(S, inertials, self._to_internal(qd), self._to_internal(tau), self._gravity_acc(gravity),
-                                self._anc, self._levels, self._levels_parents(), self._chain, method=method,
-                                armature=self._armature_int)
-            return self._to_user(qdd).t().reshape(shape + (self.dof,))
-        _, S, inertials = self._kinematic_terms(self._to_internal(q))
-        qdd = dyn.aba(S, dyn.spatial_inertia_world(*inertials), self._to_internal(qd), self._to_internal(tau),
-                      self._gravity_acc(gravity), self._anc, self._levels, self._levels_parents(), self._chain,
-                      method=method, armature=self._armature_int)
-        return self._to_user(qdd).t().reshape(shape + (self.dof,))
+            tau = tau - self._damping_forces(qd)
+        q_all = self._all_q(q)
+        if self._G is None:
+            qdd = backend.aba(q_all, qd, tau, self._gravity_acc(gravity), self._inertials(), method)
+        else:
+            M = self._joint_inertia(backend, q_all)
+            h = self._joint_forces(backend, q_all, self._all_v(qd), None, gravity)
+            qdd = dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
+        return qdd.reshape(shape + (self.nv,))
 
     @_call_policy(lambda m: 1)
     def kinetic_energy(self, q, qd) -> torch.Tensor:
         """``0.5 qd^T M(q) qd`` (J), ``(...)`` (armature included)."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
-        if self._generic or self._armature is not None:
-            M = self.mass_matrix(q)
-            return 0.5 * torch.einsum("bi,bij,bj->b", qd, M, qd).reshape(shape)
-        _, S, inertials = self._kinematic_terms(self._to_internal(q))
-        return dyn.kinetic_energy(S, inertials, self._to_internal(qd), self._anc, self._chain).reshape(shape)
+        M = self._joint_inertia(self._backend_for(q, qd), self._all_q(q))
+        return 0.5 * torch.einsum("bi,bij,bj->b", qd, M, qd).reshape(shape)
 
     @_call_policy(lambda m: 1)
     def potential_energy(self, q, gravity=True) -> torch.Tensor:
@@ -658,9 +694,5 @@ class RobotModel(CompiledDynamics, GeneralCoordinates, LinkParameters, nn.Module
         a0 = self._gravity_acc(gravity)
         if a0 is None:
             return torch.zeros(shape, dtype=self.dtype, device=self.device)
-        if self._generic:
-            return self._g_potential_energy(q, -a0[3:]).reshape(shape)
-        T = self._body_poses(self._to_internal(q))
-        m, c1, _ = self._body_inertials()
-        c_w = kin.apply_to_bodies(T[1:], c1)[..., :3, 0]
-        return dyn.potential_energy(m, c_w, -a0[3:]).reshape(shape)
+        return dyn.potential_energy(*self._moving_masses(q), -a0[3:]).reshape(shape)
+

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.robots import compiled_dynamics
-from engine.robots.model_compiled import torch_only
+from engine.robots.backends import torch_only
 
 
 @pytest.fixture(params=["compiled", "torch"])

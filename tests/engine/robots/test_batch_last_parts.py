@@ -41,10 +41,10 @@ def test_swap_halves_is_its_own_inverse():
 
 @pytest.mark.parametrize("name", ["solo12", "allegro-right"])
 def test_tree_sums_by_depth_match_the_ancestor_products(name):
-    m = load_robot(name)
-    assert not m._chain and len(m._levels) > 1
-    x = torch.randn(6, m._n, 33, dtype=torch.float64)
-    levels = (m._levels, m._levels_parents())
-    anc = m._anc
+    tree = load_robot(name)._backends()["tree"]
+    assert not tree.chain and len(tree.levels) > 1
+    x = torch.randn(6, tree.n, 33, dtype=torch.float64)
+    levels = (tree.levels, tree.level_parents)
+    anc = tree.anc
     torch.testing.assert_close(dyn_bl._tree_down_levels(x, *levels), torch.matmul(anc, x), rtol=0, atol=1e-12)
     torch.testing.assert_close(dyn_bl._tree_up_levels(x, *levels), torch.matmul(anc.t(), x), rtol=0, atol=1e-12)

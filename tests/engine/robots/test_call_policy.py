@@ -13,18 +13,19 @@ import torch
 
 from engine.robots import model as model_module
 from engine.robots.library import load_robot
-from engine.robots.model_compiled import torch_only
+from engine.robots.backends import torch_only
+from engine.robots.backends.batch_last import BatchLastBackend
 
 
 def _threads_seen(model, q, monkeypatch) -> list:
     seen = []
-    inner = model._kinematic_terms_bl
+    inner = BatchLastBackend._terms
 
     def spy(*args, **kwargs):
         seen.append(torch.get_num_threads())
         return inner(*args, **kwargs)
 
-    monkeypatch.setattr(model, "_kinematic_terms_bl", spy)
+    monkeypatch.setattr(BatchLastBackend, "_terms", spy)
     with torch.no_grad(), torch_only():     # the torch algorithms (without derivatives the compiled kernels serve)
         model.inverse_dynamics(q, torch.zeros_like(q), torch.zeros_like(q))
         model.mass_matrix(q)

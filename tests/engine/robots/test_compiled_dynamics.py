@@ -1,4 +1,4 @@
-"""When the compiled kernels serve a call (engine.robots.model_compiled) and when the torch
+"""When the compiled kernels serve a call (engine.robots.backends.compiled) and when the torch
 algorithms do, and that both give the same answers for everything a call may carry: learned
 link parameters, damping, armature, gravity off or turned, batch shapes, a floating base.
 
@@ -18,7 +18,7 @@ from robots_testdata import SMALL_TREE
 
 from engine.robots import RobotModel, compiled_dynamics
 from engine.robots.library import load_robot
-from engine.robots.model_compiled import torch_only
+from engine.robots.backends import torch_only
 
 
 def _calls(monkeypatch):

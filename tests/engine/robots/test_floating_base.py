@@ -29,7 +29,7 @@ from engine.robots.urdf import parse_urdf_string
 
 TOL = 1e-9
 SMALL = 7
-LARGE = max(model_module._BATCH_LAST_BATCH, 128)
+LARGE = max(model_module.BATCH_LAST_BATCH, 128)
 
 LEGGED = {
     "solo12": ("solo_description/robots/solo12.urdf", {}),

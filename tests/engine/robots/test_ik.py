@@ -12,7 +12,7 @@ import torch
 from scipy.spatial.transform import Rotation
 
 from engine.jobs import JobCancelled, ThreadJobContext
-from engine.robots.ik import IKOptions, TreeKinematics, neutral_configuration, rotation_error_vector, solve_ik
+from engine.robots.ik import IKOptions, neutral_configuration, rotation_error_vector, solve_ik
 from engine.robots.library import load_robot, resolve_robot
 
 FINGERTIPS = ["link_3.0_tip", "link_7.0_tip", "link_11.0_tip", "link_15.0_tip"]
@@ -59,18 +59,21 @@ def _random_q(model, n, seed):
 
 
 @pytest.mark.parametrize("robot, links", [("panda", ["panda_hand_tcp", "panda_link4"]), ("allegro", FINGERTIPS)])
-def test_tree_kinematics_matches_pinocchio(robot, links, panda, allegro):
+def test_the_kinematics_ik_uses_match_pinocchio(robot, links, panda, allegro):
+    """IK's kinematics: the model's frame_jacobians (every backend), and the joints that move
+    the targets (the other columns are zero in Pinocchio's Jacobian)."""
     model, pm = panda if robot == "panda" else allegro
-    kin = TreeKinematics(model.description, links, model.joint_names)
     q = _random_q(model, 6, seed=3)
-    poses, J = kin(q)
-    assert poses.shape == (6, len(links), 4, 4) and J.shape == (6, len(links), 6, kin.n)
-    for b in range(6):
-        np.testing.assert_allclose(poses[b].numpy(), _pin_fk(pm, model, q[b], links), atol=1e-12)
-        for t, link in enumerate(links):
-            full = np.zeros((6, model.dof))
-            full[:, kin.active.numpy()] = J[b, t].numpy()
-            np.testing.assert_allclose(full, _pin_jacobian(pm, model, q[b], link), atol=1e-12)
+    active = model.joints_moving(links)
+    for grad in (False, True):      # the compiled kernels, then the torch backend
+        poses, J = model.frame_jacobians(q.clone().requires_grad_(grad), links)
+        assert poses.shape == (6, len(links), 4, 4) and J.shape == (6, len(links), 6, model.dof)
+        for b in range(6):
+            np.testing.assert_allclose(poses[b].detach().numpy(), _pin_fk(pm, model, q[b], links), atol=1e-12)
+            ref = np.stack([_pin_jacobian(pm, model, q[b], link) for link in links])
+            np.testing.assert_allclose(J[b].detach().numpy(), ref, atol=1e-12)
+            idle = [k for k in range(model.dof) if k not in active]
+            assert np.all(ref[:, :, idle] == 0) and np.all(np.abs(ref[:, :, active]).sum((0, 1)) > 0)
 
 
 def test_rotation_error_vector_matches_scipy():

@@ -1,7 +1,7 @@
 """Both batch paths and both forward-dynamics methods against Pinocchio, float64, 1e-9.
 
 The model runs small batches body-major (per-sample products) and large ones batch-last,
-component-major (from ``engine.robots.model._BATCH_LAST_BATCH`` samples on); forward
+component-major (from ``engine.robots.model.BATCH_LAST_BATCH`` samples on); forward
 dynamics runs either the articulated-body recursion or ``M qdd = tau - b`` (composite
 rigid bodies, RNEA bias, a factorisation), chosen by ``dynamics_batch_last.auto_fd_method``. Every
 combination is checked here on every reference robot (a chain, a tree, the shipped URDFs),
@@ -24,7 +24,7 @@ from engine.robots import model as model_module
 
 TOL = 1e-9
 SMALL = 7
-LARGE = max(model_module._BATCH_LAST_BATCH, 128)
+LARGE = max(model_module.BATCH_LAST_BATCH, 128)
 
 
 def close(ours, ref, tol=TOL):
