@@ -404,9 +404,9 @@ class RobotModel(LinkParameters, nn.Module):
         """``{"body-major", "batch-last", "compiled" (a factory: built on first use)}`` over this
         model's :class:`Tree`, built once and kept until the buffers change (a move to another
         device or dtype). Building is idempotent: threads that race build equal objects."""
-        key = (self._C0, self._armature_int, self._link_offset)
+        key = self._buffers["_C0"]          # replaced with every buffer by .to(), .double()...
         cache = self._backend_cache
-        if cache is None or any(a is not b for a, b in zip(cache[0], key)):
+        if cache is None or cache[0] is not key:
             with torch.inference_mode(False):       # constants are normal tensors (see _call_policy)
                 tree = self._tree()
             backends = {"tree": tree, "body-major": BodyMajorBackend(tree), "batch-last": BatchLastBackend(tree)}
