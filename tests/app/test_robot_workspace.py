@@ -406,6 +406,48 @@ def test_drop_mjcf_and_open_xacro_with_arguments(env, qtbot, monkeypatch):
     env.close(page)
 
 
+def test_a_xacro_robot_of_a_session_recent_entry_or_last_run_expands_only_with_the_users_say_so(
+        env, qtbot, tmp_path, monkeypatch):
+    from app.workspaces.robot.page import LAST_KEY, RECENT_KEY
+    from app.workspaces.robot.robot_jobs import load_robot_job
+    from engine.jobs import ThreadJobContext
+    from engine.robots import URDFError, xacro_loader
+
+    xacro = Path(__file__).parents[1] / "engine" / "robots" / "xacro_arm" / "arm.urdf.xacro"
+    expanded = []
+    expand = xacro_loader.expand_xacro
+    monkeypatch.setattr(xacro_loader, "expand_xacro", lambda *a, **k: expanded.append(a[0]) or expand(*a, **k))
+    # the Qt-free job refuses a xacro file unless the caller says the user agreed
+    with pytest.raises(URDFError, match="arm.urdf.xacro: a xacro file is a program"):
+        load_robot_job(str(xacro))(ThreadJobContext())
+    assert not expanded
+    # the last robot of an earlier run: the default robot instead, and a word in the status line
+    env.settings.setValue(LAST_KEY, str(xacro))
+    page = env.page()
+    assert page.robot.source == "panda" and not expanded
+    assert "arm.urdf.xacro" in page.status_label.full_text()
+    asked = []
+    page.confirm_xacro = lambda path, why: asked.append((path, why)) or False
+    # a session: asked, declined, nothing expanded, the shown robot stays
+    session = {"robot": str(xacro), "xacro_args": {"links": "3"}, "q": [0.1, 0.2, -0.3]}
+    page.restore_session_state(session)
+    assert asked == [(str(xacro), "session")] and page._load_handle is None
+    # an entry of the robot list's recent files: asked too
+    env.settings.setValue(RECENT_KEY, [str(xacro)])
+    page._fill_picker()
+    page.picker.activated.emit(page.picker.findData(str(xacro)))          # as a click on the entry
+    assert asked[-1] == (str(xacro), "recent") and page._load_handle is None
+    env.runner.wait_for_done(10_000)
+    assert page.robot.source == "panda" and not expanded and not env.errors
+    # yes: the session's robot, arguments and pose
+    page.confirm_xacro = lambda path, why: asked.append((path, why)) or True
+    with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+        page.restore_session_state(session)
+    qtbot.waitUntil(lambda: np.allclose(page.q, session["q"]), timeout=5000)
+    assert page.robot.model.joint_names == ["joint1", "joint2", "joint3"] and expanded == [xacro]
+    env.close(page)
+
+
 def test_inertia_boxes_toggle_and_follow_the_robot(env, qtbot):
     from app.viewer.geometry import inertia_box
 

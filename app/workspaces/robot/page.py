@@ -45,7 +45,14 @@ from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
 from app.workspaces.robot.log_replay import LogReplayPanel
 from app.workspaces.robot.motion_panel import MotionPanel
-from app.workspaces.robot.robot_jobs import LoadedRobot, dynamics_readouts, ik_job, load_robot_job, simulate_job
+from app.workspaces.robot.robot_jobs import (
+    LoadedRobot,
+    dynamics_readouts,
+    ik_job,
+    load_robot_job,
+    simulate_job,
+    xacro_file_of,
+)
 from app.workspaces.robot.state import RobotState, describe_ik
 from app.workspaces.robot.targets_panel import TargetsPanel
 from engine.robots.files import ROBOT_FILE_SUFFIXES, parse_xacro_args
@@ -105,8 +112,16 @@ class RobotPage(QWidget):
         self._follow.result.connect(self._on_follow_result)
         self._follow.failed.connect(lambda msg: self.targets.set_message(f"IK failed: {msg}", None, ok=False))
         self._fill_picker()
-        start = ctx.options.get("robot") or self.ctx.settings.value(LAST_KEY) or DEFAULT_ROBOT
-        self.load_robot(str(start))
+        # a xacro file is a program: one named on the command line is the user's say-so; the last
+        # robot of an earlier run is not (it waits in the picker, where choosing it asks first)
+        chosen = ctx.options.get("robot")
+        start = str(chosen or self.ctx.settings.value(LAST_KEY) or DEFAULT_ROBOT)
+        self._pending_note = ""      # said with the next loaded robot's status
+        if not chosen and xacro_file_of(start) is not None:
+            self._pending_note = (f"; the last robot, {Path(start).name}, is a xacro file: choose it in the "
+                                  "robot list to expand it again")
+            start = DEFAULT_ROBOT
+        self.load_robot(start, xacro_allowed=bool(chosen))
 
     # ================================================================== layout
     def _build(self) -> None:
@@ -291,12 +306,26 @@ class RobotPage(QWidget):
         if data:
             self.load_robot(str(data))
 
-    def load_robot(self, name_or_path: str, xacro_args: dict | None = None):
-        """Load a library robot or a URDF, xacro or MJCF file as a job; returns its JobHandle.
+    def load_robot(self, name_or_path: str, xacro_args: dict | None = None, xacro_allowed: bool = False,
+                   why: str = "recent"):
+        """Load a library robot or a URDF, xacro or MJCF file as a job; returns its JobHandle, or
+        None when the user declined to expand a xacro file.
 
-        On failure the error is shown (ctx.show_error, quoting the engine) and the robot
-        already shown stays.
+        A xacro file is a program: without ``xacro_allowed`` (the user opened it), the page asks
+        first through :attr:`confirm_xacro` (``why``: "session" or "recent", for its wording), and
+        loads nothing when the answer is no. On failure the error is shown (ctx.show_error,
+        quoting the engine) and the robot already shown stays.
         """
+        if not xacro_allowed:
+            xacro_path = xacro_file_of(str(name_or_path))
+            if xacro_path is not None:
+                if not self.confirm_xacro(str(xacro_path), why):
+                    self._status(f"Did not expand {xacro_path.name} (a xacro file); still showing "
+                                 f"{self.robot.name if self.robot is not None else 'none'}")
+                    if self.robot is None and (self._load_handle is None or not self._load_handle.is_running):
+                        self.load_robot(DEFAULT_ROBOT)
+                    return None
+                xacro_allowed = True
         if self._load_handle is not None and self._load_handle.is_running:
             self._load_handle.cancel()
         self.progress.setValue(0)
@@ -305,7 +334,7 @@ class RobotPage(QWidget):
         if idx >= 0:
             self.picker.setCurrentIndex(idx)
         self._status(f"Loading {name_or_path}…")
-        handle = self.ctx.jobs.submit(load_robot_job(name_or_path, xacro_args=xacro_args),
+        handle = self.ctx.jobs.submit(load_robot_job(name_or_path, xacro_args=xacro_args, xacro_allowed=xacro_allowed),
                                       name=f"load robot {name_or_path}",
                                       on_result=self._on_loaded,
                                       on_error=lambda msg, tb, src=name_or_path: self._on_load_failed(src, msg),
@@ -352,7 +381,8 @@ class RobotPage(QWidget):
             for note in loaded.notes:
                 log.warning("%s: %s", loaded.path, note)
         self._status(f"{model.name}: {model.dof} joints, {len(model.link_names)} links, "
-                     f"{loaded.geometry.triangles} triangles{warn}")
+                     f"{loaded.geometry.triangles} triangles{warn}{self._pending_note}")
+        self._pending_note = ""
         self.robot_loaded.emit(loaded)
 
     # ================================================================== pose
@@ -573,8 +603,21 @@ class RobotPage(QWidget):
             xacro_args = self._ask_xacro_args(path)
             if xacro_args is None:
                 return True          # the user cancelled: nothing to load, the file was ours
-        self.load_robot(str(path), xacro_args=xacro_args or None)
+        # choosing the file and answering the arguments prompt is the say-so a xacro file needs
+        self.load_robot(str(path), xacro_args=xacro_args or None, xacro_allowed=True)
         return True
+
+    def confirm_xacro(self, path: str, why: str) -> bool:
+        """Whether the user agrees to expand xacro file ``path``, which a session (``why`` =
+        "session") or a recent-robots entry ("recent") names. Tests replace this method."""
+        source = "This session loads the robot" if why == "session" else "This robot is loaded"
+        answer = QMessageBox.question(
+            self, "Expand a xacro file?",
+            f"{source} from a xacro file, {path}. A xacro file is a program. Expand it?\n\n"
+            "It runs in a sandbox (arithmetic, its own properties and its own package's files only); "
+            "say yes only for a file you trust.",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+        return answer == QMessageBox.StandardButton.Yes
 
     def _ask_xacro_args(self, path: str) -> dict | None:
         """The open dialog's small arguments field: ``name:=value`` pairs, separated by spaces."""
@@ -685,7 +728,8 @@ class RobotPage(QWidget):
                 self.ctx.show_error("Session partly restored",
                                     "Robot workspace: skipped " + "; ".join(skipped) + ". The rest was restored.")
         self.robot_loaded.connect(apply)
-        self.load_robot(source, xacro_args=state.get("xacro_args") or None)
+        if self.load_robot(source, xacro_args=state.get("xacro_args") or None, why="session") is None:
+            self.robot_loaded.disconnect(apply)     # a xacro robot the user chose not to expand
 
     def shutdown(self) -> None:
         self.replay.shutdown()

@@ -49,6 +49,7 @@ __all__ = [
     "manipulability",
     "simulate_job",
     "slider_limits",
+    "xacro_file_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -147,24 +148,47 @@ def _warm_up_ik(model) -> None:
         log.debug("IK warm-up skipped: %s", exc)
 
 
-def load_robot_job(source: str, geometry_options: GeometryOptions | None = None, xacro_args=None):
+def xacro_file_of(source: str) -> Path | None:
+    """The xacro file that robot ``source`` (a library name or a path) would expand, or None when
+    it is no xacro file (or cannot be resolved: loading it then says why)."""
+    from engine.robots.files import file_format
+    from engine.robots.library import resolve_robot
+
+    try:
+        path = Path(resolve_robot(source))
+        return path if file_format(path) == "xacro" else None
+    except (OSError, ValueError, LookupError):
+        return None
+
+
+def load_robot_job(source: str, geometry_options: GeometryOptions | None = None, xacro_args=None,
+                   xacro_allowed: bool = False):
     """A job (``job(ctx) -> LoadedRobot``) that resolves, validates and loads a robot (a library
     name, or a URDF, xacro or MJCF file; ``xacro_args``: {name: value} for a xacro file).
 
-    The engine parses and validates the file first, so a bad file fails with the engine's
-    error (which names the file, the element and the line) before any mesh is read.
+    A xacro file is a program: it is expanded (in the engine's sandbox) only with
+    ``xacro_allowed=True``, which the caller passes when the user opened the file or said yes;
+    otherwise the job fails with a message saying so. The engine parses and validates the file
+    first, so a bad file fails with the engine's error (which names the file, the element and
+    the line) before any mesh is read.
     """
 
     def job(ctx) -> LoadedRobot:
         from engine.robots.files import file_format
         from engine.robots.library import resolve_robot, robot_entry
+        from engine.robots.urdf import URDFError
+        from engine.robots.xacro_loader import xacro_cancellation
 
         ctx.progress(0.0, f"resolving {source}")
         path = Path(resolve_robot(source))
         ctx.check_cancelled()
+        if file_format(path) == "xacro" and not xacro_allowed:
+            raise URDFError("a xacro file is a program, and it is expanded only when you open it yourself "
+                            "or say yes to expanding it", file=str(path))
         ctx.progress(0.05, f"parsing {path.name}")
         entry = robot_entry(source)
-        model, notes = _load_model(path, xacro_args, entry.options if entry is not None else None)
+        with xacro_cancellation(ctx.check_cancelled):       # a cancelled load ends the xacro child at once
+            model, notes = _load_model(path, xacro_args, entry.options if entry is not None else None)
         ctx.check_cancelled()
 
         def progress(fraction, message):
