@@ -393,7 +393,7 @@ def test_drop_mjcf_and_open_xacro_with_arguments(env, qtbot, monkeypatch):
     def get_text(parent, title, label, text=""):
         asked.append(label)
         return "links:=3 tool:=true", True
-    monkeypatch.setattr("app.workspaces.robot.page.QInputDialog.getText", get_text)
+    monkeypatch.setattr("app.workspaces.robot.xacro_dialogs.QInputDialog.getText", get_text)
     xacro = robots / "xacro_arm" / "arm.urdf.xacro"
     with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
         assert page.open_file(str(xacro))

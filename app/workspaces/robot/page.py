@@ -24,9 +24,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
-    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -45,17 +43,12 @@ from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
 from app.workspaces.robot.log_replay import LogReplayPanel
 from app.workspaces.robot.motion_panel import MotionPanel
-from app.workspaces.robot.robot_jobs import (
-    LoadedRobot,
-    dynamics_readouts,
-    ik_job,
-    load_robot_job,
-    simulate_job,
-    xacro_file_of,
-)
+from app.workspaces.robot.robot_jobs import (LoadedRobot, dynamics_readouts, ik_job, load_robot_job,
+                                             simulate_job, xacro_file_of)
 from app.workspaces.robot.state import RobotState, describe_ik
 from app.workspaces.robot.targets_panel import TargetsPanel
-from engine.robots.files import ROBOT_FILE_SUFFIXES, parse_xacro_args
+from app.workspaces.robot.xacro_dialogs import ask_expand_xacro, ask_xacro_args
+from engine.robots.files import ROBOT_FILE_SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +58,6 @@ DEFAULT_ROBOT = "panda"
 RECENT_KEY = "robot/recent"
 LAST_KEY = "robot/last"
 UNITS_KEY = "robot/angle_units"
-XACRO_ARGS_KEY = "robot/xacro_args"
 SPLITTER_KEY = "robot/splitter"
 SIDE_WIDTH = 380           # the side column's first width (px); the 3D view takes the rest
 MAX_RECENT = 8
@@ -112,15 +104,12 @@ class RobotPage(QWidget):
         self._follow.result.connect(self._on_follow_result)
         self._follow.failed.connect(lambda msg: self.targets.set_message(f"IK failed: {msg}", None, ok=False))
         self._fill_picker()
-        # a xacro file is a program: one named on the command line is the user's say-so; the last
-        # robot of an earlier run is not (it waits in the picker, where choosing it asks first)
-        chosen = ctx.options.get("robot")
+        chosen = ctx.options.get("robot")      # a xacro file named on the command line: the user's say-so
         start = str(chosen or self.ctx.settings.value(LAST_KEY) or DEFAULT_ROBOT)
         self._pending_note = ""      # said with the next loaded robot's status
-        if not chosen and xacro_file_of(start) is not None:
-            self._pending_note = (f"; the last robot, {Path(start).name}, is a xacro file: choose it in the "
-                                  "robot list to expand it again")
-            start = DEFAULT_ROBOT
+        if not chosen and xacro_file_of(start) is not None:      # the last run's xacro waits in the list
+            self._pending_note, start = f"; the last robot, {Path(start).name}, is a xacro file: choose it in " \
+                                        "the robot list to expand it again", DEFAULT_ROBOT
         self.load_robot(start, xacro_allowed=bool(chosen))
 
     # ================================================================== layout
@@ -308,24 +297,18 @@ class RobotPage(QWidget):
 
     def load_robot(self, name_or_path: str, xacro_args: dict | None = None, xacro_allowed: bool = False,
                    why: str = "recent"):
-        """Load a library robot or a URDF, xacro or MJCF file as a job; returns its JobHandle, or
-        None when the user declined to expand a xacro file.
-
-        A xacro file is a program: without ``xacro_allowed`` (the user opened it), the page asks
-        first through :attr:`confirm_xacro` (``why``: "session" or "recent", for its wording), and
-        loads nothing when the answer is no. On failure the error is shown (ctx.show_error,
-        quoting the engine) and the robot already shown stays.
+        """Load a library robot or a URDF, xacro or MJCF file as a job; returns its JobHandle (None
+        when the user declined to expand a xacro file: without ``xacro_allowed``, the user did not
+        open it, so :meth:`confirm_xacro` asks first; ``why``: "session" or "recent"). On failure
+        the error is shown (ctx.show_error, quoting the engine) and the robot already shown stays.
         """
-        if not xacro_allowed:
-            xacro_path = xacro_file_of(str(name_or_path))
-            if xacro_path is not None:
-                if not self.confirm_xacro(str(xacro_path), why):
-                    self._status(f"Did not expand {xacro_path.name} (a xacro file); still showing "
-                                 f"{self.robot.name if self.robot is not None else 'none'}")
-                    if self.robot is None and (self._load_handle is None or not self._load_handle.is_running):
-                        self.load_robot(DEFAULT_ROBOT)
-                    return None
-                xacro_allowed = True
+        xacro_path = None if xacro_allowed else xacro_file_of(str(name_or_path))
+        if xacro_path is not None and not self.confirm_xacro(str(xacro_path), why):
+            self._status(f"Did not expand {xacro_path.name} (a xacro file)")
+            if self.robot is None and self._load_handle is None:
+                self.load_robot(DEFAULT_ROBOT)
+            return None
+        xacro_allowed = xacro_allowed or xacro_path is not None
         if self._load_handle is not None and self._load_handle.is_running:
             self._load_handle.cancel()
         self.progress.setValue(0)
@@ -600,42 +583,15 @@ class RobotPage(QWidget):
         if not Path(path).name.lower().endswith(ROBOT_FILE_SUFFIXES):
             return self.replay.open_file(path)      # a joint log: played on the shown robot
         if Path(path).name.lower().endswith(".xacro") and xacro_args is None:
-            xacro_args = self._ask_xacro_args(path)
+            xacro_args = ask_xacro_args(self, self.ctx.settings, path)
             if xacro_args is None:
                 return True          # the user cancelled: nothing to load, the file was ours
-        # choosing the file and answering the arguments prompt is the say-so a xacro file needs
-        self.load_robot(str(path), xacro_args=xacro_args or None, xacro_allowed=True)
+        self.load_robot(str(path), xacro_args=xacro_args or None, xacro_allowed=True)   # opening it: the say-so
         return True
 
     def confirm_xacro(self, path: str, why: str) -> bool:
-        """Whether the user agrees to expand xacro file ``path``, which a session (``why`` =
-        "session") or a recent-robots entry ("recent") names. Tests replace this method."""
-        source = "This session loads the robot" if why == "session" else "This robot is loaded"
-        answer = QMessageBox.question(
-            self, "Expand a xacro file?",
-            f"{source} from a xacro file, {path}. A xacro file is a program. Expand it?\n\n"
-            "It runs in a sandbox (arithmetic, its own properties and its own package's files only); "
-            "say yes only for a file you trust.",
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
-        return answer == QMessageBox.StandardButton.Yes
-
-    def _ask_xacro_args(self, path: str) -> dict | None:
-        """The open dialog's small arguments field: ``name:=value`` pairs, separated by spaces."""
-        last = str(self.ctx.settings.value(XACRO_ARGS_KEY, ""))
-        while True:
-            text, ok = QInputDialog.getText(self, "xacro arguments", f"{Path(path).name}: arguments "
-                                            "(name:=value, separated by spaces; empty for the defaults)",
-                                            text=last)
-            if not ok:
-                return None
-            try:
-                args = parse_xacro_args(text.split())
-            except ValueError as exc:
-                QMessageBox.warning(self, "xacro arguments", str(exc))
-                last = text
-                continue
-            self.ctx.settings.setValue(XACRO_ARGS_KEY, text)
-            return args
+        """Whether to expand a xacro file a session or recent entry names (tests replace this)."""
+        return ask_expand_xacro(self, path, why)
 
     def _open_dialog(self) -> None:
         # as File > Open URDF: urdf/ the first time, then the last folder a robot came from
