@@ -37,6 +37,7 @@ import json
 import math
 import operator
 import os
+import re
 import sys
 
 __all__ = ["Refused", "expand", "install_sandbox", "main", "restricted_eval"]
@@ -551,6 +552,14 @@ def _find_in_chain(exc: BaseException | None, kind: type) -> BaseException | Non
     return None
 
 
+def _xacro_message(exc) -> str:
+    """A XacroException's text without its repetitions ("<class 'NameError'>: x x" -> "NameError: x")."""
+    head = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", str(exc.args[0]) if exc.args and exc.args[0] else "")
+    inner = "" if exc.exc is None or isinstance(exc.exc, OSError) and head else str(exc.exc)
+    parts = [head, "" if inner and inner in head else inner, exc.suffix or ""]
+    return " ".join(p for p in parts if p and p != "None")
+
+
 def expand(request: dict) -> dict:
     """One expansion (in this process, which it patches): the answer as a dict."""
     import xacro
@@ -588,7 +597,7 @@ def expand(request: dict) -> dict:
         if refusal is not None:
             return {"ok": False, "file": box.current_file() if refusal.file is None else refusal.file,
                     "element": refusal.element, "message": refusal.message}
-        detail = str(exc) if isinstance(exc, xacro.XacroException) else f"{type(exc).__name__}: {exc}"
+        detail = _xacro_message(exc) if isinstance(exc, xacro.XacroException) else f"{type(exc).__name__}: {exc}"
         return {"ok": False, "file": path, "element": None,
                 "message": "xacro could not expand the file: " + _one_line(detail, 400)}
 
