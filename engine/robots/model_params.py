@@ -124,17 +124,6 @@ class LinkParameters:
         return dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"], self._link_body,
                                           self._link_offset, self._n)
 
-    def _body_inertials(self):
-        """Constants of the movable bodies (:func:`engine.robots.dynamics_body_major.body_constants`)."""
-        if not any(kind != "damping" for _, kind in self._learnable):
-            return self._bc_m, self._bc_c1, self._bc_Ic4
-        return dyn.body_constants(*self._body_parts())
-
-    def _root_inertial(self):
-        """The root body's ``(m (), c (3,), Ic (3, 3))`` in its frame."""
-        m, c, Ic = self._body_parts()
-        return m[0], c[0], Ic[0]
-
     # ------------------------------------------------------------------ copies
     def clone(self):
         """An independent deep copy (learnable modules included)."""

@@ -13,7 +13,7 @@ computed from learnable parameters (so gradients reach them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -70,11 +70,6 @@ class Tree:
     armature_int: torch.Tensor | None
     armature_v: torch.Tensor | None
     armature_diag: torch.Tensor | None
-    _numpy: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def n_links(self) -> int:
-        return len(self.link_body_int)
 
     @property
     def base(self) -> tuple[int, int]:
@@ -96,13 +91,6 @@ class Tree:
     def to_joint_order(self, x: torch.Tensor) -> torch.Tensor:
         """``(n, B, ...)`` internal order -> ``(n, B, ...)`` tree joint order."""
         return x.index_select(0, self.dof_body) if self.permuted else x
-
-    def numpy(self, name: str, make):
-        """A numpy constant of a backend, made once (``make()``) and kept with the tree."""
-        out = self._numpy.get(name)
-        if out is None:
-            out = self._numpy.setdefault(name, make())
-        return out
 
 
 class Inertials:

@@ -165,3 +165,25 @@ def test_gradients_reach_learnable_inertials_on_the_torch_backends(torch_backend
     dmass_dparam = torch.autograd.grad(m.link_mass(link), list(m.learnable.parameters()))[0]
     # tau sums forces of order 100 N: the difference of two models cancels to about 1e-12 of that
     assert abs(float(grad) - dtau_dmass * float(dmass_dparam)) <= 1e-7 * abs(float(grad)) and float(grad) != 0
+
+
+def test_constants_are_built_once_shared_by_threads_and_rebuilt_after_a_move():
+    """A model shared by threads (the GUI and a worker): the first calls, concurrent, build the
+    tree's constants and agree; later calls reuse them; a move to float32 rebuilds them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = example_robot_data("solo_description/robots/solo12.urdf")
+    m = RobotModel.from_urdf(path, floating_base=True)
+    q, v, a, _ = Pair.states(type("P", (), {"model": m})(), seed=5)
+    ref = RobotModel.from_urdf(path, floating_base=True).inverse_dynamics(_t(q), _t(v), _t(a))
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda _: m.inverse_dynamics(_t(q), _t(v), _t(a)), range(8)))
+    for out in outs:
+        torch.testing.assert_close(out, ref, rtol=0, atol=1e-12)
+    tree = m._backends()["tree"]
+    m.mass_matrix(_t(q))
+    assert m._backends()["tree"] is tree
+    m32 = m.to(torch.float32)
+    assert m32._backends()["tree"].C0.dtype == torch.float32
+    tau32 = m32.inverse_dynamics(_t(q).float(), _t(v).float(), _t(a).float())
+    torch.testing.assert_close(tau32.double(), ref, rtol=1e-4, atol=1e-3)
