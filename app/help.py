@@ -23,9 +23,6 @@ __all__ = ["GUIDED_EXAMPLES", "GettingStartedDialog", "ShortcutsDialog", "instal
 
 EXAMPLE_ROBOT = "panda"
 EXAMPLE_SCENARIO = "parallel-parking"
-EXAMPLE_LOG = ("logs", "pendulum_friction.csv")
-EXAMPLE_MODELS = ("symo", "mlp")
-EXAMPLE_EPOCHS = 300
 # the end effector's target: this far from where it is (metres, in the base frame)
 TARGET_OFFSET = (0.10, 0.15, -0.10)
 
@@ -72,32 +69,10 @@ def plan_car_manoeuvre(window) -> str:
 
 
 def compare_models_on_a_log(window) -> str:
-    """Model lab: the page's own one-click example when it has one; else the shipped pendulum
-    log opened with its shipped column mapping, then two small models trained on it."""
+    """Model lab: its one-click example (the shipped pendulum log, two small models trained on it)."""
     page = window.show_workspace("model_lab")
-    for name in ("run_example", "compare_example", "start_example"):
-        entry = getattr(page, name, None)
-        if callable(entry):
-            entry()
-            return "Model lab: the example log is loading and two models train on it."
-    from app.workspaces.model_lab import engine_bridge as eb
-    from engine.logs.mapping import LogMapping
-    from engine.paths import resource
-
-    path = resource(*EXAMPLE_LOG)
-    mapping = LogMapping.load(path.with_suffix(".mapping.json"))
-    runs = page.runs_panel
-
-    def train_two(*_args):
-        page.data_panel.dataset_ready.disconnect(train_two)
-        base = eb.with_changes(runs.train_form.value(), epochs=EXAMPLE_EPOCHS)
-        added = [runs.add_run(model, base, name=f"{model} (example)") for model in EXAMPLE_MODELS]
-        runs.train([run.key for run in added])
-
-    page.data_panel.dataset_ready.connect(train_two)  # after the page's own: the runs have the data
-    page.data_panel.open_log(str(path), mapping=mapping)
-    return (f"Model lab: {path.name} is loading with its column mapping; then "
-            f"{' and '.join(EXAMPLE_MODELS)} train on it and the compare view shows both.")
+    page.run_example()
+    return "Model lab: the example log is loading and two models train on it."
 
 
 GUIDED_EXAMPLES = [

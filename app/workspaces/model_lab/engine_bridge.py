@@ -27,7 +27,6 @@ from engine.logs import (
     prepare_log,
     preview_mapping,
     read_log,
-    save_mapping,
     smoothing_preview,
 )
 from engine.logs.units import UNIT_KINDS
@@ -72,10 +71,8 @@ __all__ = [
     "preview",
     "read_log_job",
     "rows_to_csv",
-    "save_mapping_for",
     "save_trained",
     "smoothing",
-    "sub_table",
     "train_config_from_dict",
     "config_diff",
     "ema",
@@ -169,19 +166,6 @@ def initial_mapping(table, mapping_folder: str | Path | None) -> tuple[LogMappin
         return LogMapping(time=time_col, q=q, u=u, sample_period=None if time_col else 0.01), "guessed"
     except LogError:
         return None, "no guess"
-
-
-def sub_table(table, rows: slice):
-    """A LogTable of some rows of ``table`` (for fast previews of large logs)."""
-    from engine.logs import LogTable
-
-    lines = table.row_lines[rows] if table.row_lines is not None else None
-    return LogTable(list(table.columns), {c: table.data[c][rows] for c in table.columns}, source=table.source,
-                    format=table.format, notes=list(table.notes), row_lines=lines, sparse=table.sparse)
-
-
-def save_mapping_for(mapping: LogMapping, table, folder: str | Path) -> Path:
-    return save_mapping(mapping, table.columns, folder)
 
 
 def preview(table, mapping: LogMapping, rows: int = 12) -> dict[str, np.ndarray]:
