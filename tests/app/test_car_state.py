@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
+from app.widgets.undo import Change, UndoHistory
 from app.workspaces.car.jobs import Latest, optimise_job
 from app.workspaces.car.state import (
     CUSTOM,
     CarPlannerState,
     PlanResult,
     PlanVariant,
-    UndoHistory,
     file_kind,
     skid_marks,
 )
@@ -63,7 +63,7 @@ def test_place_targets_steps_undo_redo_and_events():
     s.set_target_step(0, 500)                      # clamped to the horizon
     assert s.targets[0].step == 24
     s.edit_target(1, yaw=1.0)
-    assert s.history.undo_text() == "Edit target"
+    assert s.history.undo_text == "Edit target"
     s.undo()
     s.undo()
     assert s.targets[0].step == 12 and s.targets[1].yaw == 0.0
@@ -82,16 +82,21 @@ def test_place_targets_steps_undo_redo_and_events():
     # a new edit after an undo drops the redo branch
     s.undo()
     s.place_target(3.0, 0.0, 0.0)
-    assert not s.history.can_redo()
+    assert not s.history.can_redo
 
 
 def test_undo_history_alone():
     h = UndoHistory()
-    assert not h.can_undo() and h.undo() is None and h.redo() is None
-    h.push((1,), "a")
-    h.push((1, 2), "b")
-    assert h.undo() == (1,) and h.undo() == () and h.undo() is None
-    assert h.redo_text() == "a" and h.redo() == (1,)
+    assert not h.can_undo and h.undo() is None and h.redo() is None and len(h) == 0
+    h.push(Change("a", (), (1,)))
+    h.push(Change("b", (1,), (1, 2)))
+    assert h.undo_text == "b" and not h.can_redo
+    assert h.undo().before == (1,) and h.undo().before == () and h.undo() is None
+    assert h.redo_text == "a" and h.redo().after == (1,) and h.redo_text == "b"
+    h.push(Change("c", (1,), (3,)))            # a new change drops the redo branch ("b")
+    assert not h.can_redo and len(h) == 2 and h.undo_text == "c"
+    h.clear()
+    assert not h.can_undo and not h.can_redo and h.undo_text == h.redo_text == ""
 
 
 def test_scenario_sets_the_problem_and_clears_the_old_plan():

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pinocchio as pin
 import pytest
+import torch
 
 from app.workspaces.robot.robot_jobs import dynamics_readouts, ik_job, load_robot_job, simulate_job
 from app.workspaces.robot.state import RobotState, TargetSpec, describe_ik
@@ -47,7 +48,7 @@ def test_the_state_imports_no_qt():
 
 
 def test_set_robot_starts_at_the_neutral_pose_inside_the_limits(state, panda):
-    assert [e for e, _ in state.log[:3]] == ["robot", "q", "history"]
+    assert [e for e, _ in state.log[:4]] == ["robot", "targets", "q", "history"]
     assert state.q.shape == (7,) and np.all(state.q >= state.lower) and np.all(state.q <= state.upper)
     assert state.end_effector == default_end_effector(panda.model) == "panda_hand_tcp"
     assert state.joint_types() == [True] * 7
@@ -87,6 +88,74 @@ def test_undo_redo_history_of_poses(state):
     np.testing.assert_allclose(state.log[-1][1][0], b)
     state.push_pose(b, a, "reset pose")   # a new change drops the redo branch
     assert not state.history.can_redo and len(state.history) == 2
+
+
+def test_the_state_owns_the_targets_and_their_edits_are_undoable(state, panda):
+    from engine.robots import RobotModel
+
+    ref = RobotModel.from_file(panda.path)          # an independent model for the link pose
+    link = "panda_hand_tcp"
+    expected = ref.link_pose(torch.as_tensor(state.q), link).numpy()
+    state.log.clear()
+    spec = state.add_target(link)                    # at the link's current pose
+    np.testing.assert_allclose(spec.pose, expected, atol=1e-12)
+    assert [e for e, _ in state.log] == ["targets", "history"] and state.history.undo_text == "add target"
+    moved = spec.pose.copy()
+    moved[:3, 3] += [0.05, 0.0, -0.02]
+    state.set_target_pose(link, moved)
+    np.testing.assert_array_equal(state.log[-2][1][0][0].pose, moved)     # the targets event carries it
+    state.set_target_position_only(link, True)
+    state.add_target("panda_link5")
+    assert [t.link for t in state.targets] == [link, "panda_link5"]
+    state.remove_target("panda_link5")
+    # undo walks back through the edits, redo forward
+    texts = []
+    while state.history.can_undo:
+        texts.append(state.history.undo_text)
+        state.undo()
+    assert texts == ["remove target", "add target", "position only", "move target", "add target"]
+    assert state.targets == ()
+    state.redo()
+    state.redo()
+    assert state.target(link) is not None and not state.target(link).position_only
+    np.testing.assert_array_equal(state.target(link).pose, moved)
+    with pytest.raises(ValueError, match="no target"):
+        state.set_target_pose("panda_link3", moved)
+    with pytest.raises(ValueError, match="no link named"):
+        state.add_target("tail")
+
+
+def test_a_drag_is_one_undo_step_and_in_follow_mode_holds_the_pose_too(state):
+    link = "panda_hand_tcp"
+    start = state.add_target(link).pose
+    n = len(state.history)
+    state.begin_target_edit()
+    for k in range(1, 6):                            # the moves of one drag
+        T = start.copy()
+        T[2, 3] -= 0.01 * k
+        state.set_target_pose(link, T)
+    assert len(state.history) == n                   # nothing recorded mid-gesture
+    state.end_target_edit("move target")
+    assert len(state.history) == n + 1 and state.history.undo_text == "move target"
+    state.undo()
+    np.testing.assert_array_equal(state.target(link).pose, start)
+    state.redo()
+    np.testing.assert_array_equal(state.target(link).pose, T)
+    # follow mode: the drag moved the target and the solves moved the robot: one step for both
+    q0 = state.q.copy()
+    state.begin_target_edit()
+    state.set_target_pose(link, start)
+    state.set_q(q0 + 0.05)
+    state.end_target_edit("follow targets", old_q=q0)
+    assert state.history.undo_text == "follow targets"
+    state.log.clear()
+    state.undo()
+    np.testing.assert_array_equal(state.target(link).pose, T)
+    assert [e for e, _ in state.log] == ["history", "targets", "pose_requested"]
+    np.testing.assert_allclose(state.log[-1][1][0], q0)
+    state.begin_target_edit()                        # a click without a move records nothing
+    state.end_target_edit()
+    assert state.history.redo_text == "follow targets"
 
 
 def test_ik_through_the_state_reaches_the_target_by_pinocchio(state, panda):

@@ -523,3 +523,42 @@ def test_whole_body_choices_in_the_targets_panel_reach_the_ik_request(env, qtbot
     page.set_whole_body(list(state.contact_links), "free")     # as a session restore does
     assert panel.held_links() == list(state.contact_links) and panel.ik_base() == "free"
     env.close(page)
+
+
+def test_the_gizmos_show_the_states_targets_and_a_mouse_drag_edits_them_undoably(env, qtbot):
+    page = env.page()
+    view, state = page.view, page.state
+    link = page.targets.end_effector
+    start = state.link_pose(link)
+    page.targets.add_target(link, start)
+    gizmo = page.targets.target_for(link).gizmo
+    assert view.gizmos == [gizmo]
+    # a target edited through the state moves its gizmo
+    moved = start.copy()
+    moved[:3, 3] += [0.0, 0.05, 0.03]
+    state.set_target_pose(link, moved)
+    np.testing.assert_array_equal(gizmo.pose, moved)
+    state.undo()
+    np.testing.assert_array_equal(gizmo.pose, start)
+    # a real mouse drag of the gizmo's centre: the state's target follows, one undo step
+    (x, y), = view.project(start[:3, 3][None])[0]
+    press = QPoint(int(np.rint(x)), int(np.rint(y)))
+    assert view.gizmo_at(press.x(), press.y()) is not None
+    qtbot.mousePress(view, Qt.MouseButton.LeftButton, pos=press)
+    for dx in (10, 25, 40):
+        qtbot.mouseMove(view, QPoint(press.x() + dx, press.y() - dx // 2))
+    qtbot.mouseRelease(view, Qt.MouseButton.LeftButton, pos=QPoint(press.x() + 40, press.y() - 20))
+    dragged = state.target(link).pose
+    assert np.linalg.norm(dragged[:3, 3] - start[:3, 3]) > 1e-3
+    np.testing.assert_array_equal(gizmo.pose, dragged)
+    (x2, y2), = view.project(dragged[:3, 3][None])[0]
+    assert abs(x2 - press.x() - 40) < 2 and abs(y2 - press.y() + 20) < 2     # it followed the cursor
+    assert state.history.undo_text == "move target" and not state.history.can_redo
+    page.undo_action.trigger()
+    assert state.history.undo_text == "add target"           # the whole drag was one step
+    np.testing.assert_array_equal(state.target(link).pose, start)
+    np.testing.assert_array_equal(gizmo.pose, start)
+    # removing through the panel removes the state's target and the gizmo
+    page.targets.remove_selected()
+    assert state.targets == () and view.gizmos == []
+    env.close(page)

@@ -185,10 +185,10 @@ class CarPlannerPage(QWidget):
 
     def _update_undo_actions(self):
         h = self.state.history
-        self.undo_action.setEnabled(h.can_undo())
-        self.redo_action.setEnabled(h.can_redo())
-        self.undo_action.setText(f"Undo {h.undo_text()}".strip())
-        self.redo_action.setText(f"Redo {h.redo_text()}".strip())
+        self.undo_action.setEnabled(h.can_undo)
+        self.redo_action.setEnabled(h.can_redo)
+        self.undo_action.setText(f"Undo {h.undo_text}".strip())
+        self.redo_action.setText(f"Redo {h.redo_text}".strip())
 
     def _on_tab_changed(self, index: int):
         """The Track tab shows the track layer (driven path, MPC plan), the others the plan layer."""

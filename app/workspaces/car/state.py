@@ -28,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from app.widgets.undo import Change, UndoHistory
 from engine.car.costs import PlanWeights, Target
 from engine.car.scenarios import SCENARIOS, Plan
 from engine.systems.rc_car import CarParams
 
 __all__ = ["CUSTOM", "EVENTS", "CarPlannerState", "LivePlan", "MPCResult", "PlanResult", "PlanVariant",
-           "UndoHistory", "skid_marks"]
+           "skid_marks"]
 
 CUSTOM = "custom"
 EVENTS = ("targets", "selection", "problem", "plan", "track", "drive", "history")
@@ -154,44 +155,6 @@ def _rear_wheels(x, y, yaw, params: CarParams):
                            (-params.wheelbase / 2, -params.track_width / 2))]
 
 
-# -- undo ----------------------------------------------------------------------------------------
-class UndoHistory:
-    """Snapshots of the target list with a text each; ``undo``/``redo`` return the snapshot to restore."""
-
-    def __init__(self, initial=()):
-        self._entries: list[tuple[str, tuple]] = [("", tuple(initial))]
-        self._index = 0
-
-    def push(self, targets, text: str) -> None:
-        del self._entries[self._index + 1:]
-        self._entries.append((text, tuple(targets)))
-        self._index += 1
-
-    def can_undo(self) -> bool:
-        return self._index > 0
-
-    def can_redo(self) -> bool:
-        return self._index < len(self._entries) - 1
-
-    def undo_text(self) -> str:
-        return self._entries[self._index][0] if self.can_undo() else ""
-
-    def redo_text(self) -> str:
-        return self._entries[self._index + 1][0] if self.can_redo() else ""
-
-    def undo(self) -> tuple | None:
-        if not self.can_undo():
-            return None
-        self._index -= 1
-        return self._entries[self._index][1]
-
-    def redo(self) -> tuple | None:
-        if not self.can_redo():
-            return None
-        self._index += 1
-        return self._entries[self._index][1]
-
-
 # -- the state -----------------------------------------------------------------------------------
 class CarPlannerState:
     """Targets, problem, plan and drive of the Car planner (see the module docstring)."""
@@ -236,18 +199,18 @@ class CarPlannerState:
         targets = tuple(targets)
         if targets == self.targets:
             return
-        self.history.push(targets, text)
+        self.history.push(Change(text, self.targets, targets))
         self._apply_targets(targets)
 
     def undo(self) -> None:
-        targets = self.history.undo()
-        if targets is not None:
-            self._apply_targets(targets)
+        change = self.history.undo()
+        if change is not None:
+            self._apply_targets(change.before)
 
     def redo(self) -> None:
-        targets = self.history.redo()
-        if targets is not None:
-            self._apply_targets(targets)
+        change = self.history.redo()
+        if change is not None:
+            self._apply_targets(change.after)
 
     def place_target(self, x: float, y: float, yaw: float) -> int:
         """A new target at (x, y) heading ``yaw``, half a horizon after the last one (capped at

@@ -180,11 +180,11 @@ class RobotPage(QWidget):
         self.joints.q_changed.connect(self.state.set_joint_q)
         self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(
             self.state.full_q(old), self.state.full_q(new), text))
-        self.targets = TargetsPanel(self.view)
+        self.targets = TargetsPanel(self.view, self.state)
         self.targets.optimise_requested.connect(self.optimise)
         self.targets.cancel_requested.connect(self.cancel_ik)
         self.targets.target_dragged.connect(self._on_target_dragged)
-        self.targets.targets_changed.connect(self._on_targets_changed)
+        self.targets.drag_finished.connect(self._on_drag_finished)
         self.targets.end_effector_changed.connect(self.state.set_end_effector)
         self.targets.whole_body_changed.connect(lambda: self.set_whole_body(show=False))
         self.dynamics = DynamicsPanel()
@@ -385,8 +385,7 @@ class RobotPage(QWidget):
         state, model = self.state, loaded.model
         self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper,
                               state.neutral[state.base_size:])
-        self.targets.set_robot(model.link_names, state.end_effector, self.link_pose,
-                               gizmo_size=max(0.03, 0.12 * state.extent()))
+        self.targets.set_robot(model.link_names, state.end_effector, gizmo_size=max(0.03, 0.12 * state.extent()))
         self.targets.set_whole_body(state.floating, model.link_names, state.held_links, state.ik_base)
         self.motion.reset()
         self.dynamics.clear()
@@ -458,8 +457,7 @@ class RobotPage(QWidget):
             self.targets.set_whole_body(st.floating, st.model.link_names, st.held_links, st.ik_base)
 
     def _ik_request(self, overrides: dict):
-        """The state's request for the panel's targets and options; None (message shown) if none."""
-        self.state.set_targets(self.targets.targets)
+        """The state's request for its targets and the panel's options; None (message shown) if none."""
         try:
             return self.state.ik_request(self.targets.ik_options(), overrides)
         except ValueError as exc:
@@ -511,6 +509,7 @@ class RobotPage(QWidget):
     def _on_gizmo_pressed(self, gizmo) -> None:
         self.targets.select_gizmo(gizmo)
         self._drag_start_q = self.q
+        self.state.begin_target_edit()          # the drag's moves: one undo step
 
     def _on_target_dragged(self) -> None:
         if not self.targets.follow_box.isChecked():
@@ -525,20 +524,21 @@ class RobotPage(QWidget):
             self._stop_animation()
             self.state.accept_ik(out)
 
-    def _on_targets_changed(self) -> None:
-        self.state.set_targets(self.targets.targets)
-        # a drag in follow mode ends: one undo step for the whole drag
-        if self._drag_start_q is not None and self.targets.follow_box.isChecked():
-            start = self._drag_start_q
+    def _on_drag_finished(self) -> None:
+        """A gizmo drag ends: one undo step for it; in follow mode it holds the pose the solves
+        reached too (recorded once the last solve is in)."""
+        start, self._drag_start_q = self._drag_start_q, None
+        if start is None or not self.targets.follow_box.isChecked():
+            self.state.end_target_edit("move target")
+            return
 
-            def push_when_idle():
-                self._follow.idle.disconnect(push_when_idle)
-                self.state.push_pose(start, self.q, "follow targets")
-            if self._follow.busy:
-                self._follow.idle.connect(push_when_idle)
-            else:
-                self.state.push_pose(start, self.q, "follow targets")
-        self._drag_start_q = None
+        def end_when_idle():
+            self._follow.idle.disconnect(end_when_idle)
+            self.state.end_target_edit("follow targets", old_q=start)
+        if self._follow.busy:
+            self._follow.idle.connect(end_when_idle)
+        else:
+            self.state.end_target_edit("follow targets", old_q=start)
 
     # ================================================================== simulation
     def simulate(self, options):
@@ -634,7 +634,6 @@ class RobotPage(QWidget):
         return [self.undo_action, self.redo_action, fit, reset, shot]
 
     def session_state(self) -> dict:
-        self.state.set_targets(self.targets.targets)
         return {
             **self.state.session_state(),
             "units": self.joints.units,
@@ -680,6 +679,7 @@ class RobotPage(QWidget):
                     restore()
                 except (TypeError, ValueError, KeyError, IndexError) as exc:
                     skipped.append(f"{what} ({exc})")
+            self.state.clear_history()            # a restored session starts a fresh history
             if skipped:
                 self.ctx.show_error("Session partly restored",
                                     "Robot workspace: skipped " + "; ".join(skipped) + ". The rest was restored.")

@@ -7,9 +7,11 @@ dataclasses (IKOutcome from the jobs, Readouts and SimulationResult from engine.
 
 Events (each ``connect(callback)`` / ``disconnect(callback)``):
 
-- ``robot(loaded)``: a robot was set (q is its neutral pose, history empty).
+- ``robot(loaded)``: a robot was set (q is its neutral pose, no targets, history empty).
 - ``q(q)``: the joint positions changed (``(dof,)``, SI units, inside the limits).
-- ``end_effector(link)``, ``targets(targets)``, ``ik(outcome)``, ``readouts(readouts)``,
+- ``targets(targets)``: the IK targets changed (a tuple of TargetSpec): the state owns them, the
+  view's gizmos show them and edit them through :meth:`RobotState.set_target_pose`.
+- ``end_effector(link)``, ``ik(outcome)``, ``readouts(readouts)``,
   ``simulation(result)``: the named value changed.
 - ``pose_requested(q, animate)``: undo/redo/an IK solution asks the view to go to q (the page
   animates and then calls :meth:`RobotState.set_q`).
@@ -26,6 +28,7 @@ import torch
 from scipy.spatial.transform import Rotation
 
 from app.widgets.events import Events
+from app.widgets.undo import UndoHistory
 from app.workspaces.robot.robot_jobs import LoadedRobot, slider_limits
 from engine.robots.balance import Balance, balance, contact_points, default_contact_links
 from engine.robots.end_effector import default_end_effector
@@ -33,7 +36,7 @@ from engine.robots.ik import neutral_configuration
 from engine.robots.ik_outcome import IKOutcome, IKRequest
 from engine.robots.simulate import Readouts, SimulationResult
 
-__all__ = ["PoseChange", "PoseHistory", "RobotState", "TargetSpec", "describe_ik"]
+__all__ = ["RobotChange", "RobotState", "TargetSpec", "describe_ik"]
 
 log = logging.getLogger(__name__)
 
@@ -49,65 +52,25 @@ class TargetSpec:
 
 
 @dataclass(frozen=True)
-class PoseChange:
-    """One undoable change of the joint positions (a solve, a reset, a random pose, a drag)."""
+class RobotChange:
+    """One undoable change of the pose (a solve, a reset, a random pose, a drag), of the targets
+    (added, moved, removed) or of both (a drag in follow mode); None: that part did not change."""
 
-    old_q: np.ndarray
-    new_q: np.ndarray
     text: str
+    old_q: np.ndarray | None = None
+    new_q: np.ndarray | None = None
+    old_targets: tuple | None = None
+    new_targets: tuple | None = None
     animate: bool = False
-
-
-class PoseHistory:
-    """A linear undo history of :class:`PoseChange` (a new change drops the redo branch)."""
-
-    def __init__(self) -> None:
-        self._changes: list[PoseChange] = []
-        self._index = 0          # changes[:index] are done
-
-    def push(self, change: PoseChange) -> None:
-        del self._changes[self._index:]
-        self._changes.append(change)
-        self._index += 1
-
-    def clear(self) -> None:
-        self._changes.clear()
-        self._index = 0
-
-    @property
-    def can_undo(self) -> bool:
-        return self._index > 0
-
-    @property
-    def can_redo(self) -> bool:
-        return self._index < len(self._changes)
-
-    @property
-    def undo_text(self) -> str:
-        return self._changes[self._index - 1].text if self.can_undo else ""
-
-    @property
-    def redo_text(self) -> str:
-        return self._changes[self._index].text if self.can_redo else ""
-
-    def undo(self) -> PoseChange | None:
-        if not self.can_undo:
-            return None
-        self._index -= 1
-        return self._changes[self._index]
-
-    def redo(self) -> PoseChange | None:
-        if not self.can_redo:
-            return None
-        self._index += 1
-        return self._changes[self._index - 1]
-
-    def __len__(self) -> int:
-        return len(self._changes)
 
 
 def _quat_matrix(x, y, z, w) -> np.ndarray:
     return Rotation.from_quat([x, y, z, w]).as_matrix()
+
+
+def _same_targets(a, b) -> bool:
+    return len(a) == len(b) and all(x.link == y.link and x.position_only == y.position_only
+                                    and np.array_equal(x.pose, y.pose) for x, y in zip(a, b))
 
 
 def describe_ik(out: IKOutcome) -> tuple[str, bool]:
@@ -139,7 +102,8 @@ class RobotState:
         self.last_ik: IKOutcome | None = None
         self.readouts: Readouts | None = None
         self.simulation: SimulationResult | None = None
-        self.history = PoseHistory()
+        self.history = UndoHistory()
+        self._edit_start: tuple | None = None     # the targets when a gesture began (begin_target_edit)
         self.contact_links: tuple[str, ...] = ()
         self._foot_points: dict = {}
         self.held_links: tuple[str, ...] = ()       # a floating robot's IK keeps these links where they are
@@ -223,7 +187,9 @@ class RobotState:
         self.targets = ()
         self.last_ik = self.readouts = self.simulation = None
         self.history.clear()
+        self._edit_start = None
         self.events.robot.emit(loaded)
+        self.events.targets.emit(self.targets)
         self.events.q.emit(self.q)
         self.events.history.emit()
 
@@ -271,7 +237,7 @@ class RobotState:
     def push_pose(self, old_q, new_q, text: str, animate: bool = False) -> None:
         """Record a pose change in the history; with ``animate`` the view is asked to go to
         ``new_q`` (a change made without animation is already shown)."""
-        change = PoseChange(np.array(old_q, float), np.array(new_q, float), text, animate)
+        change = RobotChange(text, np.array(old_q, float), np.array(new_q, float), animate=animate)
         self.history.push(change)
         self.events.history.emit()
         if animate:
@@ -279,17 +245,27 @@ class RobotState:
         else:
             self.set_q(change.new_q)
 
+    def clear_history(self) -> None:
+        self.history.clear()
+        self.events.history.emit()
+
     def undo(self) -> None:
         change = self.history.undo()
         if change is not None:
             self.events.history.emit()
-            self.events.pose_requested.emit(change.old_q, False)
+            if change.old_targets is not None:
+                self._apply_targets(change.old_targets)
+            if change.old_q is not None:
+                self.events.pose_requested.emit(change.old_q, False)
 
     def redo(self) -> None:
         change = self.history.redo()
         if change is not None:
             self.events.history.emit()
-            self.events.pose_requested.emit(change.new_q, change.animate)
+            if change.new_targets is not None:
+                self._apply_targets(change.new_targets)
+            if change.new_q is not None:
+                self.events.pose_requested.emit(change.new_q, change.animate)
 
     # ------------------------------------------------------------------ a floating base
     def base_pose(self) -> np.ndarray:
@@ -360,10 +336,88 @@ class RobotState:
             self.end_effector = link
             self.events.end_effector.emit(link)
 
-    def set_targets(self, targets) -> None:
-        """The IK targets (TargetSpec, or anything with link, pose and position_only)."""
-        self.targets = tuple(TargetSpec(t.link, np.array(t.pose, float), bool(t.position_only)) for t in targets)
+    @staticmethod
+    def _specs(targets) -> tuple[TargetSpec, ...]:
+        return tuple(TargetSpec(t.link, np.array(t.pose, float), bool(t.position_only)) for t in targets)
+
+    def _apply_targets(self, targets: tuple) -> None:
+        self.targets = targets
         self.events.targets.emit(self.targets)
+
+    def _edit_targets(self, targets, text: str | None) -> None:
+        """Make ``targets`` the targets; an undoable step named ``text`` (None: not recorded, a
+        gesture under way: :meth:`end_target_edit` records it)."""
+        new = self._specs(targets)
+        if _same_targets(new, self.targets):
+            return
+        old = self.targets
+        self._apply_targets(new)
+        if text is not None and self._edit_start is None:
+            self.history.push(RobotChange(text, old_targets=old, new_targets=new))
+            self.events.history.emit()
+
+    def target(self, link: str) -> TargetSpec | None:
+        """The target on ``link`` (None when it has none)."""
+        return next((t for t in self.targets if t.link == link), None)
+
+    def _check_link(self, link: str) -> None:
+        if self.model is None or link not in self.model.link_names:
+            raise ValueError(f"no link named {link!r} in this robot")
+
+    def set_targets(self, targets, text: str | None = "edit targets") -> None:
+        """The IK targets (TargetSpec, or anything with link, pose and position_only), as one
+        undoable step named ``text`` (None: not recorded)."""
+        self._edit_targets(targets, text)
+
+    def add_target(self, link: str, pose=None, position_only: bool = False) -> TargetSpec:
+        """Add (or replace) the target of ``link`` at ``pose`` (4, 4) (default: the link's
+        current pose); undoable. ValueError for a link the robot does not have."""
+        self._check_link(link)
+        pose = self.link_pose(link) if pose is None else np.asarray(pose, float)
+        spec = TargetSpec(link, np.array(pose, float), bool(position_only))
+        self._edit_targets([t for t in self.targets if t.link != link] + [spec], "add target")
+        return self.target(link)
+
+    def remove_target(self, link: str) -> None:
+        """Remove the target of ``link`` (undoable; nothing when it has none)."""
+        self._edit_targets([t for t in self.targets if t.link != link], "remove target")
+
+    def clear_targets(self) -> None:
+        self._edit_targets((), "clear targets")
+
+    def set_target_pose(self, link: str, pose, text: str | None = "move target") -> None:
+        """Move the target of ``link`` to ``pose`` (4, 4, world, m); undoable as ``text`` (None,
+        or inside :meth:`begin_target_edit`/:meth:`end_target_edit`: one step for the gesture)."""
+        if self.target(link) is None:
+            raise ValueError(f"no target on link {link!r}")
+        self._edit_targets([TargetSpec(t.link, np.array(pose, float), t.position_only) if t.link == link else t
+                            for t in self.targets], text)
+
+    def set_target_position_only(self, link: str, position_only: bool) -> None:
+        """Whether only the position of ``link``'s target counts (undoable)."""
+        if self.target(link) is None:
+            raise ValueError(f"no target on link {link!r}")
+        self._edit_targets([TargetSpec(t.link, t.pose, bool(position_only)) if t.link == link else t
+                            for t in self.targets], "position only" if position_only else "position and orientation")
+
+    def begin_target_edit(self) -> None:
+        """A gesture (a gizmo drag) begins: its target moves are one undo step (end_target_edit)."""
+        self._edit_start = self.targets
+
+    def end_target_edit(self, text: str = "move target", old_q=None) -> None:
+        """The gesture ends: one undoable step from the targets when it began to now; with
+        ``old_q`` (follow mode) the pose change since then joins the same step."""
+        start, self._edit_start = self._edit_start, None
+        if start is None:
+            return
+        moved = not _same_targets(start, self.targets)
+        posed = old_q is not None and not np.array_equal(np.asarray(old_q, float), self.q)
+        if not (moved or posed):
+            return
+        self.history.push(RobotChange(text, np.array(old_q, float) if posed else None,
+                                      self.q.copy() if posed else None,
+                                      start if moved else None, self.targets if moved else None))
+        self.events.history.emit()
 
     def set_held_links(self, links) -> None:
         """The links a floating robot's IK keeps in place (feet, a hand on a rail...); ValueError

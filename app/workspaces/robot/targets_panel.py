@@ -1,8 +1,12 @@
 """Target poses for IK: pick an end-effector link, place targets (gizmos in the view or
 typed values), Optimise / Follow / Cancel, and the solve's residual and message.
 
-Each :class:`Target` owns a :class:`~app.viewer.gizmo.TargetGizmo` shown in the view.
-The panel emits ``targets_changed()`` when a target moves (dragged or typed) and
+The targets belong to the workspace's :class:`~app.workspaces.robot.state.RobotState`: the
+panel observes ``state.events.targets`` and shows each target as a :class:`Target` with a
+:class:`~app.viewer.gizmo.TargetGizmo` in the view; every edit (a drag, typed values, add,
+remove, position only) is a call on the state, so it is undoable and a script sees the same.
+The panel emits ``targets_changed()`` after the shown targets follow the state,
+``target_dragged()`` while a gizmo moves, ``drag_finished()`` when the mouse lets go, and
 ``optimise_requested()`` / ``cancel_requested()``; the page runs the solves.
 """
 
@@ -55,6 +59,8 @@ def xyz_rpy_from_pose(T) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass
 class Target:
+    """How the panel shows one of the state's targets: its link, gizmo and position-only flag."""
+
     link: str
     gizmo: TargetGizmo
     position_only: bool = False
@@ -67,14 +73,16 @@ class Target:
 class TargetsPanel(QWidget):
     targets_changed = Signal()
     target_dragged = Signal()          # a gizmo moved under the mouse (follow mode solves)
+    drag_finished = Signal()           # the mouse let go of a gizmo
     optimise_requested = Signal()
     cancel_requested = Signal()
     end_effector_changed = Signal(str)
     whole_body_changed = Signal()      # the held links or the base choice of a floating robot changed
 
-    def __init__(self, view, parent=None):
+    def __init__(self, view, state, parent=None):
         super().__init__(parent)
         self.view = view
+        self.state = state
         self.targets: list[Target] = []
         self._updating = False
         layout = QVBoxLayout(self)
@@ -161,8 +169,8 @@ class TargetsPanel(QWidget):
         layout.addWidget(self.residual_label)
         layout.addWidget(self.message_label)
         layout.addStretch(1)
-        self._link_pose = lambda link: np.eye(4)
         self._gizmo_size = 0.12
+        state.events.targets.connect(self._on_state_targets)
 
     def _whole_body_box(self) -> QGroupBox:
         """A floating robot's whole-body IK: the links kept in place and the base free or fixed."""
@@ -214,10 +222,8 @@ class TargetsPanel(QWidget):
         return self.base_box.currentData() or "free"
 
     # ------------------------------------------------------------ robot
-    def set_robot(self, links, default_link: str, link_pose, gizmo_size: float) -> None:
-        """New robot: ``links`` offered as end effectors, ``link_pose(link) -> (4, 4)``."""
-        self.clear()
-        self._link_pose = link_pose
+    def set_robot(self, links, default_link: str, gizmo_size: float) -> None:
+        """New robot: ``links`` offered as end effectors (its targets: the state's, none yet)."""
         self._gizmo_size = gizmo_size
         self.link_box.blockSignals(True)
         self.link_box.clear()
@@ -241,24 +247,55 @@ class TargetsPanel(QWidget):
 
     # ------------------------------------------------------------ targets
     def add_target(self, link: str, pose: np.ndarray | None = None, position_only: bool | None = None) -> Target:
-        """Add (or replace) the target of ``link``; default pose: the link's current pose."""
+        """Add (or replace) the target of ``link`` in the state; default pose: the link's current
+        pose, default position-only: the checkbox."""
         if self.link_box.findText(link) < 0:
             raise ValueError(f"no link named {link!r} in this robot")
-        for t in list(self.targets):
-            if t.link == link:
-                self._remove(t)
-        pose = self._link_pose(link) if pose is None else np.asarray(pose, float)
-        color = TARGET_COLORS[len(self.targets) % len(TARGET_COLORS)]
-        gizmo = TargetGizmo(pose=pose, size=self._gizmo_size, color=color, label=link)
-        target = Target(link, gizmo, bool(self.position_only_box.isChecked() if position_only is None else position_only))
-        gizmo.set_rotate_enabled(not target.position_only)
-        gizmo.pose_changed.connect(lambda _T, t=target: self._on_gizmo_moved(t))
-        gizmo.drag_finished.connect(self.targets_changed)
-        self.targets.append(target)
-        self.view.add_gizmo(gizmo)
-        self.list.addItem(self._row_text(target))
-        self.list.setCurrentRow(len(self.targets) - 1)
+        self.state.add_target(link, pose, bool(self.position_only_box.isChecked() if position_only is None
+                                               else position_only))
+        return self.target_for(link)
+
+    def _on_state_targets(self, specs) -> None:
+        """Show the state's targets: a gizmo per target (made, moved, removed as they change)."""
+        links = [t.link for t in specs]
+        for t in [t for t in self.targets if t.link not in links]:
+            self.view.remove_gizmo(t.gizmo)
+        shown = {t.link: t for t in self.targets}
+        added = None
+        self.targets = []
+        for spec in specs:
+            t = shown.get(spec.link)
+            if t is None:
+                t = added = self._make_target(spec)
+            elif not np.array_equal(t.gizmo.pose, spec.pose):
+                t.gizmo.set_pose(spec.pose)
+            if t.position_only != spec.position_only:
+                t.position_only = spec.position_only
+                t.gizmo.set_rotate_enabled(not spec.position_only)
+            self.targets.append(t)
+        selected = self.list.currentRow()
+        self.list.blockSignals(True)
+        if self.list.count() != len(self.targets):
+            self.list.clear()
+            self.list.addItems([self._row_text(t) for t in self.targets])
+        else:
+            for i, t in enumerate(self.targets):
+                self.list.item(i).setText(self._row_text(t))
+        self.list.blockSignals(False)
+        if added is not None:
+            selected = self.targets.index(added)
+        self.list.setCurrentRow(min(max(selected, 0), len(self.targets) - 1) if self.targets else -1)
+        self._on_row_changed(self.list.currentRow())
         self.targets_changed.emit()
+
+    def _make_target(self, spec) -> Target:
+        color = TARGET_COLORS[len(self.targets) % len(TARGET_COLORS)]
+        gizmo = TargetGizmo(pose=spec.pose, size=self._gizmo_size, color=color, label=spec.link)
+        gizmo.set_rotate_enabled(not spec.position_only)
+        target = Target(spec.link, gizmo, spec.position_only)
+        gizmo.pose_changed.connect(lambda T, link=spec.link: self._on_gizmo_moved(link, T))
+        gizmo.drag_finished.connect(self.drag_finished)
+        self.view.add_gizmo(gizmo)
         return target
 
     def _on_targets_changed(self) -> None:
@@ -279,29 +316,16 @@ class TargetsPanel(QWidget):
         return next((t for t in self.targets if t.link == link), None)
 
     def set_target_pose(self, link: str, pose: np.ndarray) -> None:
-        t = self.target_for(link)
-        if t is None:
-            raise ValueError(f"no target on link {link!r}")
-        t.gizmo.set_pose(pose)
-        self._refresh_row(t)
-        self.targets_changed.emit()
-
-    def _remove(self, target: Target) -> None:
-        i = self.targets.index(target)
-        self.view.remove_gizmo(target.gizmo)
-        self.targets.pop(i)
-        self.list.takeItem(i)
+        """Move the target of ``link`` (through the state: one undoable step)."""
+        self.state.set_target_pose(link, pose)
 
     def remove_selected(self) -> None:
-        i = self.list.currentRow()
-        if 0 <= i < len(self.targets):
-            self._remove(self.targets[i])
-            self.targets_changed.emit()
+        t = self.selected()
+        if t is not None:
+            self.state.remove_target(t.link)
 
     def clear(self) -> None:
-        for t in list(self.targets):
-            self._remove(t)
-        self.targets_changed.emit()
+        self.state.clear_targets()
 
     def selected(self) -> Target | None:
         i = self.list.currentRow()
@@ -316,15 +340,11 @@ class TargetsPanel(QWidget):
         p = t.pose[:3, 3]
         return f"{t.link}: ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f}) m" + (" [position]" if t.position_only else "")
 
-    def _refresh_row(self, t: Target) -> None:
-        i = self.targets.index(t)
-        self.list.item(i).setText(self._row_text(t))
-        if self.selected() is t:
-            self._show_values(t)
-
-    def _on_gizmo_moved(self, t: Target) -> None:
-        self._refresh_row(t)
-        self.target_dragged.emit()
+    def _on_gizmo_moved(self, link: str, pose: np.ndarray) -> None:
+        """A gizmo moved under the mouse: the state's target follows (the drag is one undo step)."""
+        if self.state.target(link) is not None:
+            self.state.set_target_pose(link, pose)
+            self.target_dragged.emit()
 
     def _on_row_changed(self, i: int) -> None:
         t = self.selected()
@@ -348,17 +368,12 @@ class TargetsPanel(QWidget):
         if t is None:
             return
         vals = [s.value() for s in self.value_spins]
-        t.gizmo.set_pose(pose_from_xyz_rpy(vals[:3], np.radians(vals[3:])))
-        self._refresh_row(t)
-        self.targets_changed.emit()
+        self.state.set_target_pose(t.link, pose_from_xyz_rpy(vals[:3], np.radians(vals[3:])), "edit target")
 
     def _on_position_only(self, on: bool) -> None:
         t = self.selected()
         if t is not None:
-            t.position_only = bool(on)
-            t.gizmo.set_rotate_enabled(not on)
-            self._refresh_row(t)
-            self.targets_changed.emit()
+            self.state.set_target_position_only(t.link, bool(on))
 
     # ------------------------------------------------------------ state
     def ik_options(self) -> IKOptions:
