@@ -8,7 +8,8 @@ Diff shows what two selected runs' configurations disagree on, and the curves ca
 (EMA) and drawn against epochs, optimiser steps or wall time (the logic: ``runs_table.py``).
 
 Hyperparameters come from forms bound to the engine's ``TrainConfig`` and ``ModelSpec``. Each
-run trains in its own job (up to "parallel" at once, the rest queued) with a live loss curve
+run trains in its own job (up to "parallel" at once, the rest queued: the Qt-free
+:class:`~app.workspaces.model_lab.run_queue.RunQueue`, which this panel observes) with a live loss curve
 (log scale), progress, an ETA and cancel. A finished run keeps its trained model (the job
 hands it back; the UI never touches a model a job is changing), its metrics row and its plot
 curves, and is written to the model folder (safetensors + JSON) so a session can reopen it.
@@ -19,8 +20,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -50,6 +49,7 @@ import numpy as np
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
 from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab.run_queue import Run, RunQueue
 from app.workspaces.model_lab.runs_table import (TABLE_COLUMNS, X_AXES, cell_text, curve_points, diff_text,
                                                  format_eta, matches, parse_sizes, row_values, sort_key)
 
@@ -86,47 +86,6 @@ class SortableItem(QTableWidgetItem):
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-@dataclass
-class Run:
-    """One model of the lab: its type and hyperparameters, and once trained its results."""
-
-    key: str
-    name: str
-    model_type: str
-    train_config: object             # engine TrainConfig
-    spec: object | None              # engine ModelSpec (only the SPEC_FIELDS matter)
-    index: int = 0                   # colour index
-    state: str = "ready"             # ready, queued, running, finished, failed, cancelled, loaded
-    fraction: float = 0.0
-    eta: float | None = None
-    loss: float | None = None
-    losses: list = field(default_factory=list)
-    row: dict | None = None
-    curves: dict | None = None
-    model: object | None = None
-    model_path: str | None = None
-    data_hash: str | None = None     # of the data it was trained on
-    data_source: dict | None = None
-    message: str = ""
-    handle: object | None = None
-    started: float | None = None
-    run_dir: str | None = None       # the run folder (config, metrics, checkpoints, final model)
-    resume: bool = False             # the next training continues the run folder's last checkpoint
-    history: list = field(default_factory=list)   # per-epoch rows: epoch, step, wall_time, loss
-
-    @property
-    def has_results(self) -> bool:
-        return self.row is not None
-
-    def to_state(self) -> dict:
-        return eb.jsonable({"key": self.key, "name": self.name, "type": self.model_type,
-                            "train_config": self.train_config.to_dict(),
-                            "spec": {f: getattr(self.spec, f) for f in eb.SPEC_FIELDS} if self.spec else None,
-                            "state": self.state if self.state in ("finished", "loaded") else "ready",
-                            "losses": self.losses, "row": self.row, "model_path": self.model_path,
-                            "message": self.message, "run_dir": self.run_dir})
-
-
 class RunsPanel(QWidget):
     """Signals: ``run_updated(Run)`` on any change, ``run_finished(Run)`` when results arrive."""
 
@@ -137,12 +96,15 @@ class RunsPanel(QWidget):
     def __init__(self, ctx, model_folder: str | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.ctx = ctx
-        self.model_folder = Path(model_folder) if model_folder else None
-        self.dataset = None
-        self.source: dict | None = None
-        self.runs: dict[str, Run] = {}
+        self.queue = RunQueue(ctx.jobs.submit, model_folder)      # the runs and their training, Qt-free
+        self.runs: dict[str, Run] = self.queue.runs
         self._ids = itertools.count(1)
-        self._queue: list[str] = []
+        ev = self.queue.events
+        ev.changed.connect(self._refresh_row)
+        ev.curve.connect(self._on_curve)
+        ev.started.connect(self.run_updated.emit)
+        ev.finished.connect(self.run_finished.emit)
+        ev.error.connect(self.ctx.show_error)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -233,7 +195,8 @@ class RunsPanel(QWidget):
         # runs are threads sharing the interpreter: one per two cores pays, more only contend
         self.parallel = QSpinBox(minimum=1, maximum=16, value=max(1, min(4, (os.cpu_count() or 2) // 2)))
         self.parallel.setToolTip("How many runs train at once (threads); the others wait in a queue")
-        self.parallel.valueChanged.connect(lambda *_: self._pump())
+        self.queue.parallel = self.parallel.value()
+        self.parallel.valueChanged.connect(lambda n: setattr(self.queue, "parallel", n))
         row.addWidget(self.parallel)
         tv.addLayout(row)
         self.diff_view = QLabel("")
@@ -263,10 +226,21 @@ class RunsPanel(QWidget):
         layout.addWidget(split, 1)
 
     # -- data --------------------------------------------------------------------------
+    @property
+    def model_folder(self) -> Path | None:
+        return self.queue.model_folder
+
+    @property
+    def dataset(self):
+        return self.queue.dataset
+
+    @property
+    def source(self) -> dict | None:
+        return self.queue.source
+
     def set_dataset(self, dataset, source: dict) -> None:
         """New data: defaults follow it; trained models are re-evaluated on it where they fit."""
-        self.dataset = dataset
-        self.source = source
+        self.queue.dataset, self.queue.source = dataset, source
         n = len(dataset.train_x)
         if source.get("kind") == "log":
             base = eb.default_train_config(dataset)
@@ -292,7 +266,7 @@ class RunsPanel(QWidget):
         key = f"run{i}"
         run = Run(key=key, name=name or f"{model_type} #{i}", model_type=model_type, train_config=tc, spec=sp,
                   index=i - 1)
-        self.runs[key] = run
+        self.queue.add(run)
         self._add_row(run)
         self.run_updated.emit(run)
         return run
@@ -383,6 +357,13 @@ class RunsPanel(QWidget):
         xs, ys = curve_points(run.history, self.x_axis.currentData(), self.smoothing.value() / 100)
         self.loss_plot.set_points(run.key, xs, ys, run.name, run.index)
 
+    def _on_curve(self, run: Run) -> None:
+        if run.history:
+            self._draw(run)
+        else:                       # queued afresh: an empty curve until its first epoch
+            self.loss_plot.remove(run.key)
+            self.loss_plot.curve(run.key, run.name, run.index)
+
     def _redraw_all(self) -> None:
         self.loss_plot.set_x_label(X_AXES[self.x_axis.currentData()])
         for run in self.runs.values():
@@ -394,160 +375,38 @@ class RunsPanel(QWidget):
         return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in rows]
 
     def remove(self, keys: list[str]) -> None:
-        for key in keys:
-            run = self.runs.pop(key, None)
-            if run is None:
-                continue
-            if run.handle is not None and run.handle.is_running:
-                run.handle.cancel()
-            if key in self._queue:
-                self._queue.remove(key)
-            r = self._row_of(key)
+        for run in self.queue.remove(keys):
+            r = self._row_of(run.key)
             if r >= 0:
                 self.table.removeRow(r)
-            self.loss_plot.remove(key)
+            self.loss_plot.remove(run.key)
         self.runs_removed.emit()
 
-    # -- training ----------------------------------------------------------------------
+    # -- training (the queue: run_queue.py) ----------------------------------------------
     def train(self, keys: list[str]) -> None:
         """Queue these runs for training (they start as parallel slots free up)."""
-        if self.dataset is None:
-            self.ctx.show_error("Model lab", "There is no data yet: generate a data set or open a log first.")
-            return
-        for key in keys:
-            run = self.runs.get(key)
-            if run is None or run.state in ("queued", "running"):
-                continue
-            run.state, run.fraction, run.eta, run.message = "queued", 0.0, None, ""
-            run.losses, run.history, run.resume = [], [], False
-            self.loss_plot.remove(key)
-            self.loss_plot.curve(key, run.name, run.index)
-            self._queue.append(key)
-            self._refresh_row(run)
-        self._pump()
+        try:
+            self.queue.train(keys)
+        except ValueError as exc:
+            self.ctx.show_error("Model lab", str(exc))
 
     def resume(self, keys: list[str]) -> None:
         """Queue these runs to continue from their last checkpoint, up to the larger of their own
         epochs and the Training form's (so raising Epochs extends a finished run)."""
-        if self.dataset is None:
-            self.ctx.show_error("Model lab", "Open the data the runs trained on first.")
-            return
-        epochs = int(self.train_form.values()["epochs"])
-        for key in keys:
-            run = self.runs.get(key)
-            if run is None or run.state in ("queued", "running"):
-                continue
-            target = max(run.train_config.epochs, epochs)
-            try:
-                done = eb.resumable(run.run_dir, target)
-            except ValueError as exc:
-                self.ctx.show_error(f"Resume {run.name}", str(exc))
-                continue
-            run.train_config = eb.with_changes(run.train_config, epochs=target)
-            run.history = [r for r in eb.run_history(run.run_dir) if r["epoch"] <= done]
-            run.losses = [r["loss"] for r in run.history]
-            run.state, run.fraction, run.eta, run.message, run.resume = "queued", 0.0, None, "", True
-            self._draw(run)
-            self._queue.append(key)
-            self._refresh_row(run)
-        self._pump()
-
-    def _running(self) -> int:
-        return sum(1 for r in self.runs.values() if r.state == "running")
-
-    def _pump(self) -> None:
-        while self._queue and self._running() < self.parallel.value():
-            self._start(self.runs[self._queue.pop(0)])
-
-    def _start(self, run: Run) -> None:
-        if self.model_folder is not None and run.run_dir is None:
-            run.run_dir = str(self.model_folder / "runs" / f"{run.key}-{run.model_type}-{id(run):x}")
         try:
-            job = eb.train_job(run.model_type, self.dataset, run.train_config, run.spec, run_dir=run.run_dir,
-                               resume=run.resume, model_meta=self._meta(run, self.source, with_results=False))
+            self.queue.resume(keys, int(self.train_form.values()["epochs"]))
         except ValueError as exc:
-            run.state, run.message = "failed", str(exc)
-            self._refresh_row(run)
-            self.ctx.show_error(f"Train {run.name}", str(exc))
-            return
-        run.state = "running"
-        run.started = time.monotonic()
-        run.model = None
-        dataset, source = self.dataset, self.source
-
-        def on_progress(update, run=run):
-            if run.key not in self.runs:
-                return
-            if update.fraction is not None:
-                run.fraction = update.fraction
-                elapsed = time.monotonic() - run.started
-                run.eta = elapsed * (1 - update.fraction) / update.fraction if update.fraction > 1e-6 else None
-            m = update.metrics or {}
-            if "loss" in m and "epoch" in m:
-                run.loss = float(m["loss"])
-                run.history.append({k: m.get(k) for k in ("epoch", "step", "wall_time", "loss")})
-                self._draw(run)
-            self._refresh_row(run)
-
-        def on_result(result, run=run):
-            run.handle = None
-            if run.key not in self.runs:
-                return
-            run.state, run.fraction, run.eta = "finished", 1.0, 0.0
-            run.model, run.row, run.curves = result["model"], dict(result["row"]), result["curves"]
-            run.data_hash, run.data_source = eb.data_hash_of(dataset), source
-            run.row["model"] = run.name
-            run.row["type"] = run.model_type
-            run.losses = list(result["losses"])
-            run.loss = run.losses[-1] if run.losses else None
-            run.run_dir = result.get("run_dir") or run.run_dir
-            run.history = eb.run_history(run.run_dir) or run.history
-            self._draw(run)
-            final = Path(run.run_dir or "", "model.json")
-            run.model_path = str(final) if run.run_dir and final.is_file() else None
-            if run.row.get("error"):
-                run.message = "diverged: no model saved"
-            self._refresh_row(run)
-            self.run_finished.emit(run)
-            self._pump()
-
-        def on_error(message, tb, run=run):
-            run.handle = None
-            run.state, run.message = "failed", message
-            self._refresh_row(run)
-            self.ctx.show_error(f"Train {run.name}", message)
-            self._pump()
-
-        def on_cancelled(run=run):
-            run.handle = None
-            run.state = "cancelled"
-            run.message = "resumable" if run.run_dir and eb.run_history(run.run_dir) else ""
-            self._refresh_row(run)
-            self._pump()
-
-        run.handle = self.ctx.jobs.submit(job, name=f"train {run.name}", on_result=on_result, on_error=on_error,
-                                          on_progress=on_progress, on_cancelled=on_cancelled)
-        self._refresh_row(run)
-        self.run_updated.emit(run)
+            self.ctx.show_error("Model lab", str(exc))
 
     def cancel(self, keys: list[str]) -> None:
-        for key in keys:
-            run = self.runs.get(key)
-            if run is None:
-                continue
-            if key in self._queue:
-                self._queue.remove(key)
-                run.state = "cancelled"
-                self._refresh_row(run)
-            elif run.handle is not None:
-                run.handle.cancel()
+        self.queue.cancel(keys)
 
     def cancel_all(self) -> None:
-        self.cancel(list(self.runs))
+        self.queue.cancel_all()
 
     @property
     def busy(self) -> bool:
-        return bool(self._queue) or self._running() > 0
+        return self.queue.busy
 
     # -- evaluation of loaded / restored models -----------------------------------------
     def evaluate(self, run: Run) -> None:
@@ -583,20 +442,12 @@ class RunsPanel(QWidget):
         self.ctx.jobs.submit(job, name=f"evaluate {run.name}", on_result=on_result, on_error=on_error)
 
     # -- save / load ---------------------------------------------------------------------
-    def _meta(self, run: Run, source: dict | None, with_results: bool = True) -> dict:
-        """What a saved model carries beside its weights: data description and hash, metrics, losses."""
-        meta = {"name": run.name, "train_config": run.train_config.to_dict(), "data_source": source,
-                "data_hash": run.data_hash if with_results else eb.data_hash_of(self.dataset)}
-        if with_results:
-            meta.update(metrics=run.row, losses=run.losses)
-        return eb.jsonable(meta)
-
     def save_run(self, key: str, path: str | Path) -> Path:
         """Write a trained run as ``<path>.safetensors`` + ``<path>.json``."""
         run = self.runs[key]
         if run.model is None:
             raise ValueError(f"{run.name} has no trained model to save")
-        return eb.save_trained(path, run.model, self._meta(run, run.data_source))
+        return eb.save_trained(path, run.model, self.queue.meta(run, run.data_source))
 
     def load_model_file(self, path: str | Path) -> Run:
         """Add a saved model (``.json`` beside its ``.safetensors``) as a run; evaluates it on the data."""
