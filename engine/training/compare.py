@@ -71,18 +71,16 @@ def train_config_for(model: str, dataset, config: LogCompareConfig | None = None
     """A :class:`~engine.training.config.TrainConfig` for ``dataset`` (generated or log).
 
     For a log, the defaults come from ``config`` (a :class:`LogCompareConfig`) and
-    ``trajectories`` is every training chunk; the protocol's system name is only a placeholder
-    that passes TrainConfig's check, replaced by the log's name as a label.
+    ``trajectories`` is every training chunk, ``log`` the log's name (``system`` keeps its
+    default: a log has no SyMo protocol, and every value a protocol would give is set here).
     """
     if dataset.kind == "log":
         c = config or LogCompareConfig()
         overrides.setdefault("trajectories", len(dataset.train_x))
         for key in ("epochs", "learning_rate", "hidden", "layers", "seed", "device"):
             overrides.setdefault(key, getattr(c, key))
-        overrides["system"] = "pendulum"
-        cfg = TrainConfig(model=model, **overrides)
-        cfg.system = dataset.system.name  # label only; validated above against a protocol
-        return cfg
+        overrides["log"] = dataset.system.name
+        return TrainConfig(model=model, **overrides)
     overrides.setdefault("system", dataset.config.system)
     return TrainConfig(model=model, **overrides)
 

@@ -24,7 +24,8 @@ class TrainConfig:
     """One training run. ``None`` takes the system's protocol value (hidden width, learning rate)."""
 
     model: str = "symo"
-    system: str = "pendulum"
+    system: str = "pendulum"            # the SyMo protocol (its defaults; the analytic system of generated data)
+    log: str | None = None              # training on a hardware log: its name (a label; the data name the log)
     trajectories: int = 8               # N: training trajectories (the first N of the data set)
     epochs: int = 2000
     learning_rate: float | None = None  # the protocol's: pendulum 1e-4, cartpole and acrobot 1e-3
@@ -42,6 +43,8 @@ class TrainConfig:
 
     def __post_init__(self):
         check_choice("training setting", "system (--system)", self.system, PROTOCOLS)
+        if self.log is not None and not (isinstance(self.log, str) and self.log.strip()):
+            raise ValueError(f"training setting log: expected the log's name, got {self.log!r}")
         self.device = parse_device_name(self.device)  # a name; resolved where the model is built
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
@@ -89,6 +92,11 @@ class TrainConfig:
         if self.learning_rate is not None:
             return float(self.learning_rate)
         return float(protocol_for(self.system).learning_rate)
+
+    @property
+    def data_name(self) -> str:
+        """What the run trains on, for rows and messages: the log's name, else the system."""
+        return self.log or self.system
 
     @property
     def width(self) -> int:

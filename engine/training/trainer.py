@@ -229,7 +229,7 @@ def _diverged_message(config: TrainConfig, epoch: int, what: str, good_epoch: in
             else f"; the last finite weights were those of epoch {good_epoch}")
     untouched = "" if run is None else "; no final model was written" + (
         f" ({run.destination} is as it was; this run's record is in {run.path})" if run.staged else "")
-    return (f"training of {config.model!r} on {config.system} (N={config.trajectories}) diverged at epoch "
+    return (f"training of {config.model!r} on {config.data_name} (N={config.trajectories}) diverged at epoch "
             f"{epoch}: {what}{kept}{untouched}. Try a lower learning rate.")
 
 
@@ -269,7 +269,7 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
     metrics = evaluate(model, dataset.subset(config.trajectories))
     check_metrics(metrics, model, config, dataset, run, result.epochs)
     losses = [float(r["loss"]) for r in run.metrics] if run is not None else result.losses
-    row = {"model": config.model, "system": config.system, "trajectories": config.trajectories,
+    row = {"model": config.model, "system": config.data_name, "trajectories": config.trajectories,
            "seed": config.seed, **metrics, "seconds": result.seconds,
            "final_loss": losses[-1] if losses else None}
     if run is not None:

@@ -112,3 +112,12 @@ def test_the_example_can_be_cancelled():
     state.run_example(dataclasses.replace(ExampleSettings(), epochs=50))
     assert state.example_result is None and not state.example_running and state.is_empty
     assert messages[-1] == "Example cancelled."
+
+
+def test_a_config_saved_with_a_logs_name_as_its_system_reads_as_that_log():
+    old = {**eb.default_train_config().to_dict(), "system": "pendulum_friction"}
+    old.pop("log")
+    cfg = eb.train_config_from_dict(old)
+    assert cfg.log == "pendulum_friction" and cfg.system == "pendulum"
+    assert eb.with_changes(cfg, epochs=7).log == "pendulum_friction"
+    assert eb.train_config_from_dict(cfg.to_dict()) == cfg

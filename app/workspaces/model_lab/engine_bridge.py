@@ -8,6 +8,7 @@ one-file fix. Jobs returned here follow ``engine.jobs``: ``job(ctx) -> result``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -224,19 +225,17 @@ def default_train_config(dataset=None, model: str = "node-rk4") -> TrainConfig:
 
 
 def train_config_from_dict(data: dict) -> TrainConfig:
-    """A TrainConfig from its dict; a log's label in ``system`` is kept (validated as the pendulum)."""
+    """A TrainConfig from its dict; a file written before TrainConfig had ``log`` (a log's name
+    in ``system``) reads as that log."""
     d = dict(data)
-    label = d.get("system", "pendulum")
-    if label not in PROTOCOLS:
-        d["system"] = "pendulum"
-    cfg = TrainConfig.from_dict(d)
-    cfg.system = label
-    return cfg
+    if d.get("system", "pendulum") not in PROTOCOLS and not d.get("log"):
+        d["log"], d["system"] = d["system"], "pendulum"
+    return TrainConfig.from_dict(d)
 
 
 def with_changes(cfg: TrainConfig, **changes) -> TrainConfig:
-    """A copy of ``cfg`` with ``changes`` (works for configs labelled with a log's name)."""
-    return train_config_from_dict({**cfg.to_dict(), **changes})
+    """A copy of ``cfg`` with ``changes``, validated."""
+    return dataclasses.replace(cfg, **changes)
 
 
 def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSpec | None,
@@ -248,11 +247,11 @@ def train_job(model_type: str, dataset, train_config: TrainConfig, spec: ModelSp
     if isinstance(dataset, LogDataset):
         # the log's name labels the run (the trainer prints it)
         base = lc.train_config_for(model_type, dataset)
-        cfg = with_changes(train_config, model=model_type, system=dataset.system.name,
+        cfg = with_changes(train_config, model=model_type, log=dataset.system.name,
                            learning_rate=train_config.learning_rate or base.learning_rate,
                            hidden=train_config.hidden or base.hidden)
     else:
-        cfg = with_changes(train_config, model=model_type, system=dataset.config.system)
+        cfg = with_changes(train_config, model=model_type, system=dataset.config.system, log=None)
     cfg = with_changes(cfg, device=preferred_device())  # View > Compute Device
     n_train = len(dataset.train_x)
     if cfg.trajectories > n_train:

@@ -217,3 +217,20 @@ def test_cli_learn_compare_follows_the_table_schema(tmp_path, subprocess_env):
             assert isinstance(row[key], float) and math.isfinite(row[key])
     assert (tmp_path / "compare.csv").read_text().count("\n") >= 3
     assert len(json.loads((tmp_path / "compare.json").read_text())["rows"]) == 2
+
+
+def test_a_log_has_its_own_place_in_the_training_config():
+    from engine.training.compare import train_config_for
+    from engine.training.config import TrainConfig
+
+    prepared, _, _ = _pendulum_prepared()
+    data = log_dataset(prepared, 8, 10)
+    cfg = train_config_for("mlp", data)
+    assert cfg.log == data.system.name and cfg.data_name == data.system.name
+    assert cfg.system == "pendulum" and TrainConfig.from_dict(cfg.to_dict()) == cfg   # round trip, validated
+    assert TrainConfig().log is None and TrainConfig(system="acrobot").data_name == "acrobot"
+    for bad in ("", "  ", 3):
+        with pytest.raises(ValueError, match="log"):
+            TrainConfig(log=bad)
+    with pytest.raises(ValueError, match="system"):
+        TrainConfig(system=data.system.name)       # a log's name is not a system
