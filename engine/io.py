@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import math
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Mapping
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "write_json", "read_json", "json_default",
+__all__ = ["atomic_write_bytes", "atomic_write_text", "DiskFullError", "is_disk_full", "disk_full_as_error",
+           "output_mode", "publish_file", "write_json", "read_json", "json_default",
            "save_tensors", "load_tensors", "save_checkpoint", "load_checkpoint",
            "file_sha256", "CheckpointError", "finite_or_none", "dataclass_from_dict", "staged_files",
            "move_entries", "flatten_state", "unflatten_state", "csv_text", "tensor_header",
@@ -31,24 +33,95 @@ def _umask() -> int:
     return mask
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets normal permissions
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+def output_mode() -> int:
+    """The permissions a new output file gets: 0o666 less the umask (what ``open(path, "w")``
+    gives; ``tempfile.mkstemp`` makes 0600, so an atomic save sets this before the rename)."""
+    return 0o666 & ~_umask()
+
+
+class DiskFullError(ValueError):
+    """A write that did not fit: the disk (or the user's quota) is full. A user error: the
+    message says how much was needed (when known) and where; nothing was replaced."""
+
+    def __init__(self, path: str | os.PathLike, needed: int | None = None, detail: str = ""):
+        self.path, self.needed = Path(path), needed
+        free = _free_bytes(self.path)
+        if needed:
+            what = f"disk full: {_megabytes(needed)} needed at {self.path}"
+        else:
+            what = f"disk full at {self.path}"
+        if free is not None:
+            what += f" ({_megabytes(free)} free)"
+        if detail:
+            what += f": {detail}"
+        super().__init__(f"{what}; free some space or choose another place")
+
+
+def _megabytes(n: int) -> str:
+    return f"{max(n / 1e6, 0.1):.1f} MB" if n < 10e6 else f"{n / 1e6:.0f} MB"
+
+
+def _free_bytes(path: Path) -> int | None:
+    for p in (path, *path.parents):
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+            return shutil.disk_usage(p).free
+        except OSError:
+            continue
+    return None
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True for an OSError that says the disk or the quota is full (ENOSPC, EDQUOT)."""
+    codes = {errno.ENOSPC} | ({errno.EDQUOT} if hasattr(errno, "EDQUOT") else set())
+    return isinstance(exc, OSError) and exc.errno in codes
+
+
+@contextlib.contextmanager
+def disk_full_as_error(path: str | os.PathLike, needed: int | None = None):
+    """Within the block, a full disk (:func:`is_disk_full`) raises :class:`DiskFullError`
+    naming ``path`` (and ``needed`` bytes) instead of a bare OSError."""
+    try:
+        yield
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFullError(path, needed) from exc
         raise
+
+
+def publish_file(tmp: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """Move a finished temporary file (made by ``tempfile.mkstemp`` in ``path``'s folder) onto
+    ``path``: it gets the permissions of a normal new file (:func:`output_mode`), its data is
+    flushed to disk, then one rename replaces ``path``."""
+    os.chmod(tmp, output_mode())
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return Path(path)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
+    A full disk raises :class:`DiskFullError` and leaves ``path`` as it was."""
+    path = Path(path)
+    with disk_full_as_error(path, len(data)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            os.chmod(tmp, output_mode())  # mkstemp makes 0600; a saved file gets normal permissions
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
     return path
 
 
@@ -365,11 +438,21 @@ def staged_files(directory: str | os.PathLike):
     The temporary folder is removed either way; other files in ``directory`` are never touched.
     """
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=directory))
+    with disk_full_as_error(directory):
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=directory))
     try:
         yield tmp
         move_entries(tmp, directory)
+    except DiskFullError as exc:  # name the folder being saved, not the hidden temporary one
+        needed = exc.needed
+        with contextlib.suppress(OSError):
+            needed = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) + (exc.needed or 0)
+        raise DiskFullError(directory, needed or None) from exc.__cause__
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFullError(directory) from exc
+        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -15,6 +15,11 @@ A run folder holds
 - the final model (e.g. ``model.safetensors`` + ``model.json``), written only when the run ends
   well, in one save with ``run.json`` and ``metrics.csv``.
 
+A run folder has one writer at a time: a run (new or resumed) holds ``.run.lock`` in the folder it
+writes to for as long as it runs (:class:`RunLock`: an OS file lock, so a killed run's lock is
+free at once); a second run into the same folder is refused with the holder's process, host,
+command and start time.
+
 A run never writes its final file names before it ends well, so a folder that holds a finished
 model keeps it through a cancelled, diverged or killed extension. A new run asked to go into a
 folder that already holds files is staged in a hidden sibling folder and moved in as one change at
@@ -31,8 +36,11 @@ import contextlib
 import csv
 import hashlib
 import json
+import logging
 import math
 import os
+import socket
+import sys
 import shutil
 import signal
 import threading
@@ -44,22 +52,162 @@ from typing import Any
 
 import torch
 
-from engine.io import (CheckpointError, atomic_write_text, csv_text, finite_or_none, flatten_state, json_default,
+from engine.io import (CheckpointError, DiskFullError, atomic_write_text, is_disk_full, csv_text, finite_or_none, flatten_state, json_default,
                        load_tensors, move_entries, read_json, save_tensors, staged_files, unflatten_state,
                        write_json)
 from engine.jobs import JobCancelled
 
-__all__ = ["RUN_FORMAT", "Run", "RunError", "config_diff", "ema", "fingerprint", "flatten_config", "list_runs",
+__all__ = ["RUN_FORMAT", "Run", "RunError", "RunLock", "RunLocked", "config_diff", "ema", "fingerprint", "flatten_config", "list_runs",
            "interrupts_as_keyboard", "read_metrics", "restore_training_state", "training_state"]
 
 RUN_FORMAT = "lagrange-studio/run/1"
 CONFIG, INFO, METRICS = "config.json", "run.json", "metrics.csv"
 LAST, LAST_FINITE = Path("checkpoints") / "last", Path("checkpoints") / "last-finite"
 STATUSES = ("running", "done", "diverged", "cancelled", "failed")
+LOCK = ".run.lock"
+
+_log = logging.getLogger(__name__)
 
 
 class RunError(ValueError):
     """A run folder that cannot be created, read or resumed; the message names the folder or file."""
+
+
+class RunLocked(RunError):
+    """Another process (or another run of this one) is writing into the run folder; ``owner``
+    is what it recorded (pid, host, command, started), possibly empty."""
+
+    def __init__(self, folder: Path, owner: dict):
+        self.folder, self.owner = folder, owner
+        if owner:
+            who = (f"process {owner.get('pid', '?')} on {owner.get('host', '?')}, started "
+                   f"{owner.get('started', '?')}: {owner.get('command', '?')}")
+        else:
+            who = "a process that is just starting"
+        super().__init__(f"{folder}: another run is writing into this folder ({who}); wait for it to end, "
+                         "stop it, or choose another folder")
+
+
+def _lock_fd(fd: int) -> bool:
+    """Take the exclusive lock on the open file ``fd`` without waiting; False if it is held."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: lock one byte far past the owner's text
+        import msvcrt
+
+        os.lseek(fd, 1 << 30, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (BlockingIOError, PermissionError):
+        return False
+    return True
+
+
+def _process_command() -> str:
+    argv = [os.path.basename(sys.argv[0])] + sys.argv[1:] if sys.argv and sys.argv[0] else []
+    text = " ".join(argv) or "python"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+class RunLock:
+    """The one-writer lock of a run folder: ``.run.lock`` inside it, locked with the OS's file
+    lock (``flock``; ``msvcrt.locking`` on Windows) for as long as this object holds it, and
+    holding the owner's pid, host, command and start time as JSON for the refusal message.
+
+    The OS drops the lock when the process ends, however it ends (``kill -9`` included), so a
+    lock left by a dead run is free; the next run takes it over and logs whose it was. Works
+    between processes and between two runs of one process (the app's Model lab).
+    """
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        """Take the lock (making the folder if needed); :class:`RunLocked` if another run holds it."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for _ in range(20):   # the holder may remove the file between our open and our lock
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            if not _lock_fd(fd):
+                os.close(fd)
+                raise RunLocked(self.folder, self._owner())
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        else:  # pragma: no cover - a storm of runs taking and dropping the lock
+            raise RunLocked(self.folder, {})
+        previous = self._owner()
+        if previous:
+            _log.warning("run folder %s: taking over the lock of process %s on %s (%s), which ended without "
+                         "releasing it", self.folder, previous.get("pid", "?"), previous.get("host", "?"),
+                         previous.get("command", "?"))
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": _process_command(),
+                 "started": _now()}
+        data = (json.dumps(owner) + "\n").encode("utf-8")
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, data)
+        self._fd = fd
+        return self
+
+    def _owner(self) -> dict:
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                owner = json.loads(fh.read(4096) or "{}")
+        except (OSError, ValueError):
+            return {}
+        return owner if isinstance(owner, dict) else {}
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Remove the lock file and let the lock go (safe to call twice)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.unlink(self.path)   # while still holding it: the next run makes a fresh file
+        except OSError:
+            pass
+        os.close(fd)
+
+    def __del__(self):  # a run object dropped without end/finish (an error before recording)
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _take_lock(folder: Path, message_folder: Path | None = None) -> RunLock:
+    try:
+        return RunLock(folder).acquire()
+    except RunLocked:
+        raise
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFullError(folder) from exc
+        raise RunError(f"{message_folder or folder}: cannot write the run folder there "
+                       f"({exc.strerror or exc})") from exc
 
 
 @contextlib.contextmanager
@@ -114,26 +262,52 @@ class Run:
         dest = Path(path)
         if dest.exists() and not dest.is_dir():
             raise RunError(f"{dest}: is a file; give a folder for the run")
-        here = dest
-        if dest.is_dir() and any(dest.iterdir()):
-            here = dest.with_name(f".{dest.name}.run-{os.getpid()}-{int(time.time())}")
+        if not dest.name or dest.name in (".", ".."):
+            dest = Path(os.path.abspath(dest))
+        lock = _take_lock(dest)  # one writer per folder, from here to the run's end
         try:
-            here.mkdir(parents=True, exist_ok=True)
-            probe = here / ".write-test"
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            raise RunError(f"{dest}: cannot write the run folder there ({exc.strerror or exc})") from exc
-        info = {"format": RUN_FORMAT, "kind": kind, "status": "running", "message": "training",
-                "epoch": 0, "created": _now(), "updated": _now(), "fingerprints": dict(fingerprints),
-                "destination": str(dest.resolve()), "metrics": {}}
-        write_json(here / CONFIG, {"format": RUN_FORMAT, "kind": kind, **config})
-        write_json(here / INFO, info)
-        return cls(here, {"format": RUN_FORMAT, "kind": kind, **config}, info, [])
+            here = dest
+            if any(p.name != LOCK for p in dest.iterdir()):
+                here = dest.with_name(f".{dest.name}.run-{os.getpid()}-{int(time.time())}")
+            try:
+                here.mkdir(parents=True, exist_ok=True)
+                probe = here / ".write-test"
+                probe.write_bytes(b"")
+                probe.unlink()
+            except OSError as exc:
+                if is_disk_full(exc):
+                    raise DiskFullError(here) from exc
+                raise RunError(f"{dest}: cannot write the run folder there ({exc.strerror or exc})") from exc
+            info = {"format": RUN_FORMAT, "kind": kind, "status": "running", "message": "training",
+                    "epoch": 0, "created": _now(), "updated": _now(), "fingerprints": dict(fingerprints),
+                    "destination": str(dest.resolve()), "metrics": {}}
+            write_json(here / CONFIG, {"format": RUN_FORMAT, "kind": kind, **config})
+            write_json(here / INFO, info)
+        except BaseException:
+            lock.release()
+            raise
+        run = cls(here, {"format": RUN_FORMAT, "kind": kind, **config}, info, [])
+        run._lock = lock
+        return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike, kind: str | None = None) -> Run:
-        """The run in ``path`` (to resume or to read); :class:`RunError` names what is missing."""
+    def open(cls, path: str | os.PathLike, kind: str | None = None, *, write: bool = False) -> Run:
+        """The run in ``path`` to read, or with ``write`` to resume: then this run holds the
+        folder's lock (:class:`RunLock`, on the folder it will end in) until it ends, and
+        :class:`RunLocked` says which process holds it if another does. :class:`RunError`
+        names what is missing."""
+        run = cls._read(path, kind)
+        if write:
+            run._lock = _take_lock(run.destination if run.destination.is_dir() else run.path, run.path)
+            try:   # read again under the lock: the holder may have written since
+                run = cls._read(path, kind, lock=run._lock)
+            except BaseException:
+                run._lock.release()
+                raise
+        return run
+
+    @classmethod
+    def _read(cls, path: str | os.PathLike, kind: str | None, lock: RunLock | None = None) -> Run:
         path = Path(path)
         if not (path / CONFIG).is_file():
             raise RunError(f"{path}: not a run folder (no {CONFIG}); give a folder written by a training run")
@@ -145,7 +319,37 @@ class Run:
             raise RunError(f"{path / CONFIG}: field 'format' is not {RUN_FORMAT!r}")
         if kind is not None and config.get("kind") != kind:
             raise RunError(f"{path}: a {config.get('kind')!r} run, not a {kind!r} run")
-        return cls(path, config, info, read_metrics(path))
+        if not isinstance(info, dict):
+            raise RunError(f"{path / INFO}: expected a JSON object")
+        run = cls(path, config, info, read_metrics(path))
+        run._lock = lock
+        return run
+
+    def section(self, name: str, kind: type = dict):
+        """``config.json``'s entry ``name`` (a dict unless ``kind`` says otherwise); RunError
+        naming the file and the field when it is missing or of the wrong type (an edited file)."""
+        value = self.config.get(name)
+        if not isinstance(value, kind):
+            what = "is missing" if value is None else f"is a {type(value).__name__}, not a {kind.__name__}"
+            raise RunError(f"{self.path / CONFIG}: field {name!r} {what}; this file was edited or is not from "
+                           f"a {self.config.get('kind')!r} run: restore it or start a new run")
+        return value
+
+    _lock: RunLock | None = None
+
+    def release(self) -> None:
+        """Let the folder's lock go (done by :meth:`end` and :meth:`finish`)."""
+        if self._lock is not None:
+            self._lock.release()
+
+    @contextlib.contextmanager
+    def released_on_error(self):
+        """Release the folder's lock if the block raises (a resume refused while planning)."""
+        try:
+            yield self
+        except BaseException:
+            self.release()
+            raise
 
     @property
     def destination(self) -> Path:
@@ -205,7 +409,13 @@ class Run:
         if status not in STATUSES:
             raise ValueError(f"run status {status!r}: expected one of {', '.join(STATUSES)}")
         self.info.update(status=status, message=message, updated=_now(), **finite_or_none(info))
-        write_json(self.path / INFO, self.info)
+        try:
+            try:
+                write_json(self.path / INFO, self.info)
+            except DiskFullError:   # no room for a new file: overwrite the record in place
+                _overwrite(self.path / INFO, json.dumps(self.info, indent=2, default=json_default) + "\n")
+        finally:
+            self.release()
 
     def finish(self, write_final: Callable[[Path], None], metrics: Mapping[str, Any], message: str = "done",
                **info) -> Path:
@@ -214,15 +424,24 @@ class Run:
         then swapped in whole for its destination. Returns the run's final folder."""
         self.info.update(status="done", message=message, updated=_now(), metrics=finite_or_none(dict(metrics)),
                          **finite_or_none(info))
-        with staged_files(self.path) as tmp:
-            write_final(tmp)
-            atomic_write_text(tmp / METRICS, metrics_csv(self.metrics))
-            write_json(tmp / INFO, self.info)
-            write_json(tmp / CONFIG, self.config)
+        try:
+            with staged_files(self.path) as tmp:
+                write_final(tmp)
+                atomic_write_text(tmp / METRICS, metrics_csv(self.metrics))
+                write_json(tmp / INFO, self.info)
+                write_json(tmp / CONFIG, self.config)
+        except Exception as exc:   # nothing of the final save went in: the record says why
+            self.end("failed", str(exc) if isinstance(exc, (DiskFullError, RunError)) else
+                     f"{type(exc).__name__}: {exc}")
+            raise
+        except BaseException:
+            self.release()
+            raise
         if self.staged:   # into the folder the user named: the run's entries replace their namesakes
             move_entries(self.path, self.destination)
             shutil.rmtree(self.path, ignore_errors=True)
             self.path = self.destination
+        self.release()
         return self.path
 
     @contextlib.contextmanager
@@ -238,7 +457,8 @@ class Run:
         except passthrough:
             raise
         except Exception as exc:
-            self.end("failed", f"{type(exc).__name__}: {exc}")
+            self.end("failed", str(exc) if isinstance(exc, (DiskFullError, RunError)) else
+                     f"{type(exc).__name__}: {exc}")
             raise
 
     def where(self) -> str:
@@ -246,6 +466,24 @@ class Run:
         if self.staged:
             return f"{self.path} (staged beside {self.destination}, which was not changed)"
         return str(self.path)
+
+
+def _overwrite(path: Path, text: str) -> None:
+    """Rewrite a small file in place (its blocks are reused): the last resort for recording a
+    run's end when the disk has no room for a new file. Leaves the file as it was when even
+    that fails."""
+    data = text.encode("utf-8")
+    try:
+        with open(path, "r+b") as fh:
+            old = fh.read()
+            if len(data) < len(old):
+                data += b" " * (len(old) - len(data))   # JSON allows trailing spaces: no truncate
+            fh.seek(0)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        _log.warning("%s: could not record the run's end (%s)", path, exc.strerror or exc)
 
 
 # -- training state -----------------------------------------------------------------------

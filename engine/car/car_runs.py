@@ -107,17 +107,18 @@ def train_job(config: CarTrainConfig, out_dir: str | Path, dataset: dict | None 
 
 def resume_plan(run_dir: str | Path, epochs: int | None = None, device: str | None = None):
     """The run in ``run_dir`` and the config it resumes with (``epochs``: the new total)."""
-    run = Run.open(run_dir, RUN_KIND)
-    config = config_from_dict(run.config["train"])
-    target = int(epochs) if epochs is not None else config.model.epochs
-    done = run.epoch
-    if run.info.get("status") == "done" and target <= done:
-        raise RunError(f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it")
-    if target <= done:
-        raise RunError(f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it (got {target})")
-    config = replace(config, model=replace(config.model, epochs=target))
-    if device is not None:
-        config = replace(config, device=parse_device_name(device))
+    run = Run.open(run_dir, RUN_KIND, write=True)   # this process writes the folder until the run ends
+    with run.released_on_error():   # a refused plan leaves the folder free
+        config = config_from_dict(run.section("train"))
+        target = int(epochs) if epochs is not None else config.model.epochs
+        done = run.epoch
+        if run.info.get("status") == "done" and target <= done:
+            raise RunError(f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it")
+        if target <= done:
+            raise RunError(f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it (got {target})")
+        config = replace(config, model=replace(config.model, epochs=target))
+        if device is not None:
+            config = replace(config, device=parse_device_name(device))
     return run, config
 
 

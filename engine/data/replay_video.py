@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from engine.data.log_replay import GhostRollout, LogReplay
+from engine.io import DiskFullError, disk_full_as_error, publish_file
 from engine.robots.model import RobotModel
 
-__all__ = ["VideoOptions", "frame_times", "render_frames", "write_frames", "write_replay_video"]
+__all__ = ["VideoOptions", "VideoWriteError", "frame_times", "render_frames", "write_frames", "write_replay_video"]
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 
@@ -130,47 +131,140 @@ def render_frames(robot: RobotModel, replay: LogReplay, times: np.ndarray, optio
         yield np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
+class VideoWriteError(ValueError):
+    """The encoder could not write the video (the message gives its reason); the file that was
+    at the target path, if any, is left as it was."""
+
+
+class _FfmpegPipe:
+    """ffmpeg (imageio-ffmpeg's binary) encoding raw RGB frames from a pipe to H.264 MP4, with
+    its exit status and its error output checked: imageio's writer ignores both, so a disk that
+    fills while the trailer is written would pass as a good video."""
+
+    def __init__(self, path: str, width: int, height: int, fps: float):
+        import subprocess
+
+        import imageio_ffmpeg
+
+        self.path = path
+        self.log = tempfile.TemporaryFile()
+        cmd = [imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "rawvideo",
+               "-vcodec", "rawvideo", "-s", f"{width}x{height}", "-pix_fmt", "rgb24", "-r", f"{fps:.6g}",
+               "-i", "-", "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "15",
+               "-movflags", "+faststart", "-f", "mp4", path]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.log)
+
+    def append(self, frame: np.ndarray) -> None:
+        try:
+            self.proc.stdin.write(frame.tobytes())
+        except (BrokenPipeError, OSError):   # ffmpeg stopped: its own reason is in its log
+            self.close()
+            raise VideoWriteError("the video encoder stopped before the last frame") from None
+
+    def close(self) -> None:
+        """Finish the video; :class:`VideoWriteError` (or DiskFullError) when ffmpeg failed."""
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        code = self.proc.wait()
+        self.log.seek(0)
+        text = self.log.read().decode("utf-8", "replace").strip()
+        self.log.close()
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        failed = code != 0 or any(line.lower().startswith("error") or "error writing" in line.lower()
+                                  for line in lines)
+        if not failed:
+            return
+        if "no space left" in text.lower() or "quota exceeded" in text.lower():
+            raise DiskFullError(Path(self.path).parent, _written(self.path) or None,
+                                "the video did not fit")
+        reason = lines[-1] if lines else f"ffmpeg exited with status {code}"
+        raise VideoWriteError(f"the video encoder failed: {reason}")
+
+    def kill(self) -> None:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
+def _written(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def write_frames(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: float, total: int | None = None,
                  ctx=None) -> dict:
     """Write RGB frames (H, W, 3) uint8 as ``.mp4`` (H.264, yuv420p) or ``.gif``; atomic
-    (a temporary file, then a rename). Returns ``{"path", "frames", "width", "height", "fps"}``."""
-    import imageio.v2 as iio
+    (a temporary file, then a rename, only once the encoder has finished without an error).
+    Returns ``{"path", "frames", "width", "height", "fps"}``.
 
+    A full disk raises :class:`engine.io.DiskFullError`, an encoder failure
+    :class:`VideoWriteError` and a cancel :class:`engine.jobs.JobCancelled`; in each case the
+    file that was at ``path`` stays as it was and no temporary file is left. The video gets
+    the permissions of any new file (the umask's), not the temporary file's 0600.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in VIDEO_SUFFIXES:
         raise ValueError(f"{path}: a video is .mp4 or .gif, not {suffix or 'no suffix'!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=suffix, prefix=f".{path.stem}.", dir=path.parent)
+    with disk_full_as_error(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=suffix, prefix=f".{path.stem}.", dir=path.parent)
     os.close(fd)
-    count, size = 0, None
+    count, size, writer = 0, None, None
     try:
-        if suffix == ".mp4":
-            writer = iio.get_writer(tmp, format="FFMPEG", mode="I", fps=float(fps), codec="libx264",
-                                    pixelformat="yuv420p", macro_block_size=1, quality=7)
-        else:
-            writer = iio.get_writer(tmp, format="GIF", mode="I", duration=1000.0 / float(fps), loop=0)
-        with writer:
+        with disk_full_as_error(path.parent):
             for frame in frames:
                 if ctx is not None and count % 5 == 0:
                     ctx.check_cancelled()
-                    ctx.progress(count / total if total else None, f"frame {count + 1}" + (f"/{total}" if total else ""))
+                    ctx.progress(count / total if total else None,
+                                 f"frame {count + 1}" + (f"/{total}" if total else ""))
                 frame = np.ascontiguousarray(frame[..., :3], dtype=np.uint8)
                 if size is None:
                     size = frame.shape[:2]
                     if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
                         raise ValueError(f"an MP4 frame needs an even size, got {size[1]}x{size[0]}")
-                writer.append_data(frame)
+                    writer = _open_writer(tmp, suffix, size, fps)
+                elif frame.shape[:2] != size:
+                    raise ValueError(f"frame {count + 1} is {frame.shape[1]}x{frame.shape[0]}, the first "
+                                     f"was {size[1]}x{size[0]}; every frame of a video has one size")
+                writer.append(frame) if suffix == ".mp4" else writer.append_data(frame)
                 count += 1
-        if count == 0:
-            raise ValueError("no frames to write")
-        os.replace(tmp, path)
+            if count == 0:
+                raise ValueError("no frames to write")
+            finished, writer = writer, None
+            finished.close()
+            if _written(tmp) == 0:
+                raise VideoWriteError("the video encoder wrote nothing")
+            publish_file(tmp, path)
     finally:
+        if writer is not None:   # stopped early (an error, a cancel): the encoder goes, its file too
+            if isinstance(writer, _FfmpegPipe):
+                writer.kill()
+            else:
+                import contextlib
+
+                with contextlib.suppress(Exception):
+                    writer.close()
         if os.path.exists(tmp):
             os.unlink(tmp)
     if ctx is not None:
         ctx.progress(1.0, f"wrote {path.name}")
     return {"path": str(path), "frames": count, "width": int(size[1]), "height": int(size[0]), "fps": float(fps)}
+
+
+def _open_writer(tmp: str, suffix: str, size: tuple[int, int], fps: float):
+    if suffix == ".mp4":
+        return _FfmpegPipe(tmp, int(size[1]), int(size[0]), float(fps))
+    import imageio.v2 as iio
+
+    return iio.get_writer(tmp, format="GIF", mode="I", duration=1000.0 / float(fps), loop=0)
 
 
 def write_replay_video(path: str | os.PathLike, robot: RobotModel, replay: LogReplay,

@@ -48,16 +48,17 @@ def learn_into(design: DesignConfig, out_dir: str | Path | None = None, ctx: Job
     :class:`~engine.eigenmodes.train.DesignedMode`; the run folder is ``mode.run_dir``. ``device``
     (a resume): where it goes on (default: the run's own)."""
     if resume_dir is not None:
-        run = Run.open(resume_dir, "eigenmode")
-        design = DesignConfig.from_dict(run.config["design"])
-        done = run.epoch
-        target = int(epochs) if epochs is not None else design.train.epochs
-        if target <= done:
-            raise RunError(f"{run.path}: the run has {done} epochs; pass --epochs N above {done} to extend it")
-        design.train.epochs = target
-        design.train.device = device if device is not None else design.train.device
-        run.config["design"] = design.to_dict()
-        run.info["status"], run.info["message"] = "running", f"resumed at epoch {done}"
+        run = Run.open(resume_dir, "eigenmode", write=True)   # held until the run ends
+        with run.released_on_error():   # a refused resume leaves the folder free
+            design = DesignConfig.from_dict(run.section("design"))
+            done = run.epoch
+            target = int(epochs) if epochs is not None else design.train.epochs
+            if target <= done:
+                raise RunError(f"{run.path}: the run has {done} epochs; pass --epochs N above {done} to extend it")
+            design.train.epochs = target
+            design.train.device = device if device is not None else design.train.device
+            run.config["design"] = design.to_dict()
+            run.info["status"], run.info["message"] = "running", f"resumed at epoch {done}"
     else:
         design.validate()
         run = Run.create(out_dir, "eigenmode", {"design": design.to_dict()},

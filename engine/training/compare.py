@@ -114,7 +114,7 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
     model = build_learned_model(model_type, dataset, train_config, spec_overrides)
     run = None
     if run_dir is not None:
-        run = Run.open(run_dir, "learn") if resume else new_run(run_dir, model, train_config, dataset)
+        run = Run.open(run_dir, "learn", write=True) if resume else new_run(run_dir, model, train_config, dataset)
         if resume:
             want = (run.info.get("fingerprints") or {}).get("data")
             if want and want != dataset.fingerprint():

@@ -83,16 +83,17 @@ def resume_plan(run_dir: str | Path, epochs: int | None = None, device: str | No
     A finished run resumes only to extend it (``epochs`` above the epochs it has trained); an
     unfinished one continues to its planned epochs. :class:`RunError` says what to pass otherwise.
     """
-    run = Run.open(run_dir, "learn")
-    config = TrainConfig.from_dict(run.config["train"])
-    target = int(epochs) if epochs is not None else int(run.info.get("epochs_target") or config.epochs)
-    done = run.epoch
-    if run.info.get("status") == "done" and target <= done:
-        raise RunError(f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it")
-    if target <= done:
-        raise RunError(f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it "
-                       f"(got {target})")
-    config = replace(config, device=device) if device is not None else config  # where it goes on (--device)
+    run = Run.open(run_dir, "learn", write=True)   # this process writes the folder until the run ends
+    with run.released_on_error():   # a refused plan leaves the folder free
+        config = TrainConfig.from_dict(run.section("train"))
+        target = int(epochs) if epochs is not None else int(run.info.get("epochs_target") or config.epochs)
+        done = run.epoch
+        if run.info.get("status") == "done" and target <= done:
+            raise RunError(f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it")
+        if target <= done:
+            raise RunError(f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it "
+                           f"(got {target})")
+        config = replace(config, device=device) if device is not None else config  # where it goes on (--device)
     return run, replace(config, epochs=target)
 
 

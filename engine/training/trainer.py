@@ -263,7 +263,7 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
     model = model if model is not None else build_for(config, dataset)
     run = checkpoint_dir
     if checkpoint_dir is not None and not isinstance(checkpoint_dir, Run):
-        run = Run.open(checkpoint_dir, "learn") if resume else new_run(checkpoint_dir, model, config, dataset)
+        run = Run.open(checkpoint_dir, "learn", write=True) if resume else new_run(checkpoint_dir, model, config, dataset)
     with recording(run):
         result = fit(model, dataset, config, ctx, run, progress_span, resume=resume)
     metrics = evaluate(model, dataset.subset(config.trajectories))

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import engine.io
+from engine.io import DiskFullError
 from engine.cli import main
 from engine.eigenmodes.config import DesignConfig
 from engine.eigenmodes.storage import learn_into, load_mode, save_mode
@@ -52,7 +53,7 @@ def test_a_failure_between_the_files_of_a_save_keeps_the_old_mode(tmp_path, monk
 
     monkeypatch.setattr(engine.io, "write_json", fail_on_mode_json)
     mode.period = 3.0
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(DiskFullError, match="disk full"):   # a user error, not an OSError
         save_mode(mode, tmp_path / "m")      # weights written, then the JSON fails
     monkeypatch.setattr(engine.io, "write_json", real)
     assert _files(tmp_path / "m") == before

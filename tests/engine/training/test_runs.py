@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import engine.io
+from engine.io import DiskFullError
 from engine.data import DatasetConfig, generate_dataset
 from engine.jobs import JobCancelled, run_job
 from engine.models import load_model
@@ -90,7 +91,7 @@ def test_a_failure_between_the_files_of_the_final_save_keeps_the_old_model(data,
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(engine.training.trainer, "write_json", disk_full)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(DiskFullError, match="disk full"):   # a user error naming the folder, not an OSError
         run_job(train_job(_cfg(epochs=3, seed=1), out_dir=tmp_path / "m", dataset=data))
     monkeypatch.setattr(engine.training.trainer, "write_json", real)
     now, meta = _weights(tmp_path / "m")
