@@ -43,10 +43,13 @@ class DiskFullError(ValueError):
     """A write that did not fit: the disk (or the user's quota) is full. A user error: the
     message says how much was needed (when known) and where; nothing was replaced."""
 
-    def __init__(self, path: str | os.PathLike, needed: int | None = None, detail: str = ""):
+    def __init__(self, path: str | os.PathLike, needed: int | None = None, detail: str = "", *,
+                 where: str | None = None):
         self.path, self.needed = Path(path), needed
-        free = _free_bytes(self.path)
-        if needed:
+        free = None if where else _free_bytes(self.path)
+        if where:   # not a path: e.g. "standard output"
+            what = f"disk full: could not write {where}"
+        elif needed:
             what = f"disk full: {_megabytes(needed)} needed at {self.path}"
         else:
             what = f"disk full at {self.path}"
@@ -444,15 +447,13 @@ def staged_files(directory: str | os.PathLike):
     try:
         yield tmp
         move_entries(tmp, directory)
-    except DiskFullError as exc:  # name the folder being saved, not the hidden temporary one
-        needed = exc.needed
-        with contextlib.suppress(OSError):
-            needed = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) + (exc.needed or 0)
-        raise DiskFullError(directory, needed or None) from exc.__cause__
-    except OSError as exc:
-        if is_disk_full(exc):
-            raise DiskFullError(directory) from exc
-        raise
+    except (DiskFullError, OSError) as exc:  # name the folder being saved, not the hidden temporary one
+        if not isinstance(exc, DiskFullError) and not is_disk_full(exc):
+            raise
+        needed = getattr(exc, "needed", None) or 0
+        with contextlib.suppress(OSError):   # what went in before the write that failed, and that write
+            needed += sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
+        raise DiskFullError(directory, needed or None) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

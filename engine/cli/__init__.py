@@ -90,6 +90,34 @@ def _flags(parser: argparse.ArgumentParser) -> dict[str, str]:
     return flags
 
 
+def internal_error_note(log_file) -> str:
+    """What follows an internal error's line: where its details are and how to report it."""
+    if log_file:
+        return f"the details are in {log_file}; please report it with that file"
+    return ("the log folder cannot be written, so no details were kept; run the command again with -v to "
+            "see them, and please report it with that output")
+
+
+def _disk_full(exc: BaseException) -> BaseException:
+    """A full disk anywhere (a checkpoint, a saved file, standard output) as the plain
+    :class:`~engine.io.DiskFullError` (a user error) instead of an internal error."""
+    from engine.io import DiskFullError, is_disk_full
+
+    if isinstance(exc, DiskFullError) or not is_disk_full(exc):
+        return exc
+    if exc.filename is not None:
+        return DiskFullError(os.fsdecode(exc.filename))
+    try:   # no file name: most often standard output redirected to a file on a full disk
+        sys.stdout.flush()
+    except OSError:   # stop writing to it (the interpreter would fail again at exit)
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter closes it at exit
+        except OSError:
+            pass
+    return DiskFullError(os.devnull, where="the output (standard output or the file it goes to, or a file "
+                                           "being saved)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit codes: 0 done, 2 a user error (one line naming the file, field or
     flag), 1 an internal error (one line and the log file holding the traceback), 130 interrupted."""
@@ -132,13 +160,12 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 1
     except Exception as exc:  # noqa: BLE001 - the one place that turns failures into messages
+        exc = _disk_full(exc)
         if is_user_error(exc):
             print(f"error: {user_message(exc, _flags(chosen))}", file=sys.stderr)
             return 2
         path = write_traceback(exc, context="python -m engine " + " ".join(arguments))
-        where = f"the details are in {path}" if path else "the log folder cannot be written, so no details were kept"
-        print(f"internal error: {user_message(exc, _flags(chosen))} ({where}; please report it with that file)",
-              file=sys.stderr)
+        print(f"internal error: {user_message(exc, _flags(chosen))} ({internal_error_note(path)})", file=sys.stderr)
         if args.verbose:
             import traceback
 

@@ -1,11 +1,14 @@
 """Small helpers shared by the command modules: JSON output, running jobs with progress,
-command groups and the ``--device`` option."""
+command groups, the ``--device`` option and the up-front check of output paths."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
+from pathlib import Path
 from typing import Any
 
 from engine.jobs import Job, StderrProgress, run_job
@@ -53,3 +56,51 @@ def device_from_args(args, default: str = "cpu"):
     from engine.devices import resolve_device
 
     return resolve_device(getattr(args, "device", None) or default, flag="--device")
+
+
+def check_output(path, kind: str = "file", flag: str = "--out", *, suffix: str | tuple[str, ...] | None = None,
+                 written_as: str | None = None, allow_existing: bool = True,
+                 allow_nonempty_folder: bool = False) -> Path:
+    """Check an output flag's path before any work starts (every ``--out``, ``--save*``,
+    ``--video`` of the command line goes through here), so a bad name never costs a fit.
+
+    ``kind="file"``: the name is a file name (not empty, not ``.``, not ending in a separator),
+    it ends in ``suffix`` (one or several, e.g. ``".urdf"``) when given, and what is there is
+    not a device, pipe or folder. ``written_as``: the suffix the save puts on the name (e.g.
+    ``learn data`` writes ``NAME.npz``), checked as well. Then
+    :func:`engine.validation.check_output_path` (the parent can be written, ...). Messages name
+    the flag and give the suffix with its dot, in quotes. Returns the path.
+    """
+    from engine.validation import InputError, check_output_path
+
+    given = str(path)
+    if not given.strip():
+        raise InputError("is empty; give a path to write to", field=flag)
+    p = Path(given).expanduser()
+    if kind == "file":
+        wanted = (suffix,) if isinstance(suffix, str) else tuple(suffix or ()) or ((written_as,) if written_as else ())
+        example = f"out{wanted[0]}" if wanted else "out"
+        if given.endswith(("/", os.sep)) or p.name in ("", ".", "..") or p.is_dir():
+            raise InputError(f"{given} is a folder; give a file name (e.g. {Path(given) / example})", field=flag)
+        _refuse_special(p, given, flag)
+        if suffix and p.suffix.lower() not in {s.lower() for s in wanted}:
+            need = " or ".join(f'"{s}"' for s in wanted)
+            raise InputError(f"{given} must end in {need} (e.g. {p.with_suffix(wanted[0]).name})", field=flag)
+        if written_as and p.suffix.lower() != written_as.lower():
+            target = p.with_suffix(written_as)
+            _refuse_special(target, str(target), flag)
+            check_output_path(target, "file", flag, allow_existing=allow_existing)
+    return check_output_path(p, kind, flag, allow_existing=allow_existing,
+                             allow_nonempty_folder=allow_nonempty_folder)
+
+
+def _refuse_special(p: Path, given: str, flag: str) -> None:
+    from engine.validation import InputError
+
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(f"{given} is a device or a special file, not a regular file; give the path of a file "
+                         "to write", field=flag)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
-from engine.validation import check_output_path
+from engine.cli._common import check_output
 
 
 def register(subparsers) -> None:
@@ -76,7 +76,7 @@ def _train(args) -> int:
     from engine.car.car_runs import resume_job, train_job
     from engine.car.training import CarTrainConfig
     from engine.runs import interrupts_as_keyboard
-    from engine.validation import check_output_path
+    from engine.cli._common import check_output
 
     if args.resume is not None:
         given = [f"--{n}" for n in _RUN_SETTINGS if getattr(args, n, None) is not None]
@@ -86,11 +86,11 @@ def _train(args) -> int:
         return _finish_train(args, resume_job(args.resume, args.epochs, device=args.device), interrupts_as_keyboard)
     if args.out is None:
         raise ValueError("car train: give --out DIR for a new run or --resume RUN_DIR to continue one")
-    check_output_path(args.out, kind="folder", flag="--out", allow_nonempty_folder=True)
+    check_output(args.out, kind="folder", flag="--out", allow_nonempty_folder=True)
     cfg = CarTrainConfig()
     cfg = replace(cfg, model=replace(cfg.model, **_overrides(args, ("epochs", "activation", "loss", "hidden", "layers", "seed"))),
                   driving=replace(cfg.driving, **_overrides(args, ("minutes",))), device=args.device)
-    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+    check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     dataset = None
     if args.log:
         import torch
@@ -134,9 +134,9 @@ def _plan(args) -> int:
     params = CarParams()
     cfg = OptimiserConfig(**_overrides(args, ("candidates", "max_iterations")))   # checked before any work
     if args.save:
-        from engine.validation import check_output_path
+        from engine.cli._common import check_output
 
-        check_output_path(args.save, kind="file", flag="--save")
+        check_output(args.save, kind="file", flag="--save", suffix=".json")
     plan = scenario(args.scenario) if args.scenario in SCENARIOS or not Path(args.scenario).exists() \
         else load_plan(args.scenario)[0]
     dyn = load_dynamics(args.model, params, device=args.device)
@@ -186,7 +186,7 @@ def _select(args) -> int:
 
     cfg = SelectionConfig(**_overrides(args, ("seeds", "epochs", "minutes", "device")))
     if args.out:
-        check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+        check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     res = run_cli_job(select_models_job(cfg, args.out), quiet=args.json)
     if args.json:
         print_json({k: v for k, v in res.items() if k != "runs"})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
-from engine.validation import check_output_path
+from engine.cli._common import check_output
 
 
 def _defaults():
@@ -66,7 +66,7 @@ def _learn(args) -> int:
         job = lambda ctx: learn_into(None, ctx=ctx, resume_dir=args.resume, epochs=args.epochs, device=args.device)
     else:
         design = _design_from_args(args)
-        check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+        check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
         job = lambda ctx: learn_into(design, args.out, ctx)
     with interrupts_as_keyboard():   # SIGTERM ends the run as Ctrl+C does: recorded, files kept
         mode = run_cli_job(job, quiet=args.json)
@@ -82,7 +82,7 @@ def _stabilise(args) -> int:
     from engine.eigenmodes.storage import load_mode, stabilised_csv, write_trajectory_csv
     mode = load_mode(args.mode)
     if args.csv:
-        check_output_path(args.csv, "file", "--csv")  # before the work
+        check_output(args.csv, "file", "--csv", suffix=".csv")  # before the work
     perturb = list(args.perturb)
     if len(perturb) not in (2, 4):
         raise ValueError("--perturb: expected DQ1 DQ2 [DP1 DP2]")
@@ -114,7 +114,7 @@ def _sweep(args) -> int:
     design = _design_from_args(args)
     for period in args.periods:
         check_period(period, "--periods", None)
-    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+    check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     job = SweepJob(design, effort_weights=args.effort_weights, periods=args.periods, out=Path(args.out))
     rows = run_cli_job(job, quiet=args.json)
     if args.json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
+from engine.cli._common import add_device_option, add_group, check_output, print_json, run_cli_job
 
 
 def _config(args):
@@ -25,6 +25,8 @@ def _log(args) -> int:
 
     config = _config(args)
     config.validate()
+    if args.save_urdf:   # before the fit: a bad name must not cost the work
+        check_output(args.save_urdf, "file", "--save-urdf", suffix=".urdf")
     mapping = LogMapping.load(args.mapping)
     overrides = {"window": args.window, "polyorder": args.polyorder}
     if args.train_range:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
-from engine.validation import check_output_path
+from engine.cli._common import check_output
 
 
 def _csv(kind):
@@ -121,7 +121,7 @@ def _compare(args) -> int:
     config = LogCompareConfig(steps=args.steps, horizon=args.horizon, epochs=args.epochs, learning_rate=args.lr,
                               hidden=args.hidden, layers=args.layers, seed=args.seed, device=args.device)
     if args.out:
-        check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+        check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     runs_dir = None if args.out is None else Path(args.out) / "runs"
     rows = run_cli_job(lambda ctx: compare_on_log(args.log, args.mapping, args.models,
                                                   prepare=PrepareConfig(dt=args.dt), config=config, ctx=ctx,
@@ -152,7 +152,7 @@ def _data(args) -> int:
 
     cfg = DatasetConfig(system=args.system, train_trajectories=args.trajectories, test_trajectories=args.test_trajectories,
                         long_term_steps=args.long_term_steps, seed=args.seed, sampler=args.sampler)
-    check_output_path(str(Path(args.out).with_suffix(".npz")), "file", "--out")  # what save_dataset writes
+    check_output(args.out, "file", "--out", written_as=".npz")  # before the work; save_dataset writes NAME.npz
     ds = generate_dataset(cfg)
     path = save_dataset(ds, args.out)
     desc = {"path": str(path), **ds.describe()}
@@ -173,7 +173,7 @@ def _train(args) -> int:
         cfg = TrainConfig(model=args.model, system=args.system, trajectories=args.trajectories, epochs=epochs,
                           learning_rate=args.lr, hidden=args.hidden, seed=args.seed, device=args.device)
         if args.out:
-            check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+            check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
         job = train_job(cfg, out_dir=args.out, data_path=args.data)
     with interrupts_as_keyboard():   # SIGTERM ends the run as Ctrl+C does: recorded, files kept
         try:
@@ -211,7 +211,7 @@ def _sweep(args) -> int:
     cfg = SweepConfig(system=args.system, models=args.models, trajectories=args.trajectories, seeds=args.seeds,
                       epochs=args.epochs, device=args.device)
     executor = _executor(args)
-    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+    check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     rows = run_cli_job(lambda ctx: run_sweep(cfg, args.out, executor, ctx, data_path=args.data), quiet=args.json)
     write_table(rows, args.out)
     if args.json:
@@ -225,7 +225,7 @@ def _reproduce(args) -> int:
     from engine.training.report import reproduce
 
     executor = _executor(args)
-    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
+    check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     result = run_cli_job(lambda ctx: reproduce(args.name, args.out, args.epochs, args.seeds, executor, ctx,
                                                args.trajectories, args.models, args.data, device=args.device),
                          quiet=args.json)

@@ -76,12 +76,12 @@ def _prepare(args) -> int:
     from engine.logs.mapping import LogMapping
     from engine.logs.prepare import PrepareConfig, prepare_log
     from engine.logs.reader import read_log
-    from engine.validation import check_output_path
+    from engine.cli._common import check_output
 
     config = _config_from_args(PrepareConfig, args)
     config.validate()
     options = _read_options(args)
-    check_output_path(args.out, "file", "--out")
+    check_output(args.out, "file", "--out", suffix=".npz")   # before the work
     mapping = LogMapping.load(args.mapping)
 
     def job(ctx):
@@ -104,9 +104,9 @@ def _prepare(args) -> int:
 
 def _make_examples(args) -> int:
     from engine.data.example_logs import make_examples
-    from engine.validation import check_output_path
+    from engine.cli._common import check_output
 
-    check_output_path(args.out, "folder", "--out", allow_nonempty_folder=True)  # it rewrites its own files
+    check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # it rewrites its own files
     paths = run_cli_job(lambda ctx: make_examples(args.out, args.only, ctx), quiet=args.json)
     if args.json:
         print_json({"written": [str(p) for p in paths]})
@@ -156,14 +156,12 @@ def _replay(args) -> int:
     from engine.logs.reader import read_log
     from engine.robots.library import load_robot
 
-    from engine.validation import check_output_path
+    from engine.cli._common import check_output
 
     for flag, path, suffix in (("--video", args.video, ".mp4"), ("--gif", args.gif, ".gif"),
                                ("--save-mapping", args.save_mapping, ".json")):
         if path:   # before the work starts: a bad output path is a usage error
-            check_output_path(path, "file", flag)
-            if flag != "--save-mapping" and not str(path).lower().endswith(suffix):
-                raise ValueError(f"{flag}: {path} must end in '{suffix}'")
+            check_output(path, "file", flag, suffix=suffix)
     robot = load_robot(args.robot)
     rmap = ReplayMapping.load(args.mapping, robot) if args.mapping else None
     options = VideoOptions(fps=args.fps, start=args.start, end=args.end, width=args.width, height=args.height,

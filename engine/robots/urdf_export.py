@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
 
 from lxml import etree
 
+from engine.io import atomic_write_bytes
 from engine.robots.description import Geometry, Inertial, Origin, RobotDescription
 
 __all__ = ["description_to_urdf", "save_urdf"]
@@ -182,7 +182,7 @@ def save_urdf(model_or_description, path: str | os.PathLike) -> Path:
         desc = model_or_description.current_description()
     path = Path(path)
     if path.suffix.lower() != ".urdf":
-        raise ValueError(f"{path}: a URDF file name must end in .urdf")
+        raise ValueError(f'{path}: a URDF file name must end in ".urdf"')
     out_dir = path.resolve().parent
     if not out_dir.is_dir():
         raise ValueError(f"{path}: the folder {out_dir} does not exist")
@@ -191,13 +191,5 @@ def save_urdf(model_or_description, path: str | os.PathLike) -> Path:
         data = _edit_original(desc, source, out_dir)
     else:
         data = description_to_urdf(desc)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(out_dir))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, data)   # the umask's mode; a full disk is a DiskFullError, the old file kept
     return path

@@ -48,6 +48,6 @@ def test_replay_cli_checks_outputs_before_reading(tmp_path, capsys):
     log = tmp_path / "x.csv"
     log.write_text("t,q1\n0,1\n1,2\n")
     assert main(["logs", "replay", str(log), "--robot", "panda", "--video", str(tmp_path / "a.avi")]) == 2
-    assert "must end in '.mp4'" in capsys.readouterr().err
+    assert 'must end in ".mp4"' in capsys.readouterr().err
     assert main(["logs", "replay", str(log), "--robot", "panda", "--gif", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
