@@ -188,11 +188,76 @@ def test_scrubbing_moves_plots_cursor_and_robot_and_exports(replay_window, qtbot
     assert "q/panda_joint1" in exported.columns and len(exported) >= 3001
     assert panel.export_plots(str(tmp_path / "plots.png")).stat().st_size > 1000
     panel.state.set_loop(None)
-    info = panel.export_video(str(tmp_path / "clip.mp4"), fps=10, start=1.0, end=1.5)
+    export = panel.export_video(str(tmp_path / "clip.mp4"), fps=10, start=1.0, end=1.5)
+    qtbot.waitUntil(lambda: export.done, timeout=60000)
+    info = export.result
     reader = iio.get_reader(tmp_path / "clip.mp4")
     assert info["frames"] == 6 and reader.count_frames() == 6
     assert reader.get_meta_data()["size"] == (info["width"], info["height"])
     assert panel.state.cursor == pytest.approx(20.0)     # the cursor comes back after the export
+
+
+def _open_replay(panel, qtbot, path):
+    panel.open_log(str(path))
+    qtbot.waitUntil(lambda: panel.state.replay is not None, timeout=20000)
+    panel.state.set_loop(None)
+
+
+def test_video_export_leaves_the_ui_thread_free_and_reports_progress(replay_window, qtbot, stranger_log,
+                                                                     tmp_path):
+    """Issue 29: the export is a job fed by frames rendered in slices; the event loop runs
+    throughout (a zero-interval timer keeps firing), progress climbs to 1, the file is right."""
+    import imageio.v2 as iio
+    from PySide6.QtCore import QTimer
+
+    panel, _ = replay_window
+    _open_replay(panel, qtbot, stranger_log)
+    panel.state.set_cursor(3.0)
+    export = panel.export_video(str(tmp_path / "clip.gif"), fps=20, start=1.0, end=2.0)
+    assert export.running and export.result is None          # it returned before the clip was rendered
+    assert not panel.video_button.isEnabled()
+    seen = []
+    ticker = QTimer(interval=0)
+    ticker.timeout.connect(lambda: seen.append(export.running))
+    ticker.start()
+    qtbot.waitUntil(lambda: export.done, timeout=60000)
+    ticker.stop()
+    assert seen.count(True) >= 5                             # events were processed while it ran
+    assert export.fractions[-1] == 1.0 and export.fractions == sorted(export.fractions)
+    assert export.result["frames"] == 21 == len(iio.mimread(tmp_path / "clip.gif"))
+    assert panel.state.cursor == pytest.approx(3.0) and panel.video_button.isEnabled()
+    assert [p.name for p in tmp_path.iterdir()] == ["clip.gif"]
+
+
+def test_cancelling_a_video_export_keeps_the_older_file(replay_window, qtbot, stranger_log, tmp_path):
+    from PySide6.QtWidgets import QProgressDialog, QPushButton
+
+    panel, _ = replay_window
+    _open_replay(panel, qtbot, stranger_log)
+    target = tmp_path / "clip.mp4"
+    target.write_bytes(b"an older video")
+    export = panel.export_video(str(target), fps=30, start=0.0, end=20.0)      # 601 frames: time to cancel
+    qtbot.waitUntil(lambda: export._next >= 3, timeout=60000)
+    dialog = panel.findChild(QProgressDialog, "videoProgress")
+    dialog.findChild(QPushButton).click()                                      # the dialog's Cancel button
+    qtbot.waitUntil(lambda: export.done, timeout=60000)
+    assert export.result is None and "cancelled" in export.message
+    assert export._next < len(export.times)                                   # rendering stopped too
+    assert target.read_bytes() == b"an older video"
+    assert [p.name for p in tmp_path.iterdir()] == ["clip.mp4"]                # no partial file left
+
+
+def test_eta_text_and_frames_fitted_to_the_first_size():
+    from app.workspaces.robot.log_replay_export import eta_text, fit_frame
+
+    assert eta_text(0.25, 3.0) == "25 %, about 9 s left"
+    assert eta_text(0.5, 120.0) == "50 %, about 2 min left"
+    assert eta_text(1.0, 5.0) == "100 %"
+    frame = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    np.testing.assert_array_equal(fit_frame(frame, (2, 4)), frame[:2, :4])      # a window made smaller
+    grown = fit_frame(frame, (5, 8))                                              # ... or larger
+    np.testing.assert_array_equal(grown[:4, :6], frame)
+    assert grown.shape == (5, 8, 3) and not grown[4:].any() and not grown[:, 6:].any()
 
 
 def test_show_on_robot_with_a_learned_model(tmp_path):

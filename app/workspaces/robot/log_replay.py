@@ -20,7 +20,6 @@ import pyqtgraph.opengl as gl
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QImage, QKeySequence, QPainter, QShortcut
 from PySide6.QtWidgets import (
-    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -60,6 +59,7 @@ class LogReplayPanel(QWidget):
         self._ghost_items: dict[str, gl.GLMeshItem] = {}
         self._load_handle = None
         self._ghost_handle = None
+        self._export = None      # the video export in progress (log_replay_export.VideoExport)
         self.mapping_dialog = None
         self._build()
         self._clock = QElapsedTimer()
@@ -434,12 +434,18 @@ class LogReplayPanel(QWidget):
         return arr[:h, : w * 3].reshape(h, w, 3).copy()
 
     def export_video(self, path: str | None = None, fps: float = 30.0, start: float | None = None,
-                     end: float | None = None) -> dict | None:
+                     end: float | None = None):
         """The 3D view with its timeline as ``.mp4`` or ``.gif``: frames grabbed at ``fps`` of
-        log time over the loop range (else the whole log), written through imageio-ffmpeg."""
-        from engine.data.replay_video import write_frames
+        log time over the loop range (else the whole log). Returns the running
+        :class:`~app.workspaces.robot.log_replay_export.VideoExport` (None when nothing is
+        exported): frames are rendered in short slices on the UI thread and encoded in a job,
+        with progress, time left and Cancel in a dialog that does not block the event loop."""
+        from app.workspaces.robot.log_replay_export import VideoExport
 
         if self.state.replay is None:
+            return None
+        if self._export is not None and self._export.running:
+            self._message("A video is being written; wait for it or cancel it first.")
             return None
         if path is None:
             path, _ = QFileDialog.getSaveFileName(self, "Export video", "replay.mp4", "MP4 (*.mp4);;GIF (*.gif)")
@@ -451,35 +457,30 @@ class LogReplayPanel(QWidget):
         times = lo + np.arange(int(np.floor((hi - lo) * fps + 1e-9)) + 1) / fps
         self.state.pause()
         keep = self.state.cursor
-        progress = QProgressDialog("Writing the video…", "Cancel", 0, len(times), self)
+        progress = QProgressDialog("Writing the video…", "Cancel", 0, 1000, self)
+        progress.setObjectName("videoProgress")
         progress.setWindowModality(Qt.WindowModality.WindowModal)
         progress.setMinimumDuration(300)
+        progress.setAutoClose(False)
+        progress.setAutoReset(False)
+        export = VideoExport(self.ctx.jobs, self.grab_frame, times, path, fps, parent=self)
+        self._export = export
+        self.video_button.setEnabled(False)
 
-        class _Ctx:   # the UI thread renders; the dialog's Cancel stops the writer
-            def check_cancelled(self_inner):
-                QApplication.processEvents()
-                if progress.wasCanceled():
-                    from engine.jobs import JobCancelled
+        def on_progress(fraction: float, text: str) -> None:
+            progress.setValue(int(round(fraction * 1000)))
+            progress.setLabelText(f"Writing {Path(path).name}… {text}")
 
-                    raise JobCancelled("cancelled")
-
-            def progress(self_inner, fraction, message="", metrics=None):
-                progress.setValue(int((fraction or 0) * len(times)))
-
-        def frames():
-            for t in times:
-                yield self.grab_frame(float(t))
-
-        try:
-            info = write_frames(path, frames(), fps, total=len(times), ctx=_Ctx())
-        except Exception as exc:  # noqa: BLE001 - cancelled, ffmpeg or disk errors: a message, the app stays
-            self._message(f"No video written: {exc}")
-            return None
-        finally:
+        def on_ended(_info, message: str) -> None:
             progress.close()
             self.state.set_cursor(keep)
-        self._message(f"Wrote {info['path']}: {info['frames']} frames at {fps:g} fps")
-        return info
+            self.video_button.setEnabled(self.state.replay is not None)
+            self._message(message)
+
+        export.progressed.connect(on_progress)
+        export.ended.connect(on_ended)
+        progress.canceled.connect(export.cancel)
+        return export.start()
 
     # ------------------------------------------------------------------ session
     def shutdown(self) -> None:
@@ -490,6 +491,8 @@ class LogReplayPanel(QWidget):
         for handle in (self._load_handle, self._ghost_handle):
             if handle is not None and handle.is_running:
                 handle.cancel()
+        if self._export is not None and self._export.running:
+            self._export.cancel()
 
     def session_state(self) -> dict:
         return self.state.to_dict()
