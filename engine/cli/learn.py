@@ -212,8 +212,12 @@ def _sweep(args) -> int:
                       epochs=args.epochs, device=args.device)
     executor = _executor(args)
     check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
-    rows = run_cli_job(lambda ctx: run_sweep(cfg, args.out, executor, ctx, data_path=args.data), quiet=args.json)
-    write_table(rows, args.out)
+    from engine.runs import RunLock
+
+    with RunLock(args.out):   # one sweep writes a folder at a time (each of its runs locks its own)
+        rows = run_cli_job(lambda ctx: run_sweep(cfg, args.out, executor, ctx, data_path=args.data),
+                           quiet=args.json)
+        write_table(rows, args.out)
     if args.json:
         print_json([{k: r.get(k) for k in ROW_KEYS} | ({"error": r["error"]} if "error" in r else {}) for r in rows])
     else:
@@ -226,9 +230,12 @@ def _reproduce(args) -> int:
 
     executor = _executor(args)
     check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
-    result = run_cli_job(lambda ctx: reproduce(args.name, args.out, args.epochs, args.seeds, executor, ctx,
-                                               args.trajectories, args.models, args.data, device=args.device),
-                         quiet=args.json)
+    from engine.runs import RunLock
+
+    with RunLock(args.out):   # one sweep writes a folder at a time (each of its runs locks its own)
+        result = run_cli_job(lambda ctx: reproduce(args.name, args.out, args.epochs, args.seeds, executor, ctx,
+                                                   args.trajectories, args.models, args.data, device=args.device),
+                             quiet=args.json)
     if args.json:
         print_json({"rows": result["rows"], "comparison": result["comparison"], "files": result["files"]})
     else:
