@@ -109,7 +109,11 @@ def _lock_fd(fd: int) -> bool:
 
 
 def _process_command() -> str:
-    argv = [os.path.basename(sys.argv[0])] + sys.argv[1:] if sys.argv and sys.argv[0] else []
+    """This process's command line, as the user typed it (``python -m engine learn train ...``)."""
+    argv = list(sys.argv) if sys.argv and sys.argv[0] else []
+    if argv:
+        head = Path(argv[0])
+        argv[0] = f"python -m {head.parent.name}" if head.name == "__main__.py" else head.name
     text = " ".join(argv) or "python"
     return text if len(text) <= 300 else text[:297] + "..."
 
@@ -167,6 +171,21 @@ class RunLock:
         except (OSError, ValueError):
             return {}
         return owner if isinstance(owner, dict) else {}
+
+    def check(self) -> None:
+        """Refuse now (:class:`RunLocked`) if another run holds the folder; takes nothing (a
+        command's check before its work; the run itself takes the lock when it starts)."""
+        if not self.path.exists():
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError:
+            return
+        try:
+            if not _lock_fd(fd):
+                raise RunLocked(self.folder, self._owner())
+        finally:
+            os.close(fd)   # closing drops a lock taken here
 
     @property
     def held(self) -> bool:

@@ -90,8 +90,13 @@ def check_output(path, kind: str = "file", flag: str = "--out", *, suffix: str |
             target = p.with_suffix(written_as)
             _refuse_special(target, str(target), flag)
             check_output_path(target, "file", flag, allow_existing=allow_existing)
-    return check_output_path(p, kind, flag, allow_existing=allow_existing,
-                             allow_nonempty_folder=allow_nonempty_folder)
+    checked = check_output_path(p, kind, flag, allow_existing=allow_existing,
+                                allow_nonempty_folder=allow_nonempty_folder)
+    if kind == "folder" and (p / ".run.lock").exists():   # a run is (or was) writing there
+        from engine.runs import RunLock
+
+        RunLock(p).check()
+    return checked
 
 
 def _refuse_special(p: Path, given: str, flag: str) -> None:

@@ -196,7 +196,7 @@ def _holder(folder):
     return proc
 
 
-def test_a_second_run_into_a_folder_is_refused_until_the_first_dies(tmp_path, caplog):
+def test_a_second_run_into_a_folder_is_refused_until_the_first_dies(tmp_path, caplog, capsys):
     folder = tmp_path / "run"
     proc = _holder(folder)
     try:
@@ -208,6 +208,11 @@ def test_a_second_run_into_a_folder_is_refused_until_the_first_dies(tmp_path, ca
         with pytest.raises(RunLocked):                                    # a resume is refused the same way
             Run.open(folder, "learn", write=True)
         assert Run.open(folder, "learn").info["status"] == "running"      # reading needs no lock
+        RunLock(tmp_path / "elsewhere").check()
+        with pytest.raises(RunLocked):                                    # the commands' check before work
+            RunLock(folder).check()
+        code = main(["learn", "train", "--epochs", "1", "--out", str(folder)])
+        assert code == 2 and capsys.readouterr().err.startswith(f"error: {folder}: another run is writing")
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
