@@ -89,15 +89,15 @@ in one place each. The backends:
 
 All backends agree with Pinocchio to 1e-9 (``tests/engine/robots/test_backends.py``: where a
 new algorithm is tested on every backend; see :mod:`engine.robots.backends` for adding one).
-Calls at moderate batches run on one intra-op thread (``_call_policy``): steady times.
+Calls at moderate batches run on one intra-op thread (``engine.robots.call_policy``): steady times.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
+import copy
 import math
 from collections import namedtuple
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -111,15 +111,16 @@ from engine.robots import dynamics_body_major as dyn
 from engine.robots import floating as fl
 from engine.robots import kinematics as kin
 from engine.robots.backends import Inertials, Tree, compiled_switched_off, needs_grad
-from engine.robots.backends.tree import coupling_matrix
+from engine.robots.backends.tree import coupling_matrix, tree_constants
 from engine.robots.backends.batch_last import BatchLastBackend
 from engine.robots.backends.body_major import BodyMajorBackend
 from engine.robots.backends.compiled import CompiledBackend
 from engine.robots.description import RobotDescription
-from engine.robots.model_params import LinkParameters
+from engine.robots.call_policy import call_policy
+from engine.robots.model_params import (body_inertials, joint_damping_values, new_parametrization, requested_values,
+                                        with_values)
 from engine.robots.topology import build_topology
 from engine.robots.urdf import load_urdf, parse_urdf_string
-from engine.runtime import intra_op_threads
 
 __all__ = ["JointLimits", "RobotModel"]
 
@@ -129,57 +130,7 @@ JointLimits.__doc__ = "Joint limits, tensors (dof,): position (rad or m), veloci
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 # from this batch size on, the torch algorithms run on batch-last tensors (samples innermost)
 BATCH_LAST_BATCH = 96
-# samples x bodies from which torch's intra-op threads serve a call; between these bounds each
-# call runs on its calling thread alone (see _call_policy)
-_ONE_THREAD_WORK = (4096, 1 << 17)
-# largest result (elements) a call computes in inference mode and copies out (see _call_policy)
-_INFERENCE_RESULT = 1 << 16
-
-
-def _call_policy(result_per_sample):
-    """How a model method ``(self, q, ...)`` runs on the CPU; ``result_per_sample(model)``: the
-    number of elements of its result per sample.
-
-    - One intra-op thread at moderate batches. The algorithms are a few hundred elementwise
-      operations over ``(bodies, samples)`` planes; from batches of a few hundred, many are
-      just above torch's parallel grain and open an OpenMP region over every core, whose fork
-      and join cost about what the arithmetic saves, and when a core is busy elsewhere (other
-      processes, the GUI, a virtual machine's host) each region waits for a descheduled
-      thread: measured here, a call at batch 1024 took 1.5 to 2.7 ms on two threads from one
-      minute to the next (up to 900 ms with the cores shared by a test run), and a steady 1.6
-      to 1.9 ms on one. At the largest batches the threads pay for themselves and are kept.
-      Other threads of the program keep their settings (:class:`engine.runtime.intra_op_threads`).
-    - Inference mode when nothing needs a gradient (no grad mode, or no input and no parameter
-      requires one) and the result is small: autograd's bookkeeping (version counters, view
-      tracking) costs each of the hundreds of small operations a share, 10 to 20 % of a call
-      at batch 1. The result is copied out, so callers get a normal tensor; cached constants
-      are built outside inference mode (``torch.inference_mode(False)`` where they are made).
-    """
-
-    def decorate(method):
-        @functools.wraps(method)
-        def run(self, q, *args, **kwargs):
-            if not isinstance(q, torch.Tensor) or q.device.type != "cpu" or q.dim() == 0 \
-                    or torch.is_inference_mode_enabled():
-                return method(self, q, *args, **kwargs)
-            B = q.numel() // max(q.shape[-1], 1)
-            work = B * max(self._n, 1)
-            one_thread = _ONE_THREAD_WORK[0] <= work < _ONE_THREAD_WORK[1] and torch.get_num_threads() > 1
-            tensors = [q] + [x for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor)]
-            inference = B * result_per_sample(self) <= _INFERENCE_RESULT and not needs_grad(self, tensors)
-            with intra_op_threads(1) if one_thread else contextlib.nullcontext():
-                if not inference:
-                    return method(self, q, *args, **kwargs)
-                with torch.inference_mode():
-                    out = method(self, q, *args, **kwargs)
-            return out.clone() if out.is_inference() else out     # compiled results are normal tensors already
-
-        return run
-
-    return decorate
-
-
-class RobotModel(LinkParameters, nn.Module):
+class RobotModel(nn.Module):
     """A kinematic tree (fixed or floating base) with batched Featherstone algorithms: each public
     method picks one backend (:meth:`_backend_for`) and calls one of its methods; armature,
     damping and the mimic projection are applied here, once (see the module docstring). The
@@ -199,7 +150,6 @@ class RobotModel(LinkParameters, nn.Module):
         self._link_index = {name: i for i, name in enumerate(self.link_names)}
         self._full_joint_names = list(topo.joint_names)
         self._dof_of_child = {link: k for k, link in enumerate(topo.child_link_of_dof)}
-        kw = {"dtype": dtype, "device": device}
 
         def buf(name, value, dtype_=None):
             t = torch.as_tensor(np.asarray(value), dtype=dtype_ or dtype, device=device)
@@ -232,50 +182,11 @@ class RobotModel(LinkParameters, nn.Module):
                 self.register_buffer(name, None, persistent=False)
         self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
 
-        rev = topo.revolute.astype(float)
-        buf("_axis4", np.concatenate([topo.axis.reshape(n, 3), np.zeros((n, 1))], -1).reshape(n, 4, 1))
-        buf("_rev", rev)
-        buf("_pri", 1.0 - rev)
-        C0, C = kin.joint_transform_basis(torch.as_tensor(topo.tree_transform, **kw).reshape(n, 4, 4),
-                                          torch.as_tensor(topo.axis, **kw).reshape(n, 3),
-                                          torch.as_tensor(topo.revolute, device=device))
-        self.register_buffer("_C0", C0, persistent=False)
-        self.register_buffer("_C", C, persistent=False)
-        self.register_buffer("_Ct4", torch.cat([C[:, :, :12].transpose(1, 2), C0.reshape(n, 16)[:, :12, None]], dim=2)
-                             .contiguous(), persistent=False)
-        buf("_axis3", topo.axis.reshape(n, 3))
-        self._all_rev = bool(topo.revolute.all())
-        self._jump_names = []
-        for k, table in enumerate(topo.jumps):
-            buf(f"_jump{k}", table, torch.long)
-            self._jump_names.append(f"_jump{k}")
-        buf("_link_body", topo.link_body, torch.long)
-        self._link_body_int = [int(b) for b in topo.link_body]
-        buf("_link_offset", topo.link_offset)
-        anc = topo.ancestors.astype(float)
-        buf("_anc", anc)
-        buf("_anc_strict", anc - np.eye(n))
-        buf("_body_dof", topo.body_dof, torch.long)        # internal body i+1 -> dof index
-        buf("_dof_body", topo.dof_body - 1, torch.long)    # dof index -> internal position
-        self._permuted = not np.array_equal(topo.body_dof, np.arange(n))
-        # per link: which joints move it (internal order)
-        link_anc = np.zeros((len(self.link_names), n))
-        for l, b in enumerate(topo.link_body):
-            if b > 0:
-                link_anc[l] = topo.ancestors[b - 1]
-        buf("_link_rev_mask", link_anc * rev)
-        buf("_link_pri_mask", link_anc * (1.0 - rev))
-        self._levels = [(s - 1, e - 1) for s, e in topo.levels]
-        self._level_parent_names = [None]
-        for d in range(1, len(self._levels)):
-            s, e = topo.levels[d]
-            ps, pe = topo.levels[d - 1]
-            local = topo.body_parent[s:e] - ps
-            if e - s == pe - ps and np.array_equal(local, np.arange(e - s)):
-                self._level_parent_names.append(None)
-            else:
-                buf(f"_level_parent{d}", local, torch.long)
-                self._level_parent_names.append(f"_level_parent{d}")
+        arrays, values = tree_constants(topo, dtype, device)
+        for name, t in arrays.items():
+            self.register_buffer(name, t, persistent=False)
+        for name, v in values.items():
+            setattr(self, name, v)
         # link inertials, link_names order
         mass, com, inertia = [], [], []
         for name in self.link_names:
@@ -296,18 +207,6 @@ class RobotModel(LinkParameters, nn.Module):
         self.register_buffer("_body_Ic", Ib, persistent=False)
         for name, t in zip(("_bc_m", "_bc_c1", "_bc_Ic4"), dyn.body_constants(mb, cb, Ib)):
             self.register_buffer(name, t, persistent=False)
-        # a serial chain (each body the child of the previous one): tree sums are cumsums
-        self._chain = bool(np.array_equal(topo.body_parent, np.maximum(np.arange(n + 1) - 1, 0)))
-        # links whose frame is not their body's frame need one more product in FK
-        offset_links = [l for l in range(len(self.link_names)) if not np.allclose(topo.link_offset[l], np.eye(4), atol=0, rtol=0)]
-        buf("_offset_links", offset_links, torch.long)
-        buf("_offset_bodies", topo.link_body[offset_links] if offset_links else [], torch.long)
-        buf("_offset_T", topo.link_offset[offset_links] if offset_links else np.zeros((0, 4, 4)))
-        link_src = [int(b) for b in topo.link_body]
-        for j, l in enumerate(offset_links):
-            link_src[l] = n + 1 + j
-        buf("_link_src", link_src, torch.long)
-        self._link_src_identity = link_src == list(range(len(link_src)))
         self._backend_cache = None                    # (key, backends): see _backends
         buf("_damping", [j.damping for j in joints])
         buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
@@ -449,6 +348,107 @@ class RobotModel(LinkParameters, nn.Module):
         """Whether any link parameter was made learnable (:meth:`make_learnable`)."""
         return bool(self._learnable)
 
+    # ------------------------------------------------------------------ learnable parameters
+    def make_learnable(self, link: str, kind: str, parametrization: None | str | nn.Module = None) -> nn.Module:
+        """Make ``kind`` ("mass", "com", "inertia", "damping") of ``link`` learnable.
+
+        ``parametrization``: None for the default physical one (see
+        :mod:`engine.robots.parametrizations`), "softplus" or "exp" for a positive scalar, or
+        any ``nn.Module`` whose ``forward()`` returns the value (shape ``()``, ``(3,)``,
+        ``(3, 3)``). Returns the module (registered under ``model.learnable``; its
+        parameters are in ``model.parameters()``).
+        """
+        l = self._link_idx(link)
+        current = {"mass": self.link_mass, "com": self.link_com, "inertia": self.link_inertia,
+                   "damping": self._link_damping}.get(kind)
+        moved = link in self._dof_of_child
+        with torch.no_grad():
+            value = current(link).detach().clone() if current and (kind != "damping" or moved) else None
+        module = new_parametrization(kind, link, value, parametrization, self.description.link(link).inertial
+                                     is not None, moved)
+        key = self._learnable.get((link, kind)) or f"{kind}_{l}"
+        self.learnable[key] = module
+        self._learnable[(link, kind)] = key
+        return module
+
+    def learnable_parameters(self) -> dict[tuple[str, str], nn.Module]:
+        """``{(link, kind): module}`` of everything made learnable."""
+        return {k: self.learnable[v] for k, v in self._learnable.items()}
+
+    def _learned(self, link: str, kind: str):
+        key = self._learnable.get((link, kind))
+        return None if key is None else self.learnable[key]()
+
+    def link_mass(self, link: str) -> torch.Tensor:
+        """Current mass of ``link`` (kg), shape ``()``."""
+        v = self._learned(link, "mass")
+        return v if v is not None else self._link_mass[self._link_idx(link)]
+
+    def link_com(self, link: str) -> torch.Tensor:
+        """Current centre of mass of ``link`` in the link frame (m), shape ``(3,)``."""
+        v = self._learned(link, "com")
+        return v if v is not None else self._link_com[self._link_idx(link)]
+
+    def link_inertia(self, link: str) -> torch.Tensor:
+        """Current rotational inertia of ``link`` about its CoM, link-frame axes (kg m^2), ``(3, 3)``."""
+        v = self._learned(link, "inertia")
+        return v if v is not None else self._link_inertia[self._link_idx(link)]
+
+    def _link_damping(self, link: str) -> torch.Tensor:
+        v = self._learned(link, "damping")
+        return v if v is not None else self._damping[self._dof_of_child[link]]
+
+    def _joint_damping_full(self) -> torch.Tensor:
+        """Viscous damping of every movable joint (mimic joints included, topology order), ``(n,)``."""
+        return joint_damping_values(self._damping, [(self._dof_of_child[link], self.learnable[key]())
+                                                    for (link, kind), key in self._learnable.items()
+                                                    if kind == "damping"])
+
+    def joint_damping(self) -> torch.Tensor:
+        """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)`` (a master joint
+        carries its mimic joints' damping times their multipliers squared)."""
+        d = self._joint_damping_full()
+        return d if self._G is None else (self._G * self._G * d[:, None]).sum(0)
+
+    def _body_parts(self):
+        """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)): every body's inertial in its frame, learnables applied."""
+        learned = {kind: [(self._link_index[link], self.learnable[key]()) for (link, k), key in self._learnable.items()
+                          if k == kind] for kind in ("mass", "com", "inertia")}
+        values = {"mass": self._link_mass, "com": self._link_com, "inertia": self._link_inertia}
+        return body_inertials(values, learned, self._link_body, self._link_offset, self._n)
+
+    # ------------------------------------------------------------------ copies
+    def clone(self):
+        """An independent deep copy (learnable modules included)."""
+        return copy.deepcopy(self)
+
+    def current_description(self) -> RobotDescription:
+        """The description with the current (possibly learned) inertials and damping baked in."""
+        with torch.no_grad():
+            damping = {self._full_joint_names[self._dof_of_child[link]]: self._link_damping(link)
+                       for link, kind in self._learnable if kind == "damping"}
+            inertials = {link: (self.link_mass(link), self.link_com(link), self.link_inertia(link))
+                         for link in {l for l, k in self._learnable if k != "damping"}}
+        return with_values(self.description, inertials, damping)
+
+    def with_link_params(self, mass: Mapping[str, float] | None = None, com: Mapping | None = None,
+                         inertia: Mapping | None = None, damping: Mapping[str, float] | None = None,
+                         check: bool = True):
+        """A new (non-learnable) model with some link parameters replaced.
+
+        mass ``{link: kg}``, com ``{link: (3,) m, link frame}``, inertia ``{link: (3, 3) kg m^2
+        about the CoM, link-frame axes}``, damping ``{joint name: N m s/rad}``. The values
+        start from the current ones (learned values included); ``check`` validates physical
+        consistency (raises ``URDFError``).
+        """
+        for joint in damping or {}:
+            if joint not in self._full_joint_names:
+                raise KeyError(f"no movable joint named {joint!r} in robot {self.name!r}")
+        values = requested_values(lambda l: (self.link_mass(l), self.link_com(l), self.link_inertia(l)),
+                                  mass, com, inertia)
+        desc = with_values(self.current_description(), values, damping or {}, check=check)
+        return type(self)(desc, dtype=self.dtype, device=self.device, gravity=tuple(self.gravity.tolist()))
+
     # ------------------------------------------------------------------ coordinates
     def _flat(self, *xs, kinds: str | None = None):
         """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, (B, size)...).
@@ -560,21 +560,21 @@ class RobotModel(LinkParameters, nn.Module):
         return sorted({int(j) for k in full for j in np.flatnonzero(G[k])})
 
     # ------------------------------------------------------------------ kinematics
-    @_call_policy(lambda m: 16 * len(m.link_names))
+    @call_policy(lambda m: 16 * len(m.link_names))
     def forward_kinematics(self, q) -> torch.Tensor:
         """World poses of every link, ``(..., n_links, 4, 4)`` in ``link_names`` order."""
         shape, (q,) = self._flat(q)
         out = self._backend_for(q).fk(self._all_q(q))
         return out.reshape(shape + out.shape[1:])
 
-    @_call_policy(lambda m: 16)
+    @call_policy(lambda m: 16)
     def link_pose(self, q, link: str) -> torch.Tensor:
         """World pose of ``link``, ``(..., 4, 4)``."""
         l = self._link_idx(link)
         shape, (q,) = self._flat(q)
         return self._backend_for(q).fk(self._all_q(q))[:, l].reshape(shape + (4, 4))
 
-    @_call_policy(lambda m: 6 * m.nv)
+    @call_policy(lambda m: 6 * m.nv)
     def jacobian(self, q, link: str, point=None) -> torch.Tensor:
         """Geometric Jacobian ``(..., 6, nv)`` of ``link`` in the world frame.
 
@@ -622,7 +622,7 @@ class RobotModel(LinkParameters, nn.Module):
         return m, kin.apply_to_bodies(T, c1)[..., :3, 0]
 
     # ------------------------------------------------------------------ dynamics
-    @_call_policy(lambda m: m.nv)
+    @call_policy(lambda m: m.nv)
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
         """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., nv)`` (RNEA)."""
         shape, (q, qd, qdd) = self._flat(q, qd, qdd, kinds="qvv")
@@ -632,14 +632,14 @@ class RobotModel(LinkParameters, nn.Module):
             tau = tau + self._damping_forces(qd)
         return tau.reshape(shape + (self.nv,))
 
-    @_call_policy(lambda m: m.nv)
+    @call_policy(lambda m: m.nv)
     def bias_forces(self, q, qd, gravity=True) -> torch.Tensor:
         """``C(q, qd) qd + g(q)``, ``(..., nv)``."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
         tau = self._joint_forces(self._backend_for(q, qd), self._all_q(q), self._all_v(qd), None, gravity)
         return tau.reshape(shape + (self.nv,))
 
-    @_call_policy(lambda m: m.nv)
+    @call_policy(lambda m: m.nv)
     def gravity_torques(self, q, gravity=True) -> torch.Tensor:
         """``g(q)``: the joint forces that hold the robot still, ``(..., nv)`` (a floating base: and
         the base wrench that holds the base)."""
@@ -647,14 +647,14 @@ class RobotModel(LinkParameters, nn.Module):
         tau = self._joint_forces(self._backend_for(q), self._all_q(q), None, None, gravity)
         return tau.reshape(shape + (self.nv,))
 
-    @_call_policy(lambda m: m.nv * m.nv)
+    @call_policy(lambda m: m.nv * m.nv)
     def mass_matrix(self, q) -> torch.Tensor:
         """Joint-space inertia matrix ``M(q)``, ``(..., nv, nv)`` (CRBA; armature on the diagonal)."""
         shape, (q,) = self._flat(q)
         M = self._joint_inertia(self._backend_for(q), self._all_q(q))
         return M.reshape(shape + (self.nv, self.nv))
 
-    @_call_policy(lambda m: m.nv)
+    @call_policy(lambda m: m.nv)
     def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
         """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., nv)``.
 
@@ -679,14 +679,14 @@ class RobotModel(LinkParameters, nn.Module):
             qdd = dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
         return qdd.reshape(shape + (self.nv,))
 
-    @_call_policy(lambda m: 1)
+    @call_policy(lambda m: 1)
     def kinetic_energy(self, q, qd) -> torch.Tensor:
         """``0.5 qd^T M(q) qd`` (J), ``(...)`` (armature included)."""
         shape, (q, qd) = self._flat(q, qd, kinds="qv")
         M = self._joint_inertia(self._backend_for(q, qd), self._all_q(q))
         return 0.5 * torch.einsum("bi,bij,bj->b", qd, M, qd).reshape(shape)
 
-    @_call_policy(lambda m: 1)
+    @call_policy(lambda m: 1)
     def potential_energy(self, q, gravity=True) -> torch.Tensor:
         """Gravitational potential energy of the movable bodies (J), ``(...)``; zero at the world origin
         (a floating base: the base included)."""

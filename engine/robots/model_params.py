@@ -1,14 +1,12 @@
-"""The learnable link parameters and the copies of a :class:`engine.robots.model.RobotModel`.
-
-A mixin of the model (it uses the model's buffers: ``_link_mass``, ``_link_com``,
-``_link_inertia``, ``_damping``, the link and joint indices); see the model's docstring for
-the API.
+"""Learnable link parameters and baked descriptions: plain functions behind
+:class:`engine.robots.model.RobotModel`'s ``make_learnable``, ``current_description`` and
+``with_link_params`` (see the model's docstring for the API). They take what they need as
+arguments; nothing here reads a model's private state.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
@@ -18,157 +16,90 @@ from engine.robots.description import Inertial, Origin, RobotDescription
 from engine.robots.parametrizations import KINDS, PositiveScalar, default_parametrization
 from engine.robots.urdf import check_inertial
 
-__all__ = ["LinkParameters"]
+__all__ = ["body_inertials", "joint_damping_values", "new_parametrization", "requested_values", "with_values"]
+
+_SHAPES = {"mass": (), "com": (3,), "inertia": (3, 3), "damping": ()}
 
 
-class LinkParameters:
-    """Learnable masses, centres of mass, inertias and joint damping; copies of the model."""
+def new_parametrization(kind: str, link: str, current: torch.Tensor, parametrization, has_inertial: bool,
+                        moved_by_joint: bool) -> nn.Module:
+    """The module that will hand out ``kind`` of ``link`` (see ``RobotModel.make_learnable``),
+    checked: ``current`` its present value, ``has_inertial`` whether the link has one,
+    ``moved_by_joint`` whether it is the child of a movable joint (damping)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown parameter kind {kind!r}; expected one of {KINDS}")
+    if kind == "damping" and not moved_by_joint:
+        raise ValueError(f"link {link!r} is not the child of a movable joint; it has no joint damping")
+    if kind != "damping" and not has_inertial and not isinstance(parametrization, nn.Module):
+        raise ValueError(f"link {link!r} has no <inertial>; pass a parametrization module with an initial value")
+    if parametrization is None:
+        module = default_parametrization(kind, current)
+    elif isinstance(parametrization, str):
+        if kind not in ("mass", "damping"):
+            raise ValueError(f"parametrization {parametrization!r} applies to mass and damping only")
+        module = PositiveScalar(float(current), kind=parametrization, dtype=current.dtype, device=current.device)
+    elif isinstance(parametrization, nn.Module):
+        module = parametrization
+    else:
+        raise TypeError("parametrization must be None, 'softplus', 'exp' or an nn.Module")
+    shape = _SHAPES[kind]
+    try:
+        out = module()
+    except TypeError as exc:
+        raise ValueError(f"the {kind} parametrization must be callable without arguments "
+                         f"and return a tensor of shape {shape}: {exc}") from None
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != shape:
+        raise ValueError(f"the {kind} parametrization must return a tensor of shape {shape}, "
+                         f"got {getattr(out, 'shape', type(out))}")
+    return module
 
-    # ------------------------------------------------------------------ learnable parameters
-    def make_learnable(self, link: str, kind: str, parametrization: None | str | nn.Module = None) -> nn.Module:
-        """Make ``kind`` ("mass", "com", "inertia", "damping") of ``link`` learnable.
 
-        ``parametrization``: None for the default physical one (see
-        :mod:`engine.robots.parametrizations`), "softplus" or "exp" for a positive scalar, or
-        any ``nn.Module`` whose ``forward()`` returns the value (shape ``()``, ``(3,)``,
-        ``(3, 3)``). Returns the module (registered under ``model.learnable``; its
-        parameters are in ``model.parameters()``).
-        """
-        if kind not in KINDS:
-            raise ValueError(f"unknown parameter kind {kind!r}; expected one of {KINDS}")
-        l = self._link_idx(link)
-        if kind == "damping" and link not in self._dof_of_child:
-            raise ValueError(f"link {link!r} is not the child of a movable joint; it has no joint damping")
-        if kind != "damping" and self.description.link(link).inertial is None and not isinstance(parametrization, nn.Module):
-            raise ValueError(f"link {link!r} has no <inertial>; pass a parametrization module with an initial value")
-        with torch.no_grad():
-            current = {"mass": self.link_mass, "com": self.link_com, "inertia": self.link_inertia,
-                       "damping": self._link_damping}[kind](link).detach().clone()
-        if parametrization is None:
-            module = default_parametrization(kind, current)
-        elif isinstance(parametrization, str):
-            if kind not in ("mass", "damping"):
-                raise ValueError(f"parametrization {parametrization!r} applies to mass and damping only")
-            module = PositiveScalar(float(current), kind=parametrization, dtype=self.dtype, device=self.device)
-        elif isinstance(parametrization, nn.Module):
-            module = parametrization
-        else:
-            raise TypeError("parametrization must be None, 'softplus', 'exp' or an nn.Module")
-        shape = {"mass": (), "com": (3,), "inertia": (3, 3), "damping": ()}[kind]
-        try:
-            out = module()
-        except TypeError as exc:
-            raise ValueError(f"the {kind} parametrization must be callable without arguments "
-                             f"and return a tensor of shape {shape}: {exc}") from None
-        if not isinstance(out, torch.Tensor) or tuple(out.shape) != shape:
-            raise ValueError(f"the {kind} parametrization must return a tensor of shape {shape}, "
-                             f"got {getattr(out, 'shape', type(out))}")
-        key = self._learnable.get((link, kind)) or f"{kind}_{l}"
-        self.learnable[key] = module
-        self._learnable[(link, kind)] = key
-        return module
+def body_inertials(link_values: dict, learned: dict, link_body, link_offset, n: int):
+    """Every body's ``(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3))`` in its frame (root first).
 
-    def learnable_parameters(self) -> dict[tuple[str, str], nn.Module]:
-        """``{(link, kind): module}`` of everything made learnable."""
-        return {k: self.learnable[v] for k, v in self._learnable.items()}
+    link_values: ``{"mass": (L,), "com": (L, 3), "inertia": (L, 3, 3)}`` per link (its frame);
+    learned: ``{kind: [(link index, value), ...]}`` replacing some of them (differentiably).
+    """
+    tensors = dict(link_values)
+    for kind, pairs in learned.items():
+        if pairs:
+            idx = torch.tensor([i for i, _ in pairs], device=tensors[kind].device)
+            tensors[kind] = tensors[kind].index_put((idx,), torch.stack([v for _, v in pairs]))
+    return dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"], link_body, link_offset, n)
 
-    def _learned(self, link: str, kind: str):
-        key = self._learnable.get((link, kind))
-        return None if key is None else self.learnable[key]()
 
-    def link_mass(self, link: str) -> torch.Tensor:
-        """Current mass of ``link`` (kg), shape ``()``."""
-        v = self._learned(link, "mass")
-        return v if v is not None else self._link_mass[self._link_idx(link)]
+def joint_damping_values(damping: torch.Tensor, learned: list) -> torch.Tensor:
+    """``damping (n,)`` with the learned ``[(joint index, value), ...]`` put in (differentiably)."""
+    if not learned:
+        return damping
+    idx = torch.tensor([k for k, _ in learned], device=damping.device)
+    return damping.index_put((idx,), torch.stack([v for _, v in learned]))
 
-    def link_com(self, link: str) -> torch.Tensor:
-        """Current centre of mass of ``link`` in the link frame (m), shape ``(3,)``."""
-        v = self._learned(link, "com")
-        return v if v is not None else self._link_com[self._link_idx(link)]
 
-    def link_inertia(self, link: str) -> torch.Tensor:
-        """Current rotational inertia of ``link`` about its CoM, link-frame axes (kg m^2), ``(3, 3)``."""
-        v = self._learned(link, "inertia")
-        return v if v is not None else self._link_inertia[self._link_idx(link)]
+def with_values(description: RobotDescription, inertials: Mapping[str, tuple], damping: Mapping[str, float],
+                check: bool = False) -> RobotDescription:
+    """``description`` with link inertials ``{link: (mass, com (3,), inertia (3, 3) about the CoM,
+    link axes)}`` (tensors or arrays) and joint damping ``{joint: N m s/rad}`` replaced;
+    ``check`` validates physical consistency (raises ``URDFError``)."""
+    for joint, d in damping.items():
+        description = description.with_joint_dynamics(joint, damping=float(d))
+    for link, (m, c, I) in inertials.items():
+        new = _inertial(m, c, I)
+        if check:
+            check_inertial(new, link)
+        description = description.with_link_inertial(link, new)
+    return description
 
-    def _link_damping(self, link: str) -> torch.Tensor:
-        v = self._learned(link, "damping")
-        return v if v is not None else self._damping[self._dof_of_child[link]]
 
-    def _joint_damping_full(self) -> torch.Tensor:
-        """Viscous damping of every movable joint (mimic joints included, topology order), ``(n,)``."""
-        learned = [(self._dof_of_child[link], key) for (link, kind), key in self._learnable.items() if kind == "damping"]
-        if not learned:
-            return self._damping
-        idx = torch.tensor([k for k, _ in learned], device=self.device)
-        return self._damping.index_put((idx,), torch.stack([self.learnable[key]() for _, key in learned]))
-
-    def joint_damping(self) -> torch.Tensor:
-        """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)`` (a master joint
-        carries its mimic joints' damping times their multipliers squared)."""
-        d = self._joint_damping_full()
-        return d if self._G is None else (self._G * self._G * d[:, None]).sum(0)
-
-    def _body_parts(self):
-        """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)): every body's inertial in its frame (root first), learnables applied."""
-        inertial = [(link, kind, key) for (link, kind), key in self._learnable.items() if kind != "damping"]
-        if not inertial:
-            return self._body_m, self._body_c, self._body_Ic
-        tensors = {"mass": self._link_mass, "com": self._link_com, "inertia": self._link_inertia}
-        for kind in ("mass", "com", "inertia"):
-            sel = [(self._link_index[link], key) for link, k, key in inertial if k == kind]
-            if sel:
-                idx = torch.tensor([i for i, _ in sel], device=self.device)
-                vals = torch.stack([self.learnable[key]() for _, key in sel])
-                tensors[kind] = tensors[kind].index_put((idx,), vals)
-        return dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"], self._link_body,
-                                          self._link_offset, self._n)
-
-    # ------------------------------------------------------------------ copies
-    def clone(self):
-        """An independent deep copy (learnable modules included)."""
-        return copy.deepcopy(self)
-
-    def current_description(self) -> RobotDescription:
-        """The description with the current (possibly learned) inertials and damping baked in."""
-        desc = self.description
-        with torch.no_grad():
-            for link, kind in list(self._learnable):
-                if kind == "damping":
-                    desc = desc.with_joint_dynamics(self._full_joint_names[self._dof_of_child[link]],
-                                                    damping=float(self._link_damping(link)))
-            for link in {l for l, k in self._learnable if k != "damping"}:
-                desc = desc.with_link_inertial(link, _inertial(self.link_mass(link), self.link_com(link),
-                                                               self.link_inertia(link)))
-        return desc
-
-    def with_link_params(self, mass: Mapping[str, float] | None = None, com: Mapping | None = None,
-                         inertia: Mapping | None = None, damping: Mapping[str, float] | None = None,
-                         check: bool = True):
-        """A new (non-learnable) model with some link parameters replaced.
-
-        mass ``{link: kg}``, com ``{link: (3,) m, link frame}``, inertia ``{link: (3, 3) kg m^2
-        about the CoM, link-frame axes}``, damping ``{joint name: N m s/rad}``. The values
-        start from the current ones (learned values included); ``check`` validates physical
-        consistency (raises ``URDFError``).
-        """
-        desc = self.current_description()
-        links = set(mass or {}) | set(com or {}) | set(inertia or {})
-        for link in links:
-            self._link_idx(link)
-            m = (mass or {}).get(link, self.link_mass(link))
-            c = (com or {}).get(link, self.link_com(link))
-            I = (inertia or {}).get(link, self.link_inertia(link))
-            new = _inertial(m, c, I)
-            if check:
-                check_inertial(new, link)
-            desc = desc.with_link_inertial(link, new)
-        for joint, d in (damping or {}).items():
-            if joint not in self._full_joint_names:
-                raise KeyError(f"no movable joint named {joint!r} in robot {self.name!r}")
-            desc = desc.with_joint_dynamics(joint, damping=float(d))
-        return type(self)(desc, dtype=self.dtype, device=self.device, gravity=tuple(self.gravity.tolist()))
-
+def requested_values(current: Callable[[str], tuple], mass: Mapping | None, com: Mapping | None,
+                     inertia: Mapping | None) -> dict:
+    """``{link: (mass, com, inertia)}`` for every link named in the requests, the values not
+    requested taken from ``current(link) -> (mass, com, inertia)``."""
+    out = {}
+    for link in set(mass or {}) | set(com or {}) | set(inertia or {}):
+        m, c, I = current(link)
+        out[link] = ((mass or {}).get(link, m), (com or {}).get(link, c), (inertia or {}).get(link, I))
+    return out
 
 
 def _inertial(mass, com, inertia) -> Inertial:

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from engine.robots import dynamics_body_major as dyn
+from engine.robots import kinematics as kin
 
-__all__ = ["Inertials", "Tree", "coupling_matrix"]
+__all__ = ["Inertials", "Tree", "coupling_matrix", "tree_constants"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,3 +140,74 @@ def coupling_matrix(joints, joint_names, robot: str):
             a, b, name = a * m.multiplier, b + a * m.offset, m.joint
         G[k, user[name]], off[k] = a, b
     return G, off
+
+
+def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
+    """The tree's constants from its topology (:func:`engine.robots.topology.build_topology`):
+    ``(tensors {name: tensor}, values {name: python value})``, which the model keeps as
+    buffers (so a move to another device or dtype moves them) and attributes, and from which
+    it builds its :class:`Tree`."""
+    n = topo.n_bodies
+    kw = {"dtype": dtype, "device": device}
+    arrays: dict = {}
+    values: dict = {}
+
+    def buf(name, value, dtype_=None):
+        arrays[name] = torch.as_tensor(np.asarray(value), dtype=dtype_ or dtype, device=device)
+
+    rev = topo.revolute.astype(float)
+    buf("_axis4", np.concatenate([topo.axis.reshape(n, 3), np.zeros((n, 1))], -1).reshape(n, 4, 1))
+    buf("_rev", rev)
+    buf("_pri", 1.0 - rev)
+    C0, C = kin.joint_transform_basis(torch.as_tensor(topo.tree_transform, **kw).reshape(n, 4, 4),
+                                      torch.as_tensor(topo.axis, **kw).reshape(n, 3),
+                                      torch.as_tensor(topo.revolute, device=device))
+    arrays["_C0"] = C0
+    arrays["_C"] = C
+    arrays["_Ct4"] = torch.cat([C[:, :, :12].transpose(1, 2), C0.reshape(n, 16)[:, :12, None]], dim=2).contiguous()
+    buf("_axis3", topo.axis.reshape(n, 3))
+    values["_all_rev"] = bool(topo.revolute.all())
+    values["_jump_names"] = []
+    for k, table in enumerate(topo.jumps):
+        buf(f"_jump{k}", table, torch.long)
+        values["_jump_names"].append(f"_jump{k}")
+    buf("_link_body", topo.link_body, torch.long)
+    values["_link_body_int"] = [int(b) for b in topo.link_body]
+    buf("_link_offset", topo.link_offset)
+    anc = topo.ancestors.astype(float)
+    buf("_anc", anc)
+    buf("_anc_strict", anc - np.eye(n))
+    buf("_body_dof", topo.body_dof, torch.long)        # internal body i+1 -> dof index
+    buf("_dof_body", topo.dof_body - 1, torch.long)    # dof index -> internal position
+    values["_permuted"] = not np.array_equal(topo.body_dof, np.arange(n))
+    # per link: which joints move it (internal order)
+    link_anc = np.zeros((len(topo.link_names), n))
+    for l, b in enumerate(topo.link_body):
+        if b > 0:
+            link_anc[l] = topo.ancestors[b - 1]
+    buf("_link_rev_mask", link_anc * rev)
+    buf("_link_pri_mask", link_anc * (1.0 - rev))
+    values["_levels"] = [(s - 1, e - 1) for s, e in topo.levels]
+    values["_level_parent_names"] = [None]
+    for d in range(1, len(values["_levels"])):
+        s, e = topo.levels[d]
+        ps, pe = topo.levels[d - 1]
+        local = topo.body_parent[s:e] - ps
+        if e - s == pe - ps and np.array_equal(local, np.arange(e - s)):
+            values["_level_parent_names"].append(None)
+        else:
+            buf(f"_level_parent{d}", local, torch.long)
+            values["_level_parent_names"].append(f"_level_parent{d}")
+    # a serial chain (each body the child of the previous one): tree sums are cumsums
+    values["_chain"] = bool(np.array_equal(topo.body_parent, np.maximum(np.arange(n + 1) - 1, 0)))
+    # links whose frame is not their body's frame need one more product in FK
+    offset_links = [l for l in range(len(topo.link_names)) if not np.allclose(topo.link_offset[l], np.eye(4), atol=0, rtol=0)]
+    buf("_offset_links", offset_links, torch.long)
+    buf("_offset_bodies", topo.link_body[offset_links] if offset_links else [], torch.long)
+    buf("_offset_T", topo.link_offset[offset_links] if offset_links else np.zeros((0, 4, 4)))
+    link_src = [int(b) for b in topo.link_body]
+    for j, l in enumerate(offset_links):
+        link_src[l] = n + 1 + j
+    buf("_link_src", link_src, torch.long)
+    values["_link_src_identity"] = link_src == list(range(len(link_src)))
+    return arrays, values

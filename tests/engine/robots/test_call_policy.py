@@ -1,4 +1,4 @@
-"""How the model's methods run (``engine.robots.model._call_policy``): one intra-op thread at
+"""How the model's methods run (``engine.robots.call_policy``): one intra-op thread at
 moderate batches, inference mode when nothing needs a gradient, and results that behave as
 normal tensors either way (autograd, in-place updates), also after the caches of constants
 were filled inside inference mode."""
@@ -11,7 +11,7 @@ import textwrap
 
 import torch
 
-from engine.robots import model as model_module
+from engine.robots import call_policy as call_policy_module
 from engine.robots.library import load_robot
 from engine.robots.backends import torch_only
 from engine.robots.backends.batch_last import BatchLastBackend
@@ -37,7 +37,7 @@ def test_moderate_batches_run_on_one_thread_and_restore_the_setting(monkeypatch)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        low, high = model_module._ONE_THREAD_WORK
+        low, high = call_policy_module._ONE_THREAD_WORK
         moderate = torch.zeros(1024, m.dof, dtype=torch.float64)
         assert low <= 1024 * m._n < high
         assert _threads_seen(m, moderate, monkeypatch) == [1, 1]
