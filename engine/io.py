@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
-import hashlib
 import json
 import math
 import os
@@ -18,7 +17,7 @@ from collections.abc import Mapping
 __all__ = ["atomic_write_bytes", "atomic_write_text", "DiskFullError", "is_disk_full", "disk_full_as_error",
            "output_mode", "publish_file", "write_json", "read_json", "json_default",
            "save_tensors", "load_tensors", "save_checkpoint", "load_checkpoint",
-           "file_sha256", "CheckpointError", "finite_or_none", "dataclass_from_dict", "staged_files",
+           "CheckpointError", "finite_or_none", "dataclass_from_dict", "staged_files",
            "move_entries", "flatten_state", "unflatten_state", "csv_text", "tensor_header",
            "check_tensor_shapes", "module_shapes"]
 
@@ -248,14 +247,6 @@ def read_json(path: str | os.PathLike) -> Any:
         raise CheckpointError(f"{path}: not valid JSON (nested too deeply)") from None
     except OSError as exc:
         raise CheckpointError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def save_tensors(path: str | os.PathLike, tensors: Mapping[str, Any],

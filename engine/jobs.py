@@ -23,6 +23,7 @@ __all__ = [
     "ProgressUpdate",
     "ThreadJobContext",
     "NullJobContext",
+    "ProgressSpan",
     "run_job",
     "StderrProgress",
 ]
@@ -109,6 +110,30 @@ class NullJobContext(ThreadJobContext):
 
     def __init__(self):
         super().__init__(on_progress=None)
+
+
+class ProgressSpan:
+    """A job context for one part of a longer job: the part's fractions (clamped to [0, 1]) are
+    mapped into ``[lo, hi]`` of the parent's, its messages prefixed with ``label`` (``"label: msg"``)
+    when one is given, and never above ``ceiling`` (a part that is not the job's end stays below
+    1, the fraction that always passes the throttle and ends a terminal's progress line).
+    Cancellation is the parent's."""
+
+    def __init__(self, ctx: JobContext, lo: float, hi: float, label: str = "", ceiling: float = 1.0):
+        self.ctx, self.lo, self.hi, self.label, self.ceiling = ctx, lo, hi, label, ceiling
+
+    def progress(self, fraction: float | None, message: str = "",
+                 metrics: Mapping[str, float] | None = None) -> None:
+        f = None if fraction is None else min(self.lo + (self.hi - self.lo) * min(max(float(fraction), 0.0), 1.0),
+                                              self.ceiling)
+        self.ctx.progress(f, f"{self.label}: {message}" if self.label else message, metrics)
+
+    def check_cancelled(self) -> None:
+        self.ctx.check_cancelled()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.ctx.cancelled
 
 
 class StderrProgress:

@@ -24,8 +24,9 @@ import torch
 
 from engine.car.data import DrivingConfig, make_dataset, validation_trajectories
 from engine.car.model import CarMLPConfig, save_car_model
-from engine.car.training import CarTrainConfig, _Scaled, fit_car_model, trajectory_validation_error
+from engine.car.training import CarTrainConfig, fit_car_model, trajectory_validation_error
 from engine.devices import parse_device_name
+from engine.jobs import ProgressSpan
 from engine.runs import Run, RunError
 from engine.systems.rc_car import CarParams
 
@@ -64,7 +65,7 @@ def _data(config: CarTrainConfig, source: dict, ctx) -> dict:
 
         prep = load_car_log(source["path"], config.params, config.driving)
         return {"inputs": torch.from_numpy(prep["inputs"]).float(), "targets": torch.from_numpy(prep["targets"]).float()}
-    return make_dataset(config.params, config.driving, _Scaled(ctx, 0.0, 0.1))
+    return make_dataset(config.params, config.driving, ProgressSpan(ctx, 0.0, 0.1, ceiling=0.99))
 
 
 def _train(config: CarTrainConfig, run: Run, data: dict, ctx, resume: bool, validation, checkpoint_every: int):
@@ -72,7 +73,7 @@ def _train(config: CarTrainConfig, run: Run, data: dict, ctx, resume: bool, vali
     cancelled = lambda: (f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in {run.path} "
                          f"(continue it with --resume {run.path}); no model was written")
     with run.recording(cancelled):
-        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=_Scaled(ctx, 0.1, 0.9),
+        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=ProgressSpan(ctx, 0.1, 0.9, ceiling=0.99),
                                     device=config.device, run=run, resume=resume, checkpoint_every=checkpoint_every)
         val = validation if validation is not None else validation_trajectories(
             config.params, config.validation_count, config.validation_seconds)

@@ -28,6 +28,7 @@ from engine import io
 from engine.car.data import DrivingConfig, make_dataset, validation_trajectories
 from engine.car.dynamics import LearnedCarModel, rollout
 from engine.devices import resolve_device
+from engine.jobs import ProgressSpan
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLP, CarMLPConfig, CarModelError, car_loss, save_car_model
 from engine.runs import restore_training_state, training_state
 from engine.systems.rc_car import CarParams
@@ -213,7 +214,7 @@ def train_job(config: CarTrainConfig = CarTrainConfig(), out_dir: str | Path | N
         t0 = time.perf_counter()
         data = dataset if dataset is not None else make_dataset(config.params, config.driving, ctx)
         ctx.check_cancelled()
-        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=_Scaled(ctx, 0.1, 0.9),
+        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=ProgressSpan(ctx, 0.1, 0.9, ceiling=0.99),
                                     device=config.device)
         val = validation if validation is not None else validation_trajectories(
             config.params, config.validation_count, config.validation_seconds)
@@ -228,24 +229,6 @@ def train_job(config: CarTrainConfig = CarTrainConfig(), out_dir: str | Path | N
                 "samples": int(data["inputs"].shape[0]), "seconds": time.perf_counter() - t0,
                 "model_dir": str(out_dir) if out_dir is not None else None}
     return job
-
-
-class _Scaled:
-    """Maps a sub-task's progress fraction into [lo, hi] of the parent job."""
-
-    def __init__(self, ctx, lo, hi):
-        self.ctx, self.lo, self.hi = ctx, lo, hi
-
-    def progress(self, fraction, message="", metrics=None):
-        f = None if fraction is None else self.lo + (self.hi - self.lo) * fraction
-        self.ctx.progress(min(f, 0.99) if f is not None else None, message, metrics)
-
-    def check_cancelled(self):
-        self.ctx.check_cancelled()
-
-    @property
-    def cancelled(self):
-        return self.ctx.cancelled
 
 
 @dataclass(frozen=True)
@@ -280,7 +263,7 @@ def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str 
     """A job training every (activation, loss, seed); returns the TVE table (and writes
     ``selection.json`` and the box plot ``selection.png`` into ``out_dir`` if given)."""
     def job(ctx):
-        data = make_dataset(params, DrivingConfig(minutes=config.minutes), ctx=_Scaled(ctx, 0.0, DATA_SHARE))
+        data = make_dataset(params, DrivingConfig(minutes=config.minutes), ctx=ProgressSpan(ctx, 0.0, DATA_SHARE, ceiling=0.99))
         ctx.check_cancelled()
         val = validation_trajectories(params)
         rows = []
@@ -291,7 +274,8 @@ def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str 
             mc = CarMLPConfig(hidden=config.hidden, layers=config.layers, activation=act, loss=loss,
                               epochs=config.epochs, seed=seed)
             model, _ = fit_car_model(data["inputs"], data["targets"], mc,
-                                     ctx=_Scaled(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share),
+                                     ctx=ProgressSpan(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share,
+                                                      ceiling=0.99),
                                      device=config.device)
             tve, errs = trajectory_validation_error(model, val, params.dt)
             rows.append({"activation": act, "loss": loss, "seed": seed, "tve": tve, "errors": errs.tolist()})

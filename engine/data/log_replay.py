@@ -31,7 +31,7 @@ from engine.logs.reader import episodes, select_episode
 from engine.logs.table import LogTable
 from engine.robots.model import RobotModel
 
-__all__ = ["GhostRollout", "LogReplay", "ReplayMapping", "make_replay", "replay_job", "rollout_ghost"]
+__all__ = ["GhostRollout", "LogReplay", "ReplayMapping", "make_replay", "rollout_ghost"]
 
 
 @dataclass
@@ -257,22 +257,6 @@ def _factor(mapping: LogMapping, column: str) -> float:
     from engine.logs.units import unit_factor
 
     return unit_factor(mapping.unit(column), field=f"units[{column!r}]")
-
-
-def replay_job(path, rmap: ReplayMapping | None, robot: RobotModel, options=None):
-    """A job ``job(ctx) -> (LogReplay, ReplayMapping)`` that reads ``path`` and replays it
-    (``rmap`` None: matched by name)."""
-    from engine.logs.reader import ReadOptions, read_log
-
-    def job(ctx):
-        table = read_log(path, ctx, options or ReadOptions())
-        used = rmap or ReplayMapping.auto(table, robot)
-        if ctx is not None:
-            ctx.check_cancelled()
-        return make_replay(table, used, robot), used
-
-    job.__name__ = f"replay {Path(path).name}"
-    return job
 
 
 @dataclass

@@ -16,27 +16,9 @@ from engine.eigenmodes.config import DesignConfig
 from engine.eigenmodes.jobs import learn_summary
 from engine.eigenmodes.train import learn_mode
 from engine.io import write_json
-from engine.jobs import JobContext, NullJobContext
+from engine.jobs import JobContext, NullJobContext, ProgressSpan
 
 __all__ = ["SweepJob", "plot_sweep"]
-
-
-class _Scaled:
-    """A context that maps one run's progress into a slice of the whole sweep."""
-
-    def __init__(self, ctx, lo, hi, label):
-        self.ctx, self.lo, self.hi, self.label = ctx, lo, hi, label
-
-    def progress(self, fraction, message="", metrics=None):
-        f = None if fraction is None else self.lo + (self.hi - self.lo) * fraction
-        self.ctx.progress(f, f"{self.label}: {message}", metrics)
-
-    def check_cancelled(self):
-        self.ctx.check_cancelled()
-
-    @property
-    def cancelled(self):
-        return self.ctx.cancelled
 
 
 class SweepJob:
@@ -61,7 +43,7 @@ class SweepJob:
         runs = list(self._runs())
         rows, modes = [], {"effort_weight": [], "period": []}
         for i, (kind, value, d) in enumerate(runs):
-            sub = _Scaled(ctx, i / len(runs), (i + 1) / len(runs), f"{kind}={value:g}")
+            sub = ProgressSpan(ctx, i / len(runs), (i + 1) / len(runs), f"{kind}={value:g}")
             mode = learn_mode(d, sub)
             rows.append({"sweep": kind, "value": value, **learn_summary(mode)})
             modes[kind].append((value, mode))

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from engine.logs.errors import LogError
 
-__all__ = ["ANGLE_UNITS", "UNIT_FACTORS", "UNIT_KINDS", "si_unit", "to_si", "unit_factor"]
+__all__ = ["ANGLE_UNITS", "UNIT_FACTORS", "UNIT_KINDS", "si_unit", "unit_factor"]
 
 UNIT_FACTORS: dict[str, float] = {
     # time
@@ -56,7 +55,3 @@ def unit_factor(unit: str, *, field: str = "unit") -> float:
 def si_unit(unit: str) -> str:
     return _SI.get(unit, unit)
 
-
-def to_si(values: np.ndarray, unit: str, *, field: str = "unit") -> np.ndarray:
-    """``values`` (any shape) in ``unit`` converted to SI (float64 copy)."""
-    return np.asarray(values, dtype=np.float64) * unit_factor(unit, field=field)

@@ -22,7 +22,7 @@ from engine.training.config import TrainConfig
 from engine.training.executors import get_executor
 from engine.training.metrics import METRIC_NAMES
 
-__all__ = ["ROW_KEYS", "SweepConfig", "run_sweep", "run_task", "sweep_job"]
+__all__ = ["ROW_KEYS", "SweepConfig", "run_sweep", "run_task"]
 
 ROW_KEYS = ("model", "system", "trajectories", "seed", *METRIC_NAMES, "seconds")
 
@@ -117,9 +117,3 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, executor=None, ctx: JobC
     order = {m: i for i, m in enumerate(config.models)}
     return sorted(rows, key=lambda r: (order[r["model"]], r["trajectories"], r["seed"]))
 
-
-def sweep_job(config: SweepConfig, out_dir: str | Path, executor_name: str = "local", **executor_kwargs):
-    def job(ctx: JobContext):
-        return run_sweep(config, out_dir, get_executor(executor_name, **executor_kwargs), ctx)
-
-    return job

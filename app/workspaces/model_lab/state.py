@@ -19,6 +19,7 @@ from pathlib import Path
 
 from app.widgets.events import Events
 from app.workspaces.model_lab import engine_bridge as eb
+from engine.jobs import ProgressSpan
 from engine.logs.units import si_unit
 from engine.paths import resource
 
@@ -247,24 +248,6 @@ class ModelLabState:
 _PENDING = object()
 
 
-class _Span:
-    """A job context for one step of a longer job: its fractions mapped into ``[lo, hi]``."""
-
-    def __init__(self, ctx, lo: float, hi: float):
-        self._ctx, self._lo, self._hi = ctx, lo, hi
-
-    def progress(self, fraction, message: str = "", metrics=None) -> None:
-        f = None if fraction is None else self._lo + (self._hi - self._lo) * min(max(float(fraction), 0.0), 1.0)
-        self._ctx.progress(f, message, metrics)
-
-    def check_cancelled(self) -> None:
-        self._ctx.check_cancelled()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._ctx.cancelled
-
-
 def example_job(settings: ExampleSettings):
     """A job: read the shipped log with its mapping, prepare it, train and evaluate each model."""
     path = example_log_path(settings.log)
@@ -275,12 +258,12 @@ def example_job(settings: ExampleSettings):
 
         t0 = time.perf_counter()
         ctx.progress(0.0, f"reading {path.name}")
-        table = eb.read_log_job(path)(_Span(ctx, 0.0, 0.05))
+        table = eb.read_log_job(path)(ProgressSpan(ctx, 0.0, 0.05))
         mapping = eb.LogMapping.load(mapping_path)
         prepare = eb.PrepareConfig()
         compare = eb.LogCompareConfig(steps=settings.steps, horizon=settings.horizon, epochs=settings.epochs)
         ctx.progress(0.05, "preparing the log")
-        prepared, dataset = eb.prepare_job(table, mapping, prepare, compare)(_Span(ctx, 0.05, 0.1))
+        prepared, dataset = eb.prepare_job(table, mapping, prepare, compare)(ProgressSpan(ctx, 0.05, 0.1))
         source = {"kind": "log", "path": str(path), "mapping": mapping.to_dict(), "prepare": prepare.to_dict(),
                   "compare": compare.to_dict()}
         models = []
