@@ -29,6 +29,7 @@ from engine.devices import parse_device_name
 from engine.jobs import ProgressSpan
 from engine.runs import Run, RunError
 from engine.systems.rc_car import CarParams
+from engine.training_loop import TrainingDiverged
 
 __all__ = ["RUN_KIND", "config_from_dict", "data_fingerprint", "resume_job", "train_job"]
 
@@ -72,7 +73,7 @@ def _train(config: CarTrainConfig, run: Run, data: dict, ctx, resume: bool, vali
     t0 = time.perf_counter()
     cancelled = lambda: (f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in {run.path} "
                          f"(continue it with --resume {run.path}); no model was written")
-    with run.recording(cancelled):
+    with run.recording(cancelled, (TrainingDiverged,)):   # a divergence records itself
         model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=ProgressSpan(ctx, 0.1, 0.9, ceiling=0.99),
                                     device=config.device, run=run, resume=resume, checkpoint_every=checkpoint_every)
         val = validation if validation is not None else validation_trajectories(

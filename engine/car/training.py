@@ -1,10 +1,9 @@
 """Training the learned car model: the loop (:func:`fit_car_model`), the job, the TVE metric and
 the paper's model selection.
 
-The loop is the car's own, not :mod:`engine.training.trainer`: that trainer fits multi-step
-windows of a registered model with ReduceLROnPlateau; the car model is fitted on one-step pairs
-with a one-cycle cosine schedule and block-wise validation (Köhler et al.), and its results are
-kept as they were.
+The car model is fitted on one-step pairs with a one-cycle cosine schedule and block-wise
+validation (Köhler et al.), on the engine's one training loop
+(:func:`engine.training_loop.train_epochs`: checkpoints, resume, divergence, progress).
 
 TVE (trajectory validation error, Eq. 10): roll the model out open loop from the start of
 each of the 40 validation trajectories (3 s) under the recorded controls and average the L1
@@ -31,8 +30,9 @@ from engine.devices import resolve_device
 from engine.jobs import ProgressSpan
 from engine.car.model import ACTIVATIONS, LOSSES, CarMLP, CarMLPConfig, CarModelError, car_loss, save_car_model
 from engine.runs import restore_training_state, training_state
+from engine.training_loop import EpochOutcome, train_epochs
 from engine.systems.rc_car import CarParams
-from engine.validation import check_int, check_range
+from engine.validation import InputError, check_int, check_range
 
 __all__ = [
     "CarTrainConfig",
@@ -115,80 +115,99 @@ def fit_car_model(inputs: torch.Tensor, targets: torch.Tensor,
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=total_steps,
                                                 pct_start=0.05, anneal_strategy="cos",
                                                 div_factor=10.0, final_div_factor=50.0)
-    history = {"train_loss": [], "val_loss": [], "seconds": 0.0}
-    first = wall0 = 0
-    if resume:
-        first, wall0 = _restore_checkpoint(run, model, opt, sched, gen, history, config.epochs, steps_per_epoch)
-    t0 = time.perf_counter()
-    for epoch in range(first, config.epochs):
-        order = train_idx[torch.randperm(len(train_idx), generator=gen)]
-        total = 0.0
-        for k in range(steps_per_epoch):
-            idx = order[k * bs:(k + 1) * bs]
-            x, y = inputs[idx], targets[idx]
-            loss = car_loss(model(x[:, :3], x[:, 3:]), y, config.loss, config.eps)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if sched.last_epoch + 1 < total_steps:
-                sched.step()
-            total += float(loss.detach()) * len(idx)
-            if ctx is not None and k % 20 == 0:
-                ctx.check_cancelled()
-        train_loss = total / max(1, len(train_idx))
-        if not math.isfinite(train_loss):
-            raise CarModelError(f"training diverged (loss {train_loss}) at epoch {epoch + 1}; lower lr")
-        with torch.no_grad():
-            if len(val_idx):
-                xv, yv = inputs[val_idx], targets[val_idx]
-                val_loss = float(car_loss(model(xv[:, :3], xv[:, 3:]), yv, config.loss, config.eps))
-            else:
-                val_loss = float("nan")
-        history["train_loss"].append(train_loss)
-        history["val_loss"].append(val_loss)
-        if run is not None:
-            _record_epoch(run, model, opt, sched, gen, epoch + 1, steps_per_epoch, wall0 + time.perf_counter() - t0,
-                          train_loss, val_loss, config.epochs, checkpoint_every)
-        if ctx is not None:
-            ctx.progress((epoch + 1) / config.epochs, f"epoch {epoch + 1}/{config.epochs}",
-                         {"train_loss": train_loss, "val_loss": val_loss})
-    history["seconds"] = time.perf_counter() - t0
+    trainee = _CarTrainee(model, inputs, targets, train_idx, val_idx, config, opt, sched, gen, run)
+    result = train_epochs(trainee, config.epochs, ctx, run, resume=resume, checkpoint_every=checkpoint_every)
+    history = {**trainee.history, "seconds": result.seconds}
     model.eval()
     return model.to("cpu"), history
 
 
+class _CarTrainee:
+    """The car model's side of :func:`engine.training_loop.train_epochs`: shuffled one-step pairs,
+    Adam, the one-cycle schedule stepped per batch, the held-out blocks' loss per epoch."""
 
-def _record_epoch(run, model, opt, sched, gen, epoch: int, steps_per_epoch: int, wall: float, train_loss: float,
-                  val_loss: float, epochs: int, checkpoint_every: int) -> None:
-    """The epoch's row in the run's metrics; the whole training state every ``checkpoint_every``
-    epochs and at the last (with the epochs the one-cycle schedule was planned for)."""
-    run.log(epoch, epoch * steps_per_epoch, wall, train_loss=train_loss, val_loss=val_loss,
-            lr=opt.param_groups[0]["lr"])
-    if epoch % max(1, checkpoint_every) == 0 or epoch == epochs:
-        run.save_state(epoch, training_state(model, opt, sched, {"batches": gen}),
-                       {"step": epoch * steps_per_epoch, "wall_time": wall, "schedule_epochs": epochs})
+    def __init__(self, model: CarMLP, inputs, targets, train_idx, val_idx, config: CarMLPConfig, opt, sched,
+                 gen: torch.Generator, run):
+        self.model, self.inputs, self.targets, self.config = model, inputs, targets, config
+        self.train_idx, self.val_idx, self.opt, self.sched, self.gen, self.run = (train_idx, val_idx, opt, sched,
+                                                                                  gen, run)
+        self.steps_per_epoch = max(1, math.ceil(len(train_idx) / config.batch_size))
+        self.history: dict[str, list[float]] = {"train_loss": [], "val_loss": []}
 
+    def epoch(self, epoch: int, ctx) -> EpochOutcome:
+        model, config, bs = self.model, self.config, self.config.batch_size
+        total_steps = config.epochs * self.steps_per_epoch
+        order = self.train_idx[torch.randperm(len(self.train_idx), generator=self.gen)]
+        total = 0.0
+        for k in range(self.steps_per_epoch):
+            idx = order[k * bs:(k + 1) * bs]
+            x, y = self.inputs[idx], self.targets[idx]
+            loss = car_loss(model(x[:, :3], x[:, 3:]), y, config.loss, config.eps)
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            self.opt.step()
+            if self.sched.last_epoch + 1 < total_steps:
+                self.sched.step()
+            total += float(loss.detach()) * len(idx)
+            if k % 20 == 0:
+                ctx.check_cancelled()
+        train_loss = total / max(1, len(self.train_idx))
+        if not math.isfinite(train_loss):
+            return EpochOutcome(train_loss)
+        with torch.no_grad():
+            if len(self.val_idx):
+                xv, yv = self.inputs[self.val_idx], self.targets[self.val_idx]
+                val_loss = float(car_loss(model(xv[:, :3], xv[:, 3:]), yv, config.loss, config.eps))
+            else:
+                val_loss = float("nan")
+        self.history["train_loss"].append(train_loss)
+        self.history["val_loss"].append(val_loss)
+        return EpochOutcome(train_loss, {"train_loss": train_loss, "val_loss": val_loss,
+                                         "lr": self.opt.param_groups[0]["lr"]}, steps=self.steps_per_epoch)
 
-def _restore_checkpoint(run, model, opt, sched, gen, history: dict, epochs: int, steps_per_epoch: int):
-    """Put the run's last checkpoint back into the objects: ``(epochs done, wall time so far)``.
+    def training_state(self) -> dict:
+        return training_state(self.model, self.opt, self.sched, {"batches": self.gen})
 
-    Resumed to the epochs its schedule was planned for, the run continues exactly (it ends where
-    an uninterrupted one does). Extended beyond them, the one-cycle schedule is planned again over
-    the new total from the step reached (its learning rate rises again: an extension is a new
-    schedule's tail, not the run it would have been had it been planned that long).
-    """
-    state, meta = run.load_state()
-    same_plan = int(meta.get("schedule_epochs", epochs)) == epochs
-    restore_training_state(state, model, opt, sched if same_plan else None, {"batches": gen})
-    done = int(meta["epoch"])
-    if not same_plan:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "scheduler stepped before the optimiser": a fast-forward
-            sched.last_epoch = done * steps_per_epoch - 1
-            sched.step()
-    history["train_loss"] = [float(r["train_loss"]) for r in run.metrics]
-    history["val_loss"] = [float(r["val_loss"]) for r in run.metrics]
-    return done, float(meta.get("wall_time", 0.0))
+    def checkpoint_meta(self) -> dict:
+        return {"schedule_epochs": self.config.epochs}   # the epochs the one-cycle schedule was planned for
+
+    def restore(self, state, meta) -> None:
+        """Resumed to the epochs its schedule was planned for, the run continues exactly (it ends
+        where an uninterrupted one does). Extended beyond them, the one-cycle schedule is planned
+        again over the new total from the step reached (its learning rate rises again: an extension
+        is a new schedule's tail, not the run it would have been had it been planned that long)."""
+        epochs = self.config.epochs
+        same_plan = int(meta.get("schedule_epochs", epochs)) == epochs
+        restore_training_state(state, self.model, self.opt, self.sched if same_plan else None, {"batches": self.gen})
+        done = int(meta["epoch"])
+        if not same_plan:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "scheduler stepped before the optimiser": a fast-forward
+                self.sched.last_epoch = done * self.steps_per_epoch - 1
+                self.sched.step()
+        self.history["train_loss"] = [float(r["train_loss"]) for r in self.run.metrics]
+        self.history["val_loss"] = [float(r["val_loss"]) for r in self.run.metrics]
+
+    def finite_copy(self) -> dict | None:
+        if all(bool(torch.isfinite(p).all()) for p in self.model.parameters()):
+            return {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        return None
+
+    def restore_copy(self, copy: dict) -> None:
+        self.model.load_state_dict(copy)
+
+    def write_last_finite(self, folder: Path, copy: dict, epoch: int, wall_time: float) -> None:
+        self.model.load_state_dict(copy)
+        save_car_model(folder, self.model.to("cpu"), {"status": "last finite", "epoch": epoch})
+
+    def diverged_message(self, epoch: int, what: str, good_epoch: int, kept: Path | None) -> str:
+        where = (f"; the last finite model (epoch {good_epoch}) is kept in {kept}; no model was written"
+                 if kept is not None else "")
+        return f"car model training diverged at epoch {epoch} ({what}){where}. Try a lower learning rate (--lr)."
+
+    def report(self, epoch: int, epochs: int, outcome: EpochOutcome, step: int, wall_time: float):
+        return f"epoch {epoch}/{epochs}", {"train_loss": outcome.logged["train_loss"],
+                                           "val_loss": outcome.logged["val_loss"]}
 
 
 def trajectory_validation_error(model, validation: dict, h: float) -> tuple[float, np.ndarray]:
@@ -246,9 +265,11 @@ class SelectionConfig:
 
     def __post_init__(self):
         if not self.activations or any(a not in ACTIVATIONS for a in self.activations):
-            raise ValueError(f"SelectionConfig.activations: one or more of {', '.join(ACTIVATIONS)}")
+            raise InputError(f"one or more of {', '.join(ACTIVATIONS)}, got {list(self.activations)}",
+                             owner="SelectionConfig", field="activations")
         if not self.losses or any(l not in LOSSES for l in self.losses):
-            raise ValueError(f"SelectionConfig.losses: one or more of {', '.join(LOSSES)}")
+            raise InputError(f"one or more of {', '.join(LOSSES)}, got {list(self.losses)}", owner="SelectionConfig",
+                             field="losses")
         check_int("model selection setting", "seeds (--seeds)", self.seeds, 1, 1000)
         # the network and the data each run trains on: the same checks as `car train`
         CarMLPConfig(hidden=self.hidden, layers=self.layers, epochs=self.epochs)

@@ -14,11 +14,12 @@ import torch
 
 from engine.eigenmodes.config import ConfigError, DesignConfig
 from engine.eigenmodes.potential import PotentialMLP
-from engine.eigenmodes.train import MODE_FORMAT, DesignedMode, DivergedError, learn_mode, mode_meta, simulate_mode
+from engine.eigenmodes.train import MODE_FORMAT, DesignedMode, learn_mode, mode_meta, simulate_mode
 from engine.io import (CheckpointError, atomic_write_text, load_checkpoint, save_checkpoint, save_tensors,
                        write_json)
 from engine.jobs import JobCancelled, JobContext
 from engine.runs import Run, RunError, fingerprint
+from engine.training_loop import TrainingDiverged
 
 __all__ = ["FORMAT", "learn_into", "load_mode", "save_mode", "stabilised_csv", "trajectory_csv", "write_trajectory_csv"]
 
@@ -71,7 +72,7 @@ def learn_into(design: DesignConfig, out_dir: str | Path | None = None, ctx: Job
         run.end("cancelled", f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in "
                              f"{run.path} (continue with --resume); no mode was written")
         raise
-    except DivergedError:
+    except TrainingDiverged:   # it records itself
         raise
     except Exception as exc:
         run.end("failed", f"{type(exc).__name__}: {exc}")

@@ -26,17 +26,14 @@ from engine.eigenmodes.losses import design_losses
 from engine.eigenmodes.potential import PotentialMLP
 from engine.io import save_tensors, write_json
 from engine.jobs import JobContext, NullJobContext
-from engine.runs import LAST_FINITE, Run, restore_training_state, training_state
+from engine.runs import Run, restore_training_state, training_state
+from engine.training_loop import EpochOutcome, train_epochs
 from engine.systems.double_pendulum import elbow_position, tip_position
 
-__all__ = ["MODE_FORMAT", "DesignedMode", "DivergedError", "learn_mode", "loss_names", "mode_meta", "simulate_mode",
+__all__ = ["MODE_FORMAT", "DesignedMode", "learn_mode", "loss_names", "mode_meta", "simulate_mode",
            "steps_for"]
 
 loss_names = ("total", "task", "constraint", "effort")
-
-
-class DivergedError(ValueError):
-    """Training produced a non-finite loss; the message names the epoch and what to change."""
 
 
 def steps_for(period: float, dt: float) -> int:
@@ -123,6 +120,94 @@ def _write_mode(folder: Path, state: dict, meta: dict) -> None:
     write_json(folder / "mode.json", meta)
 
 
+class _ModeTrainee:
+    """An eigenmode design's side of :func:`engine.training_loop.train_epochs`: one epoch is one
+    step of Adam on the weighted losses of one closed-loop period (back-propagated through the
+    RK4 steps), the gradient clipped, the learning rate decayed."""
+
+    def __init__(self, design: DesignConfig, potential: PotentialMLP, log_period: torch.Tensor, opt, sched,
+                 x0: torch.Tensor, target: torch.Tensor, steps: int, run: Run | None,
+                 preview: Callable[[dict], None] | None, preview_interval: float):
+        self.design, self.potential, self.log_period, self.opt, self.sched = design, potential, log_period, opt, sched
+        self.x0, self.target, self.steps, self.run = x0, target, steps, run
+        self.preview, self.preview_interval, self.last_preview = preview, preview_interval, -float("inf")
+        self.field = closed_loop_field(potential, design.plant)
+        self.params = [p for g in opt.param_groups for p in g["params"]]
+        self.history: dict[str, list[float]] = {k: [] for k in (*loss_names, "period")}
+
+    def epoch(self, epoch: int, ctx: JobContext) -> EpochOutcome:
+        cfg, w = self.design.train, self.design.weights
+        i = epoch - 1   # the constraint weight's schedule counts from 0
+        if w.constraint_mode == "hard" and cfg.epochs > 1:
+            ratio = w.constraint_weight_max / max(w.constraint_weight, 1e-12)
+            gamma = w.constraint_weight * ratio ** (i / (cfg.epochs - 1))
+        else:
+            gamma = w.constraint_weight
+        period = torch.exp(self.log_period)
+        xs = rk4_trajectory(self.field, self.x0, period, self.steps)
+        parts = design_losses(xs, period, self.potential, self.target, self.design.plant)
+        total = w.task_weight * parts["task"] + gamma * parts["constraint"] + w.effort_weight * parts["effort"]
+        if not torch.isfinite(total):
+            return EpochOutcome(math.nan, diverged="the loss is not finite")
+        self.opt.zero_grad(set_to_none=True)
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
+        self.opt.step()
+        self.sched.step()
+        values = {"total": float(total.detach()), "task": float(parts["task"].detach()),
+                  "constraint": float(parts["constraint"].detach()), "effort": float(parts["effort"].detach()),
+                  "period": float(period.detach())}
+        for k, v in values.items():
+            self.history[k].append(v)
+        now = time.perf_counter()
+        if self.preview is not None and (now - self.last_preview >= self.preview_interval or epoch == cfg.epochs):
+            self.last_preview = now
+            with torch.no_grad():
+                q = xs[:, :2].detach().to("cpu", torch.float64)
+                self.preview({"epoch": epoch, "q": q.numpy().copy(),
+                              "tip": tip_position(q, self.design.plant).numpy().copy()})
+        return EpochOutcome(values["total"], {**values, "lr": self.opt.param_groups[0]["lr"]})
+
+    def training_state(self) -> dict:
+        extra = {"log_period": self.log_period.detach().clone(),
+                 "history": {k: torch.tensor(v, dtype=torch.float64) for k, v in self.history.items()}}
+        return training_state(self.potential, self.opt, self.sched, **extra)
+
+    def checkpoint_meta(self) -> dict:
+        return {}
+
+    def restore(self, state, meta) -> None:
+        restore_training_state(state, self.potential, self.opt, self.sched)
+        with torch.no_grad():
+            self.log_period.copy_(state["log_period"].to(self.log_period.dtype))
+        self.history = {k: [float(v) for v in state["history"][k]] for k in self.history}
+
+    def finite_copy(self):
+        return _finite_copy(self.potential, self.log_period)
+
+    def restore_copy(self, copy) -> None:
+        self.potential.load_state_dict(copy[0])
+        with torch.no_grad():
+            self.log_period.copy_(copy[1])
+
+    def write_last_finite(self, folder: Path, copy, epoch: int, wall_time: float) -> None:
+        meta = mode_meta(self.design, float(torch.exp(copy[1])), {}, self.history, wall_time,
+                         status=f"last finite (epoch {epoch})")
+        _write_mode(folder, copy[0], meta)
+
+    def diverged_message(self, epoch: int, what: str, good_epoch: int, kept: Path | None) -> str:
+        where = ""
+        if kept is not None and self.run is not None:
+            where = (f"; the last finite potential (epoch {good_epoch}) is kept in {kept}; no mode was "
+                     f"written ({self.run.destination} holds what it held before)")
+        return (f"eigenmode training diverged at epoch {epoch} (loss is not finite){where}: "
+                f"lower the learning rate lr or the step dt, or change the period")
+
+    def report(self, epoch: int, epochs: int, outcome: EpochOutcome, step: int, wall_time: float):
+        values = {k: v for k, v in outcome.logged.items() if k != "lr"}
+        return f"epoch {epoch}/{epochs}", {"epoch": epoch, **values, "tip_error": math.sqrt(values["task"])}
+
+
 def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
                preview: Callable[[dict], None] | None = None, preview_interval: float = 0.25,
                initial: PotentialMLP | None = None, run: Run | None = None, resume: bool = False,
@@ -134,13 +219,13 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
     ``run``: a run folder (:class:`engine.runs.Run`) that gets every epoch's losses and the whole
     training state every ``checkpoint_every`` epochs and at the end; ``resume``: continue from
     its last checkpoint (potential, period, Adam and its schedule, random stream, history), so
-    the result is the uninterrupted run's. A non-finite loss raises :class:`DivergedError`
+    the result is the uninterrupted run's. A non-finite loss raises :class:`~engine.training_loop.TrainingDiverged`
     naming the epoch; with a run the last finite potential is kept in ``checkpoints/last-finite``.
     The caller writes the final mode (:func:`engine.eigenmodes.storage.learn_into`).
     """
     ctx = ctx or NullJobContext()
     design.validate()
-    cfg, w, task, plant = design.train, design.weights, design.task, design.plant
+    cfg, task = design.train, design.task
     dtype = _dtype(cfg.dtype)
     device = resolve_device(cfg.device)  # --device; the mode comes back on the CPU in float64
     torch.manual_seed(cfg.seed)
@@ -155,79 +240,12 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
         groups.append({"params": [log_period], "lr": cfg.period_lr})
     opt = torch.optim.Adam(groups)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=cfg.lr_decay)
-    field_fn = closed_loop_field(potential, plant)
-    history = {k: [] for k in (*loss_names, "period")}
-    first, wall0 = 0, 0.0
-    if resume:
-        state, meta = run.load_state()
-        restore_training_state(state, potential, opt, sched)
-        with torch.no_grad():
-            log_period.copy_(state["log_period"].to(dtype))
-        history = {k: [float(v) for v in state["history"][k]] for k in history}
-        first, wall0 = int(meta["epoch"]), float(meta.get("wall_time", 0.0))
-    start = time.perf_counter()
-    last_preview = -float("inf")
-    params = [p for g in groups for p in g["params"]]
-    good = _finite_copy(potential, log_period)
-    good_epoch = first
-
-    def checkpoint(epoch):
-        extra = {"log_period": log_period.detach().clone(),
-                 "history": {k: torch.tensor(v, dtype=torch.float64) for k, v in history.items()}}
-        run.save_state(epoch, training_state(potential, opt, sched, **extra),
-                       {"step": epoch, "wall_time": wall0 + time.perf_counter() - start})
-
-    for epoch in range(first, cfg.epochs):
-        ctx.check_cancelled()
-        if w.constraint_mode == "hard" and cfg.epochs > 1:
-            ratio = w.constraint_weight_max / max(w.constraint_weight, 1e-12)
-            gamma = w.constraint_weight * ratio ** (epoch / (cfg.epochs - 1))
-        else:
-            gamma = w.constraint_weight
-        period = torch.exp(log_period)
-        xs = rk4_trajectory(field_fn, x0, period, steps)
-        parts = design_losses(xs, period, potential, target, plant)
-        total = w.task_weight * parts["task"] + gamma * parts["constraint"] + w.effort_weight * parts["effort"]
-        if not torch.isfinite(total):
-            kept = ""
-            if run is not None:
-                meta = mode_meta(design, float(torch.exp(good[1])), {}, history, wall0 + time.perf_counter() - start,
-                                 status=f"last finite (epoch {good_epoch})")
-                path = run.save_files(LAST_FINITE, lambda tmp, meta=meta, st=good[0]: _write_mode(tmp, st, meta))
-                run.end("diverged", f"the loss is not finite at epoch {epoch + 1}", epoch_diverged=epoch + 1,
-                        last_finite_epoch=good_epoch)
-                kept = (f"; the last finite potential (epoch {good_epoch}) is kept in {path}; no mode was "
-                        f"written ({run.destination} holds what it held before)")
-            raise DivergedError(f"eigenmode training diverged at epoch {epoch + 1} (loss is not finite){kept}: "
-                                f"lower TrainConfig.lr or TrainConfig.dt, or change the period")
-        opt.zero_grad(set_to_none=True)
-        total.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        opt.step()
-        sched.step()
-        values = {"total": float(total.detach()), "task": float(parts["task"].detach()), "constraint": float(parts["constraint"].detach()),
-                  "effort": float(parts["effort"].detach()), "period": float(period.detach())}
-        for k, v in values.items():
-            history[k].append(v)
-        snap = _finite_copy(potential, log_period)
-        if snap is not None:
-            good, good_epoch = snap, epoch + 1
-        if run is not None:
-            run.log(epoch + 1, epoch + 1, wall0 + time.perf_counter() - start, **values,
-                    lr=opt.param_groups[0]["lr"])
-            if (epoch + 1) % checkpoint_every == 0 or epoch + 1 == cfg.epochs:
-                checkpoint(epoch + 1)
-        metrics = {"epoch": epoch + 1, **values, "tip_error": math.sqrt(values["task"])}
-        ctx.progress((epoch + 1) / max(cfg.epochs, 1), f"epoch {epoch + 1}/{cfg.epochs}", metrics)
-        now = time.perf_counter()
-        if preview is not None and (now - last_preview >= preview_interval or epoch == cfg.epochs - 1):
-            last_preview = now
-            with torch.no_grad():
-                q = xs[:, :2].detach().to("cpu", torch.float64)
-                preview({"epoch": epoch + 1, "q": q.numpy().copy(), "tip": tip_position(q, plant).numpy().copy()})
-
+    trainee = _ModeTrainee(design, potential, log_period, opt, sched, x0, target, steps, run, preview,
+                           preview_interval)
+    result = train_epochs(trainee, cfg.epochs, ctx, run, resume=resume, checkpoint_every=checkpoint_every)
+    history = trainee.history
     final_period = float(torch.exp(log_period.detach()))
-    seconds = wall0 + time.perf_counter() - start
+    seconds = result.wall_time
     potential = potential.to("cpu", torch.float64)
     for p in potential.parameters():
         p.requires_grad_(False)

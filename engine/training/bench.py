@@ -2,9 +2,9 @@
 wall time of the whole reproduction (models x N x epochs, spread over the local workers).
 
 Each model trains whole epochs at every N (batch 4N windows, the paper's widths), one torch
-thread per process, through the trainer's own epoch function (:func:`engine.training.trainer._train_epoch`:
-the same mini-batch gather, loss, backward and fused Adam step as :func:`~engine.training.trainer.fit`)
-plus fit's per-epoch bookkeeping (scheduler, NaN-guard snapshot) and process set-up (one thread,
+thread per process, through the trainer's own epoch (:meth:`engine.training.trainer.DynamicsTrainee.epoch`:
+the same mini-batch gather, loss, backward, fused Adam step and scheduler as :func:`~engine.training.trainer.fit`)
+plus the loop's per-epoch bookkeeping (NaN-guard snapshot) and process set-up (one thread,
 :func:`~engine.runtime.tune_malloc`). After one warm-up epoch, a few epochs
 are timed one by one and the median epoch time is scaled to the run's epochs (medians resist the
 spikes of a shared machine). The estimate adds the evaluation (test set and 16 x 500-step
@@ -33,18 +33,18 @@ from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
 from engine.validation import check_int
-from engine.training.trainer import TrainingBatches, _snapshot_if_finite, _train_epoch, adam_optimizer, build_for
+from engine.training.trainer import DynamicsTrainee, TrainingBatches, build_for
 
 __all__ = ["bench_learn"]
 
 
-def _bench_epoch(model, opt, sched, batches, ctx) -> None:
+def _bench_epoch(trainee: DynamicsTrainee, ctx) -> None:
     """One training epoch as :func:`~engine.training.trainer.fit` runs it (steps, scheduler, snapshot)."""
-    loss, _ = _train_epoch(model, opt, batches, ctx)
-    sched.step(loss)
-    _snapshot_if_finite(model)
-    if batches.packed.device.type == "cuda":  # the epoch's kernels finish inside its timing
-        torch.cuda.synchronize(batches.packed.device)
+    trainee.epoch(1, ctx)
+    trainee.finite_copy()
+    device = trainee.batches.packed.device
+    if device.type == "cuda":  # the epoch's kernels finish inside its timing
+        torch.cuda.synchronize(device)
 
 
 def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=None, device: str = "cpu") -> dict:
@@ -63,15 +63,14 @@ def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=Non
             cfg = TrainConfig(model=name, system=system, trajectories=n, epochs=epochs, device=device)
             model = build_for(cfg, ds)
             batches = TrainingBatches.build(ds, cfg, next(model.parameters()).dtype, next(model.parameters()).device)
-            opt = adam_optimizer(model.parameters(), cfg.lr)
-            sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=cfg.patience, factor=cfg.factor)
+            trainee = DynamicsTrainee(model, ds, cfg, batches, None)
             per_epoch = batches.per_epoch()
 
-            _bench_epoch(model, opt, sched, batches, null)  # warm-up
+            _bench_epoch(trainee, null)  # warm-up
             times_w, times_c = [], []
             for _ in range(max(3, -(-steps // per_epoch))):
                 t0, c0 = time.perf_counter(), time.process_time()
-                _bench_epoch(model, opt, sched, batches, null)
+                _bench_epoch(trainee, null)
                 times_w.append(time.perf_counter() - t0)
                 times_c.append(time.process_time() - c0)
             dw, dc = statistics.median(times_w), statistics.median(times_c)
@@ -104,7 +103,7 @@ def _measure_task(task: dict) -> dict:
 def _mean_of(measurements: list[dict]) -> dict:
     """The element-wise mean of the processes' per-model figures (nested dicts of numbers)."""
     first = measurements[0]
-    out = {}
+    out: dict = {}
     for key, value in first.items():
         if isinstance(value, dict):
             out[key] = _mean_of([m[key] for m in measurements])

@@ -1,4 +1,5 @@
-"""The training loop: Adam, ReduceLROnPlateau, mini-batches of ``batch_factor * N`` windows.
+"""Training learned dynamics: Adam, ReduceLROnPlateau, mini-batches of ``batch_factor * N`` windows,
+on the engine's one training loop (:func:`engine.training_loop.train_epochs`).
 
 With a run folder (:mod:`engine.runs`) every epoch's metrics and periodic checkpoints
 of the whole training state are kept, a run can be resumed exactly, and the final model takes its
@@ -12,9 +13,8 @@ checks for cancellation after every mini-batch.
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
-import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,27 +24,17 @@ from engine.data.dataset import TrajectoryDataset
 from engine.data.windows import Windows, make_windows
 from engine.devices import resolve_device
 from engine.io import save_tensors, write_json
-from engine.jobs import JobContext, NullJobContext
+from engine.jobs import JobContext
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.models.registry import build_model
 from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
+from engine.training_loop import EpochOutcome, TrainingDiverged, train_epochs
 from engine.runs import LAST_FINITE, Run, fingerprint, restore_training_state, training_state
 
-__all__ = ["TrainingBatches", "TrainingDiverged", "TrainResult", "adam_optimizer", "build_for", "cancelled_message",
+__all__ = ["DynamicsTrainee", "TrainingBatches", "TrainingDiverged", "TrainResult", "adam_optimizer", "build_for", "cancelled_message",
            "check_metrics", "data_source_of", "fit", "new_run", "recording", "train_model", "write_model_files"]
-
-
-class TrainingDiverged(ValueError):
-    """The loss or the final metrics became NaN/inf; ``epoch``, ``last_good_epoch`` and
-    ``checkpoint`` (the folder of the last finite weights, or None) say what was kept."""
-
-    def __init__(self, message: str, epoch: int, last_good_epoch: int, checkpoint: Path | None):
-        super().__init__(message)
-        self.epoch = epoch
-        self.last_good_epoch = last_good_epoch
-        self.checkpoint = checkpoint
 
 
 @dataclass
@@ -97,26 +87,6 @@ class TrainingBatches:
         return -(-len(self) // self.batch_size)
 
 
-def _train_epoch(model: LearnedDynamics, opt, batches: TrainingBatches, ctx: JobContext) -> tuple[float, float | None]:
-    """One epoch of mini-batch steps: ``(mean loss, None)``, or ``(nan, bad value)`` as soon as a
-    mini-batch loss is not finite (before that batch's update)."""
-    W, bs = len(batches), batches.batch_size
-    perm = torch.randperm(W, generator=batches.generator)
-    total = 0.0
-    for i in range(0, W, bs):
-        idx = perm[i:i + bs]
-        loss = model.loss(Windows.unpack(batches.packed[idx], batches.widths))
-        value = loss.item()
-        if not math.isfinite(value):
-            return math.nan, value
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        total += value * len(idx)
-        ctx.check_cancelled()
-    return total / W, None
-
-
 # an epoch's mean loss this many times the untrained model's (or than 1, for a model that starts
 # almost exact) is a divergence: a sane run never comes near it; a learning rate far too high
 # gets there in the first epoch
@@ -146,6 +116,76 @@ def write_model_files(folder: Path, model: LearnedDynamics, meta: dict, state: d
     write_json(folder / "model.json", meta)
 
 
+class DynamicsTrainee:
+    """A learned dynamics model's side of :func:`engine.training_loop.train_epochs`: mini-batch
+    Adam steps over the packed windows, ReduceLROnPlateau on the epoch loss."""
+
+    def __init__(self, model: LearnedDynamics, dataset, config: TrainConfig, batches: TrainingBatches,
+                 run: Run | None):
+        self.model, self.dataset, self.config, self.batches, self.run = model, dataset, config, batches, run
+        self.opt = adam_optimizer(model.parameters(), config.lr)
+        self.sched = torch.optim.lr_scheduler.ReduceLROnPlateau(self.opt, "min", patience=config.patience,
+                                                                factor=config.factor)
+        self.reference: float | None = None   # the untrained model's loss (the divergence guard's scale)
+        self.limit = math.inf
+
+    def set_reference(self, reference: float | None) -> None:
+        self.reference = reference
+        self.limit = DIVERGENCE_FACTOR * max(reference, 1.0) if reference is not None else math.inf
+
+    def epoch(self, epoch: int, ctx: JobContext) -> EpochOutcome:
+        """One epoch of mini-batch steps; a mini-batch loss that is not finite stops it before its update."""
+        model, opt, batches = self.model, self.opt, self.batches
+        W, bs = len(batches), batches.batch_size
+        perm = torch.randperm(W, generator=batches.generator)
+        total = 0.0
+        for i in range(0, W, bs):
+            idx = perm[i:i + bs]
+            loss = model.loss(Windows.unpack(batches.packed[idx], batches.widths))
+            value = loss.item()
+            if not math.isfinite(value):
+                return EpochOutcome(math.nan, diverged=f"the loss is {value}")
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += value * len(idx)
+            ctx.check_cancelled()
+        epoch_loss = total / W
+        if epoch_loss > self.limit:
+            return EpochOutcome(epoch_loss, diverged=f"the loss is {epoch_loss:.3g}, over {self.limit:.0e} (the "
+                                                     f"untrained model's was {self.reference:.3g})")
+        self.sched.step(epoch_loss)
+        return EpochOutcome(epoch_loss, {"loss": epoch_loss, "lr": opt.param_groups[0]["lr"]},
+                            steps=batches.per_epoch())
+
+    def training_state(self) -> dict:
+        return training_state(self.model, self.opt, self.sched, {"batches": self.batches.generator})
+
+    def checkpoint_meta(self) -> dict:
+        return {"reference_loss": self.reference}
+
+    def restore(self, state: Mapping, meta: Mapping) -> None:
+        restore_training_state(state, self.model, self.opt, self.sched, {"batches": self.batches.generator})
+        self.set_reference(meta.get("reference_loss"))
+
+    def finite_copy(self) -> dict | None:
+        return _snapshot_if_finite(self.model)
+
+    def restore_copy(self, copy: dict) -> None:
+        self.model.load_state_dict(copy)
+
+    def write_last_finite(self, folder: Path, copy: dict, epoch: int, wall_time: float) -> None:
+        write_model_files(folder, self.model, _model_meta(self.model, self.config, self.dataset, epoch,
+                                                          status="last finite"), copy)
+
+    def diverged_message(self, epoch: int, what: str, good_epoch: int, kept: Path | None) -> str:
+        return _diverged_message(self.config, epoch, what, good_epoch, kept, self.run)
+
+    def report(self, epoch: int, epochs: int, outcome: EpochOutcome, step: int, wall_time: float):
+        return (f"{self.config.model} N={self.config.trajectories} epoch {epoch}/{epochs}",
+                {"loss": outcome.loss, "epoch": epoch, "step": step, "wall_time": wall_time})
+
+
 def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
         ctx: JobContext | None = None, checkpoint_dir: str | Path | Run | None = None,
         progress_span: tuple[float, float] = (0.0, 1.0), resume: bool = False) -> TrainResult:
@@ -157,63 +197,22 @@ def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
     :func:`train_model`). ``resume``: continue the run's last checkpoint up to ``config.epochs``
     (weights, optimiser, scheduler and random streams restored, so the run ends where an
     uninterrupted one would). A NaN loss raises :class:`TrainingDiverged` naming the epoch; the
-    last finite weights go to the run's ``checkpoints/last-finite``.
+    last finite weights go to the run's ``checkpoints/last-finite``. The loop itself is
+    :func:`engine.training_loop.train_epochs`.
     """
-    ctx = ctx or NullJobContext()
     if config.threads:
         torch.set_num_threads(int(config.threads))
     tune_malloc()  # reuse warm heap pages for the per-step activations (engine/runtime.py)
     run = checkpoint_dir if isinstance(checkpoint_dir, Run) or checkpoint_dir is None else \
-        new_run(checkpoint_dir, model, config, dataset)
-    N = config.trajectories
+        new_run(checkpoint_dir, model, config, dataset)   # Run | None
     dtype = next(model.parameters()).dtype
     batches = TrainingBatches.build(dataset, config, dtype, next(model.parameters()).device)
-    opt = adam_optimizer(model.parameters(), config.lr)
-    sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, "min", patience=config.patience, factor=config.factor)
-    first, step, wall0 = 1, 0, 0.0
-    if resume:
-        state, meta = run.load_state()
-        restore_training_state(state, model, opt, sched, {"batches": batches.generator})
-        first, step, wall0 = int(meta["epoch"]) + 1, int(meta.get("step", 0)), float(meta.get("wall_time", 0.0))
-        reference = meta.get("reference_loss")
-    else:
-        reference = _untrained_loss(model, batches)
-    limit = DIVERGENCE_FACTOR * max(reference, 1.0) if reference is not None else math.inf
-    good_state = copy.deepcopy(model.state_dict())
-    good_epoch = first - 1
-    losses = []
-    lo, hi = progress_span
-    t0 = time.perf_counter()
-    for epoch in range(first, config.epochs + 1):
-        epoch_loss, bad = _train_epoch(model, opt, batches, ctx)
-        what = None if bad is None else f"the loss is {bad}"
-        if bad is None and epoch_loss > limit:
-            bad, what = epoch_loss, (f"the loss is {epoch_loss:.3g}, over {limit:.0e} (the untrained model's "
-                                     f"was {reference:.3g})")
-        if bad is not None:
-            model.load_state_dict(good_state)
-            path = None
-            if run is not None:
-                meta = _model_meta(model, config, dataset, good_epoch, status="last finite")
-                path = run.save_files(LAST_FINITE, lambda tmp, meta=meta: write_model_files(tmp, model, meta))
-                run.end("diverged", f"{what} at epoch {epoch}", epoch_diverged=epoch, last_finite_epoch=good_epoch)
-            raise TrainingDiverged(_diverged_message(config, epoch, what, good_epoch, path, run),
-                                   epoch, good_epoch, path)
-        step += batches.per_epoch()
-        losses.append(epoch_loss)
-        sched.step(epoch_loss)
-        snap = _snapshot_if_finite(model)
-        if snap is not None:
-            good_state, good_epoch = snap, epoch
-        if run is not None:
-            run.log(epoch, step, wall0 + time.perf_counter() - t0, loss=epoch_loss, lr=opt.param_groups[0]["lr"])
-            if epoch % config.checkpoint_every == 0 or epoch == config.epochs:
-                run.save_state(epoch, training_state(model, opt, sched, {"batches": batches.generator}),
-                               {"step": step, "wall_time": wall0 + time.perf_counter() - t0,
-                                "reference_loss": reference})
-        ctx.progress(lo + (hi - lo) * epoch / config.epochs, f"{config.model} N={N} epoch {epoch}/{config.epochs}",
-                     {"loss": epoch_loss, "epoch": epoch, "step": step, "wall_time": wall0 + time.perf_counter() - t0})
-    return TrainResult(model=model, losses=losses, seconds=time.perf_counter() - t0, epochs=config.epochs)
+    trainee = DynamicsTrainee(model, dataset, config, batches, run)
+    if not resume:
+        trainee.set_reference(_untrained_loss(model, batches))
+    result = train_epochs(trainee, config.epochs, ctx, run, resume=resume, checkpoint_every=config.checkpoint_every,
+                          span=progress_span)
+    return TrainResult(model=model, losses=result.losses, seconds=result.seconds, epochs=config.epochs)
 
 
 def cancelled_message(run: Run) -> str:
@@ -261,9 +260,12 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
     folder's earlier final model, if any, is left as it was.
     """
     model = model if model is not None else build_for(config, dataset)
-    run = checkpoint_dir
-    if checkpoint_dir is not None and not isinstance(checkpoint_dir, Run):
-        run = Run.open(checkpoint_dir, "learn", write=True) if resume else new_run(checkpoint_dir, model, config, dataset)
+    run: Run | None = None
+    if isinstance(checkpoint_dir, Run):
+        run = checkpoint_dir
+    elif checkpoint_dir is not None:
+        run = Run.open(checkpoint_dir, "learn", write=True) if resume else new_run(checkpoint_dir, model, config,
+                                                                                    dataset)
     with recording(run):
         result = fit(model, dataset, config, ctx, run, progress_span, resume=resume)
     metrics = evaluate(model, dataset.subset(config.trajectories))

@@ -13,8 +13,8 @@ from engine.io import DiskFullError
 from engine.cli import main
 from engine.eigenmodes.config import DesignConfig
 from engine.eigenmodes.storage import learn_into, load_mode, save_mode
-from engine.eigenmodes.train import DivergedError
 from engine.runs import Run, read_metrics
+from engine.training_loop import TrainingDiverged
 
 
 def _design(epochs: int, **train) -> DesignConfig:
@@ -93,7 +93,7 @@ def test_divergence_names_the_epoch_keeps_the_last_finite_potential_and_the_old_
         return {**parts, "task": parts["task"] * float("nan")} if calls["n"] == 3 else parts
 
     monkeypatch.setattr(train, "design_losses", nan_at_epoch_3)
-    with pytest.raises(DivergedError, match=r"diverged at epoch 3 .*epoch 2") as info:
+    with pytest.raises(TrainingDiverged, match=r"diverged at epoch 3 .*epoch 2") as info:
         learn_into(_design(6), tmp_path / "m")
     assert _files(tmp_path / "m") == before and "last finite potential" in str(info.value)
     staged = [p for p in tmp_path.iterdir() if p.name.startswith(".m.run-")]
