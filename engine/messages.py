@@ -8,8 +8,10 @@ Used by the command line (engine/cli) and the app (app/errors.py). Two kinds of 
 - an **internal error** (anything else): one line, and the traceback goes to a log file in the
   user's log folder (:func:`log_directory`).
 
-Messages never start with Python class names: ``LogError: x`` becomes ``x``, and a config field
-written ``TrainConfig.epochs`` becomes ``epochs`` (or the flag that sets it, ``--epochs``).
+A bad value is an :class:`engine.validation.InputError` raised where it is found (owner, field,
+reason): the app shows its text, which names the field (``epochs: must be ...``), and the command
+line names the flag that sets the field instead (``--epochs: must be ...``, from the command's
+parser). Messages never start with Python class names: ``LogError: x`` becomes ``x``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
+
+from engine.validation import InputError
 
 __all__ = ["USER_ERRORS", "is_user_error", "user_message", "plain", "log_directory", "write_traceback"]
 
@@ -35,12 +40,6 @@ _FILE_PROBLEMS = {
 }
 # "LogError: ", "engine.logs.errors.LogError: ", "ValueError: " at the start of a message
 _CLASS_PREFIX = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning|Exit)\s*:\s*")
-# "TrainConfig.epochs", "EigenmodeTask.target" (not "robot.urdf", "/a/B.c", "x.Foo")
-_QUALIFIED = re.compile(r"(?<![\w./\\-])([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)\.([a-z_][a-z0-9_]*)\b")
-_LONE_FIELD = re.compile(r"(?<=\s)\.([a-z_][a-z0-9_]*)\b")  # "q0 and .target"
-_FILE_SUFFIXES = {"urdf", "xacro", "xml", "csv", "tsv", "txt", "json", "npz", "npy", "pt", "pth", "safetensors",
-                  "parquet", "mcap", "bag", "db3", "stl", "obj", "dae", "png", "svg", "gif", "mp4", "yaml",
-                  "yml", "ini", "log", "py", "mjcf", "zip", "gz"}
 
 
 def is_user_error(exc: BaseException) -> bool:
@@ -48,27 +47,21 @@ def is_user_error(exc: BaseException) -> bool:
     return isinstance(exc, USER_ERRORS)
 
 
-def plain(text: str, fields: dict[str, str] | None = None) -> str:
-    """``text`` without leading class names and with ``Config.field`` written as the field
-    (or as ``fields[field]``, e.g. the command-line flag that sets it)."""
-    fields = fields or {}
+def plain(text: str) -> str:
+    """``text`` without leading class names (``"LogError: x.csv: ..."`` -> ``"x.csv: ..."``)."""
     previous = None
     while previous != text:
         previous, text = text, _CLASS_PREFIX.sub("", text, count=1)
-
-    def field(match: re.Match) -> str:
-        name = match.group(2)
-        if name in _FILE_SUFFIXES:
-            return match.group(0)
-        return fields.get(name, name)
-
-    text = _QUALIFIED.sub(field, text)
-    return _LONE_FIELD.sub(lambda m: fields.get(m.group(1), m.group(1)), text)
+    return text
 
 
-def user_message(exc: BaseException, fields: dict[str, str] | None = None, one_line: bool = True) -> str:
-    """The plain-language message of ``exc`` (its file, field or flag and what to do)."""
-    if isinstance(exc, OSError) and exc.filename is not None:
+def user_message(exc: BaseException, fields: Mapping[str, str] | None = None, one_line: bool = True) -> str:
+    """The plain-language message of ``exc`` (its file, field or flag and what to do). ``fields``:
+    field or option name -> the command-line flag that sets it; a bad value's message then names
+    the flag (:meth:`engine.validation.InputError.message`)."""
+    if isinstance(exc, InputError):
+        text = exc.message(fields)
+    elif isinstance(exc, OSError) and exc.filename is not None:
         problem = next((text for kind, text in _FILE_PROBLEMS.items() if isinstance(exc, kind)),
                        (exc.strerror or "cannot be used").lower())
         text = f"{os.fsdecode(exc.filename)}: {problem}"
@@ -78,7 +71,7 @@ def user_message(exc: BaseException, fields: dict[str, str] | None = None, one_l
             text = f"missing entry {text}"
         if not text:
             text = _describe_class(type(exc))
-    text = plain(text, fields)
+    text = plain(text)
     if one_line:
         text = " ".join(line.strip() for line in text.splitlines() if line.strip())
     return text

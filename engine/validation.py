@@ -1,9 +1,12 @@
 """One place for the checks of user-facing numbers and paths (ground module: no engine imports).
 
 Config dataclasses (the source of the CLI flags and the GUI forms) call these helpers in
-``__post_init__`` or ``validate()``. Each failure raises :class:`InputError` (a
-``ValueError``) whose message names the field or flag, says what was wrong and what to do,
-and carries ``owner``/``field`` so a form can point at the field.
+``__post_init__`` or ``validate()``, and raise :class:`InputError` themselves for checks of their
+own. Each failure is an :class:`InputError` (a ``ValueError``) raised where the bad value is
+found, carrying ``owner`` (the config class, e.g. ``"TrainConfig"``, or plain words such as
+``"training setting"``), ``field`` and ``reason``: its text is the plain message naming the field
+(what the app shows), and :meth:`InputError.message` names the flag that sets the field instead
+(what the command line shows: ``--lr: must be greater than zero, got -1``).
 
 Memory: :func:`check_allocation` estimates the bytes of an array before it is made and
 refuses anything above a budget: by default 25 % of the machine's physical memory, or
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -42,24 +46,39 @@ BUDGET_ENV = "LAGRANGE_MEMORY_BUDGET"
 class InputError(ValueError):
     """A value the user gave (a field of a config, a flag, a path) that cannot be used.
 
-    ``owner`` (e.g. ``"TrainConfig"`` or ``"learn train"``), ``field`` (the field or flag)
-    and ``reason`` (the message without the field) are kept for GUIs.
+    ``owner``: the config class (``"TrainConfig"``) or plain words (``"training setting"``,
+    ``"learn train"``); ``field``: the field, a flag (``--hidden``) or both (``"hidden
+    (--hidden)"``); ``reason``: the message without the field; ``flag``: the flag that sets the
+    field, when the raiser knows it. ``str()`` is the plain message naming the field (a class
+    name is never shown: ``lr: must be greater than zero, got -1``); :meth:`message` names the flag.
     """
 
-    def __init__(self, message: str, *, owner: str | None = None, field: str | None = None):
+    def __init__(self, message: str, *, owner: str | None = None, field: str | None = None,
+                 flag: str | None = None):
         self.owner = owner
         self.field = field
         self.reason = message
+        self.flag = flag
         label = _label(owner, field)
         super().__init__(f"{label}: {message}" if label else message)
 
+    def message(self, flags: Mapping[str, str] | None = None) -> str:
+        """The message naming the flag that sets the field (``flags``: field or option name ->
+        flag, e.g. a command's parser's), or the field where no flag sets it."""
+        flag = self.flag or (flags or {}).get(self.field or "")
+        return f"{flag}: {self.reason}" if flag and self.field and not self.field.startswith("-") else str(self)
+
+
+def _is_class_name(owner: str) -> bool:
+    return owner.isidentifier() and owner[:1].isupper()
+
 
 def _label(owner: str | None, field: str | None) -> str:
-    """``owner`` is plain words (``"training setting"``); ``field`` a field name, a flag
-    (``--hidden``) or both (``"hidden (--hidden)"``)."""
+    """``owner`` is a class name (not shown) or plain words (``"training setting"``); ``field`` a
+    field name, a flag (``--hidden``) or both (``"hidden (--hidden)"``)."""
     if not field:
-        return owner or ""
-    if field.startswith("-"):  # a flag: name it as the user types it
+        return "" if owner is None or _is_class_name(owner) else owner
+    if field.startswith("-") or (owner is not None and _is_class_name(owner)):  # a flag, or a config's field
         return field
     name = field if "(" in field else repr(field)
     return f"{owner} {name}" if owner else name

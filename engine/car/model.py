@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from engine import io
-from engine.validation import check_allocation, check_int, check_range
+from engine.validation import InputError, check_allocation, check_int, check_range
 
 __all__ = [
     "ACTIVATIONS",
@@ -53,7 +53,7 @@ def default_model_dir() -> Path:
     return resource("car_models", DEFAULT_MODEL)
 
 
-class CarModelError(ValueError):
+class CarModelError(InputError):
     """Bad configuration or checkpoint for the car model; the message names the field/file."""
 
 
@@ -77,9 +77,11 @@ class CarMLPConfig:
 
     def __post_init__(self):
         if self.activation not in ACTIVATIONS:
-            raise CarModelError(f"CarMLPConfig.activation: {self.activation!r}, choose one of {ACTIVATIONS}")
+            raise CarModelError(f"{self.activation!r}, choose one of {', '.join(ACTIVATIONS)}", owner="CarMLPConfig",
+                                field="activation")
         if self.loss not in LOSSES:
-            raise CarModelError(f"CarMLPConfig.loss: {self.loss!r}, choose one of {LOSSES}")
+            raise CarModelError(f"{self.loss!r}, choose one of {', '.join(LOSSES)}", owner="CarMLPConfig",
+                                field="loss")
         who = "car model setting"      # plain-language messages naming the flag (engine/validation.py)
         check_int(who, "hidden (--hidden)", self.hidden, 1, 10**9, hint="the paper uses 64")
         check_int(who, "layers (--layers)", self.layers, 1, 64, hint="the paper uses 8")

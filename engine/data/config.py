@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 
 from engine.io import dataclass_from_dict
 
-from engine.validation import check_allocation, check_choice, check_finite, check_int, check_range
+from engine.validation import InputError, check_allocation, check_choice, check_finite, check_int, check_range
 
 __all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for", "SAMPLERS"]
 
@@ -55,8 +55,8 @@ class SystemProtocol:
 
     def __post_init__(self):
         if self.reject_speed is not None and 2 * len(self.reject_speed) != len(self.state_low):
-            raise ValueError(f"SystemProtocol.reject_speed: expected one limit per velocity "
-                             f"({len(self.state_low) // 2}), got {len(self.reject_speed)}")
+            raise InputError(f"expected one limit per velocity ({len(self.state_low) // 2}), got "
+                             f"{len(self.reject_speed)}", owner="SystemProtocol", field="reject_speed")
 
 
 PROTOCOLS: dict[str, SystemProtocol] = {
@@ -106,13 +106,15 @@ class DatasetConfig:
         for name in ("train_trajectories", "test_trajectories", "steps", "long_term_trajectories", "long_term_steps"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
-                raise ValueError(f"DatasetConfig.{name}: expected a positive integer, got {v!r}")
+                raise InputError(f"expected a positive whole number, got {v!r}", owner="DatasetConfig", field=name)
         if self.h is not None and not self.h > 0:
-            raise ValueError(f"DatasetConfig.h: expected a positive time step, got {self.h!r}")
+            raise InputError(f"expected a positive time step, got {self.h!r}", owner="DatasetConfig", field="h")
         if self.sampler not in SAMPLERS:
-            raise ValueError(f"DatasetConfig.sampler: expected one of {', '.join(SAMPLERS)}, got {self.sampler!r}")
+            raise InputError(f"expected one of {', '.join(SAMPLERS)}, got {self.sampler!r}", owner="DatasetConfig",
+                             field="sampler")
         if not self.control_low <= self.control_high:
-            raise ValueError("DatasetConfig.control_low must be <= control_high")
+            raise InputError(f"must be at most control_high ({self.control_high}), got {self.control_low}",
+                             owner="DatasetConfig", field="control_low")
 
     def _check_sizes(self) -> None:
         """Ranges that make sense and the data set's memory estimated before it is generated

@@ -55,12 +55,7 @@ def _checked(helper, *args, **kwargs):
     except ConfigError:
         raise
     except InputError as exc:
-        # "TrainConfig.dt: ..." as before: engine.messages turns it into the flag that sets dt
-        qualified = exc.owner and exc.field and exc.owner.isidentifier() and exc.field.isidentifier()
-        error = ConfigError(f"{exc.owner}.{exc.field}: {exc.reason}") if qualified else \
-            ConfigError(exc.reason, owner=exc.owner, field=exc.field)
-        error.owner, error.field = exc.owner, exc.field
-        raise error from None
+        raise ConfigError(exc.reason, owner=exc.owner, field=exc.field, flag=exc.flag) from None
 
 
 def _check_number(owner: str, name: str, value, *, minimum=None, strict=False, maximum=None, unit=None, hint=None):
@@ -89,8 +84,10 @@ class EigenmodeTask:
     learn_period: bool = False
 
     def validate(self, plant: DoublePendulumParams | None = None) -> None:
-        if len(self.q0) != 2 or len(self.target) != 2:
-            raise ConfigError("EigenmodeTask.q0 and .target: expected two numbers each")
+        for name in ("q0", "target"):
+            if len(getattr(self, name)) != 2:
+                raise ConfigError(f"expected two numbers, got {getattr(self, name)!r}", owner="EigenmodeTask",
+                                  field=name)
         for i, v in enumerate(self.q0):
             _check_number("EigenmodeTask", f"q0[{i}]", v)
         for i, v in enumerate(self.target):
@@ -100,8 +97,8 @@ class EigenmodeTask:
             r_in, r_out = reach(plant)
             r = math.hypot(*self.target)
             if not (r_in - 1e-9 <= r <= r_out + 1e-9):
-                raise ConfigError(f"EigenmodeTask.target: {tuple(self.target)} is {r:.3f} m from the pivot, "
-                                  f"outside the reachable annulus [{r_in:.3f}, {r_out:.3f}] m")
+                raise ConfigError(f"{tuple(self.target)} is {r:.3f} m from the pivot, outside the reachable "
+                                  f"annulus [{r_in:.3f}, {r_out:.3f}] m", owner="EigenmodeTask", field="target")
 
 
 @dataclass
@@ -136,7 +133,8 @@ class LossWeights:
         for name in ("task_weight", "constraint_weight", "effort_weight", "constraint_weight_max"):
             _check_number("LossWeights", name, getattr(self, name), minimum=0.0)
         if self.constraint_mode not in ("soft", "hard"):
-            raise ConfigError(f"LossWeights.constraint_mode: expected 'soft' or 'hard', got {self.constraint_mode!r}")
+            raise ConfigError(f"expected 'soft' or 'hard', got {self.constraint_mode!r}", owner="LossWeights",
+                              field="constraint_mode")
 
 
 @dataclass
@@ -161,16 +159,17 @@ class TrainConfig:
                       hint="the RK4 step, for example 0.05")
         _check_number("TrainConfig", "lr_decay", self.lr_decay, minimum=0.0, strict=True)
         if self.lr_decay > 1:
-            raise ConfigError(f"TrainConfig.lr_decay: must be <= 1 (got {self.lr_decay})")
+            raise ConfigError(f"must be at most 1, got {self.lr_decay}", owner="TrainConfig", field="lr_decay")
         if self.dtype not in ("float32", "float64"):
-            raise ConfigError(f"TrainConfig.dtype: expected 'float32' or 'float64', got {self.dtype!r}")
+            raise ConfigError(f"expected 'float32' or 'float64', got {self.dtype!r}", owner="TrainConfig",
+                              field="dtype")
         _check_count("TrainConfig", "seed", self.seed, 0, 2**62)
         from engine.devices import DeviceError, parse_device_name
 
         try:
             parse_device_name(self.device)
         except DeviceError as exc:
-            raise ConfigError(f"TrainConfig.device: {exc}") from None
+            raise ConfigError(str(exc), owner="TrainConfig", field="device") from None
 
 
 @dataclass
@@ -203,7 +202,7 @@ class StabiliseConfig:
         for name in ("perturb_q", "perturb_p"):
             v = getattr(self, name)
             if len(v) != 2:
-                raise ConfigError(f"StabiliseConfig.{name}: expected two numbers, got {v!r}")
+                raise ConfigError(f"expected two numbers, got {v!r}", owner="StabiliseConfig", field=name)
             for i, x in enumerate(v):
                 _check_number("StabiliseConfig", f"{name}[{i}]", x)
         _check_count("StabiliseConfig", "harmonics", self.harmonics, 1, 1_000)

@@ -175,7 +175,7 @@ def simulate_stabilised(controller: StabilisingController, x0: torch.Tensor | No
             x = rk4_step(controller.field, x, dt)
             if not bool(torch.isfinite(x).all()):
                 raise ValueError(f"stabilised simulation diverged at t = {(i + 1) * dt:.3f} s: "
-                                 "lower StabiliseConfig.dt or the gains k_energy / k_mode")
+                                 "lower the step dt or the gains k_energy / k_mode")
             xs.append(x)
             if i % 100 == 99:
                 ctx.check_cancelled()

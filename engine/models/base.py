@@ -22,7 +22,7 @@ from torch import nn
 from engine.data.windows import Windows
 from engine.models.nets import INITS
 from engine.io import dataclass_from_dict
-from engine.validation import check_allocation, check_int, check_range
+from engine.validation import InputError, check_allocation, check_int, check_range
 
 __all__ = ["ROBOT_KINDS", "LearnedDynamics", "ModelSpec"]
 
@@ -73,24 +73,28 @@ class ModelSpec:
         self.robot_perturb = float(self.robot_perturb)
         self.input_matrix = tuple(tuple(float(v) for v in row) for row in self.input_matrix)
         if len(self.angle_mask) != self.dof:
-            raise ValueError(f"ModelSpec.angle_mask: expected {self.dof} entries, got {len(self.angle_mask)}")
+            raise InputError(f"expected {self.dof} entries, got {len(self.angle_mask)}", owner="ModelSpec",
+                             field="angle_mask")
         if len(self.input_matrix) != self.dof or any(len(r) != self.control_dim for r in self.input_matrix):
-            raise ValueError(f"ModelSpec.input_matrix: expected shape ({self.dof}, {self.control_dim})")
+            raise InputError(f"expected shape ({self.dof}, {self.control_dim})", owner="ModelSpec",
+                             field="input_matrix")
         for name in ("hidden", "layers", "newton_max_iter", "train_newton_max_iter"):
             if int(getattr(self, name)) < 1:
-                raise ValueError(f"ModelSpec.{name}: must be >= 1")
+                raise InputError(f"must be at least 1, got {getattr(self, name)}", owner="ModelSpec", field=name)
         if not self.h > 0:
-            raise ValueError("ModelSpec.h: the time step must be > 0")
+            raise InputError(f"the time step must be greater than zero, got {self.h}", owner="ModelSpec", field="h")
         if self.init not in INITS:
-            raise ValueError(f"ModelSpec.init: expected one of {', '.join(INITS)}, got {self.init!r}")
+            raise InputError(f"expected one of {', '.join(INITS)}, got {self.init!r}", owner="ModelSpec", field="init")
         bad = [k for k in self.robot_learn if k not in ROBOT_KINDS]
         if bad or not self.robot_learn or len(set(self.robot_learn)) != len(self.robot_learn):
-            raise ValueError(f"ModelSpec.robot_learn: expected distinct kinds from {', '.join(ROBOT_KINDS)}, "
-                             f"got {list(self.robot_learn)}")
+            raise InputError(f"expected distinct kinds from {', '.join(ROBOT_KINDS)}, got {list(self.robot_learn)}",
+                             owner="ModelSpec", field="robot_learn")
         if not 0.0 <= self.robot_perturb < 1.0:
-            raise ValueError(f"ModelSpec.robot_perturb: expected a relative size in [0, 1), got {self.robot_perturb!r}")
+            raise InputError(f"expected a relative size in [0, 1), got {self.robot_perturb!r}", owner="ModelSpec",
+                             field="robot_perturb")
         if self.system is not None and not isinstance(self.system, str):
-            raise ValueError(f"ModelSpec.system: expected a system name or None, got {self.system!r}")
+            raise InputError(f"expected a system name or None, got {self.system!r}", owner="ModelSpec",
+                             field="system")
         self._check_sizes()
 
     def _check_sizes(self) -> None:

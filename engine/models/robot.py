@@ -56,9 +56,9 @@ DAMPING_START = 1e-3
 def urdf_for_system(system: str | None) -> Path:
     """The URDF file of an analytic system; ``ValueError`` saying why there is none."""
     if system is None:
-        raise ValueError("the robot model needs the analytic system whose URDF it learns (ModelSpec.system), "
-                         "and this model spec names none (a spec made by hand or for a hardware log); "
-                         f"build it with ModelSpec.for_system for one of {', '.join(SYSTEM_URDFS)}")
+        raise ValueError("the robot model needs the analytic system whose URDF it learns (the model spec's "
+                         "system), and this model spec names none (a spec made by hand or for a hardware log); "
+                         f"build the spec for one of the systems {', '.join(SYSTEM_URDFS)}")
     try:
         name = SYSTEM_URDFS[system]
     except KeyError:

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, fields, replace
 import torch
 
 from engine.io import dataclass_from_dict
+from engine.validation import InputError
 
 __all__ = [
     "CarParams",
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 
-class CarParamsError(ValueError):
+class CarParamsError(InputError):
     """Invalid car parameters; the message names the field."""
 
 
@@ -73,18 +74,21 @@ class CarParams:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-                raise CarParamsError(f"CarParams.{f.name}: expected a number, got {value!r}")
+                raise CarParamsError(f"expected a number, got {value!r}", owner="CarParams", field=f.name)
         positive = ["mass", "wheelbase", "track_width", "mu_static", "mu_dynamic", "max_throttle",
                     "max_steering", "tyre_relaxation", "gravity", "dt", "substeps"]
         if self.slip_smoothing < 0:
-            raise CarParamsError("CarParams.slip_smoothing: must not be negative")
+            raise CarParamsError(f"must not be negative, got {self.slip_smoothing}", owner="CarParams",
+                                 field="slip_smoothing")
         for name in positive:
             if getattr(self, name) <= 0:
-                raise CarParamsError(f"CarParams.{name}: must be positive, got {getattr(self, name)}")
+                raise CarParamsError(f"must be positive, got {getattr(self, name)}", owner="CarParams", field=name)
         if self.mu_dynamic > self.mu_static:
-            raise CarParamsError("CarParams.mu_dynamic: must not exceed mu_static")
+            raise CarParamsError(f"must not exceed mu_static ({self.mu_static}), got {self.mu_dynamic}",
+                                 owner="CarParams", field="mu_dynamic")
         if self.tyre_relaxation < self.dt / self.substeps:
-            raise CarParamsError("CarParams.tyre_relaxation: must be at least dt / substeps (stability)")
+            raise CarParamsError(f"must be at least dt / substeps ({self.dt / self.substeps:.3g} s) for a stable "
+                                 f"simulation, got {self.tyre_relaxation}", owner="CarParams", field="tyre_relaxation")
 
     def to_dict(self) -> dict:
         return asdict(self)

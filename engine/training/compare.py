@@ -21,6 +21,7 @@ from engine.training.config import TrainConfig
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
 from engine.io import finite_or_none
+from engine.validation import InputError
 from engine.runs import Run, RunError
 from engine.training.trainer import TrainingDiverged, check_metrics, fit, new_run, recording, write_model_files
 
@@ -52,9 +53,11 @@ class LogCompareConfig:
         for name in ("steps", "horizon", "epochs", "hidden", "layers"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
-                raise ValueError(f"LogCompareConfig.{name}: expected a positive integer, got {v!r}")
+                raise InputError(f"expected a positive whole number, got {v!r}", owner="LogCompareConfig",
+                                 field=name)
         if not self.learning_rate > 0:
-            raise ValueError(f"LogCompareConfig.learning_rate: expected > 0, got {self.learning_rate!r}")
+            raise InputError(f"must be greater than zero, got {self.learning_rate!r}", owner="LogCompareConfig",
+                             field="learning_rate", flag="--lr")
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -48,16 +48,6 @@ class TrainConfig:
         self.device = parse_device_name(self.device)  # a name; resolved where the model is built
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
-        for name in ("trajectories", "epochs", "layers", "batch_factor", "checkpoint_every"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"TrainConfig.{name}: expected a positive integer, got {v!r}")
-        if self.learning_rate is not None and not self.learning_rate > 0:
-            raise ValueError(f"TrainConfig.learning_rate: expected > 0, got {self.learning_rate!r}")
-        if self.init not in INITS:
-            raise ValueError(f"TrainConfig.init: expected one of {', '.join(INITS)}, got {self.init!r}")
-        if not 0 < self.factor < 1:
-            raise ValueError(f"TrainConfig.factor: expected in (0, 1), got {self.factor!r}")
 
     def _check_sizes(self) -> None:
         """Ranges that make sense, and the memory of the network and a batch estimated before any
@@ -67,6 +57,7 @@ class TrainConfig:
         check_int(who, "epochs (--epochs)", self.epochs, 1, 100_000_000)
         check_int(who, "layers", self.layers, 1, 64)
         check_int(who, "batch_factor", self.batch_factor, 1, 100_000)
+        check_int(who, "checkpoint_every", self.checkpoint_every, 1, 100_000_000)
         check_int(who, "patience", self.patience, 0, 100_000_000)
         check_int(who, "seed (--seed)", self.seed, 0, 2**32 - 1, hint="seeds are whole numbers from 0")
         check_range(who, "factor", self.factor, 0.0, 1.0, lo_open=True, hi_open=True)

@@ -21,6 +21,7 @@ from engine.models.registry import PAPER_MODELS, model_names
 from engine.training.config import TrainConfig
 from engine.training.executors import get_executor
 from engine.training.metrics import METRIC_NAMES
+from engine.validation import InputError
 
 __all__ = ["ROW_KEYS", "SweepConfig", "run_sweep", "run_task"]
 
@@ -54,11 +55,14 @@ class SweepConfig:
         known = set(model_names())
         for m in self.models:
             if m not in known:
-                raise ValueError(f"SweepConfig.models: unknown model {m!r}; choose from {', '.join(sorted(known))}")
-        if not self.models or not self.trajectories or not self.seeds:
-            raise ValueError("SweepConfig: models, trajectories and seeds must not be empty")
+                raise InputError(f"unknown model {m!r}; choose from {', '.join(sorted(known))}",
+                                 owner="SweepConfig", field="models")
+        for name in ("models", "trajectories", "seeds"):
+            if not getattr(self, name):
+                raise InputError("give at least one", owner="SweepConfig", field=name)
         if any(n < 1 for n in self.trajectories):
-            raise ValueError("SweepConfig.trajectories: every N must be >= 1")
+            raise InputError(f"every N must be at least 1, got {list(self.trajectories)}", owner="SweepConfig",
+                             field="trajectories")
 
     def train_configs(self) -> list[TrainConfig]:
         return [TrainConfig(model=m, system=self.system, trajectories=n, epochs=self.epochs,
@@ -115,5 +119,6 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, executor=None, ctx: JobC
 
     executor.run(run_task, tasks, on_done, ctx)
     order = {m: i for i, m in enumerate(config.models)}
-    return sorted(rows, key=lambda r: (order[r["model"]], r["trajectories"], r["seed"]))
+    done = [r for r in rows if r is not None]   # every task reported (the executor waits for all)
+    return sorted(done, key=lambda r: (order[r["model"]], r["trajectories"], r["seed"]))
 

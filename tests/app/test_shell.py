@@ -351,7 +351,7 @@ def test_an_internal_error_in_a_job_keeps_its_traceback_in_the_console(make_wind
 
 def test_class_names_never_reach_a_dialog(make_window, qtbot):
     window = make_window()
-    window.show_error("Eigenmode design", "EigenmodeTask.target: (5, 5) is 7.1 m from the pivot, out of reach")
+    window.show_error("Eigenmode design", "ConfigError: target: (5, 5) is 7.1 m from the pivot, out of reach")
     window.show_error("Job failed: load robot foo.urdf", "URDFError: foo.urdf line 3: negative mass")
     qtbot.waitUntil(lambda: len(_visible_error_dialogs(window)) == 2)
     first, second = _visible_error_dialogs(window)

@@ -29,6 +29,7 @@ import types  # noqa: E402
 import pytest  # noqa: E402
 
 import engine.cli as cli  # noqa: E402
+from engine.validation import InputError  # noqa: E402
 
 
 def _run(args, env, **kw):
@@ -109,7 +110,7 @@ def _raising(exc):
 
 
 @pytest.mark.parametrize("exc, expected", [
-    (ValueError("TrainConfig.epochs: expected a positive integer, got 0"),
+    (InputError("expected a positive integer, got 0", owner="TrainConfig", field="epochs"),
      "error: --epochs: expected a positive integer, got 0"),
     (ValueError("LogError: ValueError: cart.csv, line 3: 'abc' is not a number"),
      "error: cart.csv, line 3: 'abc' is not a number"),

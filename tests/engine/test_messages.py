@@ -6,23 +6,43 @@ from __future__ import annotations
 import pytest
 
 from engine.messages import is_user_error, plain, user_message, write_traceback
+from engine.systems.double_pendulum import DoublePendulumParams
+from engine.validation import InputError
 
 
 @pytest.mark.parametrize("text, expected", [
     ("LogError: cart.csv: no time column", "cart.csv: no time column"),
     ("engine.robots.urdf.URDFError: robot.urdf line 4: mass < 0", "robot.urdf line 4: mass < 0"),
     ("RobotNotFoundError: unknown robot 'x'", "unknown robot 'x'"),
-    ("EigenmodeTask.target: (5, 5) is too far", "target: (5, 5) is too far"),
-    ("EigenmodeTask.q0 and .target: expected two numbers each", "q0 and target: expected two numbers each"),
-    ("TrainConfig.learning_rate: expected > 0", "learning_rate: expected > 0"),
     ("cannot read MyRobot.urdf or /data/Panda.csv", "cannot read MyRobot.urdf or /data/Panda.csv"),
+    ("out.txt: a URDF file name must end in .urdf", "out.txt: a URDF file name must end in .urdf"),
 ])
 def test_class_names_are_removed(text, expected):
     assert plain(text) == expected
 
 
-def test_fields_become_the_flags_that_set_them():
-    assert plain("TrainConfig.learning_rate: expected > 0", {"learning_rate": "--lr"}) == "--lr: expected > 0"
+def test_a_bad_value_names_the_field_in_the_app_and_the_flag_on_the_command_line():
+    from engine.eigenmodes.config import EigenmodeTask
+    from engine.training import TrainConfig
+
+    with pytest.raises(InputError) as info:
+        EigenmodeTask(target=(5.0, 5.0)).validate(DoublePendulumParams())
+    exc = info.value
+    assert (exc.owner, exc.field) == ("EigenmodeTask", "target")
+    assert str(exc).startswith("target: (5.0, 5.0) is 7.071 m from the pivot, outside the reachable annulus")
+    assert user_message(exc) == str(exc)
+    assert user_message(exc, {"target": "--target"}).startswith("--target: (5.0, 5.0) is 7.071 m")
+    with pytest.raises(InputError) as info:
+        EigenmodeTask(q0=(0.1,)).validate()
+    assert str(info.value) == "q0: expected two numbers, got (0.1,)"
+    with pytest.raises(InputError) as info:    # checked once, in TrainConfig._check_sizes
+        TrainConfig(checkpoint_every=0)
+    assert str(info.value) == "training setting 'checkpoint_every': must be between 1 and 100000000, got 0"
+    # a flag named where it is raised wins over the parser's names
+    flagged = InputError("must be greater than zero, got -1", owner="LogCompareConfig", field="learning_rate",
+                         flag="--lr")
+    assert str(flagged) == "learning_rate: must be greater than zero, got -1"
+    assert user_message(flagged, {"learning_rate": "--learning-rate"}) == "--lr: must be greater than zero, got -1"
 
 
 def test_user_errors_and_internal_errors_are_told_apart():

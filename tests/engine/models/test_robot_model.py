@@ -185,7 +185,7 @@ def test_checkpoint_round_trip_gives_identical_predictions(tmp_path):
     # a robot checkpoint that does not say its system cannot be rebuilt, and says why
     meta["hyperparameters"].pop("system")
     (tmp_path / "model.json").write_text(json.dumps(meta))
-    with pytest.raises(CheckpointError, match="ModelSpec.system"):
+    with pytest.raises(CheckpointError, match="the model spec's system"):
         load_model(tmp_path)
 
 
