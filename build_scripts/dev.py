@@ -3,7 +3,7 @@
 
     python3 build_scripts/dev.py setup    create .venv, install torch first, then the project (editable, dev extra)
     python3 build_scripts/dev.py run      set up if needed, then launch the app (extra args go to the app)
-    python3 build_scripts/dev.py test     set up if needed, then run the whole test suite (extra args go to pytest)
+    python3 build_scripts/dev.py test     set up if needed, then ruff, mypy (engine/) and the whole test suite (extra args go to pytest)
     python3 build_scripts/dev.py bench    run the engine's benchmarks and the 3D view benchmark
     python3 build_scripts/dev.py build    make a one-folder app in dist/ with PyInstaller, then self-test it
     python3 build_scripts/dev.py check    only the system check below
@@ -191,6 +191,11 @@ def test(args: list[str]) -> int:
     code = subprocess.call([str(python), "-m", "ruff", "check", "--quiet", "."], cwd=ROOT)
     if code:
         say("ruff found problems (above); fix them, or run `.venv/bin/ruff check --fix .`")
+        return code
+    say("mypy (engine/, the settings in pyproject.toml)")
+    code = subprocess.call([str(python), "-m", "mypy"], cwd=ROOT)
+    if code:
+        say("mypy found type errors (above); fix them, or annotate what it cannot infer")
         return code
     return subprocess.call([str(python), "-m", "pytest", *args], cwd=ROOT, env=env)
 

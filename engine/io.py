@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "DiskFullError", "is_disk_full", "disk_full_as_error",
            "output_mode", "publish_file", "write_json", "read_json", "json_default",
@@ -161,7 +161,7 @@ def dataclass_from_dict(cls, data: Any, where: str | None = None, error: type[Ex
     return cls(**({k: convert(v) for k, v in data.items()} if convert else dict(data)))
 
 
-def csv_text(rows: list[Mapping[str, Any]], columns: list[str], nan: str = "nan") -> str:
+def csv_text(rows: Sequence[Mapping[str, Any]], columns: list[str], nan: str = "nan") -> str:
     """Rows (dicts) as CSV text in ``columns`` order: None is an empty cell, a float its ``repr``
     (exact), a non-finite float ``nan`` (the text given)."""
     import csv

@@ -416,7 +416,7 @@ class Run:
         self.metrics = [r for r in self.metrics if int(r["epoch"]) <= int(meta["epoch"])]
         return state, meta
 
-    def save_files(self, folder: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    def save_files(self, folder: str | os.PathLike, write: Callable[[Path], object]) -> Path:
         """``write(tmp)`` puts files into a temporary folder; they replace ``self.path / folder`` as one save."""
         target = self.path / folder
         with staged_files(target) as tmp:
@@ -436,7 +436,7 @@ class Run:
         finally:
             self.release()
 
-    def finish(self, write_final: Callable[[Path], None], metrics: Mapping[str, Any], message: str = "done",
+    def finish(self, write_final: Callable[[Path], object], metrics: Mapping[str, Any], message: str = "done",
                **info) -> Path:
         """The run ended well: ``write_final(tmp)`` writes the final files (the model); they go in
         with run.json (status ``done``, ``metrics``) and metrics.csv as one save. A staged run is
@@ -555,7 +555,7 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
     rows = []
     with open(file, newline="", encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
-            row = {}
+            row: dict[str, Any] = {}
             for k, v in r.items():
                 if v in ("", None):
                     row[k] = None

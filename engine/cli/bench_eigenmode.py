@@ -18,7 +18,8 @@ def _run(args) -> int:
     from engine.validation import check_int
 
     check_int(None, "--epochs", args.epochs, 1, MAX_EPOCHS, hint="epochs to time, for example 500")
-    results = {"threads": torch.get_num_threads(), "runs": []}
+    runs: list[dict] = []
+    results = {"threads": torch.get_num_threads(), "runs": runs}
     for dtype in args.dtypes:
         design = DesignConfig()
         design.train.epochs = args.epochs
@@ -35,7 +36,7 @@ def _run(args) -> int:
         t0 = time.perf_counter()
         monodromy(ctrl.field, x0, mode.period, 500)
         row["monodromy_seconds"] = time.perf_counter() - t0
-        results["runs"].append(row)
+        runs.append(row)
         if not args.json:
             print(f"{dtype}: {args.epochs} epochs in {mode.seconds:.1f} s ({row['ms_per_epoch']:.1f} ms/epoch), "
                   f"tip error {row['tip_error'] * 100:.2f} cm, monodromy {row['monodromy_seconds']:.2f} s")

@@ -38,7 +38,7 @@ def save_mode(mode, directory: str | Path) -> Path:
     return save_checkpoint(directory, state, meta, name="mode", extra_files=extra)
 
 
-def learn_into(design: DesignConfig, out_dir: str | Path | None = None, ctx: JobContext | None = None,
+def learn_into(design: DesignConfig | None, out_dir: str | Path | None = None, ctx: JobContext | None = None,
                preview=None, resume_dir: str | Path | None = None, epochs: int | None = None,
                checkpoint_every: int = 50, device: str | None = None):
     """Learn a mode as a run (:mod:`engine.runs`): in ``out_dir`` (a new run) or continuing the
@@ -61,6 +61,8 @@ def learn_into(design: DesignConfig, out_dir: str | Path | None = None, ctx: Job
             run.config["design"] = design.to_dict()
             run.info["status"], run.info["message"] = "running", f"resumed at epoch {done}"
     else:
+        if design is None or out_dir is None:
+            raise ValueError("a new mode needs its design and the folder to learn it into")
         design.validate()
         run = Run.create(out_dir, "eigenmode", {"design": design.to_dict()},
                          {"system": fingerprint(design.to_dict()["plant"]),

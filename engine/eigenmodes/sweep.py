@@ -41,7 +41,8 @@ class SweepJob:
     def __call__(self, ctx: JobContext | None = None):
         ctx = ctx or NullJobContext()
         runs = list(self._runs())
-        rows, modes = [], {"effort_weight": [], "period": []}
+        rows: list[dict] = []
+        modes: dict[str, list] = {"effort_weight": [], "period": []}
         for i, (kind, value, d) in enumerate(runs):
             sub = ProgressSpan(ctx, i / len(runs), (i + 1) / len(runs), f"{kind}={value:g}")
             mode = learn_mode(d, sub)

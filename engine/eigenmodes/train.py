@@ -169,9 +169,9 @@ class _ModeTrainee:
         return EpochOutcome(values["total"], {**values, "lr": self.opt.param_groups[0]["lr"]})
 
     def training_state(self) -> dict:
-        extra = {"log_period": self.log_period.detach().clone(),
-                 "history": {k: torch.tensor(v, dtype=torch.float64) for k, v in self.history.items()}}
-        return training_state(self.potential, self.opt, self.sched, **extra)
+        history = {k: torch.tensor(v, dtype=torch.float64) for k, v in self.history.items()}
+        return training_state(self.potential, self.opt, self.sched, log_period=self.log_period.detach().clone(),
+                              history=history)
 
     def checkpoint_meta(self) -> dict:
         return {}

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -44,6 +45,9 @@ from engine.jobs import JobContext, NullJobContext
 from engine.logs import PrepareConfig
 from engine.models.nets import MLP
 from engine.robots.parametrizations import PositiveScalar
+
+if TYPE_CHECKING:
+    from engine.robots.model import RobotModel
 
 __all__ = [
     "LEARNABLE_KINDS",
@@ -173,7 +177,7 @@ class LogIdentificationResult(ParameterLookup):
     samples_validation: int
     seconds: float
     config: dict = field(default_factory=dict)
-    model: object = field(default=None, repr=False)
+    model: RobotModel | None = field(default=None, repr=False)
     validation: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -307,7 +308,7 @@ def _mapped_checked(table: LogTable, mapping: LogMapping, config: PrepareConfig 
     return m
 
 
-def _grid(t: np.ndarray, config: PrepareConfig, source: str, spans: list[tuple[float, float]] = (),
+def _grid(t: np.ndarray, config: PrepareConfig, source: str, spans: Sequence[tuple[float, float]] = (),
           channels: int = 1) -> tuple[np.ndarray, float]:
     """The uniform grid: from the latest start to the earliest end of the signals' ``spans``
     (multi-rate logs are never extrapolated), cropped to ``[t_start, t_end]``. Its memory

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ def _columns(table: LogTable | Mapping[str, np.ndarray]) -> dict[str, np.ndarray
     return {k: np.asarray(v, dtype=np.float64) for k, v in table.items()}
 
 
-def write_csv(path: str | os.PathLike, table, *, delimiter: str = ",", comments: list[str] = (),
+def write_csv(path: str | os.PathLike, table, *, delimiter: str = ",", comments: Sequence[str] = (),
               fmt: str | Mapping[str, str] = "%.17g") -> Path:
     """Write a header row, then one line per row. ``fmt`` is a printf format, for all columns
     or per column (``%.17g`` round-trips float64 exactly). ``comments`` become ``# `` lines."""

@@ -139,6 +139,7 @@ class LearnedDynamics(nn.Module):
 
     kind = "state"
     name = ""
+    B: torch.Tensor   # the input matrix (n, m), a buffer
 
     def __init__(self, spec: ModelSpec):
         super().__init__()

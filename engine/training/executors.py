@@ -86,7 +86,7 @@ def _ray_executor(address: str | None = None, workers: int | None = None, **kw):
     return RayExecutor(address=address, max_in_flight=workers)
 
 
-EXECUTORS = {"inline": lambda **kw: InlineExecutor(),
+EXECUTORS: dict[str, Callable[..., Any]] = {"inline": lambda **kw: InlineExecutor(),
              "local": lambda workers=None, **kw: LocalProcessExecutor(workers),
              "ray": _ray_executor}
 

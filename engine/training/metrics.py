@@ -63,13 +63,13 @@ def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps
         q_next, _ = model.predict(w)
         out[key] = as_float(((q_next - w.q_next) ** 2).mean())
     steps = dataset.long_x.shape[1] - 2 if long_term_steps is None else min(long_term_steps, dataset.long_x.shape[1] - 2)
-    x = torch.as_tensor(dataset.long_x, dtype=dtype, device=device)
-    u = torch.as_tensor(dataset.long_u, dtype=dtype, device=device)
-    q, qd = model.rollout(x, u, steps)
-    q_true = x[:, 2:steps + 2, :n]
+    xs = torch.as_tensor(dataset.long_x, dtype=dtype, device=device)
+    us = torch.as_tensor(dataset.long_u, dtype=dtype, device=device)
+    q, qd = model.rollout(xs, us, steps)
+    q_true = xs[:, 2:steps + 2, :n]
     out["integration_mse"] = as_float(((q - q_true) ** 2).mean())
-    qd_paper = paper_rollout_velocities(model, x, q, qd, dataset.h)
-    out["integration_mse_state"] = as_float(((torch.cat([q, qd_paper], -1) - x[:, 2:steps + 2]) ** 2).mean())
+    qd_paper = paper_rollout_velocities(model, xs, q, qd, dataset.h)
+    out["integration_mse_state"] = as_float(((torch.cat([q, qd_paper], -1) - xs[:, 2:steps + 2]) ** 2).mean())
     q64, qd64 = q.double().cpu(), qd.double().cpu()  # the analytic references run on the CPU
     e_pred = system.energy(q64, qd64)
     x64 = torch.as_tensor(dataset.long_x[:, 2:steps + 2])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 from engine.io import atomic_write_bytes, atomic_write_text, csv_text, finite_or_none, write_json
 from engine.training.metrics import METRIC_NAMES
@@ -89,7 +90,7 @@ def plot_rows(rows: list[dict], path: str | Path, title: str = "") -> Path:
               "energy_mse": "energy MSE", "inertia_mse": "inertia MSE"}
     for ax, metric in zip(axes, METRIC_NAMES):
         for mi, m in enumerate(models):
-            pts = {}
+            pts: dict = {}
             for r in rows:
                 v = finite_or_none(r.get(metric))
                 if r["model"] == m and v is not None and v > 0:
@@ -138,8 +139,9 @@ def reproduce(name: str, out_dir: str | Path, epochs: int = 2000, seeds=(0,), ex
         system = REPRODUCTIONS[name]
     except KeyError:
         raise ValueError(f"unknown reproduction {name!r}; choose one of {', '.join(REPRODUCTIONS)}") from None
+    chosen: dict[str, Any] = {"models": tuple(models)} if models else {}
     cfg = SweepConfig(system=system, epochs=epochs, seeds=tuple(seeds), trajectories=tuple(trajectories),
-                      device=device, **({"models": tuple(models)} if models else {}))
+                      device=device, **chosen)
     rows = run_sweep(cfg, out_dir, executor, ctx, data_path=data_path)
     out = Path(out_dir)
     csv_path, json_path = write_table(rows, out)
