@@ -227,15 +227,17 @@ def test_seeds_give_different_initial_guesses_and_the_same_seed_the_same(pendulu
 def test_spec_fields_validate_and_missing_urdfs_are_clear_errors(monkeypatch, tmp_path):
     from engine.models.base import ROBOT_KINDS
     from engine.robots.parametrizations import KINDS
+    from engine.validation import InputError
 
     assert ROBOT_KINDS == KINDS and {"robot-rk4", "robot-midpoint"} <= set(model_names())
     assert ModelSpec.for_system(get_system("cartpole"), 0.05).system == "cartpole"
     assert ModelSpec(robot_learn="mass, damping").robot_learn == ("mass", "damping")
     for bad in ({"robot_learn": ("mass", "volume")}, {"robot_learn": ()}, {"robot_learn": ("mass", "mass")},
                 {"robot_perturb": 1.0}, {"robot_perturb": -0.1}):
-        with pytest.raises(ValueError, match="ModelSpec.robot_"):
+        with pytest.raises(InputError, match="^robot_") as info:
             ModelSpec(**bad)
-    with pytest.raises(ValueError, match="ModelSpec.system"):
+        assert info.value.owner == "ModelSpec" and info.value.field in ("robot_learn", "robot_perturb")
+    with pytest.raises(ValueError, match="the model spec's system"):
         build_model("robot-rk4", ModelSpec())
     with pytest.raises(ValueError, match="no URDF for system 'double_pendulum'"):
         build_model("robot-rk4", ModelSpec(dof=2, angle_mask=(True, True), input_matrix=((1.0,), (0.0,)),
