@@ -97,7 +97,7 @@ def _lock_fd(fd: int) -> bool:
 
         os.lseek(fd, 1 << 30, os.SEEK_SET)
         try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows only
         except OSError:
             return False
         return True
@@ -317,11 +317,12 @@ class Run:
         names what is missing."""
         run = cls._read(path, kind)
         if write:
-            run._lock = _take_lock(run.destination if run.destination.is_dir() else run.path, run.path)
+            lock = _take_lock(run.destination if run.destination.is_dir() else run.path, run.path)
+            run._lock = lock
             try:   # read again under the lock: the holder may have written since
-                run = cls._read(path, kind, lock=run._lock)
+                run = cls._read(path, kind, lock=lock)
             except BaseException:
-                run._lock.release()
+                lock.release()
                 raise
         return run
 

@@ -98,12 +98,12 @@ def internal_error_note(log_file) -> str:
             "see them, and please report it with that output")
 
 
-def _disk_full(exc: BaseException) -> BaseException:
+def _disk_full(exc: Exception) -> Exception:
     """A full disk anywhere (a checkpoint, a saved file, standard output) as the plain
     :class:`~engine.io.DiskFullError` (a user error) instead of an internal error."""
     from engine.io import DiskFullError, is_disk_full
 
-    if isinstance(exc, DiskFullError) or not is_disk_full(exc):
+    if isinstance(exc, DiskFullError) or not isinstance(exc, OSError) or not is_disk_full(exc):
         return exc
     if exc.filename is not None:
         return DiskFullError(os.fsdecode(exc.filename))

@@ -8,7 +8,7 @@ from engine.data.config import PROTOCOLS, protocol_for
 from engine.devices import parse_device_name
 from engine.io import dataclass_from_dict
 from engine.models.nets import INITS
-from engine.validation import check_allocation, check_choice, check_int, check_range
+from engine.validation import InputError, check_allocation, check_choice, check_int, check_range
 
 __all__ = ["TrainConfig"]
 
@@ -44,7 +44,7 @@ class TrainConfig:
     def __post_init__(self):
         check_choice("training setting", "system (--system)", self.system, PROTOCOLS)
         if self.log is not None and not (isinstance(self.log, str) and self.log.strip()):
-            raise ValueError(f"training setting log: expected the log's name, got {self.log!r}")
+            raise InputError(f"expected the log's name, got {self.log!r}", owner="training setting", field="log")
         self.device = parse_device_name(self.device)  # a name; resolved where the model is built
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
