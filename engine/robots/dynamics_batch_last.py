@@ -81,7 +81,7 @@ def _doubled(x, dim: int, size: int = 3):
     key = (size, x.device)
     idx = _doubling_index.get(key)
     if idx is None:
-        with torch.inference_mode(False):       # cached constants are normal tensors (see model._call_policy)
+        with torch.inference_mode(False):       # cached constants are normal tensors (see engine.robots.call_policy)
             idx = _doubling_index[key] = torch.tensor(_DOUBLING[size], device=x.device)
     return x.index_select(dim, idx)
 
@@ -253,7 +253,7 @@ _pairs_cache: dict = {}
 _FULL_PRODUCT_ELEMENTS = 400_000
 
 
-@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
+@torch.inference_mode(False)    # cached constants are normal tensors (see engine.robots.call_policy)
 def _ancestor_pairs(anc):
     """Row structure of the ancestor matrix ``anc (n, n)``, computed once per tree.
 
@@ -381,7 +381,7 @@ def _mass_matrix_pairs(S, F, anc, order=None, base=None):
     return torch.cat(prods, dim=0).index_select(0, gather).view(n, n, B)
 
 
-@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
+@torch.inference_mode(False)    # cached constants are normal tensors (see engine.robots.call_policy)
 def _floating_gather(gather, order, P: int, n: int):
     """The gather of :func:`_mass_matrix_pairs` with a floating base's blocks: sources
     ``[P products, M_bb (36), M_bj (6 n, internal columns), zero]`` -> ``((6 + n)^2,)`` (cached)."""
@@ -410,7 +410,7 @@ def _floating_gather(gather, order, P: int, n: int):
 _sym_cache: dict = {}
 
 
-@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
+@torch.inference_mode(False)    # cached constants are normal tensors (see engine.robots.call_policy)
 def _ordered_gather(gather, order):
     """The gather of :func:`_ancestor_pairs` for rows and columns ``order (n,)`` (cached)."""
     key = ("ordered", gather.data_ptr(), gather.device, tuple(order.tolist()))
@@ -421,7 +421,7 @@ def _ordered_gather(gather, order):
     return idx
 
 
-@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
+@torch.inference_mode(False)    # cached constants are normal tensors (see engine.robots.call_policy)
 def _chain_mirror(n: int, device):
     """``(n * n,)``: entry (i, j) of a chain's joint-space matrix -> (max(i, j), min(i, j))."""
     key = ("mirror", n, device)
@@ -459,7 +459,7 @@ def spatial_inertia_world_bl(m, c_w, Ic_w):
 _i6_cache: dict = {}
 
 
-@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
+@torch.inference_mode(False)    # cached constants are normal tensors (see engine.robots.call_policy)
 def _i6_index(device):
     idx = _i6_cache.get(device)
     if idx is None:
@@ -513,7 +513,7 @@ def solve_mass_matrix_bl(M, r):
 _lower_cache: dict = {}
 
 
-@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
+@torch.inference_mode(False)    # cached constants are normal tensors (see engine.robots.call_policy)
 def _strict_lower_gather(n: int, device):
     """Index map ``(n * n,)``: entry ``(j, k)``, k < j, -> ``j (j - 1) / 2 + k`` (rows l_1, l_2, ...
     concatenated), else the zero at the end."""

@@ -30,7 +30,7 @@ _ROTATION_TERMS = {
 _rotation_maps: dict = {}
 
 
-@torch.inference_mode(False)    # cached constants are normal tensors (see model._call_policy)
+@torch.inference_mode(False)    # cached constants are normal tensors (see engine.robots.call_policy)
 def _rotation_map(dtype, device):
     """``(C (9, 16), e (9, 1))``: R (row-major) = e + C (q q^T) (built once per dtype and device)."""
     key = (dtype, device)

@@ -47,11 +47,16 @@ class WholeBodyIKResult:
     iterations: torch.Tensor
 
 
+def _check_link(model, link: str) -> None:
+    if link not in model.link_names:
+        raise KeyError(f"no link named {link!r} in robot {model.name!r}")
+
+
 def _targets(model, targets: Mapping[str, object], dtype, device):
     """-> (links, positions (*B, T, 3), rotations (*B, T, 3, 3), has_rotation (T,) bool)."""
     links, pos, rot, has_rot = [], [], [], []
     for link, t in targets.items():
-        model._link_idx(link)
+        _check_link(model, link)
         t = torch.as_tensor(t, dtype=dtype, device=device)
         if t.shape[-2:] == (4, 4):
             pos.append(t[..., :3, 3])
@@ -91,7 +96,7 @@ def solve_whole_body_ik(model, targets: Mapping[str, object], q0=None, *, hold: 
     links, pos, rot, has_rot = _targets(model, targets, dtype, device)
     hold = [h for h in hold if h not in links]
     for h in hold:
-        model._link_idx(h)
+        _check_link(model, h)
     shape = torch.broadcast_shapes(q0.shape[:-1], *(p.shape[:-1] for p in pos))
     N = int(torch.Size(shape).numel())
     q = q0.expand(shape + (model.nq,)).reshape(N, model.nq).clone()

@@ -151,7 +151,7 @@ def _e4(dtype, device) -> torch.Tensor:
     key = (dtype, device)
     e4 = _e4_cache.get(key)
     if e4 is None:
-        with torch.inference_mode(False):       # cached constants are normal tensors (see model._call_policy)
+        with torch.inference_mode(False):       # cached constants are normal tensors (see engine.robots.call_policy)
             e4 = _e4_cache[key] = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=dtype, device=device).view(1, 1, 4, 1)
     return e4
 
