@@ -63,14 +63,15 @@ def test_the_jobs_that_train_follow_the_preference(monkeypatch):
     from engine.data import DatasetConfig, generate_dataset
     from engine.training import compare
 
-    from app.workspaces.model_lab import engine_bridge as eb
+    from app.workspaces.model_lab import lab_jobs
+    from engine.training.config import TrainConfig
 
     ds = generate_dataset(DatasetConfig(system="pendulum", train_trajectories=2, test_trajectories=2,
                                         long_term_trajectories=1, long_term_steps=10))
     seen = []
     monkeypatch.setattr(compare, "train_and_evaluate", lambda model_type, dataset, cfg, *a, **k: seen.append(cfg.device))
     pref.set_preferred_device("auto")
-    eb.train_job("node-rk4", ds, eb.TrainConfig(model="node-rk4", trajectories=2, epochs=1), None)(None)
+    lab_jobs.train_job("node-rk4", ds, TrainConfig(model="node-rk4", trajectories=2, epochs=1), None)(None)
     assert seen == ["auto"]
 
 

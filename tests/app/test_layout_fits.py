@@ -27,11 +27,11 @@ def test_workspace_fits_every_screen(make_window, workspace):
     for width, height in SCREENS:
         assert layout_problems(window, width, height, page=page) == [], f"at {width} x {height}"
     if workspace == "model_lab":      # with data the compare view replaces the empty state: it fits too
-        from app.workspaces.model_lab import engine_bridge as eb
+        from engine.data import DatasetConfig, generate_dataset
 
-        config = eb.DatasetConfig(system="pendulum", train_trajectories=2, test_trajectories=2,
+        config = DatasetConfig(system="pendulum", train_trajectories=2, test_trajectories=2,
                                   long_term_trajectories=2, long_term_steps=20)
-        page.data_panel.set_dataset(eb.generate_dataset(config), {"kind": "generated", "config": config.to_dict()})
+        page.data_panel.set_dataset(generate_dataset(config), {"kind": "generated", "config": config.to_dict()})
         assert page.compare_stack.currentWidget() is page.compare_panel
         for width, height in SCREENS:
             assert layout_problems(window, width, height, page=page) == [], f"with data, at {width} x {height}"

@@ -101,8 +101,8 @@ def test_open_log_train_two_models_compare_and_report(ctx, qtbot, tmp_path, pend
     assert prepared.val_mask[prepared.t >= 44.05].all() and not prepared.val_mask[prepared.t < 43.95].any()
     assert data.system.dof == 1 and data.system.angle_mask == (True,)
     # the remembered mapping comes back for a file with the same columns
-    from app.workspaces.model_lab import engine_bridge as eb
-    again, origin = eb.initial_mapping(page.data_panel.table, page.data_panel.mapping_folder)
+    from app.workspaces.model_lab import lab_jobs
+    again, origin = lab_jobs.initial_mapping(page.data_panel.table, page.data_panel.mapping_folder)
     assert origin.startswith("saved") and again.q == ["theta"] and again.u == ["torque"]
 
     # two models, a few epochs each, trained in parallel

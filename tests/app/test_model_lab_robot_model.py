@@ -13,10 +13,11 @@ torch.set_num_threads(1)
 
 def test_robot_model_is_listed_and_its_spec_fields_are_editable(qtbot):
     from app.widgets.forms import DataclassForm, FormError
-    from app.workspaces.model_lab import engine_bridge as eb
+    from app.workspaces.model_lab import lab_jobs
+    from engine.models import ModelSpec
 
-    assert {"robot-rk4", "robot-midpoint"} <= set(eb.MODEL_TYPES())
-    form = DataclassForm(eb.ModelSpec(), include=eb.SPEC_FIELDS, labels=eb.SPEC_LABELS, tooltips=eb.SPEC_TOOLTIPS)
+    assert {"robot-rk4", "robot-midpoint"} <= set(lab_jobs.MODEL_TYPES())
+    form = DataclassForm(ModelSpec(), include=lab_jobs.SPEC_FIELDS, labels=lab_jobs.SPEC_LABELS, tooltips=lab_jobs.SPEC_TOOLTIPS)
     qtbot.addWidget(form)
     form.editor("robot_learn").setText('["mass", "damping"]')
     form.editor("robot_perturb").setValue(0.2)
@@ -29,14 +30,16 @@ def test_robot_model_is_listed_and_its_spec_fields_are_editable(qtbot):
 
 
 def test_bridge_trains_and_evaluates_the_robot_model_on_generated_data():
-    from app.workspaces.model_lab import engine_bridge as eb
+    from app.workspaces.model_lab import lab_jobs
+    from engine.data import DatasetConfig, generate_dataset
+    from engine.models import ModelSpec
     from engine.jobs import NullJobContext
 
-    ds = eb.generate_dataset(eb.DatasetConfig(system="cartpole", train_trajectories=2, test_trajectories=2,
+    ds = generate_dataset(DatasetConfig(system="cartpole", train_trajectories=2, test_trajectories=2,
                                               long_term_trajectories=2, long_term_steps=10))
-    cfg = eb.with_changes(eb.default_train_config(ds, "robot-midpoint"), trajectories=2, epochs=2)
-    spec = eb.ModelSpec(robot_perturb=0.0)
-    out = eb.train_job("robot-midpoint", ds, cfg, spec)(NullJobContext())
+    cfg = lab_jobs.with_changes(lab_jobs.default_train_config(ds, "robot-midpoint"), trajectories=2, epochs=2)
+    spec = ModelSpec(robot_perturb=0.0)
+    out = lab_jobs.train_job("robot-midpoint", ds, cfg, spec)(NullJobContext())
     assert out["model"].spec.system == "cartpole"
     assert out["row"]["inertia_mse"] < 1e-3   # started at the URDF values (a 0.5 perturbation: ~5e-2)
     assert all(math.isfinite(out["row"][k]) for k in ("test_mse", "integration_mse", "energy_mse"))

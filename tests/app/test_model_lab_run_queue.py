@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
 from app.workspaces.model_lab.run_queue import Run, RunQueue, eta_seconds
 from engine.data import DatasetConfig, generate_dataset
 from tests.app.state_runner import SyncRunner
@@ -41,7 +41,7 @@ def _queue(data, runner, tmp_path, parallel=1):
     clock = Clock()
     q = RunQueue(runner.submit, tmp_path / "models", parallel=parallel, clock=clock)
     q.dataset, q.source = data, {"kind": "generated", "config": data.config.to_dict()}
-    tc = eb.with_changes(eb.default_train_config(), trajectories=2, epochs=3, hidden=8)
+    tc = lab_jobs.with_changes(lab_jobs.default_train_config(), trajectories=2, epochs=3, hidden=8)
     for i, name in enumerate(("first", "second")):
         q.add(Run(key=f"run{i + 1}", name=name, model_type="mlp", train_config=tc, spec=None, index=i))
     log = []

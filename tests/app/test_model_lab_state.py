@@ -13,7 +13,9 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
+from engine.logs import LogMapping, PrepareConfig
+from engine.training.compare import LogCompareConfig
 from app.workspaces.model_lab.state import (
     ExampleSettings,
     ModelLabState,
@@ -43,10 +45,10 @@ def test_signal_labels_name_the_units_plotted():
 
 def test_a_cartpole_log_in_millimetres_is_shown_in_metres():
     path = example_log_path("cartpole")
-    table = eb.read_log_job(path)(NullJobContext())
-    mapping = eb.LogMapping.load(path.with_name("cartpole.mapping.json"))
-    prepare, compare = eb.PrepareConfig(), eb.LogCompareConfig()
-    prepared, dataset = eb.prepare_job(table, mapping, prepare, compare)(NullJobContext())
+    table = lab_jobs.read_log_job(path)(NullJobContext())
+    mapping = LogMapping.load(path.with_name("cartpole.mapping.json"))
+    prepare, compare = PrepareConfig(), LogCompareConfig()
+    prepared, dataset = lab_jobs.prepare_job(table, mapping, prepare, compare)(NullJobContext())
     state = ModelLabState(SyncRunner())
     state.set_data(dataset, {"kind": "log", "path": str(path), "mapping": mapping.to_dict()}, prepared)
     assert state.signal_names() == ["cart_x [m]", "pole_angle [rad]"]
@@ -115,9 +117,9 @@ def test_the_example_can_be_cancelled():
 
 
 def test_a_config_saved_with_a_logs_name_as_its_system_reads_as_that_log():
-    old = {**eb.default_train_config().to_dict(), "system": "pendulum_friction"}
+    old = {**lab_jobs.default_train_config().to_dict(), "system": "pendulum_friction"}
     old.pop("log")
-    cfg = eb.train_config_from_dict(old)
+    cfg = lab_jobs.train_config_from_dict(old)
     assert cfg.log == "pendulum_friction" and cfg.system == "pendulum"
-    assert eb.with_changes(cfg, epochs=7).log == "pendulum_friction"
-    assert eb.train_config_from_dict(cfg.to_dict()) == cfg
+    assert lab_jobs.with_changes(cfg, epochs=7).log == "pendulum_friction"
+    assert lab_jobs.train_config_from_dict(cfg.to_dict()) == cfg

@@ -47,7 +47,7 @@ from PySide6.QtWidgets import (
 
 from app.widgets.layout import SidePanel
 from app.widgets.plots import color, export_png_svg, make_plot, shade_region
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
 from app.workspaces.model_lab.state import SIZE_METRICS, ModelLabState
 
 __all__ = ["TABLE_COLUMNS", "ComparePanel"]
@@ -465,7 +465,7 @@ class ComparePanel(QWidget):
 
     # -- export ------------------------------------------------------------------------------
     def export_csv(self, path: str | Path) -> Path:
-        return eb.write_csv(path, self.rows())
+        return lab_jobs.write_csv(path, self.rows())
 
     def export_figures(self, directory: str | Path) -> list[Path]:
         directory = Path(directory)
@@ -488,9 +488,9 @@ class ComparePanel(QWidget):
             raise ValueError("no trained models to report on")
         directory = Path(directory)
         files = self.export_figures(directory)
-        info = {"source": self.source, "data": eb.data_summary(self.dataset) if self.dataset is not None else None,
-                "horizon_mse": {r.name: eb.jsonable(r.curves.get("horizon_mse")) for r in self.runs if r.curves}}
-        paths = eb.write_report(directory, self.rows(), eb.jsonable(info))
+        info = {"source": self.source, "data": lab_jobs.data_summary(self.dataset) if self.dataset is not None else None,
+                "horizon_mse": {r.name: lab_jobs.jsonable(r.curves.get("horizon_mse")) for r in self.runs if r.curves}}
+        paths = lab_jobs.write_report(directory, self.rows(), lab_jobs.jsonable(info))
         return files + [paths["csv"], paths["json"]]
 
     def _csv_dialog(self) -> None:

@@ -26,7 +26,10 @@ from app.widgets.forms import DataclassForm
 from app.widgets.job_progress import PanelJob
 from app.widgets.run_row import RunRow
 from app.widgets.text import error_html
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
+from engine.data import DatasetConfig
+from engine.logs import LogMapping, PrepareConfig
+from engine.training.compare import LogCompareConfig
 from app.workspaces.model_lab.mapping_dialog import LogMappingDialog
 
 __all__ = ["DataSourcePanel"]
@@ -57,8 +60,8 @@ class DataSourcePanel(QGroupBox):
         gen = QWidget()
         gv = QVBoxLayout(gen)
         gv.setContentsMargins(4, 4, 4, 4)
-        self.dataset_form = DataclassForm(eb.DatasetConfig,
-                                          include=DATASET_FIELDS, choices={"system": eb.SYSTEMS},
+        self.dataset_form = DataclassForm(DatasetConfig,
+                                          include=DATASET_FIELDS, choices={"system": lab_jobs.SYSTEMS},
                                           labels={"h": "Time step h (s)"})
         gv.addWidget(self.dataset_form)
         self.generate_button = QPushButton("Generate")
@@ -123,11 +126,11 @@ class DataSourcePanel(QGroupBox):
         def on_result(dataset):
             self._set_dataset(dataset, source)
 
-        self._run(eb.generate_job(config), f"generate {config.system}", on_result)
+        self._run(lab_jobs.generate_job(config), f"generate {config.system}", on_result)
 
     # -- logs -----------------------------------------------------------------------------
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open log", "", ";;".join(eb.LOG_FILTERS + ("All files (*)",)))
+        path, _ = QFileDialog.getOpenFileName(self, "Open log", "", ";;".join(lab_jobs.LOG_FILTERS + ("All files (*)",)))
         if path:
             self.open_log(path)
 
@@ -143,12 +146,12 @@ class DataSourcePanel(QGroupBox):
             self.ctx.add_recent_file(str(path))
             pending, self._pending_log = self._pending_log, None
             if pending is not None:
-                self.prepare(pending["mapping"], pending["prepare"] or eb.PrepareConfig(),
-                             pending["compare"] or eb.LogCompareConfig())
+                self.prepare(pending["mapping"], pending["prepare"] or PrepareConfig(),
+                             pending["compare"] or LogCompareConfig())
             else:
                 self.show_mapping_dialog()
 
-        self._run(eb.read_log_job(path), f"load {Path(path).name}", on_result)
+        self._run(lab_jobs.read_log_job(path), f"load {Path(path).name}", on_result)
 
     def show_mapping_dialog(self, mapping=None) -> LogMappingDialog | None:
         """Open (non-blocking) the mapping dialog for the loaded log; accepted -> prepare."""
@@ -158,12 +161,12 @@ class DataSourcePanel(QGroupBox):
         prepare = compare = None
         if mapping is None and self.source and self.source.get("kind") == "log" \
                 and self.source.get("path") == self.table.source:
-            mapping = eb.LogMapping.from_dict(self.source["mapping"])
-            prepare = eb.PrepareConfig.from_dict(self.source["prepare"])
-            compare = eb.LogCompareConfig(**self.source["compare"])
+            mapping = LogMapping.from_dict(self.source["mapping"])
+            prepare = PrepareConfig.from_dict(self.source["prepare"])
+            compare = LogCompareConfig(**self.source["compare"])
             origin = "current"
         if mapping is None:
-            mapping, origin = eb.initial_mapping(self.table, self.mapping_folder)
+            mapping, origin = lab_jobs.initial_mapping(self.table, self.mapping_folder)
         dialog = LogMappingDialog(self.table, mapping, prepare, compare, self.mapping_folder, origin, parent=self)
         dialog.accepted.connect(lambda d=dialog: self._dialog_accepted(d))
         dialog.finished.connect(lambda *_: dialog.deleteLater())
@@ -185,7 +188,7 @@ class DataSourcePanel(QGroupBox):
             self.prepared = prepared
             self._set_dataset(dataset, source)
 
-        self._run(eb.prepare_job(table, mapping, config, compare), f"prepare {table.name}", on_result)
+        self._run(lab_jobs.prepare_job(table, mapping, config, compare), f"prepare {table.name}", on_result)
 
     def set_dataset(self, dataset, source: dict, prepared=None) -> None:
         """Data made elsewhere (the one-click example): shown and announced as if made here."""
@@ -196,8 +199,8 @@ class DataSourcePanel(QGroupBox):
     def _set_dataset(self, dataset, source: dict) -> None:
         self.dataset = dataset
         self.source = source
-        self.summary.setText(eb.data_summary(dataset))
-        self.ctx.status(eb.data_summary(dataset))
+        self.summary.setText(lab_jobs.data_summary(dataset))
+        self.ctx.status(lab_jobs.data_summary(dataset))
         self.dataset_ready.emit(dataset, source)
 
     # -- sessions -------------------------------------------------------------------------
@@ -206,10 +209,10 @@ class DataSourcePanel(QGroupBox):
         if not source:
             return
         if source.get("kind") == "generated":
-            config = eb.DatasetConfig.from_dict(source["config"])
+            config = DatasetConfig.from_dict(source["config"])
             self.dataset_form.set_value(config)
             self.tabs.setCurrentIndex(0)
             self.generate(config)
         elif source.get("kind") == "log":
-            self.open_log(source["path"], eb.LogMapping.from_dict(source["mapping"]),
-                          eb.PrepareConfig.from_dict(source["prepare"]), eb.LogCompareConfig(**source["compare"]))
+            self.open_log(source["path"], LogMapping.from_dict(source["mapping"]),
+                          PrepareConfig.from_dict(source["prepare"]), LogCompareConfig(**source["compare"]))

@@ -3,7 +3,8 @@
 Left: the data source (generate from a system, or open a hardware log through the mapping
 dialog) and the models (types, hyperparameters, training runs with live loss curves). Right:
 the compare view (metrics table, rollouts, phase portrait, energy, error against horizon,
-reports). Every engine call goes through :mod:`app.workspaces.model_lab.engine_bridge`.
+reports). The engine is imported directly; the workspace's jobs and app-side helpers are in
+:mod:`app.workspaces.model_lab.lab_jobs`, the training queue in :mod:`~app.workspaces.model_lab.run_queue`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.widgets.layout import SidePanel, collapse_button, remember_splitter
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
 from app.workspaces.model_lab.compare_panel import ComparePanel, rows_height
 from app.workspaces.model_lab.data_panel import DataSourcePanel
 from app.workspaces.model_lab.empty_state import EmptyState
@@ -156,12 +157,12 @@ class ModelLabPage(QWidget):
 
     # -- page interface -----------------------------------------------------------------
     def file_filters(self) -> list[str]:
-        return list(eb.LOG_FILTERS) + [eb.MODEL_FILTER]
+        return list(lab_jobs.LOG_FILTERS) + [lab_jobs.MODEL_FILTER]
 
     def open_file(self, path: str) -> bool:
         """A log opens the mapping dialog (after a loading job); a model ``.json`` is loaded."""
         p = Path(path)
-        if eb.is_model_file(p):
+        if lab_jobs.is_model_file(p):
             try:
                 self.runs_panel.load_model_file(p)
             except (OSError, ValueError) as exc:
@@ -169,13 +170,13 @@ class ModelLabPage(QWidget):
                 return False
             self.ctx.add_recent_file(str(p))
             return True
-        if eb.is_log_file(p):
+        if lab_jobs.is_log_file(p):
             self.data_panel.open_log(str(p))
             return True
         return False
 
     def session_state(self) -> dict:
-        return eb.jsonable({"version": SESSION_VERSION, "source": self.data_panel.source,
+        return lab_jobs.jsonable({"version": SESSION_VERSION, "source": self.data_panel.source,
                             "runs": self.runs_panel.session_state(),
                             "parallel": self.runs_panel.parallel.value(),
                             "signal": self.compare_panel.signal.currentIndex(),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.widgets.events import Events
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
 
 __all__ = ["Run", "RunQueue", "eta_seconds"]
 
@@ -59,9 +59,9 @@ class Run:
         return self.row is not None
 
     def to_state(self) -> dict:
-        return eb.jsonable({"key": self.key, "name": self.name, "type": self.model_type,
+        return lab_jobs.jsonable({"key": self.key, "name": self.name, "type": self.model_type,
                             "train_config": self.train_config.to_dict(),
-                            "spec": {f: getattr(self.spec, f) for f in eb.SPEC_FIELDS} if self.spec else None,
+                            "spec": {f: getattr(self.spec, f) for f in lab_jobs.SPEC_FIELDS} if self.spec else None,
                             "state": self.state if self.state in ("finished", "loaded") else "ready",
                             "losses": self.losses, "row": self.row, "model_path": self.model_path,
                             "message": self.message, "run_dir": self.run_dir})
@@ -141,12 +141,12 @@ class RunQueue:
                 continue
             target = max(run.train_config.epochs, int(epochs))
             try:
-                done = eb.resumable(run.run_dir, target)
+                done = lab_jobs.resumable(run.run_dir, target)
             except ValueError as exc:
                 self.events.error.emit(f"Resume {run.name}", str(exc))
                 continue
-            run.train_config = eb.with_changes(run.train_config, epochs=target)
-            run.history = [r for r in eb.run_history(run.run_dir) if r["epoch"] <= done]
+            run.train_config = lab_jobs.with_changes(run.train_config, epochs=target)
+            run.history = [r for r in lab_jobs.run_history(run.run_dir) if r["epoch"] <= done]
             run.losses = [r["loss"] for r in run.history]
             self._enqueue(run, resume=True)
         self.pump()
@@ -190,16 +190,16 @@ class RunQueue:
     def meta(self, run: Run, source: dict | None, with_results: bool = True) -> dict:
         """What a saved model carries beside its weights: data description and hash, metrics, losses."""
         meta = {"name": run.name, "train_config": run.train_config.to_dict(), "data_source": source,
-                "data_hash": run.data_hash if with_results else eb.data_hash_of(self.dataset)}
+                "data_hash": run.data_hash if with_results else lab_jobs.data_hash_of(self.dataset)}
         if with_results:
             meta.update(metrics=run.row, losses=run.losses)
-        return eb.jsonable(meta)
+        return lab_jobs.jsonable(meta)
 
     def _start(self, run: Run) -> None:
         if self.model_folder is not None and run.run_dir is None:
             run.run_dir = str(self.model_folder / "runs" / f"{run.key}-{run.model_type}-{id(run):x}")
         try:
-            job = eb.train_job(run.model_type, self.dataset, run.train_config, run.spec, run_dir=run.run_dir,
+            job = lab_jobs.train_job(run.model_type, self.dataset, run.train_config, run.spec, run_dir=run.run_dir,
                                resume=run.resume, model_meta=self.meta(run, self.source, with_results=False))
         except ValueError as exc:
             run.state, run.message = "failed", str(exc)
@@ -230,13 +230,13 @@ class RunQueue:
                 return
             run.state, run.fraction, run.eta = "finished", 1.0, 0.0
             run.model, run.row, run.curves = result["model"], dict(result["row"]), result["curves"]
-            run.data_hash, run.data_source = eb.data_hash_of(dataset), source
+            run.data_hash, run.data_source = lab_jobs.data_hash_of(dataset), source
             run.row["model"] = run.name
             run.row["type"] = run.model_type
             run.losses = list(result["losses"])
             run.loss = run.losses[-1] if run.losses else None
             run.run_dir = result.get("run_dir") or run.run_dir
-            run.history = eb.run_history(run.run_dir) or run.history
+            run.history = lab_jobs.run_history(run.run_dir) or run.history
             self.events.curve.emit(run)
             final = Path(run.run_dir or "", "model.json")
             run.model_path = str(final) if run.run_dir and final.is_file() else None
@@ -256,7 +256,7 @@ class RunQueue:
         def on_cancelled(run=run):
             run.handle = None
             run.state = "cancelled"
-            run.message = "resumable" if run.run_dir and eb.run_history(run.run_dir) else ""
+            run.message = "resumable" if run.run_dir and lab_jobs.run_history(run.run_dir) else ""
             self.events.changed.emit(run)
             self.pump()
 

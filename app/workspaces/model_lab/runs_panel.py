@@ -48,7 +48,9 @@ import numpy as np
 
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
+from engine.models import ModelSpec
+from engine.training.evaluation import check_compatible, metrics_row
 from app.workspaces.model_lab.run_queue import Run, RunQueue
 from app.workspaces.model_lab.runs_table import (TABLE_COLUMNS, X_AXES, cell_text, curve_points, diff_text,
                                                  format_eta, matches, parse_sizes, row_values, sort_key)
@@ -114,7 +116,7 @@ class RunsPanel(QWidget):
         row.addWidget(QLabel("Type"))
         self.type_combo = QComboBox()
         self.type_combo.setObjectName("modelType")
-        self.type_combo.addItems(eb.MODEL_TYPES())
+        self.type_combo.addItems(lab_jobs.MODEL_TYPES())
         row.addWidget(self.type_combo, 1)
         self.add_button = QPushButton("Add")
         self.add_button.setObjectName("addModelButton")
@@ -131,13 +133,13 @@ class RunsPanel(QWidget):
         row.addWidget(self.sweep_button)
         bv.addLayout(row)
         tool = QToolBox()
-        self.train_form = DataclassForm(eb.default_train_config(), include=["trajectories"] + eb.TRAIN_FIELDS,
+        self.train_form = DataclassForm(lab_jobs.default_train_config(), include=["trajectories"] + lab_jobs.TRAIN_FIELDS,
                                         labels={"trajectories": "Trajectories N", "hidden": "Hidden width",
                                                 "learning_rate": "Learning rate", "factor": "LR factor"},
                                         ranges={"trajectories": (1, 10 ** 7), "epochs": (1, 10 ** 7)})
         tool.addItem(self.train_form, "Training (TrainConfig)")
-        self.spec_form = DataclassForm(eb.ModelSpec(), include=eb.SPEC_FIELDS, labels=eb.SPEC_LABELS,
-                                       tooltips=eb.SPEC_TOOLTIPS, ranges={"robot_perturb": (0.0, 0.99)})
+        self.spec_form = DataclassForm(ModelSpec(), include=lab_jobs.SPEC_FIELDS, labels=lab_jobs.SPEC_LABELS,
+                                       tooltips=lab_jobs.SPEC_TOOLTIPS, ranges={"robot_perturb": (0.0, 0.99)})
         tool.addItem(self.spec_form, "Model (ModelSpec)")
         bv.addWidget(tool)
         layout.addWidget(box)
@@ -243,7 +245,7 @@ class RunsPanel(QWidget):
         self.queue.dataset, self.queue.source = dataset, source
         n = len(dataset.train_x)
         if source.get("kind") == "log":
-            base = eb.default_train_config(dataset)
+            base = lab_jobs.default_train_config(dataset)
             self.train_form.set_value({"trajectories": n, "learning_rate": base.learning_rate,
                                        "hidden": base.hidden, "epochs": base.epochs})
         else:
@@ -257,10 +259,10 @@ class RunsPanel(QWidget):
     def add_run(self, model_type: str | None = None, train_config=None, spec=None, name: str | None = None) -> Run:
         """Add a model (the forms' values unless given); returns the new run."""
         model_type = model_type or self.type_combo.currentText()
-        if model_type not in eb.MODEL_TYPES():
+        if model_type not in lab_jobs.MODEL_TYPES():
             raise ValueError(f"unknown model type {model_type!r}")
         tc = train_config or self.train_form.value()
-        tc = eb.with_changes(tc, model=model_type)
+        tc = lab_jobs.with_changes(tc, model=model_type)
         sp = spec or self.spec_form.value()
         i = next(self._ids)
         key = f"run{i}"
@@ -280,7 +282,7 @@ class RunsPanel(QWidget):
             if too_big:
                 raise ValueError(f"sweep N: {too_big} exceed the {len(self.dataset.train_x)} training trajectories")
         base = self.train_form.value()
-        return [self.add_run(model_type, eb.with_changes(base, trajectories=int(n)), name=f"{model_type} N={n}")
+        return [self.add_run(model_type, lab_jobs.with_changes(base, trajectories=int(n)), name=f"{model_type} N={n}")
                 for n in sizes]
 
     def _add_clicked(self) -> None:
@@ -413,7 +415,7 @@ class RunsPanel(QWidget):
         if self.dataset is None or run.model is None:
             return
         try:
-            eb.check_compatible(run.model, self.dataset)
+            check_compatible(run.model, self.dataset)
         except ValueError as exc:
             run.message = f"does not fit the data: {exc}"
             run.curves = None
@@ -422,14 +424,14 @@ class RunsPanel(QWidget):
             self.run_updated.emit(run)
             return
         dataset = self.dataset
-        job = eb.evaluate_job(run.model, dataset, run.train_config.trajectories)
+        job = lab_jobs.evaluate_job(run.model, dataset, run.train_config.trajectories)
         previous = run.row or {}
 
         def on_result(result, run=run):
             metrics, curves = result
             if run.key not in self.runs:
                 return
-            row = eb.metrics_row(run.model_type, dataset, run.train_config, metrics, previous.get("seconds"))
+            row = metrics_row(run.model_type, dataset, run.train_config, metrics, previous.get("seconds"))
             row["model"], row["type"] = run.name, run.model_type
             run.row, run.curves, run.message = row, curves, ""
             self._refresh_row(run)
@@ -447,18 +449,18 @@ class RunsPanel(QWidget):
         run = self.runs[key]
         if run.model is None:
             raise ValueError(f"{run.name} has no trained model to save")
-        return eb.save_trained(path, run.model, self.queue.meta(run, run.data_source))
+        return lab_jobs.save_trained(path, run.model, self.queue.meta(run, run.data_source))
 
     def load_model_file(self, path: str | Path) -> Run:
         """Add a saved model (``.json`` beside its ``.safetensors``) as a run; evaluates it on the data."""
-        model, meta = eb.load_trained(path)
+        model, meta = lab_jobs.load_trained(path)
         tc_dict = dict(meta.get("train_config") or {})
         try:
-            tc = eb.train_config_from_dict(tc_dict)
+            tc = lab_jobs.train_config_from_dict(tc_dict)
         except (ValueError, TypeError):
-            tc = eb.default_train_config(model=model.name)
-        run = self.add_run(model.name, tc, dataclasses.replace(eb.ModelSpec(), **{
-            f: getattr(model.spec, f) for f in eb.SPEC_FIELDS}), name=meta.get("name") or Path(path).stem)
+            tc = lab_jobs.default_train_config(model=model.name)
+        run = self.add_run(model.name, tc, dataclasses.replace(ModelSpec(), **{
+            f: getattr(model.spec, f) for f in lab_jobs.SPEC_FIELDS}), name=meta.get("name") or Path(path).stem)
         run.model, run.state, run.model_path = model, "loaded", str(path)
         run.data_hash, run.data_source = meta.get("data_hash"), meta.get("data_source")
         run.losses = list(meta.get("losses") or [])
@@ -472,7 +474,7 @@ class RunsPanel(QWidget):
 
     def _set_history(self, run: Run) -> None:
         """The run's curve from its run folder, else from the per-epoch losses it carries."""
-        run.history = eb.run_history(run.run_dir) or [{"epoch": i + 1, "loss": v} for i, v in enumerate(run.losses)]
+        run.history = lab_jobs.run_history(run.run_dir) or [{"epoch": i + 1, "loss": v} for i, v in enumerate(run.losses)]
         if run.losses:
             run.loss = run.losses[-1]
         if run.history:
@@ -484,7 +486,7 @@ class RunsPanel(QWidget):
             self.ctx.show_error("Save model", "Select a trained model in the table first.")
             return
         run = self.runs[keys[0]]
-        path, _ = QFileDialog.getSaveFileName(self, "Save model", f"{run.model_type}.json", eb.MODEL_FILTER)
+        path, _ = QFileDialog.getSaveFileName(self, "Save model", f"{run.model_type}.json", lab_jobs.MODEL_FILTER)
         if path:
             try:
                 self.save_run(run.key, path)
@@ -493,7 +495,7 @@ class RunsPanel(QWidget):
                 self.ctx.show_error("Save model", str(exc))
 
     def _load_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Load model", "", eb.MODEL_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Load model", "", lab_jobs.MODEL_FILTER)
         if path:
             try:
                 self.load_model_file(path)
@@ -509,8 +511,8 @@ class RunsPanel(QWidget):
         for s in states or []:
             try:
                 tc_dict = dict(s["train_config"])
-                tc = eb.train_config_from_dict(tc_dict)
-                spec = dataclasses.replace(eb.ModelSpec(), **(s.get("spec") or {}))
+                tc = lab_jobs.train_config_from_dict(tc_dict)
+                spec = dataclasses.replace(ModelSpec(), **(s.get("spec") or {}))
                 run = self.add_run(s["type"], tc, spec, name=s.get("name"))
             except (KeyError, ValueError, TypeError) as exc:
                 self.ctx.show_error("Restore model lab session", f"a model entry is malformed: {exc}")
@@ -522,7 +524,7 @@ class RunsPanel(QWidget):
             path = s.get("model_path")
             if path and Path(path).exists():
                 try:
-                    run.model, meta = eb.load_trained(path)
+                    run.model, meta = lab_jobs.load_trained(path)
                     run.model_path = path
                     run.data_hash, run.data_source = meta.get("data_hash"), meta.get("data_source")
                     run.state = s.get("state") or "loaded"

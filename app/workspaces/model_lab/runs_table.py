@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
+from engine.runs import config_diff, ema
 
 __all__ = ["HYPER_COLUMNS", "METRIC_COLUMNS", "RUN_COLUMNS", "TABLE_COLUMNS", "X_AXES", "cell_text", "curve_points",
            "diff_text", "format_eta", "matches", "parse_sizes", "run_config", "row_values", "sort_key"]
@@ -116,13 +117,13 @@ def matches(values: dict, text: str) -> bool:
 
 def run_config(run) -> dict:
     """A run's full configuration (type, training settings, model settings), for the diff."""
-    spec = {f: getattr(run.spec, f) for f in eb.SPEC_FIELDS} if run.spec is not None else {}
+    spec = {f: getattr(run.spec, f) for f in lab_jobs.SPEC_FIELDS} if run.spec is not None else {}
     return {"type": run.model_type, "train": run.train_config.to_dict(), "spec": spec}
 
 
 def diff_text(a, b) -> str:
     """What differs between two runs' configurations, one setting a line."""
-    diff = eb.config_diff(run_config(a), run_config(b))
+    diff = config_diff(run_config(a), run_config(b))
     if not diff:
         return f"{a.name} and {b.name} have the same configuration."
     lines = [f"{a.name}  vs  {b.name}:"]
@@ -137,7 +138,7 @@ def curve_points(history: list[dict], x_axis: str = "epoch", smoothing: float = 
     if x_axis not in X_AXES:
         raise ValueError(f"x axis {x_axis!r}: choose one of {', '.join(X_AXES)}")
     rows = [r for r in history if r.get(x_axis) is not None and r.get("loss") is not None]
-    ys = eb.ema([float(r["loss"]) for r in rows], smoothing)
+    ys = ema([float(r["loss"]) for r in rows], smoothing)
     xs = [float(r[x_axis]) for r in rows]
     keep = [i for i, y in enumerate(ys) if y is not None and math.isfinite(y) and y > 0]
     return [xs[i] for i in keep], [ys[i] for i in keep]

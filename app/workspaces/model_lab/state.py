@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.widgets.events import Events
-from app.workspaces.model_lab import engine_bridge as eb
+from app.workspaces.model_lab import lab_jobs
+from engine.training import compare as lc
+from engine.logs import LogMapping, PrepareConfig
+from engine.training.compare import LogCompareConfig
 from engine.jobs import ProgressSpan
 from engine.logs.units import si_unit
 from engine.paths import resource
@@ -50,7 +53,7 @@ class DataSource:
         return self.source.get("kind") == "log"
 
     def summary(self) -> str:
-        return eb.data_summary(self.dataset)
+        return lab_jobs.data_summary(self.dataset)
 
 
 @dataclass
@@ -258,21 +261,21 @@ def example_job(settings: ExampleSettings):
 
         t0 = time.perf_counter()
         ctx.progress(0.0, f"reading {path.name}")
-        table = eb.read_log_job(path)(ProgressSpan(ctx, 0.0, 0.05))
-        mapping = eb.LogMapping.load(mapping_path)
-        prepare = eb.PrepareConfig()
-        compare = eb.LogCompareConfig(steps=settings.steps, horizon=settings.horizon, epochs=settings.epochs)
+        table = lab_jobs.read_log_job(path)(ProgressSpan(ctx, 0.0, 0.05))
+        mapping = LogMapping.load(mapping_path)
+        prepare = PrepareConfig()
+        compare = LogCompareConfig(steps=settings.steps, horizon=settings.horizon, epochs=settings.epochs)
         ctx.progress(0.05, "preparing the log")
-        prepared, dataset = eb.prepare_job(table, mapping, prepare, compare)(ProgressSpan(ctx, 0.05, 0.1))
+        prepared, dataset = lab_jobs.prepare_job(table, mapping, prepare, compare)(ProgressSpan(ctx, 0.05, 0.1))
         source = {"kind": "log", "path": str(path), "mapping": mapping.to_dict(), "prepare": prepare.to_dict(),
                   "compare": compare.to_dict()}
         models = []
         n = len(settings.models)
         for i, model_type in enumerate(settings.models):
             ctx.check_cancelled()
-            cfg = eb.with_changes(eb.default_train_config(dataset, model_type), epochs=settings.epochs)
+            cfg = lab_jobs.with_changes(lab_jobs.default_train_config(dataset, model_type), epochs=settings.epochs)
             span = (0.1 + 0.9 * i / n, 0.1 + 0.9 * (i + 1) / n)
-            out = eb.lc.train_and_evaluate(model_type, dataset, cfg, None, ctx, span)
+            out = lc.train_and_evaluate(model_type, dataset, cfg, None, ctx, span)
             row = dict(out["row"])
             row["model"], row["type"] = model_type, model_type
             models.append(ModelResult(name=model_type, model_type=model_type, index=i, row=row,

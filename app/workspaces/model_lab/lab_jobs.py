@@ -1,9 +1,9 @@
-"""The Model lab's one door into the engine: every engine call of this workspace goes through here.
+"""The Model lab's jobs and the app-side helpers around the engine (like the Robot workspace's
+robot_jobs.py): data generation, log reading and preparation, training and evaluation as jobs
+(``job(ctx) -> result``, engine.jobs), saved models, the fields the forms edit and file filters.
 
-The learned-dynamics engine (``engine.data``, ``engine.models``, ``engine.training``,
-``engine.systems``), the hardware-log engine (``engine.logs``) and the compare functions
-(``engine.training.compare``, ``engine.training.evaluation``, ``engine.training.report``) are used only from this module, so a change of their APIs is a
-one-file fix. Jobs returned here follow ``engine.jobs``: ``job(ctx) -> result``.
+The workspace imports the engine's own names (TrainConfig, LogMapping, ModelSpec, ...) from the
+engine directly; this module holds only what the app adds.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import dataclasses
 import json
 from pathlib import Path
 
-import numpy as np
 
 from app.device_preference import preferred_device
 from engine.data import DatasetConfig, LogDataset, generate_dataset, log_dataset
 from engine.data.config import PROTOCOLS
-from engine.io import CheckpointError, atomic_write_text, finite_or_none, json_default
+from engine.io import atomic_write_text, finite_or_none, json_default
 from engine.logs import (
     LOG_FILE_FILTERS,
     LogError,
@@ -26,9 +25,7 @@ from engine.logs import (
     find_saved_mapping,
     guess_time_column,
     prepare_log,
-    preview_mapping,
     read_log,
-    smoothing_preview,
 )
 from engine.logs.units import UNIT_KINDS
 from engine.models import ModelSpec, load_model, model_names, save_model
@@ -39,7 +36,6 @@ from engine.training.config import TrainConfig
 
 __all__ = [
     "LOG_FILTERS",
-    "METRIC_COLUMNS",
     "MODEL_FILTER",
     "MODEL_TYPES",
     "SPEC_FIELDS",
@@ -48,15 +44,6 @@ __all__ = [
     "SYSTEMS",
     "TRAIN_FIELDS",
     "UNIT_CHOICES",
-    "CheckpointError",
-    "DatasetConfig",
-    "LogCompareConfig",
-    "LogError",
-    "LogMapping",
-    "ModelSpec",
-    "PrepareConfig",
-    "TrainConfig",
-    "check_compatible",
     "data_hash_of",
     "data_summary",
     "default_train_config",
@@ -67,26 +54,18 @@ __all__ = [
     "is_model_file",
     "jsonable",
     "load_trained",
-    "metrics_row",
     "prepare_job",
-    "preview",
     "read_log_job",
-    "rows_to_csv",
-    "save_trained",
-    "smoothing",
-    "train_config_from_dict",
-    "config_diff",
-    "ema",
     "resumable",
     "run_history",
+    "save_trained",
+    "train_config_from_dict",
     "train_job",
     "with_changes",
     "write_csv",
     "write_report",
 ]
 
-LogCompareConfig = lc.LogCompareConfig
-METRIC_COLUMNS = evaluation.METRIC_COLUMNS
 LOG_FILTERS: tuple[str, ...] = tuple(f for f in LOG_FILE_FILTERS if not f.startswith("All files"))
 MODEL_FILTER = "Learned models (*.json)"
 SYSTEMS: list[str] = sorted(PROTOCOLS)
@@ -167,16 +146,6 @@ def initial_mapping(table, mapping_folder: str | Path | None) -> tuple[LogMappin
         return LogMapping(time=time_col, q=q, u=u, sample_period=None if time_col else 0.01), "guessed"
     except LogError:
         return None, "no guess"
-
-
-def preview(table, mapping: LogMapping, rows: int = 12) -> dict[str, np.ndarray]:
-    """The first rows of the mapped signals in SI units, label -> (rows,) array."""
-    return preview_mapping(table, mapping, rows)
-
-
-def smoothing(table, mapping: LogMapping, config: PrepareConfig, signal: str = "q", index: int = 0) -> dict:
-    """``{"t", "raw", "smoothed"}`` for one signal (a preview of the Savitzky-Golay filter)."""
-    return smoothing_preview(table, mapping, config, signal, index)
 
 
 def prepare_job(table, mapping: LogMapping, config: PrepareConfig, compare: lc.LogCompareConfig):
@@ -280,10 +249,6 @@ def resumable(run_dir: str | Path | None, epochs: int) -> int:
     return run.epoch
 
 
-config_diff = runs.config_diff
-ema = runs.ema
-
-
 def run_history(run_dir: str | Path | None) -> list[dict]:
     """The per-epoch metrics rows (epoch, step, wall_time, loss, ...) of a run folder ([] if none)."""
     return runs.read_metrics(run_dir) if run_dir and Path(run_dir).is_dir() else []
@@ -298,10 +263,6 @@ def evaluate_job(model, dataset, trajectories: int | None = None):
         return evaluation.evaluate_model(model, dataset, trajectories)
 
     return job
-
-
-check_compatible = evaluation.check_compatible
-metrics_row = evaluation.metrics_row
 
 
 def save_trained(path: str | Path, model, meta: dict) -> Path:
@@ -324,9 +285,6 @@ def data_hash_of(dataset) -> str:
 
 
 # -- reports -----------------------------------------------------------------------------
-rows_to_csv = report.rows_to_csv
-
-
 def write_csv(path: str | Path, rows: list[dict]) -> Path:
     """The compare table as a CSV file (atomic write)."""
     return atomic_write_text(path, report.rows_to_csv(rows))
