@@ -29,6 +29,7 @@ __all__ = [
     "InputError",
     "check_allocation",
     "check_choice",
+    "check_file_size",
     "check_finite",
     "check_int",
     "check_output_path",
@@ -161,6 +162,20 @@ def check_choice(owner: str | None, field: str, value, choices, *, hint: str | N
         raise InputError(f"must be one of {', '.join(map(str, choices))}, got {value!r}{_tail(None, hint)}",
                          owner=owner, field=field)
     return value
+
+
+def check_file_size(path, max_bytes: int, what: str = "this kind of file") -> int:
+    """Refuse a file bigger than ``max_bytes`` before it is read (a plan, a track, a session is
+    small; a huge one would take the memory of its parse). Returns the size in bytes. A missing
+    file or one that is not a regular file is left to the reader, which names it."""
+    try:
+        size = os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
+    if size > max_bytes:
+        raise InputError(f"{path}: {format_bytes(size)} is too big for {what} (at most {format_bytes(max_bytes)}); "
+                         "is it the right file?")
+    return size
 
 
 # ----- memory -------------------------------------------------------------------------------

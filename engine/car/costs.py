@@ -14,8 +14,11 @@ from dataclasses import asdict, dataclass
 import torch
 
 from engine.io import dataclass_from_dict
+from engine.validation import InputError, check_finite, check_int, check_range
 
 __all__ = [
+    "MAX_COORDINATE",
+    "MAX_WEIGHT",
     "PlanError",
     "PlanWeights",
     "Target",
@@ -30,6 +33,10 @@ class PlanError(ValueError):
     """A malformed plan (target steps, horizon, weights); the message names the field."""
 
 
+MAX_WEIGHT = 1e9        # any cost weight: at most this, and not negative (a negative one has no minimum)
+MAX_COORDINATE = 1e4    # m, |x| and |y| of a target or a start pose; rad for angles
+
+
 @dataclass(frozen=True)
 class PlanWeights:
     """Weights of the trajectory cost."""
@@ -39,6 +46,10 @@ class PlanWeights:
     control: float = 0.01        # sum |w_i|^2 (normalised controls)
     control_rate: float = 0.2    # sum |w_i - w_{i-1}|^2
     bounds: float = 100.0        # one-sided quadratic barrier outside [-1, 1]
+
+    def __post_init__(self):
+        for name in ("position", "heading", "control", "control_rate", "bounds"):
+            _checked(lambda n=name: check_range("plan weight", n, getattr(self, n), 0.0, MAX_WEIGHT))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,17 +76,45 @@ class Target:
     heading: bool = True
     weight: float = 1.0
 
+    def __post_init__(self):
+        _checked(lambda: self.check())
+
+    def check(self) -> None:
+        """The range checks of every field (:class:`~engine.validation.InputError` naming it)."""
+        who = f"target at step {self.step}"
+        check_int(f"target step {self.step}", "step", self.step, 1, None, hint="steps count from 1")
+        for name in ("x", "y", "yaw"):
+            check_range(who, name, getattr(self, name), -MAX_COORDINATE, MAX_COORDINATE,
+                        unit="rad" if name == "yaw" else "m")
+        check_range(who, "weight", self.weight, 0.0, MAX_WEIGHT)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> Target:
-        try:
-            return cls(step=int(data["step"]), x=float(data["x"]), y=float(data["y"]),
-                       yaw=float(data.get("yaw", 0.0)), heading=bool(data.get("heading", True)),
-                       weight=float(data.get("weight", 1.0)))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PlanError(f"target {data!r}: needs numeric step, x, y (and yaw) ({exc})") from None
+        """A target from its JSON object; :class:`PlanError` naming the field otherwise."""
+        if not isinstance(data, dict):
+            raise PlanError(f"target {str(data)[:60]!r}: expected an object with step, x, y (and yaw)")
+        missing = [k for k in ("step", "x", "y") if k not in data]
+        if missing:
+            raise PlanError(f"target {str(data)[:60]}: missing field(s) {', '.join(missing)}")
+        heading = data.get("heading", True)
+        if not isinstance(heading, bool):
+            raise PlanError(f"target at step {data['step']!r}: 'heading' must be true or false, got {heading!r}")
+        step = _checked(lambda: check_int(f"target step {str(data['step'])[:20]}", "step", data["step"], 1, None,
+                                          hint="steps count from 1"))
+        fields = {k: _checked(lambda k=k: check_finite(f"target at step {step}", k, data[k]))
+                  for k in ("x", "y", "yaw", "weight") if k in data}
+        return cls(step=step, heading=heading, **fields)
+
+
+def _checked(check):
+    """Run ``check()``; an :class:`~engine.validation.InputError` becomes a :class:`PlanError`."""
+    try:
+        return check()
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
 
 
 def poses_from_velocities(pose0: torch.Tensor, V: torch.Tensor, h: float) -> torch.Tensor:

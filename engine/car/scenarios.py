@@ -15,21 +15,40 @@ from pathlib import Path
 import torch
 
 from engine import io
-from engine.car.costs import PlanError, PlanWeights, Target, TargetCost
+from engine.car.costs import MAX_COORDINATE, PlanError, PlanWeights, Target, TargetCost
 from engine.car.evaluators import make_evaluator
 from engine.car.optimiser import OptimiserConfig, OptimiseResult, optimise
 from engine.systems.rc_car import CarParams, simulate
+from engine.validation import InputError, check_allocation, check_file_size, check_finite, check_int, check_range
 
 __all__ = [
+    "MAX_HORIZON",
+    "MAX_PLAN_FILE_BYTES",
+    "MAX_START_SPEED",
+    "MAX_TARGETS",
+    "MIN_HORIZON",
     "SCENARIOS",
     "Plan",
     "PlanOutcome",
+    "check_plan_memory",
     "execute_open_loop",
     "load_plan",
     "plan_trajectory",
     "save_plan",
     "scenario",
 ]
+
+
+# The limits of a plan, one source for plan files, sessions, the CLI and the app's form (its
+# horizon and start-speed controls take their ranges from here). The optimiser's Gauss-Newton
+# system is (2 horizon)^2 and the line search rolls out candidates x horizon steps, so the
+# horizon bounds memory and time; a file is refused by its size before it is parsed.
+MIN_HORIZON = 1
+MAX_HORIZON = 1000             # steps (50 s at the car's 20 Hz)
+MAX_TARGETS = 1000
+MAX_START_SPEED = 20.0         # m/s (and rad/s for the yaw rate), each start-velocity component
+MAX_NAME_LENGTH = 200          # characters
+MAX_PLAN_FILE_BYTES = 10 << 20
 
 
 @dataclass(frozen=True)
@@ -44,11 +63,31 @@ class Plan:
     weights: PlanWeights = PlanWeights()
 
     def __post_init__(self):
-        if int(self.horizon) < 1:
-            raise PlanError(f"plan {self.name!r}: horizon must be at least 1")
+        try:
+            self.check()
+        except InputError as exc:
+            raise PlanError(str(exc)) from None
+
+    def check(self) -> None:
+        """Every range check of a plan (:class:`~engine.validation.InputError` naming the field);
+        the same for a plan file, a session, the CLI and the app's form."""
+        who = f"plan {str(self.name)[:40]!r}"
+        if not isinstance(self.name, str) or len(self.name) > MAX_NAME_LENGTH:
+            raise InputError(f"must be text of at most {MAX_NAME_LENGTH} characters", owner=who, field="name")
+        check_int(who, "horizon", self.horizon, MIN_HORIZON, MAX_HORIZON, hint="steps of 0.05 s")
+        for field_name, values, unit, bound in (("start_pose", self.start_pose, "m", MAX_COORDINATE),
+                                                ("start_velocity", self.start_velocity, "m/s", MAX_START_SPEED)):
+            if len(values) != 3:
+                raise InputError(f"expected 3 numbers, got {len(values)}", owner=who, field=field_name)
+            for v in values:
+                check_range(who, field_name, v, -bound, bound, unit=unit)
+        if len(self.targets) > MAX_TARGETS:
+            raise InputError(f"{len(self.targets)} targets, at most {MAX_TARGETS} are allowed",
+                             owner=who, field="targets")
         for t in self.targets:
             if not (1 <= t.step <= self.horizon):
-                raise PlanError(f"plan {self.name!r}: target step {t.step} outside 1..{self.horizon}")
+                raise InputError(f"target step {t.step} outside 1..{self.horizon} (the horizon)",
+                                 owner=who, field="targets")
 
     def to_dict(self) -> dict:
         return {"name": self.name, "horizon": self.horizon, "start_pose": list(self.start_pose),
@@ -57,19 +96,43 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "plan") -> Plan:
+        """A plan from its JSON object; :class:`PlanError` starting with ``source`` otherwise.
+        Sizes are checked before anything is built from them."""
         if not isinstance(data, dict):
             raise PlanError(f"{source}: expected a JSON object")
         try:
-            return cls(name=str(data.get("name", "plan")), horizon=int(data["horizon"]),
-                       start_pose=tuple(float(x) for x in data.get("start_pose", (0, 0, 0))),
-                       start_velocity=tuple(float(x) for x in data.get("start_velocity", (0, 0, 0))),
-                       targets=tuple(Target.from_dict(t) for t in data.get("targets", [])),
-                       weights=PlanWeights.from_dict(data.get("weights", {})))
-        except (KeyError, TypeError, ValueError) as exc:
+            if "horizon" not in data:
+                raise PlanError("missing field 'horizon'")
+            horizon = check_int("plan", "horizon", data["horizon"], MIN_HORIZON, MAX_HORIZON,
+                                hint="steps of 0.05 s")
+            targets = data.get("targets", [])
+            if not isinstance(targets, list):
+                raise PlanError("field 'targets' must be a list of objects")
+            if len(targets) > MAX_TARGETS:
+                raise PlanError(f"field 'targets' has {len(targets)} targets, at most {MAX_TARGETS} are allowed")
+            weights = data.get("weights", {})
+            return cls(name=_text(data.get("name", "plan")), horizon=horizon,
+                       start_pose=_triple(data, "start_pose"), start_velocity=_triple(data, "start_velocity"),
+                       targets=tuple(Target.from_dict(t) for t in targets),
+                       weights=PlanWeights.from_dict(weights))
+        except (TypeError, ValueError) as exc:
             raise PlanError(f"{source}: {exc}") from None
 
     def with_(self, **changes) -> Plan:
         return replace(self, **changes)
+
+
+def _text(value) -> str:
+    if not isinstance(value, str):
+        raise PlanError(f"field 'name' must be text, got {str(value)[:40]!r}")
+    return value
+
+
+def _triple(data: dict, key: str) -> tuple[float, float, float]:
+    value = data.get(key, (0.0, 0.0, 0.0))
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise PlanError(f"field {key!r} must be a list of 3 numbers, got {str(value)[:60]}")
+    return tuple(check_finite("plan", key, v) for v in value)
 
 
 SCENARIOS: dict[str, Plan] = {
@@ -99,6 +162,20 @@ class PlanOutcome:
     target_errors: list = field(default_factory=list)
 
 
+BYTES_PER_CANDIDATE_STEP = 1024   # measured: ~0.6-0.9 KB per candidate and step (learned model, line search)
+
+
+def check_plan_memory(plan: Plan, config: OptimiserConfig = OptimiserConfig(), *, allow: bool = False) -> float:
+    """Refuse (:class:`~engine.validation.InputError`) an optimisation whose line search would
+    need more than the memory budget: ``candidates x (horizon + 1)`` rollout steps at once.
+    Returns the estimate in bytes. Called by :func:`plan_trajectory`, and by the CLI and the app
+    before any model is loaded."""
+    return check_allocation(f"optimising plan {plan.name[:40]!r} ({config.candidates} candidates x "
+                            f"{plan.horizon} steps per line search)", config.candidates * (plan.horizon + 1),
+                            BYTES_PER_CANDIDATE_STEP, allow=allow, field="horizon",
+                            hint="lower the horizon or the number of candidates (--candidates)")
+
+
 def plan_trajectory(plan: Plan, dynamics, params: CarParams = CarParams(),
                     config: OptimiserConfig = OptimiserConfig(), ctx=None, on_iteration=None,
                     initial_controls: torch.Tensor | None = None, fast: bool = True) -> PlanOutcome:
@@ -106,6 +183,7 @@ def plan_trajectory(plan: Plan, dynamics, params: CarParams = CarParams(),
     physical; default zeros."""
     if not plan.targets:
         raise PlanError(f"plan {plan.name!r}: place at least one target")
+    check_plan_memory(plan, config)
     u_scale = torch.tensor([params.max_throttle, params.max_steering])
     cost = TargetCost(list(plan.targets), plan.weights, plan.horizon)
     ev = make_evaluator(dynamics, torch.tensor(plan.start_pose), torch.tensor(plan.start_velocity),
@@ -143,12 +221,21 @@ def save_plan(path: str | Path, plan: Plan, controls: torch.Tensor | None = None
 
 
 def load_plan(path: str | Path) -> tuple[Plan, torch.Tensor | None]:
+    """A plan file (JSON, as :func:`save_plan` writes it): the plan and its saved controls (N, 2)
+    or None. :class:`PlanError` (or another ``ValueError``) naming the file and field otherwise;
+    a file over :data:`MAX_PLAN_FILE_BYTES` is refused before it is read."""
+    try:
+        check_file_size(path, MAX_PLAN_FILE_BYTES, "a car plan")
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
     data = io.read_json(path)
     if not isinstance(data, dict) or data.get("kind", "car_plan") != "car_plan":
         raise PlanError(f"{path}: not a car plan (field 'kind')")
     plan = Plan.from_dict(data, source=str(path))
     controls = None
     if "controls" in data:
+        if not isinstance(data["controls"], list) or len(data["controls"]) != plan.horizon:
+            raise PlanError(f"{path}: field 'controls' must be a list of {plan.horizon} [throttle, steering] pairs")
         try:
             controls = torch.tensor(data["controls"], dtype=torch.float32)
         except (TypeError, ValueError) as exc:

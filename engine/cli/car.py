@@ -123,6 +123,7 @@ def _plan(args) -> int:
     from engine.car.optimiser import OptimiserConfig
     from engine.car.scenarios import (
         SCENARIOS,
+        check_plan_memory,
         execute_open_loop,
         load_plan,
         plan_trajectory,
@@ -139,6 +140,7 @@ def _plan(args) -> int:
         check_output(args.save, kind="file", flag="--save", suffix=".json")
     plan = scenario(args.scenario) if args.scenario in SCENARIOS or not Path(args.scenario).exists() \
         else load_plan(args.scenario)[0]
+    check_plan_memory(plan, cfg)                                     # before the model is loaded
     dyn = load_dynamics(args.model, params, device=args.device)
     outcome = run_cli_job(lambda ctx: plan_trajectory(plan, dyn, params, cfg, ctx=ctx), quiet=args.json)
     ex = execute_open_loop(plan, outcome.controls, params)
