@@ -264,9 +264,12 @@ def _read_csv(path: Path) -> Track:
         try:
             pts.append((float(fields[ix]), float(fields[iy])))
             if iw is not None:
-                widths.append(float(fields[iw]))
+                widths.append(check_range(None, "width", float(fields[iw]), MIN_TRACK_WIDTH, MAX_TRACK_WIDTH,
+                                          unit="m"))
+        except InputError as exc:
+            raise TrackError(f"{path}: line {line_no}: {exc}") from None
         except ValueError:
-            raise TrackError(f"{path}: line {line_no}: not a number ({ln.strip()!r})") from None
+            raise TrackError(f"{path}: line {line_no}: not a number ({ln.strip()[:80]!r})") from None
     width = float(np.median(widths)) if widths else 1.0
     try:
         return Track(path.stem, np.asarray(pts, dtype=float).reshape(-1, 2), width)
