@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 SESSION_FILTER = "Lagrange Studio session (*.lagrange.json *.json)"
 SESSION_VERSION = 1
+MAX_SESSION_FILE_BYTES = 16 << 20   # a session holds settings and loss histories, never data
 
 
 def is_session_file(path: str) -> bool:
@@ -42,7 +43,7 @@ def is_session_file(path: str) -> bool:
     if not name.endswith(".json"):
         return False
     try:
-        if not p.is_file() or p.stat().st_size > 16 << 20:
+        if not p.is_file() or p.stat().st_size > MAX_SESSION_FILE_BYTES:
             return False
         head = p.read_bytes()[:65536].decode("utf-8", errors="replace")
     except OSError:
@@ -53,7 +54,9 @@ def is_session_file(path: str) -> bool:
 def read_session(path: str) -> dict:
     """The JSON object of a session file; ValueError naming the file otherwise."""
     from engine.io import read_json
+    from engine.validation import check_file_size
 
+    check_file_size(path, MAX_SESSION_FILE_BYTES, "a session")  # before it is parsed
     state = read_json(path)  # missing, not a regular file, not JSON: a message naming the file
     if not isinstance(state, dict) or state.get("format") != "lagrange-studio-session":
         raise ValueError(f"{path}: not a Lagrange Studio session file (its 'format' field is missing)")

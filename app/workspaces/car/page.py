@@ -663,7 +663,8 @@ class CarPlannerPage(QWidget):
             self.status.setText(message)
             self.ctx.show_error("Restore car planner", message)
         combo = self.plan_panel.model_combo
-        idx = combo.findData(state.get("model") if isinstance(state, dict) else None)
+        model = state.get("model") if isinstance(state, dict) else None
+        idx = combo.findData(model) if isinstance(model, str) else -1
         if idx >= 0:
             combo.setCurrentIndex(idx)
 

@@ -33,7 +33,7 @@ from app.workspaces.car.models import SIM, ModelCatalogue
 from app.workspaces.car.state import CUSTOM, CarPlannerState, PlanVariant
 from engine.car.costs import PlanWeights
 from engine.car.optimiser import DIRECTIONS, OptimiserConfig
-from engine.car.scenarios import SCENARIOS
+from engine.car.scenarios import MAX_HORIZON, MAX_START_SPEED, MIN_HORIZON, SCENARIOS
 
 __all__ = ["PLAN_COLOURS", "PlanPanel"]
 
@@ -130,10 +130,10 @@ class PlanPanel(QWidget):
         self.scenario_combo.currentIndexChanged.connect(self._on_scenario_chosen)
         self.horizon_spin = QSpinBox()
         self.horizon_spin.setObjectName("carHorizon")
-        self.horizon_spin.setRange(2, 400)
+        self.horizon_spin.setRange(MIN_HORIZON, MAX_HORIZON)     # the plan's own limits (engine)
         self.horizon_spin.valueChanged.connect(self.state.set_horizon)
         self.start_speed = QDoubleSpinBox()
-        self.start_speed.setRange(-5, 8)
+        self.start_speed.setRange(-MAX_START_SPEED, MAX_START_SPEED)
         self.start_speed.setSingleStep(0.5)
         self.start_speed.setSuffix(" m/s")
         self.start_speed.valueChanged.connect(self.state.set_start_speed)

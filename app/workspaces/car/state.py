@@ -422,25 +422,30 @@ class CarPlannerState:
                 "track": self.track.to_dict() if self.track is not None else None}
 
     def restore_session(self, data: dict) -> list[str]:
-        """Restore what a session saved; returns the parts that could not be read (by name)."""
+        """Restore what a session saved; returns the parts that could not be read (by name).
+
+        The plan and the track pass the same checks as plan and track files (sizes, ranges,
+        a simple closed track) before anything is applied; a part that fails is skipped whole
+        (never clamped into a different problem) and the other part is restored."""
         if not isinstance(data, dict):
             return ["the car planner's part (not a JSON object)"]
         problems = []
         if data.get("plan"):
             try:
-                plan = Plan.from_dict(data["plan"])
+                plan = Plan.from_dict(data["plan"], source="plan")
+            except ValueError as exc:
+                problems.append(str(exc))
+            else:
                 self.apply_plan(plan, scenario=plan.name if plan.name in SCENARIOS else CUSTOM)
-            except (ValueError, TypeError, KeyError) as exc:
-                problems.append(f"plan ({exc})")
         if data.get("track"):
             from engine.car.tracks import Track
 
             try:
-                t = data["track"]
-                self.set_track(Track(str(t.get("name", "track")), np.asarray(t["centre"], dtype=float),
-                                     float(t.get("width", 1.0))))
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                problems.append(f"track ({exc})")
+                track = Track.from_dict(data["track"], source="track")
+            except ValueError as exc:
+                problems.append(str(exc))
+            else:
+                self.set_track(track)
         return problems
 
 

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from app.widgets.forms import DataclassForm
 from app.workspaces.car.state import CarPlannerState
 from engine.car.mpc import MPCConfig
+from engine.car.tracks import MAX_TRACK_WIDTH, MIN_TRACK_WIDTH
 
 __all__ = ["TrackPanel", "rate_text"]
 
@@ -75,7 +76,7 @@ class TrackPanel(QWidget):
         self.finish_button = QPushButton("Finish track")
         self.finish_button.setEnabled(False)
         self.width_spin = QDoubleSpinBox()
-        self.width_spin.setRange(0.3, 5.0)
+        self.width_spin.setRange(max(0.3, MIN_TRACK_WIDTH), MAX_TRACK_WIDTH)   # a track's own limits (engine)
         self.width_spin.setValue(1.0)
         self.width_spin.setSuffix(" m")
         row.addWidget(self.draw_button)

@@ -183,17 +183,36 @@ class ModelLabPage(QWidget):
                             "splitter": list(self.splitter.sizes())})
 
     def restore_session_state(self, state: dict) -> None:
+        """Restore each part of the session on its own: a part whose values are out of range or
+        malformed is skipped and named in one message, the rest is restored."""
+        from app.session_fields import session_int, splitter_sizes
+
         if not isinstance(state, dict):
             return
-        self.runs_panel.parallel.setValue(int(state.get("parallel", 2)))
-        self.runs_panel.restore(state.get("runs") or [])
-        if state.get("splitter"):
-            self.splitter.setSizes([int(s) for s in state["splitter"]])
-        try:
-            self.data_panel.restore(state.get("source"))
-        except (ValueError, KeyError, TypeError) as exc:
-            self.ctx.show_error("Restore model lab session", f"the data source could not be rebuilt: {exc}")
+        where = "model lab session"
+        spin = self.runs_panel.parallel
+        skipped = []
+        parts = [
+            ("parallel runs", lambda: spin.setValue(session_int(state, "parallel", spin.minimum(), spin.maximum(),
+                                                                spin.value(), where))),
+            ("models", lambda: self.runs_panel.restore(_runs_list(state.get("runs")))),
+            ("pane sizes", lambda: self._restore_splitter(splitter_sizes(state, "splitter", self.splitter.count(),
+                                                                         where))),
+            ("data source", lambda: self.data_panel.restore(state.get("source"))),
+        ]
+        for what, restore in parts:
+            try:
+                restore()
+            except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
+                skipped.append(f"{what} ({exc})")
         self._refresh_compare()
+        if skipped:
+            self.ctx.show_error("Session partly restored",
+                                "Model lab: skipped " + "; ".join(skipped) + ". The rest was restored.")
+
+    def _restore_splitter(self, sizes: list[int] | None) -> None:
+        if sizes is not None:
+            self.splitter.setSizes(sizes)
 
     def menu_actions(self) -> list[QAction]:
         if self._actions is None:
@@ -213,3 +232,12 @@ class ModelLabPage(QWidget):
         self.runs_panel.cancel_all()
         self.data_panel.cancel()
         self.robot_panel.cancel()
+
+
+def _runs_list(runs) -> list:
+    """The session's list of model entries (each checked by the runs panel)."""
+    if runs is None:
+        return []
+    if not isinstance(runs, list):
+        raise ValueError(f"field 'runs' must be a list of model entries, got {type(runs).__name__}")
+    return runs

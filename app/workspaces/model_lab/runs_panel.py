@@ -507,9 +507,13 @@ class RunsPanel(QWidget):
         return [run.to_state() for run in self.runs.values()]
 
     def restore(self, states: list[dict]) -> None:
+        from app.session_fields import finite_list
+
         self.remove(list(self.runs))
         for s in states or []:
             try:
+                if not isinstance(s, dict):
+                    raise TypeError(f"a model entry must be an object, got {str(s)[:40]}")
                 tc_dict = dict(s["train_config"])
                 tc = lab_jobs.train_config_from_dict(tc_dict)
                 spec = dataclasses.replace(ModelSpec(), **(s.get("spec") or {}))
@@ -517,7 +521,10 @@ class RunsPanel(QWidget):
             except (KeyError, ValueError, TypeError) as exc:
                 self.ctx.show_error("Restore model lab session", f"a model entry is malformed: {exc}")
                 continue
-            run.losses = list(s.get("losses") or [])
+            try:
+                run.losses = finite_list(s, "losses", 1_000_000, "model lab session")
+            except ValueError as exc:
+                self.ctx.show_error("Restore model lab session", f"the loss history of {run.name} was skipped: {exc}")
             run.row = s.get("row")
             run.run_dir = s.get("run_dir")
             self._set_history(run)

@@ -313,17 +313,29 @@ class LogReplayState:
 
     def from_dict(self, d: dict | None) -> None:
         """Restore :meth:`to_dict` (the robot must be set; the log is read again from its path)."""
+        from app.session_fields import finite_list, session_float
+
         if not d:
             return
-        self.speed = float(d.get("speed") or 1.0)
-        self.horizon = float(d.get("horizon") or 1.0)
+        if not isinstance(d, dict):
+            raise ValueError("the log replay's part of the session is not an object")
+        where = "log replay session"            # every number is checked before anything is applied
+        speed = session_float(d, "speed", 0.01, 100.0, 1.0, where)
+        horizon = session_float(d, "horizon", 0.01, 60.0, 1.0, where, unit="s")
+        cursor = session_float(d, "cursor", -1e9, 1e9, 0.0, where, unit="s")
+        loop = finite_list(d, "loop", 2, where) if d.get("loop") else None
+        if loop is not None and len(loop) != 2:
+            raise ValueError(f"{where} 'loop': expected [start, end] in seconds")
+        self.speed, self.horizon = speed, horizon
         path = d.get("path")
         if path and self.robot is not None:
+            if not isinstance(path, str):
+                raise ValueError(f"{where} 'path': expected a file name")
             rmap = ReplayMapping.from_dict(d["mapping"]) if d.get("mapping") else None
             self.open_file(path, rmap)
-            if d.get("loop"):
-                self.set_loop(*d["loop"])
-            self.set_cursor(float(d.get("cursor") or 0.0))
+            if loop:
+                self.set_loop(*loop)
+            self.set_cursor(cursor)
             if d.get("ghost") == "rigid":
                 self.set_ghost_model("rigid")
 
