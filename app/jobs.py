@@ -20,8 +20,10 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
+from app.device_preference import preferred_threads
 from app.errors import describe_exception, is_user_error, job_title, remember_details
 from engine.jobs import JobCancelled, ProgressUpdate, ThreadJobContext
+from engine.threads import job_threads
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +125,8 @@ class _JobRunnable(QRunnable):
         try:
             ctx.check_cancelled()
             handle._relay_progress.emit(ProgressUpdate(0.0, "started"))
-            result = self._job(ctx)
+            with job_threads(preferred_threads()):
+                result = self._job(ctx)
         except JobCancelled:
             handle._relay_done.emit("cancelled", None, None)
         except BaseException as exc:  # noqa: BLE001 - a job's failure is reported, never raised here

@@ -67,7 +67,31 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules():
         module.register(sub)
+    _add_thread_options(parser)
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield path, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from _leaf_parsers(child, (*path, name))
+
+
+def _add_thread_options(parser: argparse.ArgumentParser) -> None:
+    """``--threads N|auto`` on every computing command: each that has ``--device`` or a measured
+    thread policy (engine/threads.py), except the benchmarks whose own ``--threads`` is what they
+    measure (``bench rbd``, ``bench car``, ``bench ik``)."""
+    from engine.cli._common import add_threads_option
+    from engine.threads import JOB_THREADS
+
+    for path, leaf in _leaf_parsers(parser):
+        options = {o for a in leaf._actions for o in a.option_strings}
+        job = " ".join(path)
+        if "--threads" not in options and ("--device" in options or job in JOB_THREADS):
+            add_threads_option(leaf, job)
 
 
 def _chosen_parser(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
@@ -149,7 +173,12 @@ def main(argv: list[str] | None = None) -> int:
             from engine.cli._common import device_from_args
 
             args.device = str(device_from_args(args))
-        return int(func(args) or 0)
+        if getattr(args, "threads_job", None) is None:
+            return int(func(args) or 0)
+        from engine.threads import job_threads
+
+        with job_threads(args.threads, job=args.threads_job):  # the job's torch threads, restored after
+            return int(func(args) or 0)
     except KeyboardInterrupt:
         print("interrupted (Ctrl+C): the command stopped before it finished", file=sys.stderr)
         return 130

@@ -109,3 +109,21 @@ def _refuse_special(p: Path, given: str, flag: str) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise InputError(f"{given} is a device or a special file, not a regular file; give the path of a file "
                          "to write", field=flag)
+
+
+def add_threads_option(parser, job: str) -> None:
+    """Add ``--threads N|auto`` to a computing command ``job`` (its path, ``car train``): torch's
+    intra-op threads while the command runs (engine/threads.py; ``main`` applies it around the
+    command). ``build_parser`` adds it to every computing command, so command modules need not."""
+    from engine.threads import AUTO, ThreadsError, parse_threads, threads_for
+
+    def threads_value(text: str):
+        try:
+            return parse_threads(text)
+        except ThreadsError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("--threads ")) from None
+
+    parser.add_argument("--threads", type=threads_value, default=AUTO, metavar="{N,auto}",
+                        help=f"torch threads for this job: a number, or auto (measured per job: "
+                             f"{threads_for(job)} here; results/benchmarks/jobs.md)")
+    parser.set_defaults(threads_job=job)

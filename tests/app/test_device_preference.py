@@ -23,9 +23,10 @@ class Settings:
 
 @pytest.fixture(autouse=True)
 def _restore_current():
-    before = pref.preferred_device()
+    before, threads = pref.preferred_device(), pref.preferred_threads()
     yield
     pref.set_preferred_device(before)
+    pref.set_preferred_threads(threads)
 
 
 def test_cuda_is_greyed_out_with_a_reason_where_there_is_no_gpu():
@@ -81,7 +82,7 @@ def test_the_view_menu_offers_the_devices_and_remembers_the_choice(make_window, 
     monkeypatch.setattr(devices, "cuda_available", lambda: False)
     monkeypatch.setattr(pref, "cuda_available", lambda: False)
     window = make_window()
-    actions = {a.objectName(): a for a in window.device_menu.actions()}
+    actions = {a.objectName(): a for a in window.device_menu.actions() if a.objectName().startswith("device_")}
     assert [*actions] == ["device_cpu", "device_auto", "device_cuda"]
     assert actions["device_cpu"].isChecked() and not actions["device_cuda"].isEnabled()
     assert "No CUDA GPU" in actions["device_cuda"].toolTip()
@@ -91,3 +92,46 @@ def test_the_view_menu_offers_the_devices_and_remembers_the_choice(make_window, 
     again = make_window()   # the same settings file: the choice is back, and is the jobs' device
     assert {a.objectName(): a for a in again.device_menu.actions()}["device_auto"].isChecked()
     assert pref.preferred_device() == "auto"
+
+
+# -- threads per job (issue 33) ------------------------------------------------------------------
+
+def test_the_threads_choice_is_stored_and_becomes_the_jobs_threads():
+    from engine.threads import ThreadsError
+
+    assert [v for v, _ in pref.thread_choices(cores=2)] == ["auto", 1, 2]
+    settings = Settings()
+    assert pref.load_threads_preference(settings) == "auto"      # nothing stored yet
+    assert pref.save_threads_preference(settings, "2") == 2
+    assert settings.values[pref.THREADS_KEY] == "2" and pref.preferred_threads() == 2
+    assert pref.load_threads_preference(settings) == 2
+    with pytest.raises(ThreadsError, match="^Threads preference 0: give a whole number"):
+        pref.save_threads_preference(settings, 0)
+    assert settings.values[pref.THREADS_KEY] == "2" and pref.preferred_threads() == 2   # unchanged
+    assert pref.load_threads_preference(Settings({pref.THREADS_KEY: "many"})) == "auto"
+
+
+def test_every_job_the_app_runs_gets_the_preferred_threads_on_its_worker_thread(qtbot, ctx):
+    import torch
+
+    ui_threads = torch.get_num_threads()
+    seen = []
+    for i, choice in enumerate((3, "auto", 1)):
+        pref.set_preferred_threads(choice)   # read when the job starts, so one job at a time
+        ctx.jobs.submit(lambda job_ctx: torch.get_num_threads(), name="threads", on_result=seen.append)
+        qtbot.waitUntil(lambda i=i: len(seen) == i + 1, timeout=20000)
+    assert seen == [3, 1, 1]
+    assert torch.get_num_threads() == ui_threads      # the UI thread's own count is not touched
+
+
+def test_the_menu_offers_the_threads_and_remembers_the_choice(make_window):
+    window = make_window()
+    actions = {a.objectName(): a for a in window.device_menu.actions() if a.objectName().startswith("threads_")}
+    assert [*actions][:2] == ["threads_auto", "threads_1"] and actions["threads_auto"].isChecked()
+    actions["threads_1"].trigger()
+    assert pref.preferred_threads() == 1 and window.settings.value(pref.THREADS_KEY) == "1"
+    window.settings.sync()
+    pref.set_preferred_threads("auto")
+    again = make_window()   # the same settings file: the choice is back, and is the jobs' threads
+    assert {a.objectName(): a for a in again.device_menu.actions()}["threads_1"].isChecked()
+    assert pref.preferred_threads() == 1
