@@ -14,7 +14,7 @@ def register_bench(subparsers) -> None:
     p.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated, from: {','.join(JOBS)} (default: all)")
     p.add_argument("--repeats", type=int, default=1, help="runs per cell, the best kept (default: 1)")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds per run before it counts as too slow "
-                                                               "(default: 180)")
+                                                               "(up to 3600; default: 180)")
     p.add_argument("--no-heartbeat", action="store_true", help="skip the UI heartbeat measurement")
     p.add_argument("--markdown", metavar="FILE", help="also write the table (Markdown) to FILE")
     p.add_argument("--json", action="store_true")
@@ -29,8 +29,8 @@ def _run(args) -> int:
     from engine.validation import check_int
 
     check_int(None, "--repeats", args.repeats, 1, 100)
-    if not args.timeout > 0:
-        raise ValueError(f"--timeout {args.timeout}: give a positive number of seconds")
+    if not 0 < args.timeout <= 3600:
+        raise ValueError(f"--timeout {args.timeout}: give the seconds a run may take, from 1 to 3600")
     cfg = JobBenchConfig(jobs=[j.strip() for j in args.jobs.split(",") if j.strip()], repeats=args.repeats,
                          timeout=args.timeout, heartbeat=not args.no_heartbeat)
 

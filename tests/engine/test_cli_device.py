@@ -24,6 +24,7 @@ NOT_COMPUTING = {
     ("robot", "info"): "reads a robot file and prints its joints and links",
     ("learn", "data"): "generates the data set with NumPy/SciPy (the paper's draws, bit for bit)",
     ("eigenmode", "stabilise"): "one sequential float64 closed-loop simulation of a learnt mode, on the CPU",
+    ("bench", "jobs"): "times other commands, each in a process of its own (with their --threads)",
 }
 
 
