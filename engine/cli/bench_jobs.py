@@ -22,6 +22,7 @@ def register_bench(subparsers) -> None:
 
 
 def _run(args) -> int:
+    import signal
     import sys
 
     from engine.io import atomic_write_text
@@ -33,6 +34,9 @@ def _run(args) -> int:
         raise ValueError(f"--timeout {args.timeout}: give the seconds a run may take, from 1 to 3600")
     cfg = JobBenchConfig(jobs=[j.strip() for j in args.jobs.split(",") if j.strip()], repeats=args.repeats,
                          timeout=args.timeout, heartbeat=not args.no_heartbeat)
+
+    # stopped (kill, Ctrl+C): the runs' processes and the busy-core process are ended on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     def row(r):
         if not args.json:

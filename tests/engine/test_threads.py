@@ -191,3 +191,24 @@ def test_a_real_command_computes_with_the_chosen_threads(monkeypatch, capsys):
     assert cli.main(["robot", "ik", "panda", "--link", "panda_link8", *target]) in (0, 1)
     capsys.readouterr()
     assert seen == [3, 1] and torch.get_num_threads() == 2
+
+
+# -- bench jobs (the measurement itself is not run here: it takes minutes) -------------------------
+
+def test_bench_jobs_names_an_unknown_job_in_one_line(capsys):
+    assert cli.main(["bench", "jobs", "--jobs", "car plan,car fly", "--no-heartbeat"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--jobs car fly: not a job here" in err[0] and "car plan" in err[0]
+
+
+def test_bench_jobs_table_shows_times_ratios_and_runs_past_the_timeout():
+    from engine.job_bench import JOBS, markdown_table
+
+    assert set(JOBS) <= set(JOB_THREADS)      # every benchmarked job has a measured policy
+    row = {"job": "car train", "old_idle": 20.0, "old_loaded": None, "old_ratio": None,
+           "new_idle": 16.0, "new_loaded": 18.0, "new_ratio": 18.0 / 16.0}
+    beat = {"p50_ms": 0.5, "p99_ms": 12.25, "max_ms": 30.0}
+    table = markdown_table({"timeout": 150.0, "old_threads": 2, "rows": [row],
+                            "heartbeat": {"old_idle": beat, "old_loaded": None, "new_idle": beat, "new_loaded": beat}})
+    assert "| `car train` | 20.0 | >150 | - | 16.0 | 18.0 | 1.12x | 0.80x |" in table
+    assert "| new | 0.5 | 12.2 | 0.5 | 12.2 | 30.0 |" in table and "| old | 0.5 | 12.2 | - | - | - |" in table
