@@ -13,6 +13,7 @@ lateness stands for the Qt event loop's (both need the interpreter between the j
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -50,7 +51,7 @@ JOBS: dict[str, list[str]] = {
     "car train": ["car", "train", "--minutes", "1", "--epochs", "3", "--out", "{out}/car"],
     "car plan": ["car", "plan", "--scenario", "drifting-turn"],
     "car mpc": ["car", "mpc", "--max-seconds", "4"],
-    "eigenmode learn": ["eigenmode", "learn", "--epochs", "20"],
+    "eigenmode learn": ["eigenmode", "learn", "--epochs", "20", "--out", "{out}/mode"],
     "robot ik": ["robot", "ik", "panda", "--link", "panda_link8", "--target", "0.4", "0.1", "0.5"],
     "robot simulate": ["robot", "simulate", "panda", "--duration", "1.0"],
 }
@@ -154,7 +155,7 @@ def heartbeat(threads: int | str, seconds: float = 4.0, timeout: float = 180.0) 
 def run_job_bench(cfg: JobBenchConfig, on_row=None) -> dict:
     """Time each job in ``cfg.jobs``: idle and loaded, old (``--threads cfg.old_threads``) and new
     (``--threads auto``) policy. Returns ``{"machine", "rows": [...], "heartbeat": {...}}``; each row
-    holds seconds (None past the timeout) and the ratios loaded/idle."""
+    holds seconds (None past the timeout or failed, with ``error``) and the ratios loaded/idle."""
     unknown = [j for j in cfg.jobs if j not in JOBS]
     if unknown:
         raise ValueError(f"--jobs {','.join(unknown)}: not a job here; choose from {', '.join(JOBS)}")
@@ -167,11 +168,12 @@ def run_job_bench(cfg: JobBenchConfig, on_row=None) -> dict:
                 argv = [*JOBS[name], "--threads", threads]
                 times = []
                 for _ in range(max(1, cfg.repeats)):
-                    if loaded:
-                        with _BusyCore():
+                    try:
+                        with _BusyCore() if loaded else contextlib.nullcontext():
                             times.append(_time_command(argv, cfg.timeout))
-                    else:
-                        times.append(_time_command(argv, cfg.timeout))
+                    except RuntimeError as exc:   # a job that fails is reported, the others still run
+                        row["error"] = str(exc)
+                        times.append(None)
                 finite = [t for t in times if t is not None]
                 row[f"{policy}_{'loaded' if loaded else 'idle'}"] = min(finite) if finite else None
         for policy in ("old", "new"):
