@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = ["JOBS", "JobBenchConfig", "cpu_model", "heartbeat", "markdown_table", "run_job_bench"]
 
@@ -162,7 +163,7 @@ def run_job_bench(cfg: JobBenchConfig, on_row=None) -> dict:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     rows = []
     for name in cfg.jobs:
-        row = {"job": name}
+        row: dict[str, Any] = {"job": name}
         for loaded in (False, True):
             for policy, threads in (("old", str(cfg.old_threads)), ("new", "auto")):
                 argv = [*JOBS[name], "--threads", threads]
@@ -182,7 +183,7 @@ def run_job_bench(cfg: JobBenchConfig, on_row=None) -> dict:
         rows.append(row)
         if on_row is not None:
             on_row(row)
-    beats = {}
+    beats: dict[str, dict | None] = {}
     if cfg.heartbeat:
         for policy, threads in (("old", str(cfg.old_threads)), ("new", "auto")):
             beats[f"{policy}_idle"] = heartbeat(threads, timeout=cfg.timeout)
