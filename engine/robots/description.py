@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -187,24 +188,47 @@ class RobotDescription:
     # JointModelFreeFlyer convention: q = [xyz, quaternion x y z w, joints], v = [v, w in base, joints]).
     floating_base: bool = False
 
-    def link(self, name: str) -> Link:
+    # name -> object indices, built on first use (a frozen dataclass still has a __dict__, and
+    # cached_property writes there, not through __setattr__; not fields: eq, hash, replace ignore them)
+    @cached_property
+    def _links_by_name(self) -> dict[str, Link]:
+        out: dict[str, Link] = {}
         for link in self.links:
-            if link.name == name:
-                return link
-        raise KeyError(f"no link named {name!r} in robot {self.name!r}")
+            out.setdefault(link.name, link)
+        return out
+
+    @cached_property
+    def _joints_by_name(self) -> dict[str, Joint]:
+        out: dict[str, Joint] = {}
+        for joint in self.joints:
+            out.setdefault(joint.name, joint)
+        return out
+
+    @cached_property
+    def _joints_by_child(self) -> dict[str, Joint]:
+        out: dict[str, Joint] = {}
+        for joint in self.joints:
+            out.setdefault(joint.child, joint)
+        return out
+
+    def link(self, name: str) -> Link:
+        try:
+            return self._links_by_name[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"no link named {name!r} in robot {self.name!r}") from None
 
     def joint(self, name: str) -> Joint:
-        for joint in self.joints:
-            if joint.name == name:
-                return joint
-        raise KeyError(f"no joint named {name!r} in robot {self.name!r}")
+        try:
+            return self._joints_by_name[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"no joint named {name!r} in robot {self.name!r}") from None
 
     def parent_joint(self, link: str) -> Joint | None:
         """The joint whose child is ``link`` (None for the root)."""
-        for joint in self.joints:
-            if joint.child == link:
-                return joint
-        return None
+        try:
+            return self._joints_by_child.get(link)
+        except TypeError:
+            return None
 
     @property
     def movable_joints(self) -> tuple[Joint, ...]:
@@ -235,31 +259,56 @@ class RobotDescription:
         return replace(self, joints=joints)
 
 
-def massless_moving_subtrees(desc: RobotDescription) -> list[tuple[str, tuple[str, ...]]]:
+def massless_moving_subtrees(desc: RobotDescription, limit: int | None = None) -> list[tuple[str, tuple[str, ...]]]:
     """The movable joints that move nothing with mass or rotational inertia: ``[(joint name,
-    (links it moves...)), ...]`` in file order. The mass matrix is singular along such a joint
-    (forward dynamics would divide by zero), so loaders refuse them; a prismatic joint also
-    needs mass (rotational inertia alone does not resist a translation)."""
+    (links it moves...)), ...]`` in file order, at most ``limit`` of them (None: all). The mass
+    matrix is singular along such a joint (forward dynamics would divide by zero), so loaders
+    refuse them; a prismatic joint also needs mass (rotational inertia alone does not resist a
+    translation).
+
+    Linear in the number of links: one depth-first pass numbers the links so that every subtree
+    is a contiguous run, and one pass back sums each subtree's mass and inertia from its
+    children's sums. Only the reported joints' link lists are built (pass ``limit=1`` when only
+    the first is shown: an all-massless chain of n links has n nested bad joints).
+    """
     children: dict[str, list[str]] = {}
+    is_child = set()
     for j in desc.joints:
         children.setdefault(j.parent, []).append(j.child)
-    inertial = {l.name: l.inertial for l in desc.links}
-
-    def subtree(link: str) -> list[str]:
-        out, stack = [], [link]
+        is_child.add(j.child)
+    order: list[str] = []                    # depth-first, children in file order
+    position: dict[str, int] = {}
+    for top in [l.name for l in desc.links if l.name not in is_child] + [j.parent for j in desc.joints]:
+        stack = [top]
         while stack:
             name = stack.pop()
-            out.append(name)
+            if name in position:
+                continue
+            position[name] = len(order)
+            order.append(name)
             stack.extend(reversed(children.get(name, [])))
-        return out
-
+    inertial = {l.name: l.inertial for l in desc.links}
+    mass = [0.0] * len(order)
+    rot = [0.0] * len(order)                 # sum of |inertia entries|: zero iff every inertia is zero
+    end = list(range(1, len(order) + 1))     # subtree of order[i] = order[i:end[i]]
+    for i in range(len(order) - 1, -1, -1):
+        own = inertial.get(order[i])
+        if own is not None:
+            mass[i] += own.mass
+            rot[i] += sum(abs(v) for v in own.inertia)
+        for c in children.get(order[i], ()):
+            k = position[c]
+            if k > i:                        # a child reached first from elsewhere is not in this subtree
+                mass[i] += mass[k]
+                rot[i] += rot[k]
+                end[i] = max(end[i], end[k])
     bad = []
     for j in desc.joints:
+        if limit is not None and len(bad) >= limit:
+            break
         if not j.movable:
             continue
-        links = subtree(j.child)
-        mass = sum(inertial[n].mass for n in links if inertial.get(n) is not None)
-        rot = sum(float(np.abs(inertial[n].inertia_matrix()).sum()) for n in links if inertial.get(n) is not None)
-        if mass <= 0.0 and (j.type == "prismatic" or rot <= 0.0):
-            bad.append((j.name, tuple(links)))
+        k = position[j.child]
+        if mass[k] <= 0.0 and (j.type == "prismatic" or rot[k] <= 0.0):
+            bad.append((j.name, tuple(order[k:end[k]])))
     return bad

@@ -24,7 +24,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from engine.robots.description import (
     Geometry,
@@ -49,8 +48,17 @@ class MJCFError(URDFError):
 
 
 def _quat_matrix(wxyz) -> np.ndarray:
+    """The rotation of a MuJoCo quaternion (w, x, y, z; normalised here), as a 3x3 matrix."""
     w, x, y, z = (float(v) for v in wxyz)
-    return Rotation.from_quat([x, y, z, w]).as_matrix()
+    s = w * w + x * x + y * y + z * z
+    if not s > 0.0:
+        return np.eye(3)
+    s = 2.0 / s
+    return np.array([
+        [1.0 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)],
+        [s * (x * y + z * w), 1.0 - s * (x * x + z * z), s * (y * z - x * w)],
+        [s * (x * z - y * w), s * (y * z + x * w), 1.0 - s * (x * x + y * y)],
+    ])
 
 
 def _T(pos, R) -> np.ndarray:
@@ -120,6 +128,101 @@ def _geom_visual(m, g: int, shift: np.ndarray, model_dir: Path) -> Visual | None
                   rgba=tuple(float(v) for v in rgba))
 
 
+_MAX_INCLUDES = 200
+_MAX_MESH_BYTES = 2 ** 31 - 1          # MuJoCo refuses files over 2 GB
+
+
+def _mesh_assets(path: Path) -> list[tuple[str, str, Path, int | None, str]]:
+    """``(mesh name, file as written, file resolved, line, source file)`` of every ``<mesh
+    file=...>`` in ``path`` and the files it ``<include>``s, resolved as MuJoCo does: relative to
+    ``<compiler meshdir>`` (else ``assetdir``), itself relative to the main file's folder."""
+    from lxml import etree
+
+    parser = etree.XMLParser(remove_comments=True, resolve_entities=False, no_network=True, huge_tree=False)
+    model_dir = path.resolve().parent
+    meshdir: str | None = None
+    meshes = []
+    pending, seen = [path], set()
+    while pending and len(seen) < _MAX_INCLUDES:
+        current = pending.pop(0)
+        key = str(current.resolve())
+        if key in seen:
+            continue
+        seen.add(key)
+        root = etree.parse(str(current), parser).getroot()
+        for el in root.iter(tag=etree.Element):
+            if el.tag == "compiler":
+                meshdir = el.get("meshdir") or (el.get("assetdir") if meshdir is None else meshdir)
+            elif el.tag == "include" and el.get("file"):
+                pending.append(model_dir / el.get("file"))
+            elif el.tag == "mesh" and el.get("file") and el.getparent() is not None \
+                    and el.getparent().tag == "asset":
+                meshes.append((el.get("name"), el.get("file"), el.sourceline, str(current)))
+    out = []
+    for name, file, line, source in meshes:
+        resolved = Path(file) if Path(file).is_absolute() else model_dir / (meshdir or "") / file
+        out.append((name or Path(file).stem, file, resolved, line, source))
+    return out
+
+
+def _bodies_using_mesh(path: Path, mesh: str) -> list[str]:
+    """Names of the bodies whose geoms use ``mesh`` in the main file (for messages)."""
+    from lxml import etree
+
+    parser = etree.XMLParser(remove_comments=True, resolve_entities=False, no_network=True, huge_tree=False)
+    root = etree.parse(str(path), parser).getroot()
+    out = []
+    for geom in root.iter("geom"):
+        if geom.get("mesh") == mesh:
+            body = geom.getparent()
+            out.append(body.get("name") or f"<{body.tag}> at line {body.sourceline}")
+    return out
+
+
+def check_mesh_files(path: str | Path) -> None:
+    """Raise :class:`MJCFError` naming the mesh, its file and the bodies that use it when a
+    ``<mesh file>`` is missing, a folder, unreadable, empty or over MuJoCo's 2 GB (MuJoCo's
+    own message for a folder is "file is empty ... over 2GB"). A file this cannot parse is
+    left to MuJoCo's compiler, which names the fault."""
+    import os
+    import stat
+
+    path = Path(path)
+    try:
+        meshes = _mesh_assets(path)
+    except Exception:  # noqa: BLE001 - malformed XML, unreadable include: MuJoCo's message says it
+        return
+    for name, file, resolved, line, source in meshes:
+        try:
+            st = os.stat(resolved)
+            fault = None
+        except FileNotFoundError:
+            fault = "does not exist"
+        except OSError as exc:
+            fault = f"cannot be read ({exc.strerror or exc})"
+        if fault is None:
+            if stat.S_ISDIR(st.st_mode):
+                fault = "is a folder, not a mesh file"
+            elif not stat.S_ISREG(st.st_mode):
+                fault = "is not a regular file (a pipe or a device)"
+            elif not os.access(resolved, os.R_OK):
+                fault = "cannot be read (permission denied)"
+            elif st.st_size == 0:
+                fault = "is empty (0 bytes)"
+            elif st.st_size > _MAX_MESH_BYTES:
+                fault = f"is {st.st_size / 2 ** 30:.1f} GB; MuJoCo reads mesh files up to 2 GB"
+        if fault is None:
+            continue
+        try:
+            bodies = _bodies_using_mesh(path, name)
+        except Exception:  # noqa: BLE001
+            bodies = []
+        used = f", used by body {', '.join(map(repr, bodies[:3]))}" if bodies else ""
+        raise MJCFError(f"mesh {name!r}{used}: file {file!r} ({resolved}) {fault}; fix the path in <mesh "
+                        f"file=...> (relative to the model's folder and <compiler meshdir>)", file=source,
+                        element=f"<mesh name={name!r}>", line=line)
+
+
 def load_mjcf(path: str | Path) -> RobotDescription:
     """Compile an MJCF file with MuJoCo and describe the result (see the module docstring)."""
     path = Path(path)
@@ -129,6 +232,7 @@ def load_mjcf(path: str | Path) -> RobotDescription:
         raise MJCFError("reading MJCF files needs the 'mujoco' package: pip install mujoco", file=str(path)) from None
     if not path.is_file():
         raise MJCFError("no such MJCF file", file=str(path))
+    check_mesh_files(path)
     try:
         m = mujoco.MjModel.from_xml_path(str(path))
     except Exception as exc:  # mujoco raises ValueError with the compiler's message
@@ -228,7 +332,7 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
         links = [l for l in links if l.name != names[0]]
     desc = RobotDescription(name=_model_name(m, path), links=tuple(links), joints=tuple(joints),
                             root=names[root_body], source=str(path), floating_base=floating)
-    bad = massless_moving_subtrees(desc)
+    bad = massless_moving_subtrees(desc, limit=1)
     if bad:
         joint, moved = bad[0]
         raise err(f"joint {joint!r} moves bodies {', '.join(map(repr, moved[:6]))} that have no mass and no "

@@ -13,6 +13,7 @@ Everything here is numpy, computed once; :class:`RobotModel` turns it into buffe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -35,11 +36,24 @@ class Topology:
     revolute: np.ndarray                  # (n,) bool (revolute or continuous)
     link_body: np.ndarray                 # (L,) internal body of each link (link_names order)
     link_offset: np.ndarray               # (L, 4, 4) link frame in its body frame
-    ancestors: np.ndarray                 # (n, n) [i, j] = body j+1 is body i+1 or an ancestor of it
     levels: tuple[tuple[int, int], ...]   # per depth 1..D: [start, stop) of internal bodies (1-based)
     jumps: tuple[np.ndarray, ...]         # pointer-jumping ancestor tables for forward kinematics
     joint_of_dof: tuple[str, ...]         # = joint_names
     child_link_of_dof: tuple[str, ...]    # child link of each movable joint, dof order
+
+    @cached_property
+    def ancestors(self) -> np.ndarray:
+        """(n, n) bool: [i, j] = body j+1 is body i+1 or an ancestor of it.
+
+        Dense, so n^2 bytes (100 MB at n = 10,000): built on first use, not at load. One row
+        copy per depth level (bodies are numbered by depth, so a level's parents come before it).
+        """
+        n = self.n_bodies
+        anc = np.zeros((n + 1, n + 1), dtype=bool)      # row/column 0: the root, dropped below
+        for start, stop in self.levels:
+            anc[start:stop] = anc[self.body_parent[start:stop]]
+            anc[np.arange(start, stop), np.arange(start, stop)] = True
+        return anc[1:, 1:]
 
 
 def build_topology(desc: RobotDescription) -> Topology:
@@ -99,18 +113,10 @@ def build_topology(desc: RobotDescription) -> Topology:
     revolute = np.array([dof_joints[k].type in ("revolute", "continuous") for k in body_dof], dtype=bool)
     tree_body = tree[body_dof] if n else np.zeros((0, 4, 4))
 
-    ancestors = np.zeros((n, n), dtype=bool)
-    for b in range(1, n + 1):
-        a = b
-        while a != 0:
-            ancestors[b - 1, a - 1] = True
-            a = body_parent[a]
-
-    levels = []
+    # bodies 1..n are sorted by depth, so each depth is one contiguous range
     max_depth = int(body_depth.max()) if n else 0
-    for d in range(1, max_depth + 1):
-        idx = np.nonzero(body_depth == d)[0]
-        levels.append((int(idx[0]), int(idx[-1]) + 1))
+    bounds = np.searchsorted(body_depth[1:], np.arange(1, max_depth + 2)) + 1
+    levels = [(int(bounds[d]), int(bounds[d + 1])) for d in range(max_depth)]
 
     # pointer jumping: step k composes each pose with its 2^k-th ancestor's; after
     # ceil(log2(depth)) steps every body's pose is relative to the root
@@ -126,6 +132,6 @@ def build_topology(desc: RobotDescription) -> Topology:
         link_names=tuple(link_order), joint_names=tuple(j.name for j in dof_joints), n_bodies=n,
         body_parent=body_parent, body_depth=body_depth, body_dof=body_dof, dof_body=body_of_dof,
         tree_transform=tree_body, axis=axis, revolute=revolute, link_body=link_body, link_offset=link_offset,
-        ancestors=ancestors, levels=tuple(levels), jumps=tuple(jumps),
+        levels=tuple(levels), jumps=tuple(jumps),
         joint_of_dof=tuple(j.name for j in dof_joints), child_link_of_dof=tuple(j.child for j in dof_joints),
     )

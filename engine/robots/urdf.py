@@ -320,7 +320,7 @@ def _check_physics(ctx: _Ctx, desc: RobotDescription, joint_els: dict) -> None:
     for link in desc.links:
         if link.inertial is not None:
             _check_inertial(ctx, link.inertial, link.name, link.name == desc.root)
-    for joint, links in massless_moving_subtrees(desc):
+    for joint, links in massless_moving_subtrees(desc, limit=1):
         shown = ", ".join(repr(n) for n in links[:6]) + (" ..." if len(links) > 6 else "")
         raise ctx.error(f"joint {joint!r} moves links {shown} that have no mass and no inertia, so its "
                         f"acceleration is undefined; give one of them an <inertial> with a mass, or make "
@@ -391,12 +391,49 @@ def _geometry(ctx: _Ctx, owner_el, base_dir: Path | None, link_name: str) -> Geo
             scale1 = _floats(ctx, s, "scale", 1, None) if s.get("scale") and len(s.get("scale").split()) == 1 else None
             scale = (scale1[0],) * 3 if scale1 else (1.0, 1.0, 1.0)
         path = resolve_uri(filename, base_dir)
-        if path is None:
+        fault = _mesh_file_fault(path if path is not None else _plain_path(filename, base_dir))
+        if path is None and fault is None:
             log.warning("%s, line %s: mesh %r of link %r not found (resolved via the URDF folder, "
                         "ROS_PACKAGE_PATH and installed description packages)",
                         ctx.file or "<string>", s.sourceline, filename, link_name)
+        elif fault is not None:
+            log.warning("%s, line %s: mesh %r of link %r %s; the link is drawn without it",
+                        ctx.file or "<string>", s.sourceline, filename, link_name, fault)
+            path = None
         return Geometry("mesh", filename=filename, path=str(path) if path else None, scale=scale)
     raise ctx.error(f"link {link_name!r}: unknown geometry <{s.tag}>", s)
+
+
+def _plain_path(filename: str, base_dir: Path | None) -> Path | None:
+    """Where a plain or ``file://`` mesh name points (package:// names: None), found or not."""
+    if filename.startswith("package://"):
+        return None
+    p = Path(filename.removeprefix("file://"))
+    if p.is_absolute():
+        return p
+    return base_dir / p if base_dir is not None else None
+
+
+def _mesh_file_fault(path: Path | None) -> str | None:
+    """Why the mesh file at ``path`` cannot be drawn (a folder, not a regular file, unreadable,
+    empty), or None (fine, or missing: reported as not found)."""
+    import stat
+
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return f"is a folder ({path}), not a mesh file"
+    if not stat.S_ISREG(st.st_mode):
+        return f"is not a regular file ({path})"
+    if not os.access(path, os.R_OK):
+        return f"cannot be read ({path}: permission denied)"
+    if st.st_size == 0:
+        return f"is empty ({path}: 0 bytes)"
+    return None
 
 
 def _visual(ctx, el, base_dir, link_name, materials) -> Visual:
@@ -504,20 +541,25 @@ def _check_tree(ctx: _Ctx, links: list[Link], joints: list[Joint], joint_els: di
     if not roots:
         raise ctx.error("the joints form a loop: every link has a parent, so there is no root link",
                         element="<robot>")
-    # loops: walk up from every link; a walk that revisits a link is a cycle
+    # loops: walk up from every link until a link already known to reach a root; a walk that
+    # revisits a link of its own is a cycle (each link is walked through once: linear)
+    reaches_root: set[str] = set()
     for start in names:
-        seen, link = {start}, start
-        while link in parent_of:
+        walk, on_walk, link = [start], {start}, start
+        while link in parent_of and link not in reaches_root:
             link = parent_of[link].parent
-            if link in seen:
+            if link in on_walk:
                 j = parent_of[link]
                 raise ctx.error(f"the joints form a loop through link {link!r}", joint_els[j.name])
-            seen.add(link)
+            walk.append(link)
+            on_walk.add(link)
+        reaches_root.update(walk)
     if len(roots) > 1:
         raise ctx.error(f"the robot has {len(roots)} root links ({', '.join(map(repr, roots[:6]))}); "
                         "a URDF must be a single tree", element="<robot>")
+    joint_names = {k.name for k in joints}
     for j in joints:
-        if j.mimic is not None and j.mimic.joint not in {k.name for k in joints}:
+        if j.mimic is not None and j.mimic.joint not in joint_names:
             raise ctx.error(f"joint {j.name!r} mimics unknown joint {j.mimic.joint!r}", joint_els[j.name])
     return roots[0]
 

@@ -21,7 +21,7 @@ import torch
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
 
-__all__ = ["Inertials", "Tree", "coupling_matrix", "tree_constants"]
+__all__ = ["Inertials", "Tree", "coupling_matrix", "dense_tree_masks", "tree_constants"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +142,22 @@ def coupling_matrix(joints, joint_names, robot: str):
     return G, off
 
 
+def dense_tree_masks(topo, dtype, device) -> dict[str, torch.Tensor]:
+    """The dense tree constants: ``anc`` (n, n), 1 where internal body j is body i or an ancestor
+    of it; ``anc_strict`` = anc - I; ``link_rev_mask`` / ``link_pri_mask`` (L, n), the revolute /
+    prismatic joints that move each link (link_names order). Quadratic in size, so the model
+    builds them on first use, not at load."""
+    n = topo.n_bodies
+    anc = topo.ancestors.astype(float)
+    link_anc = np.zeros((len(topo.link_names), n))
+    moved = topo.link_body > 0
+    link_anc[moved] = topo.ancestors[topo.link_body[moved] - 1]
+    rev = topo.revolute.astype(float)
+    return {name: torch.as_tensor(value, dtype=dtype, device=device) for name, value in (
+        ("anc", anc), ("anc_strict", anc - np.eye(n)), ("link_rev_mask", link_anc * rev),
+        ("link_pri_mask", link_anc * (1.0 - rev)))}
+
+
 def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
     """The tree's constants from its topology (:func:`engine.robots.topology.build_topology`):
     ``(tensors {name: tensor}, values {name: python value})``, which the model keeps as
@@ -174,19 +190,11 @@ def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
     buf("_link_body", topo.link_body, torch.long)
     values["_link_body_int"] = [int(b) for b in topo.link_body]
     buf("_link_offset", topo.link_offset)
-    anc = topo.ancestors.astype(float)
-    buf("_anc", anc)
-    buf("_anc_strict", anc - np.eye(n))
+    # the dense _anc, _anc_strict (n, n) and _link_rev_mask, _link_pri_mask (L, n) are not built
+    # here: dense_tree_masks builds them on first use (4 x 800 MB at n = 10,000)
     buf("_body_dof", topo.body_dof, torch.long)        # internal body i+1 -> dof index
     buf("_dof_body", topo.dof_body - 1, torch.long)    # dof index -> internal position
     values["_permuted"] = not np.array_equal(topo.body_dof, np.arange(n))
-    # per link: which joints move it (internal order)
-    link_anc = np.zeros((len(topo.link_names), n))
-    for l, b in enumerate(topo.link_body):
-        if b > 0:
-            link_anc[l] = topo.ancestors[b - 1]
-    buf("_link_rev_mask", link_anc * rev)
-    buf("_link_pri_mask", link_anc * (1.0 - rev))
     values["_levels"] = [(s - 1, e - 1) for s, e in topo.levels]
     values["_level_parent_names"] = [None]
     for d in range(1, len(values["_levels"])):
