@@ -201,3 +201,25 @@ def test_floating_base_dynamics_exact_against_pinocchio_and_mujoco(dynamics_path
             np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
             np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
         np.testing.assert_allclose(np.linalg.eigvalsh(M), np.linalg.eigvalsh(_full_m(mm, md)), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("fault,expected", [("folder", "is a folder, not a mesh file"), ("empty", r"is empty \(0 bytes\)"),
+                                            ("missing", "does not exist")])
+def test_a_bad_mesh_file_is_named_with_its_body_before_mujoco_compiles(tmp_path, fault, expected):
+    """MuJoCo's own message for a mesh that is a folder is "file is empty ... over 2GB"."""
+    (tmp_path / "meshes").mkdir()
+    target = tmp_path / "meshes" / "part.stl"
+    if fault == "folder":
+        target.mkdir()
+    elif fault == "empty":
+        target.write_bytes(b"")
+    (tmp_path / "assets.xml").write_text('<mujoco><asset><mesh name="part" file="part.stl"/></asset></mujoco>')
+    xml = tmp_path / "m.xml"
+    xml.write_text('<mujoco><compiler meshdir="meshes"/><include file="assets.xml"/><worldbody>'
+                   '<body name="forearm"><joint name="j" axis="0 1 0"/><geom type="mesh" mesh="part" mass="1"/>'
+                   '</body></worldbody></mujoco>')
+    with pytest.raises(MJCFError, match=f"mesh 'part', used by body 'forearm': file 'part.stl' .*{expected}") as info:
+        load_mjcf(xml)
+    assert "assets.xml" in str(info.value) and "2GB" not in str(info.value)
+    with pytest.raises(ValueError):   # MuJoCo refuses it too: the check only says it first and plainly
+        mujoco.MjModel.from_xml_path(str(xml))

@@ -174,3 +174,20 @@ def test_a_robot_without_movable_joints():
     assert model.dof == 0 and model.forward_kinematics(q).shape == (3, 2, 4, 4)
     assert float(model.forward_kinematics(q)[0, model.link_names.index("b"), 0, 3]) == 1.0
     assert model.forward_dynamics(q, q, q).shape == (3, 0) and model.mass_matrix(q).shape == (3, 0, 0)
+
+
+def test_a_mesh_that_is_a_folder_or_empty_is_named_with_its_link(tmp_path, caplog):
+    import logging
+
+    from engine.robots.urdf import parse_urdf_string as parse
+
+    (tmp_path / "meshes" / "a.stl").mkdir(parents=True)
+    (tmp_path / "meshes" / "b.stl").write_bytes(b"")
+    xml = ('<robot name="r"><link name="base"><visual><geometry><mesh filename="meshes/a.stl"/></geometry></visual>'
+           '<visual><geometry><mesh filename="meshes/b.stl"/></geometry></visual></link></robot>')
+    with caplog.at_level(logging.WARNING):
+        desc = parse(xml, base_dir=tmp_path)
+    assert [v.geometry.path for v in desc.link("base").visuals] == [None, None]
+    text = caplog.text
+    assert "mesh 'meshes/a.stl' of link 'base' is a folder" in text
+    assert "mesh 'meshes/b.stl' of link 'base' is empty" in text
