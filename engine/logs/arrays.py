@@ -8,10 +8,11 @@ NPZ layouts understood:
   shape ``(rows, k)`` gives columns ``name[0]`` ... ``name[k-1]``; 0-d arrays and string
   arrays are skipped with a note. All columns must have the same length.
 
-Parquet: every column must be numeric, boolean or a timestamp (converted to seconds since
-the epoch), or a list of numbers of one length per row (LeRobot's ``observation.state``,
-``action``), which gives columns ``name[0]`` ... ``name[k-1]``; row groups are read one by one
-(progress and cancellation between them).
+Parquet: a column is numeric, boolean or a timestamp (converted to seconds since the epoch),
+or a list of numbers of one length per row (LeRobot's ``observation.state``, ``action``), which
+gives columns ``name[0]`` ... ``name[k-1]``; any other column (strings, structs, nested lists) is
+skipped with a note, so only the columns a mapping uses must be readable; row groups are read
+one by one (progress and cancellation between them).
 """
 
 from __future__ import annotations
@@ -144,8 +145,27 @@ def _list_to_columns(column, name: str, path: Path, width: int | None) -> list[n
     return [flat[:, i] for i in range(width)]
 
 
+def _parquet_readable(typ) -> str | None:
+    """None if a column of Arrow type ``typ`` can become float64 columns here, else why not."""
+    import pyarrow as pa
+
+    def scalar(t) -> bool:
+        return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t))
+
+    if scalar(typ) or (_is_list(typ) and scalar(typ.value_type)):
+        return None
+    return f"its type {typ} is not numbers (nor a list of numbers)"
+
+
 def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
-    """Read a Parquet log (numeric columns) into a :class:`LogTable`, row group by row group."""
+    """Read a Parquet log (numeric columns) into a :class:`LogTable`, row group by row group.
+
+    A column that cannot be read as numbers (a string or nested column, a list column with
+    vectors of different lengths) is skipped with a note and listed in ``LogTable.skipped``;
+    only a file with no readable column is refused. A mapping that uses a skipped column is
+    refused then, naming it and why.
+    """
     path = Path(path)
     try:
         import pyarrow.parquet as pq
@@ -156,16 +176,23 @@ def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
         if path.stat().st_size == 0:
             raise LogError("the file is empty", path=path)
         pfile = pq.ParquetFile(path)
+        schema = pfile.schema_arrow
     except LogError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError...
         raise LogError(f"not a readable Parquet file ({exc})", path=path) from None
-    names = list(pfile.schema_arrow.names)
-    if not names:
+    all_names = list(schema.names)
+    if not all_names:
         raise LogError("the file has no columns", path=path)
-    if len(set(names)) != len(names):
+    if len(set(all_names)) != len(all_names):
         raise LogError("repeated column names", path=path)
-    lists = {n for n in names if _is_list(pfile.schema_arrow.field(n).type)}
+    skipped: dict[str, str] = {}
+    for n in all_names:
+        why = _parquet_readable(schema.field(n).type)
+        if why is not None:
+            skipped[n] = why
+    names = [n for n in all_names if n not in skipped]
+    lists = {n for n in names if _is_list(schema.field(n).type)}
     widths: dict[str, int | None] = {n: None for n in lists}
     parts: dict[str, list] = {n: [] for n in names}
     n_groups = pfile.num_row_groups
@@ -173,17 +200,22 @@ def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
         if ctx is not None:
             ctx.check_cancelled()
         try:
-            group = pfile.read_row_group(g)
+            group = pfile.read_row_group(g, columns=names) if names else None
         except Exception as exc:  # noqa: BLE001
             raise LogError(f"row group {g} cannot be read ({exc})", path=path) from None
-        for name in names:
-            if name in lists:
-                cols = _list_to_columns(group.column(name), name, path, widths[name])
-                if group.num_rows:
-                    widths[name] = len(cols)
-                parts[name].append(cols)
-            else:
-                parts[name].append(_arrow_to_float(group.column(name), name, path))
+        for name in list(names):
+            try:
+                if name in lists:
+                    cols = _list_to_columns(group.column(name), name, path, widths[name])
+                    if group.num_rows:
+                        widths[name] = len(cols)
+                    parts[name].append(cols)
+                else:
+                    parts[name].append(_arrow_to_float(group.column(name), name, path))
+            except LogError as exc:
+                skipped[name] = f"{exc.reason} (row group {g})" if n_groups > 1 else exc.reason
+                names.remove(name)
+                del parts[name]
         if ctx is not None:
             ctx.progress((g + 1) / n_groups * 0.99, f"reading {path.name}: row group {g + 1}/{n_groups}")
     data: dict[str, np.ndarray] = {}
@@ -196,8 +228,15 @@ def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
             notes.append(f"list column {n!r}: {width} columns {n}[0] .. {n}[{width - 1}]")
         else:
             data[n] = np.concatenate(parts[n]) if parts[n] else np.zeros(0)
-    if not data or len(next(iter(data.values()))) == 0:
+    skipped = {n: skipped[n] for n in all_names if n in skipped}      # file order
+    for n, why in skipped.items():
+        notes.append(f"skipped column {n!r}: {why}")
+    if not data:
+        listed = "; ".join(f"{n!r}: {why}" for n, why in list(skipped.items())[:5])
+        raise LogError(f"no column can be read as numbers ({listed})", path=path)
+    if len(next(iter(data.values()))) == 0:
         raise LogError("the file has no rows", path=path)
     if ctx is not None:
         ctx.progress(1.0, f"read {path.name}")
-    return LogTable(columns=list(data), data=data, source=str(path), format="parquet", notes=notes)
+    return LogTable(columns=list(data), data=data, source=str(path), format="parquet", notes=notes,
+                    skipped=skipped)

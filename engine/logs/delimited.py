@@ -222,21 +222,37 @@ def _diagnose(lines, numbers, sep, names, decimal, path) -> LogError | None:
     return None
 
 
-def _header_names(fields: list[str], notes: list[str]) -> list[str]:
-    names = []
-    seen: dict[str, int] = {}
-    for i, raw in enumerate(fields):
-        name = raw.strip()
+def _header_names(fields: list[str], notes: list[str], repeated: dict[str, list[str]]) -> list[str]:
+    """Column names from the header fields: an empty field is named ``col<i>``; a name the
+    header repeats is read as ``name_1``, ``name_2``... (every copy renamed, the first too, so
+    that a mapping asking for ``name`` is refused rather than given one copy silently)."""
+    raw = []
+    for i, field_ in enumerate(fields):
+        name = field_.strip()
         if not name:
             name = f"col{i + 1}"
             notes.append(f"header field {i + 1} is empty: named {name!r}")
-        if name in seen:
-            seen[name] += 1
-            new = f"{name}_{seen[name]}"
-            notes.append(f"duplicate column {name!r} (field {i + 1}) renamed {new!r}")
+        raw.append(name)
+    counts: dict[str, int] = {}
+    for name in raw:
+        counts[name] = counts.get(name, 0) + 1
+    taken = {name for name in raw if counts[name] == 1}
+    names, copies, fields_of = [], {}, {}
+    for i, name in enumerate(raw):
+        if counts[name] > 1:
+            k = copies.get(name, 0) + 1
+            while f"{name}_{k}" in taken:
+                k += 1
+            copies[name] = k
+            new = f"{name}_{k}"
+            taken.add(new)
+            fields_of.setdefault(name, []).append((i + 1, new))
             name = new
-        seen.setdefault(name, 1)
         names.append(name)
+    for name, read_as in fields_of.items():
+        repeated[name] = [n for _, n in read_as]
+        notes.append(f"the header repeats column {name!r} (fields {', '.join(str(f) for f, _ in read_as)}): "
+                     f"read as {', '.join(repr(n) for _, n in read_as)}; map the one you mean")
     return names
 
 
@@ -303,6 +319,7 @@ def read_delimited(path: str | os.PathLike, ctx=None, *, delimiter: str | None =
     sep = None if delimiter in ("ws", " ") else delimiter
     fixed = delimiter is not None
     notes: list[str] = []
+    repeated: dict[str, list[str]] = {}
     names: list[str] | None = None
     decimal = "."
     chunks: list[np.ndarray] = []
@@ -345,7 +362,7 @@ def read_delimited(path: str | os.PathLike, ctx=None, *, delimiter: str | None =
                     kept = [header] + kept
                     numbers = np.concatenate([[header_no], numbers])
                 else:
-                    names = _header_names(fields, notes)
+                    names = _header_names(fields, notes, repeated)
                 if not names:
                     raise LogError("the header row has no fields", path=path, line=header_no)
             if kept:
@@ -362,7 +379,7 @@ def read_delimited(path: str | os.PathLike, ctx=None, *, delimiter: str | None =
     row_lines = np.concatenate(line_chunks) if len(line_chunks) > 1 else line_chunks[0]
     table = LogTable(columns=names, data={n: values[:, i] for i, n in enumerate(names)},
                      source=str(path), format="tsv" if sep == "\t" else "csv", notes=notes,
-                     row_lines=row_lines)
+                     row_lines=row_lines, repeated=repeated)
     if ctx is not None:
         ctx.progress(1.0, f"read {path.name}: {rows} rows x {len(names)} columns")
     return table

@@ -147,6 +147,14 @@ def _check_columns(table: LogTable, mapping: LogMapping) -> None:
         cols = getattr(mapping, role)
         for col in ([cols] if isinstance(cols, str) else cols or []):
             if col not in table.data:
+                if col in table.repeated:  # the text reader renames every copy of a repeated header name
+                    copies = ", ".join(repr(c) for c in table.repeated[col])
+                    raise LogError(f"the header repeats column {col!r} (read as {copies}), so {role} {col!r} "
+                                   "is ambiguous; map the copy you mean, or rename the columns in the file",
+                                   path=table.source or None, column=col)
+                if col in table.skipped:
+                    raise LogError(f"column for {role} cannot be read: {table.skipped[col]}",
+                                   path=table.source or None, column=col)
                 try:
                     table.column(col)
                 except LogError as exc:

@@ -446,7 +446,8 @@ def _prepare_split(table: LogTable, mapping: LogMapping, config: PrepareConfig, 
         rows = slice(a, b)
         lines = table.row_lines[rows] if table.row_lines is not None else None
         sub = LogTable(columns=table.columns, data={c: table.data[c][rows] for c in table.columns},
-                       source=table.source, format=table.format, row_lines=lines)
+                       source=table.source, format=table.format, row_lines=lines,
+                       repeated=table.repeated, skipped=table.skipped)
         sub_config = replace(single, dt=dt, t_start=None, t_end=None, train_ranges=[], val_ranges=[], val_fraction=0.0)
         t0, t1 = float(m.t[a]), float(m.t[b - 1])
         if (config.t_start is not None and t1 < config.t_start) or (config.t_end is not None and t0 > config.t_end):

@@ -68,7 +68,8 @@ def select_episode(table: LogTable, episode: int | None) -> LogTable:
     return LogTable(columns=table.columns, data={c: v[rows] for c, v in table.data.items()},
                     source=table.source, format=table.format,
                     notes=table.notes + [f"episode {episode}: {rows.size} rows"],
-                    row_lines=None if table.row_lines is None else table.row_lines[rows], sparse=table.sparse)
+                    row_lines=None if table.row_lines is None else table.row_lines[rows], sparse=table.sparse,
+                    repeated=table.repeated, skipped=table.skipped)
 
 
 def log_format(path: str | os.PathLike) -> str:

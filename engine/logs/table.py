@@ -21,7 +21,10 @@ class LogTable:
     for binary formats. ``sparse`` marks multi-rate logs (ROS bags, MCAP): there each
     column is NaN between the messages of its topic, and preparation interpolates each
     column over its own samples. ``notes`` are human-readable remarks from the reader
-    (delimiter found, columns renamed, fields skipped...).
+    (delimiter found, columns renamed, fields skipped...). ``repeated`` maps a name the header
+    repeats to the names its copies were read as (``theta`` -> ``[theta_1, theta_2]``), and
+    ``skipped`` a column the reader could not read as numbers (a nested Parquet column...) to
+    why: a mapping that asks for either is refused with that reason, other columns load.
     """
 
     columns: list[str]
@@ -31,6 +34,8 @@ class LogTable:
     notes: list[str] = field(default_factory=list)
     row_lines: np.ndarray | None = None
     sparse: bool = False
+    repeated: dict[str, list[str]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         self.columns = list(self.columns)

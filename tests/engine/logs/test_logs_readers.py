@@ -63,10 +63,13 @@ def test_csv_decimal_comma_and_headerless_and_crlf(tmp_path):
 
 
 def test_csv_duplicate_header_names_are_renamed(tmp_path):
-    (tmp_path / "d.csv").write_text("t,x,x\n0,1,2\n")
+    (tmp_path / "d.csv").write_text("t,x,x,x_2\n0,1,2,3\n")
     table = read_log(tmp_path / "d.csv")
-    assert table.columns == ["t", "x", "x_2"]
-    assert any("renamed" in n for n in table.notes)
+    # every copy is renamed (the first too), around a name the header already has
+    assert table.columns == ["t", "x_1", "x_3", "x_2"]
+    assert table.repeated == {"x": ["x_1", "x_3"]}
+    np.testing.assert_array_equal(table.to_array(), [[0, 1, 2, 3]])
+    assert any("repeats column 'x' (fields 2, 3)" in n for n in table.notes)
 
 
 def test_explicit_delimiter_overrides_sniffing(tmp_path):
