@@ -152,9 +152,11 @@ def _check_columns(table: LogTable, mapping: LogMapping) -> None:
                     raise LogError(f"the header repeats column {col!r} (read as {copies}), so {role} {col!r} "
                                    "is ambiguous; map the copy you mean, or rename the columns in the file",
                                    path=table.source or None, column=col)
-                if col in table.skipped:
-                    raise LogError(f"column for {role} cannot be read: {table.skipped[col]}",
-                                   path=table.source or None, column=col)
+                # a skipped column, or an element name[k] of a skipped list column
+                source = col if col in table.skipped else col.rpartition("[")[0] if col.endswith("]") else None
+                if source in table.skipped:
+                    raise LogError(f"column for {role} cannot be read: {table.skipped[source]}",
+                                   path=table.source or None, column=source)
                 try:
                     table.column(col)
                 except LogError as exc:

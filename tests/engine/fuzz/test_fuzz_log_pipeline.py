@@ -8,6 +8,8 @@ import pytest
 from corpus import corpus, fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from engine.logs import LogMapping, PrepareConfig, ReadOptions, prepare_log, read_log
 from engine.logs.inspect import inspect_table
@@ -80,3 +82,66 @@ def test_mutated_logs_read_inspect_and_prepare_or_say_why(tmp_path, ops, encodin
 @pytest.mark.parametrize("path", corpus("logs"), ids=lambda p: p.name)
 def test_log_corpus(path):
     _check(path)
+
+
+_NAMES = st.lists(st.sampled_from(["t", "q", "u", "q_1", "q_2", "", " q ", "x"]), min_size=1, max_size=6)
+
+
+@_SETTINGS
+@given(names=_NAMES)
+def test_headers_with_repeated_names_read_and_a_repeated_mapped_column_is_refused(tmp_path, names):
+    """Any header reads into unique names; a mapping of a name the header repeats is refused,
+    never served one of the copies."""
+    rows = [",".join(f"{(i + 1) * 0.01 * (k + 1):.4f}" for k in range(len(names))) for i in range(20)]
+    path = tmp_path / "h.csv"
+    path.write_text("\n".join([",".join(names)] + rows) + "\n")
+    try:
+        table = read_log(path)
+    except ValueError as exc:   # a header of numbers only is not a header; still a message
+        assert str(exc)
+        return
+    assert len(set(table.columns)) == len(table.columns) == len(names)
+    for name, copies in table.repeated.items():
+        assert len(copies) == [n.strip() for n in names].count(name) >= 2 and name not in table.columns
+        with pytest.raises(ValueError, match="repeats column"):
+            prepare_log(table, LogMapping(time=table.columns[0] if table.columns[0] != copies[0] else None,
+                                          sample_period=0.01, q=[name]), PrepareConfig(window=5, polyorder=2))
+
+
+_PARQUET_KINDS = {
+    "float": lambda n, rng: pa.array(rng.normal(size=n)),
+    "int": lambda n, rng: pa.array(rng.integers(-5, 5, n)),
+    "bool": lambda n, rng: pa.array(rng.random(n) > 0.5),
+    "list": lambda n, rng: pa.array([[float(v), 1.0] for v in rng.normal(size=n)]),
+    "ragged": lambda n, rng: pa.array([[1.0] * int(k) for k in rng.integers(1, 3, n)]),
+    "string": lambda n, rng: pa.array([str(v) for v in rng.integers(0, 9, n)]),
+    "struct": lambda n, rng: pa.array([{"a": float(v), "b": "x"} for v in rng.normal(size=n)]),
+    "nested": lambda n, rng: pa.array([[[float(v)]] for v in rng.normal(size=n)]),
+    "null": lambda n, rng: pa.nulls(n),
+    "map": lambda n, rng: pa.array([[("k", float(v))] for v in rng.normal(size=n)], type=pa.map_(pa.string(), pa.float64())),
+}
+
+
+@_SETTINGS
+@given(kinds=st.lists(st.sampled_from(sorted(_PARQUET_KINDS)), min_size=0, max_size=5), seed=st.integers(0, 99),
+       group=st.sampled_from([7, 64]))
+def test_parquet_with_any_extra_columns_reads_the_numeric_ones(tmp_path, kinds, seed, group):
+    """Extra columns of any type around a time and a q column: the log reads, inspects and
+    prepares from t and q; every other column is loaded or skipped with a note, never fatal."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    cols = {"t": pa.array(_T), "q": pa.array(np.sin(_T))}
+    for i, kind in enumerate(kinds):
+        cols[f"c{i}_{kind}"] = _PARQUET_KINDS[kind](n, rng)
+    pq.write_table(pa.table(cols), tmp_path / "x.parquet", row_group_size=group)
+    table = read_log(tmp_path / "x.parquet")
+    assert {"t", "q"} <= set(table.columns)
+    for name in cols:
+        loaded = name in table.columns or any(c.startswith(f"{name}[") for c in table.columns)
+        assert loaded != (name in table.skipped)
+        if name in table.skipped:
+            assert any(note.startswith(f"skipped column {name!r}") for note in inspect_table(table)["notes"])
+            with pytest.raises(ValueError, match="cannot be read"):
+                prepare_log(table, LogMapping(time="t", q=[name]), PrepareConfig(window=5, polyorder=2))
+    prepared = prepare_log(table, LogMapping(time="t", q=["q"]), PrepareConfig(window=5, polyorder=2))
+    assert prepared.n_samples >= 5 and np.all(np.isfinite(prepared.q))

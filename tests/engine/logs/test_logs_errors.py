@@ -119,9 +119,17 @@ def test_npz_with_corrupt_compressed_data(tmp_path):
 
 
 def test_parquet_string_column_names_the_column(tmp_path):
-    pq.write_table(pa.table({"t": [0.0, 1.0], "mode": ["a", "b"]}), tmp_path / "s.parquet")
-    err = _error(tmp_path / "s.parquet")
-    assert err.column == "mode" and "not numeric" in str(err)
+    """A string column loads as skipped (only used columns must be readable); mapping it names it."""
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"t": np.arange(20) * 0.1, "mode": ["a", "b"] * 10}), path)
+    table = read_log(path)
+    assert table.columns == ["t"] and "string" in table.skipped["mode"]
+    with pytest.raises(LogError) as info:
+        prepare_log(table, LogMapping(time="t", q=["mode"]), PrepareConfig(window=5, polyorder=2))
+    err = info.value
+    assert err.column == "mode" and "not numbers" in str(err) and str(path) in str(err)
+    pq.write_table(pa.table({"mode": ["a", "b"]}), tmp_path / "only.parquet")
+    assert "no column can be read as numbers ('mode'" in str(_error(tmp_path / "only.parquet"))
 
 
 def test_folder_that_is_not_a_bag(tmp_path):
