@@ -365,9 +365,11 @@ def joint_springs(name_or_path) -> dict[str, JointSpring]:
         return {}
     text = path.read_text(encoding="utf-8", errors="replace")
     springs: dict[str, JointSpring] = {}
+    line, counted = 1, 0                  # lines counted up to ``counted`` (once over the text, not per spring)
     for match in _SPRING.finditer(text):
         attrs = dict(_ATTR.findall(match.group(1)))
-        line = text.count("\n", 0, match.start()) + 1
+        line += text.count("\n", counted, match.start())
+        counted = match.start()
         try:
             joint = attrs["joint"]
             stiffness = float(attrs["stiffness"])
