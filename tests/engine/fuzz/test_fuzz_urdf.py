@@ -72,3 +72,46 @@ def test_byte_insertions(data, at):
 @pytest.mark.parametrize("path", corpus("urdf"), ids=lambda p: p.name)
 def test_urdf_corpus(path):
     _load(path.read_bytes())
+
+
+def _tree_is_valid(n: int, edges: list[tuple[int, int]]) -> bool:
+    """The plain reference: each link has at most one parent, no joint joins a link to itself,
+    exactly one root, and walking up from any link reaches that root."""
+    parent: dict[int, int] = {}
+    for p, c in edges:
+        if p == c or c in parent:
+            return False
+        parent[c] = p
+    if sum(1 for i in range(n) if i not in parent) != 1:
+        return False
+    for start in range(n):
+        seen, link = {start}, start
+        while link in parent:
+            link = parent[link]
+            if link in seen:
+                return False
+            seen.add(link)
+    return True
+
+
+@_SETTINGS
+@given(n=st.integers(1, 9), edges=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8)), max_size=10),
+       massless=st.sets(st.integers(0, 8)))
+def test_random_joint_graphs_load_exactly_when_they_form_one_tree(n, edges, massless):
+    """Loops, two parents, several roots: refused with a message; a tree loads (the loop check
+    and the massless-subtree check are linear passes; this holds them to the plain definitions)."""
+    edges = [(p % n, c % n) for p, c in edges]
+    inertia = '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    links = "".join(f'<link name="l{i}">{"" if i in massless else inertia}</link>' for i in range(n))
+    joints = "".join(f'<joint name="j{k}" type="revolute"><parent link="l{p}"/><child link="l{c}"/><axis xyz="0 0 1"/>'
+                     f'<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>' for k, (p, c) in enumerate(edges))
+    xml = f'<robot name="g">{links}{joints}</robot>'
+    try:
+        desc = parse_urdf_string(xml, source="graph.urdf")
+    except ValueError as exc:
+        assert "graph.urdf" in str(exc)
+        if not _tree_is_valid(n, edges):
+            return
+        assert "no mass" in str(exc)      # a valid tree refused only for a massless moving subtree
+        return
+    assert _tree_is_valid(n, edges) and len(desc.links) == n

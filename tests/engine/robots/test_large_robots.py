@@ -3,7 +3,7 @@
 No timed assertions: the checks compare the linear algorithms with the plain ones they replace
 (on random trees and on a 5000-link chain) and bound the memory a load allocates (the dense
 (n, n) tree matrices are built on first use, not at load). The figures are in
-results/large_robots.md (``python experiments/large_robots.py``).
+results/large_robots/README.md (``python -m experiments.large_robots``).
 """
 
 from __future__ import annotations
