@@ -236,7 +236,7 @@ def _header_names(fields: list[str], notes: list[str], repeated: dict[str, list[
     counts: dict[str, int] = {}
     for name in raw:
         counts[name] = counts.get(name, 0) + 1
-    taken = {name for name in raw if counts[name] == 1}
+    taken = set(raw)                  # a new name never equals any header name, repeated or not
     names, copies, fields_of = [], {}, {}
     for i, name in enumerate(raw):
         if counts[name] > 1:

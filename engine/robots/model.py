@@ -111,7 +111,7 @@ from engine.robots import dynamics_body_major as dyn
 from engine.robots import floating as fl
 from engine.robots import kinematics as kin
 from engine.robots.backends import Inertials, Tree, compiled_switched_off, needs_grad
-from engine.robots.backends.tree import coupling_matrix, dense_tree_masks, tree_constants
+from engine.robots.backends.tree import DenseTreeMasks, coupling_matrix, tree_constants
 from engine.robots.backends.batch_last import BatchLastBackend
 from engine.robots.backends.body_major import BodyMajorBackend
 from engine.robots.backends.compiled import CompiledBackend
@@ -130,7 +130,7 @@ JointLimits.__doc__ = "Joint limits, tensors (dof,): position (rad or m), veloci
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 # from this batch size on, the torch algorithms run on batch-last tensors (samples innermost)
 BATCH_LAST_BATCH = 96
-class RobotModel(nn.Module):
+class RobotModel(DenseTreeMasks, nn.Module):
     """A kinematic tree (fixed or floating base) with batched Featherstone algorithms: each public
     method picks one backend (:meth:`_backend_for`) and calls one of its methods; armature,
     damping and the mimic projection are applied here, once (see the module docstring). The
@@ -282,22 +282,6 @@ class RobotModel(nn.Module):
         return f"name={self.name!r}, dof={self.dof}, links={len(self.link_names)}{base}"
 
     # ------------------------------------------------------------------ backends
-    def _tree_masks(self) -> dict[str, torch.Tensor]:
-        """:func:`dense_tree_masks` in this model's dtype and device, built on first use and kept
-        (in ``__dict__``, not as buffers: rebuilt when ``.to()`` changed the dtype or device).
-        A constant of the tree, so two threads building it at once build the same thing."""
-        key = (self._rev.dtype, self._rev.device)
-        cached = self.__dict__.get("_tree_mask_cache")
-        if cached is None or cached[0] != key:
-            cached = (key, dense_tree_masks(self.topology, *key))
-            self.__dict__["_tree_mask_cache"] = cached
-        return cached[1]
-
-    _anc = property(lambda self: self._tree_masks()["anc"])
-    _anc_strict = property(lambda self: self._tree_masks()["anc_strict"])
-    _link_rev_mask = property(lambda self: self._tree_masks()["link_rev_mask"])
-    _link_pri_mask = property(lambda self: self._tree_masks()["link_pri_mask"])
-
     def _tree(self) -> Tree:
         """The tree's constants (the model's buffers, not copies): see :class:`Tree`."""
         n = self._n

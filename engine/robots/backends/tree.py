@@ -21,7 +21,7 @@ import torch
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
 
-__all__ = ["Inertials", "Tree", "coupling_matrix", "dense_tree_masks", "tree_constants"]
+__all__ = ["DenseTreeMasks", "Inertials", "Tree", "coupling_matrix", "dense_tree_masks", "tree_constants"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,6 +156,26 @@ def dense_tree_masks(topo, dtype, device) -> dict[str, torch.Tensor]:
     return {name: torch.as_tensor(value, dtype=dtype, device=device) for name, value in (
         ("anc", anc), ("anc_strict", anc - np.eye(n)), ("link_rev_mask", link_anc * rev),
         ("link_pri_mask", link_anc * (1.0 - rev)))}
+
+
+class DenseTreeMasks:
+    """The model's ``_anc``, ``_anc_strict``, ``_link_rev_mask`` and ``_link_pri_mask``
+    (:func:`dense_tree_masks`) in its dtype and device (those of its ``_rev`` buffer), built on
+    first use and kept in ``__dict__`` (not as buffers: rebuilt when ``.to()`` changed the dtype
+    or device). A constant of the tree: two threads building it at once build the same thing."""
+
+    def _tree_masks(self) -> dict[str, torch.Tensor]:
+        key = (self._rev.dtype, self._rev.device)
+        cached = self.__dict__.get("_tree_mask_cache")
+        if cached is None or cached[0] != key:
+            cached = (key, dense_tree_masks(self.topology, *key))
+            self.__dict__["_tree_mask_cache"] = cached
+        return cached[1]
+
+    _anc = property(lambda self: self._tree_masks()["anc"])
+    _anc_strict = property(lambda self: self._tree_masks()["anc_strict"])
+    _link_rev_mask = property(lambda self: self._tree_masks()["link_rev_mask"])
+    _link_pri_mask = property(lambda self: self._tree_masks()["link_pri_mask"])
 
 
 def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
