@@ -199,8 +199,10 @@ def read_parquet(path: str | os.PathLike, ctx=None) -> LogTable:
     for g in range(n_groups):
         if ctx is not None:
             ctx.check_cancelled()
+        if not names:
+            break
         try:
-            group = pfile.read_row_group(g, columns=names) if names else None
+            group = pfile.read_row_group(g, columns=names)
         except Exception as exc:  # noqa: BLE001
             raise LogError(f"row group {g} cannot be read ({exc})", path=path) from None
         for name in list(names):

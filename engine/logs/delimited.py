@@ -237,7 +237,9 @@ def _header_names(fields: list[str], notes: list[str], repeated: dict[str, list[
     for name in raw:
         counts[name] = counts.get(name, 0) + 1
     taken = set(raw)                  # a new name never equals any header name, repeated or not
-    names, copies, fields_of = [], {}, {}
+    names: list[str] = []
+    copies: dict[str, int] = {}
+    fields_of: dict[str, list[tuple[int, str]]] = {}
     for i, name in enumerate(raw):
         if counts[name] > 1:
             k = copies.get(name, 0) + 1
