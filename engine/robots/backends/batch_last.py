@@ -17,7 +17,7 @@ from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import floating as fl
 from engine.robots import floating_batch_last as fbl
 from engine.robots import kinematics as kin
-from engine.robots.backends.body_major import composite_forward_dynamics
+from engine.robots.backends.body_major import _stack, composite_forward_dynamics
 from engine.robots.backends.tree import Inertials, Tree
 
 __all__ = ["BatchLastBackend"]
@@ -98,8 +98,8 @@ class BatchLastBackend:
             if with_poses:
                 poses.append(off.expand(B, 4, 4) if Wb is None else torch.cat(
                     [Wb.permute(2, 0, 1) @ off, off.new_tensor([0.0, 0.0, 0.0, 1.0]).expand(B, 1, 4)], dim=1))
-        J = torch.stack(Js, dim=1)
-        return (torch.stack(poses, dim=1), J) if with_poses else J
+        J = _stack(Js)
+        return (_stack(poses), J) if with_poses else J
 
     # ---------------------------------------------------------------- dynamics
     def rnea(self, q, v, a, a0, inertials: Inertials) -> torch.Tensor:

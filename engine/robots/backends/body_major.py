@@ -37,6 +37,11 @@ def composite_forward_dynamics(backend, q, v, tau, a0, inertials: Inertials, arm
     return dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
 
 
+def _stack(per_link: list) -> torch.Tensor:
+    """``T`` tensors ``(B, ...)`` -> ``(B, T, ...)``; one link: a view (no copy of a large batch)."""
+    return per_link[0].unsqueeze(1) if len(per_link) == 1 else torch.stack(per_link, dim=1)
+
+
 class BodyMajorBackend:
     """fk, jacobians, rnea, crba, aba and body_poses on body-major tensors (see the module docstring)."""
 
@@ -83,8 +88,8 @@ class BodyMajorBackend:
                 J = torch.cat([Jb, J], dim=-1)
             poses.append(Tl)
             Js.append(J)
-        J = torch.stack(Js, dim=1)
-        return (torch.stack(poses, dim=1), J) if with_poses else J
+        J = _stack(Js)
+        return (_stack(poses), J) if with_poses else J
 
     # ---------------------------------------------------------------- dynamics
     def _terms(self, q, inertials: Inertials):
