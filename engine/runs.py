@@ -247,6 +247,12 @@ def interrupts_as_keyboard():
         signal.signal(signal.SIGTERM, old)
 
 
+def failure_text(exc: BaseException) -> str:
+    """How run.json records a failure: the plain message of the project's own errors (a full disk,
+    a run folder's problem), the class name in front of anything else (it says what broke)."""
+    return str(exc) if isinstance(exc, (DiskFullError, RunError)) else f"{type(exc).__name__}: {exc}"
+
+
 def fingerprint(obj: Any) -> str:
     """sha256 of a JSON-able description (sorted keys): a system's or a configuration's identity."""
     text = json.dumps(obj, sort_keys=True, default=json_default)
@@ -451,8 +457,7 @@ class Run:
                 write_json(tmp / INFO, self.info)
                 write_json(tmp / CONFIG, self.config)
         except Exception as exc:   # nothing of the final save went in: the record says why
-            self.end("failed", str(exc) if isinstance(exc, (DiskFullError, RunError)) else
-                     f"{type(exc).__name__}: {exc}")
+            self.end("failed", failure_text(exc))
             raise
         except BaseException:
             self.release()
@@ -477,8 +482,7 @@ class Run:
         except passthrough:
             raise
         except Exception as exc:
-            self.end("failed", str(exc) if isinstance(exc, (DiskFullError, RunError)) else
-                     f"{type(exc).__name__}: {exc}")
+            self.end("failed", failure_text(exc))
             raise
 
     def where(self) -> str:

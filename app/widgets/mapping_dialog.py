@@ -13,6 +13,8 @@ Shared by the Model lab and the Robot workspace (moved here from app/workspaces/
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
@@ -57,11 +59,10 @@ def _unit_choices(role: str) -> tuple[str, ...]:
 
 
 def _sub_table(table, rows: slice):
-    """A LogTable of some rows of ``table`` (fast previews of large logs)."""
+    """A LogTable of some rows of ``table`` (fast previews of large logs); every other field
+    (notes, repeated and skipped columns, sparse) is kept, so the preview refuses what the log does."""
     lines = table.row_lines[rows] if table.row_lines is not None else None
-    return engine_logs.LogTable(list(table.columns), {c: table.data[c][rows] for c in table.columns},
-                                source=table.source, format=table.format, notes=list(table.notes), row_lines=lines,
-                                sparse=table.sparse)
+    return dataclasses.replace(table, data={c: table.data[c][rows] for c in table.columns}, row_lines=lines)
 
 
 def _save_mapping_for(mapping, table, folder):

@@ -17,7 +17,7 @@ from engine.eigenmodes.potential import PotentialMLP
 from engine.eigenmodes.train import MODE_FORMAT, DesignedMode, learn_mode, mode_meta, simulate_mode
 from engine.io import (CheckpointError, atomic_write_text, load_checkpoint, save_checkpoint, save_tensors,
                        write_json)
-from engine.jobs import JobCancelled, JobContext
+from engine.jobs import JobContext
 from engine.runs import Run, RunError, fingerprint
 from engine.training_loop import TrainingDiverged
 
@@ -67,18 +67,14 @@ def learn_into(design: DesignConfig | None, out_dir: str | Path | None = None, c
         run = Run.create(out_dir, "eigenmode", {"design": design.to_dict()},
                          {"system": fingerprint(design.to_dict()["plant"]),
                           "data": fingerprint(design.to_dict()["task"])})
-    try:
+
+    def cancelled() -> str:
+        return (f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in {run.path} "
+                "(continue with --resume); no mode was written")
+
+    with run.recording(cancelled, passthrough=(TrainingDiverged,)):   # a divergence records itself
         mode = learn_mode(design, ctx, preview=preview, run=run, resume=resume_dir is not None,
                           checkpoint_every=checkpoint_every)
-    except (JobCancelled, KeyboardInterrupt):
-        run.end("cancelled", f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in "
-                             f"{run.path} (continue with --resume); no mode was written")
-        raise
-    except TrainingDiverged:   # it records itself
-        raise
-    except Exception as exc:
-        run.end("failed", f"{type(exc).__name__}: {exc}")
-        raise
     state, meta, extra = _mode_files(mode)
 
     def write(tmp):

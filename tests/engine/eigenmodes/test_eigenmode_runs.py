@@ -112,3 +112,17 @@ def test_cli_learn_resume_extends_a_finished_run(tmp_path, capsys):
     info = json.loads((tmp_path / "m" / "run.json").read_text())
     assert info["status"] == "done" and info["epoch"] == 3
     assert len(json.loads((tmp_path / "m" / "mode.json").read_text())["history"]["total"]) == 3
+
+
+def test_a_full_disk_during_a_checkpoint_is_recorded_in_plain_words(tmp_path, monkeypatch):
+    """run.json says what the user reads on the terminal ("disk full: ..."), not the class name."""
+    def full(self, *a, **k):
+        raise DiskFullError(tmp_path / "m" / "checkpoints", needed=5_000_000)
+
+    monkeypatch.setattr(Run, "save_state", full)
+    with pytest.raises(DiskFullError):
+        learn_into(_design(4, seed=1), tmp_path / "m", checkpoint_every=2)
+    info = json.loads((tmp_path / "m" / "run.json").read_text())
+    assert info["status"] == "failed"
+    assert info["message"].startswith("disk full: 5")
+    assert "DiskFullError" not in info["message"]
