@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.widgets.plots import color, export_figure
 
@@ -42,6 +42,10 @@ class LinkedPlots(QWidget):
         layout.addWidget(self.layout_widget, 1)
         self.readout = QLabel("", objectName="plotReadout")
         self.readout.setTextFormat(Qt.TextFormat.RichText)
+        # one value per curve can be a long line: it wraps, and never asks the window for its width
+        self.readout.setWordWrap(True)
+        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.readout.setMinimumWidth(1)
         layout.addWidget(self.readout)
         self.plots: dict[str, pg.PlotItem] = {}
         self.cursors: dict[str, pg.InfiniteLine] = {}

@@ -96,6 +96,9 @@ class Timeline(QWidget):
         self.loop_end.blockSignals(False)
         self._quiet = False
         self.setEnabled(True)
+        # the label's width for the longest time of this range: it does not change while playing
+        longest = f"{-max(abs(self._t0), abs(self._t1)):8.3f} s / {self._t1:.2f}"
+        self.time_label.setFixedWidth(max(110, self.time_label.fontMetrics().horizontalAdvance(longest) + 8))
         self.set_time(self._time)
 
     def set_time(self, t: float) -> None:
