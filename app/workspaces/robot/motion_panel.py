@@ -44,6 +44,7 @@ class MotionPanel(QWidget):
         self.key_poses: list[np.ndarray] = []
         self.trajectory: tuple[np.ndarray, np.ndarray] | None = None   # (t (T,), q (T, dof))
         self._source = "keyframes"
+        self._about = ""          # what the trajectory is, for the status
         self._timer = QTimer(self)
         self._timer.setInterval(16)
         self._timer.timeout.connect(self._tick)
@@ -144,6 +145,8 @@ class MotionPanel(QWidget):
         self.key_list.addItem(f"t = {t:.2f} s")
         self._source = "keyframes"
         self.trajectory = None
+        if len(self.key_times) >= 2 and self.status_label.text().startswith("Add two keyframes"):
+            self._show_status()          # the hint's cause is gone
 
     def remove_keyframe(self) -> None:
         i = self.key_list.currentRow()
@@ -179,11 +182,24 @@ class MotionPanel(QWidget):
             return interpolate_keyframes(self.key_times, self.key_poses, t)
         return None
 
-    def play_trajectory(self, t: np.ndarray, q: np.ndarray) -> None:
-        """Play a simulated trajectory (t (T,) s, q (T, dof)) in real time."""
+    def play_trajectory(self, t: np.ndarray, q: np.ndarray, about: str = "") -> None:
+        """Play a simulated trajectory (t (T,) s, q (T, dof)) in real time; ``about`` names it in
+        the status ("free fall: 2.00 s"), followed by ", playing" while it plays."""
         self.trajectory = (np.asarray(t, float), np.asarray(q, float))
         self._source = "trajectory"
+        self._about = about or f"simulation: {float(t[-1]):.2f} s"
         self.play()
+
+    def _show_status(self) -> None:
+        """What plays (or would): the trajectory's description or the keyframes, and ", playing"
+        only while the timer runs (the status used to keep "playing" after the end)."""
+        if self._source == "trajectory" and self.trajectory is not None:
+            about = self._about or "simulation"
+        elif self.key_times:
+            about = f"{len(self.key_times)} keyframes: {self.duration():.2f} s"
+        else:
+            about = ""
+        self.status_label.setText(f"{about}, playing" if about and self.playing else about)
 
     def play_keyframes(self) -> None:
         self._source = "keyframes"
@@ -205,10 +221,14 @@ class MotionPanel(QWidget):
         self._clock.start()
         self._timer.start()
         self.play_button.setText("Stop")
+        self._show_status()
 
     def stop(self) -> None:
+        was_playing = self.playing
         self._timer.stop()
         self.play_button.setText("Play")
+        if was_playing:
+            self._show_status()
 
     @property
     def playing(self) -> bool:

@@ -461,7 +461,9 @@ class RobotPage(QWidget):
         try:
             return self.state.ik_request(self.targets.ik_options(), overrides)
         except ValueError as exc:
-            self.targets.set_message(str(exc), None, ok=False)
+            # "Add a target first" clears as soon as a target exists
+            until = (lambda: bool(self.state.targets)) if not self.state.targets else None
+            self.targets.set_message(str(exc), None, ok=False, until=until)
             return None
 
     def optimise(self):
@@ -565,8 +567,7 @@ class RobotPage(QWidget):
         self.state.accept_simulation(result, generation)
 
     def _on_state_simulation(self, result) -> None:
-        self.motion.status_label.setText(f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s, playing")
-        self.motion.play_trajectory(result.t, result.q)
+        self.motion.play_trajectory(result.t, result.q, f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s")
 
     def _cancel_simulation(self) -> None:
         if self._sim_handle is not None and self._sim_handle.is_running:

@@ -299,8 +299,12 @@ class TargetsPanel(QWidget):
         return target
 
     def _on_targets_changed(self) -> None:
-        """The hint without targets; the value fields only edit a target (blank without one)."""
+        """The hint without targets; the value fields only edit a target (blank without one); a
+        message whose cause is gone (set_message's ``until``) clears."""
         self.hint.setVisible(not self.targets)
+        until = getattr(self, "_message_until", None)
+        if until is not None and until():
+            self.set_message("", None)
         for spin in self.value_spins:
             spin.setEnabled(bool(self.targets))
             if not self.targets:
@@ -383,7 +387,10 @@ class TargetsPanel(QWidget):
     def set_busy(self, busy: bool) -> None:
         self.run_row.set_running(busy)
 
-    def set_message(self, message: str, residual: float | None, ok: bool = True) -> None:
+    def set_message(self, message: str, residual: float | None, ok: bool = True, until=None) -> None:
+        """``until``: a callable telling when the message's cause is gone (checked whenever the
+        targets change; the message then clears), or None for a message that stays until the next."""
+        self._message_until = until
         self.message_label.setText(message)
         self.message_label.setStyleSheet("" if ok else "color: #ff8a65;")
         self.residual_label.setText("residual: –" if residual is None else f"residual: {residual:.3g}")
