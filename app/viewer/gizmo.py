@@ -18,6 +18,7 @@ __all__ = ["TargetGizmo", "matrix_to_qt", "rotation_about"]
 
 AXIS_COLORS = ((0.95, 0.25, 0.25, 1.0), (0.3, 0.85, 0.3, 1.0), (0.3, 0.5, 1.0, 1.0))
 HANDLE_PICK_PX = 9.0
+CENTRE_PICK_PX = 9.0      # the centre dot (14 px across) and a little around it: always "free"
 # drawn last and over the robot, so a target inside the arm can still be grabbed
 ON_TOP = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
           "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)}
@@ -155,13 +156,19 @@ class TargetGizmo(QObject):
         return out
 
     def handle_at(self, view, x: float, y: float) -> tuple[str, float] | None:
-        """The handle within a few pixels of widget point (x, y), and its pixel distance."""
+        """The handle within a few pixels of widget point (x, y), and its pixel distance.
+
+        A press on the centre dot moves the target in the view plane ("free"), even where a
+        ring seen edge-on or an arrow seen end-on passes through the centre on the screen (the
+        centre press used to rotate the target then)."""
         best = None
         for name, pts in self._handle_samples().items():
             scr, ok = view.project(pts)
             if not ok.any():
                 continue
             d = np.hypot(scr[ok, 0] - x, scr[ok, 1] - y).min()
+            if name == "free" and d <= CENTRE_PICK_PX:
+                return name, float(d)
             limit = HANDLE_PICK_PX * (1.6 if name == "free" else 1.0)
             if d <= limit and (best is None or d < best[1]):
                 best = (name, float(d))

@@ -36,6 +36,11 @@ INERTIA_RGBA = (0.95, 0.55, 0.1, 0.45)
 CLICK_SLOP_PX = 4
 # fit_to_robot's elevation (degrees): the user's kept within [min, max], else the default
 FIT_ELEVATION = (5.0, 22.0, 80.0)
+# orbiting with the left button: degrees per pixel of mouse motion (pyqtgraph's own is 1.0,
+# which turns the view half round across a laptop-sized view), and the lowest elevation while
+# the ground grid shows (degrees: the camera stays above the floor)
+ORBIT_DEG_PER_PX = 0.4
+MIN_ELEVATION = 2.0
 
 
 def _meshdata(part: MeshPart, colors: np.ndarray | None = None) -> gl.MeshData:
@@ -98,6 +103,7 @@ class RobotView(gl.GLViewWidget):
         self.setBackgroundColor((38, 41, 48))
         self.setMinimumSize(200, 150)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # keys (arrows orbit) and shortcuts
+        self.orbit_deg_per_px = ORBIT_DEG_PER_PX
         self.grid = gl.GLGridItem(size=Vector(4, 4, 1), color=(255, 255, 255, 60))
         self.grid.setSpacing(0.1, 0.1, 1)
         self.addItem(self.grid)
@@ -485,7 +491,22 @@ class RobotView(gl.GLViewWidget):
             self.update()
             ev.accept()
             return
+        if ev.buttons() == Qt.MouseButton.LeftButton and not (ev.modifiers() & Qt.KeyboardModifier.ControlModifier):
+            last = getattr(self, "mousePos", pos)      # pyqtgraph's last mouse position
+            self.mousePos = QPointF(pos)
+            scale = self.orbit_deg_per_px
+            self.orbit(-(pos.x() - last.x()) * scale, (pos.y() - last.y()) * scale)
+            ev.accept()
+            return
         super().mouseMoveEvent(ev)
+
+    def orbit(self, azim, elev):
+        """Turn the camera about its centre by ``azim`` and ``elev`` degrees; while the ground grid
+        shows, the elevation stays at least MIN_ELEVATION (the camera never goes under the floor)."""
+        super().orbit(azim, elev)
+        if self.grid.visible() and self.opts["elevation"] < MIN_ELEVATION:
+            self.opts["elevation"] = MIN_ELEVATION
+            self.update()
 
     def mouseReleaseEvent(self, ev):
         if self._active_gizmo is not None:

@@ -289,3 +289,60 @@ def test_inertia_box_reproduces_the_inertia_and_is_drawn(view):
     pose[:3, 3] = [1.0, 2.0, 0.5]
     view.set_link_poses({"a": pose})
     np.testing.assert_allclose(view.inertia_box_poses()["a"], pose @ T)
+
+
+def test_pressing_the_gizmo_centre_moves_it_in_the_view_plane(view):
+    """Seen from the side (elevation 0, azimuth 0: along -x), the x ring is edge-on and its screen
+    line passes through the centre; a press a few pixels off the centre dot along that line used
+    to grab the ring and rotate. Now it translates in the view plane and keeps the orientation."""
+    from app.viewer.gizmo import TargetGizmo
+    view.setCameraPosition(distance=1.5, elevation=0, azimuth=0)
+    start = np.eye(4)
+    start[:3, 3] = [0.0, 0.0, 0.3]
+    gizmo = TargetGizmo(pose=start, size=0.2)
+    view.add_gizmo(gizmo)
+    (c,), _ = view.project(start[None, :3, 3])
+    for offset in ((0, 0), (0, 4), (4, 0), (-3, -3)):
+        press = c + offset
+        assert gizmo.handle_at(view, *press)[0] == "free", offset
+    press = c + (0, 4)
+    end = press + (30, -20)
+    left = Qt.MouseButton.LeftButton
+    _mouse(view, QEvent.Type.MouseButtonPress, *press, left)
+    _mouse(view, QEvent.Type.MouseMove, *end, left)
+    _mouse(view, QEvent.Type.MouseButtonRelease, *end, Qt.MouseButton.NoButton)
+    pose = gizmo.pose
+    np.testing.assert_allclose(pose[:3, :3], np.eye(3), atol=1e-12)       # not rotated
+    (now,), _ = view.project(pose[None, :3, 3])
+    np.testing.assert_allclose(now - c, end - press, atol=1.5)              # followed the cursor
+    # the depth along the view direction did not change (the view plane)
+    assert abs((pose[:3, 3] - start[:3, 3]) @ view.camera_axes()[2]) < 1e-9
+    # the arrows and rings still grab away from the centre
+    (tip,), _ = view.project(np.array([pose[:3, 3] + [0, 0.18, 0]]))
+    assert gizmo.handle_at(view, *tip)[0] == "y"
+
+
+def test_orbiting_turns_gently_and_stays_above_the_floor(view):
+    from app.viewer.scene import MIN_ELEVATION, ORBIT_DEG_PER_PX
+    view.setCameraPosition(distance=2.0, elevation=20, azimuth=30)
+    left = Qt.MouseButton.LeftButton
+    _mouse(view, QEvent.Type.MouseButtonPress, 200, 150, left)
+    _mouse(view, QEvent.Type.MouseMove, 300, 150, left)          # 100 px to the right
+    assert view.opts["azimuth"] == pytest.approx(30 - 100 * ORBIT_DEG_PER_PX)
+    assert ORBIT_DEG_PER_PX * 100 <= 45                          # a sweep across the view: under 1/8 turn
+    _mouse(view, QEvent.Type.MouseMove, 300, 160, left)          # 10 px down: the camera rises
+    assert view.opts["elevation"] == pytest.approx(20 + 10 * ORBIT_DEG_PER_PX)
+    _mouse(view, QEvent.Type.MouseMove, 300, -2000, left)        # far up: it would go under the floor
+    _mouse(view, QEvent.Type.MouseButtonRelease, 300, -2000, Qt.MouseButton.NoButton)
+    assert view.opts["elevation"] == pytest.approx(MIN_ELEVATION)
+    assert view.camera_position()[2] > view.opts["center"].z()    # above the point it looks at
+    # the sensitivity is a setting of the view
+    view.orbit_deg_per_px = 1.0
+    _mouse(view, QEvent.Type.MouseButtonPress, 200, 150, left)
+    _mouse(view, QEvent.Type.MouseMove, 210, 150, left)
+    _mouse(view, QEvent.Type.MouseButtonRelease, 210, 150, Qt.MouseButton.NoButton)
+    assert view.opts["azimuth"] == pytest.approx(30 - 100 * ORBIT_DEG_PER_PX - 10)
+    # without the ground grid the camera may look from below
+    view.grid.setVisible(False)
+    view.orbit(0, -60)
+    assert view.opts["elevation"] < 0
