@@ -142,17 +142,33 @@ class GettingStartedDialog(QDialog):
 # ----------------------------------------------------------------------------- shortcuts
 
 
+# the 3D views' mouse (app/viewer/scene.py and gizmo.py), listed with the keys
+MOUSE_CONTROLS = (
+    ("Orbit the 3D view", "Left drag"),
+    ("Pan the 3D view", "Middle drag or Ctrl+Left drag"),
+    ("Zoom the 3D view", "Wheel"),
+    ("Make a link the end effector", "Click the link"),
+    ("Move a target in the view plane", "Drag its centre dot"),
+    ("Move a target along an axis", "Drag an arrow"),
+    ("Turn a target about an axis", "Drag a ring"),
+)
+
+
 class ShortcutsDialog(QDialog):
-    """Every shortcut in a grid of (action, keys) columns, as many as it takes to need no scrolling."""
+    """Every shortcut in a grid of (action, keys) columns, as many as it takes to need no scrolling,
+    then the mouse controls of the 3D views (``mouse``: (what, how) rows)."""
 
     ROWS_PER_COLUMN = 16
 
-    def __init__(self, rows: list[tuple[str, str]], parent: QWidget | None = None):
+    def __init__(self, rows: list[tuple[str, str]], parent: QWidget | None = None,
+                 mouse: tuple[tuple[str, str], ...] = MOUSE_CONTROLS):
         super().__init__(parent)
         self.setWindowTitle("Keyboard shortcuts")
         self.setObjectName("shortcutsDialog")
         self.rows = list(rows)
+        self.mouse_rows = list(mouse)
         layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("<b>Keyboard</b>"))
         grid = QGridLayout()
         grid.setHorizontalSpacing(10)
         grid.setVerticalSpacing(2)
@@ -170,6 +186,17 @@ class ShortcutsDialog(QDialog):
                 rule.setFrameShape(QFrame.Shape.VLine)
                 grid.addWidget(rule, 0, 3 * column - 1, per_column, 1)
         layout.addLayout(grid)
+        if self.mouse_rows:
+            layout.addWidget(QLabel("<b>Mouse (3D views)</b>"))
+            mouse_grid = QGridLayout()
+            mouse_grid.setHorizontalSpacing(10)
+            mouse_grid.setVerticalSpacing(2)
+            half = math.ceil(len(self.mouse_rows) / 2)       # two columns: the dialog stays short
+            for i, (what, how) in enumerate(self.mouse_rows):
+                column, row = divmod(i, half)
+                mouse_grid.addWidget(QLabel(what), row, 2 * column)
+                mouse_grid.addWidget(QLabel(f"<b>{how}</b>"), row, 2 * column + 1)
+            layout.addLayout(mouse_grid)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)

@@ -466,12 +466,17 @@ class MainWindow(QMainWindow):
                 self.show_error("Export failed", f"{path}: could not write the image")
 
     def shortcut_table(self) -> list[tuple[str, str]]:
-        rows = []
+        """(action, keys) for every action with a shortcut, once each: the workspaces' Undo and
+        Redo, whose text names the step ("Undo Load parallel-parking"), are listed as "Undo"."""
+        rows = set()
         for action in self.findChildren(QAction):
             if not action.shortcut().isEmpty() and action.text():
-                rows.append((action.text().replace("&", ""),
-                             action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)))
-        return sorted(set(rows), key=lambda r: r[0])
+                name = action.text().replace("&", "")
+                for plain in ("Undo", "Redo"):
+                    if name.startswith(plain + " "):
+                        name = plain
+                rows.add((name, action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)))
+        return sorted(rows, key=lambda r: r[0])
 
     def show_shortcuts(self) -> QDialog:
         dialog = QDialog(self)
