@@ -140,6 +140,7 @@ def _schedule_quit(window, seconds: float, ready=lambda: True) -> None:
 
     def close_when_ready():
         if ready():
+            window.ask_before_quit = False      # a scripted quit: nobody is there to answer
             window.close()
         else:
             QTimer.singleShot(250, close_when_ready)
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"ok": False, "failures": [traceback.format_exc()]}, indent=2))
             return 1
         finally:
+            window.ask_before_quit = False
             window.close()
 
     from PySide6.QtCore import QTimer

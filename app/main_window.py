@@ -69,6 +69,20 @@ def read_session(path: str) -> dict:
     return state
 
 
+def ask_unsaved(parent: QWidget, lines: list[str]) -> str:
+    """Ask what to do with work a quit would lose: ``"save"``, ``"discard"`` or ``"cancel"``
+    (a module function, so tests answer it)."""
+    box = QMessageBox(QMessageBox.Icon.Warning, "Quit Lagrange Studio",
+                      "Quitting now loses this work:", parent=parent)
+    box.setInformativeText("\n".join(f"• {line}" for line in lines))
+    box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                           | QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(QMessageBox.StandardButton.Save)
+    answer = box.exec()
+    return {QMessageBox.StandardButton.Save: "save",
+            QMessageBox.StandardButton.Discard: "discard"}.get(QMessageBox.StandardButton(answer), "cancel")
+
+
 def _robot_named_like(stem: str) -> str | None:
     """A shipped robot whose name starts the log's file name ("panda_joints" -> "panda"), or None."""
     from engine.models.robot import SYSTEM_URDFS, urdf_for_system
@@ -108,6 +122,7 @@ class MainWindow(QMainWindow):
         self.jobs = runner or JobRunner(self)
         self.jobs.job_ended.connect(self._report_unhandled_failure)
         self.options = dict(options or {})
+        self.ask_before_quit = True     # closing asks Save / Discard / Cancel when work would be lost
         self.error_dialogs: list[QMessageBox] = []
         self._errors_shown = 0
         self.ctx = AppContext(jobs=self.jobs, settings=self.settings, status=self.show_status,
@@ -533,7 +548,44 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/workspace", self.current_workspace())
         self.settings.sync()
 
+    def unsaved_work(self) -> dict[str, list[str]]:
+        """Workspace key -> the lines of work a quit would lose there (each page's ``unsaved_work``)."""
+        out = {}
+        for key, page in self.pages.items():
+            try:
+                lines = page.unsaved_work() if hasattr(page, "unsaved_work") else []
+            except Exception:  # noqa: BLE001 - a broken query must not block quitting
+                log.exception("workspace %s: what is unsaved could not be read", key)
+                lines = []
+            if lines:
+                out[key] = list(lines)
+        return out
+
+    def _confirm_quit(self) -> bool:
+        """Ask Save / Discard / Cancel when a quit would lose work; True when the window may close."""
+        unsaved = self.unsaved_work() if self.ask_before_quit else {}
+        if not unsaved:
+            return True
+        answer = ask_unsaved(self, [line for lines in unsaved.values() for line in lines])
+        if answer == "discard":
+            return True
+        if answer != "save":
+            return False
+        for key in unsaved:
+            page = self.pages[key]
+            try:
+                if hasattr(page, "save_unsaved_work") and not page.save_unsaved_work():
+                    return False
+            except (OSError, ValueError, KeyError) as exc:
+                self.show_error("Save before quitting", f"{exc}. Nothing was closed.")
+                return False
+        return True
+
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        if not self._confirm_quit():
+            event.ignore()
+            self.show_status("Quit cancelled: your work is still here.")
+            return
         self.save_settings()
         for page in self.pages.values():
             if hasattr(page, "shutdown"):

@@ -18,7 +18,7 @@ KEY = "dialogs/last_folder/{kind}"
 
 def example_folder(kind: str, settings=None) -> Path | None:
     """Where the shipped examples of ``kind`` are: ``robot`` urdf/, ``log`` resources/logs/,
-    ``model`` the Model lab's saved models beside the settings file (else resources/)."""
+    ``model`` the Model lab's kept runs in the user's data folder (else resources/)."""
     from engine.paths import resources_dir, urdf_dir
 
     try:
@@ -27,10 +27,11 @@ def example_folder(kind: str, settings=None) -> Path | None:
         if kind == "log":
             return resources_dir() / "logs"
         if kind == "model":
-            if settings is not None and settings.fileName():
-                saved = Path(settings.fileName()).parent / "model_lab" / "models"
-                if saved.is_dir():
-                    return saved
+            from engine.paths import user_runs_dir
+
+            saved = user_runs_dir("model_lab")     # the Model lab's kept runs (app/workspaces/model_lab/page.py)
+            if saved.is_dir():
+                return saved
             return resources_dir()
     except FileNotFoundError:          # data folders not found: the dialog's own choice
         return None

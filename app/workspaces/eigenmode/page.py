@@ -429,6 +429,23 @@ class EigenmodePage(QWidget):
             self.ctx.show_error(title, str(exc))
             self.summary.setText(f"<b>{title}:</b> {exc}")
 
+    def unsaved_work(self) -> list[str]:
+        return self.state.unsaved_work()
+
+    def save_unsaved_work(self) -> bool:
+        """Ask for a folder and save the designed mode there (False: the user cancelled or it failed)."""
+        if self.state.mode is None or self.state.mode_saved_to is not None:
+            return True
+        d = QFileDialog.getExistingDirectory(self, "Save mode into folder")
+        if not d:
+            return False
+        try:
+            self.save_mode_to(d)
+        except (ValueError, OSError) as exc:
+            self.ctx.show_error("Save mode", str(exc))
+            return False
+        return True
+
     def _save_dialog(self):
         d = QFileDialog.getExistingDirectory(self, "Save mode into folder")
         if d:

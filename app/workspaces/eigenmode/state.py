@@ -75,6 +75,7 @@ class EigenmodeState:
         self.stabilise_config = StabiliseConfig()
         self.drag_perturbed = False
         self.mode = None                     # DesignedMode of the last learn / load
+        self.mode_saved_to: Path | None = None   # where the user saved (or loaded) it; None: unsaved
         self.stab_result = None              # StabiliseResult of the last stabilise run
         self.history: dict[str, list[float]] = {k: [] for k in LOSS_TERMS}
         self.status: LearnStatus | None = None
@@ -222,6 +223,7 @@ class EigenmodeState:
     def set_mode(self, mode) -> None:
         """Show a designed mode (learned or loaded); its design becomes the current one."""
         self.mode = mode
+        self.mode_saved_to = None
         self.stab_result = None
         self.history = {k: [float(v) for v in mode.history.get(k, [])] for k in LOSS_TERMS}
         self.set_design(mode.design)
@@ -340,11 +342,13 @@ class EigenmodeState:
         if self.mode is None:
             raise ValueError("no designed mode to save: learn or load one first")
         save_mode(self.mode, directory)
+        self.mode_saved_to = Path(directory)
         return Path(directory) / "mode.json"
 
     def load_mode_from(self, directory: str) -> Path:
         mode = load_mode(directory)   # raises a ValueError naming the file; nothing changes then
         self.set_mode(mode)
+        self.mode_saved_to = Path(directory)
         return Path(directory) / "mode.json"
 
     def export_csv_to(self, path: str) -> list[str]:
@@ -356,6 +360,16 @@ class EigenmodeState:
             written.append(str(write_trajectory_csv(stabilised_csv(self.stab_result),
                                                     p.with_name(p.stem + "_stabilised.csv"))))
         return written
+
+    def unsaved_work(self) -> list[str]:
+        """One line per result a quit would lose: a designed mode not saved to a folder, a running job."""
+        out = []
+        if self.learning:
+            out.append("Eigenmode: learning is running (its last checkpoint stays in its run folder)")
+        if self.mode is not None and self.mode_saved_to is None:
+            where = getattr(self.mode, "run_dir", None)
+            out.append("Eigenmode: the designed mode is not saved" + (f" (its run folder: {where})" if where else ""))
+        return out
 
     # ------------------------------------------------------------------ sessions
     def session_state(self) -> dict:

@@ -31,6 +31,7 @@ from app.workspaces.model_lab.empty_state import EmptyState
 from app.workspaces.model_lab.robot_panel import RobotIdentificationPanel
 from app.workspaces.model_lab.runs_panel import RunsPanel
 from app.workspaces.model_lab.state import ModelLabState
+from engine.paths import user_runs_dir
 
 __all__ = ["ModelLabPage"]
 
@@ -50,6 +51,12 @@ def _user_folder(settings: QSettings | None, name: str) -> str | None:
     return str(base)
 
 
+def lab_folder() -> Path:
+    """Where the lab keeps its run folders and models (listed again at the next start): the user's
+    data folder (``$LAGRANGE_RUNS_DIR/model_lab`` when set; engine.paths.user_runs_dir)."""
+    return user_runs_dir("model_lab")
+
+
 class ModelLabPage(QWidget):
     """The Model lab page, constructed as ``ModelLabPage(ctx, parent=None)``; its state is
     :attr:`state` (a Qt-free :class:`ModelLabState`)."""
@@ -61,7 +68,7 @@ class ModelLabPage(QWidget):
         settings = getattr(ctx, "settings", None)
         self.state = ModelLabState(ctx.jobs)
         self.data_panel = DataSourcePanel(ctx, mapping_folder=_user_folder(settings, "mappings"))
-        self.runs_panel = RunsPanel(ctx, model_folder=_user_folder(settings, "models"))
+        self.runs_panel = RunsPanel(ctx, model_folder=str(lab_folder()))
         self.compare_panel = ComparePanel(ctx, state=self.state)
         # the shell plays the log on the Robot workspace (a workspace never imports another)
         self.show_on_robot_requested = self.compare_panel.show_on_robot
@@ -115,7 +122,11 @@ class ModelLabPage(QWidget):
         self.empty_state.row.run_clicked.connect(self.run_example)
         self.empty_state.row.cancel_clicked.connect(self.state.cancel_example)
         self._actions: list[QAction] | None = None
+        problems = self.runs_panel.list_saved_runs()     # the runs of earlier sessions, listed again
+        self._refresh_compare()
         self._show_empty_or_compare()
+        if problems:
+            self.ctx.status(f"Model lab: {len(problems)} kept run(s) could not be read ({problems[0]})")
 
     def _show_empty_or_compare(self) -> None:
         self.compare_stack.setCurrentWidget(self.empty_state if self.state.is_empty else self.compare_panel)
@@ -226,6 +237,19 @@ class ModelLabPage(QWidget):
             report.triggered.connect(self.compare_panel._report_dialog)
             self._actions = [gen, train, cancel, report]
         return self._actions
+
+    # -- what a quit would lose ----------------------------------------------------------
+    def unsaved_work(self) -> list[str]:
+        """One line per result a quit would lose (the main window asks before quitting)."""
+        return self.runs_panel.queue.unsaved_work()
+
+    def save_unsaved_work(self) -> bool:
+        """Keep the trained models that are on no disk in the lab's folder (listed at the next start).
+        Runs still training keep their last checkpoint in their run folder (Resume continues them)."""
+        written = self.runs_panel.keep_unsaved()
+        if written:
+            self.ctx.status(f"Model lab: {len(written)} model(s) kept in {lab_folder()}")
+        return True
 
     def shutdown(self) -> None:
         self.state.cancel_example()

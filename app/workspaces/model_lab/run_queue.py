@@ -26,6 +26,10 @@ from app.workspaces.model_lab import lab_jobs
 __all__ = ["Run", "RunQueue", "eta_seconds"]
 
 
+MODEL_FILE = "model.json"          # a run folder's final model (engine.training writes it)
+REMOVED_MARK = "removed-from-lab"  # a run folder the user removed from the table: not listed again
+
+
 @dataclass
 class Run:
     """One model of the lab: its type and hyperparameters, and once trained its results."""
@@ -186,6 +190,46 @@ class RunQueue:
             removed.append(run)
         return removed
 
+    # -- what a quit would lose ---------------------------------------------------------
+    def unsaved_work(self) -> list[str]:
+        """One line per run a quit would lose: trained models kept nowhere on disk, and runs still
+        training (stopped by a quit; their last checkpoint stays in the run folder)."""
+        out = []
+        for run in self.runs.values():
+            if run.state in ("running", "queued"):
+                out.append(f"Model lab: {run.name} is {run.state} ({100 * run.fraction:.0f} % done)")
+            elif run.model is not None and not run.model_path:
+                out.append(f"Model lab: the trained model {run.name} is not saved")
+        return out
+
+    def saved_models(self) -> list[Path]:
+        """The final models (``<run folder>/model.json``) kept in the lab's folder, oldest first;
+        folders marked removed (:meth:`forget`) are left out."""
+        if self.model_folder is None or not self.model_folder.is_dir():
+            return []
+        known = {str(Path(r.run_dir)) for r in self.runs.values() if r.run_dir}
+        return [p for p in sorted(self.model_folder.glob(f"*/{MODEL_FILE}"))
+                if not (p.parent / REMOVED_MARK).exists() and str(p.parent) not in known]
+
+    def keep_folder(self, run: Run) -> Path:
+        """A new folder in the lab's folder for ``run``'s model (KeyError without a lab folder)."""
+        if self.model_folder is None:
+            raise KeyError("the Model lab has no folder to keep models in")
+        slug = "".join(c if c.isalnum() or c in "-_" else "_" for c in run.name).strip("_") or run.model_type
+        return self.model_folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
+
+    def forget(self, run: Run) -> None:
+        """A run removed from the table is not listed again at the next start: its folder in the lab's
+        folder is marked (nothing is deleted; delete the marker file to list it again)."""
+        if self.model_folder is None or not run.run_dir:
+            return
+        folder = Path(run.run_dir)
+        if folder.parent == self.model_folder and folder.is_dir():
+            try:
+                (folder / REMOVED_MARK).write_text("removed from the Model lab's table\n", encoding="utf-8")
+            except OSError:
+                pass
+
     # -- one run's job -----------------------------------------------------------------
     def meta(self, run: Run, source: dict | None, with_results: bool = True) -> dict:
         """What a saved model carries beside its weights: data description and hash, metrics, losses."""
@@ -197,7 +241,7 @@ class RunQueue:
 
     def _start(self, run: Run) -> None:
         if self.model_folder is not None and run.run_dir is None:
-            run.run_dir = str(self.model_folder / "runs" / f"{run.key}-{run.model_type}-{id(run):x}")
+            run.run_dir = str(self.model_folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{run.model_type}-{run.key}")
         try:
             job = lab_jobs.train_job(run.model_type, self.dataset, run.train_config, run.spec, run_dir=run.run_dir,
                                resume=run.resume, model_meta=self.meta(run, self.source, with_results=False))

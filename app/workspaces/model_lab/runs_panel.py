@@ -376,8 +376,12 @@ class RunsPanel(QWidget):
         rows = sorted({i.row() for i in self.table.selectedIndexes()})
         return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in rows]
 
-    def remove(self, keys: list[str]) -> None:
+    def remove(self, keys: list[str], forget: bool = True) -> None:
+        """Remove runs from the table; with ``forget`` (the Remove button) their folders in the lab's
+        folder are not listed again at the next start (nothing is deleted)."""
         for run in self.queue.remove(keys):
+            if forget:
+                self.queue.forget(run)
             r = self._row_of(run.key)
             if r >= 0:
                 self.table.removeRow(r)
@@ -472,6 +476,33 @@ class RunsPanel(QWidget):
         self.evaluate(run)
         return run
 
+    def list_saved_runs(self) -> list[str]:
+        """Add the models kept in the lab's folder (the runs of earlier sessions) as runs, with their
+        loss curves (metrics.csv) and models; returns one line per folder that could not be read."""
+        problems = []
+        for path in self.queue.saved_models():
+            try:
+                run = self.load_model_file(path)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                problems.append(f"{path.parent.name}: {exc}")
+                continue
+            if run.state == "loaded":
+                run.state = "finished"
+        return problems
+
+    def keep_unsaved(self) -> list[Path]:
+        """Write every trained model that is kept nowhere on disk into the lab's folder (listed again
+        at the next start); returns the model files written."""
+        written = []
+        for run in list(self.runs.values()):
+            if run.model is None or run.model_path:
+                continue
+            folder = self.queue.keep_folder(run)
+            path = self.save_run(run.key, folder / "model.json")
+            run.model_path, run.run_dir = str(path), str(folder)
+            written.append(path)
+        return written
+
     def _set_history(self, run: Run) -> None:
         """The run's curve from its run folder, else from the per-epoch losses it carries."""
         run.history = lab_jobs.run_history(run.run_dir) or [{"epoch": i + 1, "loss": v} for i, v in enumerate(run.losses)]
@@ -509,7 +540,7 @@ class RunsPanel(QWidget):
     def restore(self, states: list[dict]) -> None:
         from app.session_fields import finite_list
 
-        self.remove(list(self.runs))
+        self.remove(list(self.runs), forget=False)
         for s in states or []:
             try:
                 if not isinstance(s, dict):
