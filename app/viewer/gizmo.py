@@ -63,6 +63,7 @@ class TargetGizmo(QObject):
         self.color = color
         self._pose = np.eye(4) if pose is None else np.array(pose, dtype=float)
         self._rotate = rotate
+        self.pick_last = False      # True: the view picks this gizmo only where no other one is hit
         self.root = _Group()
         self.root.setDepthValue(10)
         self._build()

@@ -458,11 +458,16 @@ class RobotView(gl.GLViewWidget):
             self.update()
 
     def gizmo_at(self, x: float, y: float) -> tuple[TargetGizmo, str] | None:
+        """The gizmo and handle under widget point (x, y): the nearest handle, a gizmo with
+        ``pick_last`` (a floating base's own) only where no other gizmo has one (a target on
+        the base sits on the same spot and must stay grabbable)."""
         best = None
         for g in self.gizmos:
             hit = g.handle_at(self, x, y)
-            if hit and (best is None or hit[1] < best[2]):
-                best = (g, hit[0], hit[1])
+            if hit:
+                key = (bool(getattr(g, "pick_last", False)), hit[1])
+                if best is None or key < best[2]:
+                    best = (g, hit[0], key)
         return None if best is None else (best[0], best[1])
 
     # ----------------------------------------------------------------- mouse

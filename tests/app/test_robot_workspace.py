@@ -483,7 +483,25 @@ def test_quadruped_stands_with_its_support_polygon_and_the_base_gizmo_moves_it(e
     np.testing.assert_allclose(gizmo.pose, state.base_pose(), atol=1e-12)
     page.view.save_screenshot(str(tmp_path / "robot-solo12-standing.png"))
     assert (tmp_path / "robot-solo12-standing.png").stat().st_size > 10_000
+    # the feet held (the default): a drag of the base is whole-body IK in the follow job, the
+    # feet stay and the legs bend; one undo step once the last solve is in
     start = state.q.copy()
+    assert state.held_links == state.contact_links
+    feet0 = {l: state.link_poses()[l][:3, 3] for l in state.contact_links}
+    T = state.base_pose()
+    for dz in (-0.01, -0.02, -0.03):
+        T[:3, 3] = start[:3] + [0.0, 0.0, dz]
+        gizmo.set_pose(T, emit=True)
+    gizmo.drag_finished.emit()
+    qtbot.waitUntil(lambda: state.history.undo_text == "move base", timeout=30_000)
+    assert np.linalg.norm(state.base_pose()[:3, 3] - T[:3, 3]) < 2e-3
+    for link, p in feet0.items():
+        assert np.linalg.norm(state.link_poses()[link][:3, 3] - p) < 2e-3, link
+    assert np.abs(state.joint_q - start[7:]).max() > 0.02
+    page.undo_action.trigger()
+    np.testing.assert_allclose(page.q, start, atol=1e-12)
+    # no link held: the base moves the robot rigidly
+    state.set_held_links(())
     T = state.base_pose()
     T[:3, 3] += [0.1, 0.0, 0.05]
     gizmo.set_pose(T, emit=True)                               # a drag of the base gizmo

@@ -103,6 +103,7 @@ class RobotPage(QWidget):
         self._follow = LatestJob(ctx.jobs, "robot IK (follow)", self)
         self._follow.result.connect(self._on_follow_result)
         self._follow.failed.connect(lambda msg: self.targets.set_message(f"IK failed: {msg}", None, ok=False))
+        self.floating_base.solver = self._follow     # a base drag with held links: solved in the follow job
         self._fill_picker()
         chosen = ctx.options.get("robot")      # a xacro file named on the command line: the user's say-so
         start = str(chosen or self.ctx.settings.value(LAST_KEY) or DEFAULT_ROBOT)
@@ -171,7 +172,7 @@ class RobotPage(QWidget):
         split = QSplitter(Qt.Orientation.Horizontal)
         split.setObjectName("robot_splitter")
         self.view = RobotView()
-        self.floating_base = FloatingBaseView(self.view, self.state)
+        self.floating_base = FloatingBaseView(self.view, self.state, make_job=ik_job, overrides=FOLLOW_IK)
         self.view.link_clicked.connect(self._on_link_clicked)
         self.view.gizmo_pressed.connect(self._on_gizmo_pressed)
         self.replay = LogReplayPanel(self.ctx, self.view)   # a joint log played on the robot, under the view

@@ -287,6 +287,52 @@ class RobotState:
         q[3:7] = Rotation.from_matrix(T[:3, :3]).as_quat()        # x, y, z, w
         self.set_q(q)
 
+    def base_link(self) -> str:
+        """The link a floating base moves (the root of the link tree)."""
+        return self.model.link_names[0]
+
+    def base_drag_request(self, T, start_q, options=None, overrides=None) -> IKRequest | None:
+        """Moving a floating base to ``T`` (4, 4) with links held ("keep in place"): whole-body
+        IK with the base link's target at ``T`` and each held link's target at its pose in
+        ``start_q`` (the drag's start: the feet stay put, the legs bend; solved from the current
+        q, a warm start). None when no link is held (the base then moves rigidly)."""
+        if not self.floating:
+            raise ValueError(f"{self.robot.name} has a fixed base")
+        base = self.base_link()
+        held = [link for link in self.held_links if link != base]
+        if not held:
+            return None
+        start = self.link_poses(np.asarray(start_q, dtype=float))
+        targets = {base: np.asarray(T, dtype=float)}
+        targets.update({link: start[link] for link in held})
+        # a leg of fewer than 6 joints (a quadruped's point foot) cannot keep the foot's
+        # orientation too once the base turns: its position is held
+        point = frozenset(link for link in held if self._chain_joints(link) < 6)
+        return IKRequest(targets=targets, q0=self.q.copy(), position_only=point, options=options,
+                         overrides=dict(overrides or {}), serial=self.generation, hold=(), base="free")
+
+    def _chain_joints(self, link: str) -> int:
+        """How many moving joints lie between the base and ``link``."""
+        by_child = {j.child: j for j in self.model.description.joints}
+        n = 0
+        while link in by_child:
+            j = by_child[link]
+            n += j.type not in ("fixed",)
+            link = j.parent
+        return n
+
+    def drag_base(self, T, start_q, options=None, overrides=None) -> None:
+        """A drag of the base gizmo to ``T`` that began at ``start_q``, solved here (the page
+        solves the same request in a job): the held links stay where they were, or without
+        held links the robot moves rigidly (:meth:`set_base_pose`)."""
+        request = self.base_drag_request(T, start_q, options, overrides)
+        if request is None:
+            self.set_base_pose(T)
+            return
+        from engine.robots.ik_outcome import solve_targets
+
+        self.set_q(solve_targets(self.model, request).q)
+
     def _contact_geometry(self, loaded) -> dict:
         """{contact link: (k, 4) points of its foot in its frame, homogeneous}: the vertices of
         its mesh, or of the nearest ancestor through fixed joints that has one (a sole frame on
