@@ -142,7 +142,8 @@ class GettingStartedDialog(QDialog):
 # ----------------------------------------------------------------------------- shortcuts
 
 
-# the 3D views' mouse (app/viewer/scene.py and gizmo.py), listed with the keys
+# the 3D views' mouse (app/viewer/scene.py and gizmo.py) and the keys of the views that are no
+# menu action (the view's arrow keys, the log replay's QShortcuts), listed after the actions
 MOUSE_CONTROLS = (
     ("Orbit the 3D view", "Left drag"),
     ("Pan the 3D view", "Middle drag or Ctrl+Left drag"),
@@ -151,6 +152,9 @@ MOUSE_CONTROLS = (
     ("Move a target in the view plane", "Drag its centre dot"),
     ("Move a target along an axis", "Drag an arrow"),
     ("Turn a target about an axis", "Drag a ring"),
+    ("Orbit the 3D view (keys)", "Arrow keys"),
+    ("Play / pause a robot log", "Space"),
+    ("Step a robot log by a sample", ". and ,"),
 )
 
 
@@ -187,7 +191,7 @@ class ShortcutsDialog(QDialog):
                 grid.addWidget(rule, 0, 3 * column - 1, per_column, 1)
         layout.addLayout(grid)
         if self.mouse_rows:
-            layout.addWidget(QLabel("<b>Mouse (3D views)</b>"))
+            layout.addWidget(QLabel("<b>Mouse and keys in the views</b>"))
             mouse_grid = QGridLayout()
             mouse_grid.setHorizontalSpacing(10)
             mouse_grid.setVerticalSpacing(2)
