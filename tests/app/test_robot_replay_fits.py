@@ -68,6 +68,14 @@ def test_every_replay_state_fits_a_laptop_screen(make_window, qtbot):
     page._status("a long status " * 100)
     replay._message("a long replay message " * 100)
     _fits(window, "long names")
+    # another robot, which the log does not fit: the panel stays with its message, whole on
+    # one line (a wrapped message was cut off by the short pane)
+    with qtbot.waitSignal(page.robot_loaded, timeout=90_000):
+        page.load_robot("go2")
+    settle()
+    assert replay.isVisible() and "does not fit" in replay.status.full_text()
+    _fits(window, "a robot the log does not fit")
+    assert replay.status.height() >= replay.status.sizeHint().height()
     # and every other workspace keeps the laptop width afterwards
     for name in ("model_lab", "robot"):
         window.show_workspace(name)

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.viewer.gizmo import matrix_to_qt
+from app.widgets.layout import ElidedLabel
 from app.widgets.linked_plots import LinkedPlots
 from app.widgets.timeline import Timeline
 from app.workspaces.robot.log_replay_state import SPEEDS, LogReplayState
@@ -145,9 +146,10 @@ class LogReplayPanel(QWidget):
         for w in (QLabel("Ghost"), self.ghost_box, self.horizon, self.ghost_button, self.follow):
             ghost_bar.addWidget(w)
         ghost_bar.addStretch(1)
-        self.status = QLabel("Open a joint log (CSV, Parquet, bag, MCAP…) to play it on this robot.",
-                             objectName="replayStatus")
-        self.status.setWordWrap(True)
+        # one line, cut with "…" (the whole message in its tooltip and the status bar): a wrapped
+        # message was cut off by the splitter's short pane when the log did not fit a new robot
+        self.status = ElidedLabel("Open a joint log (CSV, Parquet, bag, MCAP…) to play it on this robot.")
+        self.status.setObjectName("replayStatus")
         layout.addLayout(bar)
         layout.addLayout(ghost_bar)
         self.timeline = Timeline(SPEEDS)
