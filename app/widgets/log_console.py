@@ -2,13 +2,17 @@
 status bar's badge that counts the warnings and errors logged while the dock is hidden.
 
 The dock starts hidden (:meth:`LogConsole.install` puts the badge on the status bar and hides
-it); a click on the badge, or Ctrl+L, opens it. Third-party libraries' INFO messages never
+it); a click on the badge, or Ctrl+L, opens it at a readable height, scrolled to the newest line
+(from the badge with warnings counted: filtered to warnings and errors). The level filter applies
+to every line kept, not only to those logged after it changed. Third-party libraries' INFO messages never
 reach it (app/logging_setup.py filters them); the log file keeps everything."""
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCharFormat
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QMainWindow, QPlainTextEdit,
                                QPushButton, QToolButton, QVBoxLayout, QWidget)
@@ -18,6 +22,7 @@ from app.logging_setup import QtLogRelay
 LEVEL_COLOURS = {logging.DEBUG: "#8a8f98", logging.INFO: "#d8dee9", logging.WARNING: "#ebcb8b",
                  logging.ERROR: "#bf616a", logging.CRITICAL: "#ff5555"}
 MAX_LINES = 5000
+OPEN_LINES = 12          # the console opens at least this many text lines high
 
 
 class LogConsole(QDockWidget):
@@ -32,6 +37,12 @@ class LogConsole(QDockWidget):
         for name in ("DEBUG", "INFO", "WARNING", "ERROR"):
             self.level_box.addItem(name, getattr(logging, name))
         self.level_box.setCurrentIndex(1)
+        self.level_box.setToolTip("Show lines of this level and above")
+        self.level_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        widest = max(self.level_box.fontMetrics().horizontalAdvance(self.level_box.itemText(i))
+                     for i in range(self.level_box.count()))
+        self.level_box.setMinimumWidth(widest + 56)      # text, padding and the arrow: never elided
+        self.records: deque[tuple[int, str]] = deque(maxlen=MAX_LINES)
         clear = QPushButton("Clear")
         bar.addWidget(self.level_box)
         bar.addStretch(1)
@@ -43,7 +54,8 @@ class LogConsole(QDockWidget):
         layout.addLayout(bar)
         layout.addWidget(self.text)
         self.setWidget(body)
-        clear.clicked.connect(self.text.clear)
+        clear.clicked.connect(self.clear)
+        self.level_box.currentIndexChanged.connect(lambda _i: self._show_records())
         relay.record.connect(self.append)
         self.badge = LogBadge(self)
         relay.record.connect(self.badge.note)
@@ -55,20 +67,55 @@ class LogConsole(QDockWidget):
         self.hide()
 
     def open_console(self) -> None:
+        """Show the console at a readable height, scrolled to the newest line; opened while the badge
+        counts warnings or errors, it shows those (the level filter set to WARNING)."""
+        if self.badge.count and self.level_box.currentData() < logging.WARNING:
+            self.level_box.setCurrentIndex(self.level_box.findData(logging.WARNING))
         self.show()
         self.raise_()
         self.badge.reset()
+        window = self.parentWidget()
+        if isinstance(window, QMainWindow) and window.dockWidgetArea(self) in (
+                Qt.DockWidgetArea.BottomDockWidgetArea, Qt.DockWidgetArea.TopDockWidgetArea):
+            want = min(self.open_height(), int(0.45 * window.height()))
+            if self.height() < want:
+                window.resizeDocks([self], [want], Qt.Orientation.Vertical)
+        self.scroll_to_newest()
+
+    def open_height(self) -> int:
+        """Pixels for :data:`OPEN_LINES` lines of text plus the filter row and the dock's title."""
+        line = self.text.fontMetrics().lineSpacing()
+        return OPEN_LINES * line + self.level_box.sizeHint().height() + 48
+
+    def scroll_to_newest(self) -> None:
+        bar = self.text.verticalScrollBar()
+        bar.setValue(bar.maximum())
 
     def append(self, level: int, message: str) -> None:
-        if level < self.level_box.currentData():
-            return
+        self.records.append((level, message))
+        if level >= self.level_box.currentData():
+            self._write(level, message)
+            self.scroll_to_newest()
+
+    def clear(self) -> None:
+        self.records.clear()
+        self.text.clear()
+
+    def _write(self, level: int, message: str) -> None:
         fmt = QTextCharFormat()
         fmt.setForeground(QColor(LEVEL_COLOURS.get(level, "#d8dee9")))
         cursor = self.text.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
         cursor.insertText(message + "\n", fmt)
-        self.text.setTextCursor(cursor)
-        self.text.ensureCursorVisible()
+
+    def _show_records(self) -> None:
+        """Write the kept lines again through the current level filter (newest in view)."""
+        threshold = self.level_box.currentData()
+        self.text.clear()
+        for level, message in self.records:
+            if level >= threshold:
+                self._write(level, message)
+        self.scroll_to_newest()
 
     def plain_text(self) -> str:
         return self.text.toPlainText()

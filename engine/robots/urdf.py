@@ -204,6 +204,7 @@ class _Ctx:
         self.file = file
         self.strict = strict
         self.inertial_elements: dict[str, tuple] = {}   # link -> (<mass>, <inertia>) for messages
+        self.accepted: list[tuple[str, str]] = []         # (link, what was accepted): one warning at the end
 
     def error(self, message: str, el=None, element: str | None = None, **fields) -> URDFError:
         line = getattr(el, "sourceline", None) if el is not None else None
@@ -304,7 +305,7 @@ def _check_inertial(ctx: _Ctx, inertial: Inertial, link_name: str, is_root: bool
         check_inertial(inertial, link_name, ctx, mass_el, inertia_el)
     except URDFError as exc:
         if ctx.strict is False:
-            log.warning("%s (accepted: strict=False)", exc)
+            ctx.accepted.append((link_name, exc.reason))
             return
         quirk = published_quirk(inertial, is_root)
         if quirk is None or ctx.strict:
@@ -312,7 +313,7 @@ def _check_inertial(ctx: _Ctx, inertial: Inertial, link_name: str, is_root: bool
                     f"; this is {quirk}, which the default loader (strict=None) accepts with a warning")
             raise URDFError(exc.reason + hint, exc.file, exc.element, exc.line, impossible=exc.impossible,
                             remedy={"strict": False} if quirk is None else {"strict": None}) from None
-        log.warning("%s: accepted as %s", exc, quirk)
+        ctx.accepted.append((link_name, f"{exc.reason}, {quirk}"))
 
 
 def _check_physics(ctx: _Ctx, desc: RobotDescription, joint_els: dict) -> None:
@@ -320,11 +321,30 @@ def _check_physics(ctx: _Ctx, desc: RobotDescription, joint_els: dict) -> None:
     for link in desc.links:
         if link.inertial is not None:
             _check_inertial(ctx, link.inertial, link.name, link.name == desc.root)
+    _warn_accepted(ctx)
     for joint, links in massless_moving_subtrees(desc, limit=1):
         shown = ", ".join(repr(n) for n in links[:6]) + (" ..." if len(links) > 6 else "")
         raise ctx.error(f"joint {joint!r} moves links {shown} that have no mass and no inertia, so its "
                         f"acceleration is undefined; give one of them an <inertial> with a mass, or make "
                         f"the joint fixed", joint_els.get(joint), element=f"<joint name={joint!r}>")
+
+
+def _warn_accepted(ctx: _Ctx) -> None:
+    """One warning line for every inertial accepted as written (grouped by what is wrong), not one
+    per link: a published robot's five sensor frames with zero inertia are one fact."""
+    if not ctx.accepted:
+        return
+    by_reason: dict[str, list[str]] = {}
+    for link, reason in ctx.accepted:
+        by_reason.setdefault(reason, []).append(link)
+    parts = []
+    for reason, links in by_reason.items():
+        shown = ", ".join(links[:6]) + (f" and {len(links) - 6} more" if len(links) > 6 else "")
+        parts.append(f"{reason}: {shown}")
+    n = len(ctx.accepted)
+    name = Path(ctx.file).name if ctx.file else "<string>"
+    log.warning("%s: %d link inertial%s kept as written (the dynamics use them as given; %s). File: %s",
+                name, n, "s" if n != 1 else "", "; ".join(parts), ctx.file or "<string>")
 
 
 def check_inertial(inertial: Inertial, link_name: str, ctx: _Ctx | None = None, mass_el=None,

@@ -107,3 +107,17 @@ def test_a_joint_that_moves_nothing_is_refused_naming_it():
                 JOINT.format(n="wrist", t="revolute", p="base", c="flange"),
                 JOINT.format(n="tool_joint", t="fixed", p="flange", c="tool"))
     assert RobotModel.from_string(xml).dof == 1
+
+
+def test_inertials_accepted_as_written_are_one_warning_line(caplog):
+    """Several links with the same accepted fault are one plain warning naming them all (TALOS's five
+    sensor frames with a zero rotational inertia were five warnings in the log console)."""
+    tips = "".join(POINT_MASS.replace('"tip"', f'"tip{i}"') for i in range(3))
+    joints = "".join(JOINT.format(n=f"j{i}", t="revolute", p="base", c=f"tip{i}") for i in range(3))
+    xml = robot(HEAVY_BASE_NO_MASS, tips, joints)
+    with caplog.at_level(logging.WARNING, logger="engine.robots.urdf"):
+        parse_urdf_string(xml, source="three_tips.urdf", strict=False)
+    lines = [r.getMessage() for r in caplog.records if r.name == "engine.robots.urdf"]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("three_tips.urdf: 4 link inertials kept as written")
+    assert "tip0, tip1, tip2" in lines[0] and "base" in lines[0]
