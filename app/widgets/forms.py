@@ -394,19 +394,59 @@ class DataclassForm(QWidget):
         self.changed.emit()
 
     def problems(self) -> dict[str, str]:
-        """Field name -> why its value is rejected (empty when every value is allowed)."""
+        """Field name -> why its value is rejected (empty when every value is allowed).
+
+        A value out of its editor's range is one problem; so is a value the dataclass itself
+        refuses (its ``__post_init__`` checks, the same ones the command line runs): that one is
+        found as soon as it is typed, not at Run, and named by the form's label (never a flag)."""
         out = {}
         for name, f in self._fields.items():
             p = f.problem()
             if p:
                 out[name] = p
+        if not out:
+            refused = self._dataclass_problem()
+            if refused is not None:
+                out[refused[0]] = refused[1]
         return out
+
+    def _dataclass_problem(self) -> tuple[str, str] | None:
+        """(field, reason) when the dataclass refuses the edited values, else None."""
+        try:
+            values = self.values()
+        except FormError as exc:
+            return (exc.field or next(iter(self._fields), ""), str(exc).split(": ", 1)[-1])
+        try:
+            if self._base is not None:
+                dataclasses.replace(self._base, **values)
+            else:
+                self._cls(**values)
+        except ValueError as exc:
+            return self._refused_field(exc, values)
+        except TypeError:           # fields this form does not show are missing: Run's value() says so
+            return None
+        return None
+
+    def _refused_field(self, exc: Exception, values: dict) -> tuple[str, str]:
+        """The shown field an error names (``InputError.field`` such as ``"tol_pos (--tol-pos)"``,
+        or the first field named in its text) and the reason without the field or flag."""
+        field = getattr(exc, "field", None)
+        reason = getattr(exc, "reason", None) or str(exc)
+        name = str(field).split(" ")[0].strip("'\"") if field else None
+        if name not in self._fields:
+            name = next((n for n in values if n in str(exc)), None)
+        if name is None:
+            name = next(iter(self._fields), "")
+        return name, reason
 
     def is_valid(self) -> bool:
         return not self.problems()
 
     def _update_problems(self, emit: bool = True) -> None:
         problems = self.problems()
+        for name, f in self._fields.items():    # a value the dataclass refuses is red too
+            if not f.problem():
+                f.widget.setStyleSheet(INVALID_STYLE if name in problems else "")
         text = "; ".join(f"{self._labels[n]}: {p}" for n, p in problems.items())
         self.problem_label.setText(text)
         self.problem_label.setVisible(bool(problems))

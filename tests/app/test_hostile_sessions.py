@@ -78,8 +78,8 @@ def test_the_car_form_takes_its_ranges_from_the_plan_limits(make_window):
     window = make_window()
     page = window.show_workspace("car")
     spin = page.plan_panel.horizon_spin
-    assert (spin.minimum(), spin.maximum()) == (MIN_HORIZON, MAX_HORIZON)
-    assert page.plan_panel.start_speed.maximum() == MAX_START_SPEED
+    assert spin.allowed == (MIN_HORIZON, MAX_HORIZON)
+    assert page.plan_panel.start_speed.allowed == (-MAX_START_SPEED, MAX_START_SPEED)
     page.state.apply_plan(Plan("long", MAX_HORIZON, start_velocity=(MAX_START_SPEED, 0, 0),
                                targets=(Target(MAX_HORIZON, 1.0, 0.0),)))
     assert spin.value() == page.state.horizon == MAX_HORIZON       # any valid plan is shown as it is

@@ -8,26 +8,26 @@ connects the buttons that start jobs.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
+    QLabel,
     QPushButton,
-    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from app.widgets.forms import DataclassForm
+from app.widgets.forms import DataclassForm, FieldSpec
 from app.widgets.run_row import RunRow
 from app.workspaces.car.models import SIM, ModelCatalogue
 from app.workspaces.car.state import CUSTOM, CarPlannerState, PlanVariant
@@ -38,6 +38,31 @@ from engine.car.scenarios import MAX_HORIZON, MAX_START_SPEED, MIN_HORIZON, SCEN
 __all__ = ["PLAN_COLOURS", "PlanPanel"]
 
 PLAN_COLOURS = ("#ff8c00", "#9467bd")      # first and second compared plan (GELU, ReLU)
+
+
+@dataclass(frozen=True)
+class PlanProblem:
+    """The Problem box's numbers: ``horizon`` (steps of 0.05 s) and ``start_speed`` (m/s), in the
+    plan's own limits (the form shows a value outside them red, with the reason, and Optimise waits)."""
+
+    horizon: int = 30
+    start_speed: float = 0.0
+
+
+PROBLEM_SPECS = {
+    "horizon": FieldSpec("Horizon (steps)", MIN_HORIZON, MAX_HORIZON, step=1),
+    "start_speed": FieldSpec("Start speed (m/s)", -MAX_START_SPEED, MAX_START_SPEED, step=0.5),
+}
+
+
+def targets_beyond_horizon(steps, horizon: int) -> str:
+    """A plain warning when any target step lies beyond ``horizon`` (``""`` when none does)."""
+    late = [(i + 1, s) for i, s in enumerate(steps) if s > horizon]
+    if not late:
+        return ""
+    which = ", ".join(f"{i} (step {s})" for i, s in late)
+    return (f"Target{'s' if len(late) > 1 else ''} {which} lie{'' if len(late) > 1 else 's'} beyond the "
+            f"horizon of {horizon} steps: raise the horizon or move the target{'s' if len(late) > 1 else ''}.")
 
 
 class PlanPanel(QWidget):
@@ -128,18 +153,22 @@ class PlanPanel(QWidget):
         for name in SCENARIOS:
             self.scenario_combo.addItem(name, name)
         self.scenario_combo.currentIndexChanged.connect(self._on_scenario_chosen)
-        self.horizon_spin = QSpinBox()
+        # the one form rule: a value outside the plan's limits (engine) stays as typed, red, with
+        # the reason under it, and Optimise waits; the state keeps the last good value
+        self.problem_form = DataclassForm(PlanProblem(self.state.horizon, self.state.start_speed),
+                                          specs=PROBLEM_SPECS)
+        self.horizon_spin = self.problem_form.editor("horizon")
         self.horizon_spin.setObjectName("carHorizon")
-        self.horizon_spin.setRange(MIN_HORIZON, MAX_HORIZON)     # the plan's own limits (engine)
-        self.horizon_spin.valueChanged.connect(self.state.set_horizon)
-        self.start_speed = QDoubleSpinBox()
-        self.start_speed.setRange(-MAX_START_SPEED, MAX_START_SPEED)
-        self.start_speed.setSingleStep(0.5)
-        self.start_speed.setSuffix(" m/s")
-        self.start_speed.valueChanged.connect(self.state.set_start_speed)
+        self.start_speed = self.problem_form.editor("start_speed")
+        self.problem_form.changed.connect(self._on_problem_edited)
+        self.horizon_warning = QLabel("")
+        self.horizon_warning.setObjectName("carHorizonWarning")
+        self.horizon_warning.setWordWrap(True)
+        self.horizon_warning.setStyleSheet("color: #d9534f;")
+        self.horizon_warning.hide()
         form.addRow("Scenario", self.scenario_combo)
-        form.addRow("Horizon (steps)", self.horizon_spin)
-        form.addRow("Start speed", self.start_speed)
+        form.addRow(self.problem_form)
+        form.addRow(self.horizon_warning)
         return box
 
     def _targets_box(self) -> QGroupBox:
@@ -171,7 +200,25 @@ class PlanPanel(QWidget):
                                       choices={"direction": list(DIRECTIONS)})
         bl.addWidget(self.weights_form)
         bl.addWidget(self.opt_form)
+        self.run_row.watch_forms(self.problem_form, self.weights_form, self.opt_form)
         return box
+
+    def _on_problem_edited(self):
+        try:
+            problem = self.problem_form.value()
+        except ValueError:
+            self.check_targets()
+            return                              # the form shows the field; the state keeps the last good one
+        self.state.set_horizon(problem.horizon)
+        self.state.set_start_speed(problem.start_speed)
+        self.check_targets()
+
+    def check_targets(self):
+        """Warn (inline, and Optimise waits) while a target lies beyond the horizon."""
+        warning = targets_beyond_horizon([t.step for t in self.state.targets], self.state.horizon)
+        self.horizon_warning.setText(warning)
+        self.horizon_warning.setVisible(bool(warning))
+        self.run_row.set_ready(not warning, warning)
 
     # -- forwarding ----------------------------------------------------------------------------
     def _on_scenario_chosen(self, index: int):
@@ -206,6 +253,7 @@ class PlanPanel(QWidget):
     # -- showing the state ---------------------------------------------------------------------
     def show_targets(self):
         s = self.state
+        self.check_targets()
         self.table.blockSignals(True)
         self.table.setRowCount(len(s.targets))
         for i, t in enumerate(s.targets):
@@ -220,19 +268,25 @@ class PlanPanel(QWidget):
 
     def show_problem(self):
         s = self.state
-        for w in (self.scenario_combo, self.horizon_spin, self.start_speed, self.weights_form):
+        for w in (self.scenario_combo, self.problem_form, self.weights_form):
             w.blockSignals(True)
         self.scenario_combo.setCurrentIndex(max(0, self.scenario_combo.findData(s.scenario)))
-        self.horizon_spin.setValue(s.horizon)
-        self.start_speed.setValue(s.start_speed)
+        shown = PlanProblem(s.horizon, s.start_speed)
+        try:
+            current = self.problem_form.value()
+        except ValueError:
+            current = None
+        if current != shown:
+            self.problem_form.set_value(shown)
         try:
             current = self.weights_form.value()
         except ValueError:
             current = None
         if current != s.weights:
             self.weights_form.set_value(s.weights)
-        for w in (self.scenario_combo, self.horizon_spin, self.start_speed, self.weights_form):
+        for w in (self.scenario_combo, self.problem_form, self.weights_form):
             w.blockSignals(False)
+        self.check_targets()
 
     def show_plan(self):
         s = self.state

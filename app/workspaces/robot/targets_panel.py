@@ -160,6 +160,9 @@ class TargetsPanel(QWidget):
         box.addWidget(self.options_form)
         self.options_form.setVisible(False)
         self.options_box.toggled.connect(self.options_form.setVisible)
+        # the one form rule: a refused value is red with its reason, Optimise waits, and the box opens
+        self.run_row.watch_forms(self.options_form)
+        self.options_form.validity_changed.connect(lambda ok: ok or self.options_box.setChecked(True))
         layout.addWidget(self.options_box)
         self.residual_label = QLabel("residual: –")
         self.residual_label.setObjectName("ik_residual")
