@@ -1,5 +1,5 @@
-"""Help > Getting started (the three things people come for, one click each) and the keyboard
-shortcuts dialog (every shortcut at once, no scrolling, on a 1366 x 768 screen).
+"""Help > Getting started (the three things people come for, one click each), Help > User Guide
+(the shipped guide rendered in the app) and the keyboard shortcuts dialog (every shortcut at once, no scrolling, on a 1366 x 768 screen).
 
 :func:`install_help` adds both to a main window's Help menu; the guided examples drive the
 workspaces through their public methods only (``load_robot``, ``targets.add_target``,
@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QCommandLinkButton, QDialog, QDialogButtonBox, QFrame, QGridLayout, QLabel,
-                               QMenu, QVBoxLayout, QWidget)
+                               QMenu, QTextBrowser, QVBoxLayout, QWidget)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GUIDED_EXAMPLES", "GettingStartedDialog", "ShortcutsDialog", "install_help", "run_example"]
+__all__ = ["GUIDED_EXAMPLES", "GettingStartedDialog", "ShortcutsDialog", "UserGuideDialog", "install_help",
+           "open_user_guide", "run_example"]
 
 EXAMPLE_ROBOT = "panda"
 EXAMPLE_SCENARIO = "parallel-parking"
@@ -125,11 +127,14 @@ class GettingStartedDialog(QDialog):
             self.buttons[key] = button
             layout.addWidget(button)
         more = QLabel("Also: the Eigenmode designer (Ctrl+3) learns an efficient oscillation of a double "
-                      "pendulum. The user guide is docs/user-guide.md; Help > Keyboard Shortcuts lists "
-                      "every shortcut.")
+                      "pendulum. Help > User Guide explains every workspace; Help > Keyboard Shortcuts "
+                      "lists every shortcut.")
         more.setWordWrap(True)
         layout.addWidget(more)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.guide_button = close.addButton("User Guide…", QDialogButtonBox.ButtonRole.HelpRole)
+        self.guide_button.setObjectName("openUserGuide")
+        self.guide_button.clicked.connect(lambda: (self.accept(), open_user_guide(self.window_)))
         close.rejected.connect(self.reject)
         layout.addWidget(close)
         self.resize(560, self.sizeHint().height())
@@ -137,6 +142,74 @@ class GettingStartedDialog(QDialog):
     def _start(self, key: str) -> None:
         self.accept()
         run_example(self.window_, key)
+
+
+# ----------------------------------------------------------------------------- the user guide
+
+
+class UserGuideDialog(QDialog):
+    """The user guide (docs/user-guide.md, shipped with the app) rendered in a window: headings,
+    lists and its pictures; links to the web open in the browser."""
+
+    def __init__(self, path: Path, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Lagrange Studio user guide")
+        self.setObjectName("userGuideDialog")
+        self.path = path
+        self.browser = QTextBrowser()
+        self.browser.setObjectName("userGuideText")
+        self.browser.setOpenExternalLinks(True)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            text = (f"# The user guide is missing\n\n`{path}` could not be read ({exc.strerror or exc}). "
+                    "Reinstall Lagrange Studio to restore it.")
+        self.browser.setSearchPaths([str(path.parent)])        # its images/ resolve beside it
+        self.browser.setMarkdown(text)
+        self._fit_pictures(path.parent, 820)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.browser)
+        layout.addWidget(buttons)
+        screen = self.screen().availableGeometry() if self.screen() else None
+        width, height = 900, 700
+        if screen is not None:           # fits a 1366 x 768 laptop with room for the title bar
+            width, height = min(width, screen.width() - 80), min(height, screen.height() - 100)
+        self.resize(width, height)
+
+
+    def _fit_pictures(self, folder: Path, max_width: int) -> None:
+        """Pictures wider than ``max_width`` pixels are drawn at that width (no sideways scrolling)."""
+        from PySide6.QtGui import QImageReader, QTextCursor
+
+        block = self.browser.document().begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                fmt = fragment.charFormat()
+                if fmt.isImageFormat():
+                    image = fmt.toImageFormat()
+                    size = QImageReader(str(folder / image.name())).size()
+                    if size.isValid() and size.width() > max_width:
+                        image.setWidth(max_width)
+                        image.setHeight(size.height() * max_width / size.width())
+                        cursor = QTextCursor(self.browser.document())
+                        cursor.setPosition(fragment.position())
+                        cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
+                        cursor.setCharFormat(image)
+                it += 1
+            block = block.next()
+
+
+def open_user_guide(window) -> UserGuideDialog:
+    from engine.paths import user_guide
+
+    dialog = UserGuideDialog(user_guide(), window)
+    window.user_guide_dialog = dialog
+    dialog.open()
+    return dialog
 
 
 # ----------------------------------------------------------------------------- shortcuts
@@ -231,6 +304,11 @@ def install_help(window) -> None:
     first = menu.actions()[0] if menu.actions() else None
     menu.insertAction(first, action)
     window.getting_started_action = action
+    guide = QAction("&User Guide", window)
+    guide.setObjectName("userGuideAction")
+    guide.triggered.connect(lambda checked=False: open_user_guide(window))
+    menu.insertAction(first, guide)
+    window.user_guide_action = guide
     for existing in menu.actions():
         if existing.text().replace("&", "") == "Keyboard Shortcuts":
             existing.triggered.disconnect()

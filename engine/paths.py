@@ -1,4 +1,4 @@
-"""Where the shipped data lives: ``resources/`` and ``urdf/``.
+"""Where the shipped data lives: ``resources/``, ``urdf/`` and the user guide in ``docs/``.
 
 Looked up, in order: ``$LAGRANGE_DATA_DIR``; the PyInstaller bundle (``sys._MEIPASS``);
 the source checkout (the folder above this package, also used by editable installs);
@@ -12,7 +12,7 @@ import sys
 from functools import cache
 from pathlib import Path
 
-__all__ = ["data_root", "resources_dir", "urdf_dir", "resource"]
+__all__ = ["data_root", "resources_dir", "urdf_dir", "resource", "user_guide", "user_runs_dir"]
 
 
 def _candidates():
@@ -42,6 +42,12 @@ def resources_dir() -> Path:
 
 def urdf_dir() -> Path:
     return data_root() / "urdf"
+
+
+def user_guide() -> Path:
+    """The user guide (``docs/user-guide.md``, its pictures in ``docs/images``), shipped beside
+    ``resources/`` in every install (the PyInstaller spec's datas, the wheel's data files)."""
+    return data_root() / "docs" / "user-guide.md"
 
 
 def resource(*parts: str) -> Path:

@@ -212,10 +212,23 @@ def _replay(args) -> int:
     return 0
 
 
+def _example_logs_epilog() -> str:
+    """Where the shipped example logs are, with a command that plays one (for ``--help``)."""
+    from engine.paths import resources_dir
+
+    try:
+        folder = resources_dir() / "logs"
+    except FileNotFoundError as exc:
+        return f"example logs: not found ({exc})"
+    return (f"example logs (each with a README and a mapping): {folder}\n"
+            f"  e.g. python -m engine logs replay {folder / 'panda_joints.csv'} --robot panda --gif panda.gif")
+
+
 def _register_replay(sub) -> None:
     p = sub.add_parser("replay", help="a joint log on a robot: match its columns, render it to MP4/GIF",
                        description="Play a joint log on a robot: columns matched to the joints by name (or "
-                                   "--mapping), units converted, rendered off screen to a video.")
+                                   "--mapping), units converted, rendered off screen to a video.",
+                       epilog=_example_logs_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", help="the log (CSV/TSV, NPZ, Parquet, ROS 1/2 bag, MCAP)")
     p.add_argument("--robot", required=True, help="library name (panda, ur5...) or URDF path")
     p.add_argument("--mapping", default=None,

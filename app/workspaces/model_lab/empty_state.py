@@ -12,7 +12,7 @@ __all__ = ["EmptyState"]
 
 STEPS = (
     "<b>1. Bring data.</b> Generate a data set from an analytic system (Data source, on the left), "
-    "or open a hardware log with File &gt; Open (CSV, TSV, NPZ, Parquet, ROS bags, MCAP).",
+    "or open a hardware log with File &gt; Open Log… (CSV, TSV, NPZ, Parquet, ROS bags, MCAP).",
     "<b>2. Add models.</b> Pick a model type on the left, press Add (or Add sweep for several "
     "training-set sizes), then Train all.",
     "<b>3. Compare.</b> The metrics table, rollouts against the data, phase portraits and errors "

@@ -137,10 +137,10 @@ class RunsPanel(QWidget):
                                         labels={"trajectories": "Trajectories N", "hidden": "Hidden width",
                                                 "learning_rate": "Learning rate", "factor": "LR factor"},
                                         ranges={"trajectories": (1, 10 ** 7), "epochs": (1, 10 ** 7)})
-        tool.addItem(self.train_form, "Training (TrainConfig)")
+        tool.addItem(self.train_form, "Training")
         self.spec_form = DataclassForm(ModelSpec(), include=lab_jobs.SPEC_FIELDS, labels=lab_jobs.SPEC_LABELS,
                                        tooltips=lab_jobs.SPEC_TOOLTIPS, ranges={"robot_perturb": (0.0, 0.99)})
-        tool.addItem(self.spec_form, "Model (ModelSpec)")
+        tool.addItem(self.spec_form, "Model")
         bv.addWidget(tool)
         layout.addWidget(box)
 

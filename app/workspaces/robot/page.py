@@ -22,6 +22,7 @@ from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
+    QSizePolicy,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -130,7 +131,10 @@ class RobotPage(QWidget):
         self.picker.view().setMinimumWidth(420)
         self.picker.setToolTip("Robots of the library (shipped, installed packages) and recent files")
         self.picker.activated.connect(self._on_picked)
-        bar.addWidget(self.picker)
+        # the picker and the status line share the row's spare width (2:1), so a wide window shows the
+        # whole robot name; the minimum above keeps a 1366 px window from widening
+        self.picker.setSizePolicy(QSizePolicy.Policy.Expanding, self.picker.sizePolicy().verticalPolicy())
+        bar.addWidget(self.picker, 2)
         self.open_button = QPushButton("Open robot…")
         self.open_button.setToolTip("Open a URDF, xacro (.xacro, .urdf.xacro) or MuJoCo MJCF (.xml) file")
         self.open_button.clicked.connect(self._open_dialog)
