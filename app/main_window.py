@@ -74,7 +74,9 @@ def ask_unsaved(parent: QWidget, lines: list[str]) -> str:
     (a module function, so tests answer it)."""
     box = QMessageBox(QMessageBox.Icon.Warning, "Quit Lagrange Studio",
                       "Quitting now loses this work:", parent=parent)
-    box.setInformativeText("\n".join(f"• {line}" for line in lines))
+    box.setInformativeText("\n".join(f"• {line}" for line in lines)
+                           + "\n\nSave keeps the Model lab's models in its folder (listed again at the next "
+                             "start) and asks for a folder for an eigenmode design.")
     box.setStandardButtons(QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
                            | QMessageBox.StandardButton.Cancel)
     box.setDefaultButton(QMessageBox.StandardButton.Save)
