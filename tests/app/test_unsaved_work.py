@@ -135,3 +135,21 @@ def test_quit_asks_before_losing_trained_models(make_window, qtbot, monkeypatch,
     if answer == "cancel":
         assert "Quit cancelled" in window.statusBar().currentMessage()
         window.ask_before_quit = False
+
+
+def test_a_project_folder_for_runs_is_remembered_and_listed(ctx, qtbot, tmp_path):
+    from app.workspaces.model_lab.page import RUNS_FOLDER_KEY
+
+    page = _page(ctx, qtbot)
+    trained = _train_one(page, qtbot)                 # in the default folder
+    project = tmp_path / "project" / "runs"
+    assert page.set_runs_folder(project) == []
+    assert not page.runs_panel.runs                   # the project folder is empty
+    assert ctx.settings.value(RUNS_FOLDER_KEY) == str(project)
+    second = page.runs_panel.add_run("node-rk4", trained.train_config, name="in the project")
+    page.runs_panel.train([second.key])
+    qtbot.waitUntil(lambda: second.state == "finished", timeout=60000)
+    assert Path(second.run_dir).parent == project
+    again = _page(ctx, qtbot)                         # the next start: the chosen folder, its run
+    assert [r.run_dir for r in again.runs_panel.runs.values()] == [second.run_dir]
+    assert again.runs_panel.model_folder == project

@@ -57,6 +57,18 @@ def lab_folder() -> Path:
     return user_runs_dir("model_lab")
 
 
+RUNS_FOLDER_KEY = "model_lab/runs_folder"
+
+
+def runs_folder(settings: QSettings | None) -> Path:
+    """The folder the user chose for the lab's runs (Workspace > Keep runs in folder…) when it still
+    exists, else :func:`lab_folder` (the user's data folder)."""
+    chosen = settings.value(RUNS_FOLDER_KEY) if settings is not None else None
+    if chosen and Path(str(chosen)).is_dir():
+        return Path(str(chosen))
+    return lab_folder()
+
+
 class ModelLabPage(QWidget):
     """The Model lab page, constructed as ``ModelLabPage(ctx, parent=None)``; its state is
     :attr:`state` (a Qt-free :class:`ModelLabState`)."""
@@ -68,7 +80,7 @@ class ModelLabPage(QWidget):
         settings = getattr(ctx, "settings", None)
         self.state = ModelLabState(ctx.jobs)
         self.data_panel = DataSourcePanel(ctx, mapping_folder=_user_folder(settings, "mappings"))
-        self.runs_panel = RunsPanel(ctx, model_folder=str(lab_folder()))
+        self.runs_panel = RunsPanel(ctx, model_folder=str(runs_folder(settings)))
         self.compare_panel = ComparePanel(ctx, state=self.state)
         # the shell plays the log on the Robot workspace (a workspace never imports another)
         self.show_on_robot_requested = self.compare_panel.show_on_robot
@@ -235,8 +247,41 @@ class ModelLabPage(QWidget):
             cancel.triggered.connect(self.runs_panel.cancel_all)
             report = QAction("Write compare report…", self)
             report.triggered.connect(self.compare_panel._report_dialog)
-            self._actions = [gen, train, cancel, report]
+            folder = QAction("Keep runs in folder…", self)
+            folder.setToolTip("A project folder for the lab's runs (default: your data folder)")
+            folder.triggered.connect(self._runs_folder_dialog)
+            self._actions = [gen, train, cancel, report, folder]
         return self._actions
+
+    # -- where runs are kept ----------------------------------------------------------------
+    def set_runs_folder(self, folder: str | Path) -> list[str]:
+        """Keep new runs in ``folder`` (remembered) and list the runs already there instead of the
+        previous folder's (runs still training keep their folders). Returns the unreadable ones."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        settings = getattr(self.ctx, "settings", None)
+        if settings is not None:
+            settings.setValue(RUNS_FOLDER_KEY, str(folder))
+        panel = self.runs_panel
+        idle = [k for k, r in panel.runs.items()
+                if r.state not in ("running", "queued") and r.model_path and r.run_dir]
+        panel.remove(idle, forget=False)
+        panel.queue.model_folder = folder
+        problems = panel.list_saved_runs()
+        self._refresh_compare()
+        self.ctx.status(f"Model lab: runs are kept in {folder}")
+        return problems
+
+    def _runs_folder_dialog(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        folder = QFileDialog.getExistingDirectory(self, "Keep the Model lab's runs in folder",
+                                                  str(self.runs_panel.model_folder or ""))
+        if folder:
+            try:
+                self.set_runs_folder(folder)
+            except OSError as exc:
+                self.ctx.show_error("Keep runs in folder", f"{folder}: {exc.strerror or exc}")
 
     # -- what a quit would lose ----------------------------------------------------------
     def unsaved_work(self) -> list[str]:
