@@ -67,7 +67,14 @@ def plan_car_manoeuvre(window) -> str:
     page = window.show_workspace("car")
     page.state.load_scenario(EXAMPLE_SCENARIO)  # the scenario's targets; the page follows its state
     page.optimise()
-    return f"Car planner: the {EXAMPLE_SCENARIO} scenario is loaded and its trajectory is being optimised."
+    said = f"Car planner: the {EXAMPLE_SCENARIO} scenario is loaded and its trajectory is being optimised."
+    job = getattr(page, "_job", None)
+    if job is not None:               # the message goes when its cause does: the optimisation's end
+        def clear(*_):
+            if window.statusBar().currentMessage() == said:
+                window.statusBar().clearMessage()
+        job.ended.connect(clear)
+    return said
 
 
 def compare_models_on_a_log(window) -> str:

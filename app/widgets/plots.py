@@ -63,7 +63,9 @@ def make_plot(title: str = "", x_label: str = "", y_label: str = "", log_y: bool
     for axis in ("left", "bottom"):
         item.getAxis(axis).enableAutoSIPrefix(False)
     if legend:
-        item.addLegend(offset=(-10, 10), brush=pg.mkBrush(0, 0, 0, 140))
+        # in the top-right corner, one row, small and see-through: the curves show through it
+        item.addLegend(offset=(-4, 4), brush=pg.mkBrush(0, 0, 0, 70), labelTextSize="8pt", colCount=4,
+                       verSpacing=-6, horSpacing=8)
     item.setLogMode(x=False, y=log_y)
     return w
 
@@ -98,7 +100,9 @@ class LossPlot(pg.PlotWidget):
         item.showGrid(x=True, y=True, alpha=0.25)
         for axis in ("left", "bottom"):
             item.getAxis(axis).enableAutoSIPrefix(False)
-        item.addLegend(offset=(-10, 10), brush=pg.mkBrush(0, 0, 0, 140))
+        # in the top-right corner, one row, small and see-through: the curves show through it
+        item.addLegend(offset=(-4, 4), brush=pg.mkBrush(0, 0, 0, 70), labelTextSize="8pt", colCount=4,
+                       verSpacing=-6, horSpacing=8)
         item.setLogMode(x=False, y=True)
         self.setMinimumHeight(140)
         self._curves: dict[str, pg.PlotDataItem] = {}

@@ -179,7 +179,10 @@ def optimise(evaluator, W0: torch.Tensor, config: OptimiserConfig = OptimiserCon
         if ctx is not None:
             ctx.check_cancelled()
             if iterations is None:
-                ctx.progress(min(0.99, it / limit), f"iteration {it}", {"cost": cost, "step": alpha})
+                # the fraction of the iteration budget (the ETA is then an upper bound: a plan
+                # usually converges earlier), the budget named so the bar reads as what it is
+                ctx.progress(min(0.99, it / limit), f"iteration {it} of at most {limit}",
+                             {"cost": cost, "step": alpha})
         if iterations is not None:
             continue
         if not improved:

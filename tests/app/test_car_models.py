@@ -177,11 +177,15 @@ def test_compare_relu_and_gelu_plans(qtbot, ctx, tmp_path):
             assert float(table.item(i, 4).text()) == pytest.approx(v.executed_position_error, abs=0.006)
             assert math.isfinite(float(table.item(i, 5).text()))
         assert len(page.steer_curves["other model"].xData) == 16
+        steer_legend = page.steer_plot.getPlotItem().legend
+        assert [label.text for _, label in steer_legend.items] == ["GELU plan", "ReLU plan"]
         # unticked: a single plan on the chosen model, the table goes away
         page.plan_panel.compare_models.setChecked(False)
         qtbot.mouseClick(page.plan_panel.optimise_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: page.state.plan is not None and not page.state.plan.compared, timeout=240000)
         assert not table.isVisible()
         assert page.canvas.legend_names() == ["plan", "executed on simulator"]
+        # the control plots list only the curve drawn: no "other model" without one
+        assert [label.text for _, label in steer_legend.items] == ["plan"]
     finally:
         page.shutdown()

@@ -67,6 +67,9 @@ def test_place_two_targets_optimise_and_draw(page, qtbot, tmp_path):
     qtbot.mouseClick(page.plan_panel.play_button, Qt.MouseButton.LeftButton)
     assert page.playing
     qtbot.waitUntil(lambda: not page.playing, timeout=10000)
+    assert len(page.canvas.skid.data) == 0     # no wheel marks left once Play has ended
+    legend = page.throttle_plot.getPlotItem().legend
+    assert [label.text for _, label in legend.items] == ["plan"]    # no "other model" without one
     shot = page.grab()
     assert not shot.isNull() and shot.save(str(tmp_path / "car.png"))
 

@@ -95,7 +95,10 @@ class CarCanvas(pg.PlotWidget):
         self._legends: dict[str, list] = {"plan": [], "track": []}
         self._layer_items = {"plan": [self.nominal, self.executed, self.compare, self.compare_executed,
                                       self.log_path, self._preview],
-                             "track": [self.driven, self.mpc_plan]}
+                             "track": [self.driven, self.mpc_plan, self.track_left, self.track_right,
+                                       self.track_centre]}
+        for item in self._layer_items["track"]:
+            item.setVisible(False)
         self.car_body = pg.PlotDataItem(pen=pg.mkPen("#1f77b4", width=2), fillLevel=None)
         self.car_wheels = [pg.PlotDataItem(pen=pg.mkPen("#dddddd", width=3)) for _ in range(4)]
         for it in [self.car_body] + self.car_wheels:
@@ -171,7 +174,7 @@ class CarCanvas(pg.PlotWidget):
 
     def set_layer(self, layer: str) -> None:
         """Show the ``"plan"`` items (targets, plans, executed paths) or the ``"track"`` ones
-        (driven path, MPC plan); the track's edges show in both."""
+        (the track, driven path, MPC plan), and fit the view to what the layer shows."""
         self.layer = layer
         for name, items in self._layer_items.items():
             for item in items:
@@ -180,6 +183,39 @@ class CarCanvas(pg.PlotWidget):
             item.setVisible(layer == "plan")
         self.set_legend(self._legends[layer], layer)
         self._place_hint()
+        self.fit_view()
+
+    def layer_bounds(self) -> tuple[float, float, float, float] | None:
+        """(x0, x1, y0, y1) of what the current layer draws (m): its curves, and in the plan layer
+        the targets and the car; None when it draws nothing."""
+        xs, ys = [], []
+        for item in self._layer_items[self.layer]:
+            x, y = item.getData()
+            if x is not None and len(x):
+                xs.append(np.asarray(x, dtype=float))
+                ys.append(np.asarray(y, dtype=float))
+        if self.layer == "plan":
+            for x, y, _, _ in self._targets:
+                xs.append(np.array([x - 0.4, x + 0.9]))     # the label sits right of and above the target
+                ys.append(np.array([y - 0.4, y + 0.5]))
+            xs.append(np.array([-0.4, 0.4]))                # the car at the origin
+            ys.append(np.array([-0.4, 0.4]))
+        if not xs:
+            return None
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+        if not len(x) or not len(y):
+            return None
+        return float(x.min()), float(x.max()), float(y.min()), float(y.max())
+
+    def fit_view(self) -> None:
+        """Fit the view to the current layer (the default view when it draws nothing)."""
+        b = self.layer_bounds()
+        if b is None:
+            self.setXRange(-1.5, 4.5)
+            self.setYRange(-2.0, 3.0)
+            return
+        self.getViewBox().setRange(xRange=(b[0], b[1]), yRange=(b[2], b[3]), padding=0.08)
 
     def legend_names(self) -> list[str]:
         return [label.text for _, label in self.legend.items] if self.legend.isVisible() else []

@@ -64,7 +64,10 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
         from engine.car.dynamics import load_dynamics
         from engine.car.scenarios import execute_open_loop, plan_trajectory
 
+        from engine.jobs import ProgressSpan
+
         results = []
+        parts = len(variants) + (1 if compare else 0)      # each plan its share of one bar
         for k, (label, spec) in enumerate(variants):
             dyn = load_dynamics(spec, params, device=device)
             costs: list[float] = []
@@ -74,7 +77,8 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
                 live.set({"variant": k, "label": label, "iteration": i, "costs": list(costs),
                           "pose": None if traj is None or traj[0] is None else traj[0].numpy().copy()})
 
-            out = plan_trajectory(plan, dyn, params, cfg, ctx=ctx, on_iteration=on_iteration)
+            span = ProgressSpan(ctx, k / parts, (k + 1) / parts, label if len(variants) > 1 else "", 0.99)
+            out = plan_trajectory(plan, dyn, params, cfg, ctx=span, on_iteration=on_iteration)
             ex = execute_open_loop(plan, out.controls, params)
             results.append({"label": label, "spec": spec, "model": dyn.name, "converged": out.result.converged,
                             "iterations": out.result.iterations, "seconds": out.result.seconds,
@@ -89,7 +93,8 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
         result["compare"] = None
         if compare:
             other = load_dynamics(compare, params, device=device)
-            o = plan_trajectory(plan, other, params, cfg, ctx=ctx)
+            o = plan_trajectory(plan, other, params, cfg,
+                                ctx=ProgressSpan(ctx, (parts - 1) / parts, 1.0, other.name, 0.99))
             result["compare"] = {"model": other.name, "pose": o.result.pose.numpy(),
                                  "controls": o.controls.numpy()}
         return result

@@ -193,6 +193,10 @@ class CarPlannerPage(QWidget):
     def _on_tab_changed(self, index: int):
         """The Track tab shows the track layer (driven path, MPC plan), the others the plan layer."""
         layer = "track" if self.tabs.widget(index) is self.track_panel else "plan"
+        if layer == "track" and self.state.track is None:
+            data = self.track_panel.track_combo.currentData()
+            if data:                          # the chosen track ("default") is drawn on open, not at Drive
+                self.load_track(data)
         if layer == self.canvas.layer:
             return
         self.canvas.set_layer(layer)
@@ -305,6 +309,7 @@ class CarPlannerPage(QWidget):
         for c in (self.cost_curve, self.cost_curve2, *self.throttle_curves.values(), *self.steer_curves.values()):
             c.setData([], [])
         self.cost_plot.getPlotItem().enableAutoRange()
+        self._label_control_plots({})
 
     def _show_result(self, res: PlanResult):
         variants = res.variants
@@ -337,12 +342,21 @@ class CarPlannerPage(QWidget):
                 item.setData([], [])
             names = {"plan": "plan", "other model": "other model"}
             c.set_legend([(c.nominal, "plan"), (c.executed, "executed on simulator")])
+        self._label_control_plots(names)
+
+    def _label_control_plots(self, names: dict[str, str]) -> None:
+        """The throttle and steering legends list only the curves drawn ("other model" only
+        when there is one), under ``names``."""
         for plot, curves in ((self.throttle_plot, self.throttle_curves), (self.steer_plot, self.steer_curves)):
             legend = plot.getPlotItem().legend
+            if legend is None:
+                continue
+            legend.clear()
             for key, curve in curves.items():
-                label = legend.getLabel(curve) if legend is not None else None
-                if label is not None:
-                    label.setText(names[key])
+                x, _ = curve.getData()
+                if x is not None and len(x):
+                    legend.addItem(curve, names[key])
+            legend.setVisible(bool(legend.items))
 
     def _draw_track(self):
         track = self.state.track
@@ -399,6 +413,7 @@ class CarPlannerPage(QWidget):
             compare = p.compare_combo.currentData() or None
             what = p.model_combo.currentText()
         self._variant_count = len(variants)
+        self._max_iterations = cfg.max_iterations
         self._optimised_plan = plan = self.state.begin_optimise()
         self.status.setText(f"Optimising on {what}…")
         self._job = self.ctx.jobs.submit(optimise_job(plan, variants, compare, self.params, cfg, self._live),
@@ -413,7 +428,8 @@ class CarPlannerPage(QWidget):
             return
         self.state.update_live(live)
         who = f"{live['label']}: " if self._variant_count > 1 else ""
-        self.status.setText(f"{who}iteration {live['iteration']}: cost {live['costs'][-1]:.4g}")
+        of = f" of at most {self._max_iterations}"
+        self.status.setText(f"{who}iteration {live['iteration']}{of}: cost {live['costs'][-1]:.4g}")
 
     def _on_cancelled(self):
         self.status.setText("Cancelled.")
@@ -466,6 +482,8 @@ class CarPlannerPage(QWidget):
     def _next_frame(self):
         if self._frames is None or self._frame >= len(self._frames[0]):
             self._timer.stop()
+            self._skid_points = []                  # the wheel marks go with the playback
+            self.canvas.skid.setData([], [])
             return
         E, U, slip = self._frames
         i = self._frame
@@ -500,7 +518,8 @@ class CarPlannerPage(QWidget):
             return False
         t = self.state.track
         self.tabs.setCurrentWidget(self.track_panel)
-        self.canvas.getPlotItem().autoRange()
+        if self.canvas.layer == "track":
+            self.canvas.fit_view()
         self.status.setText(f"Track {t.name}: {t.length:.1f} m, {t.width:.2f} m wide.")
         return True
 

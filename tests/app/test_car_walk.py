@@ -1,0 +1,68 @@
+"""The Car planner as a new user walks it (issue 32): the chosen track is drawn when the Track
+tab opens, the Plan canvas shows no track and fits the plan, and the plots' legends list only
+what is drawn."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from engine.car.scenarios import SCENARIOS
+
+
+def _view(page):
+    (x0, x1), (y0, y1) = page.canvas.getViewBox().viewRange()
+    return x0, x1, y0, y1
+
+
+def test_the_chosen_track_is_drawn_when_the_track_tab_opens(car_page, qtbot):
+    page = car_page
+    assert page.track_panel.track_combo.currentText() == "default" and page.state.track is None
+    page.tabs.setCurrentWidget(page.track_panel)
+    assert page.state.track is not None and page.state.track.name == "default"
+    x, _ = page.canvas.track_left.getData()
+    assert x is not None and len(x) > 10 and page.canvas.track_left.isVisible()
+    left, right = page.state.track.edges()
+    edges = np.vstack([left, right])
+    x0, x1, y0, y1 = _view(page)                       # the whole track in view
+    assert x0 <= edges[:, 0].min() and edges[:, 0].max() <= x1
+    assert y0 <= edges[:, 1].min() and edges[:, 1].max() <= y1
+
+
+def test_the_plan_canvas_shows_no_track_and_fits_the_plan(car_page, qtbot):
+    page = car_page
+    page.tabs.setCurrentWidget(page.track_panel)         # a race track loaded and shown
+    track_width = np.ptp(np.vstack(page.state.track.edges())[:, 0])
+    page.tabs.setCurrentWidget(page.plan_panel)
+    assert page.canvas.layer == "plan"
+    assert not any(it.isVisible() for it in (page.canvas.track_left, page.canvas.track_right,
+                                             page.canvas.track_centre))
+    page.plan_panel.scenario_combo.setCurrentIndex(page.plan_panel.scenario_combo.findData("parallel-parking"))
+    page.tabs.setCurrentWidget(page.track_panel)
+    page.tabs.setCurrentWidget(page.plan_panel)
+    x0, x1, y0, y1 = _view(page)
+    targets = SCENARIOS["parallel-parking"].targets
+    for t in targets:                                    # every target and its label inside the view
+        assert x0 < t.x - 0.3 and t.x + 0.8 < x1 and y0 < t.y - 0.3 and t.y + 0.4 < y1
+    assert x1 - x0 < 0.5 * track_width                  # the plan's scale, not the race track's
+
+
+def test_a_plan_job_reports_a_rising_fraction_and_names_its_iteration_budget():
+    """Two plans in one job share one bar (the second in its upper half); every report names
+    the iteration budget the fraction counts against, so the bar and its ETA are not empty."""
+    from app.workspaces.car.jobs import Latest, optimise_job
+    from engine.car.dynamics import CarParams
+    from engine.car.optimiser import OptimiserConfig
+    from engine.jobs import ThreadJobContext
+
+    reports = []
+    ctx = ThreadJobContext(on_progress=reports.append, min_interval=0.0)
+    base = SCENARIOS["parallel-parking"]
+    plan = base.with_(horizon=12, targets=tuple(replace(t, step=min(t.step, 12)) for t in base.targets))
+    cfg = OptimiserConfig(candidates=8, max_iterations=5)
+    optimise_job(plan, [("a", "sim"), ("b", "sim")], None, CarParams(substeps=2), cfg, Latest())(ctx)
+    fractions = [r.fraction for r in reports if r.fraction is not None]
+    assert fractions == sorted(fractions) and 0 < fractions[0] <= 0.5 < fractions[-1] < 1
+    assert all("of at most 5" in r.message for r in reports)
+    assert any(r.message.startswith("b: ") for r in reports)
