@@ -121,3 +121,22 @@ def test_an_out_of_range_value_is_rejected_and_learn_disabled(page, qtbot):
     qtbot.keyClicks(period.lineEdit(), "3")
     qtbot.keyClick(period.lineEdit(), Qt.Key.Key_Return)
     assert page.learn_button.isEnabled() and page.state.design.task.period == 3.0
+
+
+def test_playing_keeps_the_window_and_the_result_tabs_at_1366(make_window, qtbot):
+    """Play's "Pause" and a long time label must not widen the middle pane: the window stays
+    within a 1366 px screen and the result tabs keep their width (no "Stabil…")."""
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window()
+    window.resize(1366, 768)
+    page = window.show_workspace("eigenmode")
+    QApplication.processEvents()
+    tabs_width, row_min = page.tabs.width(), page.play_button.parentWidget().minimumSizeHint().width()
+    page.play_button.setChecked(True)                       # "Pause"
+    page.time_label.setText("t = 123.45 s")
+    QApplication.processEvents()
+    assert page.play_button.text() == "Pause"
+    assert page.play_button.parentWidget().minimumSizeHint().width() == row_min
+    assert window.width() <= 1366 and page.tabs.width() == tabs_width
+    page.play_button.setChecked(False)

@@ -156,6 +156,11 @@ class EigenmodePage(QWidget):
         self.scrub.setEnabled(False)
         self.scrub.setMinimumWidth(40)
         self.time_label = QLabel("t = 0.00 s")
+        # playing must not widen the row (and squeeze the result tabs): the button fits "Pause"
+        # and the time label "t = 000.00 s" from the start
+        self.play_button.setFixedWidth(max(self.play_button.sizeHint().width(),
+                                           self.play_button.fontMetrics().horizontalAdvance("Pause") + 24))
+        self.time_label.setFixedWidth(self.time_label.fontMetrics().horizontalAdvance("t = 000.00 s") + 4)
         for w in (self.play_button, self.speed, self.source):
             anim.addWidget(w)
         anim.addWidget(self.scrub, 1)
