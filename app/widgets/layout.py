@@ -14,7 +14,16 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QSplitter, QToolButton, QWidget
 
-__all__ = ["ElidedLabel", "SidePanel", "collapse_button", "remember_splitter"]
+__all__ = ["ElidedLabel", "SidePanel", "collapse_button", "expanding", "remember_splitter"]
+
+
+def expanding(widget: QWidget) -> QWidget:
+    """``widget`` with a horizontally expanding size policy (it takes its share of a row's spare
+    width, by the stretch it is added with; its minimum width still holds on a small screen)."""
+    policy = widget.sizePolicy()
+    policy.setHorizontalPolicy(QSizePolicy.Policy.Expanding)
+    widget.setSizePolicy(policy)
+    return widget
 
 
 class ElidedLabel(QLabel):

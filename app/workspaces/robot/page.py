@@ -22,7 +22,6 @@ from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
-    QSizePolicy,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -38,7 +37,7 @@ from PySide6.QtWidgets import (
 from app.viewer.scene import RobotView
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
-from app.widgets.layout import ElidedLabel, SidePanel, collapse_button, remember_splitter
+from app.widgets.layout import ElidedLabel, SidePanel, collapse_button, expanding, remember_splitter
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
@@ -131,10 +130,7 @@ class RobotPage(QWidget):
         self.picker.view().setMinimumWidth(420)
         self.picker.setToolTip("Robots of the library (shipped, installed packages) and recent files")
         self.picker.activated.connect(self._on_picked)
-        # the picker and the status line share the row's spare width (2:1), so a wide window shows the
-        # whole robot name; the minimum above keeps a 1366 px window from widening
-        self.picker.setSizePolicy(QSizePolicy.Policy.Expanding, self.picker.sizePolicy().verticalPolicy())
-        bar.addWidget(self.picker, 2)
+        bar.addWidget(expanding(self.picker), 2)    # spare width shared 2:1 with the status line
         self.open_button = QPushButton("Open robot…")
         self.open_button.setToolTip("Open a URDF, xacro (.xacro, .urdf.xacro) or MuJoCo MJCF (.xml) file")
         self.open_button.clicked.connect(self._open_dialog)
