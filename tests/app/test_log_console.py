@@ -52,12 +52,14 @@ def test_the_badge_opens_a_readable_console_on_the_newest_warnings(make_window, 
     line = text.fontMetrics().lineSpacing()
     assert text.viewport().height() >= 8 * line               # not a 4-line slit
     assert console.level_box.currentText() == "WARNING"         # what the badge counted
-    assert _lines(console)[-1].endswith("the warning to read")
+    assert [line for line in _lines(console) if "console_test" in line][-1].endswith("the warning to read")
     assert "startup line" not in console.plain_text()
     bar = text.verticalScrollBar()
     assert bar.value() == bar.maximum()                         # the newest line in view
     console.level_box.setCurrentText("INFO")
-    assert bar.value() == bar.maximum() and "startup line 59" in _lines(console)[-2]
+    ours = [line for line in _lines(console) if "console_test" in line]   # other loggers may add lines
+    assert bar.value() == bar.maximum()
+    assert ours[-2].endswith("startup line 59") and ours[-1].endswith("the warning to read")
 
 
 def test_the_level_menu_shows_whole_names(make_window):
