@@ -22,18 +22,21 @@ def open_settings(path: str | None = None) -> QSettings:
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANIZATION, APPLICATION)
 
 
-def recent_files(settings: QSettings) -> list[str]:
-    value = settings.value("recent_files", [])
+def recent_files(settings: QSettings, key: str = "recent_files") -> list[str]:
+    """The paths kept under ``key``, newest first."""
+    value = settings.value(key, [])
     if isinstance(value, str):  # QSettings returns a lone string for a one-item list
         value = [value]
     return [str(v) for v in (value or [])]
 
 
-def add_recent_file(settings: QSettings, path: str) -> list[str]:
+def add_recent_file(settings: QSettings, path: str, key: str = "recent_files",
+                    limit: int = MAX_RECENT_FILES) -> list[str]:
+    """Put ``path`` (made absolute) first in the list under ``key``, keeping ``limit`` entries."""
     path = os.path.abspath(path)
-    files = [path] + [f for f in recent_files(settings) if f != path]
-    files = files[:MAX_RECENT_FILES]
-    settings.setValue("recent_files", files)
+    files = [path] + [f for f in recent_files(settings, key) if f != path]
+    files = files[:limit]
+    settings.setValue(key, files)
     settings.sync()
     return files
 

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.settings import add_recent_file, recent_files
 from app.viewer.scene import RobotView
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
@@ -264,25 +265,18 @@ class RobotPage(QWidget):
             entries = []
         for e in entries:
             self.picker.addItem(f"{e.name} — {e.title}", e.name)
-        recent = self._recent()
+        recent = recent_files(self.ctx.settings, RECENT_KEY)
         if recent:
             self.picker.insertSeparator(self.picker.count())
             for path in recent:
                 self.picker.addItem(f"{Path(path).name} (recent: {path})", path)
         self.picker.blockSignals(False)
 
-    def _recent(self) -> list[str]:
-        value = self.ctx.settings.value(RECENT_KEY, [])
-        if isinstance(value, str):
-            value = [value]
-        return [str(v) for v in (value or [])]
-
     def _remember(self, loaded: LoadedRobot) -> None:
         self.ctx.settings.setValue(LAST_KEY, loaded.source)
         if Path(loaded.source).name.lower().endswith(ROBOT_FILE_SUFFIXES):
             path = str(Path(loaded.path).resolve())
-            recent = [path] + [p for p in self._recent() if p != path]
-            self.ctx.settings.setValue(RECENT_KEY, recent[:MAX_RECENT])
+            add_recent_file(self.ctx.settings, path, RECENT_KEY, MAX_RECENT)
             self.ctx.add_recent_file(path)
             self._fill_picker()
         idx = self.picker.findData(loaded.source)
