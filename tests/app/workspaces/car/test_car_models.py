@@ -12,7 +12,7 @@ from PySide6.QtCore import QPoint, Qt
 from app.workspaces.car.page import CarPlannerPage
 from engine.systems.rc_car import CarParams
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE_LOG = ROOT / "resources" / "logs" / "rc_car_mocap.csv"
 
 

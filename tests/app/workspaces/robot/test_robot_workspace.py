@@ -375,7 +375,7 @@ def test_drop_mjcf_and_open_xacro_with_arguments(env, qtbot, monkeypatch):
 
     from engine.robots import RobotModel
 
-    robots = Path(__file__).parents[1] / "engine" / "robots"
+    robots = Path(__file__).parents[3] / "engine" / "robots"
     page = env.page()
     mjcf = robots / "mjcf" / "arm.xml"
     mime = QMimeData()
@@ -413,7 +413,7 @@ def test_a_xacro_robot_of_a_session_recent_entry_or_last_run_expands_only_with_t
     from engine.jobs import ThreadJobContext
     from engine.robots import URDFError, xacro_loader
 
-    xacro = Path(__file__).parents[1] / "engine" / "robots" / "xacro_arm" / "arm.urdf.xacro"
+    xacro = Path(__file__).parents[3] / "engine" / "robots" / "xacro_arm" / "arm.urdf.xacro"
     expanded = []
     expand = xacro_loader.expand_xacro
     monkeypatch.setattr(xacro_loader, "expand_xacro", lambda *a, **k: expanded.append(a[0]) or expand(*a, **k))

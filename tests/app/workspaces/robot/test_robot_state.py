@@ -211,7 +211,7 @@ def test_a_floating_robot_stands_and_its_balance_matches_pinocchio():
 
     from scipy.spatial.transform import Rotation
 
-    path = Path(__file__).parents[1] / "engine" / "robots" / "mjcf" / "floating.xml"
+    path = Path(__file__).parents[3] / "engine" / "robots" / "mjcf" / "floating.xml"
     loaded = load_robot_job(str(path))(NullJobContext())
     s = RobotState()
     s.set_robot(loaded)
@@ -285,7 +285,7 @@ def test_the_viewer_loads_a_possible_but_inconsistent_inertia_leniently_and_refu
     from app.workspaces.robot.robot_jobs import _load_model
     from engine.robots.urdf import URDFError
 
-    corpus = Path(__file__).parents[1] / "engine" / "robots" / "malformed"
+    corpus = Path(__file__).parents[3] / "engine" / "robots" / "malformed"
     model, notes = _load_model(corpus / "triangle_inequality.urdf")
     assert model.dof >= 1 and len(notes) == 1 and "triangle inequality" in notes[0]
     with pytest.raises(URDFError, match="physically impossible; fix the URDF") as err:

@@ -11,7 +11,7 @@ import pytest
 
 from app.widgets.plots import curve_data
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 LOG = ROOT / "resources" / "logs" / "panda_joints.csv"
 PARAMS = ROOT / "resources" / "logs" / "panda_joints.params.json"
 

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 
 
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE_LOG = ROOT / "resources" / "logs" / "pendulum_friction.csv"
 
 
