@@ -15,9 +15,8 @@ command line's ``--threads``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import os
+from dataclasses import dataclass
 
 from engine.devices import DeviceError, cuda_available, parse_device_name
 from engine.threads import AUTO, ThreadsError, parse_threads
@@ -50,9 +49,11 @@ def _no_cuda_reason() -> str:
 def device_choices(has_cuda: bool | None = None) -> list[DeviceChoice]:
     """The menu's entries; ``cuda`` is greyed out, with the reason, where there is no usable GPU."""
     has_cuda = cuda_available() if has_cuda is None else has_cuda
-    return [DeviceChoice("cpu", "CPU", True, ""),
-            DeviceChoice("auto", "Auto (the GPU when there is one)", True, ""),
-            DeviceChoice("cuda", "CUDA GPU", has_cuda, "" if has_cuda else f"No CUDA GPU: {_no_cuda_reason()}")]
+    return [
+        DeviceChoice("cpu", "CPU", True, ""),
+        DeviceChoice("auto", "Auto (the GPU when there is one)", True, ""),
+        DeviceChoice("cuda", "CUDA GPU", has_cuda, "" if has_cuda else f"No CUDA GPU: {_no_cuda_reason()}"),
+    ]
 
 
 def _usable(name, has_cuda: bool) -> str | None:

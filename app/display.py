@@ -303,7 +303,14 @@ def probe_qt(platform: str, timeout: float = 120.0) -> tuple[bool, str]:
         return False, f"starting Qt on the {platform} platform did not finish in {timeout:.0f} s"
     if out.returncode == 0:
         return True, ""
-    noise = ("Fatal Python error", "  File ", "Current thread", "Thread 0x", "Extension modules", "Python runtime")
+    noise = (
+        "Fatal Python error",
+        "  File ",
+        "Current thread",
+        "Thread 0x",
+        "Extension modules",
+        "Python runtime",
+    )
     said = [line for line in out.stderr.splitlines() if line.strip() and not line.startswith(noise)]
     return False, "\n".join(said[-8:]) or f"exit status {out.returncode}"
 

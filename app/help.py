@@ -1,5 +1,6 @@
 """Help > Getting started (the three things people come for, one click each), Help > User Guide
-(the shipped guide rendered in the app) and the keyboard shortcuts dialog (every shortcut at once, no scrolling, on a 1366 x 768 screen).
+(the shipped guide rendered in the app) and the keyboard shortcuts dialog (every shortcut at
+once, no scrolling, on a 1366 x 768 screen).
 
 :func:`install_help` adds both to a main window's Help menu; the guided examples drive the
 workspaces through their public methods only (``load_robot``, ``targets.add_target``,
@@ -15,8 +16,18 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QCommandLinkButton, QDialog, QDialogButtonBox, QFrame, QGridLayout, QLabel,
-                               QMenu, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCommandLinkButton,
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QGridLayout,
+    QLabel,
+    QMenu,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +215,9 @@ class UserGuideDialog(QDialog):
                         image.setHeight(size.height() * max_width / size.width())
                         cursor = QTextCursor(self.browser.document())
                         cursor.setPosition(fragment.position())
-                        cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
+                        cursor.setPosition(
+                            fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor
+                        )
                         cursor.setCharFormat(image)
                 it += 1
             block = block.next()

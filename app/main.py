@@ -24,7 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--robot", metavar="NAME_OR_PATH", help="open this robot (library name or URDF file)")
     p.add_argument("--workspace", choices=["robot", "model_lab", "eigenmode", "car"],
                    help="workspace to show first")
-    p.add_argument("--open", metavar="FILE", action="append", default=[], help="open a file (URDF, log, model, session)")
+    p.add_argument(
+        "--open", metavar="FILE", action="append", default=[], help="open a file (URDF, log, model, session)"
+    )
     p.add_argument("--screenshot", metavar="PATH", help="write a PNG of the main window once it has drawn")
     p.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
     p.add_argument("--self-test", action="store_true", help="check the installation and exit")
@@ -95,10 +97,9 @@ def _build_kernels_in_background() -> None:
 def create_main_window(options: dict, settings=None):
     """Build the main window with logging and the exception hook wired (used by tests too)."""
     from app.errors import ExceptionHook
+    from app.help import install_help
     from app.logging_setup import configure_logging
     from app.main_window import MainWindow
-
-    from app.help import install_help
 
     _, relay = configure_logging()
     window = MainWindow(settings=settings, log_relay=relay, options=options)

@@ -10,9 +10,23 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout,
-                               QLabel, QListWidget, QListWidgetItem, QMainWindow, QMessageBox,
-                               QStackedWidget, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QApplication,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QStackedWidget,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app import settings as app_settings
 from app.context import AppContext
@@ -177,7 +191,9 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         menubar = self.menuBar()
         file_menu = menubar.addMenu("&File")
-        self._add_action(file_menu, "Open &URDF…", "Ctrl+O", lambda: self._open_dialog("robot", "Open URDF", "robot"))
+        self._add_action(
+            file_menu, "Open &URDF…", "Ctrl+O", lambda: self._open_dialog("robot", "Open URDF", "robot")
+        )
         self._add_action(file_menu, "Open &Log…", "Ctrl+Shift+L",
                          lambda: self._open_dialog("model_lab", "Open log", "log"))
         self._add_action(file_menu, "Open &Model…", "Ctrl+Shift+M",
@@ -352,9 +368,12 @@ class MainWindow(QMainWindow):
                     return True
                 if self._errors_shown > errors_before:
                     return False  # the workspace took the file and said what is wrong with it
-        self.show_error("Cannot open file", f"{path}: no workspace opens files of this kind (robots: .urdf; "
-                                            "logs: .csv, .tsv, .npz, .parquet, bags; models and eigenmodes: their "
-                                            ".json; car plans and tracks; sessions: .lagrange.json).")
+        self.show_error(
+            "Cannot open file",
+            f"{path}: no workspace opens files of this kind (robots: .urdf; "
+            "logs: .csv, .tsv, .npz, .parquet, bags; models and eigenmodes: their "
+            ".json; car plans and tracks; sessions: .lagrange.json).",
+        )
         return False
 
     @staticmethod
@@ -518,9 +537,12 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         import torch
 
-        QMessageBox.about(self, "About Lagrange Studio",
-                          f"<b>Lagrange Studio</b> {__version__}<br>Model, learn and control mechanical "
-                          f"systems.<br><br>torch {torch.__version__}, Qt {QApplication.instance().applicationVersion() or ''}")
+        QMessageBox.about(
+            self,
+            "About Lagrange Studio",
+            f"<b>Lagrange Studio</b> {__version__}<br>Model, learn and control mechanical "
+            f"systems.<br><br>torch {torch.__version__}, Qt {QApplication.instance().applicationVersion() or ''}",
+        )
 
     def _toggle_full_screen(self) -> None:
         self.showNormal() if self.isFullScreen() else self.showFullScreen()

@@ -44,7 +44,9 @@ def splitter_sizes(state: dict, key: str, count: int, where: str = "session") ->
     if value is None:
         return None
     if not isinstance(value, list) or len(value) != count:
-        raise InputError(f"expected a list of {count} pane sizes, got {str(value)[:60]}", owner=where, field=key)
+        raise InputError(
+            f"expected a list of {count} pane sizes, got {str(value)[:60]}", owner=where, field=key
+        )
     sizes = [check_int(where, key, v, 0, MAX_SPLITTER_SIZE) for v in value]
     if not any(sizes):
         raise InputError("all pane sizes are zero", owner=where, field=key)

@@ -3,7 +3,8 @@
 
     python3 build_scripts/dev.py setup    create .venv, install torch first, then the project (editable, dev extra)
     python3 build_scripts/dev.py run      set up if needed, then launch the app (extra args go to the app)
-    python3 build_scripts/dev.py test     set up if needed, then ruff, mypy (engine/) and the whole test suite (extra args go to pytest)
+    python3 build_scripts/dev.py test     set up if needed, then ruff, mypy (engine/) and the whole test suite
+                                          (extra args go to pytest)
     python3 build_scripts/dev.py bench    run the engine's benchmarks and the 3D view benchmark
     python3 build_scripts/dev.py build    make a one-folder app in dist/ with PyInstaller, then self-test it
     python3 build_scripts/dev.py check    only the system check below
@@ -133,10 +134,14 @@ def system_check(python: Path, need_display: bool) -> None:
             env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
             try:
                 call([*prefix, "apt-get", "update", "-qq"], env=env)
-                call([*prefix, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages], env=env)
+                call(
+                    [*prefix, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+                    env=env,
+                )
             except subprocess.CalledProcessError as exc:
-                raise SystemCheckError(f"apt-get failed ({exc}); install the packages yourself:\n  "
-                                       + _install_command(packages)) from None
+                raise SystemCheckError(
+                    f"apt-get failed ({exc}); install the packages yourself:\n  " + _install_command(packages)
+                ) from None
             report = _system_report(python)
             packages = packages_needed(report, need_display)
     no_screen = need_display and report.get("display") == "none"
@@ -145,7 +150,9 @@ def system_check(python: Path, need_display: bool) -> None:
         if report.get("missing_libraries") or report.get("unknown_libraries"):
             lines.append(report["message"].splitlines()[0])
         if no_screen:
-            lines.append("There is no display and Xvfb is not installed: the GUI tests need a (virtual) screen.")
+            lines.append(
+                "There is no display and Xvfb is not installed: the GUI tests need a (virtual) screen."
+            )
         if report.get("debian") and packages:
             lines.append("Install what is missing with:\n  " + _install_command(packages))
         if report.get("unknown_libraries"):
@@ -162,7 +169,8 @@ def system_check(python: Path, need_display: bool) -> None:
     if probe and not probe.get("ok"):
         raise SystemCheckError(
             f"Qt could not start on its {report.get('platform')} platform here. Qt said:\n{probe.get('said')}\n"
-            f"Run `QT_DEBUG_PLUGINS=1 {python} {ROOT / 'app' / 'display.py'}` to see which library it tried.")
+            f"Run `QT_DEBUG_PLUGINS=1 {python} {ROOT / 'app' / 'display.py'}` to see which library it tried."
+        )
 
 
 def _install_command(packages: list[str]) -> str:
@@ -204,8 +212,13 @@ def bench(args: list[str]) -> int:
     """Every engine benchmark, then the 3D view's frame rate; extra args go to each."""
     python = setup()
     system_check(python, need_display=False)
-    names = subprocess.run([str(python), "-c", "from engine.cli.bench import bench_names; print(*bench_names())"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    names = subprocess.run(
+        [str(python), "-c", "from engine.cli.bench import bench_names; print(*bench_names())"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     code = 0
     for name in names:
         say(f"bench {name}")

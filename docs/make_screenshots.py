@@ -56,8 +56,11 @@ def robot_pictures(window, settle, idle, shoot) -> None:
     load("panda-erd")
     finger = page.robot.model.joint_names.index("panda_finger_joint1")
     view = page.view
-    page.tabs.setCurrentIndex(0)                        # the Joints tab: one slider for both fingers
-    for name, value in (("robot-gripper-open", state.upper[finger]), ("robot-gripper-closed", state.lower[finger])):
+    page.tabs.setCurrentIndex(0)  # the Joints tab: one slider for both fingers
+    for name, value in (
+        ("robot-gripper-open", state.upper[finger]),
+        ("robot-gripper-closed", state.lower[finger]),
+    ):
         q = np.array(page.q, float)
         q[finger] = value
         page.set_q(q.tolist())

@@ -56,12 +56,20 @@ def resolve_device(name: str | torch.device | None = "auto", flag: str = "--devi
     if text == "cpu":
         return torch.device("cpu")
     if not cuda_available():
-        built = "without CUDA" if torch.version.cuda is None else f"with CUDA {torch.version.cuda} but sees no GPU"
-        raise DeviceError(f"{flag} {text}: this machine has no usable CUDA GPU (torch {torch.__version__} "
-                          f"is built {built}); use {flag} cpu, or {flag} auto to take a GPU only where there is one")
+        built = (
+            "without CUDA"
+            if torch.version.cuda is None
+            else f"with CUDA {torch.version.cuda} but sees no GPU"
+        )
+        raise DeviceError(
+            f"{flag} {text}: this machine has no usable CUDA GPU (torch {torch.__version__} "
+            f"is built {built}); use {flag} cpu, or {flag} auto to take a GPU only where there is one"
+        )
     device = torch.device(text)
     count = torch.cuda.device_count()
     if device.index is not None and device.index >= count:
-        raise DeviceError(f"{flag} {text}: there {'is' if count == 1 else 'are'} only {count} CUDA "
-                          f"device{'s' if count != 1 else ''} (cuda:0 to cuda:{count - 1}); choose one of them")
+        raise DeviceError(
+            f"{flag} {text}: there {'is' if count == 1 else 'are'} only {count} CUDA "
+            f"device{'s' if count != 1 else ''} (cuda:0 to cuda:{count - 1}); choose one of them"
+        )
     return device

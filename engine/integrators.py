@@ -11,7 +11,16 @@ from collections.abc import Callable
 
 import torch
 
-__all__ = ["rk4_step", "rk4_step_t", "midpoint_step", "euler_step", "STEPPERS", "get_stepper", "newton_solve", "small_solve"]
+__all__ = [
+    "rk4_step",
+    "rk4_step_t",
+    "midpoint_step",
+    "euler_step",
+    "STEPPERS",
+    "get_stepper",
+    "newton_solve",
+    "small_solve",
+]
 
 VectorField = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -26,7 +35,9 @@ def midpoint_step(f: VectorField, x: torch.Tensor, u: torch.Tensor, h: float) ->
     return x + h * f(x + 0.5 * h * k1, u)
 
 
-def rk4_step_t(f: Callable[[float, torch.Tensor], torch.Tensor], t: float, x: torch.Tensor, h) -> torch.Tensor:
+def rk4_step_t(
+    f: Callable[[float, torch.Tensor], torch.Tensor], t: float, x: torch.Tensor, h
+) -> torch.Tensor:
     """Classical fourth-order Runge-Kutta for a time-varying field ``f(t, x) -> xdot``.
 
     The one RK4 of the project: every other RK4 (:func:`rk4_step`, the robot simulation, the
@@ -52,7 +63,9 @@ def get_stepper(name: str):
     try:
         return STEPPERS[name]
     except KeyError:
-        raise ValueError(f"unknown integrator {name!r}; choose one of {', '.join(sorted(STEPPERS))}") from None
+        raise ValueError(
+            f"unknown integrator {name!r}; choose one of {', '.join(sorted(STEPPERS))}"
+        ) from None
 
 
 def small_solve(A: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -10,9 +10,9 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from collections.abc import Mapping, Sequence
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "DiskFullError", "is_disk_full", "disk_full_as_error",
            "output_mode", "publish_file", "write_json", "read_json", "json_default",
@@ -297,7 +297,11 @@ def tensor_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ..
         if name == "__metadata__":
             continue
         try:
-            dtype, shape, (start, end) = info["dtype"], tuple(int(d) for d in info["shape"]), info["data_offsets"]
+            dtype, shape, (start, end) = (
+                info["dtype"],
+                tuple(int(d) for d in info["shape"]),
+                info["data_offsets"],
+            )
             start, end = int(start), int(end)
         except (TypeError, KeyError, ValueError):
             raise CheckpointError(f"{bad} (tensor {name!r}: malformed entry in the header)") from None
@@ -317,7 +321,9 @@ def tensor_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ..
     return out
 
 
-def check_tensor_shapes(path: str | os.PathLike, expected: Mapping[str, Any], what: str = "the model") -> None:
+def check_tensor_shapes(
+    path: str | os.PathLike, expected: Mapping[str, Any], what: str = "the model"
+) -> None:
     """Compare the shapes in ``path``'s header with ``expected`` (name -> shape) before any
     tensor is read or any model built at full size; CheckpointError names the tensor."""
     path = Path(path)
@@ -333,8 +339,10 @@ def check_tensor_shapes(path: str | os.PathLike, expected: Mapping[str, Any], wh
         raise CheckpointError(f"{path}: the weights do not match {what} ({'; '.join(parts)})")
     for name, shape in expected.items():
         if tuple(shape) != found[name][1]:
-            raise CheckpointError(f"{path}: tensor {name!r} has shape {list(found[name][1])} but {what} "
-                                  f"needs {list(shape)}; the .json and .safetensors files do not belong together")
+            raise CheckpointError(
+                f"{path}: tensor {name!r} has shape {list(found[name][1])} but {what} "
+                f"needs {list(shape)}; the .json and .safetensors files do not belong together"
+            )
 
 
 def module_shapes(factory) -> dict[str, tuple[int, ...]] | None:
@@ -374,9 +382,11 @@ def _check_finite_tensors(path: Path, tensors: Mapping[str, Any]) -> None:
         if t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
             bad = int((~torch.isfinite(t)).sum())
             kinds = "NaN" if bool(torch.isnan(t).any()) else "infinite"
-            raise CheckpointError(f"{path}: tensor {name!r} holds {bad} {kinds} value(s) of {t.numel()}; the "
-                                  "model would predict NaN (saved from a diverged run?): retrain it or use an "
-                                  "earlier checkpoint")
+            raise CheckpointError(
+                f"{path}: tensor {name!r} holds {bad} {kinds} value(s) of {t.numel()}; the "
+                "model would predict NaN (saved from a diverged run?): retrain it or use an "
+                "earlier checkpoint"
+            )
 
 
 def _fsync_dir(path: Path) -> None:

@@ -72,7 +72,10 @@ def cpu_model() -> str:
     name = platform.processor() or "unknown CPU"
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        name = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), name)
+        name = next(
+            (line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")),
+            name,
+        )
     except (OSError, subprocess.SubprocessError):
         pass
     return f"{name}, {os.cpu_count()} cores"
@@ -143,8 +146,13 @@ def heartbeat(threads: int | str, seconds: float = 4.0, timeout: float = 180.0) 
     """Lateness (ms) of a 10 ms tick on the main thread while ``car mpc`` runs on a worker thread."""
     env = _env()
     try:
-        proc = subprocess.run([sys.executable, "-c", _HEARTBEAT, str(threads), str(seconds)], capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", _HEARTBEAT, str(threads), str(seconds)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         return None
     line = next((x for x in proc.stdout.splitlines() if x.startswith("HEARTBEAT ")), None)
@@ -204,21 +212,34 @@ def _r(x: float | None) -> str:
 def markdown_table(result: dict) -> str:
     """The result as the Markdown table of results/benchmarks/jobs.md."""
     t, n = result["timeout"], result["old_threads"]
-    lines = ["| job | old idle (s) | old, core busy (s) | old ratio | new idle (s) | new, core busy (s) | new ratio "
-             "| new idle vs old idle |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| job | old idle (s) | old, core busy (s) | old ratio | new idle (s) | new, core busy (s) | new ratio "
+        "| new idle vs old idle |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in result["rows"]:
-        vs = "-" if r["old_idle"] is None or r["new_idle"] is None else f"{r['new_idle'] / r['old_idle']:.2f}x"
-        lines.append(f"| `{r['job']}` | {_s(r['old_idle'], t)} | {_s(r['old_loaded'], t)} | {_r(r['old_ratio'])} "
-                     f"| {_s(r['new_idle'], t)} | {_s(r['new_loaded'], t)} | {_r(r['new_ratio'])} | {vs} |")
+        vs = (
+            "-" if r["old_idle"] is None or r["new_idle"] is None else f"{r['new_idle'] / r['old_idle']:.2f}x"
+        )
+        lines.append(
+            f"| `{r['job']}` | {_s(r['old_idle'], t)} | {_s(r['old_loaded'], t)} | {_r(r['old_ratio'])} "
+            f"| {_s(r['new_idle'], t)} | {_s(r['new_loaded'], t)} | {_r(r['new_ratio'])} | {vs} |"
+        )
     hb = result.get("heartbeat") or {}
     if hb:
-        lines += ["", f"UI heartbeat (10 ms tick on the main thread while `car mpc` runs on a worker thread), "
-                      f"lateness in ms; old = {n} threads, new = auto:", "",
-                  "| policy | idle p50 | idle p99 | core busy p50 | core busy p99 | core busy max |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"UI heartbeat (10 ms tick on the main thread while `car mpc` runs on a worker thread), "
+            f"lateness in ms; old = {n} threads, new = auto:",
+            "",
+            "| policy | idle p50 | idle p99 | core busy p50 | core busy p99 | core busy max |",
+            "|---|---|---|---|---|---|",
+        ]
         for policy in ("old", "new"):
             i, b = hb.get(f"{policy}_idle"), hb.get(f"{policy}_loaded")
             f = (lambda d, k: "-" if d is None else f"{d[k]:.1f}")
-            lines.append(f"| {policy} | {f(i, 'p50_ms')} | {f(i, 'p99_ms')} | {f(b, 'p50_ms')} | {f(b, 'p99_ms')} "
-                         f"| {f(b, 'max_ms')} |")
+            lines.append(
+                f"| {policy} | {f(i, 'p50_ms')} | {f(i, 'p99_ms')} | {f(b, 'p50_ms')} | {f(b, 'p99_ms')} "
+                f"| {f(b, 'max_ms')} |"
+            )
     return "\n".join(lines) + "\n"

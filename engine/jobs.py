@@ -12,9 +12,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from collections.abc import Callable, Mapping
 
 __all__ = [
     "JobCancelled",
@@ -124,8 +124,11 @@ class ProgressSpan:
 
     def progress(self, fraction: float | None, message: str = "",
                  metrics: Mapping[str, float] | None = None) -> None:
-        f = None if fraction is None else min(self.lo + (self.hi - self.lo) * min(max(float(fraction), 0.0), 1.0),
-                                              self.ceiling)
+        f = (
+            None
+            if fraction is None
+            else min(self.lo + (self.hi - self.lo) * min(max(float(fraction), 0.0), 1.0), self.ceiling)
+        )
         self.ctx.progress(f, f"{self.label}: {message}" if self.label else message, metrics)
 
     def check_cancelled(self) -> None:

@@ -39,10 +39,10 @@ import json
 import logging
 import math
 import os
-import socket
-import sys
 import shutil
 import signal
+import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -52,13 +52,41 @@ from typing import Any
 
 import torch
 
-from engine.io import (CheckpointError, DiskFullError, atomic_write_text, is_disk_full, csv_text, finite_or_none, flatten_state, json_default,
-                       load_tensors, move_entries, read_json, save_tensors, staged_files, unflatten_state,
-                       write_json)
+from engine.io import (
+    CheckpointError,
+    DiskFullError,
+    atomic_write_text,
+    csv_text,
+    finite_or_none,
+    flatten_state,
+    is_disk_full,
+    json_default,
+    load_tensors,
+    move_entries,
+    read_json,
+    save_tensors,
+    staged_files,
+    unflatten_state,
+    write_json,
+)
 from engine.jobs import JobCancelled
 
-__all__ = ["RUN_FORMAT", "Run", "RunError", "RunLock", "RunLocked", "config_diff", "ema", "fingerprint", "flatten_config", "list_runs",
-           "interrupts_as_keyboard", "read_metrics", "restore_training_state", "training_state"]
+__all__ = [
+    "RUN_FORMAT",
+    "Run",
+    "RunError",
+    "RunLock",
+    "RunLocked",
+    "config_diff",
+    "ema",
+    "fingerprint",
+    "flatten_config",
+    "list_runs",
+    "interrupts_as_keyboard",
+    "read_metrics",
+    "restore_training_state",
+    "training_state",
+]
 
 RUN_FORMAT = "lagrange-studio/run/1"
 CONFIG, INFO, METRICS = "config.json", "run.json", "metrics.csv"
@@ -357,8 +385,10 @@ class Run:
         value = self.config.get(name)
         if not isinstance(value, kind):
             what = "is missing" if value is None else f"is a {type(value).__name__}, not a {kind.__name__}"
-            raise RunError(f"{self.path / CONFIG}: field {name!r} {what}; this file was edited or is not from "
-                           f"a {self.config.get('kind')!r} run: restore it or start a new run")
+            raise RunError(
+                f"{self.path / CONFIG}: field {name!r} {what}; this file was edited or is not from "
+                f"a {self.config.get('kind')!r} run: restore it or start a new run"
+            )
         return value
 
     _lock: RunLock | None = None
@@ -448,8 +478,13 @@ class Run:
         """The run ended well: ``write_final(tmp)`` writes the final files (the model); they go in
         with run.json (status ``done``, ``metrics``) and metrics.csv as one save. A staged run is
         then swapped in whole for its destination. Returns the run's final folder."""
-        self.info.update(status="done", message=message, updated=_now(), metrics=finite_or_none(dict(metrics)),
-                         **finite_or_none(info))
+        self.info.update(
+            status="done",
+            message=message,
+            updated=_now(),
+            metrics=finite_or_none(dict(metrics)),
+            **finite_or_none(info),
+        )
         try:
             with staged_files(self.path) as tmp:
                 write_final(tmp)
@@ -594,7 +629,9 @@ def config_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, A
     out = []
     for key in sorted(set(fa) | set(fb)):
         va, vb = fa.get(key), fb.get(key)
-        same = va == vb or (isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb))
+        same = va == vb or (
+            isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb)
+        )
         if not same:
             out.append((key, va, vb))
     return out

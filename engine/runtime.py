@@ -34,7 +34,9 @@ def tune_malloc(mmap_threshold: int = 32 << 20, trim_threshold: int = 1 << 30) -
         _tuned = False
         return False
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    _tuned = bool(mallopt(M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(mallopt(M_TRIM_THRESHOLD, int(trim_threshold)))
+    _tuned = bool(mallopt(M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(
+        mallopt(M_TRIM_THRESHOLD, int(trim_threshold))
+    )
     return _tuned
 
 

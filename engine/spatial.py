@@ -48,14 +48,18 @@ def cross_motion(v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     """Spatial motion cross product ``v x m`` (Featherstone's ``crm(v) m``), shapes ``(..., 6)``."""
     w, vo = v[..., :3], v[..., 3:]
     mw, mo = m[..., :3], m[..., 3:]
-    return torch.cat([torch.linalg.cross(w, mw), torch.linalg.cross(w, mo) + torch.linalg.cross(vo, mw)], dim=-1)
+    return torch.cat(
+        [torch.linalg.cross(w, mw), torch.linalg.cross(w, mo) + torch.linalg.cross(vo, mw)], dim=-1
+    )
 
 
 def cross_force(v: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
     """Spatial force cross product ``v x* f`` (Featherstone's ``crf(v) f``), shapes ``(..., 6)``."""
     w, vo = v[..., :3], v[..., 3:]
     n, fo = f[..., :3], f[..., 3:]
-    return torch.cat([torch.linalg.cross(w, n) + torch.linalg.cross(vo, fo), torch.linalg.cross(w, fo)], dim=-1)
+    return torch.cat(
+        [torch.linalg.cross(w, n) + torch.linalg.cross(vo, fo), torch.linalg.cross(w, fo)], dim=-1
+    )
 
 
 def spatial_inertia(mass: torch.Tensor, com: torch.Tensor, inertia_com: torch.Tensor) -> torch.Tensor:
@@ -66,7 +70,9 @@ def spatial_inertia(mass: torch.Tensor, com: torch.Tensor, inertia_com: torch.Te
     """
     m = mass[..., None, None]
     c = com
-    cc = (c * c).sum(-1)[..., None, None] * torch.eye(3, dtype=c.dtype, device=c.device) - c[..., :, None] * c[..., None, :]
+    cc = (c * c).sum(-1)[..., None, None] * torch.eye(3, dtype=c.dtype, device=c.device) - c[
+        ..., :, None
+    ] * c[..., None, :]
     rot = inertia_com + m * cc
     hx = m * skew(c)
     eye = torch.eye(3, dtype=c.dtype, device=c.device).expand(hx.shape)

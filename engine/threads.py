@@ -36,7 +36,15 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["AUTO", "JOB_THREADS", "MAX_THREADS", "ThreadsError", "job_threads", "parse_threads", "threads_for"]
+__all__ = [
+    "AUTO",
+    "JOB_THREADS",
+    "MAX_THREADS",
+    "ThreadsError",
+    "job_threads",
+    "parse_threads",
+    "threads_for",
+]
 
 AUTO = "auto"
 MAX_THREADS = 1024
@@ -67,8 +75,10 @@ def parse_threads(value, flag: str = "--threads") -> int | str:
     except ValueError:
         n = 0
     if not 1 <= n <= MAX_THREADS:
-        raise ThreadsError(f"{flag} {value}: give a whole number of threads from 1 to {MAX_THREADS} "
-                           f"(this machine has {os.cpu_count() or 1} cores), or auto (one per job: measured fastest)")
+        raise ThreadsError(
+            f"{flag} {value}: give a whole number of threads from 1 to {MAX_THREADS} "
+            f"(this machine has {os.cpu_count() or 1} cores), or auto (one per job: measured fastest)"
+        )
     return n
 
 
@@ -95,5 +105,7 @@ def job_threads(threads: int | str | None = AUTO, job: str | None = None):
     try:
         yield n
     finally:
-        if torch.get_num_threads() != previous:  # also undoes a job that set its own (trainer's config.threads)
+        if (
+            torch.get_num_threads() != previous
+        ):  # also undoes a job that set its own (trainer's config.threads)
             torch.set_num_threads(previous)

@@ -67,7 +67,9 @@ class InputError(ValueError):
         """The message naming the flag that sets the field (``flags``: field or option name ->
         flag, e.g. a command's parser's), or the field where no flag sets it."""
         flag = self.flag or (flags or {}).get(self.field or "")
-        return f"{flag}: {self.reason}" if flag and self.field and not self.field.startswith("-") else str(self)
+        return (
+            f"{flag}: {self.reason}" if flag and self.field and not self.field.startswith("-") else str(self)
+        )
 
 
 def _is_class_name(owner: str) -> bool:
@@ -113,7 +115,9 @@ def check_positive(owner: str | None, field: str, value, *, unit: str | None = N
     v = check_finite(owner, field, value, hint=hint)
     if v < 0 or (v == 0 and not allow_zero):
         need = "zero or more" if allow_zero else "greater than zero"
-        raise InputError(f"must be {need}, got {_fmt(value, unit)}{_tail(unit, hint)}", owner=owner, field=field)
+        raise InputError(
+            f"must be {need}, got {_fmt(value, unit)}{_tail(unit, hint)}", owner=owner, field=field
+        )
     return v
 
 
@@ -132,7 +136,9 @@ def check_range(owner: str | None, field: str, value, lo=None, hi=None, *, unit:
             left = "(" if lo_open else "["
             right = ")" if hi_open else "]"
             need = f"in {left}{_fmt(lo)}, {_fmt(hi)}{right}{' ' + unit if unit else ''}"
-        raise InputError(f"must be {need}, got {_fmt(value, unit)}{_tail(unit, hint)}", owner=owner, field=field)
+        raise InputError(
+            f"must be {need}, got {_fmt(value, unit)}{_tail(unit, hint)}", owner=owner, field=field
+        )
     return v
 
 
@@ -143,7 +149,9 @@ def check_int(owner: str | None, field: str, value, lo: int | None = None, hi: i
         if isinstance(value, float) and math.isfinite(value) and value == int(value):
             value = int(value)
         else:
-            raise InputError(f"expected a whole number, got {value!r}{_tail(None, hint)}", owner=owner, field=field)
+            raise InputError(
+                f"expected a whole number, got {value!r}{_tail(None, hint)}", owner=owner, field=field
+            )
     value = int(value)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         if hi is None:
@@ -173,8 +181,10 @@ def check_file_size(path, max_bytes: int, what: str = "this kind of file") -> in
     except (OSError, ValueError):
         return 0
     if size > max_bytes:
-        raise InputError(f"{path}: {format_bytes(size)} is too big for {what} (at most {format_bytes(max_bytes)}); "
-                         "is it the right file?")
+        raise InputError(
+            f"{path}: {format_bytes(size)} is too big for {what} (at most {format_bytes(max_bytes)}); "
+            "is it the right file?"
+        )
     return size
 
 
@@ -263,7 +273,9 @@ def check_allocation(what: str, n_elements, bytes_per: int = 8, *, budget_bytes:
     if budget is None or estimate <= budget:
         return estimate
     how = [f"pass {override_flag} if the machine really has the memory"] if override_flag else []
-    how.append(f"or set {BUDGET_ENV} (e.g. 64G)" if how else f"set {BUDGET_ENV} (e.g. 64G) to raise the budget")
+    how.append(
+        f"or set {BUDGET_ENV} (e.g. 64G)" if how else f"set {BUDGET_ENV} (e.g. 64G) to raise the budget"
+    )
     advice = f"; {hint}" if hint else ""
     raise InputError(f"{what} would need about {format_bytes(estimate)} of memory, more than the budget of "
                      f"{format_bytes(budget)}{advice}; {' '.join(how)}", field=field)
@@ -289,7 +301,9 @@ def check_output_path(path, kind: str = "file", flag: str = "--out", *, allow_ex
     p = Path(path).expanduser()
     if kind == "file":
         if p.is_dir():
-            raise InputError(f"{given} is a folder; give a file name (e.g. {Path(given) / 'out'})", field=flag)
+            raise InputError(
+                f"{given} is a folder; give a file name (e.g. {Path(given) / 'out'})", field=flag
+            )
         if p.exists() or p.is_symlink():
             if not allow_existing:
                 raise InputError(f"{given} already exists; remove it or choose another name", field=flag)

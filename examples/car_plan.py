@@ -7,10 +7,10 @@ on the car's simulator model, then the controls executed open loop on the simula
 
 from __future__ import annotations
 
-from engine.jobs import run_job
 from engine.car.dynamics import load_dynamics
 from engine.car.optimiser import OptimiserConfig
 from engine.car.scenarios import execute_open_loop, plan_trajectory, scenario
+from engine.jobs import run_job
 from engine.systems.rc_car import CarParams
 
 

@@ -31,7 +31,6 @@ import time
 import traceback
 from pathlib import Path
 
-
 import torch
 
 from engine.paths import urdf_dir
@@ -86,15 +85,24 @@ def check(name, fn):
         ok = True
     except Exception as exc:  # noqa: BLE001 - a measurement harness: record everything
         ok = False
-        FAILURES.append({"check": name, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        FAILURES.append(
+            {"check": name, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        )
     print(f"[{'ok' if ok else 'FAIL'}] {name} ({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
 def row(group, what, dtype, batch, d=None, t_dev=None, t_ref=None, note=""):
-    r = {"group": group, "what": what, "dtype": str(dtype).replace("torch.", ""), "batch": batch,
-         "max_abs_diff": None if d is None else d[0], "max_rel_diff": None if d is None else d[1],
-         "t_device_ms": None if t_dev is None else 1e3 * t_dev, "t_ref_ms": None if t_ref is None else 1e3 * t_ref,
-         "note": note}
+    r = {
+        "group": group,
+        "what": what,
+        "dtype": str(dtype).replace("torch.", ""),
+        "batch": batch,
+        "max_abs_diff": None if d is None else d[0],
+        "max_rel_diff": None if d is None else d[1],
+        "t_device_ms": None if t_dev is None else 1e3 * t_dev,
+        "t_ref_ms": None if t_ref is None else 1e3 * t_ref,
+        "note": note,
+    }
     ROWS.append(r)
     return r
 
@@ -128,8 +136,9 @@ def robot_checks(dev, ref):
             fns = {
                 "forward_kinematics": lambda m, a: m.forward_kinematics(a[0]),
                 "jacobian": lambda m, a: m.jacobian(a[0], ee),
-                "jacobian(point)": lambda m, a: m.jacobian(a[0], ee, point=torch.tensor([0.01, 0.02, 0.03],
-                                                                                         dtype=dtype, device=a[0].device)),
+                "jacobian(point)": lambda m, a: m.jacobian(
+                    a[0], ee, point=torch.tensor([0.01, 0.02, 0.03], dtype=dtype, device=a[0].device)
+                ),
                 "inverse_dynamics": lambda m, a: m.inverse_dynamics(a[0], a[1], a[2]),
                 "inverse_dynamics(damping)": lambda m, a: m.inverse_dynamics(a[0], a[1], a[2], damping=True),
                 "mass_matrix": lambda m, a: m.mass_matrix(a[0]),
@@ -178,10 +187,19 @@ def robot_checks(dev, ref):
             conv_d = float(res_d.converged.float().mean())
             conv_r = float(res_r.converged.float().mean())
             perr = float(res_d.position_error.max())
-            row("ik", "solve_ik pose (converged dev/ref, max pos err dev m)", torch.float64, B,
-                diff(reached[res_d.converged.cpu()], T[res_d.converged.cpu()]), t_d, t_r,
+            row(
+                "ik",
+                "solve_ik pose (converged dev/ref, max pos err dev m)",
+                torch.float64,
+                B,
+                diff(reached[res_d.converged.cpu()], T[res_d.converged.cpu()]),
+                t_d,
+                t_r,
                 note=f"converged {conv_d:.3f} vs {conv_r:.3f}; max pos err {perr:.2e}; "
-                     f"iters dev {float(res_d.iterations.float().mean()):.1f} ref {float(res_r.iterations.float().mean()):.1f}")
+                f"iters dev {float(res_d.iterations.float().mean()):.1f} "
+                f"ref {float(res_r.iterations.float().mean()):.1f}",
+            )
+
         check(f"solve_ik B={B}", ik)
 
 
@@ -270,9 +288,14 @@ def learned_checks(dev, ref, epochs, n_traj):
             m.to(dev)
             d = max(abs(out[k] - out_cpu[k]) / max(abs(out_cpu[k]), 1e-30)
                     for k in out if isinstance(out.get(k), float) and isinstance(out_cpu.get(k), float))
-            row("learned", f"{name} evaluate() on {dev} vs cpu (max rel diff of metrics)", torch.float32, n_traj,
-                (float("nan"), d), note=json.dumps({k: (round(v, 6) if isinstance(v, float) else v)
-                                                    for k, v in out.items()}))
+            row(
+                "learned",
+                f"{name} evaluate() on {dev} vs cpu (max rel diff of metrics)",
+                torch.float32,
+                n_traj,
+                (float("nan"), d),
+                note=json.dumps({k: (round(v, 6) if isinstance(v, float) else v) for k, v in out.items()}),
+            )
         if "model" in state:
             check(f"{name}: evaluate() with the model on {dev}", eval_on_dev)
 
@@ -291,10 +314,10 @@ def learned_checks(dev, ref, epochs, n_traj):
 
 # ----------------------------------------------------------------------------- car
 def car_checks(dev, ref):
-    from engine.car.model import CarMLP, CarMLPConfig
     from engine.car.costs import PlanWeights, Target, TargetCost
     from engine.car.dynamics import LearnedCarModel, SimulatorCarModel
     from engine.car.evaluators import AutogradEvaluator, MLPEvaluator
+    from engine.car.model import CarMLP, CarMLPConfig
     from engine.car.optimiser import OptimiserConfig, optimise
     from engine.systems.rc_car import CarParams, car_step
 
@@ -349,7 +372,9 @@ def car_checks(dev, ref):
 
         def batch(kind=kind):
             er, ed = problem(ref, kind), problem(dev, kind)
-            Wc = W0.unsqueeze(0) + 0.05 * torch.randn(512, horizon, 2, generator=torch.Generator().manual_seed(2))
+            Wc = W0.unsqueeze(0) + 0.05 * torch.randn(
+                512, horizon, 2, generator=torch.Generator().manual_seed(2)
+            )
             (c_r, _), t_r = timed(lambda: er.batch_costs(Wc), ref, reps=3)
             (c_d, _), t_d = timed(lambda: ed.batch_costs(Wc.to(dev)), dev, reps=3)
             row("car", f"AutogradEvaluator.batch_costs ({kind}, 512 candidates)", torch.float32, 512,
@@ -367,8 +392,15 @@ def car_checks(dev, ref):
         check(f"optimise {kind} on {dev}", opt)
 
     def fast(where=dev):
-        ev = MLPEvaluator(mlp.to(where), 0.05, torch.zeros(3, device=where), torch.tensor([1.5, 0.0, 0.0], device=where),
-                          TargetCost(targets, weights, horizon, device=where), weights, u_scale.to(where))
+        ev = MLPEvaluator(
+            mlp.to(where),
+            0.05,
+            torch.zeros(3, device=where),
+            torch.tensor([1.5, 0.0, 0.0], device=where),
+            TargetCost(targets, weights, horizon, device=where),
+            weights,
+            u_scale.to(where),
+        )
         c, g, _ = ev.cost_and_grad(W0.to(where))
         er = problem(ref, "mlp")
         c_r, g_r, _ = er.cost_and_grad(W0)
@@ -421,14 +453,21 @@ def cli_checks(dev, out: Path):
 
         def run(argv=argv, name=name):
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "engine", *argv, "--device", dev, "--json"], cwd=root,
-                                  capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(
+                [sys.executable, "-m", "engine", *argv, "--device", dev, "--json"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             seconds = time.perf_counter() - t0
             last = (proc.stderr.strip().splitlines() or [""])[-1]
             row("cli", f"{name} --device {dev}", "-", 0, t_dev=seconds,
                 note=f"exit {proc.returncode}" + (f": {last[:150]}" if proc.returncode else ""))
             if proc.returncode:
-                raise RuntimeError(f"`python -m engine {' '.join(argv)} --device {dev}` exit {proc.returncode}: {last}")
+                raise RuntimeError(
+                    f"`python -m engine {' '.join(argv)} --device {dev}` exit {proc.returncode}: {last}"
+                )
 
         check(f"cli {name}", run)
 
@@ -482,8 +521,9 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "cuda_check.txt").write_text(text)
-    (out / "cuda_check.json").write_text(json.dumps({"env": env, "rows": ROWS, "failures": FAILURES, "notes": NOTES},
-                                                    indent=1, default=str))
+    (out / "cuda_check.json").write_text(
+        json.dumps({"env": env, "rows": ROWS, "failures": FAILURES, "notes": NOTES}, indent=1, default=str)
+    )
     print(text)
     return 0
 

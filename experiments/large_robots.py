@@ -42,8 +42,10 @@ def chains_mjcf(n: int, per: int = 100) -> str:
     out = ['<mujoco model="chains"><worldbody>']
     for c in range(max(n // per, 1)):
         for k in range(per):
-            out.append(f'<body name="b{c}_{k}" pos="0 0 0.1"><joint name="j{c}_{k}" type="hinge" axis="0 1 0"/>'
-                       '<geom type="capsule" size="0.01" fromto="0 0 0 0 0 0.1" mass="0.1"/>')
+            out.append(
+                f'<body name="b{c}_{k}" pos="0 0 0.1"><joint name="j{c}_{k}" type="hinge" axis="0 1 0"/>'
+                '<geom type="capsule" size="0.01" fromto="0 0 0 0 0 0.1" mass="0.1"/>'
+            )
         out.append("</body>" * per)
     out.append("</worldbody></mujoco>")
     return "\n".join(out)
@@ -58,8 +60,13 @@ def measure(argv: list[str], cwd: Path) -> dict:
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode(errors="replace")[-400:]
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"exit": proc.returncode, "wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "max_rss_mb": round(usage.ru_maxrss / 1024, 1), "stderr_tail": err if proc.returncode else ""}
+    return {
+        "exit": proc.returncode,
+        "wall_s": round(wall, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "stderr_tail": err if proc.returncode else "",
+    }
 
 
 def main(argv=None) -> int:
@@ -86,8 +93,10 @@ def main(argv=None) -> int:
                "label": args.label}
         row |= measure([sys.executable, "-m", "engine", "robot", "info", str(path.resolve())], root)
         if name == "mjcf":
-            code = f"import mujoco, time; t = time.process_time(); mujoco.MjModel.from_xml_path({str(path.resolve())!r}); " \
-                   "print(time.process_time() - t)"
+            code = (
+                f"import mujoco, time; t = time.process_time(); mujoco.MjModel.from_xml_path({str(path.resolve())!r}); "
+                "print(time.process_time() - t)"
+            )
             out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
             row["mujoco_compile_cpu_s"] = round(float(out.stdout.strip() or "nan"), 2)
         print(json.dumps(row), flush=True)

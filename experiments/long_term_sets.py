@@ -138,7 +138,9 @@ def joint_shares(scores: dict, paper: dict, like_paper_max: float | None) -> dic
                 entry["no_worse_at_every_n"][kind] = float(every[kind].mean())
             for i, k in enumerate(keys):
                 if k in scores and like_paper is not None and like_paper.any():
-                    entry["no_worse_given_like_paper"][k] = float(np.mean(scores[k][like_paper] <= paper[kind][i]))
+                    entry["no_worse_given_like_paper"][k] = float(
+                        np.mean(scores[k][like_paper] <= paper[kind][i])
+                    )
                     entry["median_given_like_paper"][k] = float(np.median(scores[k][like_paper]))
         if len(every) == 2:
             entry["no_worse_at_every_n"]["both"] = float((every["symo"] & every["e2e-symo"]).mean())
@@ -184,12 +186,20 @@ def main(argv=None) -> dict:
     paper = PAPER_INTEGRATION_MSE[name]
     like_paper_max = PAPER_LNODE_RK4_MAX if name == "pendulum" else None
 
-    report = {"system": name, "metric": PAPER_METRIC[name], "sets": args.sets, "seed": args.seed, "models": {}}
+    report = {
+        "system": name,
+        "metric": PAPER_METRIC[name],
+        "sets": args.sets,
+        "seed": args.seed,
+        "models": {},
+    }
     exact_own = float(exact_rk4_per_trajectory(system, own, h, whole_state).mean())
     exact_drawn = exact_rk4_per_trajectory(system, drawn, h, whole_state)
     report["models"]["exact-rk4"] = summarise(exact_drawn, exact_own, like_paper_max)
     scores = {"exact-rk4": set_scores(exact_drawn)}
-    folders = sorted((p for d in args.runs for p in d.iterdir() if (p / "model.json").exists()), key=lambda p: p.name)
+    folders = sorted(
+        (p for d in args.runs for p in d.iterdir() if (p / "model.json").exists()), key=lambda p: p.name
+    )
     for folder in folders:
         key = folder.name
         if key in scores:

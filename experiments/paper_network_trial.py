@@ -33,8 +33,8 @@ from engine.models.nets import StackedConfigurationMLP
 from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
-from experiments.long_term_sets import per_trajectory_figure
 from engine.training.trainer import TrainingBatches, adam_optimizer, build_for, fit
+from experiments.long_term_sets import per_trajectory_figure
 
 NEAR_SEPARATRIX = 8    # the long-term trajectory at 99.2 % of the separatrix energy
 
@@ -103,10 +103,15 @@ def run(model_name: str, n: int, seed: int, paper_loop: bool, ds) -> dict:
     metrics = evaluate(model, ds.subset(n))
     model.eval()
     per_traj = per_trajectory_figure(model, ds.long_x, False, ds.h)
-    return {"model": model_name, "trajectories": n, "seed": seed, "loop": "paper" if paper_loop else "ours",
-            "seconds": round(seconds, 1), **{k: metrics[k] for k in ("train_mse", "test_mse", "integration_mse",
-                                                                      "inertia_mse")},
-            "trajectory_8": float(per_traj[NEAR_SEPARATRIX])}
+    return {
+        "model": model_name,
+        "trajectories": n,
+        "seed": seed,
+        "loop": "paper" if paper_loop else "ours",
+        "seconds": round(seconds, 1),
+        **{k: metrics[k] for k in ("train_mse", "test_mse", "integration_mse", "inertia_mse")},
+        "trajectory_8": float(per_traj[NEAR_SEPARATRIX]),
+    }
 
 
 def main(argv=None) -> list:

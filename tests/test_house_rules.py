@@ -106,7 +106,9 @@ def test_engine_never_imports_qt_or_app():
 def test_engine_packages_import_only_lower_layers():
     rooms = {_engine_room(m) for m in _project_modules() if m.startswith("engine")}
     unranked = sorted(r for r in rooms if r not in ENGINE_RANKS)
-    assert not unranked, f"give these engine packages a layer in ENGINE_RANKS (and ARCHITECTURE.md): {unranked}"
+    assert not unranked, (
+        f"give these engine packages a layer in ENGINE_RANKS (and ARCHITECTURE.md): {unranked}"
+    )
     offenders = []
     for source, targets in _project_edges().items():
         if not source.startswith("engine"):
@@ -134,7 +136,9 @@ def test_workspaces_do_not_import_each_other_and_the_kit_imports_none():
                           if t.startswith("app.workspaces.") and t.split(".")[2] != mine]
         elif parts[:2] in (["app", "widgets"], ["app", "viewer"]):
             offenders += [f"{source} imports {t}" for t in targets if t.startswith("app.workspaces")]
-    assert not offenders, "a workspace imports another (or the kit imports a workspace):\n" + "\n".join(offenders)
+    assert not offenders, "a workspace imports another (or the kit imports a workspace):\n" + "\n".join(
+        offenders
+    )
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -204,7 +208,9 @@ def test_no_file_over_700_lines(folder):
 def test_results_hold_no_code():
     code = [str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("*")
             if p.suffix in (".py", ".sh", ".ipynb")]
-    assert not code, "results/ keeps data, figures and READMEs; scripts go to experiments/:\n" + "\n".join(code)
+    assert not code, "results/ keeps data, figures and READMEs; scripts go to experiments/:\n" + "\n".join(
+        code
+    )
 
 
 def test_the_rules_catch_a_violation(tmp_path, monkeypatch):

@@ -332,8 +332,10 @@ def _load_mesh_file(path: Path, scale, urdf_rgba, options: GeometryOptions, base
     except ValueError:
         limit_mb = 30.0
     if limit_mb > 0 and st.st_size > limit_mb * 2**20:
-        raise ValueError(f"{path} is {st.st_size / 2**20:.0f} MB, above the viewer's {limit_mb:g} MB limit for one "
-                         f"mesh; simplify it (e.g. with fast-simplification) or raise {MAX_MESH_MB_ENV}")
+        raise ValueError(
+            f"{path} is {st.st_size / 2**20:.0f} MB, above the viewer's {limit_mb:g} MB limit for one "
+            f"mesh; simplify it (e.g. with fast-simplification) or raise {MAX_MESH_MB_ENV}"
+        )
     loaded = trimesh.load(str(path), force=None, process=False)
     if isinstance(loaded, trimesh.Scene):
         geoms = []
@@ -477,7 +479,9 @@ def _element_part(element, base_dir: Path, rgba, options: GeometryOptions, where
                 raise FileNotFoundError(f"not found: {path}")
             part = _load_mesh_file(path, geom.mesh.scale, rgba, options, base_dir, geom.mesh.filename)
         except Exception as exc:  # noqa: BLE001 - a missing mesh is a warning, never an error
-            msg = f"{where}: mesh {geom.mesh.filename!r} could not be loaded ({exc}); drawing a placeholder box"
+            msg = (
+                f"{where}: mesh {geom.mesh.filename!r} could not be loaded ({exc}); drawing a placeholder box"
+            )
             log.warning(msg)
             warnings.append(msg)
             part = _placeholder()
@@ -572,7 +576,9 @@ def _finish(geometry: RobotGeometry, options: GeometryOptions, progress, check_c
 
 
 # ----------------------------------------------------------------------------- any robot file
-def _description_part(element, rgba, options: GeometryOptions, where: str, warnings: list[str]) -> MeshPart | None:
+def _description_part(
+    element, rgba, options: GeometryOptions, where: str, warnings: list[str]
+) -> MeshPart | None:
     """One visual or collision of an engine RobotDescription (xacro, MJCF...) as a mesh part."""
     import trimesh
 
@@ -594,9 +600,14 @@ def _description_part(element, rgba, options: GeometryOptions, where: str, warni
         part = _part_from_trimesh(trimesh.creation.cylinder(radius=float(g.radius), height=float(g.length),
                                                             sections=options.cylinder_sections), color)
     elif g.kind == "capsule":
-        part = _part_from_trimesh(trimesh.creation.capsule(height=float(g.length), radius=float(g.radius),
-                                                           count=[options.cylinder_sections, options.cylinder_sections]),
-                                  color)
+        part = _part_from_trimesh(
+            trimesh.creation.capsule(
+                height=float(g.length),
+                radius=float(g.radius),
+                count=[options.cylinder_sections, options.cylinder_sections],
+            ),
+            color,
+        )
     elif g.kind == "sphere":
         part = _part_from_trimesh(trimesh.creation.icosphere(subdivisions=options.sphere_subdivisions,
                                                              radius=float(g.radius)), color)
@@ -623,8 +634,22 @@ def description_geometry(desc, options: GeometryOptions | None = None,
             v, v.rgba, options, f"{name}: link {link.name!r} visual {k}", geometry.warnings)) is not None])
         collision = None
         if options.load_collision:
-            collision = MeshPart.merge([p for k, c in enumerate(link.collisions) if (p := _description_part(
-                c, COLLISION_RGBA, options, f"{name}: link {link.name!r} collision {k}", geometry.warnings)) is not None])
+            collision = MeshPart.merge(
+                [
+                    p
+                    for k, c in enumerate(link.collisions)
+                    if (
+                        p := _description_part(
+                            c,
+                            COLLISION_RGBA,
+                            options,
+                            f"{name}: link {link.name!r} collision {k}",
+                            geometry.warnings,
+                        )
+                    )
+                    is not None
+                ]
+            )
             if collision is not None:
                 collision.colors[:] = COLLISION_RGBA
         geometry.links[link.name] = LinkGeometry(link.name, visual, collision)

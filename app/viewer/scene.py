@@ -328,7 +328,9 @@ class RobotView(gl.GLViewWidget):
         pts = []
         for name, (lo, hi) in self._bounds_local.items():
             T = self._poses.get(name, np.eye(4))
-            corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+            corners = np.array(
+                [[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])]
+            )
             pts.append(corners @ T[:3, :3].T + T[:3, 3])
         if not pts:
             return None
@@ -476,7 +478,9 @@ class RobotView(gl.GLViewWidget):
         pos = ev.position()
         self._press = QPointF(pos)
         self._moved = False
-        if ev.button() == Qt.MouseButton.LeftButton and not (ev.modifiers() & Qt.KeyboardModifier.ControlModifier):
+        if ev.button() == Qt.MouseButton.LeftButton and not (
+            ev.modifiers() & Qt.KeyboardModifier.ControlModifier
+        ):
             hit = self.gizmo_at(pos.x(), pos.y())
             if hit is not None:
                 gizmo, handle = hit
@@ -489,14 +493,19 @@ class RobotView(gl.GLViewWidget):
 
     def mouseMoveEvent(self, ev):
         pos = ev.position()
-        if self._press is not None and (abs(pos.x() - self._press.x()) + abs(pos.y() - self._press.y())) > CLICK_SLOP_PX:
+        if (
+            self._press is not None
+            and (abs(pos.x() - self._press.x()) + abs(pos.y() - self._press.y())) > CLICK_SLOP_PX
+        ):
             self._moved = True
         if self._active_gizmo is not None:
             self._active_gizmo.drag(self, pos.x(), pos.y())
             self.update()
             ev.accept()
             return
-        if ev.buttons() == Qt.MouseButton.LeftButton and not (ev.modifiers() & Qt.KeyboardModifier.ControlModifier):
+        if ev.buttons() == Qt.MouseButton.LeftButton and not (
+            ev.modifiers() & Qt.KeyboardModifier.ControlModifier
+        ):
             last = getattr(self, "mousePos", pos)      # pyqtgraph's last mouse position
             self.mousePos = QPointF(pos)
             scale = self.orbit_deg_per_px

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from PySide6.QtGui import QAction, QActionGroup
 
-from app.device_preference import (device_choices, load_preference, load_threads_preference, save_preference,
-                                   save_threads_preference, set_preferred_device, set_preferred_threads,
-                                   thread_choices)
+from app.device_preference import (
+    device_choices,
+    load_preference,
+    load_threads_preference,
+    save_preference,
+    save_threads_preference,
+    set_preferred_device,
+    set_preferred_threads,
+    thread_choices,
+)
 
 
 def add_device_menu(parent_menu, settings, status=None):

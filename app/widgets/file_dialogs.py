@@ -29,7 +29,7 @@ def example_folder(kind: str, settings=None) -> Path | None:
         if kind == "model":
             from engine.paths import user_runs_dir
 
-            saved = user_runs_dir("model_lab")     # the Model lab's kept runs (app/workspaces/model_lab/page.py)
+            saved = user_runs_dir("model_lab")  # the Model lab's kept runs (app/workspaces/model_lab/page.py)
             if saved.is_dir():
                 return saved
             return resources_dir()
@@ -57,7 +57,9 @@ def remember_folder(settings, kind: str, path: str | Path) -> None:
 
 def open_file_name(parent: QWidget | None, title: str, filters: str, settings, kind: str,
                    default_folder: str | Path | None) -> str:
-    path, _ = QFileDialog.getOpenFileName(parent, title, start_folder(settings, kind, default_folder), filters)
+    path, _ = QFileDialog.getOpenFileName(
+        parent, title, start_folder(settings, kind, default_folder), filters
+    )
     if path:
         remember_folder(settings, kind, path)
     return path

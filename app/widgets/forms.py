@@ -383,7 +383,9 @@ class DataclassForm(QWidget):
             try:
                 v = json.loads(w.text() or "null")
             except json.JSONDecodeError as exc:
-                raise FormError(f"{self._labels.get(name, name)}: not valid JSON ({exc.msg})", field=name) from None
+                raise FormError(
+                    f"{self._labels.get(name, name)}: not valid JSON ({exc.msg})", field=name
+                ) from None
             return tuple(v) if isinstance(value, tuple) and isinstance(v, list) else v
 
         return _Field(w, get_json, lambda v: w.setText(json.dumps(v)), w.textChanged)

@@ -85,8 +85,12 @@ class LinkedPlots(QWidget):
         cursor.setZValue(10)
         cursor.sigPositionChanged.connect(lambda line, k=key: self._on_cursor_dragged(k, line))
         item.addItem(cursor, ignoreBounds=True)
-        vline = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((200, 200, 200, 90), style=Qt.PenStyle.DotLine))
-        hline = pg.InfiniteLine(angle=0, movable=False, pen=pg.mkPen((200, 200, 200, 90), style=Qt.PenStyle.DotLine))
+        vline = pg.InfiniteLine(
+            angle=90, movable=False, pen=pg.mkPen((200, 200, 200, 90), style=Qt.PenStyle.DotLine)
+        )
+        hline = pg.InfiniteLine(
+            angle=0, movable=False, pen=pg.mkPen((200, 200, 200, 90), style=Qt.PenStyle.DotLine)
+        )
         for line in (vline, hline):
             line.setVisible(False)
             item.addItem(line, ignoreBounds=True)

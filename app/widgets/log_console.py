@@ -14,8 +14,17 @@ from collections import deque
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCharFormat
-from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QMainWindow, QPlainTextEdit,
-                               QPushButton, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDockWidget,
+    QHBoxLayout,
+    QMainWindow,
+    QPlainTextEdit,
+    QPushButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.logging_setup import QtLogRelay
 

@@ -38,17 +38,27 @@ from PySide6.QtWidgets import (
 
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import make_plot
-from engine.training import compare as learning_compare
 from engine import logs as engine_logs
 from engine.logs.units import UNIT_KINDS
+from engine.training import compare as learning_compare
 
 __all__ = ["ROLES", "LogMappingDialog"]
 
 ROLES = ("—", "time", "q", "qd", "u")
 UNIT_CHOICES: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in UNIT_KINDS.items()}
 PREVIEW_ROWS = 50_000   # larger logs are previewed on a part (head or stride) to keep the dialog responsive
-PREPARE_FIELDS = ["dt", "interpolation", "smooth", "window", "polyorder", "derivative", "use_logged_velocities",
-                  "unwrap_angles", "smooth_controls", "val_fraction"]
+PREPARE_FIELDS = [
+    "dt",
+    "interpolation",
+    "smooth",
+    "window",
+    "polyorder",
+    "derivative",
+    "use_logged_velocities",
+    "unwrap_angles",
+    "smooth_controls",
+    "val_fraction",
+]
 
 
 def _unit_choices(role: str) -> tuple[str, ...]:
@@ -154,18 +164,23 @@ class LogMappingDialog(QDialog):
         forms = QHBoxLayout()
         box = QGroupBox("Preparation")
         bl = QVBoxLayout(box)
-        self.prepare_form = DataclassForm(prepare or engine_logs.PrepareConfig(), include=PREPARE_FIELDS,
-                                          choices={"interpolation": ["linear", "cubic"],
-                                                   "derivative": ["finite_difference", "savgol"]},
-                                          labels={"dt": "Resample step dt (s)", "val_fraction": "Validation fraction"})
+        self.prepare_form = DataclassForm(
+            prepare or engine_logs.PrepareConfig(),
+            include=PREPARE_FIELDS,
+            choices={"interpolation": ["linear", "cubic"], "derivative": ["finite_difference", "savgol"]},
+            labels={"dt": "Resample step dt (s)", "val_fraction": "Validation fraction"},
+        )
         self.prepare_form.changed.connect(self._schedule)
         bl.addWidget(self.prepare_form)
         forms.addWidget(box)
         box2 = QGroupBox("Training chunks")
         bl2 = QVBoxLayout(box2)
-        self.compare_form = DataclassForm(compare or learning_compare.LogCompareConfig(), include=["steps", "horizon"],
-                                          labels={"steps": "Steps per chunk", "horizon": "k (rollout horizon)"},
-                                          ranges={"steps": (1, 100000), "horizon": (1, 100000)})
+        self.compare_form = DataclassForm(
+            compare or learning_compare.LogCompareConfig(),
+            include=["steps", "horizon"],
+            labels={"steps": "Steps per chunk", "horizon": "k (rollout horizon)"},
+            ranges={"steps": (1, 100000), "horizon": (1, 100000)},
+        )
         self.compare_form.changed.connect(self._schedule)
         bl2.addWidget(self.compare_form)
         bl2.addStretch(1)
@@ -203,9 +218,11 @@ class LogMappingDialog(QDialog):
         self.tabs = tabs
         split.addWidget(right)
         split.setSizes([450, 650])
-        right.setVisible(show_preparation)   # a replay maps columns only: no preparation or split
+        right.setVisible(show_preparation)  # a replay maps columns only: no preparation or split
 
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
@@ -288,8 +305,11 @@ class LogMappingDialog(QDialog):
             return
         self._mapping = mapping
         self._fill_preview(rows)
-        labels = [f"q[{i}] {c}" for i, c in enumerate(mapping.q)] + \
-                 [f"qd[{i}] {c}" for i, c in enumerate(mapping.qd)] + [f"u[{i}] {c}" for i, c in enumerate(mapping.u)]
+        labels = (
+            [f"q[{i}] {c}" for i, c in enumerate(mapping.q)]
+            + [f"qd[{i}] {c}" for i, c in enumerate(mapping.qd)]
+            + [f"u[{i}] {c}" for i, c in enumerate(mapping.u)]
+        )
         if [self.signal.itemText(i) for i in range(self.signal.count())] != labels:
             self.signal.blockSignals(True)
             self.signal.clear()

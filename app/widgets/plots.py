@@ -119,7 +119,9 @@ class LossPlot(pg.PlotWidget):
         """The curve of ``key`` (created with the next colour on first use)."""
         if key not in self._curves:
             i = len(self._curves) if index is None else index
-            self._curves[key] = self.getPlotItem().plot([], [], name=name or key, pen=pg.mkPen(color(i), width=2))
+            self._curves[key] = self.getPlotItem().plot(
+                [], [], name=name or key, pen=pg.mkPen(color(i), width=2)
+            )
             self._data[key] = ([], [])
         return self._curves[key]
 

@@ -75,8 +75,12 @@ class Timeline(QWidget):
         for w in (self.loop_box, self.loop_start, self.loop_end):
             row.addWidget(w)
         self.loop_box.toggled.connect(self._emit_loop)
-        self.loop_start.valueChanged.connect(lambda *_: self._emit_loop() if self.loop_box.isChecked() else None)
-        self.loop_end.valueChanged.connect(lambda *_: self._emit_loop() if self.loop_box.isChecked() else None)
+        self.loop_start.valueChanged.connect(
+            lambda *_: self._emit_loop() if self.loop_box.isChecked() else None
+        )
+        self.loop_end.valueChanged.connect(
+            lambda *_: self._emit_loop() if self.loop_box.isChecked() else None
+        )
         self.set_playing(False)
         self.setEnabled(False)
 
@@ -153,4 +157,6 @@ class Timeline(QWidget):
         self.scrubbed.emit(t)
 
     def _emit_loop(self, *_):
-        self.loop_changed.emit((self.loop_start.value(), self.loop_end.value()) if self.loop_box.isChecked() else None)
+        self.loop_changed.emit(
+            (self.loop_start.value(), self.loop_end.value()) if self.loop_box.isChecked() else None
+        )

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.devices import resolve_device
-from engine.jobs import NullJobContext
-from engine.car.model import CarMLPConfig, load_car_model
 from engine.car.data import DrivingConfig
 from engine.car.dynamics import LearnedCarModel
 from engine.car.evaluators import AutogradEvaluator
+from engine.car.model import CarMLPConfig, load_car_model
 from engine.car.mpc import MPCConfig, TrackCost, run_mpc
 from engine.car.optimiser import OptimiserConfig, line_search
 from engine.car.scenarios import plan_trajectory, scenario
 from engine.car.tracks import TrackField, default_track
+from engine.devices import resolve_device
+from engine.jobs import NullJobContext
 from engine.systems.rc_car import CarParams
 from engine.validation import check_int
 
@@ -53,8 +53,8 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
         model, meta = load_car_model(model_dir)
         h = float(meta.get("h", params.dt))
     else:
-        from engine.jobs import run_job
         from engine.car.training import CarTrainConfig, train_job
+        from engine.jobs import run_job
 
         cfg = CarTrainConfig(model=CarMLPConfig(epochs=config.train_epochs),
                           driving=DrivingConfig(minutes=config.train_minutes), validation_count=4,
@@ -65,14 +65,19 @@ def run_benchmark(config: BenchConfig = BenchConfig(), model_dir=None) -> dict:
     else:
         note = "8x64 gelu"
     # the Drifting Turn's iteration count depends on the model's landscape: say which model it was
-    note += (f" from {model_dir} ({model.config.epochs} epochs)" if model_dir is not None
-             else f", trained here for {config.train_epochs} epochs on {config.train_minutes:g} min of driving")
+    note += (
+        f" from {model_dir} ({model.config.epochs} epochs)"
+        if model_dir is not None
+        else f", trained here for {config.train_epochs} epochs on {config.train_minutes:g} min of driving"
+    )
     dyn = LearnedCarModel(model.to(resolve_device(config.device)), h)
     track = default_track()
     field = TrackField(track)
     mpc_cfg = MPCConfig(horizon=config.horizon, iterations=config.iterations, candidates=config.candidates,
                         max_seconds=config.cycles * params.dt)
-    run_mpc(track, dyn, params, MPCConfig(horizon=config.horizon, iterations=1, max_seconds=0.2), field=field)  # warm-up
+    run_mpc(
+        track, dyn, params, MPCConfig(horizon=config.horizon, iterations=1, max_seconds=0.2), field=field
+    )  # warm-up
     mpc = run_mpc(track, dyn, params, mpc_cfg, laps=1, field=field)
     # eager reference: autograd gradient + 512-candidate line search through the module
     cost = TrackCost(field, mpc_cfg, h, 0.0)

@@ -39,12 +39,14 @@ RUN_KIND = "car"
 def config_from_dict(data: dict) -> CarTrainConfig:
     """The :class:`CarTrainConfig` of a run's ``config.json`` (``train``)."""
     driving_names = set(DrivingConfig.__dataclass_fields__)
-    return CarTrainConfig(model=CarMLPConfig.from_dict(data["model"]),
-                          driving=DrivingConfig(**{k: v for k, v in data["driving"].items() if k in driving_names}),
-                          params=CarParams.from_dict(data["params"]),
-                          validation_count=int(data["validation_count"]),
-                          validation_seconds=float(data["validation_seconds"]),
-                          device=str(data.get("device", "cpu")))
+    return CarTrainConfig(
+        model=CarMLPConfig.from_dict(data["model"]),
+        driving=DrivingConfig(**{k: v for k, v in data["driving"].items() if k in driving_names}),
+        params=CarParams.from_dict(data["params"]),
+        validation_count=int(data["validation_count"]),
+        validation_seconds=float(data["validation_seconds"]),
+        device=str(data.get("device", "cpu")),
+    )
 
 
 def _config_dict(config: CarTrainConfig) -> dict:
@@ -65,17 +67,32 @@ def _data(config: CarTrainConfig, source: dict, ctx) -> dict:
         from engine.car.driving_logs import load_car_log
 
         prep = load_car_log(source["path"], config.params, config.driving)
-        return {"inputs": torch.from_numpy(prep["inputs"]).float(), "targets": torch.from_numpy(prep["targets"]).float()}
+        return {
+            "inputs": torch.from_numpy(prep["inputs"]).float(),
+            "targets": torch.from_numpy(prep["targets"]).float(),
+        }
     return make_dataset(config.params, config.driving, ProgressSpan(ctx, 0.0, 0.1, ceiling=0.99))
 
 
-def _train(config: CarTrainConfig, run: Run, data: dict, ctx, resume: bool, validation, checkpoint_every: int):
+def _train(
+    config: CarTrainConfig, run: Run, data: dict, ctx, resume: bool, validation, checkpoint_every: int
+):
     t0 = time.perf_counter()
-    cancelled = lambda: (f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in {run.path} "
-                         f"(continue it with --resume {run.path}); no model was written")
-    with run.recording(cancelled, (TrainingDiverged,)):   # a divergence records itself
-        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=ProgressSpan(ctx, 0.1, 0.9, ceiling=0.99),
-                                    device=config.device, run=run, resume=resume, checkpoint_every=checkpoint_every)
+    cancelled = lambda: (
+        f"cancelled before the end; the checkpoint of epoch {run.epoch} is kept in {run.path} "
+        f"(continue it with --resume {run.path}); no model was written"
+    )
+    with run.recording(cancelled, (TrainingDiverged,)):  # a divergence records itself
+        model, hist = fit_car_model(
+            data["inputs"],
+            data["targets"],
+            config.model,
+            ctx=ProgressSpan(ctx, 0.1, 0.9, ceiling=0.99),
+            device=config.device,
+            run=run,
+            resume=resume,
+            checkpoint_every=checkpoint_every,
+        )
         val = validation if validation is not None else validation_trajectories(
             config.params, config.validation_count, config.validation_seconds)
         tve, _ = trajectory_validation_error(model, val, config.params.dt)
@@ -91,8 +108,14 @@ def _train(config: CarTrainConfig, run: Run, data: dict, ctx, resume: bool, vali
             "model_dir": str(path), "epochs": config.model.epochs}
 
 
-def train_job(config: CarTrainConfig, out_dir: str | Path, dataset: dict | None = None, log_path: str | None = None,
-              validation=None, checkpoint_every: int = 10):
+def train_job(
+    config: CarTrainConfig,
+    out_dir: str | Path,
+    dataset: dict | None = None,
+    log_path: str | None = None,
+    validation=None,
+    checkpoint_every: int = 10,
+):
     """A job training a car model as a new run in ``out_dir`` (simulated driving, or ``dataset``
     read from the log at ``log_path``); returns what :func:`engine.car.training.train_job` does."""
     source = {"kind": "log", "path": str(Path(log_path).resolve())} if log_path else {"kind": "simulated"}
@@ -115,9 +138,13 @@ def resume_plan(run_dir: str | Path, epochs: int | None = None, device: str | No
         target = int(epochs) if epochs is not None else config.model.epochs
         done = run.epoch
         if run.info.get("status") == "done" and target <= done:
-            raise RunError(f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it")
+            raise RunError(
+                f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it"
+            )
         if target <= done:
-            raise RunError(f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it (got {target})")
+            raise RunError(
+                f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it (got {target})"
+            )
         config = replace(config, model=replace(config.model, epochs=target))
         if device is not None:
             config = replace(config, device=parse_device_name(device))

@@ -101,9 +101,19 @@ class Target:
             raise PlanError(f"target {str(data)[:60]}: missing field(s) {', '.join(missing)}")
         heading = data.get("heading", True)
         if not isinstance(heading, bool):
-            raise PlanError(f"target at step {data['step']!r}: 'heading' must be true or false, got {heading!r}")
-        step = _checked(lambda: check_int(f"target step {str(data['step'])[:20]}", "step", data["step"], 1, None,
-                                          hint="steps count from 1"))
+            raise PlanError(
+                f"target at step {data['step']!r}: 'heading' must be true or false, got {heading!r}"
+            )
+        step = _checked(
+            lambda: check_int(
+                f"target step {str(data['step'])[:20]}",
+                "step",
+                data["step"],
+                1,
+                None,
+                hint="steps count from 1",
+            )
+        )
         fields = {k: _checked(lambda k=k: check_finite(f"target at step {step}", k, data[k]))
                   for k in ("x", "y", "yaw", "weight") if k in data}
         return cls(step=step, heading=heading, **fields)
@@ -198,7 +208,9 @@ def control_cost(W: torch.Tensor, weights: PlanWeights, w_prev: torch.Tensor | N
     return weights.control * mag + weights.control_rate * rate + weights.bounds * bound
 
 
-def control_hessian(W: torch.Tensor, weights: PlanWeights, w_prev: torch.Tensor | None = None) -> torch.Tensor:
+def control_hessian(
+    W: torch.Tensor, weights: PlanWeights, w_prev: torch.Tensor | None = None
+) -> torch.Tensor:
     """The Hessian of :func:`control_cost` at ``W`` (N, 2), as a (2N, 2N) matrix over
     ``W.reshape(-1)`` (step-major: ``[w_0 throttle, w_0 steering, w_1 throttle, ...]``).
 

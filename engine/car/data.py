@@ -69,9 +69,12 @@ class DrivingConfig:
         check_int(who, "segments", self.segments, 1, 10_000)
         least = self.segments * MIN_SEGMENT_SECONDS / 60.0
         if self.minutes < least * (1 - 1e-9):
-            raise InputError(f"{self.minutes:g} min is too little driving for {self.segments} drives of at least "
-                             f"{MIN_SEGMENT_SECONDS:g} s each; use at least {least:.3g} minutes",
-                             owner=who, field="minutes (--minutes)")
+            raise InputError(
+                f"{self.minutes:g} min is too little driving for {self.segments} drives of at least "
+                f"{MIN_SEGMENT_SECONDS:g} s each; use at least {least:.3g} minutes",
+                owner=who,
+                field="minutes (--minutes)",
+            )
         check_range(who, "speed_min", self.speed_min, -20.0, 20.0, unit="m/s")
         check_range(who, "speed_max", self.speed_max, self.speed_min, 20.0, lo_open=True, unit="m/s",
                     hint="the fastest reference speed must exceed speed_min")
@@ -79,11 +82,15 @@ class DrivingConfig:
         check_range(who, "steer_time", self.steer_time, 0.0, 60.0, lo_open=True, unit="s")
         check_range(who, "aggressive_rate", self.aggressive_rate, 0.0, 100.0, unit="1/s")
         if len(tuple(self.aggressive_seconds)) != 2:
-            raise InputError("expected two durations (shortest, longest)", owner=who, field="aggressive_seconds")
+            raise InputError(
+                "expected two durations (shortest, longest)", owner=who, field="aggressive_seconds"
+            )
         lo, hi = tuple(self.aggressive_seconds)
         check_range(who, "aggressive_seconds", lo, 0.0, 60.0, lo_open=True, unit="s")
         check_range(who, "aggressive_seconds", hi, lo, 60.0, unit="s")
-        check_range(who, "mocap_rate", self.mocap_rate, 0.0, 10_000.0, unit="Hz", hint="0 records every sub-step")
+        check_range(
+            who, "mocap_rate", self.mocap_rate, 0.0, 10_000.0, unit="Hz", hint="0 records every sub-step"
+        )
         check_range(who, "pos_noise", self.pos_noise, 0.0, 1.0, unit="m")
         check_range(who, "yaw_noise", self.yaw_noise, 0.0, 1.0, unit="rad")
         check_range(who, "savgol_window", self.savgol_window, 0.0, 10.0, lo_open=True, unit="s")
@@ -92,8 +99,13 @@ class DrivingConfig:
         # the motion-capture record of every segment, float64 (x, y, yaw, throttle, steering, t,
         # and the smoothed copies): estimated before anything is simulated
         rate = self.mocap_rate if self.mocap_rate > 0 else 1000.0
-        check_allocation(f"{self.minutes:g} minutes of driving recorded at {rate:g} Hz",
-                         self.minutes * 60.0 * rate * 16, 8, field="minutes (--minutes)", hint="lower --minutes")
+        check_allocation(
+            f"{self.minutes:g} minutes of driving recorded at {rate:g} Hz",
+            self.minutes * 60.0 * rate * 16,
+            8,
+            field="minutes (--minutes)",
+            hint="lower --minutes",
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -135,7 +147,7 @@ def human_driving(params: CarParams = CarParams(), config: DrivingConfig = Drivi
         target_ref = np.where(redraw, rng.uniform(config.speed_min, config.speed_max, S), target_ref)
         v_ref = a_sp * v_ref + (1 - a_sp) * target_ref
         # twice-filtered noise: a smooth steering signal (no jumps from step to step)
-        steer_drive = a_st * steer_drive + np.sqrt(1 - a_st ** 2) * rng.normal(0, 0.6 * params.max_steering, S)
+        steer_drive = a_st * steer_drive + np.sqrt(1 - a_st**2) * rng.normal(0, 0.6 * params.max_steering, S)
         steer = a_st * steer + (1 - a_st) * steer_drive * 1.3
         vx = v[:, 0].numpy()
         throttle = np.clip(config.speed_gain * (v_ref - vx), -params.max_throttle, params.max_throttle)
@@ -217,7 +229,9 @@ def prepare_car_log(log: dict, h: float = 0.05, savgol_window: float = DrivingCo
         if len(c) != n:
             raise CarDataError(f"{source}: column {k!r} has {len(c)} rows, 't' has {n}")
         if not np.isfinite(c).all():
-            raise CarDataError(f"{source}: column {k!r} has NaN or inf (row {int(np.argmin(np.isfinite(c)))})")
+            raise CarDataError(
+                f"{source}: column {k!r} has NaN or inf (row {int(np.argmin(np.isfinite(c)))})"
+            )
     t = cols["t"]
     if n < 4 or np.any(np.diff(t) <= 0):
         raise CarDataError(f"{source}: column 't' must be strictly increasing with at least 4 rows")
@@ -259,7 +273,9 @@ def make_dataset(params: CarParams = CarParams(), config: DrivingConfig = Drivin
     logs = mocap_log(drive, params, config)
     ins, outs = [], []
     for i, log in enumerate(logs):
-        prep = prepare_car_log(log, params.dt, config.savgol_window, config.savgol_order, source=f"segment {i}")
+        prep = prepare_car_log(
+            log, params.dt, config.savgol_window, config.savgol_order, source=f"segment {i}"
+        )
         ins.append(prep["inputs"])
         outs.append(prep["targets"])
     inputs = torch.from_numpy(np.concatenate(ins)).float()
@@ -293,5 +309,9 @@ def validation_trajectories(params: CarParams = CarParams(), count: int = 40, se
     d = (p0 - p_prev) / params.dt
     c, s = np.cos(p_prev[:, 2]), np.sin(p_prev[:, 2])
     v0 = np.stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1], d[:, 2]], -1)
-    return {"pose0": torch.from_numpy(p0), "v0": torch.from_numpy(v0),
-            "controls": torch.from_numpy(controls[:, w:w + n]), "pose": torch.from_numpy(pose[:, w:w + n + 1])}
+    return {
+        "pose0": torch.from_numpy(p0),
+        "v0": torch.from_numpy(v0),
+        "controls": torch.from_numpy(controls[:, w : w + n]),
+        "pose": torch.from_numpy(pose[:, w : w + n + 1]),
+    }

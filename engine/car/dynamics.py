@@ -85,6 +85,10 @@ def load_dynamics(spec: str, params: CarParams = CarParams(), device: str = "cpu
 
     if spec == DEFAULT_MODEL and not Path(spec).exists():
         model, meta = load_car_model(default_model_dir())
-        return LearnedCarModel(model.to(resolve_device(device)), float(meta.get("h", params.dt)), name="default")
+        return LearnedCarModel(
+            model.to(resolve_device(device)), float(meta.get("h", params.dt)), name="default"
+        )
     model, meta = load_car_model(spec)
-    return LearnedCarModel(model.to(resolve_device(device)), float(meta.get("h", params.dt)), name=Path(spec).name)
+    return LearnedCarModel(
+        model.to(resolve_device(device)), float(meta.get("h", params.dt)), name=Path(spec).name
+    )

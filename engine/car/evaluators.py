@@ -27,9 +27,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from engine.onednn import fused_layer
 from engine.car.costs import PlanWeights, control_cost, poses_from_velocities
 from engine.car.dynamics import rollout
+from engine.onednn import fused_layer
 
 __all__ = ["AutogradEvaluator", "MLPEvaluator", "StageCost", "make_evaluator"]
 
@@ -87,7 +87,9 @@ class AutogradEvaluator(_Base):
         with torch.enable_grad():
             P, _ = rollout(self.dynamics, self.pose0, self.v0, W * self.u_scale)
             r = self.stage_cost.residuals(P)
-            rows = [torch.autograd.grad(r[i], W, retain_graph=i + 1 < r.shape[0])[0] for i in range(r.shape[0])]
+            rows = [
+                torch.autograd.grad(r[i], W, retain_graph=i + 1 < r.shape[0])[0] for i in range(r.shape[0])
+            ]
         return r.detach(), torch.stack(rows)
 
 
@@ -196,7 +198,7 @@ class MLPEvaluator(_Base):
         update, then the same backward recursion as the gradient with R rows at once."""
         W, V, Jv, Ju = self._step_jacobians(W, V)
         Vl = V.detach().clone().requires_grad_(True)
-        with torch.enable_grad():   # one small backward per residual (torch.func would import ~1 s of modules)
+        with torch.enable_grad():  # one small backward per residual (torch.func would import ~1 s of modules)
             r = self.stage_cost.residuals(poses_from_velocities(self.pose0, Vl, self.h))
             G = torch.stack([torch.autograd.grad(r[i], Vl, retain_graph=i + 1 < r.shape[0])[0]
                              for i in range(r.shape[0])])                 # (R, N+1, 3)

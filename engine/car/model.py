@@ -77,8 +77,11 @@ class CarMLPConfig:
 
     def __post_init__(self):
         if self.activation not in ACTIVATIONS:
-            raise CarModelError(f"{self.activation!r}, choose one of {', '.join(ACTIVATIONS)}", owner="CarMLPConfig",
-                                field="activation")
+            raise CarModelError(
+                f"{self.activation!r}, choose one of {', '.join(ACTIVATIONS)}",
+                owner="CarMLPConfig",
+                field="activation",
+            )
         if self.loss not in LOSSES:
             raise CarModelError(f"{self.loss!r}, choose one of {', '.join(LOSSES)}", owner="CarMLPConfig",
                                 field="loss")
@@ -88,7 +91,9 @@ class CarMLPConfig:
         check_int(who, "epochs (--epochs)", self.epochs, 1, 1_000_000)
         check_int(who, "batch_size", self.batch_size, 1, 10_000_000)
         check_int(who, "seed (--seed)", self.seed, 0, 2**32 - 1, hint="seeds are whole numbers from 0")
-        check_range(who, "lr", self.lr, 0.0, 1.0, lo_open=True, hint="Adam learning rates are usually 1e-4 to 1e-2")
+        check_range(
+            who, "lr", self.lr, 0.0, 1.0, lo_open=True, hint="Adam learning rates are usually 1e-4 to 1e-2"
+        )
         check_range(who, "eps", self.eps, 0.0, 100.0, lo_open=True, unit="m/s")
         check_range(who, "weight_decay", self.weight_decay, 0.0, 1.0)
         check_range(who, "val_fraction", self.val_fraction, 0.0, 1.0, hi_open=True)
@@ -208,7 +213,9 @@ def read_safetensors_header(path: str | Path) -> dict[str, tuple[int, ...]]:
             n = int.from_bytes(head, "little")
             size = path.stat().st_size
             if n <= 0 or n > min(size - 8, 100_000_000):
-                raise CarModelError(f"{path}: not a valid safetensors file (header length {n}); save the model again")
+                raise CarModelError(
+                    f"{path}: not a valid safetensors file (header length {n}); save the model again"
+                )
             header = json.loads(fh.read(n).decode("utf-8"))
     except FileNotFoundError:
         raise CarModelError(f"{path}: file not found; a car model folder holds car_model.safetensors "
@@ -237,7 +244,11 @@ def load_car_model(directory: str | Path) -> tuple[CarMLP, dict]:
     directory = Path(directory)
     json_path, weights_path = directory / "car_model.json", directory / "car_model.safetensors"
     meta = io.read_json(json_path)
-    if not isinstance(meta, dict) or meta.get("kind") != "car_mlp" or not isinstance(meta.get("config"), dict):
+    if (
+        not isinstance(meta, dict)
+        or meta.get("kind") != "car_mlp"
+        or not isinstance(meta.get("config"), dict)
+    ):
         raise CarModelError(f"{json_path}: not a car model (field 'kind'/'config')")
     try:
         config = CarMLPConfig.from_dict(meta["config"])

@@ -51,7 +51,7 @@ class MPCConfig:
     control: float = 0.01
     control_rate: float = 0.5
     max_seconds: float = 60.0        # simulated time limit per run
-    direction: str = "conjugate"     # the search direction of each iteration: "conjugate" or "gradient" (the
+    direction: str = "conjugate"  # the search direction of each iteration: "conjugate" or "gradient" (the
     #                                  paper's); the track cost has no residual form for Gauss-Newton. With two
     #                                  iterations the first is the gradient either way; conjugate keeps the car
     #                                  closer to the centre line (default track: 0.06 m against 0.21 m off it)
@@ -61,15 +61,27 @@ class MPCConfig:
             raise MPCError("MPCConfig.direction: 'conjugate' or 'gradient'")
         who = "MPC setting"            # plain-language messages naming the flag (engine/validation.py)
         check_int(who, "horizon (--horizon)", self.horizon, 2, 1000, hint="20 steps (1 s) by default")
-        check_int(who, "iterations (--iterations)", self.iterations, 1, 1000, hint="optimiser iterations per cycle")
+        check_int(
+            who, "iterations (--iterations)", self.iterations, 1, 1000, hint="optimiser iterations per cycle"
+        )
         check_int(who, "candidates", self.candidates, 1, 100_000)
-        check_range(who, "target_speed (--target-speed)", self.target_speed, 0.0, 20.0, lo_open=True, unit="m/s")
+        check_range(
+            who, "target_speed (--target-speed)", self.target_speed, 0.0, 20.0, lo_open=True, unit="m/s"
+        )
         check_range(who, "start_speed", self.start_speed, -10.0, 20.0, unit="m/s")
         for name in ("w_progress", "w_track", "w_centre", "control", "control_rate"):
             check_range(who, name, getattr(self, name), 0.0, 1e9)
         check_range(who, "margin", self.margin, 0.0, 5.0, unit="m")
-        check_range(who, "max_seconds (--max-seconds)", self.max_seconds, 0.0, 86_400.0, lo_open=True, unit="s",
-                    hint="simulated time")
+        check_range(
+            who,
+            "max_seconds (--max-seconds)",
+            self.max_seconds,
+            0.0,
+            86_400.0,
+            lo_open=True,
+            unit="s",
+            hint="simulated time",
+        )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -128,7 +140,9 @@ def run_mpc(track: Track, dynamics, params: CarParams = CarParams(), config: MPC
     pose = torch.tensor([x0, y0, yaw0], dtype=torch.float64)
     v = torch.tensor([config.start_speed, 0.0, 0.0], dtype=torch.float64)
     prev_pose = pose.clone()
-    prev_pose[:2] -= h * config.start_speed * torch.tensor([math.cos(yaw0), math.sin(yaw0)], dtype=torch.float64)
+    prev_pose[:2] -= (
+        h * config.start_speed * torch.tensor([math.cos(yaw0), math.sin(yaw0)], dtype=torch.float64)
+    )
     W = torch.zeros(config.horizon, 2)
     learned = getattr(dynamics, "kind", "") == "learned"
     opt = OptimiserConfig(candidates=config.candidates, direction=config.direction)

@@ -51,9 +51,9 @@ class OptimiserConfig:
     tolerance: float = 5e-4        # relative decrease per iteration counted as "no progress"
     patience: int = 6
     grad_tolerance: float = 1e-7
-    time_limit: float = 0.0        # s, 0 = none
-    direction: str = "gauss-newton"  # or "gradient" (the paper) or "conjugate" (Polak-Ribiere+); same line search
-    damping: float = 2.0           # initial Levenberg-Marquardt damping of "gauss-newton", x mean(diag(2 J^T J))
+    time_limit: float = 0.0  # s, 0 = none
+    direction: str = "gauss-newton"
+    damping: float = 2.0  # initial Levenberg-Marquardt damping of "gauss-newton", x mean(diag(2 J^T J))
 
     def __post_init__(self):
         if self.direction not in DIRECTIONS:

@@ -19,7 +19,14 @@ from engine.car.costs import MAX_COORDINATE, PlanError, PlanWeights, Target, Tar
 from engine.car.evaluators import make_evaluator
 from engine.car.optimiser import OptimiserConfig, OptimiseResult, optimise
 from engine.systems.rc_car import CarParams, simulate
-from engine.validation import InputError, check_allocation, check_file_size, check_finite, check_int, check_range
+from engine.validation import (
+    InputError,
+    check_allocation,
+    check_file_size,
+    check_finite,
+    check_int,
+    check_range,
+)
 
 __all__ = [
     "MAX_HORIZON",
@@ -75,8 +82,10 @@ class Plan:
         if not isinstance(self.name, str) or len(self.name) > MAX_NAME_LENGTH:
             raise InputError(f"must be text of at most {MAX_NAME_LENGTH} characters", owner=who, field="name")
         check_int(who, "horizon", self.horizon, MIN_HORIZON, MAX_HORIZON, hint="steps of 0.05 s")
-        for field_name, values, unit, bound in (("start_pose", self.start_pose, "m", MAX_COORDINATE),
-                                                ("start_velocity", self.start_velocity, "m/s", MAX_START_SPEED)):
+        for field_name, values, unit, bound in (
+            ("start_pose", self.start_pose, "m", MAX_COORDINATE),
+            ("start_velocity", self.start_velocity, "m/s", MAX_START_SPEED),
+        ):
             if len(values) != 3:
                 raise InputError(f"expected 3 numbers, got {len(values)}", owner=who, field=field_name)
             for v in values:
@@ -109,7 +118,9 @@ class Plan:
             if not isinstance(targets, list):
                 raise PlanError("field 'targets' must be a list of objects")
             if len(targets) > MAX_TARGETS:
-                raise PlanError(f"field 'targets' has {len(targets)} targets, at most {MAX_TARGETS} are allowed")
+                raise PlanError(
+                    f"field 'targets' has {len(targets)} targets, at most {MAX_TARGETS} are allowed"
+                )
             weights = data.get("weights", {})
             return cls(name=_text(data.get("name", "plan")), horizon=horizon,
                        start_pose=_triple(data, "start_pose"), start_velocity=_triple(data, "start_velocity"),
@@ -165,7 +176,9 @@ class PlanOutcome:
 BYTES_PER_CANDIDATE_STEP = 1024   # measured: ~0.6-0.9 KB per candidate and step (learned model, line search)
 
 
-def check_plan_memory(plan: Plan, config: OptimiserConfig = OptimiserConfig(), *, allow: bool = False) -> float:
+def check_plan_memory(
+    plan: Plan, config: OptimiserConfig = OptimiserConfig(), *, allow: bool = False
+) -> float:
     """Refuse (:class:`~engine.validation.InputError`) an optimisation whose line search would
     need more than the memory budget: ``candidates x (horizon + 1)`` rollout steps at once.
     Returns the estimate in bytes. Called by :func:`plan_trajectory`, and by the CLI and the app
@@ -211,7 +224,9 @@ def execute_open_loop(plan: Plan, controls: torch.Tensor, params: CarParams = Ca
             "target_errors": errors}
 
 
-def save_plan(path: str | Path, plan: Plan, controls: torch.Tensor | None = None, extra: dict | None = None) -> Path:
+def save_plan(
+    path: str | Path, plan: Plan, controls: torch.Tensor | None = None, extra: dict | None = None
+) -> Path:
     data = {"kind": "car_plan", **plan.to_dict()}
     if controls is not None:
         data["controls"] = controls.detach().tolist()
@@ -235,11 +250,17 @@ def load_plan(path: str | Path) -> tuple[Plan, torch.Tensor | None]:
     controls = None
     if "controls" in data:
         if not isinstance(data["controls"], list) or len(data["controls"]) != plan.horizon:
-            raise PlanError(f"{path}: field 'controls' must be a list of {plan.horizon} [throttle, steering] pairs")
+            raise PlanError(
+                f"{path}: field 'controls' must be a list of {plan.horizon} [throttle, steering] pairs"
+            )
         try:
             controls = torch.tensor(data["controls"], dtype=torch.float32)
         except (TypeError, ValueError) as exc:
-            raise PlanError(f"{path}: field 'controls' is not a list of [throttle, steering] ({exc})") from None
+            raise PlanError(
+                f"{path}: field 'controls' is not a list of [throttle, steering] ({exc})"
+            ) from None
         if controls.shape != (plan.horizon, 2):
-            raise PlanError(f"{path}: field 'controls' has shape {tuple(controls.shape)}, expected ({plan.horizon}, 2)")
+            raise PlanError(
+                f"{path}: field 'controls' has shape {tuple(controls.shape)}, expected ({plan.horizon}, 2)"
+            )
     return plan, controls

@@ -88,7 +88,9 @@ class Track:
         if not isinstance(name, str) or len(name) > 200:
             raise TrackError(f"{source}: field 'name' must be text of at most 200 characters")
         try:
-            width = check_range(None, "width", data.get("width", 1.0), MIN_TRACK_WIDTH, MAX_TRACK_WIDTH, unit="m")
+            width = check_range(
+                None, "width", data.get("width", 1.0), MIN_TRACK_WIDTH, MAX_TRACK_WIDTH, unit="m"
+            )
             points = np.asarray([[_number(v) for v in p] for p in centre], dtype=float).reshape(-1, 2)
             return cls(name, points, width)
         except (TypeError, ValueError) as exc:
@@ -148,7 +150,9 @@ def check_centre_line(name: str, centre, width: float) -> np.ndarray:
     if c.ndim != 2 or c.shape[1] != 2 or len(c) < 4:
         raise TrackError(f"{who}: the centre line must have at least 4 points [x, y]")
     if len(c) > MAX_TRACK_POINTS:
-        raise TrackError(f"{who}: the centre line has {len(c)} points, at most {MAX_TRACK_POINTS} are allowed")
+        raise TrackError(
+            f"{who}: the centre line has {len(c)} points, at most {MAX_TRACK_POINTS} are allowed"
+        )
     if not np.isfinite(c).all():
         raise TrackError(f"{who}: the centre line has NaN or infinite coordinates")
     if np.abs(c).max() > MAX_TRACK_COORDINATE:
@@ -171,7 +175,9 @@ def check_centre_line(name: str, centre, width: float) -> np.ndarray:
         raise TrackError(f"{who}: the centre line is {length:.4g} m long, at most {MAX_TRACK_LENGTH:g} m")
     spread = np.linalg.svd(c - c.mean(0), compute_uv=False)
     if spread[1] <= 1e-9 * spread[0]:
-        raise TrackError(f"{who}: all points of the centre line lie on one line; a track must go round a loop")
+        raise TrackError(
+            f"{who}: all points of the centre line lie on one line; a track must go round a loop"
+        )
     d_in, d_out = c - np.roll(c, 1, 0), np.roll(c, -1, 0) - c
     cross = d_in[:, 0] * d_out[:, 1] - d_in[:, 1] * d_out[:, 0]
     dot = (d_in * d_out).sum(1)
@@ -187,7 +193,9 @@ def check_centre_line(name: str, centre, width: float) -> np.ndarray:
     x, y = c[:, 0], c[:, 1]
     area = 0.5 * abs(float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
     if 4 * math.pi * area / length**2 < MIN_ROUNDNESS:
-        raise TrackError(f"{who}: the centre line encloses (almost) no area: its points lie (nearly) on one line")
+        raise TrackError(
+            f"{who}: the centre line encloses (almost) no area: its points lie (nearly) on one line"
+        )
     if length < math.pi * width:
         raise TrackError(f"{who}: the centre line ({length:.3g} m) is too short for a {width:g} m wide track "
                          f"(at least pi x width = {math.pi * width:.3g} m)")
@@ -333,8 +341,12 @@ class TrackField:
         hi = pts.max(0) + margin + track.width
         nx = int(math.ceil((hi[0] - lo[0]) / cell)) + 1
         ny = int(math.ceil((hi[1] - lo[1]) / cell)) + 1
-        check_allocation(f"the coordinate grid of track {track.name[:40]!r} ({nx} x {ny} cells of {cell:g} m)",
-                         nx * ny, BYTES_PER_GRID_CELL, hint="a smaller track, or a coarser grid")
+        check_allocation(
+            f"the coordinate grid of track {track.name[:40]!r} ({nx} x {ny} cells of {cell:g} m)",
+            nx * ny,
+            BYTES_PER_GRID_CELL,
+            hint="a smaller track, or a coarser grid",
+        )
         gx, gy = np.meshgrid(lo[0] + cell * np.arange(nx), lo[1] + cell * np.arange(ny))
         g = np.stack([gx.ravel(), gy.ravel()], -1)
         _, idx = cKDTree(pts).query(g)

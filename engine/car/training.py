@@ -26,12 +26,20 @@ import torch
 from engine import io
 from engine.car.data import DrivingConfig, make_dataset, validation_trajectories
 from engine.car.dynamics import LearnedCarModel, rollout
+from engine.car.model import (
+    ACTIVATIONS,
+    LOSSES,
+    CarMLP,
+    CarMLPConfig,
+    CarModelError,
+    car_loss,
+    save_car_model,
+)
 from engine.devices import resolve_device
 from engine.jobs import ProgressSpan
-from engine.car.model import ACTIVATIONS, LOSSES, CarMLP, CarMLPConfig, CarModelError, car_loss, save_car_model
 from engine.runs import restore_training_state, training_state
-from engine.training_loop import EpochOutcome, train_epochs
 from engine.systems.rc_car import CarParams
+from engine.training_loop import EpochOutcome, train_epochs
 from engine.validation import InputError, check_int, check_range
 
 __all__ = [
@@ -129,8 +137,14 @@ class _CarTrainee:
     def __init__(self, model: CarMLP, inputs, targets, train_idx, val_idx, config: CarMLPConfig, opt, sched,
                  gen: torch.Generator, run):
         self.model, self.inputs, self.targets, self.config = model, inputs, targets, config
-        self.train_idx, self.val_idx, self.opt, self.sched, self.gen, self.run = (train_idx, val_idx, opt, sched,
-                                                                                  gen, run)
+        self.train_idx, self.val_idx, self.opt, self.sched, self.gen, self.run = (
+            train_idx,
+            val_idx,
+            opt,
+            sched,
+            gen,
+            run,
+        )
         self.steps_per_epoch = max(1, math.ceil(len(train_idx) / config.batch_size))
         self.history: dict[str, list[float]] = {"train_loss": [], "val_loss": []}
 
@@ -178,7 +192,9 @@ class _CarTrainee:
         is a new schedule's tail, not the run it would have been had it been planned that long)."""
         epochs = self.config.epochs
         same_plan = int(meta.get("schedule_epochs", epochs)) == epochs
-        restore_training_state(state, self.model, self.opt, self.sched if same_plan else None, {"batches": self.gen})
+        restore_training_state(
+            state, self.model, self.opt, self.sched if same_plan else None, {"batches": self.gen}
+        )
         done = int(meta["epoch"])
         if not same_plan:
             with warnings.catch_warnings():
@@ -203,7 +219,9 @@ class _CarTrainee:
     def diverged_message(self, epoch: int, what: str, good_epoch: int, kept: Path | None) -> str:
         where = (f"; the last finite model (epoch {good_epoch}) is kept in {kept}; no model was written"
                  if kept is not None else "")
-        return f"car model training diverged at epoch {epoch} ({what}){where}. Try a lower learning rate (--lr)."
+        return (
+            f"car model training diverged at epoch {epoch} ({what}){where}. Try a lower learning rate (--lr)."
+        )
 
     def report(self, epoch: int, epochs: int, outcome: EpochOutcome, step: int, wall_time: float):
         return f"epoch {epoch}/{epochs}", {"train_loss": outcome.logged["train_loss"],
@@ -233,8 +251,13 @@ def train_job(config: CarTrainConfig = CarTrainConfig(), out_dir: str | Path | N
         t0 = time.perf_counter()
         data = dataset if dataset is not None else make_dataset(config.params, config.driving, ctx)
         ctx.check_cancelled()
-        model, hist = fit_car_model(data["inputs"], data["targets"], config.model, ctx=ProgressSpan(ctx, 0.1, 0.9, ceiling=0.99),
-                                    device=config.device)
+        model, hist = fit_car_model(
+            data["inputs"],
+            data["targets"],
+            config.model,
+            ctx=ProgressSpan(ctx, 0.1, 0.9, ceiling=0.99),
+            device=config.device,
+        )
         val = validation if validation is not None else validation_trajectories(
             config.params, config.validation_count, config.validation_seconds)
         tve, _ = trajectory_validation_error(model, val, config.params.dt)
@@ -268,8 +291,11 @@ class SelectionConfig:
             raise InputError(f"one or more of {', '.join(ACTIVATIONS)}, got {list(self.activations)}",
                              owner="SelectionConfig", field="activations")
         if not self.losses or any(l not in LOSSES for l in self.losses):
-            raise InputError(f"one or more of {', '.join(LOSSES)}, got {list(self.losses)}", owner="SelectionConfig",
-                             field="losses")
+            raise InputError(
+                f"one or more of {', '.join(LOSSES)}, got {list(self.losses)}",
+                owner="SelectionConfig",
+                field="losses",
+            )
         check_int("model selection setting", "seeds (--seeds)", self.seeds, 1, 1000)
         # the network and the data each run trains on: the same checks as `car train`
         CarMLPConfig(hidden=self.hidden, layers=self.layers, epochs=self.epochs)
@@ -284,7 +310,11 @@ def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str 
     """A job training every (activation, loss, seed); returns the TVE table (and writes
     ``selection.json`` and the box plot ``selection.png`` into ``out_dir`` if given)."""
     def job(ctx):
-        data = make_dataset(params, DrivingConfig(minutes=config.minutes), ctx=ProgressSpan(ctx, 0.0, DATA_SHARE, ceiling=0.99))
+        data = make_dataset(
+            params,
+            DrivingConfig(minutes=config.minutes),
+            ctx=ProgressSpan(ctx, 0.0, DATA_SHARE, ceiling=0.99),
+        )
         ctx.check_cancelled()
         val = validation_trajectories(params)
         rows = []
@@ -294,10 +324,13 @@ def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str 
             ctx.check_cancelled()
             mc = CarMLPConfig(hidden=config.hidden, layers=config.layers, activation=act, loss=loss,
                               epochs=config.epochs, seed=seed)
-            model, _ = fit_car_model(data["inputs"], data["targets"], mc,
-                                     ctx=ProgressSpan(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share,
-                                                      ceiling=0.99),
-                                     device=config.device)
+            model, _ = fit_car_model(
+                data["inputs"],
+                data["targets"],
+                mc,
+                ctx=ProgressSpan(ctx, DATA_SHARE + i * share, DATA_SHARE + (i + 1) * share, ceiling=0.99),
+                device=config.device,
+            )
             tve, errs = trajectory_validation_error(model, val, params.dt)
             rows.append({"activation": act, "loss": loss, "seed": seed, "tve": tve, "errors": errs.tolist()})
             ctx.progress((i + 1) / len(runs), f"{act}/{loss}/seed {seed}", {"tve": tve})
@@ -308,7 +341,12 @@ def select_models_job(config: SelectionConfig = SelectionConfig(), out_dir: str 
                 table.append({"activation": act, "loss": loss, "tve_mean": float(np.mean(sel)),
                               "tve_min": float(np.min(sel)), "tve_max": float(np.max(sel)), "runs": len(sel)})
         best = min(table, key=lambda r: r["tve_mean"])
-        result = {"table": table, "runs": rows, "best": best, "validation_trajectories": int(val["pose0"].shape[0])}
+        result = {
+            "table": table,
+            "runs": rows,
+            "best": best,
+            "validation_trajectories": int(val["pose0"].shape[0]),
+        }
         if out_dir is not None:
             out = Path(out_dir)
             io.write_json(out / "selection.json", result)

@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted (Ctrl+C)", file=sys.stderr)
         return 130
     handler = logging.StreamHandler()
-    handler.setFormatter((logging.Formatter if args.verbose else _QuietTracebacks)("%(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        (logging.Formatter if args.verbose else _QuietTracebacks)("%(levelname)s %(name)s: %(message)s")
+    )
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler])
     func = getattr(args, "func", None)
     if func is None:
@@ -194,7 +196,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {user_message(exc, _flags(chosen))}", file=sys.stderr)
             return 2
         path = write_traceback(exc, context="python -m engine " + " ".join(arguments))
-        print(f"internal error: {user_message(exc, _flags(chosen))} ({internal_error_note(path)})", file=sys.stderr)
+        print(
+            f"internal error: {user_message(exc, _flags(chosen))} ({internal_error_note(path)})",
+            file=sys.stderr,
+        )
         if args.verbose:
             import traceback
 

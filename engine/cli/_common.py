@@ -58,9 +58,16 @@ def device_from_args(args, default: str = "cpu"):
     return resolve_device(getattr(args, "device", None) or default, flag="--device")
 
 
-def check_output(path, kind: str = "file", flag: str = "--out", *, suffix: str | tuple[str, ...] | None = None,
-                 written_as: str | None = None, allow_existing: bool = True,
-                 allow_nonempty_folder: bool = False) -> Path:
+def check_output(
+    path,
+    kind: str = "file",
+    flag: str = "--out",
+    *,
+    suffix: str | tuple[str, ...] | None = None,
+    written_as: str | None = None,
+    allow_existing: bool = True,
+    allow_nonempty_folder: bool = False,
+) -> Path:
     """Check an output flag's path before any work starts (every ``--out``, ``--save*``,
     ``--video`` of the command line goes through here), so a bad name never costs a fit.
 
@@ -78,10 +85,16 @@ def check_output(path, kind: str = "file", flag: str = "--out", *, suffix: str |
         raise InputError("is empty; give a path to write to", field=flag)
     p = Path(given).expanduser()
     if kind == "file":
-        wanted = (suffix,) if isinstance(suffix, str) else tuple(suffix or ()) or ((written_as,) if written_as else ())
+        wanted = (
+            (suffix,)
+            if isinstance(suffix, str)
+            else tuple(suffix or ()) or ((written_as,) if written_as else ())
+        )
         example = f"out{wanted[0]}" if wanted else "out"
         if given.endswith(("/", os.sep)) or p.name in ("", ".", "..") or p.is_dir():
-            raise InputError(f"{given} is a folder; give a file name (e.g. {Path(given) / example})", field=flag)
+            raise InputError(
+                f"{given} is a folder; give a file name (e.g. {Path(given) / example})", field=flag
+            )
         _refuse_special(p, given, flag)
         if suffix and p.suffix.lower() not in {s.lower() for s in wanted}:
             need = " or ".join(f'"{s}"' for s in wanted)
@@ -107,8 +120,10 @@ def _refuse_special(p: Path, given: str, flag: str) -> None:
     except OSError:
         return
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise InputError(f"{given} is a device or a special file, not a regular file; give the path of a file "
-                         "to write", field=flag)
+        raise InputError(
+            f"{given} is a device or a special file, not a regular file; give the path of a file to write",
+            field=flag,
+        )
 
 
 def add_threads_option(parser, job: str) -> None:

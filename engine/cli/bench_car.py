@@ -6,7 +6,9 @@ from engine.cli._common import add_device_option, print_json
 
 
 def register_bench(subparsers) -> None:
-    p = subparsers.add_parser("car", help="car planner: MPC cycle time (horizon 20, 512 candidates) and Drifting Turn time")
+    p = subparsers.add_parser(
+        "car", help="car planner: MPC cycle time (horizon 20, 512 candidates) and Drifting Turn time"
+    )
     p.add_argument("--model", default="default",
                    help="'default' (the shipped learned model), a trained car model folder, or 'train' "
                         "(train a small one first)")
@@ -21,7 +23,6 @@ def _bench(args) -> int:
     import torch
 
     from engine.car.benchmark import BenchConfig, run_benchmark
-
     from engine.validation import check_int
 
     check_int(None, "--threads", args.threads, 1, 1024, hint="torch CPU threads")
@@ -34,8 +35,11 @@ def _bench(args) -> int:
     if args.json:
         print_json(res)
     else:
-        print(f"MPC: {res['cycle_ms']:.1f} ms per cycle ({res['control_rate_hz']:.1f} Hz), "
-              f"{res['iterations_per_cycle']} iterations x {res['candidates']} candidates, horizon {res['horizon']}; "
-              f"eager autograd iteration {res['eager_iteration_ms']:.1f} ms; "
-              f"Drifting Turn {res['drifting_turn_seconds']:.2f} s ({'converged' if res['drifting_turn_converged'] else 'not converged'})")
+        print(
+            f"MPC: {res['cycle_ms']:.1f} ms per cycle ({res['control_rate_hz']:.1f} Hz), "
+            f"{res['iterations_per_cycle']} iterations x {res['candidates']} candidates, horizon {res['horizon']}; "
+            f"eager autograd iteration {res['eager_iteration_ms']:.1f} ms; "
+            f"Drifting Turn {res['drifting_turn_seconds']:.2f} s "
+            f"({'converged' if res['drifting_turn_converged'] else 'not converged'})"
+        )
     return 0

@@ -38,15 +38,19 @@ def _run(args) -> int:
         row["monodromy_seconds"] = time.perf_counter() - t0
         runs.append(row)
         if not args.json:
-            print(f"{dtype}: {args.epochs} epochs in {mode.seconds:.1f} s ({row['ms_per_epoch']:.1f} ms/epoch), "
-                  f"tip error {row['tip_error'] * 100:.2f} cm, monodromy {row['monodromy_seconds']:.2f} s")
+            print(
+                f"{dtype}: {args.epochs} epochs in {mode.seconds:.1f} s ({row['ms_per_epoch']:.1f} ms/epoch), "
+                f"tip error {row['tip_error'] * 100:.2f} cm, monodromy {row['monodromy_seconds']:.2f} s"
+            )
     if args.json:
         print_json(results)
     return 0
 
 
 def register_bench(subparsers) -> None:
-    p = subparsers.add_parser("eigenmode", help="time learning the default eigenmode design (target: 500 epochs in <= 60 s)")
+    p = subparsers.add_parser(
+        "eigenmode", help="time learning the default eigenmode design (target: 500 epochs in <= 60 s)"
+    )
     p.add_argument("--epochs", type=int, default=500)
     p.add_argument("--dtypes", nargs="+", choices=["float32", "float64"], default=["float64", "float32"])
     add_device_option(p)

@@ -9,12 +9,21 @@ from engine.cli._common import print_json
 def register_bench(subparsers) -> None:
     from engine.job_bench import JOBS
 
-    p = subparsers.add_parser("jobs", help="each job idle and with `yes` holding a core, torch's default threads "
-                                           "vs --threads auto (writes the table of results/benchmarks/jobs.md)")
-    p.add_argument("--jobs", default=",".join(JOBS), help=f"comma-separated, from: {','.join(JOBS)} (default: all)")
+    p = subparsers.add_parser(
+        "jobs",
+        help="each job idle and with `yes` holding a core, torch's default threads "
+        "vs --threads auto (writes the table of results/benchmarks/jobs.md)",
+    )
+    p.add_argument(
+        "--jobs", default=",".join(JOBS), help=f"comma-separated, from: {','.join(JOBS)} (default: all)"
+    )
     p.add_argument("--repeats", type=int, default=1, help="runs per cell, the best kept (default: 1)")
-    p.add_argument("--timeout", type=float, default=180.0, help="seconds per run before it counts as too slow "
-                                                               "(up to 3600; default: 180)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=180.0,
+        help="seconds per run before it counts as too slow (up to 3600; default: 180)",
+    )
     p.add_argument("--no-heartbeat", action="store_true", help="skip the UI heartbeat measurement")
     p.add_argument("--markdown", metavar="FILE", help="also write the table (Markdown) to FILE")
     p.add_argument("--json", action="store_true")

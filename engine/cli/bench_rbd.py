@@ -23,13 +23,19 @@ def _batches(text: str) -> tuple[int, ...]:
 
 def _run(args) -> int:
     from engine.robots.benchmark import RbdBenchConfig, format_table, run_rbd_benchmark
-
     from engine.validation import check_int
 
     check_int(None, "--plain-batch", args.plain_batch, 0, 1_000_000, hint="0 skips the plain-API row")
     floating = tuple(x.strip() for x in args.floating.split(",") if x.strip() and x.strip() != "none")
-    cfg = RbdBenchConfig(robot=args.robot, batches=_batches(args.batch), threads=args.threads,
-                         min_time_s=args.min_time, repeats=args.repeats, floating=floating, device=args.device)
+    cfg = RbdBenchConfig(
+        robot=args.robot,
+        batches=_batches(args.batch),
+        threads=args.threads,
+        min_time_s=args.min_time,
+        repeats=args.repeats,
+        floating=floating,
+        device=args.device,
+    )
 
     def progress(fraction, message):
         if not args.json:
@@ -73,8 +79,13 @@ def register_bench(subparsers) -> None:
     p.add_argument("--threads", type=int, default=d.threads, help="torch threads")
     p.add_argument("--repeats", type=int, default=d.repeats, help="measurements per cell (median)")
     p.add_argument("--min-time", type=float, default=d.min_time_s, help="seconds per cell, at least")
-    p.add_argument("--plain-batch", type=int, default=1024, help="batch of the row measured through the plain "
-                   "API without the CLI's settings, in a fresh process (0: skip it)")
+    p.add_argument(
+        "--plain-batch",
+        type=int,
+        default=1024,
+        help="batch of the row measured through the plain "
+        "API without the CLI's settings, in a fresh process (0: skip it)",
+    )
     p.add_argument("--floating", default=",".join(d.floating),
                    help="floating-base library robots timed against Pinocchio's free-flyer model "
                         "(comma-separated; 'none' for none)")

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
-from engine.cli._common import check_output
+from engine.cli._common import add_device_option, add_group, check_output, print_json, run_cli_job
 
 
 def _defaults():
@@ -37,12 +36,36 @@ def _add_design_args(p):
     task, w, tr, _ = _defaults()
     from engine.eigenmodes.config import PotentialConfig
     pot = PotentialConfig()
-    p.add_argument("--q0", type=float, nargs=2, default=list(task.q0), metavar=("Q1", "Q2"), help="start configuration (rad), at rest")
-    p.add_argument("--target", type=float, nargs=2, default=list(task.target), metavar=("X", "Y"), help="tip target at T/2 (m)")
-    p.add_argument("--period", type=float, default=task.period, help="period T (s); the initial guess with --learn-period")
+    p.add_argument(
+        "--q0",
+        type=float,
+        nargs=2,
+        default=list(task.q0),
+        metavar=("Q1", "Q2"),
+        help="start configuration (rad), at rest",
+    )
+    p.add_argument(
+        "--target",
+        type=float,
+        nargs=2,
+        default=list(task.target),
+        metavar=("X", "Y"),
+        help="tip target at T/2 (m)",
+    )
+    p.add_argument(
+        "--period",
+        type=float,
+        default=task.period,
+        help="period T (s); the initial guess with --learn-period",
+    )
     p.add_argument("--learn-period", action="store_true", help="learn the period jointly (appendix D)")
     p.add_argument("--effort-weight", type=float, default=w.effort_weight, help="metabolic weight lambda")
-    p.add_argument("--constraint-weight", type=float, default=w.constraint_weight, help="eigenmode constraint weight gamma")
+    p.add_argument(
+        "--constraint-weight",
+        type=float,
+        default=w.constraint_weight,
+        help="eigenmode constraint weight gamma",
+    )
     p.add_argument("--task-weight", type=float, default=w.task_weight, help="task (tip) weight")
     p.add_argument("--constraint-mode", choices=["soft", "hard"], default=w.constraint_mode,
                    help="soft: fixed gamma; hard: gamma raised towards constraint_weight_max")
@@ -63,7 +86,9 @@ def _learn(args) -> int:
     if (args.out is None) == (args.resume is None):
         raise ValueError("eigenmode learn: give --out DIR for a new run or --resume RUN_DIR to continue one")
     if args.resume is not None:
-        job = lambda ctx: learn_into(None, ctx=ctx, resume_dir=args.resume, epochs=args.epochs, device=args.device)
+        job = lambda ctx: learn_into(
+            None, ctx=ctx, resume_dir=args.resume, epochs=args.epochs, device=args.device
+        )
     else:
         design = _design_from_args(args)
         check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
@@ -86,10 +111,17 @@ def _stabilise(args) -> int:
     perturb = list(args.perturb)
     if len(perturb) not in (2, 4):
         raise ValueError("--perturb: expected DQ1 DQ2 [DP1 DP2]")
-    cfg = StabiliseConfig(k_energy=args.k_energy, k_mode=args.k_mode, damping=args.damping,
-                          perturb_q=tuple(perturb[:2]), perturb_p=tuple(perturb[2:]) if len(perturb) == 4 else (0.0, 0.0),
-                          periods=args.periods, dt=args.dt, multiplier_steps=args.multiplier_steps,
-                          settle_periods=args.settle_periods)
+    cfg = StabiliseConfig(
+        k_energy=args.k_energy,
+        k_mode=args.k_mode,
+        damping=args.damping,
+        perturb_q=tuple(perturb[:2]),
+        perturb_p=tuple(perturb[2:]) if len(perturb) == 4 else (0.0, 0.0),
+        periods=args.periods,
+        dt=args.dt,
+        multiplier_steps=args.multiplier_steps,
+        settle_periods=args.settle_periods,
+    )
     cfg.validate()                 # before the work: ranges, then the size of the simulated run
     cfg.check_steps(mode.period)
     result = run_cli_job(StabiliseJob(mode, cfg, multipliers=not args.no_multipliers, check_fd=args.check_fd),
@@ -109,8 +141,8 @@ def _print_summary(summary: dict, as_json: bool) -> None:
 
 
 def _sweep(args) -> int:
-    from engine.eigenmodes.sweep import SweepJob
     from engine.eigenmodes.config import check_period
+    from engine.eigenmodes.sweep import SweepJob
     design = _design_from_args(args)
     for period in args.periods:
         check_period(period, "--periods", None)
@@ -126,16 +158,28 @@ def _sweep(args) -> int:
 
 
 def register(subparsers) -> None:
-    _, sub = add_group(subparsers, "eigenmode", "learn an efficient oscillation of the double pendulum and stabilise it")
+    _, sub = add_group(
+        subparsers, "eigenmode", "learn an efficient oscillation of the double pendulum and stabilise it"
+    )
     _, _, _, st = _defaults()
 
-    p = sub.add_parser("learn", help="learn a control potential whose closed loop oscillates through the task")
+    p = sub.add_parser(
+        "learn", help="learn a control potential whose closed loop oscillates through the task"
+    )
     _add_design_args(p)
     p.set_defaults(epochs=None)   # None: the design's default, or with --resume the run's planned epochs
-    p.add_argument("--out", default=None, help="run folder: config.json, metrics.csv, checkpoints/, and "
-                                               "mode.safetensors, mode.json, trajectory.csv when the run ends well")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="continue the run in RUN_DIR from its last checkpoint (its own design; --epochs N to extend)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="run folder: config.json, metrics.csv, checkpoints/, and "
+        "mode.safetensors, mode.json, trajectory.csv when the run ends well",
+    )
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its last checkpoint (its own design; --epochs N to extend)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_learn)
 
@@ -148,7 +192,12 @@ def register(subparsers) -> None:
     p.add_argument("--k-mode", type=float, default=st.k_mode)
     p.add_argument("--periods", type=float, default=st.periods)
     p.add_argument("--dt", type=float, default=st.dt)
-    p.add_argument("--multiplier-steps", type=int, default=st.multiplier_steps, help="RK4 steps per period for the monodromy")
+    p.add_argument(
+        "--multiplier-steps",
+        type=int,
+        default=st.multiplier_steps,
+        help="RK4 steps per period for the monodromy",
+    )
     p.add_argument("--settle-periods", type=float, default=st.settle_periods)
     p.add_argument("--no-multipliers", action="store_true", help="skip the cycle multipliers")
     p.add_argument("--check-fd", action="store_true", help="check the monodromy against finite differences")

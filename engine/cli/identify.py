@@ -13,15 +13,22 @@ def _config(args):
 
     learn = tuple(k.strip() for k in args.learn.split(",") if k.strip())
     links = tuple(l.strip() for l in args.links.split(",") if l.strip()) if args.links else None
-    return LogIdentificationConfig(robot=args.robot, learn=learn, links=links, epochs=args.epochs,
-                                   blackbox_steps=args.blackbox_steps, weighting=args.weighting, seed=args.seed,
-                                   device=args.device)
+    return LogIdentificationConfig(
+        robot=args.robot,
+        learn=learn,
+        links=links,
+        epochs=args.epochs,
+        blackbox_steps=args.blackbox_steps,
+        weighting=args.weighting,
+        seed=args.seed,
+        device=args.device,
+    )
 
 
 def _log(args) -> int:
+    from engine.identification.from_log import identify_from_log, robot_prepare_config
     from engine.logs import LogMapping, prepare_log, read_log
     from engine.robots.library import load_robot
-    from engine.identification.from_log import identify_from_log, robot_prepare_config
 
     config = _config(args)
     config.validate()
@@ -99,9 +106,13 @@ def register(subparsers) -> None:
                    help=f"Adam steps of the black-box MLP, 0 for none (default: {d.blackbox_steps})")
     p.add_argument("--weighting", default=d.weighting, choices=("noise", "variance"),
                    help=f"per-joint weighting of the torque errors (default: {d.weighting})")
-    p.add_argument("--window", type=int, default=31, help="Savitzky-Golay window for the derivatives (default: 31)")
+    p.add_argument(
+        "--window", type=int, default=31, help="Savitzky-Golay window for the derivatives (default: 31)"
+    )
     p.add_argument("--polyorder", type=int, default=5, help="Savitzky-Golay polyorder (default: 5)")
-    p.add_argument("--seed", type=int, default=d.seed, help=f"black-box initialisation seed (default: {d.seed})")
+    p.add_argument(
+        "--seed", type=int, default=d.seed, help=f"black-box initialisation seed (default: {d.seed})"
+    )
     p.add_argument("--save-urdf", default=None, metavar="FILE.urdf",
                    help="write the robot with the identified parameters as a URDF (visuals and meshes kept)")
     add_device_option(p)

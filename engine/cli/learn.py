@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
-from engine.cli._common import check_output
+from engine.cli._common import add_device_option, add_group, check_output, print_json, run_cli_job
 
 
 def _csv(kind):
@@ -23,15 +22,21 @@ def register(subparsers) -> None:
     from engine.training.sweep import SweepConfig
 
     T, S, D = TrainConfig(), SweepConfig(), DatasetConfig()
-    _, sub = add_group(subparsers, "learn", "learn dynamics models (NODE, L-NODE, SyMo, E2E-SyMo) from trajectories")
+    _, sub = add_group(
+        subparsers, "learn", "learn dynamics models (NODE, L-NODE, SyMo, E2E-SyMo) from trajectories"
+    )
 
     p = sub.add_parser("data", help="generate the paper's data set (.npz + .json)")
     p.add_argument("--system", default=D.system)
     p.add_argument("--trajectories", type=int, default=D.train_trajectories)
     p.add_argument("--test-trajectories", type=int, default=D.test_trajectories)
     p.add_argument("--long-term-steps", type=int, default=D.long_term_steps)
-    p.add_argument("--sampler", choices=["paper", "numpy"], default=D.sampler,
-                   help="paper: the SyMo repository's exact random draws (default); numpy: the older sampling")
+    p.add_argument(
+        "--sampler",
+        choices=["paper", "numpy"],
+        default=D.sampler,
+        help="paper: the SyMo repository's exact random draws (default); numpy: the older sampling",
+    )
     p.add_argument("--seed", type=int, default=D.seed)
     p.add_argument("--out", required=True, help="output .npz path")
     p.add_argument("--json", action="store_true")
@@ -43,16 +48,32 @@ def register(subparsers) -> None:
     p.add_argument("--trajectories", type=int, default=T.trajectories)
     p.add_argument("--epochs", type=int, default=None,
                    help=f"default: {T.epochs}; with --resume: the new total (extends a finished run)")
-    p.add_argument("--lr", type=float, default=T.learning_rate, help="default: the system's protocol value (the paper's: pendulum 1e-4, cartpole and acrobot 1e-3)")
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=T.learning_rate,
+        help="default: the system's protocol value (the paper's: pendulum 1e-4, cartpole and acrobot 1e-3)",
+    )
     p.add_argument("--hidden", type=int, default=T.hidden, help="default: the system's protocol value")
     p.add_argument("--seed", type=int, default=T.seed)
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
-    p.add_argument("--out", default=None,
-                   help="run folder: config.json, metrics.csv, checkpoints/, and model.* when the run ends well")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="continue the run in RUN_DIR from its last checkpoint (its own settings; --epochs N to extend)")
-    p.add_argument("--tensorboard", default=None, metavar="LOGDIR",
-                   help="also write the run's scalars and hyperparameters for TensorBoard (the 'tensorboard' extra)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="run folder: config.json, metrics.csv, checkpoints/, and model.* when the run ends well",
+    )
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its last checkpoint (its own settings; --epochs N to extend)",
+    )
+    p.add_argument(
+        "--tensorboard",
+        default=None,
+        metavar="LOGDIR",
+        help="also write the run's scalars and hyperparameters for TensorBoard (the 'tensorboard' extra)",
+    )
     add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_train)
@@ -76,7 +97,9 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("sweep", help="models x training-set sizes x seeds, one table")
     p.add_argument("--system", default=S.system)
-    p.add_argument("--models", type=_csv(str), default=S.models, help="comma-separated: " + ",".join(PAPER_MODELS))
+    p.add_argument(
+        "--models", type=_csv(str), default=S.models, help="comma-separated: " + ",".join(PAPER_MODELS)
+    )
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
     sweep_args(p)
     p.set_defaults(func=_sweep)
@@ -91,21 +114,28 @@ def register(subparsers) -> None:
 
 
 def _add_compare(sub) -> None:
-    from engine.training.compare import LogCompareConfig
     from engine.models.registry import model_names
+    from engine.training.compare import LogCompareConfig
 
     defaults = LogCompareConfig()
     p = sub.add_parser("compare", help="train models on a hardware log and compare them (one table)")
     p.add_argument("--log", required=True, help="log file (CSV/TSV/NPZ/Parquet/bag/MCAP)")
     p.add_argument("--mapping", required=True, help="mapping JSON (engine.logs.LogMapping)")
     p.add_argument("--models", required=True, help=f"comma-separated, from: {','.join(model_names())}")
-    p.add_argument("--dt", type=float, default=None, help="resample step in s (default: the log's median step)")
+    p.add_argument(
+        "--dt", type=float, default=None, help="resample step in s (default: the log's median step)"
+    )
     for name in ("steps", "horizon", "epochs", "hidden", "layers", "seed"):
         p.add_argument("--" + name, type=int, default=getattr(defaults, name),
                        help=f"(default: {getattr(defaults, name)})")
-    p.add_argument("--lr", type=float, default=defaults.learning_rate, help=f"(default: {defaults.learning_rate})")
-    p.add_argument("--out", default=None, help="folder for compare.csv + compare.json, and runs/<model> (each "
-                                               "model's run folder)")
+    p.add_argument(
+        "--lr", type=float, default=defaults.learning_rate, help=f"(default: {defaults.learning_rate})"
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder for compare.csv + compare.json, and runs/<model> (each model's run folder)",
+    )
     add_device_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_compare)
@@ -118,8 +148,16 @@ def _compare(args) -> int:
     from engine.training.compare import LogCompareConfig, compare_on_log
     from engine.training.report import rows_to_csv, write_compare_report
 
-    config = LogCompareConfig(steps=args.steps, horizon=args.horizon, epochs=args.epochs, learning_rate=args.lr,
-                              hidden=args.hidden, layers=args.layers, seed=args.seed, device=args.device)
+    config = LogCompareConfig(
+        steps=args.steps,
+        horizon=args.horizon,
+        epochs=args.epochs,
+        learning_rate=args.lr,
+        hidden=args.hidden,
+        layers=args.layers,
+        seed=args.seed,
+        device=args.device,
+    )
     if args.out:
         check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     runs_dir = None if args.out is None else Path(args.out) / "runs"
@@ -128,7 +166,9 @@ def _compare(args) -> int:
                                                   runs_dir=runs_dir),
                        quiet=args.json)
     if args.out:
-        write_compare_report(args.out, rows, {"log": args.log, "mapping": args.mapping, "config": config.to_dict()})
+        write_compare_report(
+            args.out, rows, {"log": args.log, "mapping": args.mapping, "config": config.to_dict()}
+        )
     if args.json:
         print_json(rows)
     else:
@@ -150,9 +190,17 @@ def _executor(args):
 def _data(args) -> int:
     from engine.data import DatasetConfig, generate_dataset, save_dataset
 
-    cfg = DatasetConfig(system=args.system, train_trajectories=args.trajectories, test_trajectories=args.test_trajectories,
-                        long_term_steps=args.long_term_steps, seed=args.seed, sampler=args.sampler)
-    check_output(args.out, "file", "--out", written_as=".npz")  # before the work; save_dataset writes NAME.npz
+    cfg = DatasetConfig(
+        system=args.system,
+        train_trajectories=args.trajectories,
+        test_trajectories=args.test_trajectories,
+        long_term_steps=args.long_term_steps,
+        seed=args.seed,
+        sampler=args.sampler,
+    )
+    check_output(
+        args.out, "file", "--out", written_as=".npz"
+    )  # before the work; save_dataset writes NAME.npz
     ds = generate_dataset(cfg)
     path = save_dataset(ds, args.out)
     desc = {"path": str(path), **ds.describe()}
@@ -161,8 +209,8 @@ def _data(args) -> int:
 
 
 def _train(args) -> int:
-    from engine.training import TrainConfig, resume_job, train_job
     from engine.runs import interrupts_as_keyboard
+    from engine.training import TrainConfig, resume_job, train_job
 
     if args.resume is not None:
         if args.out is not None:
@@ -198,18 +246,38 @@ def _train(args) -> int:
 
 
 def _print_rows(rows):
-    keys = ["model", "trajectories", "seed", "train_mse", "test_mse", "integration_mse", "energy_mse", "inertia_mse", "seconds"]
+    keys = [
+        "model",
+        "trajectories",
+        "seed",
+        "train_mse",
+        "test_mse",
+        "integration_mse",
+        "energy_mse",
+        "inertia_mse",
+        "seconds",
+    ]
     print("  ".join(f"{k:>15}" for k in keys))
     for r in rows:
-        print("  ".join(f"{v:>15.4g}" if isinstance(v, float) else f"{str(v):>15}" for v in (r.get(k) for k in keys)))
+        print(
+            "  ".join(
+                f"{v:>15.4g}" if isinstance(v, float) else f"{str(v):>15}" for v in (r.get(k) for k in keys)
+            )
+        )
 
 
 def _sweep(args) -> int:
     from engine.training.report import write_table
     from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
 
-    cfg = SweepConfig(system=args.system, models=args.models, trajectories=args.trajectories, seeds=args.seeds,
-                      epochs=args.epochs, device=args.device)
+    cfg = SweepConfig(
+        system=args.system,
+        models=args.models,
+        trajectories=args.trajectories,
+        seeds=args.seeds,
+        epochs=args.epochs,
+        device=args.device,
+    )
     executor = _executor(args)
     check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     from engine.runs import RunLock
@@ -219,7 +287,9 @@ def _sweep(args) -> int:
                            quiet=args.json)
         write_table(rows, args.out)
     if args.json:
-        print_json([{k: r.get(k) for k in ROW_KEYS} | ({"error": r["error"]} if "error" in r else {}) for r in rows])
+        print_json(
+            [{k: r.get(k) for k in ROW_KEYS} | ({"error": r["error"]} if "error" in r else {}) for r in rows]
+        )
     else:
         _print_rows(rows)
     return 0
@@ -232,10 +302,22 @@ def _reproduce(args) -> int:
     check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     from engine.runs import RunLock
 
-    with RunLock(args.out):   # one sweep writes a folder at a time (each of its runs locks its own)
-        result = run_cli_job(lambda ctx: reproduce(args.name, args.out, args.epochs, args.seeds, executor, ctx,
-                                                   args.trajectories, args.models, args.data, device=args.device),
-                             quiet=args.json)
+    with RunLock(args.out):  # one sweep writes a folder at a time (each of its runs locks its own)
+        result = run_cli_job(
+            lambda ctx: reproduce(
+                args.name,
+                args.out,
+                args.epochs,
+                args.seeds,
+                executor,
+                ctx,
+                args.trajectories,
+                args.models,
+                args.data,
+                device=args.device,
+            ),
+            quiet=args.json,
+        )
     if args.json:
         print_json({"rows": result["rows"], "comparison": result["comparison"], "files": result["files"]})
     else:

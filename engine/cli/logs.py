@@ -68,15 +68,17 @@ def _inspect(args) -> int:
         for note in summary["notes"]:
             print(f"note: {note}")
         for p in summary["problems"]:
-            print(f"problem ({p['kind']}): {p['message']}" + (f" [column {p['column']}]" if p["column"] else ""))
+            print(
+                f"problem ({p['kind']}): {p['message']}" + (f" [column {p['column']}]" if p["column"] else "")
+            )
     return 0 if summary["ok"] else 1
 
 
 def _prepare(args) -> int:
+    from engine.cli._common import check_output
     from engine.logs.mapping import LogMapping
     from engine.logs.prepare import PrepareConfig, prepare_log
     from engine.logs.reader import read_log
-    from engine.cli._common import check_output
 
     config = _config_from_args(PrepareConfig, args)
     config.validate()
@@ -91,9 +93,18 @@ def _prepare(args) -> int:
     prepared = run_cli_job(job, quiet=args.json)
     prepared.save(args.out)
     d = prepared.description
-    summary = {"out": str(args.out), "samples": prepared.n_samples, "dt": prepared.dt, "t_range": d["t_range"],
-               "nq": int(prepared.q.shape[1]), "nu": int(prepared.u.shape[1]), "n_train": d["n_train"],
-               "n_val": d["n_val"], "qd_source": d["qd_source"], "data_hash": prepared.data_hash}
+    summary = {
+        "out": str(args.out),
+        "samples": prepared.n_samples,
+        "dt": prepared.dt,
+        "t_range": d["t_range"],
+        "nq": int(prepared.q.shape[1]),
+        "nu": int(prepared.u.shape[1]),
+        "n_train": d["n_train"],
+        "n_val": d["n_val"],
+        "qd_source": d["qd_source"],
+        "data_hash": prepared.data_hash,
+    }
     if args.json:
         print_json(summary)
     else:
@@ -103,8 +114,8 @@ def _prepare(args) -> int:
 
 
 def _make_examples(args) -> int:
-    from engine.data.example_logs import make_examples
     from engine.cli._common import check_output
+    from engine.data.example_logs import make_examples
 
     check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # it rewrites its own files
     paths = run_cli_job(lambda ctx: make_examples(args.out, args.only, ctx), quiet=args.json)
@@ -122,7 +133,9 @@ def register(subparsers) -> None:
     _, sub = add_group(subparsers, "logs", "hardware logs: inspect, prepare, example logs")
 
     def read_flags(p):
-        p.add_argument("--delimiter", default=None, help="text delimiter (default: sniffed; 'ws' = whitespace)")
+        p.add_argument(
+            "--delimiter", default=None, help="text delimiter (default: sniffed; 'ws' = whitespace)"
+        )
         p.add_argument("--topics", nargs="+", default=None, help="bag/MCAP topics to read (default: all)")
         p.add_argument("--json", action="store_true", help="print JSON on stdout")
 
@@ -151,12 +164,11 @@ def register(subparsers) -> None:
 
 # ---------------------------------------------------------------- logs replay (the log on the robot)
 def _replay(args) -> int:
+    from engine.cli._common import check_output
     from engine.data.log_replay import ReplayMapping, make_replay, rollout_ghost
     from engine.data.replay_video import VideoOptions, write_replay_video
     from engine.logs.reader import read_log
     from engine.robots.library import load_robot
-
-    from engine.cli._common import check_output
 
     for flag, path, suffix in (("--video", args.video, ".mp4"), ("--gif", args.gif, ".gif"),
                                ("--save-mapping", args.save_mapping, ".json")):
@@ -220,8 +232,10 @@ def _example_logs_epilog() -> str:
         folder = resources_dir() / "logs"
     except FileNotFoundError as exc:
         return f"example logs: not found ({exc})"
-    return (f"example logs (each with a README and a mapping): {folder}\n"
-            f"  e.g. python -m engine logs replay {folder / 'panda_joints.csv'} --robot panda --gif panda.gif")
+    return (
+        f"example logs (each with a README and a mapping): {folder}\n"
+        f"  e.g. python -m engine logs replay {folder / 'panda_joints.csv'} --robot panda --gif panda.gif"
+    )
 
 
 def _register_replay(sub) -> None:
@@ -242,9 +256,15 @@ def _register_replay(sub) -> None:
     p.add_argument("--end", type=float, default=None, help="clip end in log seconds (default: the end)")
     p.add_argument("--width", type=int, default=640, help="frame width in pixels (default: 640)")
     p.add_argument("--height", type=int, default=480, help="frame height in pixels (default: 480)")
-    p.add_argument("--episode", type=int, default=None, help="the episode to play (files with an episode column)")
-    p.add_argument("--ghost-horizon", type=float, default=None,
-                   help="also draw the robot's rigid-body model rolled out from --start for this many seconds")
+    p.add_argument(
+        "--episode", type=int, default=None, help="the episode to play (files with an episode column)"
+    )
+    p.add_argument(
+        "--ghost-horizon",
+        type=float,
+        default=None,
+        help="also draw the robot's rigid-body model rolled out from --start for this many seconds",
+    )
     p.add_argument("--save-mapping", default=None, help="write the mapping used (JSON) here")
     p.add_argument("--delimiter", default=None, help="text delimiter (default: sniffed; 'ws' = whitespace)")
     p.add_argument("--topics", nargs="+", default=None, help="bag/MCAP topics to read (default: all)")

@@ -4,7 +4,8 @@ identification loop. Parsing and printing only; the work lives in engine.robots.
     robot list [--json]
     robot info FILE_OR_NAME [--xacro-arg NAME:=VALUE ...] [--json]   (FILE: URDF, xacro or MJCF)
     robot ik URDF_OR_NAME --link NAME --target x y z [roll pitch yaw] [--json]
-    robot simulate URDF_OR_NAME [--q0 ...] [--qd0 ...] [--tau ...] [--mode free_fall] [--duration 2] [--dt 0.002] [--json]
+    robot simulate URDF_OR_NAME [--q0 ...] [--qd0 ...] [--tau ...] [--mode free_fall] [--duration 2]
+                   [--dt 0.002] [--json]
     robot identify [URDF_OR_NAME] [--perturb 0.3] [--epochs N] ... [--json]
 
 Flags of ``ik`` and ``identify`` are generated from :class:`engine.robots.ik.IKOptions` and
@@ -64,8 +65,14 @@ def _cmd_list(args) -> int:
 # --------------------------------------------------------------------------- info
 
 def _add_file_flags(parser) -> None:
-    parser.add_argument("--xacro-arg", dest="xacro_args", action="append", default=None, metavar="NAME:=VALUE",
-                        help="an argument of a .xacro file (repeat for several)")
+    parser.add_argument(
+        "--xacro-arg",
+        dest="xacro_args",
+        action="append",
+        default=None,
+        metavar="NAME:=VALUE",
+        help="an argument of a .xacro file (repeat for several)",
+    )
 
 
 def _load(args):
@@ -100,9 +107,18 @@ def robot_info(name_or_path, xacro_args=None) -> dict:
     links = [{"name": l.name, "mass": l.inertial.mass if l.inertial is not None else 0.0,
               "visuals": len(l.visuals), "collisions": len(l.collisions)} for l in desc.links]
     springs = {k: {"stiffness": s.stiffness, "rest": s.rest} for k, s in joint_springs(path).items()}
-    return {"name": model.name, "path": str(path), "format": file_format(path), "dof": model.dof, "root": desc.root,
-            "joints": joints, "fixed_joints": fixed, "links": links, "total_mass": model.total_mass,
-            "springs": springs}
+    return {
+        "name": model.name,
+        "path": str(path),
+        "format": file_format(path),
+        "dof": model.dof,
+        "root": desc.root,
+        "joints": joints,
+        "fixed_joints": fixed,
+        "links": links,
+        "total_mass": model.total_mass,
+        "springs": springs,
+    }
 
 
 def _cmd_info(args) -> int:
@@ -113,11 +129,15 @@ def _cmd_info(args) -> int:
         print_json(info)
         return 0
     print(f"{info['name']}  ({info['path']})")
-    print(f"  dof {info['dof']}, {len(info['links'])} links, total mass {info['total_mass']:.4g} kg, root {info['root']}")
+    print(
+        f"  dof {info['dof']}, {len(info['links'])} links, total mass {info['total_mass']:.4g} kg, root {info['root']}"
+    )
     for j in info["joints"]:
         lo = "-inf" if j["lower"] is None else f"{j['lower']:.4g}"
         hi = "inf" if j["upper"] is None else f"{j['upper']:.4g}"
-        print(f"  {j['name']:<24} {j['type']:<10} [{lo}, {hi}]  effort {j['effort']}  velocity {j['velocity']}")
+        print(
+            f"  {j['name']:<24} {j['type']:<10} [{lo}, {hi}]  effort {j['effort']}  velocity {j['velocity']}"
+        )
     for name, s in info["springs"].items():
         print(f"  spring at {name}: k = {s['stiffness']:g}, rest {s['rest']:g}")
     return 0
@@ -142,7 +162,9 @@ def _pose_from_target(values):
         T[:3, :3] = rpy_to_matrix(values[3:])
         T[:3, 3] = values[:3]
         return torch.tensor(T)
-    raise ValueError(f"--target takes 3 (x y z, m) or 6 (x y z roll pitch yaw, m and rad) numbers, got {len(values)}")
+    raise ValueError(
+        f"--target takes 3 (x y z, m) or 6 (x y z roll pitch yaw, m and rad) numbers, got {len(values)}"
+    )
 
 
 def _run_ik(args) -> int:
@@ -152,7 +174,9 @@ def _run_ik(args) -> int:
 
     model = _load(args)
     if args.link not in model.link_names:
-        raise ValueError(f"robot {model.name!r} has no link {args.link!r}; links: {', '.join(model.link_names)}")
+        raise ValueError(
+            f"robot {model.name!r} has no link {args.link!r}; links: {', '.join(model.link_names)}"
+        )
     target = _pose_from_target(args.target).to(model.device)
     q0 = None
     if args.q0 is not None:
@@ -195,9 +219,11 @@ def _check_reach(model, link: str, xyz) -> None:
         name = joint.parent
     distance = math.hypot(*xyz)
     if math.isfinite(reach) and distance > 1.001 * reach + 1e-6:
-        raise ValueError(f"--target: ({', '.join(f'{v:.6g}' for v in xyz)}) is {distance:.4g} m from the base of "
-                         f"{model.name}, but link {link!r} reaches at most {reach:.4g} m from it: not reachable; "
-                         f"give a target within reach")
+        raise ValueError(
+            f"--target: ({', '.join(f'{v:.6g}' for v in xyz)}) is {distance:.4g} m from the base of "
+            f"{model.name}, but link {link!r} reaches at most {reach:.4g} m from it: not reachable; "
+            f"give a target within reach"
+        )
 
 
 # --------------------------------------------------------------------------- simulate
@@ -251,10 +277,14 @@ def _run_simulate(args) -> int:
     if args.json:
         print_json(out)
         return 0
-    print(f"{model.name}: {options.mode.replace('_', ' ')}, {result.t[-1]:.3f} s in steps of {options.dt:g} s, "
-          f"{len(result.t)} samples")
+    print(
+        f"{model.name}: {options.mode.replace('_', ' ')}, {result.t[-1]:.3f} s in steps of {options.dt:g} s, "
+        f"{len(result.t)} samples"
+    )
     if nq != n:
-        print(f"  base position {np.round(result.q[0, :3], 6).tolist()} -> {np.round(result.q[-1, :3], 6).tolist()} m")
+        print(
+            f"  base position {np.round(result.q[0, :3], 6).tolist()} -> {np.round(result.q[-1, :3], 6).tolist()} m"
+        )
     print(f"  {'joint':<24}{'q0':>12}{'q(end)':>12}{'qd(end)':>12}")
     for i, name in enumerate(model.joint_names):
         qi, vi = nq - n + i, nv - n + i
@@ -274,12 +304,16 @@ def _run_identify(args) -> int:
         print_json(result.to_dict())
         return 0
     print(f"{result.robot}: {result.samples} samples, {result.seconds:.1f} s")
-    print(f"{'link':<22}{'kind':<9}{'true':>10}{'initial':>10}{'fitted':>10}{'err before':>12}{'err after':>11}")
+    print(
+        f"{'link':<22}{'kind':<9}{'true':>10}{'initial':>10}{'fitted':>10}{'err before':>12}{'err after':>11}"
+    )
     for p in result.parameters:
         flag = "" if p.identifiable else "  (unidentifiable)"
         print(f"{p.link:<22}{p.kind:<9}{p.true:>10.4g}{p.initial:>10.4g}{p.fitted:>10.4g}"
               f"{100 * p.initial_error:>11.2f}%{100 * p.fitted_error:>10.3f}%{flag}")
-    print(f"torque RMSE on test motions: {result.torque_rmse_before:.4g} -> {result.torque_rmse_after:.4g} N m")
+    print(
+        f"torque RMSE on test motions: {result.torque_rmse_before:.4g} -> {result.torque_rmse_after:.4g} N m"
+    )
     for name, reason in result.unidentifiable.items():
         print(f"not identifiable: {name}: {reason}")
     return 0
@@ -291,19 +325,27 @@ def register(subparsers) -> None:
     from engine.identification.synthetic import IdentificationConfig
     from engine.robots.ik import IKOptions
 
-    _, sub = add_group(subparsers, "robot", "robots: the library, URDF summaries, inverse kinematics, simulation, identification")
+    _, sub = add_group(
+        subparsers,
+        "robot",
+        "robots: the library, URDF summaries, inverse kinematics, simulation, identification",
+    )
 
     p = sub.add_parser("list", help="robots shipped in urdf/ and found in installed description packages")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_list)
 
-    p = sub.add_parser("info", help="dof, joints, links, limits and total mass of a robot file or library robot")
+    p = sub.add_parser(
+        "info", help="dof, joints, links, limits and total mass of a robot file or library robot"
+    )
     p.add_argument("robot", help="library name (see `robot list`) or a URDF, xacro or MJCF file")
     _add_file_flags(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_info)
 
-    p = sub.add_parser("ik", help="inverse kinematics of one link to a position or pose (exit 1: not converged)")
+    p = sub.add_parser(
+        "ik", help="inverse kinematics of one link to a position or pose (exit 1: not converged)"
+    )
     p.add_argument("robot", help="library name or a URDF, xacro or MJCF file")
     _add_file_flags(p)
     p.add_argument("--link", required=True, help="the link to place")
@@ -318,10 +360,12 @@ def register(subparsers) -> None:
     from engine.robots.simulate import SimulationOptions as S
 
     p = sub.add_parser(
-        "simulate", help="integrate the forward dynamics from a state (RK4, joints held at their limits)",
+        "simulate",
+        help="integrate the forward dynamics from a state (RK4, joints held at their limits)",
         description="Integrate the robot's forward dynamics (articulated-body algorithm) with RK4 at a fixed "
-                    "step from q0, qd0. Modes: free_fall (tau = --tau), gravity_compensation (tau = g(q) + --tau), "
-                    "pd_keyframes (a PD on accelerations to --target). Units: rad or m, s, N m or N.")
+        "step from q0, qd0. Modes: free_fall (tau = --tau), gravity_compensation (tau = g(q) + --tau), "
+        "pd_keyframes (a PD on accelerations to --target). Units: rad or m, s, N m or N.",
+    )
     p.add_argument("robot", help="library name (see `robot list`) or a URDF, xacro or MJCF file")
     _add_file_flags(p)
     p.add_argument("--q0", nargs="+", type=_finite_number, default=None, metavar="Q",
@@ -333,10 +377,16 @@ def register(subparsers) -> None:
     p.add_argument("--mode", choices=S.MODES, default=S.mode, help=f"(default: {S.mode})")
     p.add_argument("--target", nargs="+", type=_finite_number, default=None, metavar="Q",
                    help="joint positions the pd_keyframes mode drives to")
-    p.add_argument("--duration", type=_positive_number, default=S.duration, help=f"seconds (default: {S.duration})")
+    p.add_argument(
+        "--duration", type=_positive_number, default=S.duration, help=f"seconds (default: {S.duration})"
+    )
     p.add_argument("--dt", type=_positive_number, default=S.dt, help=f"RK4 step in seconds (default: {S.dt})")
-    p.add_argument("--kp", type=_finite_number, default=S.kp, help=f"pd_keyframes gain, 1/s^2 (default: {S.kp})")
-    p.add_argument("--kd", type=_finite_number, default=S.kd, help=f"pd_keyframes gain, 1/s (default: {S.kd})")
+    p.add_argument(
+        "--kp", type=_finite_number, default=S.kp, help=f"pd_keyframes gain, 1/s^2 (default: {S.kp})"
+    )
+    p.add_argument(
+        "--kd", type=_finite_number, default=S.kd, help=f"pd_keyframes gain, 1/s (default: {S.kd})"
+    )
     p.add_argument("--damping", action=argparse.BooleanOptionalAction, default=S.damping,
                    help="apply the URDF joint damping (default: on)")
     p.add_argument("--hold-base", action="store_true",
@@ -347,10 +397,14 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print JSON: t, q, qd and the joint names")
     p.set_defaults(func=_run_simulate)
 
-    p = sub.add_parser("identify", help="the learning loop: perturb masses, fit them on sine-motion data, report")
+    p = sub.add_parser(
+        "identify", help="the learning loop: perturb masses, fit them on sine-motion data, report"
+    )
     p.add_argument("robot", nargs="?", default=IdentificationConfig.robot, help="library name or URDF path "
                    f"(default: {IdentificationConfig.robot})")
-    p.add_argument("--links", nargs="+", default=None, help="links to perturb and learn (default: every moving body)")
+    p.add_argument(
+        "--links", nargs="+", default=None, help="links to perturb and learn (default: every moving body)"
+    )
     _add_dataclass_flags(p, IdentificationConfig, skip=("robot", "links", "device"))
     add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON (progress stays off)")

@@ -3,8 +3,7 @@ and the simulated example logs."""
 
 from engine.data.base import TrajectoryData
 from engine.data.config import PROTOCOLS, DatasetConfig, SystemProtocol, protocol_for
-from engine.data.dataset import (DatasetError, TrajectoryDataset, generate_dataset, load_dataset,
-                                 save_dataset)
+from engine.data.dataset import DatasetError, TrajectoryDataset, generate_dataset, load_dataset, save_dataset
 from engine.data.log_dataset import LogDataset, LogSystem, log_dataset
 from engine.data.windows import Windows, make_windows
 

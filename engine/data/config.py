@@ -18,8 +18,9 @@ starting one step *after* the drawn state (``sample_gym`` records the observatio
 ``env.step``). A rejected trajectory (acrobot) is redrawn at once from the same env stream,
 with the same control, before the next trajectory's draw. The long-term integration MSE is
 dominated by the few of the 16 long-term states that pass over or near the upright, so only
-the paper's own draws make our numbers comparable with its figures. ``sampler="numpy"`` is the older ``numpy.random.default_rng``
-sampling (first point = the drawn state), kept for data sets saved before.
+the paper's own draws make our numbers comparable with its figures. ``sampler="numpy"`` is the
+older ``numpy.random.default_rng`` sampling (first point = the drawn state), kept for data sets
+saved before.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import math
 from dataclasses import asdict, dataclass
 
 from engine.io import dataclass_from_dict
-
 from engine.validation import InputError, check_allocation, check_choice, check_finite, check_int, check_range
 
 __all__ = ["SystemProtocol", "PROTOCOLS", "DatasetConfig", "protocol_for", "SAMPLERS"]
@@ -60,18 +60,36 @@ class SystemProtocol:
 
 
 PROTOCOLS: dict[str, SystemProtocol] = {
-    "pendulum": SystemProtocol(h=0.1, state_low=(-math.pi, -2 * math.pi), state_high=(math.pi, 2 * math.pi),
-                               hidden=128, learning_rate=1e-4,
-                               reset_draw_order=(0, 1), reset_float32=False),
-    "cartpole": SystemProtocol(h=0.05, state_low=(-0.5, -3.14, -0.05, -3.0), state_high=(0.5, 3.14, 0.05, 3.0),
-                               hidden=256, learning_rate=1e-3,
-                               # gym CartPole reset: x, x_dot, theta, theta_dot (state is x, th, xd, thd)
-                               reset_draw_order=(0, 2, 1, 3), reset_float32=True),
-    "acrobot": SystemProtocol(h=0.05, state_low=(-3.14,) * 4, state_high=(3.14,) * 4,
-                              hidden=256, learning_rate=1e-3,
-                              # gym Acrobot reset: uniform(-3.14, 3.14, size=4) over (th1, th2, thd1, thd2)
-                              reset_draw_order=(0, 1, 2, 3), reset_float32=False,
-                              reject_speed=(4 * math.pi, 9 * math.pi)),
+    "pendulum": SystemProtocol(
+        h=0.1,
+        state_low=(-math.pi, -2 * math.pi),
+        state_high=(math.pi, 2 * math.pi),
+        hidden=128,
+        learning_rate=1e-4,
+        reset_draw_order=(0, 1),
+        reset_float32=False,
+    ),
+    "cartpole": SystemProtocol(
+        h=0.05,
+        state_low=(-0.5, -3.14, -0.05, -3.0),
+        state_high=(0.5, 3.14, 0.05, 3.0),
+        hidden=256,
+        learning_rate=1e-3,
+        # gym CartPole reset: x, x_dot, theta, theta_dot (state is x, th, xd, thd)
+        reset_draw_order=(0, 2, 1, 3),
+        reset_float32=True,
+    ),
+    "acrobot": SystemProtocol(
+        h=0.05,
+        state_low=(-3.14,) * 4,
+        state_high=(3.14,) * 4,
+        hidden=256,
+        learning_rate=1e-3,
+        # gym Acrobot reset: uniform(-3.14, 3.14, size=4) over (th1, th2, thd1, thd2)
+        reset_draw_order=(0, 1, 2, 3),
+        reset_float32=False,
+        reject_speed=(4 * math.pi, 9 * math.pi),
+    ),
 }
 
 
@@ -79,7 +97,9 @@ def protocol_for(system: str) -> SystemProtocol:
     try:
         return PROTOCOLS[system]
     except KeyError:
-        raise ValueError(f"no data protocol for system {system!r}; choose one of {', '.join(sorted(PROTOCOLS))}") from None
+        raise ValueError(
+            f"no data protocol for system {system!r}; choose one of {', '.join(sorted(PROTOCOLS))}"
+        ) from None
 
 
 @dataclass
@@ -97,21 +117,34 @@ class DatasetConfig:
     control_high: float = 2.0
     seed: int = 0                        # train + test set
     long_term_seed: int = 1
-    sampler: str = "paper"               # "paper": the paper repository's exact draws; "numpy": older sampling
+    sampler: str = "paper"  # "paper": the paper repository's exact draws; "numpy": older sampling
 
     def __post_init__(self):
         check_choice("data set setting", "system (--system)", self.system, PROTOCOLS)
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
-        for name in ("train_trajectories", "test_trajectories", "steps", "long_term_trajectories", "long_term_steps"):
+        for name in (
+            "train_trajectories",
+            "test_trajectories",
+            "steps",
+            "long_term_trajectories",
+            "long_term_steps",
+        ):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
-                raise InputError(f"expected a positive whole number, got {v!r}", owner="DatasetConfig", field=name)
+                raise InputError(
+                    f"expected a positive whole number, got {v!r}", owner="DatasetConfig", field=name
+                )
         if self.h is not None and not self.h > 0:
-            raise InputError(f"expected a positive time step, got {self.h!r}", owner="DatasetConfig", field="h")
+            raise InputError(
+                f"expected a positive time step, got {self.h!r}", owner="DatasetConfig", field="h"
+            )
         if self.sampler not in SAMPLERS:
-            raise InputError(f"expected one of {', '.join(SAMPLERS)}, got {self.sampler!r}", owner="DatasetConfig",
-                             field="sampler")
+            raise InputError(
+                f"expected one of {', '.join(SAMPLERS)}, got {self.sampler!r}",
+                owner="DatasetConfig",
+                field="sampler",
+            )
         if not self.control_low <= self.control_high:
             raise InputError(f"must be at most control_high ({self.control_high}), got {self.control_low}",
                              owner="DatasetConfig", field="control_low")
@@ -120,9 +153,13 @@ class DatasetConfig:
         """Ranges that make sense and the data set's memory estimated before it is generated
         (engine/validation.py; budget: LAGRANGE_MEMORY_BUDGET, default 25 % of RAM)."""
         who = "data set setting"
-        for name, flag in (("train_trajectories", "--trajectories"), ("test_trajectories", "--test-trajectories"),
-                           ("long_term_trajectories", None), ("steps", None),
-                           ("long_term_steps", "--long-term-steps")):
+        for name, flag in (
+            ("train_trajectories", "--trajectories"),
+            ("test_trajectories", "--test-trajectories"),
+            ("long_term_trajectories", None),
+            ("steps", None),
+            ("long_term_steps", "--long-term-steps"),
+        ):
             check_int(who, f"{name} ({flag})" if flag else name, getattr(self, name), 1, 100_000_000)
         for name in ("seed", "long_term_seed"):
             check_int(who, f"{name} (--seed)" if name == "seed" else name, getattr(self, name), 0, 2**32 - 1,

@@ -67,7 +67,9 @@ class TrajectoryDataset(TrajectoryData):
     def subset(self, n_train: int) -> TrajectoryDataset:
         """The data set with only the first ``n_train`` training trajectories (nested sets, as in the paper)."""
         if not 1 <= n_train <= len(self.train_x):
-            raise DatasetError(f"train trajectories: asked for {n_train}, the data set has {len(self.train_x)}")
+            raise DatasetError(
+                f"train trajectories: asked for {n_train}, the data set has {len(self.train_x)}"
+            )
         return TrajectoryDataset(self.config, self.train_x[:n_train], self.train_u[:n_train], self.test_x,
                                  self.test_u, self.long_x, self.long_u)
 
@@ -225,8 +227,10 @@ def load_dataset(path: str | Path) -> TrajectoryDataset:
     meta_path = path.with_suffix(".json")
     if not path.exists():  # name the file the user gave, and what was looked for
         looked = "" if path == given else f" (looked for the data set {path.name} beside it)"
-        raise DatasetError(f"{given}: {'file not found' if not given.exists() else 'not a data set'}{looked}; "
-                           "give an .npz written by `learn data`")
+        raise DatasetError(
+            f"{given}: {'file not found' if not given.exists() else 'not a data set'}{looked}; "
+            "give an .npz written by `learn data`"
+        )
     try:
         meta = read_json(meta_path)
     except CheckpointError as exc:  # its message already names the file

@@ -152,8 +152,13 @@ def pendulum_log(cfg: PendulumLogConfig = PendulumLogConfig()) -> ExampleLog:
     theta = _quantise(theta_true, 2 * np.pi / cfg.encoder_counts) + rng.normal(0, cfg.angle_noise, len(times))
     tau = torque(times) + rng.normal(0, cfg.torque_noise, len(times))
     columns = {"t": times, "theta": theta, "torque": tau}
-    mapping = LogMapping(time="t", q=["theta"], u=["torque"], units={"t": "s", "theta": "rad", "torque": "N m"},
-                         name="pendulum_friction")
+    mapping = LogMapping(
+        time="t",
+        q=["theta"],
+        u=["torque"],
+        units={"t": "s", "theta": "rad", "torque": "N m"},
+        name="pendulum_friction",
+    )
     readme = f"""# pendulum_friction.csv
 
 A pendulum with friction, as a hardware log would record it. Columns:
@@ -189,8 +194,10 @@ not in the frictionless model: a learned model that fits this log well must abso
 |---|---|
 {_params_table(cfg)}
 """
-    comments = ["pendulum with friction (simulated by engine/data/example_logs.py, see pendulum_friction.README.md)",
-                "t [s], theta [rad from upright], torque [N m]"]
+    comments = [
+        "pendulum with friction (simulated by engine/data/example_logs.py, see pendulum_friction.README.md)",
+        "t [s], theta [rad from upright], torque [N m]",
+    ]
     return ExampleLog("pendulum_friction", columns, {"t": "%.6f", "theta": "%.6f", "torque": "%.4f"},
                       mapping, readme, comments, truth={"theta": theta_true, "omega": sol.y[1]})
 
@@ -251,7 +258,9 @@ def cartpole_log(cfg: CartPoleLogConfig = CartPoleLogConfig()) -> ExampleLog:
             qdd = system.forward_dynamics(q, qd, u)[0]
             # the pole's joint friction enters as a generalised force on theta: H^-1 (0, tau)
             H = system.mass_matrix(q)[0]
-            qdd = qdd + torch.linalg.solve(H, torch.tensor([0.0, -cfg.pole_viscous * thd], dtype=torch.float64))
+            qdd = qdd + torch.linalg.solve(
+                H, torch.tensor([0.0, -cfg.pole_viscous * thd], dtype=torch.float64)
+            )
         return [xd, thd, float(qdd[0]), float(qdd[1])]
 
     sol = solve_ivp(rhs, (0.0, times[-1]), [0.0, cfg.theta0, 0.0, 0.0], t_eval=times, rtol=1e-9, atol=1e-9)
@@ -262,8 +271,12 @@ def cartpole_log(cfg: CartPoleLogConfig = CartPoleLogConfig()) -> ExampleLog:
     x_meas = _quantise(x, cfg.position_step) + rng.normal(0, cfg.position_noise, len(times))
     th_meas = _quantise(th, 2 * np.pi / cfg.encoder_counts) + rng.normal(0, cfg.angle_noise, len(times))
     f_meas = force + rng.normal(0, cfg.force_noise, len(times))
-    columns = {"time_ms": np.round(times * 1e3), "cart_x_mm": x_meas * 1e3, "pole_angle_deg": np.degrees(th_meas),
-               "force_N": f_meas}
+    columns = {
+        "time_ms": np.round(times * 1e3),
+        "cart_x_mm": x_meas * 1e3,
+        "pole_angle_deg": np.degrees(th_meas),
+        "force_N": f_meas,
+    }
     mapping = LogMapping(time="time_ms", q=["cart_x_mm", "pole_angle_deg"], u=["force_N"],
                          units={"time_ms": "ms", "cart_x_mm": "mm", "pole_angle_deg": "deg", "force_N": "N"},
                          name="cartpole")
@@ -381,9 +394,13 @@ def rc_car_log(cfg: RCCarLogConfig = RCCarLogConfig()) -> ExampleLog:
     throttle = controls[:, 0] + rng.normal(0, cfg.throttle_noise, n)
     steering = controls[:, 1] + rng.normal(0, cfg.steering_noise, n)
     columns = {"t": times, "x": x, "y": y, "yaw": yaw, "throttle": throttle, "steering": steering}
-    mapping = LogMapping(time="t", q=["x", "y", "yaw"], u=["throttle", "steering"],
-                         units={"t": "s", "x": "m", "y": "m", "yaw": "rad", "throttle": "1", "steering": "rad"},
-                         name="rc_car_mocap")
+    mapping = LogMapping(
+        time="t",
+        q=["x", "y", "yaw"],
+        u=["throttle", "steering"],
+        units={"t": "s", "x": "m", "y": "m", "yaw": "rad", "throttle": "1", "steering": "rad"},
+        name="rc_car_mocap",
+    )
     readme = f"""# rc_car_mocap.csv
 
 An RC car driven around a motion-capture arena. Columns:
@@ -408,7 +425,8 @@ An RC car driven around a motion-capture arena. Columns:
 - Driver: throttle {cfg.throttle_mean} m/s^2 plus a random smooth part (max {cfg.throttle_amplitude}),
   cut to 0 above {cfg.speed_limit} m/s; steering a random smooth part (max {cfg.steering_amplitude} rad)
   plus, outside a {cfg.arena_radius} m radius, {cfg.centring_gain} x the heading error towards the centre;
-  random parts are sums of 4 sines in {cfg.control_band[0]}-{cfg.control_band[1]} Hz. Controls are clamped to the car's limits.
+  random parts are sums of 4 sines in {cfg.control_band[0]}-{cfg.control_band[1]} Hz. Controls are clamped
+  to the car's limits.
 - Noise: positions Gaussian {cfg.position_noise * 1e3:g} mm, yaw Gaussian {cfg.yaw_noise} rad, logged throttle
   Gaussian {cfg.throttle_noise} m/s^2 and steering {cfg.steering_noise} rad about the applied commands.
 - Duration {cfg.duration:g} s, {n} rows, seed {cfg.seed}.
@@ -422,8 +440,10 @@ Mapping: `rc_car_mocap.mapping.json` (q = x, y, yaw; u = throttle, steering). Pr
 |---|---|
 {_params_table(cfg)}
 """
-    comments = ["RC car, motion capture (simulated by engine/data/example_logs.py, see rc_car_mocap.README.md)",
-                "t [s], x [m], y [m], yaw [rad, wrapped], throttle [m/s^2], steering [rad]"]
+    comments = [
+        "RC car, motion capture (simulated by engine/data/example_logs.py, see rc_car_mocap.README.md)",
+        "t [s], x [m], y [m], yaw [rad, wrapped], throttle [m/s^2], steering [rad]",
+    ]
     return ExampleLog("rc_car_mocap", columns, {"t": "%.6f", "x": "%.5f", "y": "%.5f", "yaw": "%.5f",
                                                 "throttle": "%.4f", "steering": "%.4f"}, mapping, readme,
                       comments, truth={"pose": poses, "controls": controls})
@@ -518,11 +538,19 @@ def panda_log(cfg: PandaLogConfig = PandaLogConfig()) -> ExampleLog:
         columns[f"qd{j + 1}"] = qd[:, j] + rng.normal(0, cfg.velocity_noise, n)
     for j in range(7):
         columns[f"tau{j + 1}"] = tau[:, j] + rng.normal(0, sigma[j], n)
-    mapping = LogMapping(time="t", q=[f"q{j}" for j in range(1, 8)], qd=[f"qd{j}" for j in range(1, 8)],
-                         u=[f"tau{j}" for j in range(1, 8)],
-                         units={"t": "s", **{f"q{j}": "rad" for j in range(1, 8)},
-                                **{f"qd{j}": "rad/s" for j in range(1, 8)}, **{f"tau{j}": "N m" for j in range(1, 8)}},
-                         name="panda_joints")
+    mapping = LogMapping(
+        time="t",
+        q=[f"q{j}" for j in range(1, 8)],
+        qd=[f"qd{j}" for j in range(1, 8)],
+        u=[f"tau{j}" for j in range(1, 8)],
+        units={
+            "t": "s",
+            **{f"q{j}": "rad" for j in range(1, 8)},
+            **{f"qd{j}": "rad/s" for j in range(1, 8)},
+            **{f"tau{j}": "N m" for j in range(1, 8)},
+        },
+        name="panda_joints",
+    )
     mass_rows = "\n".join(f"| `{l}` | {m0:.6f} | {k:.4f} | {m:.6f} |" for l, m0, k, m in
                           zip(truth["links"], truth["nominal_mass"], truth["scale"], truth["mass"]))
     readme = f"""# panda_joints.csv
@@ -546,9 +574,10 @@ A Franka Emika Panda joint log: positions, velocities and measured torques of it
   {cfg.mass_scale_range[0]}-{cfg.mass_scale_range[1]} (seed {cfg.seed + 1000}); centres of mass and
   rotational inertias about them are the URDF's. The masses used (kg) are below and in
   `panda_joints.params.json`.
-- Motion: per joint, {cfg.sines_per_joint} sines with frequencies uniform in {cfg.frequency_band[0]}-{cfg.frequency_band[1]} Hz, random
-  phases and weights, about the middle of the joint's range with amplitude {cfg.amplitude_fraction} x half the
-  range (at most {cfg.max_amplitude} rad), scaled to stay under {cfg.velocity_fraction} x the velocity limit; a
+- Motion: per joint, {cfg.sines_per_joint} sines with frequencies uniform in
+  {cfg.frequency_band[0]}-{cfg.frequency_band[1]} Hz, random phases and weights, about the middle of
+  the joint's range with amplitude {cfg.amplitude_fraction} x half the range (at most
+  {cfg.max_amplitude} rad), scaled to stay under {cfg.velocity_fraction} x the velocity limit; a
   decaying correction term starts each joint at rest. q, qd, qdd are analytic.
 - Torques: inverse dynamics (RNEA) of the scaled model, `tau = M(q) qdd + C(q, qd) qd + g(q)`.
 - Noise (Gaussian): positions {cfg.position_noise} rad, velocities {cfg.velocity_noise} rad/s, torques
@@ -572,15 +601,34 @@ change any joint torque (its centre of mass lies on the joint-1 axis) and cannot
 |---|---|
 {_params_table(cfg)}
 """
-    comments = ["Franka Panda joint log (simulated by engine/data/example_logs.py, see panda_joints.README.md)",
-                "t [s], q [rad], qd [rad/s], tau [N m]"]
-    formats = {"t": "%.3f", **{f"q{j}": "%.6f" for j in range(1, 8)}, **{f"qd{j}": "%.5f" for j in range(1, 8)},
-               **{f"tau{j}": "%.4f" for j in range(1, 8)}}
+    comments = [
+        "Franka Panda joint log (simulated by engine/data/example_logs.py, see panda_joints.README.md)",
+        "t [s], q [rad], qd [rad/s], tau [N m]",
+    ]
+    formats = {
+        "t": "%.3f",
+        **{f"q{j}": "%.6f" for j in range(1, 8)},
+        **{f"qd{j}": "%.5f" for j in range(1, 8)},
+        **{f"tau{j}": "%.4f" for j in range(1, 8)},
+    }
     params = {**truth, "torque_noise": list(cfg.torque_noise), "position_noise": cfg.position_noise,
               "velocity_noise": cfg.velocity_noise, "urdf": "urdf/panda.urdf", "seed": cfg.seed}
-    return ExampleLog("panda_joints", columns, formats, mapping, readme, comments,
-                      truth={"q": q, "qd": qd, "qdd": qdd, "tau": tau, "params": params,
-                             "extra_files": {"panda_joints.params.json": json.dumps(params, indent=2) + "\n"}})
+    return ExampleLog(
+        "panda_joints",
+        columns,
+        formats,
+        mapping,
+        readme,
+        comments,
+        truth={
+            "q": q,
+            "qd": qd,
+            "qdd": qdd,
+            "tau": tau,
+            "params": params,
+            "extra_files": {"panda_joints.params.json": json.dumps(params, indent=2) + "\n"},
+        },
+    )
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -600,7 +648,9 @@ def write_example(example: ExampleLog, out_dir: str | os.PathLike) -> list[Path]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [
-        write_csv(out / f"{example.name}.csv", example.columns, comments=example.comments, fmt=example.formats),
+        write_csv(
+            out / f"{example.name}.csv", example.columns, comments=example.comments, fmt=example.formats
+        ),
         example.mapping.save(out / f"{example.name}.mapping.json"),
         atomic_write_text(out / f"{example.name}.README.md", example.readme),
     ]

@@ -49,7 +49,9 @@ class ReplayMapping:
 
     def __post_init__(self):
         if len(self.joints) != len(self.mapping.q):
-            raise LogError(f"{len(self.joints)} joints for {len(self.mapping.q)} position columns", column="joints")
+            raise LogError(
+                f"{len(self.joints)} joints for {len(self.mapping.q)} position columns", column="joints"
+            )
         if len(set(self.joints)) != len(self.joints):
             raise LogError("a joint is mapped twice", column="joints")
         if len(self.base) not in (0, 3, 7):
@@ -174,7 +176,11 @@ class LogReplay:
         q = self.sample(times, "q")
         if not getattr(robot, "floating", False):
             return q
-        b = self.sample(times, "base") if self.base is not None else np.tile([0, 0, 0, 1.0, 0, 0, 0], (q.shape[0], 1))
+        b = (
+            self.sample(times, "base")
+            if self.base is not None
+            else np.tile([0, 0, 0, 1.0, 0, 0, 0], (q.shape[0], 1))
+        )
         return np.concatenate([b[:, :3], b[:, 4:7], b[:, 3:4], q], axis=1)
 
     def link_poses(self, robot: RobotModel, times) -> np.ndarray:
@@ -216,7 +222,9 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
         cols = np.concatenate([m.q] + ([m.qd] if m.qd is not None else []), axis=1)
         keep &= np.isfinite(cols).any(axis=1)
     if keep.sum() < 2:
-        raise LogError("fewer than two samples with a time", path=table.source or None, column=rmap.mapping.time)
+        raise LogError(
+            "fewer than two samples with a time", path=table.source or None, column=rmap.mapping.time
+        )
     order = np.flatnonzero(keep)[np.argsort(t[keep], kind="stable")]
     t = t[order]
     uniq = np.concatenate([[True], np.diff(t) > 0])
@@ -248,7 +256,9 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
             b[:, k] *= _factor(rmap.mapping, c)
         base = b
     t0 = float(t[0])
-    notes = list(rmap.notes) + ([] if m.qd is not None else ["velocities: central differences of the positions"])
+    notes = list(rmap.notes) + (
+        [] if m.qd is not None else ["velocities: central differences of the positions"]
+    )
     return LogReplay(t=t - t0, q=q, qd=qd, tau=tau, u=u, base=base, joint_names=list(robot.joint_names),
                      mapped=mapped, qd_logged=m.qd is not None, source=src, t_offset=t0, notes=notes)
 
@@ -275,7 +285,9 @@ class GhostRollout:
     model: str = ""
 
 
-def _rigid_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, integrator: str, ctx=None):
+def _rigid_rollout(
+    robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, integrator: str, ctx=None
+):
     stepper = get_stepper(integrator)
     times = t0 + h * np.arange(steps + 1)
     tau = replay.sample(times, "tau") if replay.tau is not None else np.zeros((steps + 1, robot.dof))
@@ -344,8 +356,10 @@ def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integr
     horizon = float(max(horizon, 0.0))
     if isinstance(model, RobotModel):
         if getattr(model, "floating", False):
-            raise ValueError("the rigid-body ghost of a floating-base robot needs the base's velocity and "
-                             "contacts, which a joint log does not give; choose a learned model of the joints")
+            raise ValueError(
+                "the rigid-body ghost of a floating-base robot needs the base's velocity and "
+                "contacts, which a joint log does not give; choose a learned model of the joints"
+            )
         if list(model.joint_names) != list(replay.joint_names):
             raise ValueError("the rigid-body model's joints differ from the replayed robot's")
         step = float(h or replay.dt)

@@ -23,7 +23,14 @@ from engine.data.log_replay import GhostRollout, LogReplay
 from engine.io import DiskFullError, disk_full_as_error, publish_file
 from engine.robots.model import RobotModel
 
-__all__ = ["VideoOptions", "VideoWriteError", "frame_times", "render_frames", "write_frames", "write_replay_video"]
+__all__ = [
+    "VideoOptions",
+    "VideoWriteError",
+    "frame_times",
+    "render_frames",
+    "write_frames",
+    "write_replay_video",
+]
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 
@@ -71,8 +78,14 @@ def _segments(robot: RobotModel) -> list[tuple[int, int]]:
             if j.parent in index and j.child in index]
 
 
-def render_frames(robot: RobotModel, replay: LogReplay, times: np.ndarray, options: VideoOptions | None = None,
-                  ghost: GhostRollout | None = None, title: str = "") -> Iterator[np.ndarray]:
+def render_frames(
+    robot: RobotModel,
+    replay: LogReplay,
+    times: np.ndarray,
+    options: VideoOptions | None = None,
+    ghost: GhostRollout | None = None,
+    title: str = "",
+) -> Iterator[np.ndarray]:
     """Frames (height, width, 3) uint8 of the replay at ``times`` (a generator)."""
     import matplotlib
 
@@ -108,7 +121,9 @@ def render_frames(robot: RobotModel, replay: LogReplay, times: np.ndarray, optio
     ax.set_zlabel("z [m]")
     bones = [ax.plot([], [], [], color="#3a6ea5", lw=3.5, solid_capstyle="round")[0] for _ in segs]
     dots = ax.plot([], [], [], "o", color="#1d3557", ms=4)[0]
-    triads = [[ax.plot([], [], [], color=c, lw=1.2)[0] for c in ("#d62828", "#2a9d8f", "#1d4ed8")] for _ in moving]
+    triads = [
+        [ax.plot([], [], [], color=c, lw=1.2)[0] for c in ("#d62828", "#2a9d8f", "#1d4ed8")] for _ in moving
+    ]
     ghost_bones = [ax.plot([], [], [], color="#f4a261", lw=3, alpha=0.45, ls="--")[0] for _ in segs] \
         if ghost_poses is not None else []
     label = fig.text(0.02, 0.96, "", fontsize=11, family="monospace")
@@ -256,7 +271,13 @@ def write_frames(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: flo
             os.unlink(tmp)
     if ctx is not None:
         ctx.progress(1.0, f"wrote {path.name}")
-    return {"path": str(path), "frames": count, "width": int(size[1]), "height": int(size[0]), "fps": float(fps)}
+    return {
+        "path": str(path),
+        "frames": count,
+        "width": int(size[1]),
+        "height": int(size[0]),
+        "fps": float(fps),
+    }
 
 
 def _open_writer(tmp: str, suffix: str, size: tuple[int, int], fps: float):
@@ -267,8 +288,14 @@ def _open_writer(tmp: str, suffix: str, size: tuple[int, int], fps: float):
     return iio.get_writer(tmp, format="GIF", mode="I", duration=1000.0 / float(fps), loop=0)
 
 
-def write_replay_video(path: str | os.PathLike, robot: RobotModel, replay: LogReplay,
-                       options: VideoOptions | None = None, ctx=None, ghost: GhostRollout | None = None) -> dict:
+def write_replay_video(
+    path: str | os.PathLike,
+    robot: RobotModel,
+    replay: LogReplay,
+    options: VideoOptions | None = None,
+    ctx=None,
+    ghost: GhostRollout | None = None,
+) -> dict:
     """Render the replay off screen and write it to ``path`` (.mp4 or .gif); a job-friendly call."""
     options = options or VideoOptions()
     options.validate()

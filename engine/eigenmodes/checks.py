@@ -45,7 +45,9 @@ def path_self_intersects(qs: np.ndarray) -> bool:
     hi = np.maximum(qs[:-1], qs[1:])
     for i in range(n):
         # bounding-box prefilter, then the exact test
-        cand = np.nonzero(np.all(lo[i + 2:] <= hi[i], axis=1) & np.all(hi[i + 2:] >= lo[i], axis=1))[0] + i + 2
+        cand = (
+            np.nonzero(np.all(lo[i + 2 :] <= hi[i], axis=1) & np.all(hi[i + 2 :] >= lo[i], axis=1))[0] + i + 2
+        )
         for j in cand:
             if _segments_cross(qs[i], qs[i + 1], qs[j], qs[j + 1]):
                 return True

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from engine.systems.double_pendulum import DoublePendulumParams, reach
 from engine.io import dataclass_from_dict
+from engine.systems.double_pendulum import DoublePendulumParams, reach
 from engine.validation import InputError, check_allocation, check_int, check_range
 
 __all__ = [
@@ -58,7 +58,9 @@ def _checked(helper, *args, **kwargs):
         raise ConfigError(exc.reason, owner=exc.owner, field=exc.field, flag=exc.flag) from None
 
 
-def _check_number(owner: str, name: str, value, *, minimum=None, strict=False, maximum=None, unit=None, hint=None):
+def _check_number(
+    owner: str, name: str, value, *, minimum=None, strict=False, maximum=None, unit=None, hint=None
+):
     _checked(check_range, owner, name, value, minimum, maximum, lo_open=strict, unit=unit, hint=hint)
 
 
@@ -97,8 +99,12 @@ class EigenmodeTask:
             r_in, r_out = reach(plant)
             r = math.hypot(*self.target)
             if not (r_in - 1e-9 <= r <= r_out + 1e-9):
-                raise ConfigError(f"{tuple(self.target)} is {r:.3f} m from the pivot, outside the reachable "
-                                  f"annulus [{r_in:.3f}, {r_out:.3f}] m", owner="EigenmodeTask", field="target")
+                raise ConfigError(
+                    f"{tuple(self.target)} is {r:.3f} m from the pivot, outside the reachable "
+                    f"annulus [{r_in:.3f}, {r_out:.3f}] m",
+                    owner="EigenmodeTask",
+                    field="target",
+                )
 
 
 @dataclass
@@ -110,7 +116,9 @@ class PotentialConfig:
     output_scale: float = 0.1   # initial scale of the last layer (small: start near the plant)
 
     def validate(self) -> None:
-        _check_count("PotentialConfig", "hidden", self.hidden, 1, MAX_HIDDEN, hint="hidden units of V, such as 256")
+        _check_count(
+            "PotentialConfig", "hidden", self.hidden, 1, MAX_HIDDEN, hint="hidden units of V, such as 256"
+        )
         _check_count("PotentialConfig", "layers", self.layers, 1, MAX_LAYERS)
         _check_number("PotentialConfig", "output_scale", self.output_scale, minimum=0.0)
 
@@ -159,7 +167,9 @@ class TrainConfig:
                       hint="the RK4 step, for example 0.05")
         _check_number("TrainConfig", "lr_decay", self.lr_decay, minimum=0.0, strict=True)
         if self.lr_decay > 1:
-            raise ConfigError(f"must be at most 1, got {self.lr_decay}", owner="TrainConfig", field="lr_decay")
+            raise ConfigError(
+                f"must be at most 1, got {self.lr_decay}", owner="TrainConfig", field="lr_decay"
+            )
         if self.dtype not in ("float32", "float64"):
             raise ConfigError(f"expected 'float32' or 'float64', got {self.dtype!r}", owner="TrainConfig",
                               field="dtype")
@@ -194,10 +204,24 @@ class StabiliseConfig:
     def validate(self) -> None:
         for name in ("k_energy", "k_mode", "damping"):
             _check_number("StabiliseConfig", name, getattr(self, name), minimum=0.0)
-        _check_number("StabiliseConfig", "periods", self.periods, minimum=0.0, strict=True, maximum=MAX_SIM_PERIODS,
-                      hint="the simulated duration in mode periods, for example 10")
-        _check_number("StabiliseConfig", "dt", self.dt, minimum=DT_RANGE_S[0], maximum=DT_RANGE_S[1], unit="s",
-                      hint="the RK4 step, for example 0.005")
+        _check_number(
+            "StabiliseConfig",
+            "periods",
+            self.periods,
+            minimum=0.0,
+            strict=True,
+            maximum=MAX_SIM_PERIODS,
+            hint="the simulated duration in mode periods, for example 10",
+        )
+        _check_number(
+            "StabiliseConfig",
+            "dt",
+            self.dt,
+            minimum=DT_RANGE_S[0],
+            maximum=DT_RANGE_S[1],
+            unit="s",
+            hint="the RK4 step, for example 0.005",
+        )
         _check_number("StabiliseConfig", "p_threshold", self.p_threshold, minimum=0.0, strict=True)
         for name in ("perturb_q", "perturb_p"):
             v = getattr(self, name)
@@ -208,15 +232,27 @@ class StabiliseConfig:
         _check_count("StabiliseConfig", "harmonics", self.harmonics, 1, 1_000)
         _check_count("StabiliseConfig", "multiplier_steps", self.multiplier_steps, 1, MAX_STEPS_PER_PERIOD,
                      hint="RK4 steps per period for the monodromy, for example 500")
-        _check_number("StabiliseConfig", "settle_periods", self.settle_periods, minimum=0.0,
-                      maximum=MAX_SETTLE_PERIODS, hint="periods to settle before the multipliers, for example 3")
+        _check_number(
+            "StabiliseConfig",
+            "settle_periods",
+            self.settle_periods,
+            minimum=0.0,
+            maximum=MAX_SETTLE_PERIODS,
+            hint="periods to settle before the multipliers, for example 3",
+        )
 
     def check_steps(self, period: float) -> None:
         """Refuse a simulation whose samples (one state, torque and energy row per RK4 step)
         would not fit the memory budget, before it starts."""
         steps = (self.periods * period) / self.dt
-        _checked(check_allocation, f"the simulated run ({steps:.3g} RK4 steps of {self.dt:g} s)", steps, 16 * 8,
-                 field="--periods", hint="lower --periods or raise --dt")
+        _checked(
+            check_allocation,
+            f"the simulated run ({steps:.3g} RK4 steps of {self.dt:g} s)",
+            steps,
+            16 * 8,
+            field="--periods",
+            hint="lower --periods or raise --dt",
+        )
 
 
 @dataclass

@@ -38,7 +38,9 @@ class LearnJob:
 class StabiliseJob:
     """``job(ctx) -> StabiliseResult`` (with ``result.cycle`` filled when ``multipliers``)."""
 
-    def __init__(self, mode, config: StabiliseConfig, x0=None, multipliers: bool = True, check_fd: bool = False):
+    def __init__(
+        self, mode, config: StabiliseConfig, x0=None, multipliers: bool = True, check_fd: bool = False
+    ):
         config.validate()
         self.controller = StabilisingController.for_mode(mode, config)
         self.x0 = None if x0 is None else torch.as_tensor(np.asarray(x0, dtype=float), dtype=torch.float64)
@@ -69,10 +71,13 @@ def learn_summary(mode) -> dict:
 def stabilise_summary(result) -> dict:
     """The CLI's JSON for a stabilised run."""
     m = result.metrics
-    out = {"energy_error_final": m["energy_error_final"], "position_distance_final": m["position_distance_final"],
-           "momentum_distance_final": m["momentum_distance_final"],
-           "position_distance_final_mean": m["position_distance_final_mean"],
-           "momentum_distance_final_mean": m["momentum_distance_final_mean"]}
+    out = {
+        "energy_error_final": m["energy_error_final"],
+        "position_distance_final": m["position_distance_final"],
+        "momentum_distance_final": m["momentum_distance_final"],
+        "position_distance_final_mean": m["position_distance_final_mean"],
+        "momentum_distance_final_mean": m["momentum_distance_final_mean"],
+    }
     if result.cycle:
         vals = result.cycle["nontrivial"]
         out["cycle_multipliers"] = [[float(v.real), float(v.imag)] for v in vals]

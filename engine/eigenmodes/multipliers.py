@@ -59,7 +59,9 @@ def monodromy(f: Callable, x0: torch.Tensor, duration: float, steps: int,
     return jac
 
 
-def monodromy_fd(f: Callable, x0: torch.Tensor, duration: float, steps: int, eps: float = 1e-6) -> torch.Tensor:
+def monodromy_fd(
+    f: Callable, x0: torch.Tensor, duration: float, steps: int, eps: float = 1e-6
+) -> torch.Tensor:
     """dPhi/dx0 ``(n, n)`` by central finite differences (the reference for :func:`monodromy`)."""
     phi = flow_map(f, duration, steps)
     n = x0.shape[-1]

@@ -30,13 +30,17 @@ class PotentialMLP(nn.Module):
             layer = nn.Linear(n_in, n_out, dtype=dtype)
             bound = 1.0 / n_in ** 0.5
             with torch.no_grad():
-                layer.weight.copy_(torch.empty(n_out, n_in, dtype=dtype).uniform_(-bound, bound, generator=gen))
+                layer.weight.copy_(
+                    torch.empty(n_out, n_in, dtype=dtype).uniform_(-bound, bound, generator=gen)
+                )
                 layer.bias.copy_(torch.empty(n_out, dtype=dtype).uniform_(-bound, bound, generator=gen))
             self.hidden.append(layer)
         self.out = nn.Linear(sizes[-1], 1, dtype=dtype)
         bound = config.output_scale / sizes[-1] ** 0.5
         with torch.no_grad():
-            self.out.weight.copy_(torch.empty(1, sizes[-1], dtype=dtype).uniform_(-bound, bound, generator=gen))
+            self.out.weight.copy_(
+                torch.empty(1, sizes[-1], dtype=dtype).uniform_(-bound, bound, generator=gen)
+            )
             self.out.bias.zero_()
 
     def forward(self, q: torch.Tensor) -> torch.Tensor:

@@ -97,10 +97,17 @@ class StabilisingController:
         w = out.weight[0]
         v_theta = h @ w + out.bias[0]
         grad_theta = (w - w * h * h) @ layer.weight
-        energy = (0.5 * (p * v).sum(-1) - g1 * torch.cos(q1) - g2 * c12 + 0.5 * (P.k1 * q1 * q1 + P.k2 * q2 * q2)
-                  + v_theta)
+        energy = (
+            0.5 * (p * v).sum(-1)
+            - g1 * torch.cos(q1)
+            - g2 * c12
+            + 0.5 * (P.k1 * q1 * q1 + P.k2 * q2 * q2)
+            + v_theta
+        )
         norm = p.norm(dim=-1, keepdim=True)
-        unit = torch.where(norm > cfg.p_threshold, p / torch.clamp(norm, min=cfg.p_threshold), torch.zeros_like(p))
+        unit = torch.where(
+            norm > cfg.p_threshold, p / torch.clamp(norm, min=cfg.p_threshold), torch.zeros_like(p)
+        )
         u = -grad_theta - cfg.k_energy * (energy - self.energy)[..., None] * unit
         _, pd = self.orbit.desired(q, p)
         e = p - pd

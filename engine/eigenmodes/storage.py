@@ -15,13 +15,27 @@ import torch
 from engine.eigenmodes.config import ConfigError, DesignConfig
 from engine.eigenmodes.potential import PotentialMLP
 from engine.eigenmodes.train import MODE_FORMAT, DesignedMode, learn_mode, mode_meta, simulate_mode
-from engine.io import (CheckpointError, atomic_write_text, load_checkpoint, save_checkpoint, save_tensors,
-                       write_json)
+from engine.io import (
+    CheckpointError,
+    atomic_write_text,
+    load_checkpoint,
+    save_checkpoint,
+    save_tensors,
+    write_json,
+)
 from engine.jobs import JobContext
 from engine.runs import Run, RunError, fingerprint
 from engine.training_loop import TrainingDiverged
 
-__all__ = ["FORMAT", "learn_into", "load_mode", "save_mode", "stabilised_csv", "trajectory_csv", "write_trajectory_csv"]
+__all__ = [
+    "FORMAT",
+    "learn_into",
+    "load_mode",
+    "save_mode",
+    "stabilised_csv",
+    "trajectory_csv",
+    "write_trajectory_csv",
+]
 
 FORMAT = MODE_FORMAT
 
@@ -55,7 +69,9 @@ def learn_into(design: DesignConfig | None, out_dir: str | Path | None = None, c
             done = run.epoch
             target = int(epochs) if epochs is not None else design.train.epochs
             if target <= done:
-                raise RunError(f"{run.path}: the run has {done} epochs; pass --epochs N above {done} to extend it")
+                raise RunError(
+                    f"{run.path}: the run has {done} epochs; pass --epochs N above {done} to extend it"
+                )
             design.train.epochs = target
             design.train.device = device if device is not None else design.train.device
             run.config["design"] = design.to_dict()
@@ -112,8 +128,15 @@ def load_mode(directory: str | Path):
     for p in potential.parameters():
         p.requires_grad_(False)
     traj = simulate_mode(potential, design, period)
-    return DesignedMode(design=design, potential=potential, period=period, history=meta.get("history", {}),
-                        checks=meta.get("checks", {}), trajectory=traj, seconds=float(meta.get("seconds", 0.0)))
+    return DesignedMode(
+        design=design,
+        potential=potential,
+        period=period,
+        history=meta.get("history", {}),
+        checks=meta.get("checks", {}),
+        trajectory=traj,
+        seconds=float(meta.get("seconds", 0.0)),
+    )
 
 
 def _csv(columns: dict[str, np.ndarray]) -> str:
@@ -127,10 +150,22 @@ def _csv(columns: dict[str, np.ndarray]) -> str:
 def trajectory_csv(mode) -> str:
     """The mode's closed-loop trajectory over one period as CSV text (SI units)."""
     tr = mode.trajectory
-    return _csv({"t": tr["t"], "q1": tr["q"][:, 0], "q2": tr["q"][:, 1], "p1": tr["p"][:, 0], "p2": tr["p"][:, 1],
-                 "u1": tr["u"][:, 0], "u2": tr["u"][:, 1], "energy": tr["energy"],
-                 "elbow_x": tr["elbow"][:, 0], "elbow_y": tr["elbow"][:, 1],
-                 "tip_x": tr["tip"][:, 0], "tip_y": tr["tip"][:, 1]})
+    return _csv(
+        {
+            "t": tr["t"],
+            "q1": tr["q"][:, 0],
+            "q2": tr["q"][:, 1],
+            "p1": tr["p"][:, 0],
+            "p2": tr["p"][:, 1],
+            "u1": tr["u"][:, 0],
+            "u2": tr["u"][:, 1],
+            "energy": tr["energy"],
+            "elbow_x": tr["elbow"][:, 0],
+            "elbow_y": tr["elbow"][:, 1],
+            "tip_x": tr["tip"][:, 0],
+            "tip_y": tr["tip"][:, 1],
+        }
+    )
 
 
 def stabilised_csv(result) -> str:

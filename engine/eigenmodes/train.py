@@ -27,8 +27,8 @@ from engine.eigenmodes.potential import PotentialMLP
 from engine.io import save_tensors, write_json
 from engine.jobs import JobContext, NullJobContext
 from engine.runs import Run, restore_training_state, training_state
-from engine.training_loop import EpochOutcome, train_epochs
 from engine.systems.double_pendulum import elbow_position, tip_position
+from engine.training_loop import EpochOutcome, train_epochs
 
 __all__ = ["MODE_FORMAT", "DesignedMode", "learn_mode", "loss_names", "mode_meta", "simulate_mode",
            "steps_for"]
@@ -58,7 +58,7 @@ class DesignedMode:
     checks: dict = field(default_factory=dict)
     trajectory: dict = field(default_factory=dict)
     seconds: float = 0.0
-    run_dir: Path | None = None    # the run folder, when learnt as a run (engine.eigenmodes.storage.learn_into)
+    run_dir: Path | None = None  # the run folder, when learnt as a run (engine.eigenmodes.storage.learn_into)
 
     @property
     def q0(self) -> np.ndarray:
@@ -93,7 +93,9 @@ def simulate_mode(potential: PotentialMLP, design: DesignConfig, period: float,
 
 def _finite_copy(potential: PotentialMLP, log_period: torch.Tensor):
     """``(weights, log_period)`` copies when all are finite (the divergence guard's last good state), else None."""
-    if not (all(bool(torch.isfinite(p).all()) for p in potential.parameters()) and torch.isfinite(log_period)):
+    if not (
+        all(bool(torch.isfinite(p).all()) for p in potential.parameters()) and torch.isfinite(log_period)
+    ):
         return None
     return ({k: v.detach().clone() for k, v in potential.state_dict().items()}, log_period.detach().clone())
 
@@ -109,7 +111,9 @@ def evaluate_checks(potential: PotentialMLP, design: DesignConfig, period: float
 MODE_FORMAT = "lagrange-studio/eigenmode/1"
 
 
-def mode_meta(design: DesignConfig, period: float, checks: dict, history: dict, seconds: float, **extra) -> dict:
+def mode_meta(
+    design: DesignConfig, period: float, checks: dict, history: dict, seconds: float, **extra
+) -> dict:
     """The ``mode.json`` of a mode folder (see :mod:`engine.eigenmodes.storage`)."""
     return {"format": MODE_FORMAT, "design": design.to_dict(), "period": period, "checks": checks,
             "history": history, "seconds": seconds, **extra}
@@ -128,7 +132,13 @@ class _ModeTrainee:
     def __init__(self, design: DesignConfig, potential: PotentialMLP, log_period: torch.Tensor, opt, sched,
                  x0: torch.Tensor, target: torch.Tensor, steps: int, run: Run | None,
                  preview: Callable[[dict], None] | None, preview_interval: float):
-        self.design, self.potential, self.log_period, self.opt, self.sched = design, potential, log_period, opt, sched
+        self.design, self.potential, self.log_period, self.opt, self.sched = (
+            design,
+            potential,
+            log_period,
+            opt,
+            sched,
+        )
         self.x0, self.target, self.steps, self.run = x0, target, steps, run
         self.preview, self.preview_interval, self.last_preview = preview, preview_interval, -float("inf")
         self.field = closed_loop_field(potential, design.plant)
@@ -146,7 +156,9 @@ class _ModeTrainee:
         period = torch.exp(self.log_period)
         xs = rk4_trajectory(self.field, self.x0, period, self.steps)
         parts = design_losses(xs, period, self.potential, self.target, self.design.plant)
-        total = w.task_weight * parts["task"] + gamma * parts["constraint"] + w.effort_weight * parts["effort"]
+        total = (
+            w.task_weight * parts["task"] + gamma * parts["constraint"] + w.effort_weight * parts["effort"]
+        )
         if not torch.isfinite(total):
             return EpochOutcome(math.nan, diverged="the loss is not finite")
         self.opt.zero_grad(set_to_none=True)
@@ -154,13 +166,19 @@ class _ModeTrainee:
         torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
         self.opt.step()
         self.sched.step()
-        values = {"total": float(total.detach()), "task": float(parts["task"].detach()),
-                  "constraint": float(parts["constraint"].detach()), "effort": float(parts["effort"].detach()),
-                  "period": float(period.detach())}
+        values = {
+            "total": float(total.detach()),
+            "task": float(parts["task"].detach()),
+            "constraint": float(parts["constraint"].detach()),
+            "effort": float(parts["effort"].detach()),
+            "period": float(period.detach()),
+        }
         for k, v in values.items():
             self.history[k].append(v)
         now = time.perf_counter()
-        if self.preview is not None and (now - self.last_preview >= self.preview_interval or epoch == cfg.epochs):
+        if self.preview is not None and (
+            now - self.last_preview >= self.preview_interval or epoch == cfg.epochs
+        ):
             self.last_preview = now
             with torch.no_grad():
                 q = xs[:, :2].detach().to("cpu", torch.float64)
@@ -170,8 +188,9 @@ class _ModeTrainee:
 
     def training_state(self) -> dict:
         history = {k: torch.tensor(v, dtype=torch.float64) for k, v in self.history.items()}
-        return training_state(self.potential, self.opt, self.sched, log_period=self.log_period.detach().clone(),
-                              history=history)
+        return training_state(
+            self.potential, self.opt, self.sched, log_period=self.log_period.detach().clone(), history=history
+        )
 
     def checkpoint_meta(self) -> dict:
         return {}
@@ -229,12 +248,18 @@ def learn_mode(design: DesignConfig, ctx: JobContext | None = None,
     dtype = _dtype(cfg.dtype)
     device = resolve_device(cfg.device)  # --device; the mode comes back on the CPU in float64
     torch.manual_seed(cfg.seed)
-    potential = initial.to(dtype) if initial is not None else PotentialMLP(design.potential, dtype=dtype, seed=cfg.seed)
+    potential = (
+        initial.to(dtype)
+        if initial is not None
+        else PotentialMLP(design.potential, dtype=dtype, seed=cfg.seed)
+    )
     potential = potential.to(device)
     x0 = torch.tensor([*task.q0, 0.0, 0.0], dtype=dtype, device=device)
     target = torch.tensor(task.target, dtype=dtype, device=device)
     steps = steps_for(task.period, cfg.dt)
-    log_period = torch.tensor(math.log(task.period), dtype=dtype, device=device, requires_grad=task.learn_period)
+    log_period = torch.tensor(
+        math.log(task.period), dtype=dtype, device=device, requires_grad=task.learn_period
+    )
     groups = [{"params": list(potential.parameters()), "lr": cfg.lr}]
     if task.learn_period:
         groups.append({"params": [log_period], "lr": cfg.period_lr})

@@ -39,8 +39,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from engine.identification.synthetic import (ParameterLookup, PreconditionedMass, SineMotion, checked_links,
-                                             identifiability, regressor)
+from engine.identification.synthetic import (
+    ParameterLookup,
+    PreconditionedMass,
+    SineMotion,
+    checked_links,
+    identifiability,
+    regressor,
+)
 from engine.jobs import JobContext, NullJobContext
 from engine.logs import PrepareConfig
 from engine.models.nets import MLP
@@ -119,7 +125,11 @@ class LogIdentificationConfig:
             raise ValueError(f"weighting must be 'noise' or 'variance', got {self.weighting!r}")
         if self.trim < 0 or self.epochs < 0 or self.max_train_samples < 10 or self.blackbox_steps < 0:
             raise ValueError("trim, epochs and blackbox_steps must be >= 0 and max_train_samples >= 10")
-        if self.noise_window < 3 or self.noise_window % 2 == 0 or not 0 <= self.noise_polyorder < self.noise_window:
+        if (
+            self.noise_window < 3
+            or self.noise_window % 2 == 0
+            or not 0 <= self.noise_polyorder < self.noise_window
+        ):
             raise ValueError("noise_window must be odd >= 3 and noise_polyorder in [0, noise_window)")
         if self.blackbox_hidden < 1 or self.blackbox_layers < 1 or self.blackbox_lr <= 0:
             raise ValueError("blackbox_hidden and blackbox_layers must be >= 1 and blackbox_lr > 0")
@@ -286,8 +296,11 @@ def _train_blackbox(x_tr, y_tr, config: LogIdentificationConfig, ctx, progress_s
         opt.step()
         sched.step()
         if step % 50 == 0:
-            ctx.progress(a + (b - a) * step / config.blackbox_steps,
-                         f"black box: step {step}/{config.blackbox_steps}", {"blackbox_loss": float(loss.detach())})
+            ctx.progress(
+                a + (b - a) * step / config.blackbox_steps,
+                f"black box: step {step}/{config.blackbox_steps}",
+                {"blackbox_loss": float(loss.detach())},
+            )
 
     def predict(x):
         with torch.no_grad():
@@ -315,9 +328,11 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
                          "accelerations=True (see robot_prepare_config)")
     for name, arr in (("q", prepared.q), ("qd", prepared.qd), ("qdd", prepared.qdd), ("u", prepared.u)):
         if arr.ndim != 2 or arr.shape[1] != dof:
-            raise ValueError(f"identify_from_log: the log's {name} has {arr.shape[-1] if arr.ndim == 2 else '?'} "
-                             f"columns but robot {model.name!r} has {dof} joints ({', '.join(model.joint_names)}); "
-                             "map one column per joint, in the robot's joint order")
+            raise ValueError(
+                f"identify_from_log: the log's {name} has {arr.shape[-1] if arr.ndim == 2 else '?'} "
+                f"columns but robot {model.name!r} has {dof} joints ({', '.join(model.joint_names)}); "
+                "map one column per joint, in the robot's joint order"
+            )
     N = prepared.n_samples
     inner = np.zeros(N, dtype=bool)
     inner[config.trim:N - config.trim] = True
@@ -332,7 +347,9 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     links, body, _, fixed = checked_links(model, config.links, "identify_from_log")
     for l in links:
         if "damping" in config.learn and l not in body:
-            raise ValueError(f"identify_from_log: link {l!r} is not the child of a movable joint (no damping)")
+            raise ValueError(
+                f"identify_from_log: link {l!r} is not the child of a movable joint (no damping)"
+            )
     kinds = [k for k in LEARNABLE_KINDS if k in config.learn]
     use_damping = "damping" in kinds
 
@@ -359,7 +376,9 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     ctx.check_cancelled()
     motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
     base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
-    Y0, names0 = regressor(model, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
+    Y0, names0 = (
+        regressor(model, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
+    )
     Y1, names1 = _extra_columns(model, motion, links, kinds)
     Y = np.concatenate([Y0, Y1], axis=1)
     names = list(names0) + list(names1)
@@ -378,7 +397,9 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
             # the gradient moves only the identifiable combinations (the null space keeps its
             # nominal part); the report flags them
             if k == "mass":
-                learner.make_learnable(l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0)))
+                learner.make_learnable(
+                    l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
+                )
             elif k == "damping":
                 start = max(float(_current(learner, l, k).detach()), 1e-2)
                 learner.make_learnable(l, k, PositiveScalar(start, dtype=dtype, device=device))
@@ -454,12 +475,23 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     validation.update({k: v.cpu().numpy() for k, v in preds_val.items()})
     ctx.progress(1.0, "identification done", {"torque_rmse_learned": rmse_val["learned"]})
     return LogIdentificationResult(
-        robot=model.name, joint_names=list(model.joint_names), parameters=reports, unidentifiable=unidentifiable,
-        torque_rmse_validation=rmse_val, torque_rmse_validation_per_joint=rmse_val_joint,
-        torque_rmse_train=rmse_tr, noise_level=float(np.sqrt(np.mean(noise ** 2))),
-        noise_level_per_joint=[float(v) for v in noise], loss_history=history,
-        samples_train=int(tr.numel()), samples_validation=int(va.numel()),
-        seconds=time.monotonic() - t_start, config=config.to_dict(), model=learner, validation=validation)
+        robot=model.name,
+        joint_names=list(model.joint_names),
+        parameters=reports,
+        unidentifiable=unidentifiable,
+        torque_rmse_validation=rmse_val,
+        torque_rmse_validation_per_joint=rmse_val_joint,
+        torque_rmse_train=rmse_tr,
+        noise_level=float(np.sqrt(np.mean(noise**2))),
+        noise_level_per_joint=[float(v) for v in noise],
+        loss_history=history,
+        samples_train=int(tr.numel()),
+        samples_validation=int(va.numel()),
+        seconds=time.monotonic() - t_start,
+        config=config.to_dict(),
+        model=learner,
+        validation=validation,
+    )
 
 
 def log_identification_job(prepared, model, config: LogIdentificationConfig = LogIdentificationConfig()):

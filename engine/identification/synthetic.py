@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
-from engine.jobs import JobContext, NullJobContext
 from engine.devices import resolve_device
+from engine.jobs import JobContext, NullJobContext
 from engine.robots.library import load_robot
 from engine.robots.parametrizations import moving_links
 from engine.validation import check_allocation, check_choice, check_int, check_range
@@ -58,8 +58,9 @@ class IdentificationConfig:
     robot: library name or URDF path. perturb: largest relative perturbation of each mass
     (and inertia when ``perturb_inertia``). learn: ``"mass"`` or ``"mass+inertia"``.
     links: links to perturb and learn (default: the child link of every movable joint, one per
-    moving body; links rigidly attached to a body, like a hand, keep their URDF values). duration (s) at rate_hz (Hz) gives the training samples; test_duration the
-    fresh test motions. n_sines per joint, frequencies in [min_freq, max_freq] Hz, amplitude
+    moving body; links rigidly attached to a body, like a hand, keep their URDF values).
+    duration (s) at rate_hz (Hz) gives the training samples; test_duration the fresh test
+    motions. n_sines per joint, frequencies in [min_freq, max_freq] Hz, amplitude
     ``amplitude`` x half the joint range (at most max_amplitude rad or m).
     optimizer: ``"lbfgs"`` (full batch) or ``"adam"`` (mini-batches of batch_size, lr,
     the paper's loop). loss: ``"tau"`` or ``"qdd"``. parametrization of the learned masses:
@@ -103,19 +104,33 @@ class IdentificationConfig:
                     hint="a relative perturbation such as 0.3")
         check_choice(who, "learn (--learn)", self.learn, ("mass", "mass+inertia"))
         check_choice(who, "loss (--loss)", self.loss, ("tau", "qdd"))
-        check_choice(who, "parametrization (--parametrization)", self.parametrization, ("preconditioned", "physical"))
+        check_choice(
+            who, "parametrization (--parametrization)", self.parametrization, ("preconditioned", "physical")
+        )
         check_choice(who, "optimizer (--optimizer)", self.optimizer, ("lbfgs", "adam"))
         check_choice(who, "dtype (--dtype)", self.dtype, ("float32", "float64"))
         check_int(who, "seed (--seed)", self.seed, 0, 2**62)
-        rate = check_range(who, "rate_hz (--rate-hz)", self.rate_hz, 0.0, MAX_RATE_HZ, lo_open=True, unit="Hz",
-                           hint="a sample rate such as 250")
+        rate = check_range(
+            who,
+            "rate_hz (--rate-hz)",
+            self.rate_hz,
+            0.0,
+            MAX_RATE_HZ,
+            lo_open=True,
+            unit="Hz",
+            hint="a sample rate such as 250",
+        )
         train = check_range(who, "duration (--duration)", self.duration, 0.0, MAX_DURATION_S, lo_open=True,
                             unit="s", hint="seconds of training motion, such as 4")
         test = check_range(who, "test_duration (--test-duration)", self.test_duration, 0.0, MAX_DURATION_S,
                            lo_open=True, unit="s", hint="seconds of test motion, such as 2")
-        check_allocation(f"the motions ({rate:g} Hz x {train + test:g} s = {rate * (train + test):.3g} samples)",
-                         rate * (train + test), BYTES_PER_SAMPLE, field="--rate-hz",
-                         hint="lower --rate-hz, --duration or --test-duration")
+        check_allocation(
+            f"the motions ({rate:g} Hz x {train + test:g} s = {rate * (train + test):.3g} samples)",
+            rate * (train + test),
+            BYTES_PER_SAMPLE,
+            field="--rate-hz",
+            hint="lower --rate-hz, --duration or --test-duration",
+        )
         check_int(who, "n_sines (--n-sines)", self.n_sines, 1, 100)
         lo = check_range(who, "min_freq (--min-freq)", self.min_freq, 0.0, rate / 2, lo_open=True, unit="Hz",
                          hint="the lowest sine frequency, below half the sample rate")
@@ -258,7 +273,9 @@ def perturbed_model(model, links: Sequence[str], perturb: float, seed: int = 0, 
     mass = {l: float(model.link_mass(l)) * (1 + float(u[i, 0])) for i, l in enumerate(links)}
     kw = dict(mass=mass)
     if inertia:
-        kw["inertia"] = {l: model.link_inertia(l).detach() * (1 + float(u[i, 1])) for i, l in enumerate(links)}
+        kw["inertia"] = {
+            l: model.link_inertia(l).detach() * (1 + float(u[i, 1])) for i, l in enumerate(links)
+        }
     return model.with_link_params(**kw)
 
 
@@ -384,8 +401,17 @@ def identify(config: IdentificationConfig = IdentificationConfig(), ctx: JobCont
             raise ValueError(f"identification: link {l!r} has no mass")
     kinds = ("mass", "inertia") if config.learn == "mass+inertia" else ("mass",)
 
-    train = sine_motion(truth, config.duration, config.rate_hz, config.n_sines, config.min_freq, config.max_freq,
-                        config.amplitude, config.max_amplitude, seed=config.seed)
+    train = sine_motion(
+        truth,
+        config.duration,
+        config.rate_hz,
+        config.n_sines,
+        config.min_freq,
+        config.max_freq,
+        config.amplitude,
+        config.max_amplitude,
+        seed=config.seed,
+    )
     test = sine_motion(truth, config.test_duration, config.rate_hz, config.n_sines, config.min_freq,
                        config.max_freq, config.amplitude, config.max_amplitude, seed=config.seed + 1)
     ctx.check_cancelled()
@@ -399,13 +425,19 @@ def identify(config: IdentificationConfig = IdentificationConfig(), ctx: JobCont
     Y, names = regressor(learner, train, links, kinds)
     bad = identifiability(Y, names, config.identifiability_tol)
     norms = np.linalg.norm(Y, axis=0)
-    rel = {(l, k): float(nrm / norms.max()) for (l, k, c), nrm in zip(names, norms) if k == "mass"} if Y.size else {}
+    rel = (
+        {(l, k): float(nrm / norms.max()) for (l, k, c), nrm in zip(names, norms) if k == "mass"}
+        if Y.size
+        else {}
+    )
     for l in links:
         for k in kinds:
             # weakly identifiable parameters are learned too (noise-free synthetic data pin them
             # down; leaving them wrong would bias the others); the report flags them
             if k == "mass" and config.parametrization == "preconditioned":
-                learner.make_learnable(l, k, PreconditionedMass(learner.link_mass(l).detach(), rel.get((l, k), 1.0)))
+                learner.make_learnable(
+                    l, k, PreconditionedMass(learner.link_mass(l).detach(), rel.get((l, k), 1.0))
+                )
             else:
                 learner.make_learnable(l, k)
     params = [p for p in learner.parameters() if p.requires_grad]

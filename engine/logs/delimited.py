@@ -163,8 +163,11 @@ def _blocks(fh, size: int, chunk_bytes: int, path: Path):
             try:
                 decoded = decoder.decode(data, final=eof)
             except UnicodeDecodeError as exc:
-                raise LogError(f"not valid UTF-16 text ({exc.reason} near byte {done - len(data) + exc.start}); "
-                               "save the file as UTF-8", path=path) from None
+                raise LogError(
+                    f"not valid UTF-16 text ({exc.reason} near byte {done - len(data) + exc.start}); "
+                    "save the file as UTF-8",
+                    path=path,
+                ) from None
             if "\x00" in decoded:
                 raise LogError("binary file, not delimited text (is it .npz, .parquet or a bag?)", path=path)
             data = decoded.encode("utf-8")

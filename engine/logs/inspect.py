@@ -44,9 +44,20 @@ def inspect_table(table: LogTable, time_column: str | None = None) -> dict:
         finite = t[np.isfinite(t)]
         duration = float(finite.max() - finite.min()) if finite.size > 1 else None
     problems = find_problems(table, time_column)
-    return {"file": table.source, "format": table.format, "ok": not problems, "rows": table.n_rows,
-            "columns": cols, "time_column": time_column, "time_unit": time_unit, "rate_hz": rate, "duration": duration,
-            "sparse": table.sparse, "notes": list(table.notes), "problems": [p.as_dict() for p in problems]}
+    return {
+        "file": table.source,
+        "format": table.format,
+        "ok": not problems,
+        "rows": table.n_rows,
+        "columns": cols,
+        "time_column": time_column,
+        "time_unit": time_unit,
+        "rate_hz": rate,
+        "duration": duration,
+        "sparse": table.sparse,
+        "notes": list(table.notes),
+        "problems": [p.as_dict() for p in problems],
+    }
 
 
 def inspect_log(path: str | os.PathLike, ctx=None, options: ReadOptions | None = None,
@@ -56,10 +67,28 @@ def inspect_log(path: str | os.PathLike, ctx=None, options: ReadOptions | None =
     try:
         table = read_log(path, ctx, options)
     except LogError as exc:
-        return {"file": str(Path(path)), "format": None, "ok": False, "rows": 0, "columns": [],
-                "time_column": None, "time_unit": None, "rate_hz": None, "duration": None, "sparse": False, "notes": [],
-                "problems": [{"kind": "unreadable", "message": str(exc), "column": exc.column,
-                              "line": exc.line, "row": None}]}
+        return {
+            "file": str(Path(path)),
+            "format": None,
+            "ok": False,
+            "rows": 0,
+            "columns": [],
+            "time_column": None,
+            "time_unit": None,
+            "rate_hz": None,
+            "duration": None,
+            "sparse": False,
+            "notes": [],
+            "problems": [
+                {
+                    "kind": "unreadable",
+                    "message": str(exc),
+                    "column": exc.column,
+                    "line": exc.line,
+                    "row": None,
+                }
+            ],
+        }
     if time_column is not None and time_column not in table.data:
         summary = inspect_table(table)
         summary["problems"].insert(0, {"kind": "missing", "message": f"no column {time_column!r}",

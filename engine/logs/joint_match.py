@@ -40,9 +40,24 @@ ROLE_WORDS = {
     "u": {"tau", "torque", "torques", "effort", "efforts", "eff", "trq", "u", "current", "force"},
     "q": {"q", "pos", "position", "positions", "angle", "angles", "theta", "state", "joint", "joints"},
 }
-UNIT_WORDS = {"deg": "deg", "degree": "deg", "degrees": "deg", "rad": "rad", "radian": "rad", "radians": "rad",
-              "degs": "deg/s", "dps": "deg/s", "rads": "rad/s", "rpm": "rpm", "nm": "N m", "mnm": "mN m",
-              "ms": "ms", "us": "us", "ns": "ns", "mm": "mm"}
+UNIT_WORDS = {
+    "deg": "deg",
+    "degree": "deg",
+    "degrees": "deg",
+    "rad": "rad",
+    "radian": "rad",
+    "radians": "rad",
+    "degs": "deg/s",
+    "dps": "deg/s",
+    "rads": "rad/s",
+    "rpm": "rpm",
+    "nm": "N m",
+    "mnm": "mN m",
+    "ms": "ms",
+    "us": "us",
+    "ns": "ns",
+    "mm": "mm",
+}
 BASE_FIELDS = ("x", "y", "z", "qw", "qx", "qy", "qz")
 # commands and set points are not what the robot did: never matched automatically
 COMMAND_WORDS = {"action", "actions", "cmd", "command", "commanded", "target", "desired", "des", "ref",

@@ -153,7 +153,9 @@ def _check_columns(table: LogTable, mapping: LogMapping) -> None:
                                    "is ambiguous; map the copy you mean, or rename the columns in the file",
                                    path=table.source or None, column=col)
                 # a skipped column, or an element name[k] of a skipped list column
-                source = col if col in table.skipped else col.rpartition("[")[0] if col.endswith("]") else None
+                source = (
+                    col if col in table.skipped else col.rpartition("[")[0] if col.endswith("]") else None
+                )
                 if source in table.skipped:
                     raise LogError(f"column for {role} cannot be read: {table.skipped[source]}",
                                    path=table.source or None, column=source)

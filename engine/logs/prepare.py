@@ -66,8 +66,9 @@ class PrepareConfig:
     is refused (``"refuse"``, naming its line), resampled across (``"keep"``: the signals
     are interpolated over the gap) or cut out (``"split"``: each part between gaps is
     prepared on its own at the same ``dt`` and the parts are joined; the first sample of
-    each later part is in neither mask, so training windows never straddle a gap). ``allow_large``: let through a resampled log bigger than
-    the memory budget (engine/validation.py).
+    each later part is in neither mask, so training windows never straddle a gap).
+    ``allow_large``: let through a resampled log bigger than the memory budget
+    (engine/validation.py).
     """
 
     dt: float | None = None
@@ -102,8 +103,14 @@ class PrepareConfig:
             check_int(None, "window", self.window, 3, 100_001, hint="an odd number of samples")
             check_int(None, "polyorder", self.polyorder, 0, 100_000)
             check_range(None, "val_fraction", self.val_fraction, 0.0, 1.0, hi_open=True)
-            for name in ("smooth", "smooth_controls", "use_logged_velocities", "accelerations", "unwrap_angles",
-                         "allow_large"):
+            for name in (
+                "smooth",
+                "smooth_controls",
+                "use_logged_velocities",
+                "accelerations",
+                "unwrap_angles",
+                "allow_large",
+            ):
                 if not isinstance(getattr(self, name), bool):
                     raise InputError(f"must be true or false, got {getattr(self, name)!r}", field=name)
         except InputError as exc:
@@ -111,7 +118,9 @@ class PrepareConfig:
         for name, choices in (("time_gaps", TIME_GAPS), ("interpolation", INTERPOLATIONS),
                               ("derivative", DERIVATIVES)):
             if not isinstance(getattr(self, name), str) or getattr(self, name) not in choices:
-                raise LogError(f"must be one of {', '.join(choices)}, got {getattr(self, name)!r}", setting=name)
+                raise LogError(
+                    f"must be one of {', '.join(choices)}, got {getattr(self, name)!r}", setting=name
+                )
         if self.window % 2 == 0:
             raise LogError(f"must be an odd number >= 3, got {self.window}", setting="window")
         if not self.polyorder < self.window:
@@ -166,7 +175,9 @@ class PreparedLog:
     def segments(self, mask: np.ndarray) -> list[slice]:
         """Contiguous runs of ``mask`` as slices (for windowing trajectories)."""
         edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
-        return [slice(int(a), int(b)) for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))]
+        return [
+            slice(int(a), int(b)) for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))
+        ]
 
     def arrays(self) -> dict[str, np.ndarray]:
         out = {"t": self.t, "q": self.q, "qd": self.qd, "u": self.u, "train_mask": self.train_mask,
@@ -322,9 +333,15 @@ def _grid(t: np.ndarray, config: PrepareConfig, source: str, spans: Sequence[tup
         raise LogError(f"the time range [{config.t_start}, {config.t_end}] holds no data "
                        f"(the signals span {lo:.6g} to {hi:.6g} s)", path=source, setting="t_start")
     n_float = np.floor((t_hi - t_lo) / dt + 1e-9) + 1
-    check_allocation(f"resampling {t_hi - t_lo:.6g} s of log at dt = {dt:.3g} s ({n_float:.3g} samples x "
-                     f"{channels} channels)", n_float * channels, 8, override_flag="--allow-large",
-                     allow=config.allow_large, hint="choose a larger --dt or a shorter --t-start/--t-end range")
+    check_allocation(
+        f"resampling {t_hi - t_lo:.6g} s of log at dt = {dt:.3g} s ({n_float:.3g} samples x "
+        f"{channels} channels)",
+        n_float * channels,
+        8,
+        override_flag="--allow-large",
+        allow=config.allow_large,
+        hint="choose a larger --dt or a shorter --t-start/--t-end range",
+    )
     n = int(n_float)
     return t_lo + dt * np.arange(n), dt
 
@@ -399,7 +416,9 @@ def prepare_log(table: LogTable, mapping: LogMapping, config: PrepareConfig | No
             else:
                 qdd = differentiate(qd, dt)
     except LogError as exc:
-        raise LogError(exc.reason, path=table.source or None, column=exc.column, setting=exc.setting) from None
+        raise LogError(
+            exc.reason, path=table.source or None, column=exc.column, setting=exc.setting
+        ) from None
     if ctx is not None:
         ctx.check_cancelled()
         ctx.progress(0.8, "splitting")
@@ -448,9 +467,13 @@ def _prepare_split(table: LogTable, mapping: LogMapping, config: PrepareConfig, 
         sub = LogTable(columns=table.columns, data={c: table.data[c][rows] for c in table.columns},
                        source=table.source, format=table.format, row_lines=lines,
                        repeated=table.repeated, skipped=table.skipped)
-        sub_config = replace(single, dt=dt, t_start=None, t_end=None, train_ranges=[], val_ranges=[], val_fraction=0.0)
+        sub_config = replace(
+            single, dt=dt, t_start=None, t_end=None, train_ranges=[], val_ranges=[], val_fraction=0.0
+        )
         t0, t1 = float(m.t[a]), float(m.t[b - 1])
-        if (config.t_start is not None and t1 < config.t_start) or (config.t_end is not None and t0 > config.t_end):
+        if (config.t_start is not None and t1 < config.t_start) or (
+            config.t_end is not None and t0 > config.t_end
+        ):
             continue
         sub_config = replace(sub_config, t_start=config.t_start, t_end=config.t_end)
         try:
@@ -463,8 +486,11 @@ def _prepare_split(table: LogTable, mapping: LogMapping, config: PrepareConfig, 
             ctx.check_cancelled()
             ctx.progress(b / table.n_rows * 0.95, f"prepared part {len(parts)} of the log")
     if not parts:
-        raise LogError(f"every part of the log between time gaps is too short to prepare: {'; '.join(skipped)}",
-                       path=table.source or None, setting="time_gaps")
+        raise LogError(
+            f"every part of the log between time gaps is too short to prepare: {'; '.join(skipped)}",
+            path=table.source or None,
+            setting="time_gaps",
+        )
     t = np.concatenate([p.t for p in parts])
     join = np.zeros(len(t), dtype=bool)
     join[np.cumsum([p.n_samples for p in parts])[:-1]] = True
@@ -476,9 +502,17 @@ def _prepare_split(table: LogTable, mapping: LogMapping, config: PrepareConfig, 
     if qdd is not None:
         arrays["qdd"] = qdd
     description = dict(parts[0].description)
-    description.update({"config": config.to_dict(), "n_samples": len(t), "t_range": [float(t[0]), float(t[-1])],
-                        "n_train": int(train.sum()), "n_val": int(val.sum()),
-                        "segments": [[float(p.t[0]), float(p.t[-1])] for p in parts], "skipped_segments": skipped})
+    description.update(
+        {
+            "config": config.to_dict(),
+            "n_samples": len(t),
+            "t_range": [float(t[0]), float(t[-1])],
+            "n_train": int(train.sum()),
+            "n_val": int(val.sum()),
+            "segments": [[float(p.t[0]), float(p.t[-1])] for p in parts],
+            "skipped_segments": skipped,
+        }
+    )
     if ctx is not None:
         ctx.progress(1.0, f"prepared {len(t)} samples in {len(parts)} parts at dt = {dt:.6g} s")
     return PreparedLog(t=t, q=arrays["q"], qd=arrays["qd"], qdd=qdd, u=arrays["u"], dt=float(parts[0].dt),
@@ -506,5 +540,7 @@ def smoothing_preview(table: LogTable, mapping: LogMapping, config: PrepareConfi
     try:
         smoothed = smooth(raw, config.window, config.polyorder)
     except LogError as exc:
-        raise LogError(exc.reason, path=table.source or None, column=exc.column, setting=exc.setting) from None
+        raise LogError(
+            exc.reason, path=table.source or None, column=exc.column, setting=exc.setting
+        ) from None
     return {"t": t, "raw": raw, "smoothed": smoothed}

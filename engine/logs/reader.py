@@ -63,8 +63,11 @@ def select_episode(table: LogTable, episode: int | None) -> LogTable:
                        f"({', '.join(EPISODE_COLUMNS)})", path=table.source or None, column="episode")
     rows = np.flatnonzero(table.data[col] == episode)
     if rows.size == 0:
-        raise LogError(f"no episode {episode}; the file has {episodes(table)[:20]}", path=table.source or None,
-                       column=col)
+        raise LogError(
+            f"no episode {episode}; the file has {episodes(table)[:20]}",
+            path=table.source or None,
+            column=col,
+        )
     return LogTable(columns=table.columns, data={c: v[rows] for c, v in table.data.items()},
                     source=table.source, format=table.format,
                     notes=table.notes + [f"episode {episode}: {rows.size} rows"],

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-
 from engine.logs.errors import LogError
 
 __all__ = ["ANGLE_UNITS", "UNIT_FACTORS", "UNIT_KINDS", "si_unit", "unit_factor"]

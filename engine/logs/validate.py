@@ -116,10 +116,14 @@ def check_time_gaps(table: LogTable, t: np.ndarray, column: str | None, factor: 
     i = int(bad[0]) + 1
     step = t[i] - t[i - 1]
     more = f" ({bad.size} such gaps in all)" if bad.size > 1 else ""
-    raise LogError(f"time jumps from {t[i - 1]:.9g} to {t[i]:.9g} s, {step / med:.3g} times the median step "
-                   f"of {med:.3g} s{more}: fix or remove the line, crop with --t-start/--t-end, or resample "
-                   "across the gap with --time-gaps keep (or cut it out: --time-gaps split)", path=table.source or None,
-                   line=table.line_of(int(rows[i])), column=column)
+    raise LogError(
+        f"time jumps from {t[i - 1]:.9g} to {t[i]:.9g} s, {step / med:.3g} times the median step "
+        f"of {med:.3g} s{more}: fix or remove the line, crop with --t-start/--t-end, or resample "
+        "across the gap with --time-gaps keep (or cut it out: --time-gaps split)",
+        path=table.source or None,
+        line=table.line_of(int(rows[i])),
+        column=column,
+    )
 
 
 def check_no_gaps(table: LogTable, columns: list[str]) -> None:
@@ -188,9 +192,16 @@ def find_problems(table: LogTable, time_column: str | None = None, max_per_colum
         for k in gaps[:max_per_column]:
             r = int(rows[k + 1])
             step = t[r] - t[rows[k]]
-            problems.append(Problem("gap", f"time jumps from {t[rows[k]]:.9g} to {t[r]:.9g}, {step / med:.3g} "
-                                           f"times the median step of {med:.3g} (a pause or a bogus timestamp?)",
-                                    column=time_column, line=table.line_of(r), row=r))
+            problems.append(
+                Problem(
+                    "gap",
+                    f"time jumps from {t[rows[k]]:.9g} to {t[r]:.9g}, {step / med:.3g} "
+                    f"times the median step of {med:.3g} (a pause or a bogus timestamp?)",
+                    column=time_column,
+                    line=table.line_of(r),
+                    row=r,
+                )
+            )
     for col in table.columns:
         v = table.data[col]
         finite = np.isfinite(v)

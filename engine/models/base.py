@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from engine.data.windows import Windows
-from engine.models.nets import INITS
 from engine.io import dataclass_from_dict
+from engine.models.nets import INITS
 from engine.validation import InputError, check_allocation, check_int, check_range
 
 __all__ = ["ROBOT_KINDS", "LearnedDynamics", "ModelSpec"]
@@ -55,8 +55,8 @@ class ModelSpec:
     h: float = 0.1                      # s, time step
     hidden: int = 128
     layers: int = 2
-    inertia_eps: float = 1e-3           # H = L L^T + eps I
-    init: str = "xavier"                # network init (engine/models/nets.py): "xavier" (the paper's) or "torch"
+    inertia_eps: float = 1e-3  # H = L L^T + eps I
+    init: str = "xavier"  # network init (engine/models/nets.py): "xavier" (the paper's) or "torch"
     newton_tol: float = 1e-4            # prediction / integration
     newton_max_iter: int = 10
     train_newton_tol: float = 1e-5      # E2E-SyMo training
@@ -80,18 +80,30 @@ class ModelSpec:
                              field="input_matrix")
         for name in ("hidden", "layers", "newton_max_iter", "train_newton_max_iter"):
             if int(getattr(self, name)) < 1:
-                raise InputError(f"must be at least 1, got {getattr(self, name)}", owner="ModelSpec", field=name)
+                raise InputError(
+                    f"must be at least 1, got {getattr(self, name)}", owner="ModelSpec", field=name
+                )
         if not self.h > 0:
-            raise InputError(f"the time step must be greater than zero, got {self.h}", owner="ModelSpec", field="h")
+            raise InputError(
+                f"the time step must be greater than zero, got {self.h}", owner="ModelSpec", field="h"
+            )
         if self.init not in INITS:
-            raise InputError(f"expected one of {', '.join(INITS)}, got {self.init!r}", owner="ModelSpec", field="init")
+            raise InputError(
+                f"expected one of {', '.join(INITS)}, got {self.init!r}", owner="ModelSpec", field="init"
+            )
         bad = [k for k in self.robot_learn if k not in ROBOT_KINDS]
         if bad or not self.robot_learn or len(set(self.robot_learn)) != len(self.robot_learn):
-            raise InputError(f"expected distinct kinds from {', '.join(ROBOT_KINDS)}, got {list(self.robot_learn)}",
-                             owner="ModelSpec", field="robot_learn")
+            raise InputError(
+                f"expected distinct kinds from {', '.join(ROBOT_KINDS)}, got {list(self.robot_learn)}",
+                owner="ModelSpec",
+                field="robot_learn",
+            )
         if not 0.0 <= self.robot_perturb < 1.0:
-            raise InputError(f"expected a relative size in [0, 1), got {self.robot_perturb!r}", owner="ModelSpec",
-                             field="robot_perturb")
+            raise InputError(
+                f"expected a relative size in [0, 1), got {self.robot_perturb!r}",
+                owner="ModelSpec",
+                field="robot_perturb",
+            )
         if self.system is not None and not isinstance(self.system, str):
             raise InputError(f"expected a system name or None, got {self.system!r}", owner="ModelSpec",
                              field="system")

@@ -33,7 +33,9 @@ class LagrangianTerms:
 
 
 class LagrangianNetworks(nn.Module):
-    def __init__(self, angle_mask, hidden: int = 128, layers: int = 2, eps: float = 1e-3, init: str = "xavier"):
+    def __init__(
+        self, angle_mask, hidden: int = 128, layers: int = 2, eps: float = 1e-3, init: str = "xavier"
+    ):
         super().__init__()
         n = len(angle_mask)
         self.n = n
@@ -63,7 +65,10 @@ class LagrangianNetworks(nn.Module):
             dL = (dl @ S).unflatten(-1, (n, n))                                     # (B, n, n, n)
             if d2raw is not None:
                 ds = (sig * (1 - sig)).unsqueeze(-2).unsqueeze(-2)
-                d2diag = sig.unsqueeze(-2).unsqueeze(-2) * d2raw[..., :n] + ds * draw[..., :, None, :n] * draw[..., None, :, :n]
+                d2diag = (
+                    sig.unsqueeze(-2).unsqueeze(-2) * d2raw[..., :n]
+                    + ds * draw[..., :, None, :n] * draw[..., None, :, :n]
+                )
                 d2l = torch.cat([d2diag, d2raw[..., n:]], -1)
                 d2L = (d2l @ S).unflatten(-1, (n, n))                               # (B, n, n, n, n)
         return L, dL, d2L

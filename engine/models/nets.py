@@ -39,8 +39,16 @@ from torch import nn
 
 from engine import onednn
 
-__all__ = ["AngleEmbedding", "StackedConfigurationMLP", "MLP", "embed_dim", "tanh", "dual_tanh_mlp", "tanh_mlp",
-           "INITS"]
+__all__ = [
+    "AngleEmbedding",
+    "StackedConfigurationMLP",
+    "MLP",
+    "embed_dim",
+    "tanh",
+    "dual_tanh_mlp",
+    "tanh_mlp",
+    "INITS",
+]
 
 INITS = ("xavier", "torch")
 TANH_GAIN = 5.0 / 3.0  # torch.nn.init.calculate_gain("tanh")
@@ -389,7 +397,7 @@ class StackedConfigurationMLP(nn.Module):
                 rows.append((d2e.unsqueeze(-2) * eye.unsqueeze(-1)).reshape(B * n * n, -1))
         X = torch.cat(rows) if len(rows) > 1 else e
         X = X.expand(K, *X.shape)
-        t0, t1 = B, B + B * n1                     # row blocks: [0, t0) values, [t0, t1) tangents, [t1, R) second
+        t0, t1 = B, B + B * n1  # row blocks: [0, t0) values, [t0, t1) tangents, [t1, R) second
         for W, b in zip(self.weights, self.biases):
             Z = onednn.bmm(X, W)
             H = Z.shape[-1]

@@ -35,7 +35,13 @@ class NODE(_StateModel):
         self.integrator = integrator
         self._stepper = get_stepper(integrator)
         self.embedding = AngleEmbedding(spec.angle_mask)
-        self.net = MLP(embed_dim(spec.angle_mask) + spec.dof + spec.control_dim, spec.dof, spec.hidden, spec.layers, spec.init)
+        self.net = MLP(
+            embed_dim(spec.angle_mask) + spec.dof + spec.control_dim,
+            spec.dof,
+            spec.hidden,
+            spec.layers,
+            spec.init,
+        )
 
     def vector_field(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         q, qd = x[..., : self.n], x[..., self.n:]
@@ -51,7 +57,9 @@ class LNODE(_StateModel):
         super().__init__(spec)
         self.integrator = integrator
         self._stepper = get_stepper(integrator)
-        self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init)
+        self.lagrangian = LagrangianNetworks(
+            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init
+        )
 
     def acceleration(self, q, qd, u):
         if self.n == 1:  # C = (dH - dH/2) qd^2, H^-1 a division
@@ -59,7 +67,9 @@ class LNODE(_StateModel):
         t = self.lagrangian.terms(q, order=1)
         # dHqd[b, k, i] = sum_j dH_ij/dq_k qd_j
         dHqd = (t.dH @ qd.unsqueeze(-2).unsqueeze(-1)).squeeze(-1)
-        c = (dHqd.transpose(-1, -2) @ qd.unsqueeze(-1)).squeeze(-1) - 0.5 * (dHqd @ qd.unsqueeze(-1)).squeeze(-1)
+        c = (dHqd.transpose(-1, -2) @ qd.unsqueeze(-1)).squeeze(-1) - 0.5 * (dHqd @ qd.unsqueeze(-1)).squeeze(
+            -1
+        )
         rhs = self.force(u) - c - t.dV
         return small_solve(t.H, rhs)
 
@@ -80,7 +90,13 @@ class BlackBoxMLP(_StateModel):
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
         self.embedding = AngleEmbedding(spec.angle_mask)
-        self.net = MLP(embed_dim(spec.angle_mask) + spec.dof + spec.control_dim, 2 * spec.dof, spec.hidden, spec.layers, spec.init)
+        self.net = MLP(
+            embed_dim(spec.angle_mask) + spec.dof + spec.control_dim,
+            2 * spec.dof,
+            spec.hidden,
+            spec.layers,
+            spec.init,
+        )
 
     def step(self, x, u):
         q, qd = x[..., : self.n], x[..., self.n:]

@@ -42,7 +42,9 @@ def build_model(name: str, spec: ModelSpec) -> LearnedDynamics:
     return model
 
 
-def save_model(directory: str | Path, model: LearnedDynamics, extra: dict | None = None, name: str = "model") -> Path:
+def save_model(
+    directory: str | Path, model: LearnedDynamics, extra: dict | None = None, name: str = "model"
+) -> Path:
     """Write ``<name>.safetensors`` + ``<name>.json`` (type, hyperparameters and ``extra``: data, metrics)."""
     meta = {"type": model.name, "hyperparameters": model.spec.to_dict()}
     meta.update(extra or {})

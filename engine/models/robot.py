@@ -56,9 +56,11 @@ DAMPING_START = 1e-3
 def urdf_for_system(system: str | None) -> Path:
     """The URDF file of an analytic system; ``ValueError`` saying why there is none."""
     if system is None:
-        raise ValueError("the robot model needs the analytic system whose URDF it learns (the model spec's "
-                         "system), and this model spec names none (a spec made by hand or for a hardware log); "
-                         f"build the spec for one of the systems {', '.join(SYSTEM_URDFS)}")
+        raise ValueError(
+            "the robot model needs the analytic system whose URDF it learns (the model spec's "
+            "system), and this model spec names none (a spec made by hand or for a hardware log); "
+            f"build the spec for one of the systems {', '.join(SYSTEM_URDFS)}"
+        )
     try:
         name = SYSTEM_URDFS[system]
     except KeyError:
@@ -73,10 +75,14 @@ def urdf_for_system(system: str | None) -> Path:
 
 def _check_matches(robot, spec: ModelSpec, path: Path) -> None:
     if robot.dof != spec.dof:
-        raise ValueError(f"{path}: the robot has {robot.dof} movable joints, the model spec {spec.dof} coordinates")
+        raise ValueError(
+            f"{path}: the robot has {robot.dof} movable joints, the model spec {spec.dof} coordinates"
+        )
     for i, name in enumerate(robot.joint_names):
         if robot.description.joint(name).type == "prismatic" and spec.angle_mask[i]:
-            raise ValueError(f"{path}: joint {name!r} (coordinate {i}) is prismatic but the spec says it is an angle")
+            raise ValueError(
+                f"{path}: joint {name!r} (coordinate {i}) is prismatic but the spec says it is an angle"
+            )
 
 
 def _initial_guess(nominal, links: list[str], kinds: tuple, perturb: float):
@@ -92,13 +98,21 @@ def _initial_guess(nominal, links: list[str], kinds: tuple, perturb: float):
         if "mass" in kinds:
             kw["mass"] = {l: float(nominal.link_mass(l)) * float(f[i, 0]) for i, l in enumerate(links)}
         if "com" in kinds:
-            kw["com"] = {l: nominal.link_com(l).detach().double().cpu() * f[i, 1:4] for i, l in enumerate(links)}
+            kw["com"] = {
+                l: nominal.link_com(l).detach().double().cpu() * f[i, 1:4] for i, l in enumerate(links)
+            }
         if "inertia" in kinds:
-            kw["inertia"] = {l: nominal.link_inertia(l).detach().double().cpu() * f[i, 4] for i, l in enumerate(links)}
+            kw["inertia"] = {
+                l: nominal.link_inertia(l).detach().double().cpu() * f[i, 4] for i, l in enumerate(links)
+            }
         if "damping" in kinds:
             d = nominal.joint_damping().detach()
-            kw["damping"] = {joint_of[l]: max(float(d[nominal.joint_names.index(joint_of[l])]) * float(f[i, 5]),
-                                              DAMPING_START) for i, l in enumerate(links)}
+            kw["damping"] = {
+                joint_of[l]: max(
+                    float(d[nominal.joint_names.index(joint_of[l])]) * float(f[i, 5]), DAMPING_START
+                )
+                for i, l in enumerate(links)
+            }
     return nominal.with_link_params(**kw)
 
 

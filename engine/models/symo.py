@@ -28,7 +28,14 @@ from engine.integrators import small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.models.lagrangian import LagrangianNetworks
 
-__all__ = ["DiscreteLagrangianModel", "SyMo", "E2ESyMo", "ImplicitNewtonLayer", "implicit_newton", "newton_active_set"]
+__all__ = [
+    "DiscreteLagrangianModel",
+    "SyMo",
+    "E2ESyMo",
+    "ImplicitNewtonLayer",
+    "implicit_newton",
+    "newton_active_set",
+]
 
 
 class ImplicitNewtonLayer(torch.autograd.Function):
@@ -114,7 +121,9 @@ class DiscreteLagrangianModel(LearnedDynamics):
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
-        self.lagrangian = LagrangianNetworks(spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init)
+        self.lagrangian = LagrangianNetworks(
+            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init
+        )
 
     def mass_matrix(self, q):
         return self.lagrangian.mass_matrix(q)
@@ -190,7 +199,7 @@ class DiscreteLagrangianModel(LearnedDynamics):
                     return g, J
                 vv = v.unsqueeze(-1) * v.unsqueeze(-2)
                 d2Hvv = (t.d2H * vv.unsqueeze(-3).unsqueeze(-3)).sum((-1, -2))
-                J = (-t.H / h - 0.5 * dHv.transpose(-1, -2) + 0.5 * dHv + 0.125 * h * d2Hvv - 0.25 * h * t.d2V)
+                J = -t.H / h - 0.5 * dHv.transpose(-1, -2) + 0.5 * dHv + 0.125 * h * d2Hvv - 0.25 * h * t.d2V
             return g, J
 
         return residual, residual_and_jacobian
@@ -220,7 +229,9 @@ class DiscreteLagrangianModel(LearnedDynamics):
         f = self.forces(u_prev, u, u_next)
         d2 = self.d2_ld(q_prev, q)
         _, rj = self._newton_problem(q_prev, q, u_prev, u, u_next, const=(d2 + f).detach())
-        return implicit_newton(lambda z: d2 + self.d1_ld(q, z) + f, rj, (2.0 * q - q_prev).detach(), tol, max_iter)
+        return implicit_newton(
+            lambda z: d2 + self.d1_ld(q, z) + f, rj, (2.0 * q - q_prev).detach(), tol, max_iter
+        )
 
     def solve_next_unrolled(self, q_prev, q, u_prev, u, u_next, iterations=20):
         """Newton with the graph through every iteration (for checking the implicit gradients)."""

@@ -89,12 +89,31 @@ def run_ik_benchmark(robot: str = "panda", link: str | None = None, n_single: in
     track_s = time.perf_counter() - t0
 
     return {
-        "robot": model.name, "link": link, "dof": model.dof, "threads": threads,
-        "tol_pos": opts.tol_pos, "tol_rot": opts.tol_rot, "position_only": position_only,
-        "single": {"n": n_single, "median_ms": statistics.median(times) * 1e3,
-                   "p90_ms": times[int(0.9 * (n_single - 1))] * 1e3, "max_ms": times[-1] * 1e3,
-                   "median_cpu_ms": statistics.median(cpu) * 1e3, "converged": conv},
-        "batch": {"size": batch, "ms": batch_ms, "cpu_ms": batch_cpu_ms, "converged": int(rb.converged.sum()),
-                  "iterations_max": int(rb.iterations.max())},
-        "tracking": {"steps": tracking_steps, "solves_per_s": tracking_steps / track_s, "converged": track_conv},
+        "robot": model.name,
+        "link": link,
+        "dof": model.dof,
+        "threads": threads,
+        "tol_pos": opts.tol_pos,
+        "tol_rot": opts.tol_rot,
+        "position_only": position_only,
+        "single": {
+            "n": n_single,
+            "median_ms": statistics.median(times) * 1e3,
+            "p90_ms": times[int(0.9 * (n_single - 1))] * 1e3,
+            "max_ms": times[-1] * 1e3,
+            "median_cpu_ms": statistics.median(cpu) * 1e3,
+            "converged": conv,
+        },
+        "batch": {
+            "size": batch,
+            "ms": batch_ms,
+            "cpu_ms": batch_cpu_ms,
+            "converged": int(rb.converged.sum()),
+            "iterations_max": int(rb.iterations.max()),
+        },
+        "tracking": {
+            "steps": tracking_steps,
+            "solves_per_s": tracking_steps / track_s,
+            "converged": track_conv,
+        },
     }

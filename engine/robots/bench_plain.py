@@ -94,11 +94,29 @@ def run_plain_api_benchmark(urdf: str | Path, batch: int = 1024, repeats: int = 
     RuntimeError when the child fails."""
     if path not in ("default", "torch"):
         raise ValueError(f"path must be 'default' or 'torch', got {path!r}")
-    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GOMP_SPINCOUNT", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    }
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(urdf), str(int(batch)), str(int(repeats)),
-                           str(float(min_time_s)), path], capture_output=True, text=True, env=env, timeout=timeout_s)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _SCRIPT,
+            str(urdf),
+            str(int(batch)),
+            str(int(repeats)),
+            str(float(min_time_s)),
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout_s,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"the plain-API benchmark process failed: {proc.stderr.strip()[-800:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -113,6 +131,8 @@ def format_plain_rows(result: dict) -> str:
     lines = [f"plain API (no CLI settings): a fresh `import torch; import engine.robots` process, "
              f"{result['threads']} torch threads{scope}; median (slowest) ms, pinocchio (slowest), x"]
     for r in result["rows"]:
-        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{r['ours_ms']:>10.3f} ({r['ours_max_ms']:.3f})"
-                     f"{r['pinocchio_ms']:>11.3f} ({r['pinocchio_max_ms']:.3f}){r['pinocchio_ms'] / r['ours_ms']:>7.1f}")
+        lines.append(
+            f"{r['algorithm']:<12}{r['batch']:>6}{r['ours_ms']:>10.3f} ({r['ours_max_ms']:.3f})"
+            f"{r['pinocchio_ms']:>11.3f} ({r['pinocchio_max_ms']:.3f}){r['pinocchio_ms'] / r['ours_ms']:>7.1f}"
+        )
     return "\n".join(lines)

@@ -50,10 +50,9 @@ import numpy as np
 import torch
 
 from engine.devices import resolve_device
+from engine.robots.backends import torch_only
 from engine.robots.end_effector import default_end_effector
 from engine.robots.model import RobotModel
-from engine.robots.backends import torch_only
-
 from engine.runtime import tune_malloc
 from engine.validation import InputError, check_int, check_range
 
@@ -83,11 +82,20 @@ class RbdBenchConfig:
         if not batches:
             raise InputError("give at least one batch size, for example 1,64,1024", field="--batch")
         for b in batches:
-            check_int(who, "batches (--batch)", b, 1, 1_000_000, hint="comma-separated batch sizes such as 1,64,1024")
+            check_int(
+                who,
+                "batches (--batch)",
+                b,
+                1,
+                1_000_000,
+                hint="comma-separated batch sizes such as 1,64,1024",
+            )
         check_int(who, "threads (--threads)", self.threads, 1, 1024, hint="torch CPU threads, for example 2")
         check_range(who, "min_time_s (--min-time)", self.min_time_s, 0.0, 60.0, lo_open=True, unit="s",
                     hint="seconds per measurement, for example 0.2")
-        check_int(who, "repeats (--repeats)", self.repeats, 1, 1000, hint="measurements per cell, for example 5")
+        check_int(
+            who, "repeats (--repeats)", self.repeats, 1, 1000, hint="measurements per cell, for example 5"
+        )
         check_int(who, "max_calls (--max-calls)", self.max_calls, 1, 10_000_000)
         check_int(who, "seed (--seed)", self.seed, 0, 2**32 - 1)
 
@@ -250,7 +258,10 @@ class _PytorchKinematics:
         self.names = self.chain.get_joint_parameter_names()
 
     def calls(self, q, qd, qdd, model: RobotModel):
-        if sorted(self.names) != sorted(model.joint_names) or len(self.serial.get_joint_parameter_names()) != model.dof:
+        if (
+            sorted(self.names) != sorted(model.joint_names)
+            or len(self.serial.get_joint_parameter_names()) != model.dof
+        ):
             return {}
         order = [model.joint_names.index(n) for n in self.names]
         qt = torch.as_tensor(q)[:, order].contiguous()
@@ -280,10 +291,15 @@ class _DRM:
             order = list(range(model.dof))
         f = lambda x: torch.as_tensor(x, dtype=torch.float32)[:, order].contiguous()
         q32, qd32, qdd32 = f(q), f(qd), f(qdd)
-        return {"fk_jacobian": lambda: (r.compute_forward_kinematics(q32, e), r.compute_endeffector_jacobian(q32, e)),
-                "rnea": lambda: r.compute_inverse_dynamics(q32, qd32, qdd32, include_gravity=True),
-                "crba": lambda: r.compute_lagrangian_inertia_matrix(q32),
-                "aba": lambda: r.compute_forward_dynamics(q32, qd32, qdd32, include_gravity=True)}
+        return {
+            "fk_jacobian": lambda: (
+                r.compute_forward_kinematics(q32, e),
+                r.compute_endeffector_jacobian(q32, e),
+            ),
+            "rnea": lambda: r.compute_inverse_dynamics(q32, qd32, qdd32, include_gravity=True),
+            "crba": lambda: r.compute_lagrangian_inertia_matrix(q32),
+            "aba": lambda: r.compute_forward_dynamics(q32, qd32, qdd32, include_gravity=True),
+        }
 
 
 def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None] | None = None) -> dict:
@@ -376,8 +392,11 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
     rows = []
     for batch in cfg.batches:
         lim = model.joint_limits
-        joints = rng.uniform(np.maximum(lim.lower.cpu().numpy(), -np.pi), np.minimum(lim.upper.cpu().numpy(), np.pi),
-                             (batch, model.dof))
+        joints = rng.uniform(
+            np.maximum(lim.lower.cpu().numpy(), -np.pi),
+            np.minimum(lim.upper.cpu().numpy(), np.pi),
+            (batch, model.dof),
+        )
         quat = rng.normal(size=(batch, 4))
         quat /= np.linalg.norm(quat, axis=1, keepdims=True)
         q = np.concatenate([rng.normal(size=(batch, 3)), quat, joints], 1)
@@ -395,7 +414,9 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
         ours, theirs = _floating_calls(model, end, pm, pd, fid, (q, v, a), (qp, vp, ap))
         torch_path = _torch_path(ours)
         for alg in ALGORITHMS:
-            fns = {"ours": ours[alg], "pinocchio": theirs[alg]} | ({"torch": torch_path[alg]} if alg in torch_path else {})
+            fns = {"ours": ours[alg], "pinocchio": theirs[alg]} | (
+                {"torch": torch_path[alg]} if alg in torch_path else {}
+            )
             times = _time_interleaved(fns, cfg)
             rows.append({"robot": name, "nv": model.nv, "algorithm": alg, "batch": batch,
                          "ours_ms": times.get("ours"), "ours_torch_ms": times.get("torch"),
@@ -410,8 +431,10 @@ def format_table(result: dict) -> str:
               f"{result['end_link']}, malloc tuned: {result.get('malloc_tuned', False)}); times in ms, "
               f"ratio = their time / ours (> 1: we are faster); torch: ours through the differentiable torch "
               f"algorithms, xt its ratio")]
-    head = (f"{'algorithm':<12}{'batch':>6}{'ours':>9}{'torch':>9}{'pinocchio':>11}{'x':>7}{'xt':>6}{'pk':>9}{'x':>7}"
-            f"{'drm':>10}{'x':>8}{'xt':>7}")
+    head = (
+        f"{'algorithm':<12}{'batch':>6}{'ours':>9}{'torch':>9}{'pinocchio':>11}{'x':>7}{'xt':>6}{'pk':>9}{'x':>7}"
+        f"{'drm':>10}{'x':>8}{'xt':>7}"
+    )
     lines.append(head)
 
     def cell(r, key, width):
@@ -423,18 +446,24 @@ def format_table(result: dict) -> str:
         return f"{'-':>{width}}" if v is None or not o else f"{v / o:>{width}.1f}"
 
     for r in result["rows"]:
-        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
-                     f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
-                     f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}"
-                     f"{cell(r, 'pytorch_kinematics_ms', 9)}{ratio(r, 'pytorch_kinematics_ms', 7)}"
-                     f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}{ratio(r, 'drm_ms', 7, 'ours_torch_ms')}")
+        lines.append(
+            f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
+            f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
+            f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}"
+            f"{cell(r, 'pytorch_kinematics_ms', 9)}{ratio(r, 'pytorch_kinematics_ms', 7)}"
+            f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}{ratio(r, 'drm_ms', 7, 'ours_torch_ms')}"
+        )
     robot = None
     for r in result.get("floating_rows", []):
         if r["robot"] != robot:
             robot = r["robot"]
-            lines.append(f"floating base: {robot} (nv {r['nv']}, free-flyer coordinates) against Pinocchio's loop")
+            lines.append(
+                f"floating base: {robot} (nv {r['nv']}, free-flyer coordinates) against Pinocchio's loop"
+            )
             lines.append(f"{'algorithm':<12}{'batch':>6}{'ours':>9}{'torch':>9}{'pinocchio':>11}{'x':>7}{'xt':>6}")
-        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
-                     f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
-                     f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}")
+        lines.append(
+            f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
+            f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
+            f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}"
+        )
     return "\n".join(lines)

@@ -55,7 +55,7 @@ def call_policy(result_per_sample):
                     return method(self, q, *args, **kwargs)
                 with torch.inference_mode():
                     out = method(self, q, *args, **kwargs)
-            return out.clone() if out.is_inference() else out     # compiled results are normal tensors already
+            return out.clone() if out.is_inference() else out  # compiled results are normal tensors already
 
         return run
 

@@ -80,7 +80,9 @@ def _build() -> bool:
 
 def _get():
     if _kernels is None:
-        raise RuntimeError("the compiled kernels are not available (check engine.robots.compiled_dynamics.available())")
+        raise RuntimeError(
+            "the compiled kernels are not available (check engine.robots.compiled_dynamics.available())"
+        )
     return _kernels
 
 

@@ -259,7 +259,9 @@ class RobotDescription:
         return replace(self, joints=joints)
 
 
-def massless_moving_subtrees(desc: RobotDescription, limit: int | None = None) -> list[tuple[str, tuple[str, ...]]]:
+def massless_moving_subtrees(
+    desc: RobotDescription, limit: int | None = None
+) -> list[tuple[str, tuple[str, ...]]]:
     """The movable joints that move nothing with mass or rotational inertia: ``[(joint name,
     (links it moves...)), ...]`` in file order, at most ``limit`` of them (None: all). The mass
     matrix is singular along such a joint (forward dynamics would divide by zero), so loaders

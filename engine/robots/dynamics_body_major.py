@@ -54,7 +54,9 @@ def link_inertia_to_bodies(mass, com, inertia, link_body, link_offset, n_bodies:
     eye = torch.eye(3, dtype=com.dtype, device=com.device)
 
     def steiner(mass_, c_):
-        return mass_[:, None, None] * ((c_ * c_).sum(-1)[:, None, None] * eye - c_.unsqueeze(-1) * c_.unsqueeze(-2))
+        return mass_[:, None, None] * (
+            (c_ * c_).sum(-1)[:, None, None] * eye - c_.unsqueeze(-1) * c_.unsqueeze(-2)
+        )
 
     J_origin = Ic + steiner(m, c)                                 # about the body origin
     zeros = com.new_zeros
@@ -102,7 +104,9 @@ def spatial_inertia_world(m, c_w, Ic_w):
     x, y, z = (m[:, None, None] * c_w).unbind(-1)
     o = torch.zeros_like(x)
     hx = torch.stack([o, -z, y, z, o, -x, -y, x, o], dim=-1).view(J.shape)
-    return torch.cat([torch.cat([J, hx], -1), torch.cat([hx.transpose(-1, -2), mm * eye.expand_as(J)], -1)], -2)
+    return torch.cat(
+        [torch.cat([J, hx], -1), torch.cat([hx.transpose(-1, -2), mm * eye.expand_as(J)], -1)], -2
+    )
 
 
 def tree_down(anc, x, chain: bool):
@@ -187,7 +191,9 @@ def crba(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = F
     mm = m[:, None, None]
     h = mm * c_w
     eye = torch.eye(3, dtype=c_w.dtype, device=c_w.device)
-    J = Ic_w + mm[..., None] * ((c_w * c_w).sum(-1)[..., None, None] * eye - c_w.unsqueeze(-1) * c_w.unsqueeze(-2))
+    J = Ic_w + mm[..., None] * (
+        (c_w * c_w).sum(-1)[..., None, None] * eye - c_w.unsqueeze(-1) * c_w.unsqueeze(-2)
+    )
     packed = torch.cat([mm.expand(n, B, 1), h, J.reshape(n, B, 9)], dim=-1)
     comp = tree_up(anc, packed, chain)
     mc, hc, Jc = comp[..., :1], comp[..., 1:4], comp[..., 4:].reshape(n, B, 3, 3)
@@ -199,8 +205,20 @@ def crba(S, inertials, anc, anc_strict, chain: bool = False, composite: bool = F
     return (M, F, packed.sum(0)) if composite else M
 
 
-def aba(S, I, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto", armature=None,
-        root=None):
+def aba(
+    S,
+    I,
+    qd,
+    tau,
+    a0,
+    anc,
+    levels,
+    level_parents,
+    chain: bool = False,
+    method: str = "auto",
+    armature=None,
+    root=None,
+):
     """Forward dynamics ``qdd (n, B)``; I ``(n, B, 6, 6)`` the world spatial inertias.
 
     method: "articulated" (the articulated-body algorithm, one step per depth), "composite"
@@ -288,9 +306,9 @@ def _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain: bool, armature=No
     # which may start threads for tiny matrices)
     h = (I.unsqueeze(2) * torch.stack([a, v], dim=2).unsqueeze(-2)).sum(-1)                 # (n, B, 2, 6)
     f = h[..., 0, :] + cross_force(v, h[..., 1, :])
-    bias = (S * tree_up(anc, f, chain)).sum(-1)                                              # (n, B)
-    F = (tree_up(anc, I, chain) * S.unsqueeze(-2)).sum(-1)                                  # (n, B, 6) = Ic_i S_i
-    P = (F.transpose(0, 1).unsqueeze(2) * S.transpose(0, 1).unsqueeze(1)).sum(-1)           # (B, n, n): S_j . Ic_i S_i
+    bias = (S * tree_up(anc, f, chain)).sum(-1)  # (n, B)
+    F = (tree_up(anc, I, chain) * S.unsqueeze(-2)).sum(-1)  # (n, B, 6) = Ic_i S_i
+    P = (F.transpose(0, 1).unsqueeze(2) * S.transpose(0, 1).unsqueeze(1)).sum(-1)  # (B, n, n): S_j . Ic_i S_i
     M = P * anc + (P * (anc - torch.eye(n, dtype=anc.dtype, device=anc.device))).transpose(-1, -2)
     if armature is not None:
         M = M + torch.diag(armature)

@@ -66,8 +66,13 @@ def parse_xacro_args(items) -> dict[str, str]:
     return out
 
 
-def load_description(path: str | Path, mimic: str | None = None, strict: bool | None = None,
-                     xacro_args: Mapping[str, str] | None = None, floating_base: bool = False) -> RobotDescription:
+def load_description(
+    path: str | Path,
+    mimic: str | None = None,
+    strict: bool | None = None,
+    xacro_args: Mapping[str, str] | None = None,
+    floating_base: bool = False,
+) -> RobotDescription:
     """Load a URDF, xacro or MJCF file (see the module docstring); raises URDFError (a ValueError)
     naming the file. ``mimic`` (None: the URDF loader's default) and ``strict`` apply to URDF and
     xacro; ``xacro_args`` to xacro; ``floating_base=True`` attaches the root link by a free-flyer

@@ -16,8 +16,15 @@ from __future__ import annotations
 
 import torch
 
-from engine.spatial import (cross_force, quaternion_multiply, quaternion_to_rotation, se3_exp, se3_log, skew,
-                            small_matmul)
+from engine.spatial import (
+    cross_force,
+    quaternion_multiply,
+    quaternion_to_rotation,
+    se3_exp,
+    se3_log,
+    skew,
+    small_matmul,
+)
 
 __all__ = [
     "base_blocks",
@@ -42,7 +49,9 @@ def base_motion_subspace(T0: torch.Tensor) -> torch.Tensor:
     """``S0 (B, 6, 6)``: the world spatial velocity ``[angular; linear]`` (about the world origin)
     per unit base velocity ``[v; w]`` (base frame), from the base pose ``T0 (B, 4, 4)``."""
     R, p = T0[:, :3, :3], T0[:, :3, 3]
-    return torch.cat([torch.cat([torch.zeros_like(R), R], -1), torch.cat([R, small_matmul(skew(p), R)], -1)], -2)
+    return torch.cat(
+        [torch.cat([torch.zeros_like(R), R], -1), torch.cat([R, small_matmul(skew(p), R)], -1)], -2
+    )
 
 
 def root_inertial_world(T0, m0, c0, Ic0):

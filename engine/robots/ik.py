@@ -35,8 +35,8 @@ base="free")`` dispatches there and returns q ``(*B, nq)``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -105,8 +105,12 @@ class IKOptions:
         check_range(who, "max_step (--max-step)", self.max_step, 0.0, 10.0, lo_open=True,
                     hint="the largest joint step per iteration (rad or m), for example 0.5")
         check_int(who, "n_starts (--n-starts)", self.n_starts, 1, 10_000)
-        check_int(who, "stall_window (--stall-window)", self.stall_window, 0, 100_000, hint="0 never gives up")
-        check_int(who, "parallel_starts_limit (--parallel-starts-limit)", self.parallel_starts_limit, 0, 1_000_000)
+        check_int(
+            who, "stall_window (--stall-window)", self.stall_window, 0, 100_000, hint="0 never gives up"
+        )
+        check_int(
+            who, "parallel_starts_limit (--parallel-starts-limit)", self.parallel_starts_limit, 0, 1_000_000
+        )
         check_int(who, "seed (--seed)", self.seed, 0, 2**63 - 1)
 
 
@@ -281,7 +285,9 @@ def _lm(prob: _Problem, q, pos_t, rot_t, lower, upper, opts: IKOptions, starts: 
             keep = torch.nonzero(~done_l).squeeze(-1)
             live = live.index_select(0, keep)
             q_l, J_l, e_l, cost_l = (t.index_select(0, keep) for t in (q_l, J_l, e_l, cost_l))
-            perr_l, rerr_l, mu_l, it_l, ref_l = (t.index_select(0, keep) for t in (perr_l, rerr_l, mu_l, it_l, ref_l))
+            perr_l, rerr_l, mu_l, it_l, ref_l = (
+                t.index_select(0, keep) for t in (perr_l, rerr_l, mu_l, it_l, ref_l)
+            )
             pt_l = pt_l.index_select(0, keep)
             rt_l = rt_l.index_select(0, keep) if rt_l is not None else None
         if ctx is not None:
@@ -377,8 +383,17 @@ def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bo
         if opts.position_only:
             targets = {k: (torch.as_tensor(t)[..., :3, 3] if torch.as_tensor(t).shape[-2:] == (4, 4) else t)
                        for k, t in targets.items()}
-        r = solve_whole_body_ik(model, targets, q0, hold=hold, base=base, max_iters=max(opts.max_iters, 1),
-                                tol_pos=opts.tol_pos, tol_rot=opts.tol_rot, rotation_weight=opts.rotation_weight)
+        r = solve_whole_body_ik(
+            model,
+            targets,
+            q0,
+            hold=hold,
+            base=base,
+            max_iters=max(opts.max_iters, 1),
+            tol_pos=opts.tol_pos,
+            tol_rot=opts.tol_rot,
+            rotation_weight=opts.rotation_weight,
+        )
         return IKResult(q=r.q, converged=r.converged, position_error=r.position_error,
                         rotation_error=r.rotation_error, residual=r.position_error.hypot(r.rotation_error),
                         iterations=r.iterations, starts=torch.ones_like(r.iterations))
@@ -387,7 +402,11 @@ def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bo
     if opts.max_iters < 0 or opts.n_starts < 1:
         raise ValueError("solve_ik: max_iters must be >= 0 and n_starts >= 1")
 
-    ref = q0 if isinstance(q0, torch.Tensor) else next((t for t in targets.values() if isinstance(t, torch.Tensor)), None)
+    ref = (
+        q0
+        if isinstance(q0, torch.Tensor)
+        else next((t for t in targets.values() if isinstance(t, torch.Tensor)), None)
+    )
     dtype = ref.dtype if ref is not None and ref.is_floating_point() else torch.float64
     device = ref.device if ref is not None else torch.device("cpu")
     dof = int(model.dof)
@@ -455,7 +474,9 @@ def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bo
             pick, conv_s = _pick_best(S, N, qs, perr_s, rerr_s, cost_s, opts)
             q, perr, rerr, cost = qs[pick], perr_s[pick], rerr_s[pick], cost_s[pick]
             iters = iters_s.view(S, N).amax(0)
-            starts = torch.where(conv_s.any(0), conv_s.float().argmax(0) + 1, torch.full((N,), S, device=device))
+            starts = torch.where(
+                conv_s.any(0), conv_s.float().argmax(0) + 1, torch.full((N,), S, device=device)
+            )
         else:
             q, perr, rerr, cost, iters = _lm(prob, q_start, pos_t, rot_t, lower, upper, opts, ctx=ctx,
                                              progress=(0.0, 1.0 / S))

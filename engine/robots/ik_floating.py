@@ -67,17 +67,31 @@ def _targets(model, targets: Mapping[str, object], dtype, device):
             rot.append(torch.eye(3, dtype=dtype, device=device).expand(t.shape[:-1] + (3, 3)))
             has_rot.append(False)
         else:
-            raise ValueError(f"target for link {link!r} must have shape (..., 4, 4) or (..., 3), got {tuple(t.shape)}")
+            raise ValueError(
+                f"target for link {link!r} must have shape (..., 4, 4) or (..., 3), got {tuple(t.shape)}"
+            )
         if not bool(torch.isfinite(t).all()):
             raise ValueError(f"target for link {link!r} contains NaN or inf")
         links.append(link)
     return links, pos, rot, has_rot
 
 
-def solve_whole_body_ik(model, targets: Mapping[str, object], q0=None, *, hold: Sequence[str] = (),
-                        base: str = "free", max_iters: int = 200, tol_pos: float = 1e-6, tol_rot: float = 1e-6,
-                        rotation_weight: float = 1.0, hold_weight: float = 10.0, damping: float = 1e-8,
-                        mu_init: float = 1e-2, max_step: float = 0.5) -> WholeBodyIKResult:
+def solve_whole_body_ik(
+    model,
+    targets: Mapping[str, object],
+    q0=None,
+    *,
+    hold: Sequence[str] = (),
+    base: str = "free",
+    max_iters: int = 200,
+    tol_pos: float = 1e-6,
+    tol_rot: float = 1e-6,
+    rotation_weight: float = 1.0,
+    hold_weight: float = 10.0,
+    damping: float = 1e-8,
+    mu_init: float = 1e-2,
+    max_step: float = 0.5,
+) -> WholeBodyIKResult:
     """Solve for ``q`` that puts each target link at its target while the ``hold`` links keep
     their poses at ``q0``.
 
@@ -172,8 +186,11 @@ def solve_whole_body_ik(model, targets: Mapping[str, object], q0=None, *, hold: 
     k = len(links)
     zero = q.new_zeros(N)
     return WholeBodyIKResult(
-        q=q.reshape(shape + (model.nq,)), converged=conv.reshape(shape),
-        position_error=perr[:, :k].amax(-1).reshape(shape), rotation_error=rerr[:, :k].amax(-1).reshape(shape),
+        q=q.reshape(shape + (model.nq,)),
+        converged=conv.reshape(shape),
+        position_error=perr[:, :k].amax(-1).reshape(shape),
+        rotation_error=rerr[:, :k].amax(-1).reshape(shape),
         hold_position_error=(perr[:, k:].amax(-1) if hold else zero).reshape(shape),
         hold_rotation_error=(rerr[:, k:].amax(-1) if hold else zero).reshape(shape),
-        iterations=iters.reshape(shape))
+        iterations=iters.reshape(shape),
+    )

@@ -103,7 +103,9 @@ def solve_targets(model, request: IKRequest, ctx=None) -> IKOutcome:
     for link, T in request.targets.items():
         T = torch.as_tensor(np.asarray(T, dtype=float))
         targets[link] = T[:3, 3] if link in request.position_only else T
-    whole_body = {"hold": tuple(request.hold), "base": request.base} if getattr(model, "floating", False) else {}
+    whole_body = (
+        {"hold": tuple(request.hold), "base": request.base} if getattr(model, "floating", False) else {}
+    )
     result = solve_ik(model, targets, q0=torch.tensor(q0), ctx=ctx, options=opts, **whole_body)
     q = result.q.detach().cpu().numpy().reshape(-1).astype(float)
     after = target_errors(model, q, request.targets, request.position_only)

@@ -70,14 +70,20 @@ def body_poses(q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, jumps: list) 
     return T
 
 
-def body_poses_by_level(q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, levels, level_parents) -> torch.Tensor:
+def body_poses_by_level(
+    q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, levels, level_parents
+) -> torch.Tensor:
     """As :func:`body_poses`, one depth at a time (``n`` products instead of ``n log D``)."""
     B = q.shape[1]
     local = local_transforms(q, C0, C)
     parts = [torch.eye(4, dtype=q.dtype, device=q.device).expand(1, B, 4, 4)]
     prev = None
     for (s, e), lp in zip(levels, level_parents):
-        prev = local[s:e] if prev is None else torch.matmul(prev if lp is None else prev.index_select(0, lp), local[s:e])
+        prev = (
+            local[s:e]
+            if prev is None
+            else torch.matmul(prev if lp is None else prev.index_select(0, lp), local[s:e])
+        )
         parts.append(prev)
     return torch.cat(parts, dim=0)
 
@@ -138,7 +144,8 @@ def local_transforms_bl(q: torch.Tensor, Ct4: torch.Tensor) -> torch.Tensor:
 
 
 def compose_bl(A: torch.Tensor, L: torch.Tensor, e4: torch.Tensor) -> torch.Tensor:
-    """``A @ L`` for rigid transforms stored as their top rows, ``(k, 3, 4, B)`` each; e4 = (0, 0, 0, 1) ``(1, 1, 4, 1)``."""
+    """``A @ L`` for rigid transforms stored as their top rows, ``(k, 3, 4, B)`` each;
+    e4 = (0, 0, 0, 1) ``(1, 1, 4, 1)``."""
     a, l = A.unsqueeze(3).unbind(2), L.unsqueeze(1).unbind(2)        # (k, 3, 1, B) columns, (k, 1, 4, B) rows
     return (a[3] * e4).addcmul_(a[0], l[0]).addcmul_(a[1], l[1]).addcmul_(a[2], l[2])     # in place: fresh
 
@@ -151,8 +158,12 @@ def _e4(dtype, device) -> torch.Tensor:
     key = (dtype, device)
     e4 = _e4_cache.get(key)
     if e4 is None:
-        with torch.inference_mode(False):       # cached constants are normal tensors (see engine.robots.call_policy)
-            e4 = _e4_cache[key] = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=dtype, device=device).view(1, 1, 4, 1)
+        with torch.inference_mode(
+            False
+        ):  # cached constants are normal tensors (see engine.robots.call_policy)
+            e4 = _e4_cache[key] = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=dtype, device=device).view(
+                1, 1, 4, 1
+            )
     return e4
 
 
@@ -220,7 +231,12 @@ _unit_axis_cache: dict = {}
 def _common_unit_axis(axis: torch.Tensor) -> int | None:
     """k when every joint axis ``(n, 3)`` is the unit vector e_k (URDFs often turn every joint
     about its local z), else None; computed once per set of axes."""
-    key = (axis.device, axis.dtype, tuple(axis.shape), axis.detach().to("cpu", torch.float64).numpy().tobytes())
+    key = (
+        axis.device,
+        axis.dtype,
+        tuple(axis.shape),
+        axis.detach().to("cpu", torch.float64).numpy().tobytes(),
+    )
     if key not in _unit_axis_cache:
         found = None
         for k in range(3):

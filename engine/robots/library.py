@@ -35,10 +35,10 @@ import os
 import re
 import site
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from collections.abc import Iterable
 
 from engine.paths import urdf_dir
 
@@ -94,24 +94,49 @@ SHIPPED_TITLES = {
 
 # (name, title, path relative to example-robot-data's robots/ folder): fixed-base arms and hands.
 _ERD_ROBOTS = (
-    ("panda-erd", "Franka Emika Panda with its gripper (example-robot-data, meshes; coupled mimic fingers)",
-     "panda_description/urdf/panda.urdf"),
+    (
+        "panda-erd",
+        "Franka Emika Panda with its gripper (example-robot-data, meshes; coupled mimic fingers)",
+        "panda_description/urdf/panda.urdf",
+    ),
     ("ur3", "Universal Robots UR3", "ur_description/urdf/ur3_robot.urdf"),
     ("ur5", "Universal Robots UR5", "ur_description/urdf/ur5_robot.urdf"),
     ("ur10", "Universal Robots UR10", "ur_description/urdf/ur10_robot.urdf"),
-    ("ur5-limited", "Universal Robots UR5, joint-limited", "ur_description/urdf/ur5_joint_limited_robot.urdf"),
-    ("allegro-right", "Allegro hand, right (16 DoF tree)", "allegro_hand_description/urdf/allegro_right_hand.urdf", (('strict', False),)),
-    ("allegro-left", "Allegro hand, left (16 DoF tree)", "allegro_hand_description/urdf/allegro_left_hand.urdf", (('strict', False),)),
+    (
+        "ur5-limited",
+        "Universal Robots UR5, joint-limited",
+        "ur_description/urdf/ur5_joint_limited_robot.urdf",
+    ),
+    (
+        "allegro-right",
+        "Allegro hand, right (16 DoF tree)",
+        "allegro_hand_description/urdf/allegro_right_hand.urdf",
+        (("strict", False),),
+    ),
+    (
+        "allegro-left",
+        "Allegro hand, left (16 DoF tree)",
+        "allegro_hand_description/urdf/allegro_left_hand.urdf",
+        (("strict", False),),
+    ),
     ("kinova", "Kinova Gen2 arm", "kinova_description/robots/kinova.urdf"),
     ("xarm7", "UFactory xArm 7", "xarm_description/urdf/xarm7.urdf"),
     ("z1", "Unitree Z1 arm", "z1_description/urdf/z1.urdf"),
     ("so100", "SO-100 arm", "so_arm_description/urdf/so100.urdf"),
     ("so101", "SO-101 arm", "so_arm_description/urdf/so101.urdf"),
     ("talos-left-arm", "TALOS left arm", "talos_data/robots/talos_left_arm.urdf"),
-    ("double-pendulum-erd", "Double pendulum (example-robot-data)", "double_pendulum_description/urdf/double_pendulum.urdf"),
+    (
+        "double-pendulum-erd",
+        "Double pendulum (example-robot-data)",
+        "double_pendulum_description/urdf/double_pendulum.urdf",
+    ),
     ("asr-twodof", "ASR two-DoF arm", "asr_twodof_description/urdf/TwoDofs.urdf"),
     ("finger-edu", "TriFinger-edu single finger", "finger_edu_description/robots/finger_edu.urdf"),
-    ("baxter", "Rethink Baxter (fixed base, two arms, coupled mimic grippers)", "baxter_description/urdf/baxter.urdf"),
+    (
+        "baxter",
+        "Rethink Baxter (fixed base, two arms, coupled mimic grippers)",
+        "baxter_description/urdf/baxter.urdf",
+    ),
 )
 
 # Legged robots and humanoids of example-robot-data, with a floating base (free-flyer joint,
@@ -122,27 +147,74 @@ _FB, _LENIENT = ('floating_base', True), ('strict', False)
 _ERD_LEGGED = (
     ("solo8", "Solo-8 quadruped (floating base)", "solo_description/robots/solo.urdf", (_FB,)),
     ("solo12", "Solo-12 quadruped (floating base)", "solo_description/robots/solo12.urdf", (_FB,)),
-    ("anymal-b", "ANYmal B quadruped (floating base)", "anymal_b_simple_description/robots/anymal.urdf", (_FB, _LENIENT)),
-    ("anymal-c", "ANYmal C quadruped (floating base)", "anymal_c_simple_description/urdf/anymal.urdf", (_FB, _LENIENT)),
-    ("anymal-kinova", "ANYmal B with a Kinova arm (floating base)", "anymal_b_simple_description/robots/anymal-kinova.urdf",
-     (_FB, _LENIENT)),
+    (
+        "anymal-b",
+        "ANYmal B quadruped (floating base)",
+        "anymal_b_simple_description/robots/anymal.urdf",
+        (_FB, _LENIENT),
+    ),
+    (
+        "anymal-c",
+        "ANYmal C quadruped (floating base)",
+        "anymal_c_simple_description/urdf/anymal.urdf",
+        (_FB, _LENIENT),
+    ),
+    (
+        "anymal-kinova",
+        "ANYmal B with a Kinova arm (floating base)",
+        "anymal_b_simple_description/robots/anymal-kinova.urdf",
+        (_FB, _LENIENT),
+    ),
     ("go1", "Unitree Go1 quadruped (floating base)", "go1_description/urdf/go1.urdf", (_FB, _LENIENT)),
     ("go2", "Unitree Go2 quadruped (floating base)", "go2_description/urdf/go2.urdf", (_FB,)),
     ("a1", "Unitree A1 quadruped (floating base)", "a1_description/urdf/a1.urdf", (_FB,)),
     ("b1", "Unitree B1 quadruped (floating base)", "b1_description/urdf/b1.urdf", (_FB, _LENIENT)),
     ("b1-z1", "Unitree B1 with a Z1 arm (floating base)", "b1_description/urdf/b1-z1.urdf", (_FB, _LENIENT)),
-    ("hyq", "IIT HyQ quadruped (floating base)", "hyq_description/robots/hyq_no_sensors.urdf", (_FB, _LENIENT)),
+    (
+        "hyq",
+        "IIT HyQ quadruped (floating base)",
+        "hyq_description/robots/hyq_no_sensors.urdf",
+        (_FB, _LENIENT),
+    ),
     ("laikago", "Unitree Laikago quadruped (floating base)", "laikago_description/urdf/laikago.urdf", (_FB,)),
     ("bolt", "Bolt biped (floating base)", "bolt_description/robots/bolt.urdf", (_FB, _LENIENT)),
-    ("talos", "PAL TALOS humanoid, no hands (floating base)", "talos_data/robots/talos_reduced.urdf", (_FB, _LENIENT)),
-    ("talos-full", "PAL TALOS humanoid with grippers, coupled mimic fingers (floating base)",
-     "talos_data/robots/talos_full_v2.urdf", (_FB, _LENIENT)),
-    ("g1", "Unitree G1 humanoid, 29 DoF (floating base)", "g1_description/urdf/g1_29dof_rev_1_0.urdf", (_FB,)),
-    ("g1-hands", "Unitree G1 humanoid with hands, 43 DoF (floating base)", "g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf",
-     (_FB,)),
+    (
+        "talos",
+        "PAL TALOS humanoid, no hands (floating base)",
+        "talos_data/robots/talos_reduced.urdf",
+        (_FB, _LENIENT),
+    ),
+    (
+        "talos-full",
+        "PAL TALOS humanoid with grippers, coupled mimic fingers (floating base)",
+        "talos_data/robots/talos_full_v2.urdf",
+        (_FB, _LENIENT),
+    ),
+    (
+        "g1",
+        "Unitree G1 humanoid, 29 DoF (floating base)",
+        "g1_description/urdf/g1_29dof_rev_1_0.urdf",
+        (_FB,),
+    ),
+    (
+        "g1-hands",
+        "Unitree G1 humanoid with hands, 43 DoF (floating base)",
+        "g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf",
+        (_FB,),
+    ),
     ("icub", "iCub humanoid (floating base)", "icub_description/robots/icub.urdf", (_FB, _LENIENT)),
-    ("icub-reduced", "iCub humanoid, reduced (floating base)", "icub_description/robots/icub_reduced.urdf", (_FB, _LENIENT)),
-    ("simple-humanoid", "Simple humanoid (floating base)", "simple_humanoid_description/urdf/simple_humanoid.urdf", (_FB,)),
+    (
+        "icub-reduced",
+        "iCub humanoid, reduced (floating base)",
+        "icub_description/robots/icub_reduced.urdf",
+        (_FB, _LENIENT),
+    ),
+    (
+        "simple-humanoid",
+        "Simple humanoid (floating base)",
+        "simple_humanoid_description/urdf/simple_humanoid.urdf",
+        (_FB,),
+    ),
     ("human", "Human body model, 36 DoF (floating base)", "human_description/robots/human.urdf", (_FB,)),
 )
 
@@ -154,11 +226,27 @@ _PYBULLET_ROBOTS = (
 
 _DRM_ROBOTS = (
     ("iiwa7-drm", "KUKA LBR iiwa 7 (differentiable-robot-model)", "kuka_iiwa/urdf/iiwa7.urdf"),
-    ("panda-drm", "Franka Emika Panda, no gripper (differentiable-robot-model)", "panda_description/urdf/panda_no_gripper.urdf"),
-    ("allegro-left-drm", "Allegro hand, left (differentiable-robot-model)", "allegro/urdf/allegro_hand_description_left.urdf"),
-    ("fetch-arm-drm", "Fetch arm, no gripper (differentiable-robot-model)", "fetch_description/urdf/fetch_arm_no_gripper.urdf"),
+    (
+        "panda-drm",
+        "Franka Emika Panda, no gripper (differentiable-robot-model)",
+        "panda_description/urdf/panda_no_gripper.urdf",
+    ),
+    (
+        "allegro-left-drm",
+        "Allegro hand, left (differentiable-robot-model)",
+        "allegro/urdf/allegro_hand_description_left.urdf",
+    ),
+    (
+        "fetch-arm-drm",
+        "Fetch arm, no gripper (differentiable-robot-model)",
+        "fetch_description/urdf/fetch_arm_no_gripper.urdf",
+    ),
     ("jaco-drm", "Kinova Jaco (differentiable-robot-model)", "kinova_description/urdf/jaco_clean.urdf"),
-    ("trifinger-drm", "TriFinger-edu (differentiable-robot-model)", "trifinger_edu_description/trifinger_edu.urdf"),
+    (
+        "trifinger-drm",
+        "TriFinger-edu (differentiable-robot-model)",
+        "trifinger_edu_description/trifinger_edu.urdf",
+    ),
     ("2link-drm", "Two-link robot (differentiable-robot-model)", "2link_robot.urdf"),
 )
 
@@ -365,7 +453,7 @@ def joint_springs(name_or_path) -> dict[str, JointSpring]:
         return {}
     text = path.read_text(encoding="utf-8", errors="replace")
     springs: dict[str, JointSpring] = {}
-    line, counted = 1, 0                  # lines counted up to ``counted`` (once over the text, not per spring)
+    line, counted = 1, 0  # lines counted up to ``counted`` (once over the text, not per spring)
     for match in _SPRING.finditer(text):
         attrs = dict(_ATTR.findall(match.group(1)))
         line += text.count("\n", counted, match.start())

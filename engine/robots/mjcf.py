@@ -229,7 +229,9 @@ def load_mjcf(path: str | Path) -> RobotDescription:
     try:
         import mujoco
     except ImportError:  # pragma: no cover - a declared dependency
-        raise MJCFError("reading MJCF files needs the 'mujoco' package: pip install mujoco", file=str(path)) from None
+        raise MJCFError(
+            "reading MJCF files needs the 'mujoco' package: pip install mujoco", file=str(path)
+        ) from None
     if not path.is_file():
         raise MJCFError("no such MJCF file", file=str(path))
     check_mesh_files(path)
@@ -254,8 +256,14 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
     def err(message, element=None):
         return MJCFError(message, file=str(path), element=element)
 
-    free = [b for b in range(1, m.nbody)
-            if any(m.jnt_type[j] == J.mjJNT_FREE for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))]
+    free = [
+        b
+        for b in range(1, m.nbody)
+        if any(
+            m.jnt_type[j] == J.mjJNT_FREE
+            for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
+        )
+    ]
     for b in free:
         if m.body_parentid[b] != 0:
             raise err("a free joint is only supported on a child of the world body (the floating base)",
@@ -266,14 +274,19 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
     for j in range(m.njnt):
         if m.jnt_type[j] == J.mjJNT_BALL:
             jn = _name(m, "joint", j, f"joint{j}")
-            raise err(f"ball joint {jn!r} in body {names[m.jnt_bodyid[j]]!r} is not supported (3-DoF spherical "
-                      "joints have no counterpart here); replace it by three hinges", f"<joint name={jn!r}>")
+            raise err(
+                f"ball joint {jn!r} in body {names[m.jnt_bodyid[j]]!r} is not supported (3-DoF spherical "
+                "joints have no counterpart here); replace it by three hinges",
+                f"<joint name={jn!r}>",
+            )
     floating = bool(free)
     root_body = free[0] if floating else 0
     if floating:
         dropped = [names[b] for b in range(1, m.nbody) if m.body_rootid[b] != root_body]
         if dropped:
-            log.warning("%s: bodies not attached to the floating base are left out: %s", path, ", ".join(dropped))
+            log.warning(
+                "%s: bodies not attached to the floating base are left out: %s", path, ", ".join(dropped)
+            )
         if m.body_geomnum[0]:
             log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
 
@@ -316,7 +329,9 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
             if child != names[b]:
                 links.append(Link(name=child))
             limited = bool(m.jnt_limited[j])
-            lo, hi = (float(m.jnt_range[j][0]), float(m.jnt_range[j][1])) if limited else (-math.inf, math.inf)
+            lo, hi = (
+                (float(m.jnt_range[j][0]), float(m.jnt_range[j][1])) if limited else (-math.inf, math.inf)
+            )
             dof = int(m.jnt_dofadr[j])
             jtype = ("revolute" if limited else "continuous") if hinge else "prismatic"
             axis = np.asarray(m.jnt_axis[j], float)

@@ -31,13 +31,17 @@ def new_parametrization(kind: str, link: str, current: torch.Tensor, parametriza
     if kind == "damping" and not moved_by_joint:
         raise ValueError(f"link {link!r} is not the child of a movable joint; it has no joint damping")
     if kind != "damping" and not has_inertial and not isinstance(parametrization, nn.Module):
-        raise ValueError(f"link {link!r} has no <inertial>; pass a parametrization module with an initial value")
+        raise ValueError(
+            f"link {link!r} has no <inertial>; pass a parametrization module with an initial value"
+        )
     if parametrization is None:
         module = default_parametrization(kind, current)
     elif isinstance(parametrization, str):
         if kind not in ("mass", "damping"):
             raise ValueError(f"parametrization {parametrization!r} applies to mass and damping only")
-        module = PositiveScalar(float(current), kind=parametrization, dtype=current.dtype, device=current.device)
+        module = PositiveScalar(
+            float(current), kind=parametrization, dtype=current.dtype, device=current.device
+        )
     elif isinstance(parametrization, nn.Module):
         module = parametrization
     else:
@@ -65,7 +69,9 @@ def body_inertials(link_values: dict, learned: dict, link_body, link_offset, n: 
         if pairs:
             idx = torch.tensor([i for i, _ in pairs], device=tensors[kind].device)
             tensors[kind] = tensors[kind].index_put((idx,), torch.stack([v for _, v in pairs]))
-    return dyn.link_inertia_to_bodies(tensors["mass"], tensors["com"], tensors["inertia"], link_body, link_offset, n)
+    return dyn.link_inertia_to_bodies(
+        tensors["mass"], tensors["com"], tensors["inertia"], link_body, link_offset, n
+    )
 
 
 def joint_damping_values(damping: torch.Tensor, learned: list) -> torch.Tensor:

@@ -26,7 +26,14 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["KINDS", "CholeskyInertia", "FreeVector", "PositiveScalar", "default_parametrization", "moving_links"]
+__all__ = [
+    "KINDS",
+    "CholeskyInertia",
+    "FreeVector",
+    "PositiveScalar",
+    "default_parametrization",
+    "moving_links",
+]
 
 KINDS = ("mass", "com", "inertia", "damping")
 
@@ -38,7 +45,9 @@ def _inverse_softplus(y: float) -> float:
 class PositiveScalar(nn.Module):
     """A positive scalar ``softplus(raw)`` (or ``exp(raw)`` with ``kind="exp"``); shape ``()``."""
 
-    def __init__(self, value: float, kind: str = "softplus", floor: float = 1e-9, dtype=torch.float64, device=None):
+    def __init__(
+        self, value: float, kind: str = "softplus", floor: float = 1e-9, dtype=torch.float64, device=None
+    ):
         super().__init__()
         if kind not in ("softplus", "exp"):
             raise ValueError(f"kind must be 'softplus' or 'exp', got {kind!r}")

@@ -90,7 +90,9 @@ class SimulationOptions:
             if not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"simulation {name} must be a finite number >= 0, got {v!r}")
         if self.dt > self.duration:
-            raise ValueError(f"simulation time step dt = {self.dt} s is longer than the duration {self.duration} s")
+            raise ValueError(
+                f"simulation time step dt = {self.dt} s is longer than the duration {self.duration} s"
+            )
         if not all(math.isfinite(float(v)) for v in self.tau):
             raise ValueError("simulation tau: every joint torque must be a finite number")
 
@@ -120,7 +122,9 @@ def _vector(value, n: int, what: str) -> torch.Tensor:
 def _ad(d: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """se(3) bracket of twists [linear, angular]: ``(phi x u + rho x w, phi x w)``."""
     rho, phi, u, w = d[..., :3], d[..., 3:6], v[..., :3], v[..., 3:6]
-    return torch.cat([torch.linalg.cross(phi, u) + torch.linalg.cross(rho, w), torch.linalg.cross(phi, w)], -1)
+    return torch.cat(
+        [torch.linalg.cross(phi, u) + torch.linalg.cross(rho, w), torch.linalg.cross(phi, w)], -1
+    )
 
 
 def _dexp_inv(delta: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -150,7 +154,9 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     if floating and options.hold_base:
         qd = torch.cat([torch.zeros(6, dtype=torch.float64), qd[6:]])
     q, qd = q.to(dev), qd.to(dev)
-    tau_const = torch.zeros(n, dtype=torch.float64) if len(options.tau) == 0 else _vector(options.tau, n, "tau")
+    tau_const = (
+        torch.zeros(n, dtype=torch.float64) if len(options.tau) == 0 else _vector(options.tau, n, "tau")
+    )
     tau_const = tau_const.to(dev)
     lo = model.joint_limits.lower.detach().to(torch.float64).to(dev)
     hi = model.joint_limits.upper.detach().to(torch.float64).to(dev)
@@ -171,7 +177,12 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         tau = tau - damping * qd_
         if held:              # the base held: its acceleration is zero, the joints' rows of M a = tau - h
             M, h = model.mass_matrix(q_), model.bias_forces(q_, qd_)
-            return torch.cat([torch.zeros(6, dtype=q_.dtype, device=q_.device), torch.linalg.solve(M[6:, 6:], (tau - h)[6:])])
+            return torch.cat(
+                [
+                    torch.zeros(6, dtype=q_.dtype, device=q_.device),
+                    torch.linalg.solve(M[6:, 6:], (tau - h)[6:]),
+                ]
+            )
         return model.forward_dynamics(q_, qd_, tau)
 
     h = float(options.dt)
@@ -187,10 +198,14 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
                     delta, v = x[:n], x[n:]
                     return torch.cat([_dexp_inv(delta, v), accel(t, model.integrate(qk, delta), v)])
 
-                x = rk4_step_t(field, k * h, torch.cat([torch.zeros(n, dtype=torch.float64, device=dev), qd]), h)
+                x = rk4_step_t(
+                    field, k * h, torch.cat([torch.zeros(n, dtype=torch.float64, device=dev), qd]), h
+                )
                 q, qd = model.integrate(qk, x[:n]), x[n:]
             else:
-                x = rk4_step_t(lambda t, x: torch.cat([x[n:], accel(t, x[:n], x[n:])]), k * h, torch.cat([q, qd]), h)
+                x = rk4_step_t(
+                    lambda t, x: torch.cat([x[n:], accel(t, x[:n], x[n:])]), k * h, torch.cat([q, qd]), h
+                )
                 q, qd = x[:n], x[n:]
             qj, vj = q[b:], qd[n - (nq - b):]
             at_limit = (qj <= lo) | (qj >= hi)

@@ -126,7 +126,9 @@ def build_topology(desc: RobotDescription) -> Topology:
         jumps.append(anc.copy())
         anc = anc[anc]
 
-    link_body = np.array([body_of_dof[link_dof[l]] if link_dof[l] >= 0 else 0 for l in link_order], dtype=np.int64)
+    link_body = np.array(
+        [body_of_dof[link_dof[l]] if link_dof[l] >= 0 else 0 for l in link_order], dtype=np.int64
+    )
     link_offset = np.stack([link_in_body[l] for l in link_order])
     return Topology(
         link_names=tuple(link_order), joint_names=tuple(j.name for j in dof_joints), n_bodies=n,

@@ -40,7 +40,9 @@ log = logging.getLogger(__name__)
 TIME_LIMIT_VARIABLE = "LAGRANGE_XACRO_TIME_LIMIT"
 _POLL_S = 0.05
 _WORKER = Path(__file__).with_name("xacro_worker.py")
-_CANCEL: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("xacro_cancel", default=None)
+_CANCEL: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "xacro_cancel", default=None
+)
 
 
 def _default_time_s() -> float:
@@ -102,7 +104,9 @@ def expand_xacro(path: str | Path, args: Mapping[str, str] | None = None, limits
         proc = subprocess.Popen(_worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE)
     except OSError as exc:
-        raise URDFError(f"could not start the process that expands xacro files: {exc}", file=str(path)) from None
+        raise URDFError(
+            f"could not start the process that expands xacro files: {exc}", file=str(path)
+        ) from None
     data = json.dumps(request).encode("utf-8")
     deadline = time.monotonic() + limits.time_s
     try:
@@ -115,10 +119,12 @@ def expand_xacro(path: str | Path, args: Mapping[str, str] | None = None, limits
             if check_cancelled is not None:
                 check_cancelled()
             if time.monotonic() > deadline:
-                raise URDFError(f"expanding the file took longer than {limits.time_s:g} s, the limit, and was "
-                                "stopped: a xacro whose macros expand without end, or a robot too large to "
-                                f"load (a larger limit: set {TIME_LIMIT_VARIABLE} to a number of seconds)",
-                                file=str(path))
+                raise URDFError(
+                    f"expanding the file took longer than {limits.time_s:g} s, the limit, and was "
+                    "stopped: a xacro whose macros expand without end, or a robot too large to "
+                    f"load (a larger limit: set {TIME_LIMIT_VARIABLE} to a number of seconds)",
+                    file=str(path),
+                )
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -157,10 +157,12 @@ class _Evaluator:
                 return self.wrap(dict.__getitem__(obj, attr))
             except KeyError:
                 raise AttributeError(f"The yaml dictionary has no key '{attr}'") from None
-        allowed = ((isinstance(obj, str) and attr in _STR_METHODS)
-                   or (isinstance(obj, list) and attr in _LIST_METHODS)
-                   or (isinstance(obj, dict) and attr in _DICT_METHODS)
-                   or (isinstance(obj, (int, float)) and not isinstance(obj, bool) and attr in _NUMBER_ATTRIBUTES))
+        allowed = (
+            (isinstance(obj, str) and attr in _STR_METHODS)
+            or (isinstance(obj, list) and attr in _LIST_METHODS)
+            or (isinstance(obj, dict) and attr in _DICT_METHODS)
+            or (isinstance(obj, (int, float)) and not isinstance(obj, bool) and attr in _NUMBER_ATTRIBUTES)
+        )
         if not allowed:
             raise Refused(f"the attribute {attr!r} of a {type(obj).__name__}")
         return getattr(obj, attr)
@@ -336,7 +338,9 @@ class _Evaluator:
 
     def _DictComp(self, node):
         out = {}
-        self._comprehension(node.generators, lambda: out.__setitem__(self.eval(node.key), self.eval(node.value)))
+        self._comprehension(
+            node.generators, lambda: out.__setitem__(self.eval(node.key), self.eval(node.value))
+        )
         return out
 
 
@@ -357,7 +361,9 @@ class _Sandbox:
 
     def inside(self, filename: str) -> bool:
         real = os.path.realpath(filename)
-        return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.allowed_roots)
+        return any(
+            real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.allowed_roots
+        )
 
     def check_readable(self, filename: str, what: str, reader: str | None = None) -> None:
         """Refuse ``filename`` outside the allowed folders (``reader``: the file that asks)."""
@@ -381,7 +387,9 @@ class _Sandbox:
         anc = start
         while True:
             for candidate in (anc, os.path.join(anc, package)):
-                if os.path.basename(candidate) == package and os.path.isfile(os.path.join(candidate, "package.xml")):
+                if os.path.basename(candidate) == package and os.path.isfile(
+                    os.path.join(candidate, "package.xml")
+                ):
                     folders.append(candidate)
             parent = os.path.dirname(anc)
             if parent == anc:
@@ -418,8 +426,13 @@ class _Sandbox:
         def lookup(name):
             return table[name]
 
-        evaluator = _Evaluator(lookup, self.allowed_callables, (self.xacro.Table,), self.xacro.YamlDictWrapper,
-                               self.xacro.YamlListWrapper.wrap)
+        evaluator = _Evaluator(
+            lookup,
+            self.allowed_callables,
+            (self.xacro.Table,),
+            self.xacro.YamlDictWrapper,
+            self.xacro.YamlListWrapper.wrap,
+        )
         try:
             return evaluator.eval(tree)
         except Refused as exc:
@@ -554,7 +567,9 @@ def _find_in_chain(exc: BaseException | None, kind: type) -> BaseException | Non
 
 def _xacro_message(exc) -> str:
     """A XacroException's text without its repetitions ("<class 'NameError'>: x x" -> "NameError: x")."""
-    head = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", str(exc.args[0]) if exc.args and exc.args[0] else "")
+    head = re.sub(
+        r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", str(exc.args[0]) if exc.args and exc.args[0] else ""
+    )
     inner = "" if exc.exc is None or isinstance(exc.exc, OSError) and head else str(exc.exc)
     parts = [head, "" if inner and inner in head else inner, exc.suffix or ""]
     return " ".join(p for p in parts if p and p != "None")
@@ -573,10 +588,14 @@ def expand(request: dict) -> dict:
         links = sum(1 for n in root.childNodes if getattr(n, "tagName", None) == "link")
         max_links = int(request.get("max_links") or 0)
         if max_links and links > max_links:
-            return {"ok": False, "file": path, "element": None,
-                    "message": f"the expanded robot has {links} links, more than the {max_links} a robot file "
-                               "may have here: a xacro whose macros expand without end, or a robot too large "
-                               "to load"}
+            return {
+                "ok": False,
+                "file": path,
+                "element": None,
+                "message": f"the expanded robot has {links} links, more than the {max_links} a robot file "
+                "may have here: a xacro whose macros expand without end, or a robot too large "
+                "to load",
+            }
         text = doc.toxml()
         max_bytes = int(request.get("max_bytes") or 0)
         if max_bytes and len(text) > max_bytes:
@@ -597,7 +616,9 @@ def expand(request: dict) -> dict:
         if refusal is not None:
             return {"ok": False, "file": box.current_file() if refusal.file is None else refusal.file,
                     "element": refusal.element, "message": refusal.message}
-        detail = _xacro_message(exc) if isinstance(exc, xacro.XacroException) else f"{type(exc).__name__}: {exc}"
+        detail = (
+            _xacro_message(exc) if isinstance(exc, xacro.XacroException) else f"{type(exc).__name__}: {exc}"
+        )
         return {"ok": False, "file": path, "element": None,
                 "message": "xacro could not expand the file: " + _one_line(detail, 400)}
 

@@ -75,7 +75,9 @@ class Acrobot(MechanicalSystem):
     def potential_energy(self, q: torch.Tensor) -> torch.Tensor:
         P = self.params
         th1, th2 = q[..., 0], q[..., 1]
-        return -(P.m1 * P.lc1 + P.m2 * P.l1) * P.g * torch.cos(th1) - P.m2 * P.lc2 * P.g * torch.cos(th1 + th2)
+        return -(P.m1 * P.lc1 + P.m2 * P.l1) * P.g * torch.cos(th1) - P.m2 * P.lc2 * P.g * torch.cos(
+            th1 + th2
+        )
 
     def forward_dynamics(self, q, qd, u=None):
         """gym's "book" closed form (..., 2): ``(ddtheta1, ddtheta2)``."""
@@ -88,7 +90,12 @@ class Acrobot(MechanicalSystem):
         d1 = P.m1 * P.lc1 ** 2 + P.m2 * (P.l1 ** 2 + P.lc2 ** 2) + 2 * k * c2 + P.I1 + P.I2
         d2 = P.m2 * P.lc2 ** 2 + k * c2 + P.I2
         phi2 = P.m2 * P.lc2 * P.g * torch.sin(th1 + th2)
-        phi1 = -k * dth2 ** 2 * s2 - 2 * k * dth2 * dth1 * s2 + (P.m1 * P.lc1 + P.m2 * P.l1) * P.g * torch.sin(th1) + phi2
+        phi1 = (
+            -k * dth2**2 * s2
+            - 2 * k * dth2 * dth1 * s2
+            + (P.m1 * P.lc1 + P.m2 * P.l1) * P.g * torch.sin(th1)
+            + phi2
+        )
         ddth2 = (a + d2 / d1 * phi1 - k * dth1 ** 2 * s2 - phi2) / (P.m2 * P.lc2 ** 2 + P.I2 - d2 ** 2 / d1)
         ddth1 = -(d2 * ddth2 + phi1) / d1
         return torch.stack([ddth1, ddth2], -1)

@@ -74,7 +74,9 @@ class MechanicalSystem(ABC):
         """``F = B u`` (..., n) from controls ``u`` (..., m)."""
         return u @ self.input_matrix(u.dtype, u.device).T
 
-    def forward_dynamics(self, q: torch.Tensor, qd: torch.Tensor, u: torch.Tensor | None = None) -> torch.Tensor:
+    def forward_dynamics(
+        self, q: torch.Tensor, qd: torch.Tensor, u: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``qdd`` (..., n) from the forced Euler-Lagrange equations (torch.func for dH/dq, dV/dq)."""
         from torch.func import jacfwd, vmap
 
@@ -86,7 +88,9 @@ class MechanicalSystem(ABC):
         # dH[..., i, j, k] = d H_ij / d q_k
         dH = vmap(jacfwd(lambda x: self.mass_matrix(x.unsqueeze(0))[0]))(qf).reshape(*batch, n, n, n)
         # C_i = sum_jk (dH_ij/dq_k - 1/2 dH_jk/dq_i) qd_j qd_k
-        C = torch.einsum("...ijk,...j,...k->...i", dH, qd, qd) - 0.5 * torch.einsum("...jki,...j,...k->...i", dH, qd, qd)
+        C = torch.einsum("...ijk,...j,...k->...i", dH, qd, qd) - 0.5 * torch.einsum(
+            "...jki,...j,...k->...i", dH, qd, qd
+        )
         F = -C - dV
         if u is not None:
             F = F + self.generalized_force(u)
@@ -119,7 +123,10 @@ class MechanicalSystem(ABC):
         if u.ndim == 2:
             u = np.repeat(u[:, None, :], steps, axis=1)
         if u.shape != (B, steps, self.control_dim):
-            raise SystemError(f"{self.name}: u must have shape (B, {self.control_dim}) or (B, steps, {self.control_dim}), got {u.shape}")
+            raise SystemError(
+                f"{self.name}: u must have shape (B, {self.control_dim}) or (B, steps, {self.control_dim}), "
+                f"got {u.shape}"
+            )
         out = np.empty((B, steps + 1, 2 * self.dof))
         out[:, 0] = x0
         constant = bool(np.all(u == u[:, :1]))

@@ -69,10 +69,14 @@ class DoublePendulumParams:
                 raise ParameterError(f"double pendulum parameter {f.name!r}: expected a number, got {v!r}")
         for name in ("m1", "m2", "l1", "l2"):
             if getattr(self, name) <= 0:
-                raise ParameterError(f"double pendulum parameter {name!r} must be > 0 (got {getattr(self, name)})")
+                raise ParameterError(
+                    f"double pendulum parameter {name!r} must be > 0 (got {getattr(self, name)})"
+                )
         for name in ("k1", "k2", "g"):
             if getattr(self, name) < 0:
-                raise ParameterError(f"double pendulum parameter {name!r} must be >= 0 (got {getattr(self, name)})")
+                raise ParameterError(
+                    f"double pendulum parameter {name!r} must be >= 0 (got {getattr(self, name)})"
+                )
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -112,7 +116,9 @@ def mass_matrix_inverse(q: torch.Tensor, P: DoublePendulumParams = DoublePendulu
     return torch.stack([torch.stack([inv11, inv12], -1), torch.stack([inv12, inv22], -1)], -2)
 
 
-def velocity(q: torch.Tensor, p: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()) -> torch.Tensor:
+def velocity(
+    q: torch.Tensor, p: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()
+) -> torch.Tensor:
     """qd = M(q)^-1 p (rad/s), ``(..., 2)``; closed form, no matrix solve."""
     a, b, c = _inertia_constants(P)
     c2 = torch.cos(q[..., 1])
@@ -123,7 +129,9 @@ def velocity(q: torch.Tensor, p: torch.Tensor, P: DoublePendulumParams = DoubleP
     return torch.stack([(c * p1 - m12 * p2) / det, (m11 * p2 - m12 * p1) / det], -1)
 
 
-def momentum(q: torch.Tensor, qd: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()) -> torch.Tensor:
+def momentum(
+    q: torch.Tensor, qd: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()
+) -> torch.Tensor:
     """p = M(q) qd, ``(..., 2)``."""
     return (mass_matrix(q, P) @ qd.unsqueeze(-1)).squeeze(-1)
 
@@ -143,12 +151,16 @@ def potential_gradient(q: torch.Tensor, P: DoublePendulumParams = DoublePendulum
                         s12 + P.k2 * q2], -1)
 
 
-def kinetic_energy(q: torch.Tensor, p: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()) -> torch.Tensor:
+def kinetic_energy(
+    q: torch.Tensor, p: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()
+) -> torch.Tensor:
     """1/2 p^T M^-1 p in J, ``(...)``."""
     return 0.5 * (p * velocity(q, p, P)).sum(-1)
 
 
-def hamiltonian(q: torch.Tensor, p: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()) -> torch.Tensor:
+def hamiltonian(
+    q: torch.Tensor, p: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()
+) -> torch.Tensor:
     """H(q, p) in J, ``(...)``."""
     return kinetic_energy(q, p, P) + potential_energy(q, P)
 
@@ -170,12 +182,16 @@ def hamiltonian_vector_field(q: torch.Tensor, p: torch.Tensor, u: torch.Tensor |
     return qd, pd
 
 
-def lagrangian(q: torch.Tensor, qd: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()) -> torch.Tensor:
+def lagrangian(
+    q: torch.Tensor, qd: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()
+) -> torch.Tensor:
     """L(q, qd) = T - V in J, ``(...)``."""
     return 0.5 * (qd * momentum(q, qd, P)).sum(-1) - potential_energy(q, P)
 
 
-def coriolis_gravity(q: torch.Tensor, qd: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()) -> torch.Tensor:
+def coriolis_gravity(
+    q: torch.Tensor, qd: torch.Tensor, P: DoublePendulumParams = DoublePendulumParams()
+) -> torch.Tensor:
     """Bias forces ``c(q, qd) + dV/dq`` of the Euler-Lagrange equations, ``(..., 2)`` in N m."""
     b = P.m2 * P.l1 * P.l2
     s2 = torch.sin(q[..., 1])

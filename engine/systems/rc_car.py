@@ -82,13 +82,19 @@ class CarParams:
                                  field="slip_smoothing")
         for name in positive:
             if getattr(self, name) <= 0:
-                raise CarParamsError(f"must be positive, got {getattr(self, name)}", owner="CarParams", field=name)
+                raise CarParamsError(
+                    f"must be positive, got {getattr(self, name)}", owner="CarParams", field=name
+                )
         if self.mu_dynamic > self.mu_static:
             raise CarParamsError(f"must not exceed mu_static ({self.mu_static}), got {self.mu_dynamic}",
                                  owner="CarParams", field="mu_dynamic")
         if self.tyre_relaxation < self.dt / self.substeps:
-            raise CarParamsError(f"must be at least dt / substeps ({self.dt / self.substeps:.3g} s) for a stable "
-                                 f"simulation, got {self.tyre_relaxation}", owner="CarParams", field="tyre_relaxation")
+            raise CarParamsError(
+                f"must be at least dt / substeps ({self.dt / self.substeps:.3g} s) for a stable "
+                f"simulation, got {self.tyre_relaxation}",
+                owner="CarParams",
+                field="tyre_relaxation",
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -32,8 +32,8 @@ from engine.models.registry import PAPER_MODELS
 from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
-from engine.validation import check_int
 from engine.training.trainer import DynamicsTrainee, TrainingBatches, build_for
+from engine.validation import check_int
 
 __all__ = ["bench_learn"]
 
@@ -47,11 +47,15 @@ def _bench_epoch(trainee: DynamicsTrainee, ctx) -> None:
         torch.cuda.synchronize(device)
 
 
-def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=None, device: str = "cpu") -> dict:
+def _measure(
+    system: str, models, trajectories, epochs: int, steps: int, ctx=None, device: str = "cpu"
+) -> dict:
     """Per model: median epoch times at every N scaled to ``epochs``, plus one evaluation per N."""
     torch.set_num_threads(1)
     tune_malloc()  # as fit does
-    ds = generate_dataset(DatasetConfig(system=system, train_trajectories=max(trajectories), test_trajectories=128))
+    ds = generate_dataset(
+        DatasetConfig(system=system, train_trajectories=max(trajectories), test_trajectories=128)
+    )
     null = NullJobContext()
     per_model = {}
     for mi, name in enumerate(models):
@@ -62,7 +66,9 @@ def _measure(system: str, models, trajectories, epochs: int, steps: int, ctx=Non
         for n in trajectories:
             cfg = TrainConfig(model=name, system=system, trajectories=n, epochs=epochs, device=device)
             model = build_for(cfg, ds)
-            batches = TrainingBatches.build(ds, cfg, next(model.parameters()).dtype, next(model.parameters()).device)
+            batches = TrainingBatches.build(
+                ds, cfg, next(model.parameters()).dtype, next(model.parameters()).device
+            )
             trainee = DynamicsTrainee(model, ds, cfg, batches, None)
             per_epoch = batches.per_epoch()
 
@@ -112,8 +118,16 @@ def _mean_of(measurements: list[dict]) -> dict:
     return out
 
 
-def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 16, 32, 64, 128), epochs: int = 2000,
-                steps: int = 24, workers: int | None = None, ctx=None, device: str = "cpu") -> dict:
+def bench_learn(
+    system: str = "pendulum",
+    models=PAPER_MODELS,
+    trajectories=(8, 16, 32, 64, 128),
+    epochs: int = 2000,
+    steps: int = 24,
+    workers: int | None = None,
+    ctx=None,
+    device: str = "cpu",
+) -> dict:
     """``steps``: timed mini-batches per model and N (rounded up to whole epochs, at least 3 epochs).
     ``device``: where the models train (cpu, cuda, auto; CPU time is then only the host's share).
 
@@ -125,8 +139,12 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     moves by as much (results/reproduction/README.md): read the estimate as good to about 10 %.
     """
     who = "benchmark setting"
-    check_int(who, "steps (--steps)", steps, 1, 100_000, hint="timed mini-batches per model and N, for example 24")
-    check_int(who, "epochs (--epochs)", epochs, 1, 1_000_000, hint="the epochs of the run the estimate is for")
+    check_int(
+        who, "steps (--steps)", steps, 1, 100_000, hint="timed mini-batches per model and N, for example 24"
+    )
+    check_int(
+        who, "epochs (--epochs)", epochs, 1, 1_000_000, hint="the epochs of the run the estimate is for"
+    )
     if workers is not None:
         check_int(who, "workers (--workers)", workers, 1, 256, hint="parallel processes, for example 2")
     models = tuple(models)
@@ -134,8 +152,14 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     for n in trajectories:
         check_int(who, "trajectories", n, 1, 1_000_000)
     workers = int(workers or min(2, os.cpu_count() or 1))
-    task = {"system": system, "models": models, "trajectories": trajectories, "epochs": epochs, "steps": steps,
-            "device": device}
+    task = {
+        "system": system,
+        "models": models,
+        "trajectories": trajectories,
+        "epochs": epochs,
+        "steps": steps,
+        "device": device,
+    }
     if workers == 1:
         per_model = _measure(**task, ctx=ctx)
     else:
@@ -153,7 +177,11 @@ def bench_learn(system: str = "pendulum", models=PAPER_MODELS, trajectories=(8, 
     total_cpu = sum(v["estimated_run_seconds"] for v in per_model.values())
     total_wall = sum(v["estimated_run_seconds_wall"] for v in per_model.values())
     return {
-        "system": system, "epochs": epochs, "trajectories": list(trajectories), "workers": workers, "device": device,
+        "system": system,
+        "epochs": epochs,
+        "trajectories": list(trajectories),
+        "workers": workers,
+        "device": device,
         "steps_per_second": {m: v["steps_per_second"] for m, v in per_model.items()},
         "estimated_reproduction_minutes": total_cpu / workers / 60.0,
         "estimated_reproduction_minutes_wall": total_wall / workers / 60.0,

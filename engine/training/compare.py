@@ -15,15 +15,22 @@ import torch
 
 from engine.data.log_dataset import LogSystem, log_dataset
 from engine.devices import resolve_device
+from engine.io import finite_or_none
 from engine.logs import LogMapping, PrepareConfig, prepare_log, read_log
 from engine.models import ModelSpec, build_model, model_names
+from engine.runs import Run, RunError
 from engine.training.config import TrainConfig
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
-from engine.io import finite_or_none
+from engine.training.trainer import (
+    TrainingDiverged,
+    check_metrics,
+    fit,
+    new_run,
+    recording,
+    write_model_files,
+)
 from engine.validation import InputError
-from engine.runs import Run, RunError
-from engine.training.trainer import TrainingDiverged, check_metrics, fit, new_run, recording, write_model_files
 
 __all__ = ["LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
            "train_and_evaluate", "train_config_for"]
@@ -56,8 +63,12 @@ class LogCompareConfig:
                 raise InputError(f"expected a positive whole number, got {v!r}", owner="LogCompareConfig",
                                  field=name)
         if not self.learning_rate > 0:
-            raise InputError(f"must be greater than zero, got {self.learning_rate!r}", owner="LogCompareConfig",
-                             field="learning_rate", flag="--lr")
+            raise InputError(
+                f"must be greater than zero, got {self.learning_rate!r}",
+                owner="LogCompareConfig",
+                field="learning_rate",
+                flag="--lr",
+            )
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -91,7 +102,9 @@ def train_config_for(model: str, dataset, config: LogCompareConfig | None = None
 def build_learned_model(model: str, dataset, train_config, spec_overrides: dict | None = None):
     """A fresh model of type ``model`` for ``dataset``, seeded by ``train_config.seed``."""
     spec_overrides = dict(spec_overrides or {})
-    spec_overrides["hidden"] = int(train_config.hidden if train_config.hidden is not None else train_config.width)
+    spec_overrides["hidden"] = int(
+        train_config.hidden if train_config.hidden is not None else train_config.width
+    )
     spec_overrides["layers"] = train_config.layers
     spec_overrides.setdefault("init", train_config.init)
     torch.manual_seed(train_config.seed)
@@ -117,11 +130,17 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
     model = build_learned_model(model_type, dataset, train_config, spec_overrides)
     run = None
     if run_dir is not None:
-        run = Run.open(run_dir, "learn", write=True) if resume else new_run(run_dir, model, train_config, dataset)
+        run = (
+            Run.open(run_dir, "learn", write=True)
+            if resume
+            else new_run(run_dir, model, train_config, dataset)
+        )
         if resume:
             want = (run.info.get("fingerprints") or {}).get("data")
             if want and want != dataset.fingerprint():
-                raise RunError(f"{run.path}: these data are not the data the run trained on; open those to resume it")
+                raise RunError(
+                    f"{run.path}: these data are not the data the run trained on; open those to resume it"
+                )
             run.config["train"] = train_config.to_dict()
     lo, hi = progress_span
     t0 = time.perf_counter()
@@ -141,13 +160,20 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
             meta = {"type": model.name, "hyperparameters": model.spec.to_dict(),
                     "train_config": train_config.to_dict(), "epoch": result.epochs, "status": "done",
                     **(model_meta or {}), "metrics": finite_or_none(row), "losses": losses}
-            run.finish(lambda tmp: write_model_files(tmp, model, meta), scalars, f"done: {result.epochs} epochs")
+            run.finish(
+                lambda tmp: write_model_files(tmp, model, meta), scalars, f"done: {result.epochs} epochs"
+            )
         except TrainingDiverged as exc:
             row["error"] = str(exc)
     if ctx is not None:
         ctx.progress(hi, f"{model_type}: done")
-    return {"row": row, "model": model.to("cpu"), "losses": losses, "curves": curves,  # handed back on the CPU
-            "run_dir": None if run is None else str(run.path)}
+    return {
+        "row": row,
+        "model": model.to("cpu"),
+        "losses": losses,
+        "curves": curves,  # handed back on the CPU
+        "run_dir": None if run is None else str(run.path),
+    }
 
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,

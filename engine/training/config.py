@@ -24,14 +24,14 @@ class TrainConfig:
     """One training run. ``None`` takes the system's protocol value (hidden width, learning rate)."""
 
     model: str = "symo"
-    system: str = "pendulum"            # the SyMo protocol (its defaults; the analytic system of generated data)
-    log: str | None = None              # training on a hardware log: its name (a label; the data name the log)
+    system: str = "pendulum"  # the SyMo protocol (its defaults; the analytic system of generated data)
+    log: str | None = None  # training on a hardware log: its name (a label; the data name the log)
     trajectories: int = 8               # N: training trajectories (the first N of the data set)
     epochs: int = 2000
     learning_rate: float | None = None  # the protocol's: pendulum 1e-4, cartpole and acrobot 1e-3
     hidden: int | None = None           # pendulum 128, cartpole and acrobot 256
     layers: int = 2
-    init: str = "xavier"                # network init: "xavier" (the paper's code) or "torch" (engine/models/nets.py)
+    init: str = "xavier"  # network init: "xavier" (the paper's code) or "torch" (engine/models/nets.py)
     batch_factor: int = 4               # mini-batch = batch_factor * N windows
     patience: int = 50                  # ReduceLROnPlateau
     factor: float = 0.7
@@ -44,7 +44,9 @@ class TrainConfig:
     def __post_init__(self):
         check_choice("training setting", "system (--system)", self.system, PROTOCOLS)
         if self.log is not None and not (isinstance(self.log, str) and self.log.strip()):
-            raise InputError(f"expected the log's name, got {self.log!r}", owner="training setting", field="log")
+            raise InputError(
+                f"expected the log's name, got {self.log!r}", owner="training setting", field="log"
+            )
         self.device = parse_device_name(self.device)  # a name; resolved where the model is built
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)

@@ -118,11 +118,20 @@ def generated_curves(model, dataset, trajectory: int = 0, steps: int | None = No
     if hasattr(source, "potential_energy"):
         V_pred = source.potential_energy(q_data.to(dtype)).double().detach().numpy().reshape(V_true.shape)
         V_pred = V_pred - V_pred.mean() + V_true.mean()   # a potential is known up to a constant
-    return {"t": t, "q_pred": q[i].numpy(), "qd_pred": qd[i].numpy(), "q_true": q_data.numpy(),
-            "qd_true": truth[i, :, n:].numpy(), "energy_pred": e_pred[i].numpy(), "energy_true": e_true[i].numpy(),
-            "horizon_mse": horizon, "inertia_true": system.mass_matrix(q_data).numpy(),
-            "inertia_pred": None if H_pred is None else H_pred.double().numpy(),
-            "potential_true": V_true, "potential_pred": V_pred}
+    return {
+        "t": t,
+        "q_pred": q[i].numpy(),
+        "qd_pred": qd[i].numpy(),
+        "q_true": q_data.numpy(),
+        "qd_true": truth[i, :, n:].numpy(),
+        "energy_pred": e_pred[i].numpy(),
+        "energy_true": e_true[i].numpy(),
+        "horizon_mse": horizon,
+        "inertia_true": system.mass_matrix(q_data).numpy(),
+        "inertia_pred": None if H_pred is None else H_pred.double().numpy(),
+        "potential_true": V_true,
+        "potential_pred": V_pred,
+    }
 
 
 def evaluate_model(model, dataset, trajectories: int | None = None) -> tuple[dict, dict]:

@@ -8,8 +8,8 @@ from pathlib import Path
 from engine.data.config import DatasetConfig
 from engine.data.dataset import TrajectoryDataset, generate_dataset, load_dataset
 from engine.jobs import JobContext
-from engine.training.config import TrainConfig
 from engine.runs import Run, RunError
+from engine.training.config import TrainConfig
 from engine.training.trainer import build_for, new_run, train_model
 
 __all__ = ["dataset_for", "dataset_from_source", "resume_job", "resume_plan", "train_job"]
@@ -46,8 +46,10 @@ def dataset_from_source(run: Run, ctx: JobContext | None = None):
             ctx.progress(0.0, "generating the run's data set again")
         ds = generate_dataset(DatasetConfig.from_dict(source["config"]))
     else:
-        raise RunError(f"{run.path}: the run trained on {kind or 'unknown'} data, which cannot be rebuilt from "
-                       "its folder; resume it where that data is loaded (the model lab)")
+        raise RunError(
+            f"{run.path}: the run trained on {kind or 'unknown'} data, which cannot be rebuilt from "
+            "its folder; resume it where that data is loaded (the model lab)"
+        )
     want = (run.info.get("fingerprints") or {}).get("data")
     if want and ds.fingerprint() != want:
         raise RunError(f"{run.path}: the data rebuilt for the resume differ from the data the run trained on "
@@ -65,7 +67,11 @@ def train_job(config: TrainConfig, out_dir: str | Path | None = None, data_path:
     """
 
     def job(ctx: JobContext):
-        ds = dataset if dataset is not None else dataset_for(config.system, config.trajectories, data_path, ctx=ctx)
+        ds = (
+            dataset
+            if dataset is not None
+            else dataset_for(config.system, config.trajectories, data_path, ctx=ctx)
+        )
         run = None
         model = None
         if out_dir is not None:
@@ -77,7 +83,9 @@ def train_job(config: TrainConfig, out_dir: str | Path | None = None, data_path:
     return job
 
 
-def resume_plan(run_dir: str | Path, epochs: int | None = None, device: str | None = None) -> tuple[Run, TrainConfig]:
+def resume_plan(
+    run_dir: str | Path, epochs: int | None = None, device: str | None = None
+) -> tuple[Run, TrainConfig]:
     """The run in ``run_dir`` and the config it resumes with (``epochs``: the new total).
 
     A finished run resumes only to extend it (``epochs`` above the epochs it has trained); an
@@ -89,11 +97,15 @@ def resume_plan(run_dir: str | Path, epochs: int | None = None, device: str | No
         target = int(epochs) if epochs is not None else int(run.info.get("epochs_target") or config.epochs)
         done = run.epoch
         if run.info.get("status") == "done" and target <= done:
-            raise RunError(f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it")
+            raise RunError(
+                f"{run.path}: the run is finished ({done} epochs); pass --epochs N above {done} to extend it"
+            )
         if target <= done:
             raise RunError(f"{run.path}: the last checkpoint is at epoch {done}; --epochs must be above it "
                            f"(got {target})")
-        config = replace(config, device=device) if device is not None else config  # where it goes on (--device)
+        config = (
+            replace(config, device=device) if device is not None else config
+        )  # where it goes on (--device)
     return run, replace(config, epochs=target)
 
 

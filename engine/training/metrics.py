@@ -27,7 +27,14 @@ from engine.models.symo import DiscreteLagrangianModel
 
 __all__ = ["METRIC_NAMES", "as_float", "evaluate", "paper_rollout_velocities"]
 
-METRIC_NAMES = ("train_mse", "test_mse", "integration_mse", "integration_mse_state", "energy_mse", "inertia_mse")
+METRIC_NAMES = (
+    "train_mse",
+    "test_mse",
+    "integration_mse",
+    "integration_mse_state",
+    "energy_mse",
+    "inertia_mse",
+)
 
 
 def as_float(t) -> float | None:
@@ -58,11 +65,18 @@ def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps
     ref = next(t for t in (*model.parameters(), *model.buffers()) if t.is_floating_point())
     dtype, device = ref.dtype, ref.device
     out = {}
-    for key, x, u in (("train_mse", dataset.train_x, dataset.train_u), ("test_mse", dataset.test_x, dataset.test_u)):
+    for key, x, u in (
+        ("train_mse", dataset.train_x, dataset.train_u),
+        ("test_mse", dataset.test_x, dataset.test_u),
+    ):
         w = make_windows(x, u, n, dtype).to(device=device)
         q_next, _ = model.predict(w)
         out[key] = as_float(((q_next - w.q_next) ** 2).mean())
-    steps = dataset.long_x.shape[1] - 2 if long_term_steps is None else min(long_term_steps, dataset.long_x.shape[1] - 2)
+    steps = (
+        dataset.long_x.shape[1] - 2
+        if long_term_steps is None
+        else min(long_term_steps, dataset.long_x.shape[1] - 2)
+    )
     xs = torch.as_tensor(dataset.long_x, dtype=dtype, device=device)
     us = torch.as_tensor(dataset.long_u, dtype=dtype, device=device)
     q, qd = model.rollout(xs, us, steps)
@@ -76,5 +90,7 @@ def evaluate(model: LearnedDynamics, dataset: TrajectoryDataset, long_term_steps
     e_true = system.energy(x64[..., :n], x64[..., n:])
     out["energy_mse"] = as_float(((e_pred - e_true) ** 2).mean())
     H = model.mass_matrix(q)
-    out["inertia_mse"] = None if H is None else as_float(((H.double().cpu() - system.mass_matrix(q64)) ** 2).mean())
+    out["inertia_mse"] = (
+        None if H is None else as_float(((H.double().cpu() - system.mass_matrix(q64)) ** 2).mean())
+    )
     return out

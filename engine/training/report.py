@@ -15,17 +15,38 @@ from engine.io import atomic_write_bytes, atomic_write_text, csv_text, finite_or
 from engine.training.metrics import METRIC_NAMES
 from engine.training.sweep import ROW_KEYS, SweepConfig, run_sweep
 
-__all__ = ["rows_to_csv", "write_compare_report", "write_table", "plot_rows", "REPRODUCTIONS", "PAPER_INTEGRATION_MSE", "PAPER_METRIC", "reproduce", "compare_with_paper"]
+__all__ = [
+    "rows_to_csv",
+    "write_compare_report",
+    "write_table",
+    "plot_rows",
+    "REPRODUCTIONS",
+    "PAPER_INTEGRATION_MSE",
+    "PAPER_METRIC",
+    "reproduce",
+    "compare_with_paper",
+]
 
 # The long-term figure the paper's repository computes per system (Experiments_*/train.py).
-PAPER_METRIC = {"pendulum": "integration_mse", "cartpole": "integration_mse_state", "acrobot": "integration_mse_state"}
+PAPER_METRIC = {
+    "pendulum": "integration_mse",
+    "cartpole": "integration_mse_state",
+    "acrobot": "integration_mse_state",
+}
 
 # Published long-term integration MSE (METHODS section 2), N = 8, 16, 32, 64, 128. None for the
 # acrobot: its comparison is empty.
 PAPER_INTEGRATION_MSE = {
-    "pendulum": {"symo": [0.023, 0.096, 0.0034, 0.0091, 0.028], "e2e-symo": [0.023, 0.030, 0.0039, 0.024, 0.028]},
-    "cartpole": {"node-rk4": [307, 75, 46, 9.9, 0.54], "lnode-rk4": [14, 20, 0.18, 0.083, 0.11],
-                 "symo": [1.5, 0.39, 0.28, 0.23, 0.18], "e2e-symo": [18, 0.14, 0.087, 0.091, 0.10]},
+    "pendulum": {
+        "symo": [0.023, 0.096, 0.0034, 0.0091, 0.028],
+        "e2e-symo": [0.023, 0.030, 0.0039, 0.024, 0.028],
+    },
+    "cartpole": {
+        "node-rk4": [307, 75, 46, 9.9, 0.54],
+        "lnode-rk4": [14, 20, 0.18, 0.083, 0.11],
+        "symo": [1.5, 0.39, 0.28, 0.23, 0.18],
+        "e2e-symo": [18, 0.14, 0.087, 0.091, 0.10],
+    },
 }
 
 REPRODUCTIONS = {"symo-pendulum": "pendulum", "symo-cartpole": "cartpole", "symo-acrobot": "acrobot"}
@@ -67,7 +88,9 @@ def write_table(rows: list[dict], out_dir: str | Path, stem: str = "results") ->
     return csv_path, json_path
 
 
-def write_compare_report(directory, rows: list[dict], info: dict | None = None, stem: str = "compare") -> dict:
+def write_compare_report(
+    directory, rows: list[dict], info: dict | None = None, stem: str = "compare"
+) -> dict:
     """A compare table's ``<stem>.csv`` and ``<stem>.json`` (rows + ``info``) under ``directory``."""
     directory = Path(directory)
     csv_path = atomic_write_text(directory / f"{stem}.csv", rows_to_csv(rows))

@@ -31,8 +31,17 @@ ROW_KEYS = ("model", "system", "trajectories", "seed", *METRIC_NAMES, "seconds")
 # (one ABA per stage, overhead-bound: nearly flat in the batch size) measured against lnode-rk4 on
 # the pendulum, training epochs at N = 8 / 32 / 128: robot-rk4 2.2x / 2.0x / 0.9x (1.4x over the
 # three), robot-midpoint 1.1x / 1.0x / 0.4x (0.66x)
-_COST = {"lnode-rk4": 6, "e2e-symo": 6, "lnode-midpoint": 3, "symo": 3, "node-rk4": 1.5, "node-midpoint": 1, "mlp": 0.5,
-         "robot-rk4": 8, "robot-midpoint": 4}
+_COST = {
+    "lnode-rk4": 6,
+    "e2e-symo": 6,
+    "lnode-midpoint": 3,
+    "symo": 3,
+    "node-rk4": 1.5,
+    "node-midpoint": 1,
+    "mlp": 0.5,
+    "robot-rk4": 8,
+    "robot-midpoint": 4,
+}
 
 
 @dataclass
@@ -61,8 +70,11 @@ class SweepConfig:
             if not getattr(self, name):
                 raise InputError("give at least one", owner="SweepConfig", field=name)
         if any(n < 1 for n in self.trajectories):
-            raise InputError(f"every N must be at least 1, got {list(self.trajectories)}", owner="SweepConfig",
-                             field="trajectories")
+            raise InputError(
+                f"every N must be at least 1, got {list(self.trajectories)}",
+                owner="SweepConfig",
+                field="trajectories",
+            )
 
     def train_configs(self) -> list[TrainConfig]:
         return [TrainConfig(model=m, system=self.system, trajectories=n, epochs=self.epochs,
@@ -101,11 +113,19 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, executor=None, ctx: JobC
     else:
         ds = load_dataset(data_path)
         if ds.config.system != config.system or len(ds.train_x) < max(config.trajectories):
-            raise ValueError(f"{data_path}: data set must be for {config.system} with >= {max(config.trajectories)} "
-                             "training trajectories")
+            raise ValueError(
+                f"{data_path}: data set must be for {config.system} with >= {max(config.trajectories)} "
+                "training trajectories"
+            )
     configs = sorted(config.train_configs(), key=lambda c: -_COST.get(c.model, 3) * (c.trajectories + 8))
-    tasks = [{"config": c.to_dict(), "data": str(data_path),
-              "checkpoint_dir": str(out / "runs" / f"{c.model}-N{c.trajectories}-s{c.seed}")} for c in configs]
+    tasks = [
+        {
+            "config": c.to_dict(),
+            "data": str(data_path),
+            "checkpoint_dir": str(out / "runs" / f"{c.model}-N{c.trajectories}-s{c.seed}"),
+        }
+        for c in configs
+    ]
     executor = executor or get_executor("local")
     rows: list[dict | None] = [None] * len(tasks)
     t0 = time.perf_counter()
@@ -113,7 +133,9 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, executor=None, ctx: JobC
     def on_done(i, row):
         rows[i] = row
         done = sum(r is not None for r in rows)
-        metrics = {k: row[k] for k in ("integration_mse", "trajectories") if isinstance(row.get(k), (int, float))}
+        metrics = {
+            k: row[k] for k in ("integration_mse", "trajectories") if isinstance(row.get(k), (int, float))
+        }
         ctx.progress(done / len(tasks), f"{done}/{len(tasks)} runs ({row['model']} N={row['trajectories']}) "
                      f"{time.perf_counter() - t0:.0f} s", metrics)
 

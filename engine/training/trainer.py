@@ -27,14 +27,28 @@ from engine.io import save_tensors, write_json
 from engine.jobs import JobContext
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.models.registry import build_model
+from engine.runs import LAST_FINITE, Run, fingerprint, restore_training_state, training_state
 from engine.runtime import tune_malloc
 from engine.training.config import TrainConfig
 from engine.training.metrics import evaluate
 from engine.training_loop import EpochOutcome, TrainingDiverged, train_epochs
-from engine.runs import LAST_FINITE, Run, fingerprint, restore_training_state, training_state
 
-__all__ = ["DynamicsTrainee", "TrainingBatches", "TrainingDiverged", "TrainResult", "adam_optimizer", "build_for", "cancelled_message",
-           "check_metrics", "data_source_of", "fit", "new_run", "recording", "train_model", "write_model_files"]
+__all__ = [
+    "DynamicsTrainee",
+    "TrainingBatches",
+    "TrainingDiverged",
+    "TrainResult",
+    "adam_optimizer",
+    "build_for",
+    "cancelled_message",
+    "check_metrics",
+    "data_source_of",
+    "fit",
+    "new_run",
+    "recording",
+    "train_model",
+    "write_model_files",
+]
 
 
 @dataclass
@@ -152,8 +166,11 @@ class DynamicsTrainee:
             ctx.check_cancelled()
         epoch_loss = total / W
         if epoch_loss > self.limit:
-            return EpochOutcome(epoch_loss, diverged=f"the loss is {epoch_loss:.3g}, over {self.limit:.0e} (the "
-                                                     f"untrained model's was {self.reference:.3g})")
+            return EpochOutcome(
+                epoch_loss,
+                diverged=f"the loss is {epoch_loss:.3g}, over {self.limit:.0e} (the "
+                f"untrained model's was {self.reference:.3g})",
+            )
         self.sched.step(epoch_loss)
         return EpochOutcome(epoch_loss, {"loss": epoch_loss, "lr": opt.param_groups[0]["lr"]},
                             steps=batches.per_epoch())
@@ -210,15 +227,26 @@ def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
     trainee = DynamicsTrainee(model, dataset, config, batches, run)
     if not resume:
         trainee.set_reference(_untrained_loss(model, batches))
-    result = train_epochs(trainee, config.epochs, ctx, run, resume=resume, checkpoint_every=config.checkpoint_every,
-                          span=progress_span)
+    result = train_epochs(
+        trainee,
+        config.epochs,
+        ctx,
+        run,
+        resume=resume,
+        checkpoint_every=config.checkpoint_every,
+        span=progress_span,
+    )
     return TrainResult(model=model, losses=result.losses, seconds=result.seconds, epochs=config.epochs)
 
 
 def cancelled_message(run: Run) -> str:
     """What a cancelled or interrupted run kept, in one line."""
-    kept = (f"its checkpoint of epoch {run.epoch} is kept in {run.path / 'checkpoints' / 'last'} (continue it "
-            f"with --resume {run.path})" if run.epoch else "it had no checkpoint yet")
+    kept = (
+        f"its checkpoint of epoch {run.epoch} is kept in {run.path / 'checkpoints' / 'last'} (continue it "
+        f"with --resume {run.path})"
+        if run.epoch
+        else "it had no checkpoint yet"
+    )
     untouched = f" ({run.destination} is as it was)" if run.staged else ""
     return f"cancelled before the end; {kept}; no final model was written{untouched}"
 
@@ -232,13 +260,17 @@ def _diverged_message(config: TrainConfig, epoch: int, what: str, good_epoch: in
             f"{epoch}: {what}{kept}{untouched}. Try a lower learning rate.")
 
 
-def new_run(path: str | Path, model: LearnedDynamics, config: TrainConfig, dataset, data_source: dict | None = None):
+def new_run(
+    path: str | Path, model: LearnedDynamics, config: TrainConfig, dataset, data_source: dict | None = None
+):
     """A :class:`~engine.runs.Run` for training ``model`` with ``config`` on ``dataset``:
     the full config (training, model spec, data source) and the system and data fingerprints."""
     system = dataset.system.describe()
     run_config = {"train": config.to_dict(), "model": {"type": model.name, "spec": model.spec.to_dict()},
                   "data": data_source or data_source_of(dataset), "system": system}
-    return Run.create(path, "learn", run_config, {"system": fingerprint(system), "data": dataset.fingerprint()})
+    return Run.create(
+        path, "learn", run_config, {"system": fingerprint(system), "data": dataset.fingerprint()}
+    )
 
 
 def data_source_of(dataset) -> dict:
@@ -264,8 +296,11 @@ def train_model(config: TrainConfig, dataset: TrajectoryDataset, ctx: JobContext
     if isinstance(checkpoint_dir, Run):
         run = checkpoint_dir
     elif checkpoint_dir is not None:
-        run = Run.open(checkpoint_dir, "learn", write=True) if resume else new_run(checkpoint_dir, model, config,
-                                                                                    dataset)
+        run = (
+            Run.open(checkpoint_dir, "learn", write=True)
+            if resume
+            else new_run(checkpoint_dir, model, config, dataset)
+        )
     with recording(run):
         result = fit(model, dataset, config, ctx, run, progress_span, resume=resume)
     metrics = evaluate(model, dataset.subset(config.trajectories))
@@ -299,6 +334,19 @@ def check_metrics(metrics: dict, model: LearnedDynamics, config: TrainConfig, da
     if run is not None:
         meta = _model_meta(model, config, dataset, epoch, status="metrics not finite")
         path = run.save_files(LAST_FINITE, lambda tmp: write_model_files(tmp, model, meta))
-        run.end("diverged", f"the metrics {', '.join(bad)} are not finite after epoch {epoch}", metrics=metrics)
-    raise TrainingDiverged(_diverged_message(config, epoch, f"the metrics {', '.join(bad)} are not finite (the "
-                                             "model's predictions blow up)", epoch, path, run), epoch, epoch, path)
+        run.end(
+            "diverged", f"the metrics {', '.join(bad)} are not finite after epoch {epoch}", metrics=metrics
+        )
+    raise TrainingDiverged(
+        _diverged_message(
+            config,
+            epoch,
+            f"the metrics {', '.join(bad)} are not finite (the model's predictions blow up)",
+            epoch,
+            path,
+            run,
+        ),
+        epoch,
+        epoch,
+        path,
+    )

@@ -21,7 +21,6 @@ def _quit_without_asking_and_own_runs_folder(monkeypatch, tmp_path_factory):
     """Windows closed at teardown discard unsaved work (the quit prompt's tests answer it
     themselves), and each test's Model lab lists only the runs that test made."""
     import app.main_window
-
     import app.workspaces.model_lab.page as lab_page
 
     monkeypatch.setattr(app.main_window, "ask_unsaved", lambda parent, lines: "discard")

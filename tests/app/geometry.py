@@ -60,7 +60,9 @@ def layout_problems(window: QWidget, width: int, height: int, tolerance: int = 1
         if hint.width() > width:
             problems.append(f"the window needs at least {hint.width()} px of width, the screen has {width}")
         if hint.height() > height:
-            problems.append(f"the window needs at least {hint.height()} px of height, the screen has {height}")
+            problems.append(
+                f"the window needs at least {hint.height()} px of height, the screen has {height}"
+            )
         if window.width() > width + tolerance or window.height() > height + tolerance:
             problems.append(f"the window is {window.width()} x {window.height()}, asked {width} x {height}")
         top = window
@@ -69,10 +71,13 @@ def layout_problems(window: QWidget, width: int, height: int, tolerance: int = 1
         room_h = height - (window.height() - page.height())
         hint = page.minimumSizeHint().expandedTo(page.minimumSize())
         if hint.width() > room_w:
-            problems.append(f"{_name(page)} needs at least {hint.width()} px of width, the window leaves it {room_w}")
+            problems.append(
+                f"{_name(page)} needs at least {hint.width()} px of width, the window leaves it {room_w}"
+            )
         if hint.height() > room_h:
-            problems.append(f"{_name(page)} needs at least {hint.height()} px of height, the window leaves it "
-                            f"{room_h}")
+            problems.append(
+                f"{_name(page)} needs at least {hint.height()} px of height, the window leaves it {room_h}"
+            )
         top = page
     outer = top.rect().adjusted(-tolerance, -tolerance, tolerance, tolerance)
     for w in top.findChildren(QWidget):

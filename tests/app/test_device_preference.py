@@ -61,16 +61,17 @@ def test_cuda_is_refused_where_there_is_none_and_a_stored_cuda_falls_back_to_cpu
 
 
 def test_the_jobs_that_train_follow_the_preference(monkeypatch):
+    from app.workspaces.model_lab import lab_jobs
     from engine.data import DatasetConfig, generate_dataset
     from engine.training import compare
-
-    from app.workspaces.model_lab import lab_jobs
     from engine.training.config import TrainConfig
 
     ds = generate_dataset(DatasetConfig(system="pendulum", train_trajectories=2, test_trajectories=2,
                                         long_term_trajectories=1, long_term_steps=10))
     seen = []
-    monkeypatch.setattr(compare, "train_and_evaluate", lambda model_type, dataset, cfg, *a, **k: seen.append(cfg.device))
+    monkeypatch.setattr(
+        compare, "train_and_evaluate", lambda model_type, dataset, cfg, *a, **k: seen.append(cfg.device)
+    )
     pref.set_preferred_device("auto")
     lab_jobs.train_job("node-rk4", ds, TrainConfig(model="node-rk4", trajectories=2, epochs=1), None)(None)
     assert seen == ["auto"]
@@ -82,7 +83,9 @@ def test_the_view_menu_offers_the_devices_and_remembers_the_choice(make_window, 
     monkeypatch.setattr(devices, "cuda_available", lambda: False)
     monkeypatch.setattr(pref, "cuda_available", lambda: False)
     window = make_window()
-    actions = {a.objectName(): a for a in window.device_menu.actions() if a.objectName().startswith("device_")}
+    actions = {
+        a.objectName(): a for a in window.device_menu.actions() if a.objectName().startswith("device_")
+    }
     assert [*actions] == ["device_cpu", "device_auto", "device_cuda"]
     assert actions["device_cpu"].isChecked() and not actions["device_cuda"].isEnabled()
     assert "No CUDA GPU" in actions["device_cuda"].toolTip()
@@ -126,7 +129,9 @@ def test_every_job_the_app_runs_gets_the_preferred_threads_on_its_worker_thread(
 
 def test_the_menu_offers_the_threads_and_remembers_the_choice(make_window):
     window = make_window()
-    actions = {a.objectName(): a for a in window.device_menu.actions() if a.objectName().startswith("threads_")}
+    actions = {
+        a.objectName(): a for a in window.device_menu.actions() if a.objectName().startswith("threads_")
+    }
     assert [*actions][:2] == ["threads_auto", "threads_1"] and actions["threads_auto"].isChecked()
     actions["threads_1"].trigger()
     assert pref.preferred_threads() == 1 and window.settings.value(pref.THREADS_KEY) == "1"

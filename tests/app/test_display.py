@@ -50,9 +50,22 @@ def test_libraries_map_to_debian_packages_and_unknown_ones_are_named():
 
 
 def test_every_package_of_the_old_apt_line_is_known():
-    for package in ["libxcb-icccm4", "libxcb-image0", "libxcb-keysyms1", "libxcb-randr0", "libxcb-render-util0",
-                    "libxcb-shape0", "libxcb-xkb1", "libxkbcommon-x11-0", "libxcb-cursor0", "libgl1", "libegl1",
-                    "libglib2.0-0", "libfontconfig1", "libdbus-1-3"]:
+    for package in [
+        "libxcb-icccm4",
+        "libxcb-image0",
+        "libxcb-keysyms1",
+        "libxcb-randr0",
+        "libxcb-render-util0",
+        "libxcb-shape0",
+        "libxcb-xkb1",
+        "libxkbcommon-x11-0",
+        "libxcb-cursor0",
+        "libgl1",
+        "libegl1",
+        "libglib2.0-0",
+        "libfontconfig1",
+        "libdbus-1-3",
+    ]:
         assert package in display.DEBIAN_PACKAGES.values()
 
 
@@ -154,8 +167,16 @@ def _fake_reports(dev, monkeypatch, reports: list[dict]):
 MISSING = {"platform": "xcb", "missing_libraries": ["libxcb-cursor.so.0"], "packages": ["libxcb-cursor0"],
            "unknown_libraries": [], "display": "xvfb", "probe": None, "debian": True,
            "message": display.describe_missing(["libxcb-cursor.so.0"], debian=True, root=False)}
-FINE = {"platform": "xcb", "missing_libraries": [], "packages": [], "unknown_libraries": [], "display": "xvfb",
-        "probe": {"ok": True, "said": ""}, "debian": True, "message": None}
+FINE = {
+    "platform": "xcb",
+    "missing_libraries": [],
+    "packages": [],
+    "unknown_libraries": [],
+    "display": "xvfb",
+    "probe": {"ok": True, "said": ""},
+    "debian": True,
+    "message": None,
+}
 
 
 def test_dev_installs_missing_packages_when_it_may_then_checks_again(monkeypatch):
@@ -189,7 +210,9 @@ def test_dev_asks_for_xvfb_when_tests_have_no_screen(monkeypatch):
 
 def test_dev_reports_what_qt_said_when_it_cannot_start(monkeypatch):
     dev = load_dev()
-    _fake_reports(dev, monkeypatch, [dict(FINE, probe={"ok": False, "said": "qt.qpa.xcb: could not connect"})])
+    _fake_reports(
+        dev, monkeypatch, [dict(FINE, probe={"ok": False, "said": "qt.qpa.xcb: could not connect"})]
+    )
     with pytest.raises(dev.SystemCheckError, match="could not connect") as info:
         dev.system_check(Path(sys.executable), need_display=True)
     assert "QT_DEBUG_PLUGINS=1" in str(info.value)
@@ -204,7 +227,9 @@ def test_dev_failing_apt_get_still_ends_in_the_command(monkeypatch):
         raise subprocess.CalledProcessError(100, cmd)
 
     monkeypatch.setattr(dev, "call", fail)
-    with pytest.raises(dev.SystemCheckError, match="apt-get install -y --no-install-recommends libxcb-cursor0"):
+    with pytest.raises(
+        dev.SystemCheckError, match="apt-get install -y --no-install-recommends libxcb-cursor0"
+    ):
         dev.system_check(Path(sys.executable), need_display=True)
 
 

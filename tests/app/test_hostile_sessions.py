@@ -72,8 +72,8 @@ def test_a_car_session_with_a_50_million_step_plan_is_refused_whole_and_the_trac
 
 
 def test_the_car_form_takes_its_ranges_from_the_plan_limits(make_window):
-    from engine.car.scenarios import MAX_HORIZON, MAX_START_SPEED, MIN_HORIZON, Plan
     from engine.car.costs import Target
+    from engine.car.scenarios import MAX_HORIZON, MAX_START_SPEED, MIN_HORIZON, Plan
 
     window = make_window()
     page = window.show_workspace("car")

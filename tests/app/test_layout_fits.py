@@ -31,10 +31,14 @@ def test_workspace_fits_every_screen(make_window, workspace):
 
         config = DatasetConfig(system="pendulum", train_trajectories=2, test_trajectories=2,
                                   long_term_trajectories=2, long_term_steps=20)
-        page.data_panel.set_dataset(generate_dataset(config), {"kind": "generated", "config": config.to_dict()})
+        page.data_panel.set_dataset(
+            generate_dataset(config), {"kind": "generated", "config": config.to_dict()}
+        )
         assert page.compare_stack.currentWidget() is page.compare_panel
         for width, height in SCREENS:
-            assert layout_problems(window, width, height, page=page) == [], f"with data, at {width} x {height}"
+            assert layout_problems(window, width, height, page=page) == [], (
+                f"with data, at {width} x {height}"
+            )
 
 
 def test_the_eigenmode_result_tabs_all_show_at_1366(make_window):

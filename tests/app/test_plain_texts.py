@@ -33,7 +33,10 @@ def test_model_lab_titles_are_plain_and_name_the_real_menu_item(make_window):
 
     said = " ".join(STEPS).replace("&gt;", ">")
     named = re.findall(r"File > ([^(]+?) \(", said)
-    assert named and all(n in _menu_texts(window, "File") for n in named), (named, _menu_texts(window, "File"))
+    assert named and all(n in _menu_texts(window, "File") for n in named), (
+        named,
+        _menu_texts(window, "File"),
+    )
 
 
 def test_the_user_guide_opens_inside_the_app_with_its_pictures(make_window, qtbot):
@@ -56,10 +59,14 @@ def test_the_user_guide_opens_inside_the_app_with_its_pictures(make_window, qtbo
     headings = re.findall(r"^## (.+)$", guide, flags=re.M)
     assert headings and all(h in text for h in headings)            # rendered, not shown as source
     assert "## " not in text
-    image = dialog.browser.document().resource(QTextDocument.ResourceType.ImageResource, "images/model_lab.png")
+    image = dialog.browser.document().resource(
+        QTextDocument.ResourceType.ImageResource, "images/model_lab.png"
+    )
     assert image is not None and not image.isNull()                 # its pictures resolve beside it
     screen = dialog.screen().availableGeometry()
-    assert dialog.width() <= min(900, screen.width() - 80) and dialog.height() <= min(700, screen.height() - 100)
+    assert dialog.width() <= min(900, screen.width() - 80) and dialog.height() <= min(
+        700, screen.height() - 100
+    )
 
 
 def test_the_guide_ships_with_the_app():

@@ -324,7 +324,10 @@ def test_a_users_mistake_in_a_job_is_one_plain_line_with_the_traceback_behind_de
     qtbot.waitUntil(lambda: bool(_visible_error_dialogs(window)))
     dialog = _visible_error_dialogs(window)[-1]
     assert dialog.windowTitle() == "Reaching the targets failed"
-    assert dialog.text().startswith("cart.csv, line 3: 'abc' is not a number") and "LogError" not in dialog.text()
+    assert (
+        dialog.text().startswith("cart.csv, line 3: 'abc' is not a number")
+        and "LogError" not in dialog.text()
+    )
     assert "Traceback" in dialog.detailedText() and "bad_log" in dialog.detailedText()
     dialog.close()
     qtbot.waitUntil(lambda: "'abc' is not a number" in _console(window))
@@ -470,6 +473,8 @@ def test_getting_started_compares_models_on_a_log_in_one_click(make_window, qtbo
     qtbot.waitUntil(panel.robot_button.isEnabled, timeout=30_000)
     qtbot.mouseClick(panel.robot_button, Qt.MouseButton.LeftButton)
     robot = window.pages["robot"]
-    qtbot.waitUntil(lambda: robot.replay.state.replay is not None and robot.robot.model.dof == 1, timeout=120_000)
+    qtbot.waitUntil(
+        lambda: robot.replay.state.replay is not None and robot.robot.model.dof == 1, timeout=120_000
+    )
     assert window.current_workspace() == "robot" and robot.replay.ghost_button.isEnabled()
     window.jobs.cancel_all()

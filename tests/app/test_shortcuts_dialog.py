@@ -39,7 +39,9 @@ def test_shortcuts_once_each_and_the_mouse_controls(make_window, qtbot):
     assert sum(t == "Undo" for t in texts) == 1
     for what, how in MOUSE_CONTROLS:
         assert what in texts and f"<b>{how}</b>" in texts
-    assert any("Orbit" in what for what, _ in MOUSE_CONTROLS) and any("Wheel" in how for _, how in MOUSE_CONTROLS)
+    assert any("Orbit" in what for what, _ in MOUSE_CONTROLS) and any(
+        "Wheel" in how for _, how in MOUSE_CONTROLS
+    )
     size = dialog.sizeHint()
     assert size.width() <= 1366 - 40 and size.height() <= 768 - 80, size
     assert not dialog.findChildren(QAbstractScrollArea)

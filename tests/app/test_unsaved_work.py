@@ -82,7 +82,9 @@ def test_the_lab_folder_is_in_the_user_data_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("LAGRANGE_RUNS_DIR")
     import platformdirs
 
-    assert lab_page.lab_folder().is_relative_to(platformdirs.user_data_dir("lagrange-studio", "Lagrange Studio"))
+    assert lab_page.lab_folder().is_relative_to(
+        platformdirs.user_data_dir("lagrange-studio", "Lagrange Studio")
+    )
 
 
 def test_models_on_no_disk_are_unsaved_and_save_keeps_them(ctx, qtbot):

@@ -109,15 +109,28 @@ def _raising(exc):
     return func
 
 
-@pytest.mark.parametrize("exc, expected", [
-    (InputError("expected a positive integer, got 0", owner="TrainConfig", field="epochs"),
-     "error: --epochs: expected a positive integer, got 0"),
-    (ValueError("LogError: ValueError: cart.csv, line 3: 'abc' is not a number"),
-     "error: cart.csv, line 3: 'abc' is not a number"),
-    (FileNotFoundError(2, "No such file or directory", "data/x.csv"), "error: data/x.csv: not found; check the path"),
-    (PermissionError(13, "Permission denied", "/ro/out"), "error: /ro/out: permission denied"),
-    (IsADirectoryError(21, "Is a directory", "runs"), "error: runs: is a folder where a file is expected"),
-])
+@pytest.mark.parametrize(
+    "exc, expected",
+    [
+        (
+            InputError("expected a positive integer, got 0", owner="TrainConfig", field="epochs"),
+            "error: --epochs: expected a positive integer, got 0",
+        ),
+        (
+            ValueError("LogError: ValueError: cart.csv, line 3: 'abc' is not a number"),
+            "error: cart.csv, line 3: 'abc' is not a number",
+        ),
+        (
+            FileNotFoundError(2, "No such file or directory", "data/x.csv"),
+            "error: data/x.csv: not found; check the path",
+        ),
+        (PermissionError(13, "Permission denied", "/ro/out"), "error: /ro/out: permission denied"),
+        (
+            IsADirectoryError(21, "Is a directory", "runs"),
+            "error: runs: is a folder where a file is expected",
+        ),
+    ],
+)
 def test_user_errors_are_one_plain_line_with_exit_code_2(monkeypatch, capsys, exc, expected):
     monkeypatch.setattr(cli, "_command_modules", lambda: [_fake_command(_raising(exc))])
     assert cli.main(["boom"]) == 2

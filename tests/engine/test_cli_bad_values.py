@@ -60,29 +60,133 @@ def _base_args(path: tuple[str, ...], tmp) -> list[str]:
         ("bench", "rbd"): ["--threads", "1", "--repeats", "1", "--min-time", "0.001", "--batch", "1"],
         ("car", "train"): ["--out", str(tmp / "car"), "--minutes", "0.05", "--epochs", "1", "--hidden", "8"],
         ("car", "plan"): ["--max-iterations", "1", "--candidates", "1", "--model", "sim"],
-        ("car", "mpc"): ["--laps", "1", "--horizon", "5", "--iterations", "1", "--max-seconds", "0.5", "--model", "sim"],
+        ("car", "mpc"): [
+            "--laps",
+            "1",
+            "--horizon",
+            "5",
+            "--iterations",
+            "1",
+            "--max-seconds",
+            "0.5",
+            "--model",
+            "sim",
+        ],
         ("car", "select"): ["--seeds", "1", "--epochs", "1", "--minutes", "0.05"],
         ("eigenmode", "learn"): ["--out", str(tmp / "mode"), "--epochs", "1", "--hidden", "8"],
-        ("eigenmode", "stabilise"): ["--mode", str(tmp / "mode"), "--periods", "0.2", "--multiplier-steps", "4",
-                                     "--settle-periods", "0.1"],
-        ("eigenmode", "sweep"): ["--out", str(tmp / "sweep"), "--epochs", "1", "--hidden", "8", "--effort-weights",
-                                 "0.1", "--periods", "2.5"],
-        ("identify", "log"): [str(logs / "pendulum_friction.csv"), "--mapping",
-                              str(logs / "pendulum_friction.mapping.json"), "--epochs", "1", "--blackbox-steps", "1"],
-        ("learn", "data"): ["--out", str(tmp / "d.npz"), "--trajectories", "2", "--test-trajectories", "2",
-                            "--long-term-steps", "5"],
+        ("eigenmode", "stabilise"): [
+            "--mode",
+            str(tmp / "mode"),
+            "--periods",
+            "0.2",
+            "--multiplier-steps",
+            "4",
+            "--settle-periods",
+            "0.1",
+        ],
+        ("eigenmode", "sweep"): [
+            "--out",
+            str(tmp / "sweep"),
+            "--epochs",
+            "1",
+            "--hidden",
+            "8",
+            "--effort-weights",
+            "0.1",
+            "--periods",
+            "2.5",
+        ],
+        ("identify", "log"): [
+            str(logs / "pendulum_friction.csv"),
+            "--mapping",
+            str(logs / "pendulum_friction.mapping.json"),
+            "--epochs",
+            "1",
+            "--blackbox-steps",
+            "1",
+        ],
+        ("learn", "data"): [
+            "--out",
+            str(tmp / "d.npz"),
+            "--trajectories",
+            "2",
+            "--test-trajectories",
+            "2",
+            "--long-term-steps",
+            "5",
+        ],
         ("learn", "train"): ["--trajectories", "2", "--epochs", "1", "--hidden", "8"],
-        ("learn", "sweep"): ["--out", str(tmp / "sw"), "--executor", "inline", "--models", "node-rk4",
-                             "--trajectories", "2", "--seeds", "0", "--epochs", "1"],
-        ("learn", "reproduce"): ["symo-pendulum", "--out", str(tmp / "rp"), "--executor", "inline", "--models",
-                                 "node-rk4", "--trajectories", "2", "--seeds", "0", "--epochs", "1"],
-        ("learn", "compare"): ["--log", cart[0], "--mapping", cart[2], "--models", "mlp", "--epochs", "1",
-                               "--hidden", "8", "--steps", "2", "--horizon", "2"],
+        ("learn", "sweep"): [
+            "--out",
+            str(tmp / "sw"),
+            "--executor",
+            "inline",
+            "--models",
+            "node-rk4",
+            "--trajectories",
+            "2",
+            "--seeds",
+            "0",
+            "--epochs",
+            "1",
+        ],
+        ("learn", "reproduce"): [
+            "symo-pendulum",
+            "--out",
+            str(tmp / "rp"),
+            "--executor",
+            "inline",
+            "--models",
+            "node-rk4",
+            "--trajectories",
+            "2",
+            "--seeds",
+            "0",
+            "--epochs",
+            "1",
+        ],
+        ("learn", "compare"): [
+            "--log",
+            cart[0],
+            "--mapping",
+            cart[2],
+            "--models",
+            "mlp",
+            "--epochs",
+            "1",
+            "--hidden",
+            "8",
+            "--steps",
+            "2",
+            "--horizon",
+            "2",
+        ],
         ("logs", "prepare"): cart + ["--out", str(tmp / "p.npz")],
-        ("robot", "ik"): ["planar_2link", "--link", "tool", "--target", "0.86", "0", "0.47", "--position-only",
-                          "--n-starts", "1"],
-        ("robot", "identify"): ["pendulum", "--duration", "0.5", "--test-duration", "0.5", "--epochs", "1",
-                                "--rate-hz", "50", "--n-sines", "1"],
+        ("robot", "ik"): [
+            "planar_2link",
+            "--link",
+            "tool",
+            "--target",
+            "0.86",
+            "0",
+            "0.47",
+            "--position-only",
+            "--n-starts",
+            "1",
+        ],
+        ("robot", "identify"): [
+            "pendulum",
+            "--duration",
+            "0.5",
+            "--test-duration",
+            "0.5",
+            "--epochs",
+            "1",
+            "--rate-hz",
+            "50",
+            "--n-sines",
+            "1",
+        ],
     }
     return list(table.get(path, []))
 
@@ -139,13 +243,19 @@ def test_bad_numeric_values(path, option, typ, nargs, tmp_path, monkeypatch):
     monkeypatch.setenv("LAGRANGE_MEMORY_BUDGET", "2G")
     monkeypatch.chdir(tmp_path)
     if path == ("eigenmode", "stabilise"):
-        code, err = run_cli(["eigenmode", "learn", "--out", str(tmp_path / "mode"), "--epochs", "1", "--hidden", "8"])
+        code, err = run_cli(
+            ["eigenmode", "learn", "--out", str(tmp_path / "mode"), "--epochs", "1", "--hidden", "8"]
+        )
         assert code == 0, err
     failures = []
     for value in BAD_VALUES:
         if option in COORDINATES and value in ("-1", "0"):
             continue
-        count = 3 if option in ("--target",) and path == ("robot", "ik") else (nargs if isinstance(nargs, int) else 1)
+        count = (
+            3
+            if option in ("--target",) and path == ("robot", "ik")
+            else (nargs if isinstance(nargs, int) else 1)
+        )
         argv = [*path, *_with(_base_args(path, tmp_path), option, [value] * count)]
         code, err = run_cli(argv)
         if code not in (0, 2) or "Traceback" in err:

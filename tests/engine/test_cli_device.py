@@ -38,7 +38,11 @@ def _leaf_parsers(parser, path=()):
 
 
 def _commands():
-    return [(path, leaf) for path, leaf in _leaf_parsers(cli.build_parser()) if path and path[0] in COMPUTING_GROUPS]
+    return [
+        (path, leaf)
+        for path, leaf in _leaf_parsers(cli.build_parser())
+        if path and path[0] in COMPUTING_GROUPS
+    ]
 
 
 def _computing():
@@ -57,7 +61,11 @@ def _required_argv(parser) -> list[str]:
             continue
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
-        value = str(list(action.choices)[0]) if action.choices else ("1" if action.type not in (None, str) else "x")
+        value = (
+            str(list(action.choices)[0])
+            if action.choices
+            else ("1" if action.type not in (None, str) else "x")
+        )
         count = action.nargs if isinstance(action.nargs, int) else 1
         argv += ([action.option_strings[-1]] if action.option_strings else []) + [value] * count
     return argv
@@ -74,7 +82,9 @@ def test_every_computing_group_exists_and_the_exceptions_are_real_commands():
 def test_each_computing_command_has_the_device_option(path):
     parser = dict(_commands())[path]
     action = _device_action(parser)
-    assert action is not None, f"`{' '.join(path)}` computes but has no --device (or list it in NOT_COMPUTING)"
+    assert action is not None, (
+        f"`{' '.join(path)}` computes but has no --device (or list it in NOT_COMPUTING)"
+    )
     assert action.default == "cpu"
     for name in ("cpu", "auto", "cuda", "cuda:1"):
         assert parser.parse_args([*_required_argv(parser), "--device", name]).device == name
@@ -143,8 +153,28 @@ def test_robot_ik_and_simulate_run_with_auto(capsys):
 
 def test_learn_train_runs_on_the_cpu_and_records_the_device(tmp_path, capsys):
     out = tmp_path / "run"
-    assert cli.main(["learn", "train", "--model", "node-rk4", "--trajectories", "2", "--epochs", "2", "--hidden", "8",
-                     "--device", "auto", "--out", str(out), "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "learn",
+                "train",
+                "--model",
+                "node-rk4",
+                "--trajectories",
+                "2",
+                "--epochs",
+                "2",
+                "--hidden",
+                "8",
+                "--device",
+                "auto",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert config["train"]["device"] == "cpu"   # auto, resolved here
     from safetensors.torch import load_file

@@ -41,18 +41,63 @@ def test_data_command(data):
 
 def test_sweep_json_schema_with_local_processes(data, tmp_path, capsys):
     capsys.readouterr()
-    assert main(["learn", "sweep", "--system", "pendulum", "--models", "node-rk4,e2e-symo", "--trajectories", "1,2",
-                 "--epochs", "2", "--data", str(data), "--workers", "2", "--out", str(tmp_path / "sw"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                "sweep",
+                "--system",
+                "pendulum",
+                "--models",
+                "node-rk4,e2e-symo",
+                "--trajectories",
+                "1,2",
+                "--epochs",
+                "2",
+                "--data",
+                str(data),
+                "--workers",
+                "2",
+                "--out",
+                str(tmp_path / "sw"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     _check_rows(rows, ["node-rk4", "e2e-symo"], [1, 2])
-    assert (tmp_path / "sw" / "results.csv").exists() and (tmp_path / "sw" / "runs" / "e2e-symo-N2-s0" / "model.json").exists()
+    assert (tmp_path / "sw" / "results.csv").exists() and (
+        tmp_path / "sw" / "runs" / "e2e-symo-N2-s0" / "model.json"
+    ).exists()
 
 
 def test_reproduce_writes_table_and_figure(data, tmp_path, capsys):
     capsys.readouterr()
     out = tmp_path / "rep"
-    assert main(["learn", "reproduce", "symo-pendulum", "--epochs", "1", "--trajectories", "8", "--models",
-                 "symo,lnode-midpoint", "--executor", "inline", "--data", str(data), "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                "reproduce",
+                "symo-pendulum",
+                "--epochs",
+                "1",
+                "--trajectories",
+                "8",
+                "--models",
+                "symo,lnode-midpoint",
+                "--executor",
+                "inline",
+                "--data",
+                str(data),
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     _check_rows(result["rows"], ["symo", "lnode-midpoint"], [8])
     assert result["comparison"][0]["paper_integration_mse"] == 0.023
@@ -60,7 +105,12 @@ def test_reproduce_writes_table_and_figure(data, tmp_path, capsys):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     table = json.loads((out / "results.json").read_text())
     assert [r["model"] for r in table] == ["symo", "lnode-midpoint"]
-    assert (out / "results.csv").read_text().splitlines()[0].startswith("model,system,trajectories,seed,train_mse")
+    assert (
+        (out / "results.csv")
+        .read_text()
+        .splitlines()[0]
+        .startswith("model,system,trajectories,seed,train_mse")
+    )
 
 
 def test_train_command_and_bad_input(tmp_path, capsys):
@@ -74,7 +124,9 @@ def test_train_command_and_bad_input(tmp_path, capsys):
 
 
 def test_bench_learn_json_schema(capsys):
-    assert main(["bench", "learn", "--json", "--steps", "1", "--epochs", "10", "--models", "node-midpoint"]) == 0
+    assert (
+        main(["bench", "learn", "--json", "--steps", "1", "--epochs", "10", "--models", "node-midpoint"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert set(out["steps_per_second"]) == {"node-midpoint"}
     assert all(v > 0 for v in out["steps_per_second"].values())
@@ -97,16 +149,61 @@ def test_acrobot_data_train_and_reproduce(tmp_path, capsys):
     desc = json.loads(capsys.readouterr().out)
     assert desc["h"] == 0.05 and desc["system"]["name"] == "acrobot"
     assert desc["shapes"]["train_x"] == [2, 34, 4] and desc["shapes"]["long_x"] == [16, 12, 4]
-    assert main(["learn", "train", "--system", "acrobot", "--model", "symo", "--trajectories", "2", "--epochs", "2",
-                 "--hidden", "16", "--data", str(data), "--out", str(tmp_path / "m"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                "train",
+                "--system",
+                "acrobot",
+                "--model",
+                "symo",
+                "--trajectories",
+                "2",
+                "--epochs",
+                "2",
+                "--hidden",
+                "16",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "m"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     row = json.loads(capsys.readouterr().out)["row"]
     assert row["system"] == "acrobot" and row["model"] == "symo" and math.isfinite(row["test_mse"])
     model_json = json.loads((tmp_path / "m" / "model.json").read_text())
     assert "acrobot" in json.dumps(model_json)
     out = tmp_path / "rep"
-    assert main(["learn", "reproduce", "symo-acrobot", "--epochs", "1", "--trajectories", "2", "--models", "node-rk4",
-                 "--executor", "inline", "--data", str(data), "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                "reproduce",
+                "symo-acrobot",
+                "--epochs",
+                "1",
+                "--trajectories",
+                "2",
+                "--models",
+                "node-rk4",
+                "--executor",
+                "inline",
+                "--data",
+                str(data),
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
-    assert [(r["system"], r["model"], r["trajectories"]) for r in result["rows"]] == [("acrobot", "node-rk4", 2)]
+    assert [(r["system"], r["model"], r["trajectories"]) for r in result["rows"]] == [
+        ("acrobot", "node-rk4", 2)
+    ]
     assert result["comparison"] == [] and json.loads((out / "comparison.json").read_text()) == []
     assert json.loads((out / "results.json").read_text())[0]["integration_mse_state"] is not None

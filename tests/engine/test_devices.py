@@ -61,7 +61,9 @@ def test_a_learned_model_is_built_on_the_configs_device(monkeypatch):
     ds = _small_dataset()
     model = trainer.build_for(TrainConfig(model="symo", trajectories=2, hidden=8, device="cpu"), ds)
     params = list(model.parameters())
-    assert params and all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params)  # float32 unless asked
+    assert params and all(
+        p.device.type == "cpu" and p.dtype == torch.float32 for p in params
+    )  # float32 unless asked
     # the config's name is what is resolved, and the model goes where it says (torch's "meta" device
     # stands in for a GPU here)
     asked = []

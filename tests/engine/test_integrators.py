@@ -29,7 +29,9 @@ def test_rk4_is_exact_for_cubic_time_fields_and_fourth_order_in_general():
 
 def test_rk4_step_with_held_input_and_tensor_step_size_is_differentiable():
     h = torch.tensor(0.1, dtype=torch.float64, requires_grad=True)
-    x = rk4_step(lambda x, u: u * x, torch.ones(2, dtype=torch.float64), torch.tensor(-1.0, dtype=torch.float64), h)
+    x = rk4_step(
+        lambda x, u: u * x, torch.ones(2, dtype=torch.float64), torch.tensor(-1.0, dtype=torch.float64), h
+    )
     expected = 1 - 0.1 + 0.1**2 / 2 - 0.1**3 / 6 + 0.1**4 / 24           # the degree-4 Taylor polynomial
     assert abs(float(x[0].detach()) - expected) < 1e-15
     x.sum().backward()

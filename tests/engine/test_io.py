@@ -7,8 +7,14 @@ import os
 import pytest
 import torch
 
-from engine.io import (CheckpointError, atomic_write_text, load_checkpoint, read_json, save_checkpoint,
-                       write_json)
+from engine.io import (
+    CheckpointError,
+    atomic_write_text,
+    load_checkpoint,
+    read_json,
+    save_checkpoint,
+    write_json,
+)
 
 
 def test_atomic_write_replaces_and_leaves_no_temporary_file(tmp_path):
@@ -111,7 +117,11 @@ def test_flatten_state_round_trips_an_optimiser_state(tmp_path):
     opt = torch.optim.Adam([w], lr=1e-2)
     w.grad = torch.ones_like(w)
     opt.step()
-    state = {"opt": opt.state_dict(), "gen": torch.Generator().manual_seed(3).get_state(), "best": float("inf")}
+    state = {
+        "opt": opt.state_dict(),
+        "gen": torch.Generator().manual_seed(3).get_state(),
+        "best": float("inf"),
+    }
     skeleton, tensors = flatten_state(state)
     save_tensors(tmp_path / "s.safetensors", tensors)
     write_json(tmp_path / "s.json", skeleton)
@@ -133,7 +143,10 @@ def test_truncated_weights_are_named_before_any_read(tmp_path):
     assert tensor_header(path) == {"w": ("F64", (64, 64))}
     for cut in (3, 8, 20, len(full) - 1):
         path.write_bytes(full[:cut])
-        with pytest.raises(CheckpointError, match=r"model\.safetensors: not a valid safetensors file \(.*(truncated|unreadable)"):
+        with pytest.raises(
+            CheckpointError,
+            match=r"model\.safetensors: not a valid safetensors file \(.*(truncated|unreadable)",
+        ):
             load_checkpoint(tmp_path)
 
 
@@ -144,7 +157,9 @@ def test_header_with_a_huge_shape_is_refused_without_allocating(tmp_path):
     header = json.dumps({"w": {"dtype": "F64", "shape": [10**6, 10**6], "data_offsets": [0, 16]}}).encode()
     (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(16))
     (tmp_path / "model.json").write_text("{}")
-    with pytest.raises(CheckpointError, match=r"tensor 'w': shape \[1000000, 1000000\] does not match its 16 bytes"):
+    with pytest.raises(
+        CheckpointError, match=r"tensor 'w': shape \[1000000, 1000000\] does not match its 16 bytes"
+    ):
         load_checkpoint(tmp_path)
 
 
@@ -163,7 +178,9 @@ def test_declared_shapes_are_compared_with_the_header(tmp_path):
     save_checkpoint(tmp_path, {"a": torch.zeros(2, 3), "b": torch.zeros(4)}, {"hidden": 3})
     weights = tmp_path / "model.safetensors"
     check_tensor_shapes(weights, {"a": (2, 3), "b": (4,)})
-    with pytest.raises(CheckpointError, match=r"tensor 'a' has shape \[2, 3\] but the model needs \[2, 300\]"):
+    with pytest.raises(
+        CheckpointError, match=r"tensor 'a' has shape \[2, 3\] but the model needs \[2, 300\]"
+    ):
         check_tensor_shapes(weights, {"a": (2, 300), "b": (4,)})
     with pytest.raises(CheckpointError, match=r"missing 'c'; unexpected 'b'"):
         check_tensor_shapes(weights, {"a": (2, 3), "c": (4,)})

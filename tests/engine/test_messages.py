@@ -42,7 +42,10 @@ def test_a_bad_value_names_the_field_in_the_app_and_the_flag_on_the_command_line
     flagged = InputError("must be greater than zero, got -1", owner="LogCompareConfig", field="learning_rate",
                          flag="--lr")
     assert str(flagged) == "learning_rate: must be greater than zero, got -1"
-    assert user_message(flagged, {"learning_rate": "--learning-rate"}) == "--lr: must be greater than zero, got -1"
+    assert (
+        user_message(flagged, {"learning_rate": "--learning-rate"})
+        == "--lr: must be greater than zero, got -1"
+    )
 
 
 def test_user_errors_and_internal_errors_are_told_apart():
@@ -55,7 +58,9 @@ def test_file_errors_name_the_file_and_what_to_do():
     assert user_message(FileNotFoundError(2, "No such file or directory", "a/b.csv")) == \
         "a/b.csv: not found; check the path"
     assert "permission denied" in user_message(PermissionError(13, "Permission denied", "/ro"))
-    assert user_message(OSError(28, "No space left on device", "/full/x")) == "/full/x: no space left on device"
+    assert (
+        user_message(OSError(28, "No space left on device", "/full/x")) == "/full/x: no space left on device"
+    )
 
 
 def test_messages_are_one_line_and_never_empty():

@@ -68,7 +68,9 @@ def test_an_encoder_failure_is_reported_with_its_reason(tmp_path, monkeypatch):
     _fake_ffmpeg(tmp_path, monkeypatch, "Unknown encoder 'libx264'", 1)
     with pytest.raises(VideoWriteError, match="Unknown encoder 'libx264'"):
         write_frames(target, _frames(), 10)
-    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir() if p.suffix == ".mp4"] == ["r.mp4"]
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir() if p.suffix == ".mp4"] == [
+        "r.mp4"
+    ]
 
 
 def test_a_video_gets_the_umask_mode_not_0600(tmp_path):
@@ -259,7 +261,9 @@ def test_output_flags_are_checked_before_the_work(tmp_path, capsys, monkeypatch)
     monkeypatch.chdir(tmp_path)
     # the log does not exist: a check made after reading it would complain about the log instead
     assert main(["identify", "log", "missing.csv", "--mapping", "m.json", "--save-urdf", "out.txt"]) == 2
-    assert capsys.readouterr().err.strip() == 'error: --save-urdf: out.txt must end in ".urdf" (e.g. out.urdf)'
+    assert (
+        capsys.readouterr().err.strip() == 'error: --save-urdf: out.txt must end in ".urdf" (e.g. out.urdf)'
+    )
     assert main(["learn", "data", "--trajectories", "2", "--out", "/dev/null"]) == 2
     assert "/dev/null is a device or a special file" in capsys.readouterr().err
     assert not Path("/dev/null.npz").exists()
@@ -274,8 +278,14 @@ def test_a_full_standard_output_is_a_plain_error():
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     with open("/dev/full", "w") as full:
-        done = subprocess.run([sys.executable, "-m", "engine", "robot", "info", "panda"], stdout=full,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        done = subprocess.run(
+            [sys.executable, "-m", "engine", "robot", "info", "panda"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     assert done.returncode == 2
     assert done.stderr.strip().startswith("error: disk full: could not write the output (standard output")
     assert len(done.stderr.strip().splitlines()) == 1
@@ -283,10 +293,9 @@ def test_a_full_standard_output_is_a_plain_error():
 
 
 def test_a_full_disk_at_save_urdf_is_a_user_error(tmp_path, monkeypatch, capsys):
+    import engine.io as io
     from engine.robots.library import load_robot
     from engine.robots.urdf_export import save_urdf
-
-    import engine.io as io
 
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")

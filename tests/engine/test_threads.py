@@ -29,7 +29,9 @@ def test_parse_threads_takes_auto_and_whole_numbers_and_names_the_flag_otherwise
     assert parse_threads("auto") == AUTO and parse_threads(" AUTO ") == AUTO
     assert parse_threads("3") == 3 and parse_threads(1) == 1
     for bad in ("0", "-1", "1.5", "two", "", "100000"):
-        with pytest.raises(ThreadsError, match=r"^--threads .*whole number of threads from 1 to 1024.*or auto"):
+        with pytest.raises(
+            ThreadsError, match=r"^--threads .*whole number of threads from 1 to 1024.*or auto"
+        ):
             parse_threads(bad)
     with pytest.raises(ThreadsError, match="^Threads preference x:"):
         parse_threads("x", flag="Threads preference")
@@ -125,7 +127,11 @@ def _required_argv(parser) -> list[str]:
             continue
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
-        value = str(list(action.choices)[0]) if action.choices else ("1" if action.type not in (None, str) else "x")
+        value = (
+            str(list(action.choices)[0])
+            if action.choices
+            else ("1" if action.type not in (None, str) else "x")
+        )
         count = action.nargs if isinstance(action.nargs, int) else 1
         argv += ([action.option_strings[-1]] if action.option_strings else []) + [value] * count
     return argv
@@ -208,7 +214,13 @@ def test_bench_jobs_table_shows_times_ratios_and_runs_past_the_timeout():
     row = {"job": "car train", "old_idle": 20.0, "old_loaded": None, "old_ratio": None,
            "new_idle": 16.0, "new_loaded": 18.0, "new_ratio": 18.0 / 16.0}
     beat = {"p50_ms": 0.5, "p99_ms": 12.25, "max_ms": 30.0}
-    table = markdown_table({"timeout": 150.0, "old_threads": 2, "rows": [row],
-                            "heartbeat": {"old_idle": beat, "old_loaded": None, "new_idle": beat, "new_loaded": beat}})
+    table = markdown_table(
+        {
+            "timeout": 150.0,
+            "old_threads": 2,
+            "rows": [row],
+            "heartbeat": {"old_idle": beat, "old_loaded": None, "new_idle": beat, "new_loaded": beat},
+        }
+    )
     assert "| `car train` | 20.0 | >150 | - | 16.0 | 18.0 | 1.12x | 0.80x |" in table
     assert "| new | 0.5 | 12.2 | 0.5 | 12.2 | 30.0 |" in table and "| old | 0.5 | 12.2 | - | - | - |" in table

@@ -81,7 +81,9 @@ def test_epochs_log_checkpoint_on_the_cadence_and_report_progress(tmp_path):
     rows = read_metrics(run.path)
     assert [r["epoch"] for r in rows] == [1, 2, 3, 4, 5] and [r["step"] for r in rows] == [3, 6, 9, 12, 15]
     state, meta = run.load_state()
-    assert meta["epoch"] == 5 and meta["step"] == 15 and meta["note"] == "toy" and float(state["w"][0]) == 0.25
+    assert (
+        meta["epoch"] == 5 and meta["step"] == 15 and meta["note"] == "toy" and float(state["w"][0]) == 0.25
+    )
     assert [f for f, _, _ in ctx.seen] == pytest.approx([0.6, 0.7, 0.8, 0.9, 1.0])
     assert ctx.seen[0][1].startswith("epoch 1/5, ") and ctx.seen[0][1].endswith(" left")
     assert ctx.seen[-1][1] == "epoch 5/5" and ctx.seen[-1][2] == {"loss": 0.0625, "step": 15}
@@ -101,7 +103,9 @@ def test_a_resume_continues_from_the_last_checkpoint_as_if_never_stopped(tmp_pat
 
 def test_divergence_restores_and_keeps_the_last_finite_weights(tmp_path):
     run, walker = _run(tmp_path), Walker(nan_at=3)
-    with pytest.raises(TrainingDiverged, match=r"toy diverged at epoch 3 \(the loss is nan\); epoch 2 kept") as info:
+    with pytest.raises(
+        TrainingDiverged, match=r"toy diverged at epoch 3 \(the loss is nan\); epoch 2 kept"
+    ) as info:
         train_epochs(walker, 5, None, run)
     assert (info.value.epoch, info.value.last_good_epoch) == (3, 2)
     assert float(walker.w[0]) == 2.0                                    # epoch 2's weights are back

@@ -82,7 +82,9 @@ def test_check_allocation_refuses_above_the_budget_with_estimate_and_flag(monkey
 
 
 def test_check_output_path_file(tmp_path):
-    assert check_output_path(tmp_path / "new" / "deeper" / "out.npz") == tmp_path / "new" / "deeper" / "out.npz"
+    assert (
+        check_output_path(tmp_path / "new" / "deeper" / "out.npz") == tmp_path / "new" / "deeper" / "out.npz"
+    )
     (tmp_path / "folder").mkdir()
     with pytest.raises(InputError, match=r"^--out: .*folder.* is a folder; give a file name"):
         check_output_path(tmp_path / "folder")

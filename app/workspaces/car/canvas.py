@@ -75,17 +75,33 @@ class CarCanvas(pg.PlotWidget):
         self.track_left = pg.PlotDataItem(pen=pg.mkPen("#888888", width=2))
         self.track_right = pg.PlotDataItem(pen=pg.mkPen("#888888", width=2))
         self.track_centre = pg.PlotDataItem(pen=pg.mkPen("#555555", width=1, style=Qt.PenStyle.DotLine))
-        self.skid = pg.ScatterPlotItem(size=5, pen=None, brush=pg.mkBrush(190, 170, 150, 170))  # visible on the dark canvas
+        self.skid = pg.ScatterPlotItem(
+            size=5, pen=None, brush=pg.mkBrush(190, 170, 150, 170)
+        )  # visible on the dark canvas
         self.nominal = pg.PlotDataItem(pen=pg.mkPen("#ff8c00", width=2), name="nominal")
         self.executed = pg.PlotDataItem(pen=pg.mkPen("#2ca02c", width=2), name="executed")
-        self.compare = pg.PlotDataItem(pen=pg.mkPen("#9467bd", width=2, style=Qt.PenStyle.DashLine), name="other model")
-        self.compare_executed = pg.PlotDataItem(pen=pg.mkPen("#17becf", width=2, style=Qt.PenStyle.DashDotLine),
-                                                name="other model executed")
+        self.compare = pg.PlotDataItem(
+            pen=pg.mkPen("#9467bd", width=2, style=Qt.PenStyle.DashLine), name="other model"
+        )
+        self.compare_executed = pg.PlotDataItem(
+            pen=pg.mkPen("#17becf", width=2, style=Qt.PenStyle.DashDotLine), name="other model executed"
+        )
         self.mpc_plan = pg.PlotDataItem(pen=pg.mkPen("#ff8c00", width=2))
         self.driven = pg.PlotDataItem(pen=pg.mkPen("#2ca02c", width=2), name="driven")
         self.log_path = pg.PlotDataItem(pen=pg.mkPen(150, 150, 150, 110, width=1), name="driving log")
-        for it in (self.log_path, self.track_left, self.track_right, self.track_centre, self.skid, self.compare,
-                   self.compare_executed, self.nominal, self.executed, self.driven, self.mpc_plan):
+        for it in (
+            self.log_path,
+            self.track_left,
+            self.track_right,
+            self.track_centre,
+            self.skid,
+            self.compare,
+            self.compare_executed,
+            self.nominal,
+            self.executed,
+            self.driven,
+            self.mpc_plan,
+        ):
             self.addItem(it)
         self.legend = pg.LegendItem(offset=(10, 10), brush=pg.mkBrush(0, 0, 0, 150))
         self.legend.setParentItem(self.getPlotItem().getViewBox())
@@ -128,7 +144,9 @@ class CarCanvas(pg.PlotWidget):
 
     # -- coordinates ----------------------------------------------------------------------
     def to_metres(self, pos) -> tuple[float, float]:
-        p = self.getViewBox().mapSceneToView(self.mapToScene(pos.toPoint() if hasattr(pos, "toPoint") else pos))
+        p = self.getViewBox().mapSceneToView(
+            self.mapToScene(pos.toPoint() if hasattr(pos, "toPoint") else pos)
+        )
         return float(p.x()), float(p.y())
 
     def to_pixels(self, x: float, y: float):

@@ -63,7 +63,6 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
     def job(ctx):
         from engine.car.dynamics import load_dynamics
         from engine.car.scenarios import execute_open_loop, plan_trajectory
-
         from engine.jobs import ProgressSpan
 
         results = []
@@ -80,14 +79,25 @@ def optimise_job(plan, variants: list[tuple[str, str]], compare: str | None, par
             span = ProgressSpan(ctx, k / parts, (k + 1) / parts, label if len(variants) > 1 else "", 0.99)
             out = plan_trajectory(plan, dyn, params, cfg, ctx=span, on_iteration=on_iteration)
             ex = execute_open_loop(plan, out.controls, params)
-            results.append({"label": label, "spec": spec, "model": dyn.name, "converged": out.result.converged,
-                            "iterations": out.result.iterations, "seconds": out.result.seconds,
-                            "costs": list(out.result.costs), "final_cost": float(out.result.costs[-1])
-                            if len(out.result.costs) else float("nan"),
-                            "pose": out.result.pose.numpy(), "controls": out.controls.numpy(),
-                            "target_errors": out.target_errors, "executed_pose": ex["pose"].numpy(),
-                            "slip": ex["slip"].numpy(), "executed_position_error": ex["position_error"],
-                            "executed_heading_error": ex["heading_error"]})
+            results.append(
+                {
+                    "label": label,
+                    "spec": spec,
+                    "model": dyn.name,
+                    "converged": out.result.converged,
+                    "iterations": out.result.iterations,
+                    "seconds": out.result.seconds,
+                    "costs": list(out.result.costs),
+                    "final_cost": float(out.result.costs[-1]) if len(out.result.costs) else float("nan"),
+                    "pose": out.result.pose.numpy(),
+                    "controls": out.controls.numpy(),
+                    "target_errors": out.target_errors,
+                    "executed_pose": ex["pose"].numpy(),
+                    "slip": ex["slip"].numpy(),
+                    "executed_position_error": ex["position_error"],
+                    "executed_heading_error": ex["heading_error"],
+                }
+            )
         result = dict(results[0])
         result["variants"] = results
         result["compare"] = None
@@ -208,7 +218,9 @@ def select_job(config, params):
 
     from engine.car.training import select_models_job
 
-    return select_models_job(replace(config, device=preferred_device()), None, params)  # View > Compute Device
+    return select_models_job(
+        replace(config, device=preferred_device()), None, params
+    )  # View > Compute Device
 
 
 def save_selection_job(result: dict, folder: str):

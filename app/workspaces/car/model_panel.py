@@ -37,10 +37,10 @@ from app.device_preference import preferred_device
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
 from app.widgets.run_row import RunRow
-from app.workspaces.car.models import example_folder
 from app.workspaces.car.jobs import load_log_job, save_selection_job, select_job, train_job
-from engine.car.model import ACTIVATIONS, LOSSES, CarMLPConfig
+from app.workspaces.car.models import example_folder
 from engine.car.data import DrivingConfig
+from engine.car.model import ACTIVATIONS, LOSSES, CarMLPConfig
 from engine.car.training import SelectionConfig
 
 __all__ = ["ModelPanel", "SelectionGroup", "clean_error", "format_tve"]
@@ -84,12 +84,18 @@ class ModelPanel(QWidget):
         self.source_combo = QComboBox()
         self.source_combo.setObjectName("carTrainSource")
         self.source_combo.addItem("Simulated human-like driving", SIMULATED)
-        self.driving_form = DataclassForm(DrivingConfig, include=["minutes"], labels={"minutes": "Driving minutes"},
-                                          ranges={"minutes": (0.05, 600.0)},
-                                          tooltips={"minutes": "Minutes of simulated driving (the paper: 15)"})
+        self.driving_form = DataclassForm(
+            DrivingConfig,
+            include=["minutes"],
+            labels={"minutes": "Driving minutes"},
+            ranges={"minutes": (0.05, 600.0)},
+            tooltips={"minutes": "Minutes of simulated driving (the paper: 15)"},
+        )
         self.log_button = QPushButton("Load driving log…")
         self.log_button.setObjectName("carLoadLog")
-        self.log_button.setToolTip("CSV (or any log the model lab reads) with t, x, y, yaw, throttle, steering")
+        self.log_button.setToolTip(
+            "CSV (or any log the model lab reads) with t, x, y, yaw, throttle, steering"
+        )
         self.log_button.clicked.connect(self._load_log_dialog)
         self.log_label = QLabel("No log loaded.")
         self.log_label.setObjectName("carLogInfo")
@@ -253,9 +259,12 @@ class ModelPanel(QWidget):
         self.log_button.setEnabled(False)
         self.log_label.setText(f"Loading {Path(path).name}…")
         self._log_job = self.ctx.jobs.submit(
-            load_log_job(path, self._params(), self.driving_form.value()), name=f"Load car log {Path(path).name}",
-            on_result=self._on_log, on_error=self._on_log_failed,
-            on_cancelled=lambda: self.log_label.setText("Loading cancelled."))
+            load_log_job(path, self._params(), self.driving_form.value()),
+            name=f"Load car log {Path(path).name}",
+            on_result=self._on_log,
+            on_error=self._on_log_failed,
+            on_cancelled=lambda: self.log_label.setText("Loading cancelled."),
+        )
         self._log_job.ended.connect(self._on_log_ended)
         return self._log_job
 
@@ -284,7 +293,9 @@ class ModelPanel(QWidget):
     def _load_log_dialog(self):
         from engine.logs import LOG_FILE_FILTERS
 
-        path, _ = QFileDialog.getOpenFileName(self, "Load driving log", example_folder("log"), ";;".join(LOG_FILE_FILTERS))
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Load driving log", example_folder("log"), ";;".join(LOG_FILE_FILTERS)
+        )
         if path:
             self.load_log(path)
 
@@ -326,7 +337,9 @@ class ModelPanel(QWidget):
             self.ctx.show_error("Save car model", "Choose a trained model under 'Plan on' first "
                                                   "(the simulator is not a file).")
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Save car model to a folder", Path(source).name, "Folder (*)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save car model to a folder", Path(source).name, "Folder (*)"
+        )
         if path:
             self.save_model(source, path)
 
@@ -348,7 +361,7 @@ SELECT_TIPS = ("Activation", "Training loss", "Mean TVE over the seeds (m + rad)
 SELECT_STATS = ("tve_mean", "tve_min", "tve_max")     # the table's columns 2..4
 BOX_WIDTH = 0.5                                       # of a group's unit slot on the x axis
 VALUE_ROLE = Qt.ItemDataRole.UserRole                 # a TVE cell's full-precision value
-RUN_DOT = "#F0E442"                                   # one run's TVE in the box plot (the best pair's: orange)
+RUN_DOT = "#F0E442"  # one run's TVE in the box plot (the best pair's: orange)
 
 
 def format_tve(value: float) -> str:
@@ -430,7 +443,9 @@ class SelectionGroup(QGroupBox):
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setToolTip("TVE (mean L1 end-pose error, m + rad) over the seeds of each pair; best mean in bold")
+        self.table.setToolTip(
+            "TVE (mean L1 end-pose error, m + rad) over the seeds of each pair; best mean in bold"
+        )
         self.table.setVisible(False)
         lay.addWidget(self.table)
 
@@ -513,10 +528,14 @@ class SelectionGroup(QGroupBox):
         self.status.setText(f"{len(self._runs)} runs ({len(config.activations)} activations × "
                             f"{len(config.losses)} losses × {config.seeds} seeds), {config.epochs} epochs "
                             f"each; simulating {config.minutes:g} minutes of driving…")
-        self._job = self.ctx.jobs.submit(select_job(config, self._params()), name="Car model selection",
-                                         on_result=self._on_result, on_error=self._on_failed,
-                                         on_progress=self._on_progress,
-                                         on_cancelled=lambda: self.status.setText("Model selection cancelled."))
+        self._job = self.ctx.jobs.submit(
+            select_job(config, self._params()),
+            name="Car model selection",
+            on_result=self._on_result,
+            on_error=self._on_failed,
+            on_progress=self._on_progress,
+            on_cancelled=lambda: self.status.setText("Model selection cancelled."),
+        )
         self._job.ended.connect(self._on_ended)
         return True
 
@@ -605,7 +624,9 @@ class SelectionGroup(QGroupBox):
         self.boxes.setOpts(x=x, y0=q1, height=q3 - q1, width=BOX_WIDTH,
                            brushes=[pg.mkBrush(color(1) if b else color(0)) for b in best])
         half, cap = BOX_WIDTH / 2, BOX_WIDTH / 4
-        self.medians.setData(np.repeat(x, 2) + np.tile([-half, half], len(x)), np.repeat(med, 2), connect="pairs")
+        self.medians.setData(
+            np.repeat(x, 2) + np.tile([-half, half], len(x)), np.repeat(med, 2), connect="pairs"
+        )
         # per group: lower whisker, upper whisker, lower cap, upper cap (segments as point pairs)
         wx = np.stack([x, x, x, x, x - cap, x + cap, x - cap, x + cap], axis=1).ravel()
         wy = np.stack([lo, q1, q3, hi, lo, lo, hi, hi], axis=1).ravel()

@@ -75,7 +75,9 @@ class ModelCatalogue:
         return next((p for p in self.builtin if p in self.paths), None)
 
     def activation(self, path: str | None) -> str:
-        return str((self.info.get(path, {}).get("config") or {}).get("activation", "")).lower() if path else ""
+        return (
+            str((self.info.get(path, {}).get("config") or {}).get("activation", "")).lower() if path else ""
+        )
 
     def by_activation(self, activation: str) -> list[str]:
         """Model folders with this activation, newest first."""

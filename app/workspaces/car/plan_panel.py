@@ -61,8 +61,10 @@ def targets_beyond_horizon(steps, horizon: int) -> str:
     if not late:
         return ""
     which = ", ".join(f"{i} (step {s})" for i, s in late)
-    return (f"Target{'s' if len(late) > 1 else ''} {which} lie{'' if len(late) > 1 else 's'} beyond the "
-            f"horizon of {horizon} steps: raise the horizon or move the target{'s' if len(late) > 1 else ''}.")
+    return (
+        f"Target{'s' if len(late) > 1 else ''} {which} lie{'' if len(late) > 1 else 's'} beyond the "
+        f"horizon of {horizon} steps: raise the horizon or move the target{'s' if len(late) > 1 else ''}."
+    )
 
 
 class PlanPanel(QWidget):
@@ -118,8 +120,9 @@ class PlanPanel(QWidget):
         self.compare_models = QCheckBox("Compare ReLU and GELU")
         self.compare_models.setObjectName("carCompareActivations")
         self.compare_models.setEnabled(False)
-        self.compare_models.setToolTip("Needs a trained GELU and a trained ReLU model: Optimise plans on both "
-                                       "and overlays them")
+        self.compare_models.setToolTip(
+            "Needs a trained GELU and a trained ReLU model: Optimise plans on both and overlays them"
+        )
         row = QHBoxLayout()
         self.train_button = QPushButton("Train model…")
         self.train_button.setToolTip("Training settings, live loss, save and load: the Model tab")
@@ -303,14 +306,18 @@ class PlanPanel(QWidget):
             for j, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-                item.setToolTip(f"{v.spec}: {v.iterations} iterations, {'converged' if v.converged else 'stopped'}")
+                item.setToolTip(
+                    f"{v.spec}: {v.iterations} iterations, {'converged' if v.converged else 'stopped'}"
+                )
                 if j == 1:
                     item.setForeground(pg.mkColor(PLAN_COLOURS[i % 2]))
                 self.compare_table.setItem(i, j, item)
         self.compare_table.setVisible(bool(variants))
 
     # -- models -----------------------------------------------------------------------------------
-    def show_models(self, catalogue: ModelCatalogue, select: str | None = None, sim_label="Simulator (reference)"):
+    def show_models(
+        self, catalogue: ModelCatalogue, select: str | None = None, sim_label="Simulator (reference)"
+    ):
         """Fill both model choosers from ``catalogue`` (``select``: choose this one under "Plan on")."""
         for combo, first in ((self.model_combo, (sim_label, SIM)), (self.compare_combo, ("(none)", ""))):
             current = combo.currentData()

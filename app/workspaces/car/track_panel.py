@@ -83,15 +83,28 @@ class TrackPanel(QWidget):
         row.addWidget(self.finish_button)
         row.addWidget(self.width_spin)
         lay.addLayout(row)
-        self.mpc_form = DataclassForm(MPCConfig, include=["horizon", "iterations", "candidates", "target_speed",
-                                                          "w_progress", "w_track", "margin", "direction"],
-                                      choices={"direction": ["conjugate", "gradient"]})
+        self.mpc_form = DataclassForm(
+            MPCConfig,
+            include=[
+                "horizon",
+                "iterations",
+                "candidates",
+                "target_speed",
+                "w_progress",
+                "w_track",
+                "margin",
+                "direction",
+            ],
+            choices={"direction": ["conjugate", "gradient"]},
+        )
         lay.addWidget(self.mpc_form)
         self.real_time_check = QCheckBox("Real-time pace (one control cycle per dt)")
         self.real_time_check.setObjectName("carRealTime")
         self.real_time_check.setChecked(True)
-        self.real_time_check.setToolTip(f"The car laps at simulated real time: one MPC cycle every "
-                                        f"{dt * 1000:.0f} ms of wall time; unticked, as fast as the computer can")
+        self.real_time_check.setToolTip(
+            f"The car laps at simulated real time: one MPC cycle every "
+            f"{dt * 1000:.0f} ms of wall time; unticked, as fast as the computer can"
+        )
         lay.addWidget(self.real_time_check)
         self.lap_label = QLabel("Lap time: –")
         self.lap_label.setObjectName("carLapTime")

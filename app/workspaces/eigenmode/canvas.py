@@ -77,7 +77,9 @@ class PendulumCanvas(pg.PlotWidget):
         self.setYRange(-r - 0.2, r + 0.2, padding=0)
         self.annulus_outer = self.plot(pen=pg.mkPen((120, 170, 120), width=1, style=Qt.PenStyle.DashLine))
         self.annulus_inner = self.plot(pen=pg.mkPen((120, 170, 120), width=1, style=Qt.PenStyle.DashLine))
-        self.annulus_fill = pg.FillBetweenItem(self.annulus_outer, self.annulus_inner, brush=pg.mkBrush(140, 200, 140, 40))
+        self.annulus_fill = pg.FillBetweenItem(
+            self.annulus_outer, self.annulus_inner, brush=pg.mkBrush(140, 200, 140, 40)
+        )
         self.addItem(self.annulus_fill)
         self.orbit_tip = self.plot(pen=pg.mkPen((230, 120, 30), width=2))
         self.orbit_elbow = self.plot(pen=pg.mkPen((230, 170, 110), width=1))
@@ -85,7 +87,9 @@ class PendulumCanvas(pg.PlotWidget):
                                symbol="o", symbolSize=8, symbolBrush=(150, 150, 220))
         self.links = self.plot(pen=pg.mkPen((40, 60, 140), width=5), symbol="o", symbolSize=[8, 16, 16],
                                symbolBrush=[(30, 30, 30), (40, 60, 140), (200, 40, 40)])
-        self.target_item = pg.ScatterPlotItem(size=18, symbol="x", pen=pg.mkPen((200, 0, 0), width=3), brush=None)
+        self.target_item = pg.ScatterPlotItem(
+            size=18, symbol="x", pen=pg.mkPen((200, 0, 0), width=3), brush=None
+        )
         self.addItem(self.target_item)
         self.label = pg.TextItem("", color=(60, 60, 60), anchor=(0, 0))
         self.addItem(self.label)

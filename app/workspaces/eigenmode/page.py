@@ -98,9 +98,15 @@ class EigenmodePage(QWidget):
         design = self.state.design
         self.task_form = DataclassForm(design.task, specs=TASK_SPECS)
         self.weights_form = DataclassForm(design.weights, specs=WEIGHT_SPECS)
-        self.train_form = DataclassForm(design.train, specs=TRAIN_SPECS, exclude=["device"])  # View > Compute Device
+        self.train_form = DataclassForm(
+            design.train, specs=TRAIN_SPECS, exclude=["device"]
+        )  # View > Compute Device
         self.stab_form = DataclassForm(self.state.stabilise_config, specs=STAB_SPECS)
-        for title, form in (("Task", self.task_form), ("Weights", self.weights_form), ("Training", self.train_form)):
+        for title, form in (
+            ("Task", self.task_form),
+            ("Weights", self.weights_form),
+            ("Training", self.train_form),
+        ):
             box = QGroupBox(title)
             QVBoxLayout(box).addWidget(form)
             cl.addWidget(box)
@@ -176,7 +182,9 @@ class EigenmodePage(QWidget):
         self.potential_maps = PotentialMaps()
         self.inputs_plot = TimePlot("u (N m)", ["u1", "u2"])
         self.energy_plot = TimePlot("J", ["H_cl (closed loop)", "H (plant)"])
-        self.config_plot = TimePlot("q2 (rad)", ["mode path", "stabilised run"], xlabel="q1 (rad)", cursor=False)
+        self.config_plot = TimePlot(
+            "q2 (rad)", ["mode path", "stabilised run"], xlabel="q1 (rad)", cursor=False
+        )
         self.config_plot.setAspectLocked(True)
         self.config_plot.curves["mode path"].setZValue(10)   # drawn over the stabilised run
         self.stab_plots = StabilisePlots()

@@ -23,8 +23,14 @@ from app.device_preference import preferred_device
 from app.widgets.events import Events
 from engine.eigenmodes.config import ConfigError, DesignConfig, StabiliseConfig, config_from_dict
 from engine.eigenmodes.jobs import LearnJob, StabiliseJob, learn_summary, stabilise_summary
+from engine.eigenmodes.storage import (
+    load_mode,
+    save_mode,
+    stabilised_csv,
+    trajectory_csv,
+    write_trajectory_csv,
+)
 from engine.paths import user_runs_dir
-from engine.eigenmodes.storage import load_mode, save_mode, stabilised_csv, trajectory_csv, write_trajectory_csv
 from engine.systems.double_pendulum import DoublePendulumParams
 
 __all__ = ["LOSS_TERMS", "SOURCES", "EigenmodeState", "LearnStatus", "fk"]
@@ -160,7 +166,9 @@ class EigenmodeState:
             design = dataclasses.replace(self.design, train=dataclasses.replace(self.design.train,
                                                                                device=preferred_device()))
             run_dir = user_runs_dir("eigenmode") / time.strftime("%Y%m%d-%H%M%S")
-            job = LearnJob(design, preview=self._preview_sink, run_dir=run_dir)  # resumable: eigenmode learn --resume
+            job = LearnJob(
+                design, preview=self._preview_sink, run_dir=run_dir
+            )  # resumable: eigenmode learn --resume
         except ValueError as exc:
             self._say(f"<b>Cannot learn:</b> {exc}")
             self.events.error.emit("Eigenmode design", str(exc))
@@ -189,8 +197,13 @@ class EigenmodeState:
             for k in LOSS_TERMS:
                 if k in m:
                     self.history[k].append(float(m[k]))
-            self.status = LearnStatus(epoch, float(m.get("total", math.nan)), float(m.get("tip_error", math.nan)),
-                                      float(m.get("constraint", math.nan)), float(m.get("period", math.nan)))
+            self.status = LearnStatus(
+                epoch,
+                float(m.get("total", math.nan)),
+                float(m.get("tip_error", math.nan)),
+                float(m.get("constraint", math.nan)),
+                float(m.get("period", math.nan)),
+            )
             s = self.status
             self.events.progress.emit(s)
             self._say(f"epoch {s.epoch}: loss {s.total:.3g}, tip error {100 * s.tip_error:.1f} cm, "
@@ -279,9 +292,11 @@ class EigenmodeState:
         self.events.stabilised.emit(result)
         s = stabilise_summary(result)
         mults = ", ".join(f"{complex(*m):.3f}" for m in s["cycle_multipliers"])
-        self._say(self.mode_summary() + f"<br><b>Stabilised</b>: energy error {s['energy_error_final']:.2e} J, "
-                  f"distance {s['position_distance_final']:.2e} rad / {s['momentum_distance_final']:.2e}; "
-                  f"multipliers {mults}")
+        self._say(
+            self.mode_summary() + f"<br><b>Stabilised</b>: energy error {s['energy_error_final']:.2e} J, "
+            f"distance {s['position_distance_final']:.2e} rad / {s['momentum_distance_final']:.2e}; "
+            f"multipliers {mults}"
+        )
         self.source, self.t = SOURCES[1], 0.0
         self._emit_ghost()
         self.events.frame.emit(*self.frame())
@@ -368,7 +383,9 @@ class EigenmodeState:
             out.append("Eigenmode: learning is running (its last checkpoint stays in its run folder)")
         if self.mode is not None and self.mode_saved_to is None:
             where = getattr(self.mode, "run_dir", None)
-            out.append("Eigenmode: the designed mode is not saved" + (f" (its run folder: {where})" if where else ""))
+            out.append(
+                "Eigenmode: the designed mode is not saved" + (f" (its run folder: {where})" if where else "")
+            )
         return out
 
     # ------------------------------------------------------------------ sessions
@@ -379,7 +396,11 @@ class EigenmodeState:
         """Raises ValueError (naming the part) when the session's values are malformed."""
         try:
             design = DesignConfig.from_dict(state["design"]) if "design" in state else None
-            stab = config_from_dict(StabiliseConfig, state["stabilise"], "stabilise") if "stabilise" in state else None
+            stab = (
+                config_from_dict(StabiliseConfig, state["stabilise"], "stabilise")
+                if "stabilise" in state
+                else None
+            )
         except (ConfigError, TypeError, KeyError) as exc:
             raise ValueError(str(exc)) from None
         if design is not None:

@@ -34,8 +34,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPushButton,
     QMenu,
+    QPushButton,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -53,9 +53,18 @@ from app.workspaces.model_lab.state import SIZE_METRICS, ModelLabState
 __all__ = ["TABLE_COLUMNS", "ComparePanel"]
 
 # (row key, header)
-TABLE_COLUMNS = (("model", "model"), ("type", "type"), ("trajectories", "N"), ("train_mse", "train MSE"),
-                 ("test_mse", "test MSE"), ("integration_mse", "integration MSE"), ("energy_mse", "energy MSE"),
-                 ("inertia_mse", "inertia MSE"), ("seconds", "wall time [s]"), ("epochs", "epochs"))
+TABLE_COLUMNS = (
+    ("model", "model"),
+    ("type", "type"),
+    ("trajectories", "N"),
+    ("train_mse", "train MSE"),
+    ("test_mse", "test MSE"),
+    ("integration_mse", "integration MSE"),
+    ("energy_mse", "energy MSE"),
+    ("inertia_mse", "inertia MSE"),
+    ("seconds", "wall time [s]"),
+    ("epochs", "epochs"),
+)
 FIGURES = ("rollout", "phase", "energy", "horizon", "inertia", "size")
 
 
@@ -424,7 +433,9 @@ class ComparePanel(QWidget):
         energy.getPlotItem().setTitle("Energy")
         inertia = self.plots["inertia"]
         potential = self.state.learned == "potential"
-        inertia.getPlotItem().setTitle("Potential, learned vs true" if potential else "Inertia, learned vs true")
+        inertia.getPlotItem().setTitle(
+            "Potential, learned vs true" if potential else "Inertia, learned vs true"
+        )
         inertia.getPlotItem().setLabel("left", "V [J]" if potential else f"H[{j},{j}]")
 
         def learned(c, kind):
@@ -488,8 +499,13 @@ class ComparePanel(QWidget):
             raise ValueError("no trained models to report on")
         directory = Path(directory)
         files = self.export_figures(directory)
-        info = {"source": self.source, "data": lab_jobs.data_summary(self.dataset) if self.dataset is not None else None,
-                "horizon_mse": {r.name: lab_jobs.jsonable(r.curves.get("horizon_mse")) for r in self.runs if r.curves}}
+        info = {
+            "source": self.source,
+            "data": lab_jobs.data_summary(self.dataset) if self.dataset is not None else None,
+            "horizon_mse": {
+                r.name: lab_jobs.jsonable(r.curves.get("horizon_mse")) for r in self.runs if r.curves
+            },
+        }
         paths = lab_jobs.write_report(directory, self.rows(), lab_jobs.jsonable(info))
         return files + [paths["csv"], paths["json"]]
 

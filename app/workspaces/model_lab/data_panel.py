@@ -27,10 +27,10 @@ from app.widgets.job_progress import PanelJob
 from app.widgets.run_row import RunRow
 from app.widgets.text import error_html
 from app.workspaces.model_lab import lab_jobs
+from app.workspaces.model_lab.mapping_dialog import LogMappingDialog
 from engine.data import DatasetConfig
 from engine.logs import LogMapping, PrepareConfig
 from engine.training.compare import LogCompareConfig
-from app.workspaces.model_lab.mapping_dialog import LogMappingDialog
 
 __all__ = ["DataSourcePanel"]
 
@@ -130,7 +130,9 @@ class DataSourcePanel(QGroupBox):
 
     # -- logs -----------------------------------------------------------------------------
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open log", "", ";;".join(lab_jobs.LOG_FILTERS + ("All files (*)",)))
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open log", "", ";;".join(lab_jobs.LOG_FILTERS + ("All files (*)",))
+        )
         if path:
             self.open_log(path)
 
@@ -167,7 +169,9 @@ class DataSourcePanel(QGroupBox):
             origin = "current"
         if mapping is None:
             mapping, origin = lab_jobs.initial_mapping(self.table, self.mapping_folder)
-        dialog = LogMappingDialog(self.table, mapping, prepare, compare, self.mapping_folder, origin, parent=self)
+        dialog = LogMappingDialog(
+            self.table, mapping, prepare, compare, self.mapping_folder, origin, parent=self
+        )
         dialog.accepted.connect(lambda d=dialog: self._dialog_accepted(d))
         dialog.finished.connect(lambda *_: dialog.deleteLater())
         self.mapping_dialog = dialog
@@ -180,8 +184,13 @@ class DataSourcePanel(QGroupBox):
     def prepare(self, mapping, config, compare) -> None:
         """Prepare the loaded log in a job with this mapping and configuration."""
         table = self.table
-        source = {"kind": "log", "path": table.source, "mapping": mapping.to_dict(), "prepare": config.to_dict(),
-                  "compare": compare.to_dict()}
+        source = {
+            "kind": "log",
+            "path": table.source,
+            "mapping": mapping.to_dict(),
+            "prepare": config.to_dict(),
+            "compare": compare.to_dict(),
+        }
 
         def on_result(result):
             prepared, dataset = result

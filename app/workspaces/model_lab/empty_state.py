@@ -39,9 +39,11 @@ class EmptyState(QWidget):
             label.setWordWrap(True)
             layout.addWidget(label)
         settings = ExampleSettings()
-        note = QLabel(f"Or try it at once: trains {' and '.join(settings.models)} for {settings.epochs} epochs "
-                      f"on the shipped log {EXAMPLE_LOG}.csv (a pendulum with friction) in the background, "
-                      "then shows the comparison.")
+        note = QLabel(
+            f"Or try it at once: trains {' and '.join(settings.models)} for {settings.epochs} epochs "
+            f"on the shipped log {EXAMPLE_LOG}.csv (a pendulum with friction) in the background, "
+            "then shows the comparison."
+        )
         note.setWordWrap(True)
         layout.addSpacing(12)
         layout.addWidget(note)

@@ -12,8 +12,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-
 from app.device_preference import preferred_device
+from engine import runs
 from engine.data import DatasetConfig, LogDataset, generate_dataset, log_dataset
 from engine.data.config import PROTOCOLS
 from engine.io import atomic_write_text, finite_or_none, json_default
@@ -29,7 +29,6 @@ from engine.logs import (
 )
 from engine.logs.units import UNIT_KINDS
 from engine.models import ModelSpec, load_model, model_names, save_model
-from engine import runs
 from engine.training import compare as lc
 from engine.training import evaluation, report
 from engine.training.config import TrainConfig
@@ -79,9 +78,9 @@ SPEC_FIELDS = ["inertia_eps", "newton_tol", "newton_max_iter", "train_newton_tol
 SPEC_LABELS = {"robot_learn": "Robot: learned kinds", "robot_perturb": "Robot: initial perturbation"}
 SPEC_TOOLTIPS = {
     "robot_learn": "robot-rk4 / robot-midpoint: the inertial parameters learned on every moving link of the "
-                   "system's URDF, a JSON list from \"mass\", \"com\", \"inertia\", \"damping\"",
+    'system\'s URDF, a JSON list from "mass", "com", "inertia", "damping"',
     "robot_perturb": "robot-rk4 / robot-midpoint: the initial guess is each learned URDF value times a seeded "
-                     "factor in [1 - p, 1 + p] (a wrong CAD guess to identify from); 0 starts at the URDF values",
+    "factor in [1 - p, 1 + p] (a wrong CAD guess to identify from); 0 starts at the URDF values",
 }
 
 
@@ -177,9 +176,11 @@ def data_summary(dataset) -> str:
     """One line describing a data set (generated or from a log)."""
     if isinstance(dataset, LogDataset):
         d = dataset.description
-        return (f"log {Path(d.get('source') or '').name}: h = {dataset.h:.4g} s, {len(dataset.train_x)} train "
-                f"and {len(dataset.test_x)} validation chunks of {d.get('steps')} steps, "
-                f"{len(dataset.long_x)} rollouts of {d.get('horizon')} steps")
+        return (
+            f"log {Path(d.get('source') or '').name}: h = {dataset.h:.4g} s, {len(dataset.train_x)} train "
+            f"and {len(dataset.test_x)} validation chunks of {d.get('steps')} steps, "
+            f"{len(dataset.long_x)} rollouts of {d.get('horizon')} steps"
+        )
     c = dataset.config
     return (f"{c.system}: h = {dataset.h:.4g} s, {len(dataset.train_x)} train / {len(dataset.test_x)} test "
             f"trajectories of {c.steps} steps, {len(dataset.long_x)} x {c.long_term_steps} long-term")

@@ -171,7 +171,9 @@ class ModelLabPage(QWidget):
         return self.data_panel.mapping_dialog
 
     def _on_dataset(self, dataset, source) -> None:
-        self.state.set_data(dataset, source, self.data_panel.prepared if source.get("kind") == "log" else None)
+        self.state.set_data(
+            dataset, source, self.data_panel.prepared if source.get("kind") == "log" else None
+        )
         self.runs_panel.set_dataset(dataset, source)
         self._refresh_compare()
 
@@ -216,11 +218,19 @@ class ModelLabPage(QWidget):
         spin = self.runs_panel.parallel
         skipped = []
         parts = [
-            ("parallel runs", lambda: spin.setValue(session_int(state, "parallel", spin.minimum(), spin.maximum(),
-                                                                spin.value(), where))),
+            (
+                "parallel runs",
+                lambda: spin.setValue(
+                    session_int(state, "parallel", spin.minimum(), spin.maximum(), spin.value(), where)
+                ),
+            ),
             ("models", lambda: self.runs_panel.restore(_runs_list(state.get("runs")))),
-            ("pane sizes", lambda: self._restore_splitter(splitter_sizes(state, "splitter", self.splitter.count(),
-                                                                         where))),
+            (
+                "pane sizes",
+                lambda: self._restore_splitter(
+                    splitter_sizes(state, "splitter", self.splitter.count(), where)
+                ),
+            ),
             ("data source", lambda: self.data_panel.restore(state.get("source"))),
         ]
         for what, restore in parts:

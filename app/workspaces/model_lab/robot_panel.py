@@ -43,13 +43,13 @@ from app.widgets.job_progress import PanelJob
 from app.widgets.plots import color, make_plot
 from app.widgets.run_row import RunRow
 from app.widgets.text import error_html, readonly_item
-from engine.io import atomic_write_text
 from engine.identification.from_log import (
     LEARNABLE_KINDS,
     LogIdentificationConfig,
     identify_from_log,
     robot_prepare_config,
 )
+from engine.io import atomic_write_text
 
 __all__ = ["LEARNABLE_KINDS", "RobotIdentificationPanel", "default_config", "identification_job"]
 
@@ -131,9 +131,12 @@ class RobotIdentificationPanel(QWidget):
         self.learn_boxes = {k: QCheckBox(k) for k in LEARNABLE_KINDS}
         for k, box in self.learn_boxes.items():
             box.setChecked(k in d.learn)
-        self.settings_form = DataclassForm(d, include=["epochs", "blackbox_steps"],
-                                           labels={"epochs": "Fit steps (L-BFGS)", "blackbox_steps": "Black-box steps"},
-                                           ranges={"epochs": (1, 1000), "blackbox_steps": (0, 100000)})
+        self.settings_form = DataclassForm(
+            d,
+            include=["epochs", "blackbox_steps"],
+            labels={"epochs": "Fit steps (L-BFGS)", "blackbox_steps": "Black-box steps"},
+            ranges={"epochs": (1, 1000), "blackbox_steps": (0, 100000)},
+        )
         self.prepare_form = DataclassForm(robot_prepare_config(), include=["val_fraction"],
                                           labels={"val_fraction": "Held-out fraction"},
                                           ranges={"val_fraction": (0.05, 0.9)})
@@ -162,8 +165,11 @@ class RobotIdentificationPanel(QWidget):
         self.run_row.run_clicked.connect(self.run)
         self.run_row.watch_forms(self.settings_form, self.prepare_form)
         self.run_row.cancel_clicked.connect(self.cancel)
-        self.run_button, self.cancel_button, self.progress = (self.run_row.run_button, self.run_row.cancel_button,
-                                                              self.run_row.progress)
+        self.run_button, self.cancel_button, self.progress = (
+            self.run_row.run_button,
+            self.run_row.cancel_button,
+            self.run_row.progress,
+        )
         self.save_button = QPushButton("Save result JSON…")
         self.save_button.setEnabled(False)
         self.save_button.clicked.connect(self._save_dialog)
@@ -221,8 +227,9 @@ class RobotIdentificationPanel(QWidget):
             self.mapping_edit.setText(default_mapping_for(self.log_edit.text()))
 
     def _browse_log(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open joint log", "", "Logs (*.csv *.tsv *.txt *.npz *.parquet "
-                                              "*.bag *.mcap);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open joint log", "", "Logs (*.csv *.tsv *.txt *.npz *.parquet *.bag *.mcap);;All files (*)"
+        )
         if path:
             self.set_files(path)
 
@@ -267,7 +274,8 @@ class RobotIdentificationPanel(QWidget):
         self.save_button.setEnabled(True)
         self.summary.setText(
             f"{result.robot}: {result.samples_train} training, {result.samples_validation} validation samples, "
-            f"{result.seconds:.1f} s. Estimated torque noise {result.noise_level:.4g} N m (RMS over joints).")
+            f"{result.seconds:.1f} s. Estimated torque noise {result.noise_level:.4g} N m (RMS over joints)."
+        )
         self.rmse_table.setRowCount(0)
         for key in MODELS:
             v = result.torque_rmse_validation.get(key)

@@ -63,12 +63,21 @@ class Run:
         return self.row is not None
 
     def to_state(self) -> dict:
-        return lab_jobs.jsonable({"key": self.key, "name": self.name, "type": self.model_type,
-                            "train_config": self.train_config.to_dict(),
-                            "spec": {f: getattr(self.spec, f) for f in lab_jobs.SPEC_FIELDS} if self.spec else None,
-                            "state": self.state if self.state in ("finished", "loaded") else "ready",
-                            "losses": self.losses, "row": self.row, "model_path": self.model_path,
-                            "message": self.message, "run_dir": self.run_dir})
+        return lab_jobs.jsonable(
+            {
+                "key": self.key,
+                "name": self.name,
+                "type": self.model_type,
+                "train_config": self.train_config.to_dict(),
+                "spec": {f: getattr(self.spec, f) for f in lab_jobs.SPEC_FIELDS} if self.spec else None,
+                "state": self.state if self.state in ("finished", "loaded") else "ready",
+                "losses": self.losses,
+                "row": self.row,
+                "model_path": self.model_path,
+                "message": self.message,
+                "run_dir": self.run_dir,
+            }
+        )
 
 
 def eta_seconds(elapsed: float, fraction: float) -> float | None:
@@ -241,10 +250,19 @@ class RunQueue:
 
     def _start(self, run: Run) -> None:
         if self.model_folder is not None and run.run_dir is None:
-            run.run_dir = str(self.model_folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{run.model_type}-{run.key}")
+            run.run_dir = str(
+                self.model_folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{run.model_type}-{run.key}"
+            )
         try:
-            job = lab_jobs.train_job(run.model_type, self.dataset, run.train_config, run.spec, run_dir=run.run_dir,
-                               resume=run.resume, model_meta=self.meta(run, self.source, with_results=False))
+            job = lab_jobs.train_job(
+                run.model_type,
+                self.dataset,
+                run.train_config,
+                run.spec,
+                run_dir=run.run_dir,
+                resume=run.resume,
+                model_meta=self.meta(run, self.source, with_results=False),
+            )
         except ValueError as exc:
             run.state, run.message = "failed", str(exc)
             self.events.changed.emit(run)

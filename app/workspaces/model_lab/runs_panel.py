@@ -22,6 +22,7 @@ import itertools
 import os
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
@@ -44,16 +45,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-import numpy as np
-
 from app.widgets.forms import DataclassForm
 from app.widgets.plots import LossPlot, color
 from app.workspaces.model_lab import lab_jobs
+from app.workspaces.model_lab.run_queue import Run, RunQueue
+from app.workspaces.model_lab.runs_table import (
+    TABLE_COLUMNS,
+    X_AXES,
+    cell_text,
+    curve_points,
+    diff_text,
+    format_eta,
+    matches,
+    parse_sizes,
+    row_values,
+    sort_key,
+)
 from engine.models import ModelSpec
 from engine.training.evaluation import check_compatible, metrics_row
-from app.workspaces.model_lab.run_queue import Run, RunQueue
-from app.workspaces.model_lab.runs_table import (TABLE_COLUMNS, X_AXES, cell_text, curve_points, diff_text,
-                                                 format_eta, matches, parse_sizes, row_values, sort_key)
 
 __all__ = ["Run", "RunsPanel", "format_eta", "parse_sizes"]
 class RunCurves(LossPlot):
@@ -133,10 +142,17 @@ class RunsPanel(QWidget):
         row.addWidget(self.sweep_button)
         bv.addLayout(row)
         tool = QToolBox()
-        self.train_form = DataclassForm(lab_jobs.default_train_config(), include=["trajectories"] + lab_jobs.TRAIN_FIELDS,
-                                        labels={"trajectories": "Trajectories N", "hidden": "Hidden width",
-                                                "learning_rate": "Learning rate", "factor": "LR factor"},
-                                        ranges={"trajectories": (1, 10 ** 7), "epochs": (1, 10 ** 7)})
+        self.train_form = DataclassForm(
+            lab_jobs.default_train_config(),
+            include=["trajectories"] + lab_jobs.TRAIN_FIELDS,
+            labels={
+                "trajectories": "Trajectories N",
+                "hidden": "Hidden width",
+                "learning_rate": "Learning rate",
+                "factor": "LR factor",
+            },
+            ranges={"trajectories": (1, 10**7), "epochs": (1, 10**7)},
+        )
         tool.addItem(self.train_form, "Training")
         self.spec_form = DataclassForm(ModelSpec(), include=lab_jobs.SPEC_FIELDS, labels=lab_jobs.SPEC_LABELS,
                                        tooltips=lab_jobs.SPEC_TOOLTIPS, ranges={"robot_perturb": (0.0, 0.99)})
@@ -256,7 +272,9 @@ class RunsPanel(QWidget):
                 self.evaluate(run)
 
     # -- runs --------------------------------------------------------------------------
-    def add_run(self, model_type: str | None = None, train_config=None, spec=None, name: str | None = None) -> Run:
+    def add_run(
+        self, model_type: str | None = None, train_config=None, spec=None, name: str | None = None
+    ) -> Run:
         """Add a model (the forms' values unless given); returns the new run."""
         model_type = model_type or self.type_combo.currentText()
         if model_type not in lab_jobs.MODEL_TYPES():
@@ -280,10 +298,16 @@ class RunsPanel(QWidget):
         if self.dataset is not None:
             too_big = [n for n in sizes if n > len(self.dataset.train_x)]
             if too_big:
-                raise ValueError(f"sweep N: {too_big} exceed the {len(self.dataset.train_x)} training trajectories")
+                raise ValueError(
+                    f"sweep N: {too_big} exceed the {len(self.dataset.train_x)} training trajectories"
+                )
         base = self.train_form.value()
-        return [self.add_run(model_type, lab_jobs.with_changes(base, trajectories=int(n)), name=f"{model_type} N={n}")
-                for n in sizes]
+        return [
+            self.add_run(
+                model_type, lab_jobs.with_changes(base, trajectories=int(n)), name=f"{model_type} N={n}"
+            )
+            for n in sizes
+        ]
 
     def _add_clicked(self) -> None:
         try:
@@ -350,7 +374,9 @@ class RunsPanel(QWidget):
     def _diff_clicked(self) -> None:
         keys = self.selected_keys()
         if len(keys) != 2:
-            self.ctx.show_error("Diff runs", "Select exactly two runs in the table to compare their settings.")
+            self.ctx.show_error(
+                "Diff runs", "Select exactly two runs in the table to compare their settings."
+            )
             return
         self.diff(*keys)
 
@@ -463,8 +489,12 @@ class RunsPanel(QWidget):
             tc = lab_jobs.train_config_from_dict(tc_dict)
         except (ValueError, TypeError):
             tc = lab_jobs.default_train_config(model=model.name)
-        run = self.add_run(model.name, tc, dataclasses.replace(ModelSpec(), **{
-            f: getattr(model.spec, f) for f in lab_jobs.SPEC_FIELDS}), name=meta.get("name") or Path(path).stem)
+        run = self.add_run(
+            model.name,
+            tc,
+            dataclasses.replace(ModelSpec(), **{f: getattr(model.spec, f) for f in lab_jobs.SPEC_FIELDS}),
+            name=meta.get("name") or Path(path).stem,
+        )
         run.model, run.state, run.model_path = model, "loaded", str(path)
         run.data_hash, run.data_source = meta.get("data_hash"), meta.get("data_source")
         run.losses = list(meta.get("losses") or [])
@@ -505,7 +535,9 @@ class RunsPanel(QWidget):
 
     def _set_history(self, run: Run) -> None:
         """The run's curve from its run folder, else from the per-epoch losses it carries."""
-        run.history = lab_jobs.run_history(run.run_dir) or [{"epoch": i + 1, "loss": v} for i, v in enumerate(run.losses)]
+        run.history = lab_jobs.run_history(run.run_dir) or [
+            {"epoch": i + 1, "loss": v} for i, v in enumerate(run.losses)
+        ]
         if run.losses:
             run.loss = run.losses[-1]
         if run.history:
@@ -517,7 +549,9 @@ class RunsPanel(QWidget):
             self.ctx.show_error("Save model", "Select a trained model in the table first.")
             return
         run = self.runs[keys[0]]
-        path, _ = QFileDialog.getSaveFileName(self, "Save model", f"{run.model_type}.json", lab_jobs.MODEL_FILTER)
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save model", f"{run.model_type}.json", lab_jobs.MODEL_FILTER
+        )
         if path:
             try:
                 self.save_run(run.key, path)
@@ -555,7 +589,9 @@ class RunsPanel(QWidget):
             try:
                 run.losses = finite_list(s, "losses", 1_000_000, "model lab session")
             except ValueError as exc:
-                self.ctx.show_error("Restore model lab session", f"the loss history of {run.name} was skipped: {exc}")
+                self.ctx.show_error(
+                    "Restore model lab session", f"the loss history of {run.name} was skipped: {exc}"
+                )
             run.row = s.get("row")
             run.run_dir = s.get("run_dir")
             self._set_history(run)

@@ -11,8 +11,22 @@ import math
 from app.workspaces.model_lab import lab_jobs
 from engine.runs import config_diff, ema
 
-__all__ = ["HYPER_COLUMNS", "METRIC_COLUMNS", "RUN_COLUMNS", "TABLE_COLUMNS", "X_AXES", "cell_text", "curve_points",
-           "diff_text", "format_eta", "matches", "parse_sizes", "run_config", "row_values", "sort_key"]
+__all__ = [
+    "HYPER_COLUMNS",
+    "METRIC_COLUMNS",
+    "RUN_COLUMNS",
+    "TABLE_COLUMNS",
+    "X_AXES",
+    "cell_text",
+    "curve_points",
+    "diff_text",
+    "format_eta",
+    "matches",
+    "parse_sizes",
+    "run_config",
+    "row_values",
+    "sort_key",
+]
 
 RUN_COLUMNS = ("name", "type", "state", "progress", "ETA", "loss")
 # hyperparameters shown as columns (TrainConfig fields), then the final metrics
@@ -57,8 +71,14 @@ def row_values(run) -> dict:
     """The table's values of a run, column -> value (numbers stay numbers, for sorting)."""
     tc = run.train_config
     row = run.row or {}
-    values = {"name": run.name, "type": run.model_type, "state": run.state + (f": {run.message}" if run.message else ""),
-              "progress": 100 * run.fraction, "ETA": run.eta if run.state == "running" else None, "loss": run.loss}
+    values = {
+        "name": run.name,
+        "type": run.model_type,
+        "state": run.state + (f": {run.message}" if run.message else ""),
+        "progress": 100 * run.fraction,
+        "ETA": run.eta if run.state == "running" else None,
+        "loss": run.loss,
+    }
     for name in HYPER_COLUMNS:
         values[name] = getattr(tc, name, None)
     for name in METRIC_COLUMNS:

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from app.widgets.events import Events
 from app.workspaces.model_lab import lab_jobs
-from engine.training import compare as lc
-from engine.logs import LogMapping, PrepareConfig
-from engine.training.compare import LogCompareConfig
 from engine.jobs import ProgressSpan
+from engine.logs import LogMapping, PrepareConfig
 from engine.logs.units import si_unit
 from engine.paths import resource
+from engine.training import compare as lc
+from engine.training.compare import LogCompareConfig
 
 __all__ = ["EXAMPLE_LOG", "EXAMPLE_MODELS", "PLOTS", "DataSource", "ExampleComparison", "ExampleSettings",
            "ModelLabState", "ModelResult", "signal_labels"]
@@ -181,13 +181,17 @@ class ModelLabState:
             out["inertia"] = "a log has no known inertia"
         else:
             keys = ("inertia_true", "potential_true")
-            if self.runs and not any(r.curves and any(r.curves.get(k) is not None for k in keys) for r in self.runs):
+            if self.runs and not any(
+                r.curves and any(r.curves.get(k) is not None for k in keys) for r in self.runs
+            ):
                 out["inertia"] = "no model here learns one"
         if len(self.sizes()) < 2:
             out["size"] = "needs runs at two or more N (Add sweep)"
         return out
 
-    def set_choices(self, signal: int | None = None, learned: str | None = None, size_metric: str | None = None):
+    def set_choices(
+        self, signal: int | None = None, learned: str | None = None, size_metric: str | None = None
+    ):
         if signal is not None:
             self.signal = max(0, int(signal))
         if learned is not None:
@@ -236,8 +240,10 @@ class ModelLabState:
         self.set_data(result.data.dataset, result.data.source, result.data.prepared)
         self.events.example.emit(result)
         self.set_runs(result.models)
-        self.events.message.emit(f"Example: {len(result.models)} models trained on {Path(result.data.source['path']).name} "
-                                 f"in {result.seconds:.0f} s")
+        self.events.message.emit(
+            f"Example: {len(result.models)} models trained on {Path(result.data.source['path']).name} "
+            f"in {result.seconds:.0f} s"
+        )
 
     def _on_example_error(self, message: str, _tb: str = "") -> None:
         self._example_ended()
@@ -266,14 +272,23 @@ def example_job(settings: ExampleSettings):
         prepare = PrepareConfig()
         compare = LogCompareConfig(steps=settings.steps, horizon=settings.horizon, epochs=settings.epochs)
         ctx.progress(0.05, "preparing the log")
-        prepared, dataset = lab_jobs.prepare_job(table, mapping, prepare, compare)(ProgressSpan(ctx, 0.05, 0.1))
-        source = {"kind": "log", "path": str(path), "mapping": mapping.to_dict(), "prepare": prepare.to_dict(),
-                  "compare": compare.to_dict()}
+        prepared, dataset = lab_jobs.prepare_job(table, mapping, prepare, compare)(
+            ProgressSpan(ctx, 0.05, 0.1)
+        )
+        source = {
+            "kind": "log",
+            "path": str(path),
+            "mapping": mapping.to_dict(),
+            "prepare": prepare.to_dict(),
+            "compare": compare.to_dict(),
+        }
         models = []
         n = len(settings.models)
         for i, model_type in enumerate(settings.models):
             ctx.check_cancelled()
-            cfg = lab_jobs.with_changes(lab_jobs.default_train_config(dataset, model_type), epochs=settings.epochs)
+            cfg = lab_jobs.with_changes(
+                lab_jobs.default_train_config(dataset, model_type), epochs=settings.epochs
+            )
             span = (0.1 + 0.9 * i / n, 0.1 + 0.9 * (i + 1) / n)
             out = lc.train_and_evaluate(model_type, dataset, cfg, None, ctx, span)
             row = dict(out["row"])

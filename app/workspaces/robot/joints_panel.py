@@ -179,7 +179,9 @@ class JointsPanel(QWidget):
         self._q[i] = float(np.clip(value / self._scale(i), self._lo[i], self._hi[i]))
         self._updating = True
         span = self._hi[i] - self._lo[i]
-        self._sliders[i].setValue(int(np.rint((self._q[i] - self._lo[i]) / span * SLIDER_STEPS)) if span > 0 else 0)
+        self._sliders[i].setValue(
+            int(np.rint((self._q[i] - self._lo[i]) / span * SLIDER_STEPS)) if span > 0 else 0
+        )
         self._updating = False
         self.q_changed.emit(self.q)
 

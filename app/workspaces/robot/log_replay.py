@@ -165,8 +165,11 @@ class LogReplayPanel(QWidget):
         self.plots.setMinimumHeight(300)
         layout.addWidget(self.plots, 1)
         layout.addWidget(self.status)
-        for key, slot in ((Qt.Key.Key_Space, self.state.toggle_play), (Qt.Key.Key_Period, lambda: self.state.step(1)),
-                          (Qt.Key.Key_Comma, lambda: self.state.step(-1))):
+        for key, slot in (
+            (Qt.Key.Key_Space, self.state.toggle_play),
+            (Qt.Key.Key_Period, lambda: self.state.step(1)),
+            (Qt.Key.Key_Comma, lambda: self.state.step(-1)),
+        ):
             shortcut = QShortcut(QKeySequence(key), self)
             shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
             shortcut.activated.connect(slot)
@@ -432,7 +435,9 @@ class LogReplayPanel(QWidget):
             painter.end()
         w, h = image.width() // 2 * 2, image.height() // 2 * 2
         ptr = image.constBits()
-        arr = np.frombuffer(ptr, np.uint8, count=image.sizeInBytes()).reshape(image.height(), image.bytesPerLine())
+        arr = np.frombuffer(ptr, np.uint8, count=image.sizeInBytes()).reshape(
+            image.height(), image.bytesPerLine()
+        )
         return arr[:h, : w * 3].reshape(h, w, 3).copy()
 
     def export_video(self, path: str | None = None, fps: float = 30.0, start: float | None = None,
@@ -450,7 +455,9 @@ class LogReplayPanel(QWidget):
             self._message("A video is being written; wait for it or cancel it first.")
             return None
         if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "Export video", "replay.mp4", "MP4 (*.mp4);;GIF (*.gif)")
+            path, _ = QFileDialog.getSaveFileName(
+                self, "Export video", "replay.mp4", "MP4 (*.mp4);;GIF (*.gif)"
+            )
             if not path:
                 return None
         lo, hi = self.state.loop or self.state.t_range

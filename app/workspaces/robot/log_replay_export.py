@@ -86,7 +86,13 @@ class VideoExport(QObject):
     def start(self) -> VideoExport:
         from engine.data.replay_video import write_frames
 
-        q, path, fps, total, stopped = self._queue, self.path, self.fps, len(self.times), lambda: self._stopped
+        q, path, fps, total, stopped = (
+            self._queue,
+            self.path,
+            self.fps,
+            len(self.times),
+            lambda: self._stopped,
+        )
 
         def frames(ctx):
             while True:

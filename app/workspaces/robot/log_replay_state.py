@@ -60,7 +60,11 @@ class LogReplayState:
         if self.ghost_model is not None and not _is_learned(self.ghost_model):
             self.ghost_model = None
         if self.table is not None and model is not None:
-            keep = self.rmap if self.rmap is not None and set(self.rmap.joints) <= set(model.joint_names) else None
+            keep = (
+                self.rmap
+                if self.rmap is not None and set(self.rmap.joints) <= set(model.joint_names)
+                else None
+            )
             try:
                 self._apply(keep or ReplayMapping.auto(self.table, model))
             except LogError as exc:
@@ -113,7 +117,9 @@ class LogReplayState:
         except LogError:
             pass
         episode = self.rmap.episode if self.rmap is not None else None
-        return ReplayMapping(mapping=mapping, joints=joints, base=self.rmap.base if self.rmap else [], episode=episode)
+        return ReplayMapping(
+            mapping=mapping, joints=joints, base=self.rmap.base if self.rmap else [], episode=episode
+        )
 
     def set_mapping(self, mapping) -> None:
         """Remap the open log (a LogMapping from the mapping dialog, or a ReplayMapping)."""
@@ -137,8 +143,10 @@ class LogReplayState:
         self.events.loop.emit(None)
         self.events.ghost.emit(None)
         self.events.cursor.emit(self.cursor)
-        self.events.message.emit(f"{Path(self.path).name or 'log'}: {replay.n} samples, {replay.duration:.2f} s; "
-                                 + "; ".join(replay.notes[-2:]))
+        self.events.message.emit(
+            f"{Path(self.path).name or 'log'}: {replay.n} samples, {replay.duration:.2f} s; "
+            + "; ".join(replay.notes[-2:])
+        )
 
     def close(self) -> None:
         self.pause()
@@ -264,7 +272,9 @@ class LogReplayState:
             model = self.robot
             name = name or "rigid body (URDF)"
         self.ghost_model = model
-        self.ghost_name = name or ("" if model is None else getattr(model, "name", "") or type(model).__name__)
+        self.ghost_name = name or (
+            "" if model is None else getattr(model, "name", "") or type(model).__name__
+        )
         self.ghost = None
         self.events.ghost.emit(None)
 
@@ -292,8 +302,10 @@ class LogReplayState:
         self.events.ghost.emit(ghost)
         if ghost is not None:
             worst = float(np.max(ghost.rms)) if ghost.rms.size else 0.0
-            self.events.message.emit(f"Ghost ({self.ghost_name}) from {ghost.t[0]:.2f} s for {self.horizon:g} s: "
-                                     f"largest rms joint error {worst:.3g}")
+            self.events.message.emit(
+                f"Ghost ({self.ghost_name}) from {ghost.t[0]:.2f} s for {self.horizon:g} s: "
+                f"largest rms joint error {worst:.3g}"
+            )
 
     def compute_ghost(self) -> GhostRollout:
         """The ghost computed here and now (scripts and tests; the panel uses :meth:`ghost_job`)."""

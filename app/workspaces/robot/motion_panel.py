@@ -217,7 +217,11 @@ class MotionPanel(QWidget):
         if self.duration() <= 0:
             self.status_label.setText("Add two keyframes (or run a simulation) to play a motion.")
             return
-        self._t0 = 0.0 if self.time_slider.value() >= TIME_STEPS else self.time_slider.value() / TIME_STEPS * self.duration()
+        self._t0 = (
+            0.0
+            if self.time_slider.value() >= TIME_STEPS
+            else self.time_slider.value() / TIME_STEPS * self.duration()
+        )
         self._clock.start()
         self._timer.start()
         self.play_button.setText("Stop")
@@ -258,9 +262,15 @@ class MotionPanel(QWidget):
 
     # ------------------------------------------------------------ simulation
     def simulation_options(self) -> SimulationOptions:
-        return SimulationOptions(mode=self.mode_box.currentData(), duration=self.duration_spin.value(),
-                                 dt=self.dt_spin.value(), kp=self.kp_spin.value(), kd=self.kd_spin.value(),
-                                 damping=self.damping_box.isChecked(), hold_base=self.hold_base_box.isChecked())
+        return SimulationOptions(
+            mode=self.mode_box.currentData(),
+            duration=self.duration_spin.value(),
+            dt=self.dt_spin.value(),
+            kp=self.kp_spin.value(),
+            kd=self.kd_spin.value(),
+            damping=self.damping_box.isChecked(),
+            hold_base=self.hold_base_box.isChecked(),
+        )
 
     def set_simulating(self, busy: bool) -> None:
         self.sim_row.set_running(busy)

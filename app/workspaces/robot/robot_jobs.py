@@ -69,8 +69,10 @@ class LoadedRobot:
     coms: dict                   # link -> (3,) centre of mass in the link frame (m)
     damping: np.ndarray          # (dof,) URDF joint damping (N m s/rad or N s/m)
     notes: list = field(default_factory=list)   # what the viewer accepted leniently, for the user
-    xacro_args: dict = field(default_factory=dict)   # the arguments a xacro file was expanded with
-    inertia_boxes: dict = field(default_factory=dict)   # link -> (T in the link frame, extents): equivalent boxes
+    xacro_args: dict = field(default_factory=dict)  # the arguments a xacro file was expanded with
+    inertia_boxes: dict = field(
+        default_factory=dict
+    )  # link -> (T in the link frame, extents): equivalent boxes
 
     @property
     def name(self) -> str:
@@ -110,8 +112,10 @@ def _load_model(path: Path, xacro_args=None, options=None):
                     raise URDFError(f"{reason}: physically impossible; fix the URDF", exc.file, exc.element,
                                     exc.line, impossible=True) from None
                 kwargs["strict"] = False
-                notes.append(f"accepted although physically inconsistent: {exc.element or 'inertial'}: {reason} "
-                             "(any others are in the log)")
+                notes.append(
+                    f"accepted although physically inconsistent: {exc.element or 'inertial'}: {reason} "
+                    "(any others are in the log)"
+                )
             elif remedy.get("mimic") == "independent" and kwargs.get("mimic") != "independent":
                 kwargs["mimic"] = "independent"
                 notes.append("mimic joints are shown as independent joints")
@@ -127,7 +131,9 @@ def inertia_boxes(model) -> dict:
     with torch.no_grad():
         for link in model.link_names:
             mass = float(model.link_mass(link))
-            box = inertia_box(mass, model.link_com(link).cpu().numpy(), model.link_inertia(link).cpu().numpy())
+            box = inertia_box(
+                mass, model.link_com(link).cpu().numpy(), model.link_inertia(link).cpu().numpy()
+            )
             if box is not None:
                 boxes[link] = box
     return boxes
@@ -209,8 +215,18 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
         damping = np.array([float(getattr(by_name.get(n), "damping", 0.0) or 0.0) for n in model.joint_names])
         _warm_up_ik(model)
         ctx.progress(1.0, f"loaded {model.name}: {model.dof} joints, {geometry.triangles} triangles")
-        return LoadedRobot(source, str(path), model, geometry, axes, coms, damping, notes, dict(xacro_args or {}),
-                           inertia_boxes(model))
+        return LoadedRobot(
+            source,
+            str(path),
+            model,
+            geometry,
+            axes,
+            coms,
+            damping,
+            notes,
+            dict(xacro_args or {}),
+            inertia_boxes(model),
+        )
 
     return job
 

@@ -436,15 +436,22 @@ class RobotState:
         or inside :meth:`begin_target_edit`/:meth:`end_target_edit`: one step for the gesture)."""
         if self.target(link) is None:
             raise ValueError(f"no target on link {link!r}")
-        self._edit_targets([TargetSpec(t.link, np.array(pose, float), t.position_only) if t.link == link else t
-                            for t in self.targets], text)
+        self._edit_targets(
+            [
+                TargetSpec(t.link, np.array(pose, float), t.position_only) if t.link == link else t
+                for t in self.targets
+            ],
+            text,
+        )
 
     def set_target_position_only(self, link: str, position_only: bool) -> None:
         """Whether only the position of ``link``'s target counts (undoable)."""
         if self.target(link) is None:
             raise ValueError(f"no target on link {link!r}")
-        self._edit_targets([TargetSpec(t.link, t.pose, bool(position_only)) if t.link == link else t
-                            for t in self.targets], "position only" if position_only else "position and orientation")
+        self._edit_targets(
+            [TargetSpec(t.link, t.pose, bool(position_only)) if t.link == link else t for t in self.targets],
+            "position only" if position_only else "position and orientation",
+        )
 
     def begin_target_edit(self) -> None:
         """A gesture (a gizmo drag) begins: its target moves are one undo step (end_target_edit)."""

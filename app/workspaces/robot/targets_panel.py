@@ -249,7 +249,9 @@ class TargetsPanel(QWidget):
             self.end_effector_changed.emit(link)
 
     # ------------------------------------------------------------ targets
-    def add_target(self, link: str, pose: np.ndarray | None = None, position_only: bool | None = None) -> Target:
+    def add_target(
+        self, link: str, pose: np.ndarray | None = None, position_only: bool | None = None
+    ) -> Target:
         """Add (or replace) the target of ``link`` in the state; default pose: the link's current
         pose, default position-only: the checkbox."""
         if self.link_box.findText(link) < 0:
@@ -345,7 +347,9 @@ class TargetsPanel(QWidget):
 
     def _row_text(self, t: Target) -> str:
         p = t.pose[:3, 3]
-        return f"{t.link}: ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f}) m" + (" [position]" if t.position_only else "")
+        return f"{t.link}: ({p[0]:+.3f}, {p[1]:+.3f}, {p[2]:+.3f}) m" + (
+            " [position]" if t.position_only else ""
+        )
 
     def _on_gizmo_moved(self, link: str, pose: np.ndarray) -> None:
         """A gizmo moved under the mouse: the state's target follows (the drag is one undo step)."""

@@ -19,8 +19,12 @@ def ask_xacro_args(parent: QWidget, settings, path: str) -> dict | None:
     ({name: value}; None when the user cancels). The last answer is offered again."""
     last = str(settings.value(XACRO_ARGS_KEY, ""))
     while True:
-        text, ok = QInputDialog.getText(parent, "xacro arguments", f"{Path(path).name}: arguments "
-                                        "(name:=value, separated by spaces; empty for the defaults)", text=last)
+        text, ok = QInputDialog.getText(
+            parent,
+            "xacro arguments",
+            f"{Path(path).name}: arguments (name:=value, separated by spaces; empty for the defaults)",
+            text=last,
+        )
         if not ok:
             return None
         try:

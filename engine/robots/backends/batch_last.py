@@ -45,7 +45,9 @@ class BatchLastBackend:
         """Motion subspaces ``(n, 6, B)`` and world inertials from body poses ``W``."""
         t = self.tree
         z = kin.axes_bl(W, t.axis3)
-        S = dyn_bl.motion_subspaces_bl(z, W[:, :, 3], None if t.all_rev else t.rev, None if t.all_rev else t.pri)
+        S = dyn_bl.motion_subspaces_bl(
+            z, W[:, :, 3], None if t.all_rev else t.rev, None if t.all_rev else t.pri
+        )
         return S, dyn_bl.world_inertials_bl(W, *inertials.constants)
 
     @staticmethod
@@ -77,7 +79,9 @@ class BatchLastBackend:
         for l in links:
             b = t.link_body_int[l]
             off = t.link_offset[l]
-            local = off[:3, 3] if point is None else off[:3, 3] + point @ off[:3, :3].transpose(0, 1)   # (3,) or (B, 3)
+            local = (
+                off[:3, 3] if point is None else off[:3, 3] + point @ off[:3, :3].transpose(0, 1)
+            )  # (3,) or (B, 3)
             Wb = W[b - 1] if b > 0 else top
             loc = local.t() if point is not None else local[:, None]
             if Wb is None:
@@ -91,8 +95,12 @@ class BatchLastBackend:
             J = t.to_joint_order(torch.cat([lin, z * r], dim=1)).permute(2, 1, 0)      # (B, 6, n)
             if t.floating:      # base columns: linear [R0 | R0 e_j x (p - p0)], angular [0 | R0]
                 R0 = top[:, :3]
-                X = kin.cross_bl(R0.transpose(0, 1), (p - top[:, 3]).unsqueeze(0)).transpose(0, 1)   # (3, 3, B)
-                Jb = torch.cat([torch.cat([R0, X], 1), torch.cat([torch.zeros_like(R0), R0], 1)], 0)  # (6, 6, B)
+                X = kin.cross_bl(R0.transpose(0, 1), (p - top[:, 3]).unsqueeze(0)).transpose(
+                    0, 1
+                )  # (3, 3, B)
+                Jb = torch.cat(
+                    [torch.cat([R0, X], 1), torch.cat([torch.zeros_like(R0), R0], 1)], 0
+                )  # (6, 6, B)
                 J = torch.cat([Jb.permute(2, 0, 1), J], dim=-1)
             Js.append(J)
             if with_poses:
@@ -118,7 +126,9 @@ class BatchLastBackend:
         ar = q.new_zeros(6, B) if a is None else fbl.swap_halves(a[:, :6].t())
         if a0 is not None:
             ar = ar + fbl.gravity_in_base_bl(q, a0)
-        tau, fsum = dyn_bl.rnea_bl(S, iw, vj, aj, ar, t.anc, t.chain, v0=v0, total=True, levels=t.level_sums())
+        tau, fsum = dyn_bl.rnea_bl(
+            S, iw, vj, aj, ar, t.anc, t.chain, v0=v0, total=True, levels=t.level_sums()
+        )
         f0 = dyn_bl.body_forces_bl(root[0][:, None], root[1], root[2], ar[:, None],
                                    None if v0 is None else v0[:, None])[:, 0]
         return torch.cat([fbl.swap_halves(fsum + f0).t(), t.to_joint_order(tau).t()], dim=-1)
@@ -135,16 +145,31 @@ class BatchLastBackend:
             root = self._root(inertials)
 
             def base(F, total):
-                return fbl.base_inertia_bl(total + dyn_bl.compact_inertias_bl(*root)[:, 0]), fbl.swap_halves(F)
+                return fbl.base_inertia_bl(total + dyn_bl.compact_inertias_bl(*root)[:, 0]), fbl.swap_halves(
+                    F
+                )
 
-        return dyn_bl.crba_bl(S, iw, t.anc, t.anc_strict, t.chain, order=order, levels=t.level_sums(), base=base)
+        return dyn_bl.crba_bl(
+            S, iw, t.anc, t.anc_strict, t.chain, order=order, levels=t.level_sums(), base=base
+        )
 
     def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto") -> torch.Tensor:
         t = self.tree
         if not t.floating:
             S, iw = self._terms(self._joint_poses(q), inertials)
-            qdd = dyn_bl.aba_bl(S, iw, t.to_internal(v), t.to_internal(tau), a0, t.anc, t.levels, t.level_parents,
-                                t.chain, method=method, armature=t.armature_int)
+            qdd = dyn_bl.aba_bl(
+                S,
+                iw,
+                t.to_internal(v),
+                t.to_internal(tau),
+                a0,
+                t.anc,
+                t.levels,
+                t.level_parents,
+                t.chain,
+                method=method,
+                armature=t.armature_int,
+            )
             return t.to_joint_order(qdd).t()
         if method == "auto":
             method = dyn_bl.auto_fd_method(t.n + 6, len(t.levels) + 1)

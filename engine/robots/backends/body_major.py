@@ -80,7 +80,9 @@ class BodyMajorBackend:
             p = Tl[:, :3, 3]
             if point is not None:
                 p = p + torch.matmul(Tl[:, :3, :3], point.unsqueeze(-1)).squeeze(-1)
-            J = t.to_joint_order(kin.point_jacobian(z, o, t.link_rev_mask[l], t.link_pri_mask[l], p)).permute(1, 2, 0)
+            J = t.to_joint_order(kin.point_jacobian(z, o, t.link_rev_mask[l], t.link_pri_mask[l], p)).permute(
+                1, 2, 0
+            )
             if t.floating:      # base columns: linear [R0 | -(p - p0)^ R0], angular [0 | R0]
                 R0, p0 = T[0, :, :3, :3], T[0, :, :3, 3]
                 Jb = torch.cat([torch.cat([R0, -small_matmul(skew(p - p0), R0)], -1),
@@ -155,7 +157,18 @@ class BodyMajorBackend:
         S0 = fl.base_motion_subspace(T0)
         root_w = fl.root_inertial_world(T0, *inertials.root)
         root = (dyn.spatial_inertia_world(*root_w)[0], S0, (S0 * v[:, None, :6]).sum(-1), tau[:, :6])
-        qdd, qdd_b = dyn.aba(S, dyn.spatial_inertia_world(*iw), t.to_internal(v[:, 6:]), t.to_internal(tau[:, 6:]),
-                             a0, t.anc, t.levels, t.level_parents, t.chain, method="articulated",
-                             armature=t.armature_int, root=root)
+        qdd, qdd_b = dyn.aba(
+            S,
+            dyn.spatial_inertia_world(*iw),
+            t.to_internal(v[:, 6:]),
+            t.to_internal(tau[:, 6:]),
+            a0,
+            t.anc,
+            t.levels,
+            t.level_parents,
+            t.chain,
+            method="articulated",
+            armature=t.armature_int,
+            root=root,
+        )
         return torch.cat([qdd_b, t.to_joint_order(qdd).t()], dim=-1)

@@ -37,8 +37,10 @@ class CompiledBackend:
     name = "compiled"
 
     def __init__(self, tree: Tree):
-        if not cdyn.available():        # builds the kernels (once per process) where it can
-            raise RuntimeError("the compiled kernels are not available (numba missing, or LAGRANGE_NO_COMPILED set)")
+        if not cdyn.available():  # builds the kernels (once per process) where it can
+            raise RuntimeError(
+                "the compiled kernels are not available (numba missing, or LAGRANGE_NO_COMPILED set)"
+            )
         self.tree = tree
         n = tree.n
         axis = _np(tree.axis3)
@@ -47,7 +49,9 @@ class CompiledBackend:
                        np.ascontiguousarray(_np(tree.C0).reshape(n, 16)),
                        np.ascontiguousarray(_np(tree.C).reshape(n, 3, 16)),
                        np.ascontiguousarray(_np(tree.body_dof), dtype=np.int64))
-        self._S = np.ascontiguousarray(np.concatenate([axis * rev[:, None], axis * (1.0 - rev[:, None])], axis=1))
+        self._S = np.ascontiguousarray(
+            np.concatenate([axis * rev[:, None], axis * (1.0 - rev[:, None])], axis=1)
+        )
         self._rev = np.ascontiguousarray(rev)
         self._no_armature = np.zeros(n)
         self._armature = self._no_armature if tree.armature_int is None else np.ascontiguousarray(
@@ -74,7 +78,9 @@ class CompiledBackend:
 
     # ---------------------------------------------------------------- kinematics
     def fk(self, q) -> torch.Tensor:
-        return _tensor(cdyn.link_poses(self._chain, _np(q), self._link_body, self._link_offset, self.tree.floating))
+        return _tensor(
+            cdyn.link_poses(self._chain, _np(q), self._link_body, self._link_offset, self.tree.floating)
+        )
 
     def jacobians(self, q, links, point=None, with_poses: bool = False):
         qn = _np(q)

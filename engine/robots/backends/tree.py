@@ -200,7 +200,9 @@ def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
                                       torch.as_tensor(topo.revolute, device=device))
     arrays["_C0"] = C0
     arrays["_C"] = C
-    arrays["_Ct4"] = torch.cat([C[:, :, :12].transpose(1, 2), C0.reshape(n, 16)[:, :12, None]], dim=2).contiguous()
+    arrays["_Ct4"] = torch.cat(
+        [C[:, :, :12].transpose(1, 2), C0.reshape(n, 16)[:, :12, None]], dim=2
+    ).contiguous()
     buf("_axis3", topo.axis.reshape(n, 3))
     values["_all_rev"] = bool(topo.revolute.all())
     values["_jump_names"] = []
@@ -229,7 +231,11 @@ def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
     # a serial chain (each body the child of the previous one): tree sums are cumsums
     values["_chain"] = bool(np.array_equal(topo.body_parent, np.maximum(np.arange(n + 1) - 1, 0)))
     # links whose frame is not their body's frame need one more product in FK
-    offset_links = [l for l in range(len(topo.link_names)) if not np.allclose(topo.link_offset[l], np.eye(4), atol=0, rtol=0)]
+    offset_links = [
+        l
+        for l in range(len(topo.link_names))
+        if not np.allclose(topo.link_offset[l], np.eye(4), atol=0, rtol=0)
+    ]
     buf("_offset_links", offset_links, torch.long)
     buf("_offset_bodies", topo.link_body[offset_links] if offset_links else [], torch.long)
     buf("_offset_T", topo.link_offset[offset_links] if offset_links else np.zeros((0, 4, 4)))

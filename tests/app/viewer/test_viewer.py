@@ -19,7 +19,7 @@ QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
 
 
 
-from app.viewer.geometry import PLACEHOLDER_SIZE, GeometryOptions, load_robot_geometry # noqa: E402  (after the GL attribute)
+from app.viewer.geometry import PLACEHOLDER_SIZE, GeometryOptions, load_robot_geometry  # noqa: E402  (after the GL attribute)
 
 ERD = Path(trimesh.__file__).resolve().parents[1] / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
 PANDA_ERD = ERD / "panda_description" / "urdf" / "panda.urdf"
@@ -103,7 +103,10 @@ def test_dae_materials_and_decimation_budget():
     dae = collada.Collada(str(PANDA_ERD.parents[1] / "meshes" / "visual" / "link0.dae"))
     diffuse = {tuple(np.round(np.asarray(m.effect.diffuse[:3], float), 2)) for m in dae.materials
                if isinstance(m.effect.diffuse, tuple)}
-    shown = {tuple(np.round(c[:3].astype(float), 2)) for c in np.unique(full.links["panda_link0"].visual.colors, axis=0)}
+    shown = {
+        tuple(np.round(c[:3].astype(float), 2))
+        for c in np.unique(full.links["panda_link0"].visual.colors, axis=0)
+    }
     assert len(diffuse) >= 2 and diffuse <= shown
     budget = 20_000
     small = load_robot_geometry(PANDA_ERD, GeometryOptions(max_triangles=budget, load_collision=False))
@@ -226,7 +229,9 @@ def test_gizmo_translate_and_rotate_by_dragging(view, qtbot):
     grab = next(p for p in pts if (gizmo.handle_at(view, *p) or ("",))[0] == "rz")
     (c,), _ = view.project(pose[None, :3, 3])
     rel = grab - c
-    turned = c + np.array([rel[0] * np.cos(0.5) - rel[1] * np.sin(0.5), rel[0] * np.sin(0.5) + rel[1] * np.cos(0.5)])
+    turned = c + np.array(
+        [rel[0] * np.cos(0.5) - rel[1] * np.sin(0.5), rel[0] * np.sin(0.5) + rel[1] * np.cos(0.5)]
+    )
     assert gizmo.handle_at(view, *grab)[0] == "rz"
     _mouse(view, QEvent.Type.MouseButtonPress, *grab, left)
     _mouse(view, QEvent.Type.MouseMove, *turned, left)
@@ -263,7 +268,11 @@ def test_inertia_box_reproduces_the_inertia_and_is_drawn(view):
     # a uniform box 0.4 x 0.1 x 0.2 m of 3 kg, turned and shifted in the link frame
     dims, m = np.array([0.4, 0.1, 0.2]), 3.0
     R = Rotation.from_euler("xyz", [0.3, -0.7, 1.1]).as_matrix()
-    I_box = m / 12 * np.diag([dims[1] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[1] ** 2])
+    I_box = (
+        m
+        / 12
+        * np.diag([dims[1] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[2] ** 2, dims[0] ** 2 + dims[1] ** 2])
+    )
     T, ext = inertia_box(m, [0.1, 0.2, 0.3], R @ I_box @ R.T)
     np.testing.assert_allclose(sorted(ext), sorted(dims), atol=1e-12)
     # the returned box, by trimesh's own mass properties, has the same inertia about its centre
@@ -278,8 +287,12 @@ def test_inertia_box_reproduces_the_inertia_and_is_drawn(view):
     assert np.allclose(inertia_box(1.0, np.zeros(3), np.zeros((3, 3)))[1], 0)
     # in the view: follows the link, toggled as an overlay
     from app.viewer.geometry import LinkGeometry, MeshPart, RobotGeometry
-    part = MeshPart(np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0]], np.float32), np.array([[0, 1, 2]], np.uint32),
-                    np.ones((3, 4), np.float32))
+
+    part = MeshPart(
+        np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.1, 0]], np.float32),
+        np.array([[0, 1, 2]], np.uint32),
+        np.ones((3, 4), np.float32),
+    )
     g = RobotGeometry(name="r", path="")
     g.links["a"] = LinkGeometry("a", part, None)
     view.set_robot(g, inertia_boxes={"a": (T, ext)})

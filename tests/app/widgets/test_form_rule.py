@@ -43,7 +43,9 @@ def test_targets_beyond_the_horizon_are_warned_about_and_optimise_waits(car_page
     _type(qtbot, panel.horizon_spin, "30")
     assert state.horizon == 30
     warning = panel.horizon_warning
-    assert warning.isVisible() and "Target 2 (step 40)" in warning.text() and "horizon of 30" in warning.text()
+    assert (
+        warning.isVisible() and "Target 2 (step 40)" in warning.text() and "horizon of 30" in warning.text()
+    )
     assert not panel.optimise_button.isEnabled()
     assert "beyond the horizon" in panel.optimise_button.toolTip()
     state.edit_target(1, step=25)                                 # the cause gone, the warning goes

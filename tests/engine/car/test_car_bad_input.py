@@ -8,7 +8,14 @@ import math
 import pytest
 import torch
 
-from engine.car.model import CarMLP, CarMLPConfig, CarModelError, load_car_model, save_car_model, training_elements
+from engine.car.model import (
+    CarMLP,
+    CarMLPConfig,
+    CarModelError,
+    load_car_model,
+    save_car_model,
+    training_elements,
+)
 from engine.cli import build_parser, main
 
 # every numeric option of every car command (and `bench car`), with values that must be refused
@@ -66,7 +73,9 @@ def test_bad_numbers_are_one_line_naming_the_flag_exit_2(command, flag, tmp_path
         assert code == 2, (command, flag, value, err)
         assert len(lines) == 1 and "Traceback" not in err, err
         assert flag in lines[0], lines[0]
-        assert not any(w in lines[0] for w in ("InputError", "CarModelError", "ValueError", "Config.")), lines[0]
+        assert not any(w in lines[0] for w in ("InputError", "CarModelError", "ValueError", "Config.")), (
+            lines[0]
+        )
         assert not (tmp_path / "model").exists()                  # nothing written
 
 
@@ -111,7 +120,12 @@ def test_sizes_in_the_json_that_disagree_with_the_weights_are_refused_before_bui
     with pytest.raises(CarModelError) as err:
         load_car_model(folder)
     msg = str(err.value)
-    assert "car_model.safetensors" in msg and "linears.0.weight" in msg and "[8, 5]" in msg and "[4096, 5]" in msg
+    assert (
+        "car_model.safetensors" in msg
+        and "linears.0.weight" in msg
+        and "[8, 5]" in msg
+        and "[4096, 5]" in msg
+    )
     assert built == []                                      # no network was made
 
 

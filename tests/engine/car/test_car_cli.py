@@ -21,10 +21,28 @@ def test_car_train_plan_mpc_json(tmp_path, capsys):
     _numbers(out, ["train_loss", "val_loss", "initial_loss", "tve", "samples", "seconds"])
     assert (tmp_path / "m" / "car_model.safetensors").exists()
 
-    out = _run(capsys, ["car", "plan", "--scenario", "drifting-turn", "--model", str(tmp_path / "m"),
-                        "--max-iterations", "3", "--candidates", "32", "--json", "--save", str(tmp_path / "plan.json")])
+    out = _run(
+        capsys,
+        [
+            "car",
+            "plan",
+            "--scenario",
+            "drifting-turn",
+            "--model",
+            str(tmp_path / "m"),
+            "--max-iterations",
+            "3",
+            "--candidates",
+            "32",
+            "--json",
+            "--save",
+            str(tmp_path / "plan.json"),
+        ],
+    )
     assert isinstance(out["converged"], bool)
-    _numbers(out, ["iterations", "seconds", "final_cost", "executed_position_error", "executed_heading_error"])
+    _numbers(
+        out, ["iterations", "seconds", "final_cost", "executed_position_error", "executed_heading_error"]
+    )
     assert [e["step"] for e in out["target_errors"]] == [25, 60]
     assert set(out["target_errors"][0]) == {"step", "position_error", "heading_error"}
     assert json.loads((tmp_path / "plan.json").read_text())["kind"] == "car_plan"

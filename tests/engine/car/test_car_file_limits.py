@@ -92,7 +92,9 @@ def test_the_plan_checks_are_the_same_for_files_the_form_and_code():
 def test_plan_memory_is_checked_against_the_budget_before_optimising(monkeypatch):
     plan = Plan("long", MAX_HORIZON, targets=(Target(MAX_HORIZON, 1.0, 0.0),))
     monkeypatch.setenv("LAGRANGE_MEMORY_BUDGET", "64M")
-    with pytest.raises(ValueError, match=r"1000 steps per line search\) would need about .* more than the budget"):
+    with pytest.raises(
+        ValueError, match=r"1000 steps per line search\) would need about .* more than the budget"
+    ):
         check_plan_memory(plan, OptimiserConfig(candidates=512))
     assert check_plan_memory(scenario("drifting-turn"), OptimiserConfig()) < 64 << 20
 
@@ -122,18 +124,26 @@ def _csv(tmp_path, name, points, width=1.0):
     return path
 
 
-@pytest.mark.parametrize("name, points, width, words", [
-    ("zero", [[1.0, 1.0]] * 6, 1.0, "zero length"),
-    ("eight", _eight(), 1.0, "crosses or touches itself"),
-    ("collinear", [[0, 0], [1, 0], [2, 0], [3, 0], [4, 0]], 1.0, "lie on one line"),
-    ("sliver", [[0, 0], [10, 0], [10, 1e-3], [0, 1e-3]], 0.5, "encloses (almost) no area"),
-    ("duplicate", [[0, 0], [4, 0], [4, 0], [4, 4], [0, 4]], 1.0, "points 2 and 3 are the same"),
-    ("spike", [[0, 0], [4, 0], [4, 4], [4, 2], [4, 6], [0, 4]], 1.0, "turns straight back on itself at point 3"),
-    ("touching", [[0, 0], [4, 0], [4, 4], [2, 0], [0, 4]], 1.0, "crosses or touches itself"),
-    ("tiny", [[0, 0], [0.1, 0], [0.1, 0.1], [0, 0.1]], 1.0, "too short for a 1 m wide track"),
-    ("vast", [[0, 0], [500, 0], [500, 500], [0, 500]], 1.0, "spans 500 m, at most 100 m"),
-    ("wide", _circle(), 50.0, "'width': must be in [0.05, 10] m"),
-])
+@pytest.mark.parametrize(
+    "name, points, width, words",
+    [
+        ("zero", [[1.0, 1.0]] * 6, 1.0, "zero length"),
+        ("eight", _eight(), 1.0, "crosses or touches itself"),
+        ("collinear", [[0, 0], [1, 0], [2, 0], [3, 0], [4, 0]], 1.0, "lie on one line"),
+        ("sliver", [[0, 0], [10, 0], [10, 1e-3], [0, 1e-3]], 0.5, "encloses (almost) no area"),
+        ("duplicate", [[0, 0], [4, 0], [4, 0], [4, 4], [0, 4]], 1.0, "points 2 and 3 are the same"),
+        (
+            "spike",
+            [[0, 0], [4, 0], [4, 4], [4, 2], [4, 6], [0, 4]],
+            1.0,
+            "turns straight back on itself at point 3",
+        ),
+        ("touching", [[0, 0], [4, 0], [4, 4], [2, 0], [0, 4]], 1.0, "crosses or touches itself"),
+        ("tiny", [[0, 0], [0.1, 0], [0.1, 0.1], [0, 0.1]], 1.0, "too short for a 1 m wide track"),
+        ("vast", [[0, 0], [500, 0], [500, 500], [0, 500]], 1.0, "spans 500 m, at most 100 m"),
+        ("wide", _circle(), 50.0, "'width': must be in [0.05, 10] m"),
+    ],
+)
 def test_degenerate_tracks_are_refused_in_one_line_naming_the_file(tmp_path, name, points, width, words):
     path = _csv(tmp_path, name, points, width)
     with warnings.catch_warnings():

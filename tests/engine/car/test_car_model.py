@@ -6,6 +6,12 @@ import numpy as np
 import pytest
 import torch
 
+from engine.car.data import (
+    DrivingConfig,
+    make_dataset,
+    prepare_car_log,
+    validation_trajectories,
+)
 from engine.car.model import (
     CarMLP,
     CarMLPConfig,
@@ -14,12 +20,6 @@ from engine.car.model import (
     load_car_model,
     save_car_model,
 )
-from engine.car.data import (
-    DrivingConfig,
-    make_dataset,
-    prepare_car_log,
-    validation_trajectories,
-)
 from engine.car.training import fit_car_model, trajectory_validation_error
 from engine.systems.rc_car import CarParams
 
@@ -27,8 +27,14 @@ from engine.systems.rc_car import CarParams
 def _circle_log(speed=2.0, radius=1.5, rate=240.0, seconds=4.0):
     t = np.arange(0, seconds, 1 / rate)
     w = speed / radius
-    return {"t": t, "x": radius * np.sin(w * t), "y": radius * (1 - np.cos(w * t)),
-            "yaw": np.angle(np.exp(1j * w * t)), "throttle": np.ones_like(t), "steering": np.full_like(t, 0.2)}
+    return {
+        "t": t,
+        "x": radius * np.sin(w * t),
+        "y": radius * (1 - np.cos(w * t)),
+        "yaw": np.angle(np.exp(1j * w * t)),
+        "throttle": np.ones_like(t),
+        "steering": np.full_like(t, 0.2),
+    }
 
 
 def test_prepare_log_recovers_the_chord_velocities_of_a_circle():
@@ -56,17 +62,21 @@ def test_savgol_smoothing_removes_most_of_the_motion_capture_noise():
 
 def test_csv_log_reading_and_errors(tmp_path):
     """A log goes through the model lab's reader (engine.logs), then the car's preparation."""
-    from engine.logs import LogError
     from engine.car.driving_logs import load_car_log
+    from engine.logs import LogError
 
     log = _circle_log(seconds=1.0)
     path = tmp_path / "drive.csv"
-    rows = ["t,x,y,yaw,throttle,steering"] + [",".join(f"{log[c][i]:.6f}" for c in ("t", "x", "y", "yaw", "throttle", "steering"))
-                                              for i in range(len(log["t"]))]
+    rows = ["t,x,y,yaw,throttle,steering"] + [
+        ",".join(f"{log[c][i]:.6f}" for c in ("t", "x", "y", "yaw", "throttle", "steering"))
+        for i in range(len(log["t"]))
+    ]
     path.write_text("\n".join(rows) + "\n")
     prep = load_car_log(path, CarParams(), DrivingConfig())
     direct = prepare_car_log(log, CarParams().dt, DrivingConfig().savgol_window, DrivingConfig().savgol_order)
-    assert np.allclose(prep["pose"], direct["pose"], atol=1e-5) and np.allclose(prep["v"][1:], direct["v"][1:], atol=1e-3)
+    assert np.allclose(prep["pose"], direct["pose"], atol=1e-5) and np.allclose(
+        prep["v"][1:], direct["v"][1:], atol=1e-3
+    )
     (tmp_path / "bad.csv").write_text("t,x,y,yaw,throttle\n0,0,0,0,0\n0.1,0,0,0,0\n")
     with pytest.raises(LogError, match="steering") as err:
         load_car_log(tmp_path / "bad.csv", CarParams(), DrivingConfig())
@@ -114,8 +124,8 @@ def test_velocity_convention_round_trip_poses_to_velocities_to_poses():
     update ``p_{k+1} = p_k + h R(yaw_k) v_{k+1}`` reproduces the recorded poses exactly (no
     off-by-one between the velocity definition and the update), and the training pairs use the
     control that was held over the step they predict."""
-    from engine.car.data import human_driving, mocap_log
     from engine.car.costs import poses_from_velocities
+    from engine.car.data import human_driving, mocap_log
     from engine.systems.rc_car import pose_update
 
     params = CarParams()

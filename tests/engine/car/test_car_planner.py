@@ -42,7 +42,9 @@ def test_fast_mlp_gradient_matches_finite_differences(activation):
     pose0, v0 = torch.tensor([0.1, -0.2, 0.3]), torch.tensor([1.0, 0.1, 0.2])
     fast = MLPEvaluator(model, 0.05, pose0, v0, TargetCost(cost.targets, weights, N), weights, SCALE)
     ref_model = random_car_model(activation).double()
-    ref = AutogradEvaluator(LearnedCarModel(ref_model, 0.05), pose0, v0, cost, weights, SCALE, dtype=torch.float64)
+    ref = AutogradEvaluator(
+        LearnedCarModel(ref_model, 0.05), pose0, v0, cost, weights, SCALE, dtype=torch.float64
+    )
     W = torch.randn(N, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.4
     c, g, _ = fast.cost_and_grad(W.float())
     fd = _central_differences(lambda w: ref.batch_costs(w.unsqueeze(0))[0][0], W)
@@ -74,7 +76,11 @@ def test_fused_linear_matches_the_plain_formula():
     from engine.onednn import linear_act
 
     gen = torch.Generator().manual_seed(0)
-    x, w, b = torch.randn(300, 64, generator=gen), torch.randn(48, 64, generator=gen), torch.randn(48, generator=gen)
+    x, w, b = (
+        torch.randn(300, 64, generator=gen),
+        torch.randn(48, 64, generator=gen),
+        torch.randn(48, generator=gen),
+    )
     z = x @ w.t() + b
     with torch.no_grad():
         assert torch.allclose(linear_act(x, w, b, "gelu"), torch.nn.functional.gelu(z), atol=1e-4)
@@ -164,7 +170,9 @@ def test_plan_json_round_trip_and_errors(tmp_path):
     save_plan(tmp_path / "p.json", plan, U)
     back, controls = load_plan(tmp_path / "p.json")
     assert back == plan and torch.allclose(controls, U)
-    (tmp_path / "bad.json").write_text('{"kind": "car_plan", "horizon": 10, "targets": [{"step": 20, "x": 1, "y": 0}]}')
+    (tmp_path / "bad.json").write_text(
+        '{"kind": "car_plan", "horizon": 10, "targets": [{"step": 20, "x": 1, "y": 0}]}'
+    )
     with pytest.raises(ValueError, match="bad.json"):
         load_plan(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="target step 0"):

@@ -75,7 +75,9 @@ def test_twenty_of_forty_epochs_then_resume_ends_where_forty_in_one_go_does(data
     assert two["history"]["train_loss"] == one["history"]["train_loss"]
     w1, w2 = _weights(tmp_path / "one"), _weights(tmp_path / "two")
     assert all(torch.equal(w1[k], w2[k]) for k in w1)
-    assert [r["train_loss"] for r in _metrics(tmp_path / "two")] == [r["train_loss"] for r in _metrics(tmp_path / "one")]
+    assert [r["train_loss"] for r in _metrics(tmp_path / "two")] == [
+        r["train_loss"] for r in _metrics(tmp_path / "one")
+    ]
     assert json.loads((tmp_path / "two" / "run.json").read_text(encoding="utf-8"))["status"] == "done"
 
 

@@ -21,7 +21,11 @@ from engine.car.scenarios import Plan, plan_trajectory
 from engine.systems.rc_car import CarParams
 
 SCALE = torch.tensor([8.0, 0.45])
-TARGETS = [Target(6, 0.5, 0.2, 0.3), Target(12, 1.0, 0.6, 2.5, weight=2.0), Target(9, 0.7, 0.3, heading=False)]
+TARGETS = [
+    Target(6, 0.5, 0.2, 0.3),
+    Target(12, 1.0, 0.6, 2.5, weight=2.0),
+    Target(9, 0.7, 0.3, heading=False),
+]
 
 
 def test_residuals_square_to_the_target_cost():

@@ -52,7 +52,9 @@ def test_acrobot_protocol_and_gym_reset_draws():
         x0 = paper_initial_states("acrobot", seed, 3)
         np.testing.assert_array_equal(x0[0], gym_random_state(seed).uniform(-3.14, 3.14, size=4))
         rs = gym_random_state(seed)
-        np.testing.assert_array_equal(x0, np.stack([rs.uniform(low=-3.14, high=3.14, size=(4,)) for _ in range(3)]))
+        np.testing.assert_array_equal(
+            x0, np.stack([rs.uniform(low=-3.14, high=3.14, size=(4,)) for _ in range(3)])
+        )
     with pytest.raises(ValueError, match="reject_speed"):
         SystemProtocol(h=0.1, state_low=(0.0, 0.0), state_high=(1.0, 1.0), hidden=8, learning_rate=1e-3,
                        reject_speed=(1.0, 2.0))

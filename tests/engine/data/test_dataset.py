@@ -1,10 +1,18 @@
 """The SyMo data protocol: ranges, constant controls, seeds, windows, .npz round trip and bad files."""
 
 import numpy as np
-import torch
 import pytest
+import torch
 
-from engine.data import DatasetConfig, DatasetError, PROTOCOLS, generate_dataset, load_dataset, make_windows, save_dataset
+from engine.data import (
+    PROTOCOLS,
+    DatasetConfig,
+    DatasetError,
+    generate_dataset,
+    load_dataset,
+    make_windows,
+    save_dataset,
+)
 from engine.data.dataset import gym_random_state, paper_initial_states
 from engine.io import read_json, write_json
 
@@ -117,7 +125,9 @@ def test_paper_controls_and_one_stream_for_train_and_test():
                                        long_term_trajectories=2, long_term_steps=5, steps=4))
     b = generate_dataset(DatasetConfig(system="cartpole", train_trajectories=2, test_trajectories=4,
                                        long_term_trajectories=2, long_term_steps=5, steps=4))
-    np.testing.assert_array_equal(np.concatenate([a.train_x, a.test_x]), np.concatenate([b.train_x, b.test_x]))
+    np.testing.assert_array_equal(
+        np.concatenate([a.train_x, a.test_x]), np.concatenate([b.train_x, b.test_x])
+    )
     # get_dataset: np.random.seed(seed); u = uniform(-2, 2, (train + test, 1)), constant along each trajectory
     np.random.seed(0)
     u = np.random.uniform(-2, 2, (6, 1))

@@ -7,7 +7,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from engine.logs import LogMapping, PrepareConfig, find_problems, prepare_log, read_log
 from engine.data.example_logs import (
     EXAMPLES,
     CartPoleLogConfig,
@@ -18,6 +17,7 @@ from engine.data.example_logs import (
     rc_car_log,
     write_example,
 )
+from engine.logs import LogMapping, PrepareConfig, find_problems, prepare_log, read_log
 from engine.paths import resource
 
 
@@ -58,7 +58,12 @@ def test_pendulum_log_obeys_the_documented_equation_with_friction():
     p = prepare_log(table, mapping, PrepareConfig(dt=0.01, window=15, polyorder=3, derivative="savgol"))
     th, thd, thdd, u = p.q[50:-50, 0], p.qd[50:-50, 0], p.qdd[50:-50, 0], p.u[50:-50, 0]
     m = l = 1.0
-    model = m * 9.81 * l / 2 * np.sin(th) + u - cfg.viscous * thd - cfg.coulomb * np.tanh(thd / cfg.coulomb_velocity)
+    model = (
+        m * 9.81 * l / 2 * np.sin(th)
+        + u
+        - cfg.viscous * thd
+        - cfg.coulomb * np.tanh(thd / cfg.coulomb_velocity)
+    )
     no_friction = m * 9.81 * l / 2 * np.sin(th) + u
     rms = lambda e: float(np.sqrt(np.mean(e ** 2)))
     inertia = m * l**2 / 3
@@ -125,8 +130,13 @@ def _panda_prepared_and_pinocchio_models():
     def rnea_with(masses: dict) -> np.ndarray:
         text = xml
         for link, m in masses.items():
-            text = re.sub(rf'(<link name="{link}">.*?<mass value=")[^"]*(")',
-                          lambda mo, m=m: mo.group(1) + repr(float(m)) + mo.group(2), text, count=1, flags=re.DOTALL)
+            text = re.sub(
+                rf'(<link name="{link}">.*?<mass value=")[^"]*(")',
+                lambda mo, m=m: mo.group(1) + repr(float(m)) + mo.group(2),
+                text,
+                count=1,
+                flags=re.DOTALL,
+            )
         model = pin.buildModelFromXML(text)
         data = model.createData()
         return np.array([pin.rnea(model, data, q, qd, qdd)

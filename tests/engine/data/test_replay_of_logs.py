@@ -23,7 +23,6 @@ from engine.paths import resources_dir, urdf_dir
 from engine.robots.library import load_robot, resolve_robot
 from engine.robots.model import RobotModel
 
-
 PANDA_LOG = resources_dir() / "logs" / "panda_joints.csv"
 G, L, M = 9.81, 1.0, 1.0
 
@@ -41,8 +40,14 @@ def _pendulum_log(path, h=0.01, T=2.0):
         xs.append(x)
     xs = np.array(xs)
     t = np.arange(n + 1) * h
-    pd.DataFrame({"time_ms": t * 1e3, "Theta_Pos_deg": np.degrees(xs[:, 0]), "theta_vel": np.degrees(xs[:, 1]),
-                  "theta_torque": u}).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "time_ms": t * 1e3,
+            "Theta_Pos_deg": np.degrees(xs[:, 0]),
+            "theta_vel": np.degrees(xs[:, 1]),
+            "theta_torque": u,
+        }
+    ).to_csv(path, index=False)
     return t, xs, u
 
 
@@ -80,7 +85,9 @@ def test_rigid_ghost_follows_scipy(pendulum):
 
 def test_wrong_model_ghost_drifts_and_error_is_its_difference(pendulum):
     robot, replay, _, (t, xs, _) = pendulum
-    heavy = robot.with_link_params(mass={"rod": 2.0})   # same gravity torque per mass, inertia doubled: u acts half
+    heavy = robot.with_link_params(
+        mass={"rod": 2.0}
+    )  # same gravity torque per mass, inertia doubled: u acts half
     ghost = rollout_ghost(heavy, replay, t0=0.0, horizon=1.5)
     np.testing.assert_allclose(ghost.error[:, 0], ghost.q[:, 0] - xs[: ghost.t.size, 0], atol=1e-9)
     assert ghost.rms[0] > 1e-3
@@ -147,7 +154,9 @@ def test_numbered_columns_map_in_order_and_missing_joints_hold_zero():
     assert m3.mapping.qd == [f"{n}_vel" for n in short] and m3.joints == ur
     rtde = ["timestamp"] + [f"{k}_{i}" for k in ("target_q", "actual_q", "actual_qd") for i in range(6)]
     m4 = match_joints(rtde, ur)
-    assert m4.mapping.q == [f"actual_q_{i}" for i in range(6)] and m4.mapping.qd == [f"actual_qd_{i}" for i in range(6)]
+    assert m4.mapping.q == [f"actual_q_{i}" for i in range(6)] and m4.mapping.qd == [
+        f"actual_qd_{i}" for i in range(6)
+    ]
 
 
 def test_floating_base_pose_moves_every_link(tmp_path):
@@ -164,12 +173,21 @@ def test_floating_base_pose_moves_every_link(tmp_path):
     pd.DataFrame(cols).to_csv(tmp_path / "fb.csv", index=False)
     table = read_log(tmp_path / "fb.csv")
     rmap = ReplayMapping.auto(table, robot)
-    assert rmap.base == ["base_pos_x", "base_pos_y", "base_pos_z", "base_quat_w", "base_quat_x", "base_quat_y",
-                         "base_quat_z"]
+    assert rmap.base == [
+        "base_pos_x",
+        "base_pos_y",
+        "base_pos_z",
+        "base_quat_w",
+        "base_quat_x",
+        "base_quat_y",
+        "base_quat_z",
+    ]
     assert rmap.joints == robot.joint_names
     replay = make_replay(table, rmap, robot)
     poses = replay.link_poses(robot, t[[10, 40]])
-    carried = make_replay(table, rmap, fixed).link_poses(fixed, t[[10, 40]])   # a fixed model carried by the base
+    carried = make_replay(table, rmap, fixed).link_poses(
+        fixed, t[[10, 40]]
+    )  # a fixed model carried by the base
     for k, i in enumerate((10, 40)):
         B = np.eye(4)
         B[:3, :3] = Rotation.from_quat(quat[i]).as_matrix()
@@ -189,7 +207,9 @@ def test_replay_mapping_round_trips_and_rejects_bad_input(pendulum, tmp_path):
         ReplayMapping(LogMapping(time="t", q=["a", "b"]), joints=["theta"])
     # a plain LogMapping file names the robot's joints in order
     path = tmp_path / "m.json"
-    LogMapping(time="time_ms", q=["Theta_Pos_deg"], units={"Theta_Pos_deg": "deg", "time_ms": "ms"}).save(path)
+    LogMapping(time="time_ms", q=["Theta_Pos_deg"], units={"Theta_Pos_deg": "deg", "time_ms": "ms"}).save(
+        path
+    )
     loaded = ReplayMapping.load(path, robot)
     assert loaded.joints == ["theta"]
 

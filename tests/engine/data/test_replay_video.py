@@ -19,8 +19,17 @@ def panda_replay():
     q[:, 0] = 1.5 * t            # the arm turns about its base for the first half second, then rests
     q[t > 0.5, 0] = 0.75
     q[:, 3] = -1.5
-    replay = LogReplay(t=t, q=q, qd=np.gradient(q, t, axis=0), tau=np.zeros_like(q), u=np.zeros((t.size, 0)),
-                       base=None, joint_names=robot.joint_names, mapped=np.ones(7, bool), source="synthetic.csv")
+    replay = LogReplay(
+        t=t,
+        q=q,
+        qd=np.gradient(q, t, axis=0),
+        tau=np.zeros_like(q),
+        u=np.zeros((t.size, 0)),
+        base=None,
+        joint_names=robot.joint_names,
+        mapped=np.ones(7, bool),
+        source="synthetic.csv",
+    )
     return robot, replay
 
 
@@ -42,8 +51,9 @@ def test_mp4_frame_count_and_size(tmp_path, panda_replay):
 def test_gif_with_ghost_and_atomic_write(tmp_path, panda_replay):
     robot, replay = panda_replay
     ghost = rollout_ghost(robot, replay, 0.0, 0.3)
-    info = write_replay_video(tmp_path / "r.gif", robot, replay, VideoOptions(fps=10, end=0.3, width=160, height=128),
-                              ghost=ghost)
+    info = write_replay_video(
+        tmp_path / "r.gif", robot, replay, VideoOptions(fps=10, end=0.3, width=160, height=128), ghost=ghost
+    )
     frames = iio.mimread(tmp_path / "r.gif")
     assert len(frames) == info["frames"] == 4 and frames[0].shape[:2] == (128, 160)
     assert [p.name for p in tmp_path.iterdir()] == ["r.gif"]          # no temporary file left

@@ -23,7 +23,11 @@ def test_learn_and_stabilise_json_schema(tmp_path, capsys):
     for k in ("tip_error", "periodicity_error", "p_half_norm", "control_effort", "seconds"):
         assert isinstance(learned[k], float) and learned[k] >= 0
     assert learned["period"] == 2.5
-    assert (out / "mode.safetensors").exists() and (out / "mode.json").exists() and (out / "trajectory.csv").exists()
+    assert (
+        (out / "mode.safetensors").exists()
+        and (out / "mode.json").exists()
+        and (out / "trajectory.csv").exists()
+    )
 
     stab = _run(capsys, ["eigenmode", "stabilise", "--mode", str(out), "--damping", "0.1",
                          "--perturb", "0.1", "-0.1", "--periods", "1", "--dt", "0.02",
@@ -35,7 +39,9 @@ def test_learn_and_stabilise_json_schema(tmp_path, capsys):
 
 
 def test_learn_rejects_unreachable_target(tmp_path, capsys):
-    code = main(["eigenmode", "learn", "--target", "3", "3", "--epochs", "1", "--out", str(tmp_path / "x"), "--json"])
+    code = main(
+        ["eigenmode", "learn", "--target", "3", "3", "--epochs", "1", "--out", str(tmp_path / "x"), "--json"]
+    )
     assert code == 2
     assert "target" in capsys.readouterr().err
 
@@ -43,11 +49,13 @@ def test_learn_rejects_unreachable_target(tmp_path, capsys):
 def test_out_of_range_numbers_are_refused_before_the_work(tmp_path, capsys, monkeypatch):
     """Periods outside 0.1-60 s, absurd stabilisation lengths and oversized runs: exit 2, one line naming the flag,
     nothing written."""
-    for argv, flag in ((["eigenmode", "learn", "--out", str(tmp_path / "a"), "--period", "1e30"], "--period"),
-                       (["eigenmode", "learn", "--out", str(tmp_path / "a"), "--dt", "1e30"], "--dt"),
-                       (["eigenmode", "learn", "--out", str(tmp_path / "a"), "--hidden", "100000000"], "--hidden"),
-                       (["eigenmode", "sweep", "--out", str(tmp_path / "a"), "--periods", "2.5", "1e30"], "--periods"),
-                       (["bench", "eigenmode", "--epochs", "0"], "--epochs")):
+    for argv, flag in (
+        (["eigenmode", "learn", "--out", str(tmp_path / "a"), "--period", "1e30"], "--period"),
+        (["eigenmode", "learn", "--out", str(tmp_path / "a"), "--dt", "1e30"], "--dt"),
+        (["eigenmode", "learn", "--out", str(tmp_path / "a"), "--hidden", "100000000"], "--hidden"),
+        (["eigenmode", "sweep", "--out", str(tmp_path / "a"), "--periods", "2.5", "1e30"], "--periods"),
+        (["bench", "eigenmode", "--epochs", "0"], "--epochs"),
+    ):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith(f"error: {flag}") and len(err.splitlines()) == 1, err

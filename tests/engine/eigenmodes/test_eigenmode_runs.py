@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import engine.io
-from engine.io import DiskFullError
 from engine.cli import main
 from engine.eigenmodes.config import DesignConfig
 from engine.eigenmodes.storage import learn_into, load_mode, save_mode
+from engine.io import DiskFullError
 from engine.runs import Run, read_metrics
 from engine.training_loop import TrainingDiverged
 

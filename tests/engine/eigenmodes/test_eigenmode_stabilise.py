@@ -43,7 +43,9 @@ def _natural_mode():
         lo, hi = b[k], b[k + 1]
     b = lo - p2[k] * (hi - lo) / (p2[k + 1] - p2[k])
     design.task.q0 = (q1, float(b))
-    _, half = _half_period_momentum(pot, design.plant, torch.tensor([[q1, b]], dtype=torch.float64), dt=1e-3, n=2000)
+    _, half = _half_period_momentum(
+        pot, design.plant, torch.tensor([[q1, b]], dtype=torch.float64), dt=1e-3, n=2000
+    )
     period = 2 * float(half[0])
     traj = simulate_mode(pot, design, period, steps=600)
     assert np.linalg.norm(traj["p"][300]) < 1e-4          # an eigenmode: at rest again at T/2
@@ -58,8 +60,10 @@ def test_stabilised_natural_mode_converges_with_multipliers_inside_the_unit_circ
     m = res.metrics
     assert m["energy_error_final"] < 1e-3 * m["energy_error_initial"]
     assert m["position_distance_final"] < 0.1 * m["position_distance_initial"]
-    assert m["max_mode_power"] < 1e-10                    # u_M never changes the energy
-    cyc = stabilised_cycle_multipliers(ctrl, settle_periods=1.0, steps_per_period=120, check_fd=True, fd_eps=1e-6)
+    assert m["max_mode_power"] < 1e-10  # u_M never changes the energy
+    cyc = stabilised_cycle_multipliers(
+        ctrl, settle_periods=1.0, steps_per_period=120, check_fd=True, fd_eps=1e-6
+    )
     assert abs(cyc["multipliers"][cyc["trivial_index"]] - 1.0) < 0.02
     assert cyc["max_nontrivial_modulus"] < 1.0
     assert cyc["fd_max_abs_error"] < 1e-4 * max(1.0, float(np.abs(cyc["monodromy"]).max()))

@@ -11,7 +11,9 @@ from corpus import corpus, fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-_SETTINGS = settings(max_examples=fuzz_examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=fuzz_examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats() | st.text(max_size=8),
@@ -37,21 +39,31 @@ def _object(path) -> dict:
 
 
 def _readers():
-    from engine.data.config import DatasetConfig
-    from engine.logs import LogMapping, PrepareConfig
     from engine.car.scenarios import load_plan
     from engine.car.tracks import load_track
+    from engine.data.config import DatasetConfig
+    from engine.logs import LogMapping, PrepareConfig
     from engine.training.config import TrainConfig
 
     return {
         "plan": (load_plan, "plan.json", _valid_plan()),
-        "track": (load_track, "track.json", {"name": "t", "centre": [[0, 0], [1, 0], [1, 1], [0, 1]], "width": 0.5}),
-        "mapping": (LogMapping.load, "map.json", {"time": "t", "q": ["q"], "u": ["u"], "units": {"q": "deg"}}),
-        "prepare": (lambda p: PrepareConfig.from_dict(_object(p)).validate(), "prep.json",
-                    PrepareConfig().to_dict()),
+        "track": (
+            load_track,
+            "track.json",
+            {"name": "t", "centre": [[0, 0], [1, 0], [1, 1], [0, 1]], "width": 0.5},
+        ),
+        "mapping": (
+            LogMapping.load,
+            "map.json",
+            {"time": "t", "q": ["q"], "u": ["u"], "units": {"q": "deg"}},
+        ),
+        "prepare": (
+            lambda p: PrepareConfig.from_dict(_object(p)).validate(),
+            "prep.json",
+            PrepareConfig().to_dict(),
+        ),
         "train": (lambda p: TrainConfig.from_dict(_object(p)), "train.json", TrainConfig().to_dict()),
-        "dataset": (lambda p: DatasetConfig.from_dict(_object(p)), "data.json",
-                    DatasetConfig().to_dict()),
+        "dataset": (lambda p: DatasetConfig.from_dict(_object(p)), "data.json", DatasetConfig().to_dict()),
     }
 
 

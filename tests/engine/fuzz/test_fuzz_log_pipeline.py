@@ -4,21 +4,44 @@ and prepared data, or a ValueError (LogError, InputError) with a message; nothin
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from corpus import corpus, fuzz_examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from engine.logs import LogMapping, PrepareConfig, ReadOptions, prepare_log, read_log
 from engine.logs.inspect import inspect_table
 
-_SETTINGS = settings(max_examples=fuzz_examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=fuzz_examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 _T = np.arange(60) * 0.01
 BASE_LINES = ["# a comment", "t,q,u"] + [f"{t:.2f},{np.sin(t):.6f},{np.cos(t):.4f}" for t in _T]
-WEIRD = ["1e9", "-1e9", "nan", "inf", "-inf", "", "1e308", "1e-320", "0", "-0", "abc", "1,5", '"1"', "0x10", "∞",
-         "1_000", "  ", "\x00", "٣", "1e", "--1"]
+WEIRD = [
+    "1e9",
+    "-1e9",
+    "nan",
+    "inf",
+    "-inf",
+    "",
+    "1e308",
+    "1e-320",
+    "0",
+    "-0",
+    "abc",
+    "1,5",
+    '"1"',
+    "0x10",
+    "∞",
+    "1_000",
+    "  ",
+    "\x00",
+    "٣",
+    "1e",
+    "--1",
+]
 MAPPING = LogMapping(time="t", q=["q"], u=["u"])
 
 
@@ -118,13 +141,18 @@ _PARQUET_KINDS = {
     "struct": lambda n, rng: pa.array([{"a": float(v), "b": "x"} for v in rng.normal(size=n)]),
     "nested": lambda n, rng: pa.array([[[float(v)]] for v in rng.normal(size=n)]),
     "null": lambda n, rng: pa.nulls(n),
-    "map": lambda n, rng: pa.array([[("k", float(v))] for v in rng.normal(size=n)], type=pa.map_(pa.string(), pa.float64())),
+    "map": lambda n, rng: pa.array(
+        [[("k", float(v))] for v in rng.normal(size=n)], type=pa.map_(pa.string(), pa.float64())
+    ),
 }
 
 
 @_SETTINGS
-@given(kinds=st.lists(st.sampled_from(sorted(_PARQUET_KINDS)), min_size=0, max_size=5), seed=st.integers(0, 99),
-       group=st.sampled_from([7, 64]))
+@given(
+    kinds=st.lists(st.sampled_from(sorted(_PARQUET_KINDS)), min_size=0, max_size=5),
+    seed=st.integers(0, 99),
+    group=st.sampled_from([7, 64]),
+)
 def test_parquet_with_any_extra_columns_reads_the_numeric_ones(tmp_path, kinds, seed, group):
     """Extra columns of any type around a time and a q column: the log reads, inspects and
     prepares from t and q; every other column is loaded or skipped with a note, never fatal."""

@@ -53,9 +53,18 @@ def _copy(saved, tmp_path, kind):
 
 
 @_SETTINGS
-@given(kind=st.sampled_from(["mlp", "symo"]),
-       edits=st.lists(st.tuples(st.sampled_from(["flip", "insert", "cut"]), st.integers(0, 10**6), st.binary(min_size=1, max_size=8)),
-                      min_size=1, max_size=3))
+@given(
+    kind=st.sampled_from(["mlp", "symo"]),
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["flip", "insert", "cut"]),
+            st.integers(0, 10**6),
+            st.binary(min_size=1, max_size=8),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
 def test_mutated_weights(saved, tmp_path, kind, edits):
     folder = _copy(saved, tmp_path, kind)
     path = folder / "model.safetensors"

@@ -57,6 +57,8 @@ def test_one_field_changed_or_dropped(tmp_path, key_index, value, drop):
     _load(tmp_path, valid)
 
 
-@pytest.mark.parametrize("path", [p for p in corpus("json") if p.name.startswith("plan-")], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in corpus("json") if p.name.startswith("plan-")], ids=lambda p: p.name
+)
 def test_plan_corpus(tmp_path, path):
     _load(tmp_path, path.read_text())

@@ -14,13 +14,40 @@ from hypothesis import strategies as st
 from engine.paths import urdf_dir
 from engine.robots.urdf import parse_urdf_string
 
-_SETTINGS = settings(max_examples=fuzz_examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=fuzz_examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 BASE = (urdf_dir() / "double_pendulum.urdf").read_text()
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
 _ATTRS = list(_ATTR.finditer(BASE))
-_ELEMENTS = list(re.finditer(r"<(link|joint|inertial|mass|inertia|origin|axis|limit|visual|geometry)\b[^>]*/?>", BASE))
-VALUES = ["nan", "-1", "0", "1e308", "-1e308", "", "abc", "1 2", "1 2 3 4", "inf", "1e-320", "-0", "base",
-          "joint1", "link1", "revolute", "floating", "planar", "continuous", "fixed", "prismatic", "&amp;", "&bad;"]
+_ELEMENTS = list(
+    re.finditer(r"<(link|joint|inertial|mass|inertia|origin|axis|limit|visual|geometry)\b[^>]*/?>", BASE)
+)
+VALUES = [
+    "nan",
+    "-1",
+    "0",
+    "1e308",
+    "-1e308",
+    "",
+    "abc",
+    "1 2",
+    "1 2 3 4",
+    "inf",
+    "1e-320",
+    "-0",
+    "base",
+    "joint1",
+    "link1",
+    "revolute",
+    "floating",
+    "planar",
+    "continuous",
+    "fixed",
+    "prismatic",
+    "&amp;",
+    "&bad;",
+]
 
 
 def _load(xml):
@@ -101,10 +128,15 @@ def test_random_joint_graphs_load_exactly_when_they_form_one_tree(n, edges, mass
     """Loops, two parents, several roots: refused with a message; a tree loads (the loop check
     and the massless-subtree check are linear passes; this holds them to the plain definitions)."""
     edges = [(p % n, c % n) for p, c in edges]
-    inertia = '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    inertia = (
+        '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    )
     links = "".join(f'<link name="l{i}">{"" if i in massless else inertia}</link>' for i in range(n))
-    joints = "".join(f'<joint name="j{k}" type="revolute"><parent link="l{p}"/><child link="l{c}"/><axis xyz="0 0 1"/>'
-                     f'<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>' for k, (p, c) in enumerate(edges))
+    joints = "".join(
+        f'<joint name="j{k}" type="revolute"><parent link="l{p}"/><child link="l{c}"/><axis xyz="0 0 1"/>'
+        f'<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        for k, (p, c) in enumerate(edges)
+    )
     xml = f'<robot name="g">{links}{joints}</robot>'
     try:
         desc = parse_urdf_string(xml, source="graph.urdf")

@@ -13,16 +13,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from engine.jobs import JobCancelled, ThreadJobContext
-from engine.logs import LogMapping, prepare_log, read_log
-from engine.paths import resource
-from engine.robots.library import load_robot
 from engine.identification.from_log import (
     LogIdentificationConfig,
     identify_from_log,
     robot_prepare_config,
     torque_noise_level,
 )
+from engine.jobs import JobCancelled, ThreadJobContext
+from engine.logs import LogMapping, prepare_log, read_log
+from engine.paths import resource
+from engine.robots.library import load_robot
 
 QUICK = LogIdentificationConfig(blackbox_steps=200)
 
@@ -33,7 +33,9 @@ def panda():
     table = read_log(resource("logs", "panda_joints.csv"))
     full = LogMapping.load(resource("logs", "panda_joints.mapping.json"))
     # q alone (no logged velocities): velocities and accelerations come from the preparation
-    q_only = LogMapping(time=full.time, q=list(full.q), u=list(full.u), units=dict(full.units), name="panda q only")
+    q_only = LogMapping(
+        time=full.time, q=list(full.q), u=list(full.u), units=dict(full.units), name="panda q only"
+    )
     prepared = prepare_log(table, q_only, robot_prepare_config())
     model = load_robot("panda")
     result = identify_from_log(prepared, model, QUICK)
@@ -163,7 +165,9 @@ def test_cli_rejects_an_unknown_kind(capsys):
 
 def test_full_inertial_fit_flags_combinations_and_still_predicts_at_the_noise_level(panda):
     params, prepared, model, _ = panda
-    config = replace(QUICK, learn=("mass", "com", "inertia"), blackbox_steps=0, max_train_samples=400, epochs=2)
+    config = replace(
+        QUICK, learn=("mass", "com", "inertia"), blackbox_steps=0, max_train_samples=400, epochs=2
+    )
     result = identify_from_log(prepared, model, config)
     # the full inertial parameters are not all identifiable: link 1 acts on no torque, and the
     # others enter the torques only through base-parameter combinations

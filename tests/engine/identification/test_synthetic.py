@@ -8,16 +8,23 @@ import numpy as np
 import pytest
 import torch
 
-from engine.jobs import JobCancelled, ThreadJobContext, run_job
 from engine.identification.synthetic import (
-    IdentificationConfig, identifiability, identification_job, identify, moving_links, sine_motion,
+    IdentificationConfig,
+    identifiability,
+    identification_job,
+    identify,
+    moving_links,
+    sine_motion,
 )
+from engine.jobs import JobCancelled, ThreadJobContext, run_job
 from engine.robots.library import load_robot
 
 
 def test_panda_masses_recovered_and_link1_reported():
     """Masses perturbed by up to 30 %, everything else true (the issue's protocol)."""
-    result = identify(IdentificationConfig(robot="panda", perturb=0.3, duration=2.0, test_duration=1.0, seed=0))
+    result = identify(
+        IdentificationConfig(robot="panda", perturb=0.3, duration=2.0, test_duration=1.0, seed=0)
+    )
     by_link = {p.link: p for p in result.parameters}
     assert set(by_link) == {f"panda_link{i}" for i in range(1, 8)}
     assert max(p.initial_error for p in result.parameters) > 0.1       # the perturbation was real
@@ -118,4 +125,4 @@ def test_config_refuses_absurd_sizes_before_the_work(monkeypatch):
     monkeypatch.setenv("LAGRANGE_MEMORY_BUDGET", "100M")
     with pytest.raises(ValueError, match=r"10000 Hz x 3600 s = 3.6e\+07 samples.*LAGRANGE_MEMORY_BUDGET"):
         IdentificationConfig(rate_hz=10_000, duration=3000, test_duration=600)
-    assert IdentificationConfig(rate_hz=1000, duration=2, test_duration=1).rate_hz == 1000   # 3000 samples fit
+    assert IdentificationConfig(rate_hz=1000, duration=2, test_duration=1).rate_hz == 1000  # 3000 samples fit

@@ -40,15 +40,33 @@ def test_inspect_reports_problems_and_unreadable_files(tmp_path, capsys):
 
 def test_prepare_writes_a_prepared_log(tmp_path, capsys):
     out_path = tmp_path / "prep.npz"
-    code = main(["logs", "prepare", str(resource("logs", "pendulum_friction.csv")), "--mapping",
-                 str(resource("logs", "pendulum_friction.mapping.json")), "--out", str(out_path), "--dt", "0.02",
-                 "--window", "9", "--val-range", "50", "60", "--json"])
+    code = main(
+        [
+            "logs",
+            "prepare",
+            str(resource("logs", "pendulum_friction.csv")),
+            "--mapping",
+            str(resource("logs", "pendulum_friction.mapping.json")),
+            "--out",
+            str(out_path),
+            "--dt",
+            "0.02",
+            "--window",
+            "9",
+            "--val-range",
+            "50",
+            "60",
+            "--json",
+        ]
+    )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     prepared = load_prepared(out_path)
     assert summary["data_hash"] == prepared.data_hash and prepared.dt == 0.02
     assert prepared.t[prepared.val_mask].min() >= 50 and prepared.description["config"]["window"] == 9
-    assert summary["n_val"] == int(prepared.val_mask.sum()) and 499 <= summary["n_val"] <= 501  # 50 to 60 s at 50 Hz
+    assert (
+        summary["n_val"] == int(prepared.val_mask.sum()) and 499 <= summary["n_val"] <= 501
+    )  # 50 to 60 s at 50 Hz
 
 
 def test_prepare_with_a_bad_mapping_fails_cleanly(tmp_path, capsys):
@@ -72,4 +90,6 @@ def test_make_examples(tmp_path, capsys):
     made = (tmp_path / "rc_car_mocap.csv").read_text().splitlines()
     shipped = resource("logs", "rc_car_mocap.csv").read_text().splitlines()
     assert len(made) == len(shipped) and made[:300] == shipped[:300]
-    assert (tmp_path / "rc_car_mocap.README.md").read_text() == resource("logs", "rc_car_mocap.README.md").read_text()
+    assert (tmp_path / "rc_car_mocap.README.md").read_text() == resource(
+        "logs", "rc_car_mocap.README.md"
+    ).read_text()

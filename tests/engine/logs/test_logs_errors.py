@@ -49,7 +49,9 @@ def test_error_in_a_late_block_names_the_right_line(tmp_path):
     rows[15000] = "15000,oops"
     path = _write(tmp_path, "t,x\n" + "\n".join(rows) + "\n")
     with pytest.raises(LogError) as info:
-        read_log(path, options=__import__("engine.logs", fromlist=["ReadOptions"]).ReadOptions(chunk_bytes=4096))
+        read_log(
+            path, options=__import__("engine.logs", fromlist=["ReadOptions"]).ReadOptions(chunk_bytes=4096)
+        )
     assert (info.value.line, info.value.column) == (15002, "x")
 
 
@@ -151,7 +153,9 @@ def test_time_not_increasing_names_line(tmp_path):
         prepare_log(table, LogMapping(time="t", q=["q"]), PrepareConfig(window=5, polyorder=2))
     err = info.value
     # data row 6 is on file line 6 + 3 (comment, header, 1-based)
-    assert (err.line, err.column) == (9, "t") and "not increasing" in str(err) and str(table.source) in str(err)
+    assert (
+        (err.line, err.column) == (9, "t") and "not increasing" in str(err) and str(table.source) in str(err)
+    )
 
 
 def test_nan_gap_says_where(tmp_path):

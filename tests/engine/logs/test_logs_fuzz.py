@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from engine.logs import LogError, LogTable, ReadOptions, read_log
 
-_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_SETTINGS = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _read_or_log_error(path, **kw):
@@ -41,9 +43,14 @@ def test_csv_like_text(tmp_path, text, chunk):
 
 
 @_SETTINGS
-@given(values=st.lists(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=3, max_size=3),
-                       min_size=1, max_size=30),
-       sep=st.sampled_from([",", "\t", ";", " "]))
+@given(
+    values=st.lists(
+        st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=3, max_size=3),
+        min_size=1,
+        max_size=30,
+    ),
+    sep=st.sampled_from([",", "\t", ";", " "]),
+)
 def test_valid_numbers_always_round_trip(tmp_path, values, sep):
     path = tmp_path / "ok.csv"
     lines = [sep.join(["a", "b", "c"])] + [sep.join(repr(v) for v in row) for row in values]

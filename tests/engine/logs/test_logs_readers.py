@@ -150,9 +150,18 @@ def _write_bag(path, kind):
         cmd = writer.add_connection("/cmd", Float64.__msgtype__, typestore=store)
         for i in range(6):
             stamp = Time(sec=1_700_000_000 + i, nanosec=250_000_000)
-            header = Header(seq=i, stamp=stamp, frame_id="") if kind == "ros1" else Header(stamp=stamp, frame_id="")
-            msg = JointState(header=header, name=["shoulder", "elbow"], position=pos[i], velocity=np.array([1.0, 2.0]),
-                             effort=np.array([], dtype=np.float64))
+            header = (
+                Header(seq=i, stamp=stamp, frame_id="")
+                if kind == "ros1"
+                else Header(stamp=stamp, frame_id="")
+            )
+            msg = JointState(
+                header=header,
+                name=["shoulder", "elbow"],
+                position=pos[i],
+                velocity=np.array([1.0, 2.0]),
+                effort=np.array([], dtype=np.float64),
+            )
             writer.write(js, (1_700_000_000 + i) * 10**9, serialize(msg, JointState.__msgtype__))
             writer.write(cmd, (1_700_000_000 + i) * 10**9 + 5 * 10**8, serialize(Float64(data=0.5 * i),
                                                                                  Float64.__msgtype__))
@@ -258,9 +267,13 @@ def test_bag_to_prepared_log_end_to_end(tmp_path, capsys):
             writer.write(js, t0 + i * 10**7, store.serialize_ros1(msg, JointState.__msgtype__))
         for i in range(60):  # 3 s at 20 Hz, offset by 3 ms
             t = i * 0.05 + 0.003
-            writer.write(cmd, t0 + round(t * 1e9), store.serialize_ros1(Float64(data=2 * t), Float64.__msgtype__))
+            writer.write(
+                cmd, t0 + round(t * 1e9), store.serialize_ros1(Float64(data=2 * t), Float64.__msgtype__)
+            )
     table = read_log(path)
-    mapping = LogMapping(time="t", q=["/joint_states/position/j"], qd=["/joint_states/velocity/j"], u=["/cmd/data"])
+    mapping = LogMapping(
+        time="t", q=["/joint_states/position/j"], qd=["/joint_states/velocity/j"], u=["/cmd/data"]
+    )
     p = prepare_log(table, mapping, PrepareConfig(dt=0.01, smooth=False))
     assert p.t[0] == pytest.approx(0.003) and p.t[-1] <= 2.953 + 1e-9
     np.testing.assert_allclose(p.u[:, 0], 2 * p.t, atol=1e-9)

@@ -89,15 +89,35 @@ def test_cli_prepare_gap_tiny_dt_and_out_folder_exit_2(tmp_path, mapping_file, c
     assert "line 401" in err and "Traceback" not in err and not out.exists()
     ok = tmp_path / "ok.csv"
     ok.write_text(_csv_text())
-    assert main(["logs", "prepare", str(ok), "--mapping", str(mapping_file), "--out", str(out), "--dt", "1e-12",
-                 "--json"]) == 2
+    assert (
+        main(
+            [
+                "logs",
+                "prepare",
+                str(ok),
+                "--mapping",
+                str(mapping_file),
+                "--out",
+                str(out),
+                "--dt",
+                "1e-12",
+                "--json",
+            ]
+        )
+        == 2
+    )
     assert "--allow-large" in capsys.readouterr().err and not out.exists()
     folder = tmp_path / "folder"
     folder.mkdir()
-    assert main(["logs", "prepare", str(ok), "--mapping", str(mapping_file), "--out", str(folder), "--json"]) == 2
+    assert (
+        main(["logs", "prepare", str(ok), "--mapping", str(mapping_file), "--out", str(folder), "--json"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert f"--out: {folder} is a folder" in err
-    assert main(["logs", "prepare", str(ok), "--mapping", str(mapping_file), "--out", str(out), "--json"]) == 0
+    assert (
+        main(["logs", "prepare", str(ok), "--mapping", str(mapping_file), "--out", str(out), "--json"]) == 0
+    )
     assert out.exists()
 
 
@@ -172,7 +192,7 @@ def test_split_prepares_each_part_and_no_window_straddles_the_gap(tmp_path):
     prepared = prepare_log(table, mapping, PrepareConfig(time_gaps="split"))
     assert prepared.n_samples == 500 and prepared.dt == pytest.approx(dt)
     np.testing.assert_allclose(prepared.t, t, atol=1e-9)
-    np.testing.assert_allclose(prepared.q[:, 0], q, atol=1e-6)                # smoothing a sine changes little
+    np.testing.assert_allclose(prepared.q[:, 0], q, atol=1e-6)  # smoothing a sine changes little
     # velocities from each part alone: cos(t), no spike at the gap
     np.testing.assert_allclose(prepared.qd[:, 0], np.cos(t), atol=1e-3)
     assert prepared.description["segments"] == [[0.0, pytest.approx(2.99)], [50.0, pytest.approx(51.99)]]

@@ -36,7 +36,9 @@ def test_a_mapping_of_a_repeated_csv_column_is_refused_naming_file_and_column(tm
     # the episode selection and the gap splitter keep the ambiguity (a copy of the table)
     assert read_log(path, options=ReadOptions(episode=None)).repeated == {"theta": ["theta_1", "theta_2"]}
     # naming the copy is a choice: the second theta is the negated one
-    prepared = prepare_log(table, LogMapping(time="t", q=["theta_2"], u=["tau"]), PrepareConfig(window=5, polyorder=2))
+    prepared = prepare_log(
+        table, LogMapping(time="t", q=["theta_2"], u=["tau"]), PrepareConfig(window=5, polyorder=2)
+    )
     np.testing.assert_allclose(prepared.q[:, 0], -np.sin(prepared.t), atol=2e-5)
 
 
@@ -91,8 +93,12 @@ def test_logs_inspect_prints_the_skipped_columns(tmp_path, capsys):
 
 def test_a_ragged_list_column_is_skipped_and_a_file_of_no_numbers_is_refused(tmp_path):
     table = read_log(_parquet_with_nested(tmp_path / "ragged.parquet", ragged=True))
-    assert "observation.state" in table.skipped and "row 50 holds 1 values" in table.skipped["observation.state"]
+    assert (
+        "observation.state" in table.skipped and "row 50 holds 1 values" in table.skipped["observation.state"]
+    )
     assert table.columns == ["timestamp", "action"]
     pq.write_table(pa.table({"label": ["a", "b"], "meta": [{"x": 1}, {"x": 2}]}), tmp_path / "words.parquet")
-    with pytest.raises(LogError, match=r"words.parquet: no column can be read as numbers \('label': its type string"):
+    with pytest.raises(
+        LogError, match=r"words.parquet: no column can be read as numbers \('label': its type string"
+    ):
         read_log(tmp_path / "words.parquet")

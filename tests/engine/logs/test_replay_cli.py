@@ -20,18 +20,43 @@ def test_replay_cli_matches_renamed_degrees_and_writes_mp4(tmp_path, capsys):
         out[f"J{i}_tau"] = df[f"tau{i}"]
     log = tmp_path / "arm.csv"
     out.to_csv(log, index=False)
-    code = main(["logs", "replay", str(log), "--robot", "panda", "--video", str(tmp_path / "a.mp4"), "--fps", "10",
-                 "--start", "1.0", "--end", "1.5", "--width", "160", "--height", "128", "--save-mapping",
-                 str(tmp_path / "m.json"), "--json"])
+    code = main(
+        [
+            "logs",
+            "replay",
+            str(log),
+            "--robot",
+            "panda",
+            "--video",
+            str(tmp_path / "a.mp4"),
+            "--fps",
+            "10",
+            "--start",
+            "1.0",
+            "--end",
+            "1.5",
+            "--width",
+            "160",
+            "--height",
+            "128",
+            "--save-mapping",
+            str(tmp_path / "m.json"),
+            "--json",
+        ]
+    )
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["joints"] == [f"panda_joint{i}" for i in range(1, 8)]
-    assert summary["q"] == [f"J{i}_pos" for i in range(1, 8)] and summary["u"] == [f"J{i}_tau" for i in range(1, 8)]
+    assert summary["q"] == [f"J{i}_pos" for i in range(1, 8)] and summary["u"] == [
+        f"J{i}_tau" for i in range(1, 8)
+    ]
     assert summary["units"]["J1_pos"] == "deg" and summary["units"]["time_ms"] == "ms"
     assert summary["duration"] == 30.0 and summary["videos"][0]["frames"] == 6
     assert iio.get_reader(tmp_path / "a.mp4").count_frames() == 6
     # the saved mapping replays the same way
-    code = main(["logs", "replay", str(log), "--robot", "panda", "--mapping", str(tmp_path / "m.json"), "--json"])
+    code = main(
+        ["logs", "replay", str(log), "--robot", "panda", "--mapping", str(tmp_path / "m.json"), "--json"]
+    )
     assert code == 0 and json.loads(capsys.readouterr().out)["q"] == summary["q"]
 
 

@@ -52,7 +52,9 @@ def test_lerobot_parquet_list_columns_and_episodes(tmp_path, panda, recording_co
     _lerobot_parquet(path)
     ctx = recording_context()
     table = read_log(path, ctx)
-    assert [c for c in table.columns if c.startswith("observation")] == [f"observation.state[{i}]" for i in range(7)]
+    assert [c for c in table.columns if c.startswith("observation")] == [
+        f"observation.state[{i}]" for i in range(7)
+    ]
     assert "action[6]" in table.columns and table.n_rows == 120
     assert episodes(table) == [0, 1, 2] and any("3 episodes" in n for n in table.notes)
     assert len(ctx.updates) >= 3 and ctx.updates[-1][0] == 1.0   # one report per row group, then done
@@ -72,7 +74,9 @@ def test_lerobot_parquet_list_columns_and_episodes(tmp_path, panda, recording_co
 
 
 def test_ragged_list_column_names_the_row(tmp_path):
-    pq.write_table(pa.table({"t": [0.0, 1.0, 2.0], "state": [[1.0, 2.0], [1.0, 2.0], [3.0]]}), tmp_path / "r.parquet")
+    pq.write_table(
+        pa.table({"t": [0.0, 1.0, 2.0], "state": [[1.0, 2.0], [1.0, 2.0], [3.0]]}), tmp_path / "r.parquet"
+    )
     table = read_log(tmp_path / "r.parquet")      # skipped (only the columns a mapping uses must be readable)
     assert table.columns == ["t"] and "row 2 holds 1 values" in table.skipped["state"]
     with pytest.raises(LogError, match="row 2 holds 1 values") as err:
@@ -151,7 +155,9 @@ def test_mcap_ros1_messages(tmp_path, panda):
     from mcap_ros1._vendor.genpy import dynamic
     from mcap_ros1.writer import Writer
 
-    JointState = dynamic.generate_dynamic("sensor_msgs/JointState", ROS1_JOINT_STATE)["sensor_msgs/JointState"]
+    JointState = dynamic.generate_dynamic("sensor_msgs/JointState", ROS1_JOINT_STATE)[
+        "sensor_msgs/JointState"
+    ]
     t, q, qd = _trajectory(50)
     path = tmp_path / "ros1.mcap"
     with open(path, "wb") as fh:
@@ -187,8 +193,13 @@ def test_ros1_bag_with_other_names_and_degrees(tmp_path, panda):
         conn = writer.add_connection("/arm/state", JointState.__msgtype__, typestore=store)
         for k in range(len(t)):
             ns = 1_700_000_000 * 10**9 + int(round(t[k] * 1e9))
-            msg = JointState(header=Header(seq=k, stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
-                             name=names, position=np.degrees(q[k]), velocity=np.zeros(0), effort=np.zeros(0))
+            msg = JointState(
+                header=Header(seq=k, stamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), frame_id=""),
+                name=names,
+                position=np.degrees(q[k]),
+                velocity=np.zeros(0),
+                effort=np.zeros(0),
+            )
             writer.write(conn, ns, store.serialize_ros1(msg, JointState.__msgtype__))
     table = read_log(tmp_path / "run.bag")
     rmap = ReplayMapping.auto(table, panda)

@@ -71,7 +71,11 @@ def test_residual_is_zero_on_exact_discrete_trajectories_of_a_known_lagrangian()
     traj = [torch.tensor([0.1, 2.0], dtype=torch.float64), torch.tensor([0.11, 2.08], dtype=torch.float64)]
     for _ in range(20):
         qp, qk = traj[-2], traj[-1]
-        sol = fsolve(lambda z, qp=qp, qk=qk: del_residual(qp, qk, torch.tensor(z), u).numpy(), (2 * qk - qp).numpy(), xtol=1e-13)
+        sol = fsolve(
+            lambda z, qp=qp, qk=qk: del_residual(qp, qk, torch.tensor(z), u).numpy(),
+            (2 * qk - qp).numpy(),
+            xtol=1e-13,
+        )
         traj.append(torch.tensor(sol))
     traj = torch.stack(traj)
     model = SyMo(ModelSpec.for_system(system, h)).double()
@@ -135,7 +139,9 @@ def pendulum_data():
                                           long_term_steps=12, seed=3))
 
 
-@pytest.mark.parametrize("name", ["node-rk4", "node-midpoint", "lnode-rk4", "lnode-midpoint", "symo", "e2e-symo", "mlp"])
+@pytest.mark.parametrize(
+    "name", ["node-rk4", "node-midpoint", "lnode-rk4", "lnode-midpoint", "symo", "e2e-symo", "mlp"]
+)
 def test_short_training_lowers_the_loss_and_rollout_shapes(name, pendulum_data):
     torch.manual_seed(0)
     ds = pendulum_data
@@ -250,7 +256,9 @@ def test_one_dof_terms_and_acceleration_match_autograd():
         with torch.set_grad_enabled(grad):
             t = net.terms(q, order=2)
         torch.testing.assert_close(t.dH, vmap(jacfwd(Hf))(q).permute(0, 3, 1, 2), rtol=0, atol=1e-10)
-        torch.testing.assert_close(t.d2H, vmap(jacfwd(jacfwd(Hf)))(q).permute(0, 3, 4, 1, 2), rtol=0, atol=1e-10)
+        torch.testing.assert_close(
+            t.d2H, vmap(jacfwd(jacfwd(Hf)))(q).permute(0, 3, 4, 1, 2), rtol=0, atol=1e-10
+        )
         torch.testing.assert_close(t.dV, vmap(jacfwd(Vf))(q), rtol=0, atol=1e-10)
         torch.testing.assert_close(t.d2V, vmap(jacfwd(jacfwd(Vf)))(q), rtol=0, atol=1e-10)
     # L-NODE's closed-form acceleration against the Euler-Lagrange equations with autograd derivatives
@@ -344,7 +352,9 @@ def test_cartpole_symo_loss_gradients_fast_path_match_autograd(cartpole_windows,
         model.zero_grad(set_to_none=True)
         loss = model.loss(w)
         loss.backward()
-        return loss.detach(), [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()]
+        return loss.detach(), [
+            torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in model.parameters()
+        ]
 
     loss_fast, g_fast = grads()
     monkeypatch.setattr(nets, "_plain_tensors", lambda: False)   # forces the autograd formulation
@@ -377,7 +387,10 @@ def test_default_init_is_the_papers_xavier_with_zero_biases_and_default_heads():
         assert torch.count_nonzero(b) == 0
     for head in nets.heads:  # the heads keep nn.Linear's default: +-1/sqrt(fan_in), biases too
         bound = 1.0 / 128 ** 0.5
-        assert float(head.weight.abs().max()) <= bound and torch.count_nonzero(head.bias.detach()) == head.bias.numel()
+        assert (
+            float(head.weight.abs().max()) <= bound
+            and torch.count_nonzero(head.bias.detach()) == head.bias.numel()
+        )
     node = build_model("node-rk4", spec)
     dims = [2 + 1 + 1, 128, 128, 1]  # (cos, sin, qd, u) -> 128 -> 128 -> qdd
     for lin, a, o in zip(node.net.linears, dims[:-1], dims[1:]):
@@ -393,7 +406,9 @@ def test_torch_init_is_selectable_and_reaches_the_model():
     model = build_for(TrainConfig(model="symo", init="torch"), data)
     assert all(torch.count_nonzero(b) == b.numel() for b in model.lagrangian.nets.biases)
     assert max(float(W.abs().max()) for W in model.lagrangian.nets.weights) <= 1.0 / 2 ** 0.5
-    assert all(torch.count_nonzero(b) == 0 for b in build_for(TrainConfig(model="symo"), data).lagrangian.nets.biases)
+    assert all(
+        torch.count_nonzero(b) == 0 for b in build_for(TrainConfig(model="symo"), data).lagrangian.nets.biases
+    )
     with pytest.raises(ValueError, match="init"):
         TrainConfig(init="he")
     with pytest.raises(ValueError, match="init"):

@@ -66,7 +66,9 @@ def test_unperturbed_model_is_the_analytic_system(name):
     with torch.no_grad():
         f = model.vector_field(x, u)
     # the system's own forward dynamics (a closed form for pendulum and cart-pole) ...
-    torch.testing.assert_close(f, torch.cat([qd, system.forward_dynamics(q, qd, u)], -1), rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(
+        f, torch.cat([qd, system.forward_dynamics(q, qd, u)], -1), rtol=1e-10, atol=1e-10
+    )
     # ... and the forced Euler-Lagrange equations of its H(q), V(q) (autograd in engine.systems.base)
     torch.testing.assert_close(f[:, system.dof:], MechanicalSystem.forward_dynamics(system, q, qd, u),
                                rtol=1e-10, atol=1e-10)
@@ -155,7 +157,12 @@ def test_loss_gradients_match_finite_differences():
                 lm = loss().item()
                 flat[i] += eps
             fd = (lp - lm) / (2 * eps)
-            assert abs(fd - g.view(-1)[i].item()) < 1e-6 * max(1.0, abs(fd)), (name, i, fd, g.view(-1)[i].item())
+            assert abs(fd - g.view(-1)[i].item()) < 1e-6 * max(1.0, abs(fd)), (
+                name,
+                i,
+                fd,
+                g.view(-1)[i].item(),
+            )
             checked += 1
     assert checked == 2 * (1 + 3 + 6 + 1)
     # the pole's parameters act on the motion
@@ -257,8 +264,30 @@ def test_learn_train_cli_trains_and_evaluates_the_robot_model(tmp_path, capsys):
     assert main(["learn", "data", "--system", "pendulum", "--trajectories", "2", "--test-trajectories", "2",
                  "--long-term-steps", "10", "--out", str(data), "--json"]) == 0
     capsys.readouterr()
-    assert main(["learn", "train", "--model", "robot-rk4", "--system", "pendulum", "--trajectories", "2",
-                 "--epochs", "2", "--lr", "1e-2", "--data", str(data), "--out", str(tmp_path / "m"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "learn",
+                "train",
+                "--model",
+                "robot-rk4",
+                "--system",
+                "pendulum",
+                "--trajectories",
+                "2",
+                "--epochs",
+                "2",
+                "--lr",
+                "1e-2",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "m"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     row = json.loads(capsys.readouterr().out)["row"]
     assert row["model"] == "robot-rk4"
     for k in ("train_mse", "test_mse", "integration_mse", "energy_mse", "inertia_mse", "final_loss"):

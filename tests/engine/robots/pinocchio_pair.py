@@ -87,7 +87,9 @@ class FreeFlyerPair:
         lo, hi = np.maximum(lim.lower.numpy(), -np.pi), np.minimum(lim.upper.numpy(), np.pi)
         quat = rng.normal(size=(batch, 4))
         quat /= np.linalg.norm(quat, axis=1, keepdims=True)
-        q = np.concatenate([rng.uniform(-2, 2, (batch, 3)), quat, rng.uniform(lo, hi, (batch, self.model.dof))], 1)
+        q = np.concatenate(
+            [rng.uniform(-2, 2, (batch, 3)), quat, rng.uniform(lo, hi, (batch, self.model.dof))], 1
+        )
         return (q,) + tuple(rng.normal(size=(batch, self.model.nv)) for _ in range(3))
 
     def q_to_pin(self, q):

@@ -35,7 +35,10 @@ def shipped_urdfs() -> list[Path]:
 
 
 def robot_cases() -> list:
-    cases = [pytest.param((example_robot_data(rel), opts), id=name) for name, (rel, opts) in REFERENCE_ROBOTS.items()]
+    cases = [
+        pytest.param((example_robot_data(rel), opts), id=name)
+        for name, (rel, opts) in REFERENCE_ROBOTS.items()
+    ]
     cases += [pytest.param((p, {}), id=f"urdf/{p.name}") for p in shipped_urdfs()]
     return cases
 
@@ -44,7 +47,8 @@ def robot_cases() -> list:
 # continuous wrist, a fixed tool and a second (revolute) branch. Not planar, not symmetric.
 SMALL_TREE = """<?xml version="1.0"?>
 <robot name="small_tree">
-  <link name="base"><inertial><mass value="2.0"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="base"><inertial><mass value="2.0"/>
+    <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
   <link name="a"><inertial><origin xyz="0.1 0.02 0.2" rpy="0.1 0.2 0.3"/><mass value="1.3"/>
     <inertia ixx="0.021" ixy="0.001" ixz="-0.002" iyy="0.018" iyz="0.0015" izz="0.012"/></inertial></link>
   <link name="b"><inertial><origin xyz="0.0 0.05 0.1" rpy="0 0.4 0"/><mass value="0.7"/>
@@ -61,7 +65,8 @@ SMALL_TREE = """<?xml version="1.0"?>
     <axis xyz="0.6 0 0.8"/><limit lower="-0.2" upper="0.4" effort="100" velocity="1"/><dynamics damping="1.5"/></joint>
   <joint name="j3" type="continuous"><parent link="b"/><child link="c"/><origin xyz="0 0.1 0.2" rpy="0 0.5 -0.4"/>
     <axis xyz="0 1 0"/><dynamics damping="0.05"/></joint>
-  <joint name="tool_joint" type="fixed"><parent link="c"/><child link="tool"/><origin xyz="0.1 0 0.05" rpy="0.2 0 0"/></joint>
+  <joint name="tool_joint" type="fixed"><parent link="c"/><child link="tool"/>
+    <origin xyz="0.1 0 0.05" rpy="0.2 0 0"/></joint>
   <joint name="j4" type="revolute"><parent link="a"/><child link="d"/><origin xyz="-0.1 0.1 0.2" rpy="0 -0.3 0"/>
     <axis xyz="1 0 0"/><limit lower="-1.5" upper="1.5" effort="20" velocity="2"/><dynamics damping="0.2"/></joint>
 </robot>

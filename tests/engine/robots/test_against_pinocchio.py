@@ -67,14 +67,20 @@ def test_jacobian_every_link_origin_and_point(case, dynamics_path):
         fid = case.pm.getFrameId(link, pin.BODY)
         frame = case.pm.frames[fid]
         placement = frame.placement * pin.SE3(np.eye(3), point)
-        pid = case.pm.addFrame(pin.Frame(f"{link}_point", frame.parentJoint, fid, placement, pin.FrameType.OP_FRAME))
+        pid = case.pm.addFrame(
+            pin.Frame(f"{link}_point", frame.parentJoint, fid, placement, pin.FrameType.OP_FRAME)
+        )
         pd = case.pm.createData()
         for s in range(0, N, 10):
             qp = case.q_to_pin(case.q[s])
             pin.computeJointJacobians(case.pm, pd, qp)
             pin.updateFramePlacements(case.pm, pd)
-            ref = np.reshape(pin.getFrameJacobian(case.pm, pd, fid, pin.LOCAL_WORLD_ALIGNED), (6, -1))[:, case.perm]
-            ref_p = np.reshape(pin.getFrameJacobian(case.pm, pd, pid, pin.LOCAL_WORLD_ALIGNED), (6, -1))[:, case.perm]
+            ref = np.reshape(pin.getFrameJacobian(case.pm, pd, fid, pin.LOCAL_WORLD_ALIGNED), (6, -1))[
+                :, case.perm
+            ]
+            ref_p = np.reshape(pin.getFrameJacobian(case.pm, pd, pid, pin.LOCAL_WORLD_ALIGNED), (6, -1))[
+                :, case.perm
+            ]
             close(J[s], ref)
             close(Jp[s], ref_p)
     case.pd = case.pm.createData()
@@ -83,7 +89,9 @@ def test_jacobian_every_link_origin_and_point(case, dynamics_path):
 def test_rnea(case, dynamics_path):
     ours = case.model.inverse_dynamics(case.t(case.q), case.t(case.qd), case.t(case.qdd)).numpy()
     for s in range(N):
-        ref = pin.rnea(case.pm, case.pd, case.q_to_pin(case.q[s]), case.to_pin(case.qd[s]), case.to_pin(case.qdd[s]))
+        ref = pin.rnea(
+            case.pm, case.pd, case.q_to_pin(case.q[s]), case.to_pin(case.qd[s]), case.to_pin(case.qdd[s])
+        )
         close(ours[s], case.from_pin(ref))
 
 
@@ -99,7 +107,9 @@ def test_crba(case, dynamics_path):
 def test_aba(case, dynamics_path):
     ours = case.model.forward_dynamics(case.t(case.q), case.t(case.qd), case.t(case.tau)).numpy()
     for s in range(N):
-        ref = pin.aba(case.pm, case.pd, case.q_to_pin(case.q[s]), case.to_pin(case.qd[s]), case.to_pin(case.tau[s]))
+        ref = pin.aba(
+            case.pm, case.pd, case.q_to_pin(case.q[s]), case.to_pin(case.qd[s]), case.to_pin(case.tau[s])
+        )
         close(ours[s], case.from_pin(ref))
 
 

@@ -72,7 +72,9 @@ class Pair:
 @pytest.fixture(scope="module", params=["arm", "quadruped", "gripper"])
 def pair(request, tmp_path_factory):
     if request.param == "arm":
-        return Pair(example_robot_data("panda_description/urdf/panda.urdf"), False, False, mimic="independent")
+        return Pair(
+            example_robot_data("panda_description/urdf/panda.urdf"), False, False, mimic="independent"
+        )
     if request.param == "quadruped":
         return Pair(example_robot_data("solo_description/robots/solo12.urdf"), True, False)
     path = tmp_path_factory.mktemp("backends") / "gripper.urdf"
@@ -158,7 +160,9 @@ def test_gradients_reach_learnable_inertials_on_the_torch_backends(torch_backend
     m._backend_for = lambda *tensors: chosen
     q, v, a, _ = Pair.states(type("P", (), {"model": m})(), seed=4)
     tau = m.inverse_dynamics(_t(q), _t(v), _t(a))
-    (grad,) = torch.autograd.grad(tau.sum(), [m.learnable_parameters()[(link, "mass")].parameters().__next__()])
+    (grad,) = torch.autograd.grad(
+        tau.sum(), [m.learnable_parameters()[(link, "mass")].parameters().__next__()]
+    )
     mass = float(m.link_mass(link).detach())
     heavier = m.with_link_params(mass={link: mass + 1.0})
     dtau_dmass = float((heavier.inverse_dynamics(_t(q), _t(v), _t(a)) - tau.detach()).sum())

@@ -26,7 +26,9 @@ def test_support_polygon_is_scipys_convex_hull():
     poly = support_polygon(pts)
     hull = ConvexHull(pts[:, :2])
     assert len(poly) == len(hull.vertices) and np.all(poly[:, 2] == 0)
-    assert {tuple(np.round(p, 12)) for p in poly[:, :2]} == {tuple(np.round(p, 12)) for p in pts[hull.vertices, :2]}
+    assert {tuple(np.round(p, 12)) for p in poly[:, :2]} == {
+        tuple(np.round(p, 12)) for p in pts[hull.vertices, :2]
+    }
     x, y = poly[:, 0], poly[:, 1]          # counter-clockwise: positive area, scipy's
     assert 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y) == pytest.approx(hull.volume)
     inner = hull.equations                  # scipy: a x + b y + c <= 0 inside

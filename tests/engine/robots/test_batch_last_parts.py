@@ -30,7 +30,9 @@ def test_gravity_in_base_frame_matches_scipy(a0):
     a0 = torch.tensor(a0, dtype=torch.float64)
     out = fbl.gravity_in_base_bl(qb, a0).t().numpy()                   # (B, 6)
     R = Rotation.from_quat(qb[:, 3:7].numpy()).as_matrix()
-    ref = np.concatenate([np.einsum("bki,k->bi", R, a0[:3].numpy()), np.einsum("bki,k->bi", R, a0[3:].numpy())], 1)
+    ref = np.concatenate(
+        [np.einsum("bki,k->bi", R, a0[:3].numpy()), np.einsum("bki,k->bi", R, a0[3:].numpy())], 1
+    )
     np.testing.assert_allclose(out, ref, atol=1e-13)
 
 
@@ -47,4 +49,6 @@ def test_tree_sums_by_depth_match_the_ancestor_products(name):
     levels = (tree.levels, tree.level_parents)
     anc = tree.anc
     torch.testing.assert_close(dyn_bl._tree_down_levels(x, *levels), torch.matmul(anc, x), rtol=0, atol=1e-12)
-    torch.testing.assert_close(dyn_bl._tree_up_levels(x, *levels), torch.matmul(anc.t(), x), rtol=0, atol=1e-12)
+    torch.testing.assert_close(
+        dyn_bl._tree_up_levels(x, *levels), torch.matmul(anc.t(), x), rtol=0, atol=1e-12
+    )

@@ -18,8 +18,15 @@ def test_bench_rbd_json(capsys):
     assert [(r["algorithm"], r["batch"]) for r in rows] == [
         (a, b) for b in (1, 3) for a in ("fk_jacobian", "rnea", "crba", "aba")]
     for r in rows:
-        assert set(r) == {"algorithm", "batch", "ours_ms", "ours_torch_ms", "pinocchio_ms", "pytorch_kinematics_ms",
-                          "drm_ms"}
+        assert set(r) == {
+            "algorithm",
+            "batch",
+            "ours_ms",
+            "ours_torch_ms",
+            "pinocchio_ms",
+            "pytorch_kinematics_ms",
+            "drm_ms",
+        }
         assert r["ours_ms"] > 0 and r["pinocchio_ms"] > 0
         assert r["ours_torch_ms"] > 0
         assert (r["pytorch_kinematics_ms"] is None) == (r["algorithm"] != "fk_jacobian")

@@ -12,9 +12,9 @@ import textwrap
 import torch
 
 from engine.robots import call_policy as call_policy_module
-from engine.robots.library import load_robot
 from engine.robots.backends import torch_only
 from engine.robots.backends.batch_last import BatchLastBackend
+from engine.robots.library import load_robot
 
 
 def _threads_seen(model, q, monkeypatch) -> list:
@@ -26,7 +26,10 @@ def _threads_seen(model, q, monkeypatch) -> list:
         return inner(*args, **kwargs)
 
     monkeypatch.setattr(BatchLastBackend, "_terms", spy)
-    with torch.no_grad(), torch_only():     # the torch algorithms (without derivatives the compiled kernels serve)
+    with (
+        torch.no_grad(),
+        torch_only(),
+    ):  # the torch algorithms (without derivatives the compiled kernels serve)
         model.inverse_dynamics(q, torch.zeros_like(q), torch.zeros_like(q))
         model.mass_matrix(q)
     return seen
@@ -106,6 +109,10 @@ def test_torch_func_transforms_see_through_the_policy():
     eps = 1e-6
     e0 = torch.zeros(7, dtype=torch.float64)
     e0[0] = eps
-    torch.testing.assert_close(dM[..., 0], (m.mass_matrix(q + e0) - m.mass_matrix(q - e0)) / (2 * eps), atol=1e-7, rtol=0)
+    torch.testing.assert_close(
+        dM[..., 0], (m.mass_matrix(q + e0) - m.mass_matrix(q - e0)) / (2 * eps), atol=1e-7, rtol=0
+    )
     qs = torch.stack([q, 0.5 * q, -q])
-    torch.testing.assert_close(torch.func.vmap(rnea)(qs), m.inverse_dynamics(qs, v.expand(3, 7), v.expand(3, 7)))
+    torch.testing.assert_close(
+        torch.func.vmap(rnea)(qs), m.inverse_dynamics(qs, v.expand(3, 7), v.expand(3, 7))
+    )

@@ -48,27 +48,57 @@ def test_robot_info_reports_springs_and_unbounded_joints(capsys):
 
 def test_robot_ik_json_reaches_the_target(capsys):
     target = ["0.45", "0.1", "0.4", "3.14159", "0", "0"]
-    code, out, _ = _run(capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", *target, "--json")
+    code, out, _ = _run(
+        capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", *target, "--json"
+    )
     assert code == 0
     res = json.loads(out)
     assert res["converged"] and res["position_error"] <= 1e-3 and res["rotation_error"] <= 1e-2
     pm = pin.buildModelFromUrdf(str(urdf_dir() / "panda.urdf"))
     data = pm.createData()
     pin.framesForwardKinematics(pm, data, np.array(res["q"]))
-    np.testing.assert_allclose(data.oMf[pm.getFrameId("panda_hand_tcp")].translation, [0.45, 0.1, 0.4], atol=1e-3)
+    np.testing.assert_allclose(
+        data.oMf[pm.getFrameId("panda_hand_tcp")].translation, [0.45, 0.1, 0.4], atol=1e-3
+    )
     # within the chain's length but out of the arm's reach: exit code 1, converged false
-    code, out, _ = _run(capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", "1.1", "0", "0.333",
-                        "--n-starts", "2", "--json")
+    code, out, _ = _run(
+        capsys,
+        "robot",
+        "ik",
+        "panda",
+        "--link",
+        "panda_hand_tcp",
+        "--target",
+        "1.1",
+        "0",
+        "0.333",
+        "--n-starts",
+        "2",
+        "--json",
+    )
     assert code == 1 and json.loads(out)["converged"] is False
     # farther than the sum of the panda's link offsets (1.42 m from panda_link0 to the TCP): refused before
     # solving, a user error
-    code, out, err = _run(capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", "3", "0", "0")
+    code, out, err = _run(
+        capsys, "robot", "ik", "panda", "--link", "panda_hand_tcp", "--target", "3", "0", "0"
+    )
     assert code == 2 and out == "" and "not reachable" in err and "--target" in err and "1.423 m" in err
 
 
 def test_robot_identify_json(capsys):
-    code, out, _ = _run(capsys, "robot", "identify", "planar_2link", "--duration", "1", "--test-duration", "0.5",
-                        "--epochs", "5", "--json")
+    code, out, _ = _run(
+        capsys,
+        "robot",
+        "identify",
+        "planar_2link",
+        "--duration",
+        "1",
+        "--test-duration",
+        "0.5",
+        "--epochs",
+        "5",
+        "--json",
+    )
     assert code == 0
     res = json.loads(out)
     assert {p["link"] for p in res["parameters"]} == {"link1", "link2"}
@@ -87,8 +117,20 @@ def test_robot_errors_are_clear(capsys):
     code, _, err = _run(capsys, "robot", "ik", "panda", "--link", "panda_link7", "--target", "0", "0")
     assert code == 2 and "--target" in err
     for flag, value in (("--mu-max", "0"), ("--tol-pos", "nan"), ("--max-step", "inf"), ("--max-iters", "0")):
-        code, _, err = _run(capsys, "robot", "ik", "panda", "--link", "panda_link7", "--target", "0.3", "0", "0.5",
-                            flag, value)
+        code, _, err = _run(
+            capsys,
+            "robot",
+            "ik",
+            "panda",
+            "--link",
+            "panda_link7",
+            "--target",
+            "0.3",
+            "0",
+            "0.5",
+            flag,
+            value,
+        )
         assert code == 2 and flag in err and len(err.strip().splitlines()) == 1, (flag, err)
     code, _, err = _run(capsys, "robot", "identify", "pendulum", "--duration", "1e30")
     assert code == 2 and "--duration" in err and "3600" in err

@@ -17,8 +17,8 @@ import torch
 from robots_testdata import SMALL_TREE
 
 from engine.robots import RobotModel, compiled_dynamics
-from engine.robots.library import load_robot
 from engine.robots.backends import torch_only
+from engine.robots.library import load_robot
 
 
 def _calls(monkeypatch):
@@ -84,7 +84,7 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
     m32 = load_robot("panda", dtype=torch.float32)   # float32 models stay on torch (the kernels are float64)
     m32.mass_matrix(torch.zeros(2, m32.dof))
     assert counts == {"rnea": 4, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
-    mimic = load_robot("panda-erd")                   # coupled mimic fingers: kernels on every joint, projected
+    mimic = load_robot("panda-erd")  # coupled mimic fingers: kernels on every joint, projected
     assert mimic.mimic_joint_names
     x = torch.zeros(2, mimic.nq, dtype=torch.float64)
     mimic.mass_matrix(x)
@@ -124,9 +124,17 @@ def test_same_answers_as_the_torch_algorithms(name, batch):
     # gravity off and turned; leading batch dimensions and a single state
     g = (0.0, 3.0, -4.0)
     for kw in ({"gravity": False}, {"gravity": g}):
-        ours = m.inverse_dynamics(q, v, a, **kw), m.forward_dynamics(q, v, a, **kw), m.gravity_torques(q, **kw)
+        ours = (
+            m.inverse_dynamics(q, v, a, **kw),
+            m.forward_dynamics(q, v, a, **kw),
+            m.gravity_torques(q, **kw),
+        )
         with torch_only():
-            ref = m.inverse_dynamics(q, v, a, **kw), m.forward_dynamics(q, v, a, **kw), m.gravity_torques(q, **kw)
+            ref = (
+                m.inverse_dynamics(q, v, a, **kw),
+                m.forward_dynamics(q, v, a, **kw),
+                m.gravity_torques(q, **kw),
+            )
         _same(ours, ref)
     shaped = m.mass_matrix(q[:1].expand(2, 3, m.nq))
     assert shaped.shape == (2, 3, m.nv, m.nv)
@@ -140,7 +148,9 @@ def test_armature_on_a_tree_and_a_floating_base():
 
     for floating in (False, True):
         desc = replace(parse_urdf_string(SMALL_TREE), floating_base=floating)
-        desc = replace(desc, joints=tuple(replace(j, armature=0.1 * (k + 1)) for k, j in enumerate(desc.joints)))
+        desc = replace(
+            desc, joints=tuple(replace(j, armature=0.1 * (k + 1)) for k, j in enumerate(desc.joints))
+        )
         m = RobotModel.from_description(desc)
         q, v, a = _state(m, 9, seed=4)
         ours = _all(m, q, v, a)
@@ -178,7 +188,7 @@ def test_a_kernel_build_failure_leaves_the_torch_algorithms_serving(monkeypatch,
         raise OSError("no space left for the kernel cache")
 
     monkeypatch.setattr(compiled_dynamics, "_ready", None)
-    monkeypatch.setattr(compiled_dynamics, "_kernels", compiled_dynamics._kernels)     # restored after the test
+    monkeypatch.setattr(compiled_dynamics, "_kernels", compiled_dynamics._kernels)  # restored after the test
     monkeypatch.setattr(compiled_dynamics, "_exercise", broken)
     m = load_robot("iiwa")
     q, v, a = _state(m, 4, seed=2)

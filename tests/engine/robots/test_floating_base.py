@@ -89,7 +89,9 @@ def test_kinematics_and_com(pair, batch, dynamics_path):
         pin.computeJointJacobians(pair.pm, pair.pd, qp)
         pin.updateFramePlacements(pair.pm, pair.pd)
         for link in links:
-            ref = pin.getFrameJacobian(pair.pm, pair.pd, pair.pm.getFrameId(link, pin.BODY), pin.LOCAL_WORLD_ALIGNED)
+            ref = pin.getFrameJacobian(
+                pair.pm, pair.pd, pair.pm.getFrameId(link, pin.BODY), pin.LOCAL_WORLD_ALIGNED
+            )
             close(J[link][s], np.reshape(ref, (6, -1))[:, pair.iv])
 
 
@@ -101,7 +103,10 @@ def test_dynamics(pair, batch, dynamics_path):
     M = m.mass_matrix(_t(q)).numpy()
     g = m.gravity_torques(_t(q)).numpy()
     b = m.bias_forces(_t(q), _t(v)).numpy()
-    qdds = [m.forward_dynamics(_t(q), _t(v), _t(tau), method=method).numpy() for method in ("articulated", "composite")]
+    qdds = [
+        m.forward_dynamics(_t(q), _t(v), _t(tau), method=method).numpy()
+        for method in ("articulated", "composite")
+    ]
     assert rnea.shape == (batch, m.nv) and M.shape == (batch, m.nv, m.nv)
     for s in _checked(batch):
         qp, vp = pair.q_to_pin(q[s]), pair.to_pin(v[s])
@@ -140,7 +145,9 @@ def test_energies_and_configuration_manifold(pair):
 def _small_floating(armature=None):
     desc = replace(parse_urdf_string(SMALL_TREE), floating_base=True)
     if armature is not None:
-        desc = replace(desc, joints=tuple(replace(j, armature=armature.get(j.name, 0.0)) for j in desc.joints))
+        desc = replace(
+            desc, joints=tuple(replace(j, armature=armature.get(j.name, 0.0)) for j in desc.joints)
+        )
     return RobotModel.from_description(desc)
 
 
@@ -168,8 +175,12 @@ def test_armature_against_pinocchio(tmp_path, dynamics_path):
         desc = replace(parse_urdf_string(SMALL_TREE), floating_base=floating)
         desc = replace(desc, joints=tuple(replace(j, armature=arm.get(j.name, 0.0)) for j in desc.joints))
         m = RobotModel.from_description(desc)
-        assert m.joint_names == ["j1", "j2", "j3", "j4"]       # Pinocchio's order too
-        pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(str(path))
+        assert m.joint_names == ["j1", "j2", "j3", "j4"]  # Pinocchio's order too
+        pm = (
+            pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+            if floating
+            else pin.buildModelFromUrdf(str(path))
+        )
         f = 6 if floating else 0
         pm.armature = np.r_[np.zeros(f), [arm[j] for j in m.joint_names]]
         pd = pm.createData()
@@ -229,7 +240,11 @@ def test_learnable_base_mass_enters_the_floating_dynamics():
     w = torch.randn(m.nv, generator=g, dtype=torch.float64)
 
     def loss():
-        return (m.inverse_dynamics(q, v, a) * w).sum() + m.center_of_mass(q).sum() + m.forward_dynamics(q, v, a).sum()
+        return (
+            (m.inverse_dynamics(q, v, a) * w).sum()
+            + m.center_of_mass(q).sum()
+            + m.forward_dynamics(q, v, a).sum()
+        )
 
     (grad,) = torch.autograd.grad(loss(), [p for p in module.parameters()])
     eps = 1e-6

@@ -19,8 +19,9 @@ from engine.robots import RobotModel
 def _models():
     return {
         "panda": RobotModel.from_urdf(urdf_dir() / "panda.urdf"),
-        "allegro": RobotModel.from_urdf(example_robot_data("allegro_hand_description/urdf/allegro_right_hand.urdf"),
-                                        strict=False),
+        "allegro": RobotModel.from_urdf(
+            example_robot_data("allegro_hand_description/urdf/allegro_right_hand.urdf"), strict=False
+        ),
         "small_tree": RobotModel.from_string(SMALL_TREE),
     }
 
@@ -56,8 +57,12 @@ def test_mass_matrix_spd_and_rnea_columns(name):
     assert torch.allclose(M, M.transpose(-1, -2), atol=1e-14)
     assert float(torch.linalg.eigvalsh(M).min()) > 0
     eye = torch.eye(model.dof, dtype=torch.float64)
-    cols = model.inverse_dynamics(q[:, None, :].expand(8, model.dof, model.dof), torch.zeros(8, model.dof, model.dof),
-                                  eye.expand(8, model.dof, model.dof), gravity=False)
+    cols = model.inverse_dynamics(
+        q[:, None, :].expand(8, model.dof, model.dof),
+        torch.zeros(8, model.dof, model.dof),
+        eye.expand(8, model.dof, model.dof),
+        gravity=False,
+    )
     assert torch.allclose(cols.transpose(-1, -2), M, atol=1e-12)
 
 
@@ -122,7 +127,12 @@ def test_batch_shapes_and_broadcasting():
     # a single q broadcast against a batch of velocities
     tau = model.inverse_dynamics(q[0, 0], qd, qdd)
     assert tau.shape == (2, 3, model.dof)
-    assert model.jacobian(q, "tool", point=torch.zeros(2, 3, 3, dtype=torch.float64)).shape == (2, 3, 6, model.dof)
+    assert model.jacobian(q, "tool", point=torch.zeros(2, 3, 3, dtype=torch.float64)).shape == (
+        2,
+        3,
+        6,
+        model.dof,
+    )
     assert model.mass_matrix(q).shape == (2, 3, model.dof, model.dof)
     assert model.kinetic_energy(q, qd).shape == (2, 3)
 
@@ -152,8 +162,10 @@ def test_energy_is_conserved_without_damping(name):
     E0 = energy(q0, qd0)
     q1, qd1 = _rk4(model, q0, qd0, dt=5e-4, steps=300)          # 0.15 s
     E1 = energy(q1, qd1)
-    assert float((q1 - q0).abs().max()) > 0.05                   # it did move
-    scale = (model.kinetic_energy(q0, qd0).abs() + (model.potential_energy(q0) - model.potential_energy(q1)).abs())
+    assert float((q1 - q0).abs().max()) > 0.05  # it did move
+    scale = (
+        model.kinetic_energy(q0, qd0).abs() + (model.potential_energy(q0) - model.potential_energy(q1)).abs()
+    )
     drift = ((E1 - E0).abs() / scale.clamp_min(1e-12)).max()
     assert float(drift) < 1e-6, float(drift)
 

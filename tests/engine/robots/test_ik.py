@@ -58,7 +58,9 @@ def _random_q(model, n, seed):
     return lo + torch.rand(n, model.dof, generator=g, dtype=torch.float64) * (hi - lo)
 
 
-@pytest.mark.parametrize("robot, links", [("panda", ["panda_hand_tcp", "panda_link4"]), ("allegro", FINGERTIPS)])
+@pytest.mark.parametrize(
+    "robot, links", [("panda", ["panda_hand_tcp", "panda_link4"]), ("allegro", FINGERTIPS)]
+)
 def test_the_kinematics_ik_uses_match_pinocchio(robot, links, panda, allegro):
     """IK's kinematics: the model's frame_jacobians (every backend), and the joints that move
     the targets (the other columns are zero in Pinocchio's Jacobian)."""
@@ -81,8 +83,10 @@ def test_rotation_error_vector_matches_scipy():
     rotvecs = [rng.normal(size=3) for _ in range(20)]
     rotvecs += [np.array([math.pi, 0, 0]), np.array([0, -math.pi + 1e-9, 0]),
                 np.array([1, 1, 1]) / math.sqrt(3) * (math.pi - 1e-10), np.zeros(3), np.array([1e-9, 0, 0])]
-    rotvecs = [r if np.linalg.norm(r) <= math.pi else r / np.linalg.norm(r) * (2 * math.pi - np.linalg.norm(r)) * -1
-               for r in rotvecs]
+    rotvecs = [
+        r if np.linalg.norm(r) <= math.pi else r / np.linalg.norm(r) * (2 * math.pi - np.linalg.norm(r)) * -1
+        for r in rotvecs
+    ]
     R = torch.tensor(Rotation.from_rotvec(np.array(rotvecs)).as_matrix())
     vec, angle = rotation_error_vector(R)
     ref = Rotation.from_matrix(R.numpy()).as_rotvec()
@@ -118,7 +122,9 @@ def test_tighter_tolerances_and_position_only(panda):
     assert bool(res.converged.all())
     assert float(res.rotation_error.max()) == 0.0
     for b in range(8):
-        np.testing.assert_allclose(_pin_fk(pm, model, res.q[b], ["panda_link7"])[0][:3, 3], pos[b].numpy(), atol=1e-6)
+        np.testing.assert_allclose(
+            _pin_fk(pm, model, res.q[b], ["panda_link7"])[0][:3, 3], pos[b].numpy(), atol=1e-6
+        )
     # a pose target with position_only=True ignores the orientation
     pose = torch.eye(4, dtype=torch.float64).repeat(8, 1, 1)
     pose[:, :3, 3] = pos
@@ -133,7 +139,9 @@ def test_allegro_four_fingertips_at_once(allegro):
     res = solve_ik(model, {link: tips[:, t] for t, link in enumerate(FINGERTIPS)})
     assert bool(res.converged.all())
     for b in range(8):
-        np.testing.assert_allclose(_pin_fk(pm, model, res.q[b], FINGERTIPS)[:, :3, 3], tips[b].numpy(), atol=1e-3)
+        np.testing.assert_allclose(
+            _pin_fk(pm, model, res.q[b], FINGERTIPS)[:, :3, 3], tips[b].numpy(), atol=1e-3
+        )
 
 
 def test_unreachable_target_reports_failure(panda):

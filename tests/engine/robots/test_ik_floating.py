@@ -72,7 +72,9 @@ def test_several_targets_batched_through_solve_ik(talos):
     q0 = _standing(m)
     offsets = torch.tensor([[0.1, 0.0, 0.1], [0.05, -0.05, 0.15], [0.12, 0.05, -0.05]], dtype=torch.float64)
     left = m.link_pose(q0, HAND)[:3, 3] + offsets
-    right = m.link_pose(q0, "arm_right_7_link")[:3, 3] + offsets * torch.tensor([1.0, -1.0, 1.0], dtype=torch.float64)
+    right = m.link_pose(q0, "arm_right_7_link")[:3, 3] + offsets * torch.tensor(
+        [1.0, -1.0, 1.0], dtype=torch.float64
+    )
     r = solve_ik(m, {HAND: left, "arm_right_7_link": right}, q0, hold=FEET, tol_pos=1e-6)
     assert r.q.shape == (3, m.nq) and bool(r.converged.all())
     for s in range(3):
@@ -87,7 +89,9 @@ def test_coupled_mimic_gripper_ik():
     """The Panda with coupled fingers: the finger tip reaches a point; the mimic finger follows."""
     m = RobotModel.from_urdf(example_robot_data("panda_description/urdf/panda.urdf"))
     q0 = torch.tensor([0.0, -0.5, 0.0, -2.0, 0.0, 1.6, 0.8, 0.02], dtype=torch.float64)
-    target = m.link_pose(q0, "panda_leftfinger")[:3, 3] + torch.tensor([0.05, -0.03, 0.04], dtype=torch.float64)
+    target = m.link_pose(q0, "panda_leftfinger")[:3, 3] + torch.tensor(
+        [0.05, -0.03, 0.04], dtype=torch.float64
+    )
     r = solve_ik(m, {"panda_leftfinger": target}, q0, tol_pos=1e-6)
     assert bool(r.converged) and r.q.shape == (8,)
     assert float((m.link_pose(r.q, "panda_leftfinger")[:3, 3] - target).abs().max()) < 1e-5

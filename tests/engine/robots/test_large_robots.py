@@ -47,8 +47,13 @@ def random_tree(rng: random.Random, n: int) -> RobotDescription:
     links, joints = [], []
     for i in range(n):
         kind = rng.random()
-        inertial = (None if kind < 0.4 else Inertial(mass=0.0, inertia=(0.1, 0, 0, 0.1, 0, 0.1)) if kind < 0.55
-                    else Inertial(mass=1.0, inertia=(0.1, 0, 0, 0.1, 0, 0.1)))
+        inertial = (
+            None
+            if kind < 0.4
+            else Inertial(mass=0.0, inertia=(0.1, 0, 0, 0.1, 0, 0.1))
+            if kind < 0.55
+            else Inertial(mass=1.0, inertia=(0.1, 0, 0, 0.1, 0, 0.1))
+        )
         links.append(Link(name=f"l{i}", inertial=inertial))
         if i:
             jtype = rng.choice(["revolute", "prismatic", "fixed", "continuous"])
@@ -79,7 +84,9 @@ def massless_reference(desc: RobotDescription):
         if j.movable:
             links = subtree(j.child)
             mass = sum(inertial[n].mass for n in links if inertial[n] is not None)
-            rot = sum(float(np.abs(inertial[n].inertia_matrix()).sum()) for n in links if inertial[n] is not None)
+            rot = sum(
+                float(np.abs(inertial[n].inertia_matrix()).sum()) for n in links if inertial[n] is not None
+            )
             if mass <= 0.0 and (j.type == "prismatic" or rot <= 0.0):
                 bad.append((j.name, tuple(links)))
     return bad
@@ -121,8 +128,14 @@ def test_5000_link_chain_loads_and_its_massless_tail_is_found():
     # the tail l4950..l4999 moves nothing with mass: j4950 is the first bad joint, with 50 links
     with pytest.raises(URDFError, match="joint 'j4950' moves links 'l4950', 'l4951'"):
         parse_urdf_string(chain_urdf(5000, massless_tail=50))
-    bare = RobotDescription(name="c", links=tuple(Link(name=l.name, inertial=l.inertial if i < 4950 else None)
-                                                  for i, l in enumerate(desc.links)), joints=desc.joints, root="l0")
+    bare = RobotDescription(
+        name="c",
+        links=tuple(
+            Link(name=l.name, inertial=l.inertial if i < 4950 else None) for i, l in enumerate(desc.links)
+        ),
+        joints=desc.joints,
+        root="l0",
+    )
     bad = massless_moving_subtrees(bare)
     assert [j for j, _ in bad] == [f"j{i}" for i in range(4950, 5000)]
     assert bad[0][1] == tuple(f"l{i}" for i in range(4950, 5000)) and bad[-1][1] == ("l4999",)
@@ -146,4 +159,8 @@ def test_a_2000_link_chain_model_allocates_no_dense_tree_matrices_at_load():
     import torch
 
     model32 = model.to(torch.float32)
-    assert model32._anc.dtype == torch.float32 and model32._anc_strict[3, 2] == 1.0 and model32._anc_strict[3, 3] == 0.0
+    assert (
+        model32._anc.dtype == torch.float32
+        and model32._anc_strict[3, 2] == 1.0
+        and model32._anc_strict[3, 3] == 0.0
+    )

@@ -133,7 +133,9 @@ def test_clone_and_current_description_carry_learned_values():
     assert model.link_mass("a").item() == pytest.approx(learned)
     baked = RobotModel.from_description(model.current_description())
     q, qd, qdd = _data(model, 8)
-    assert torch.allclose(baked.inverse_dynamics(q, qd, qdd), model.inverse_dynamics(q, qd, qdd).detach(), atol=1e-12)
+    assert torch.allclose(
+        baked.inverse_dynamics(q, qd, qdd), model.inverse_dynamics(q, qd, qdd).detach(), atol=1e-12
+    )
 
 
 def test_dtype_and_shared_use_across_threads():

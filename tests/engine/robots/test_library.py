@@ -16,7 +16,12 @@ import yourdfpy
 
 from engine.paths import urdf_dir
 from engine.robots.library import (
-    RobotNotFoundError, joint_springs, list_robots, load_robot, resolve_robot, robot_entry,
+    RobotNotFoundError,
+    joint_springs,
+    list_robots,
+    load_robot,
+    resolve_robot,
+    robot_entry,
 )
 
 G = 9.81
@@ -153,7 +158,9 @@ def test_double_pendulum_spring_convention(tmp_path):
     assert set(springs) <= set(load_robot("double_pendulum").joint_names)
     assert joint_springs("panda") == {}
     bad = tmp_path / "bad.urdf"
-    bad.write_text('<!-- lagrange:spring joint="j" stiffness="stiff" -->\n<robot name="r"><link name="a"/></robot>')
+    bad.write_text(
+        '<!-- lagrange:spring joint="j" stiffness="stiff" -->\n<robot name="r"><link name="a"/></robot>'
+    )
     with pytest.raises(ValueError, match=r"bad\.urdf:1"):
         joint_springs(bad)
 
@@ -166,7 +173,9 @@ def test_planar_arm_kinematics_and_gravity():
     torch.testing.assert_close(tool[:, 0], 0.5 * torch.cos(q1) + 0.5 * torch.cos(q1 + q2), rtol=0, atol=1e-12)
     torch.testing.assert_close(tool[:, 2], 0.5 * torch.sin(q1) + 0.5 * torch.sin(q1 + q2), rtol=0, atol=1e-12)
     g = model.gravity_torques(q)
-    expected = torch.stack([G * (0.75 * torch.cos(q1) + 0.25 * torch.cos(q1 + q2)), G * 0.25 * torch.cos(q1 + q2)], -1)
+    expected = torch.stack(
+        [G * (0.75 * torch.cos(q1) + 0.25 * torch.cos(q1 + q2)), G * 0.25 * torch.cos(q1 + q2)], -1
+    )
     torch.testing.assert_close(g, expected, rtol=0, atol=1e-9)
 
 

@@ -124,9 +124,14 @@ def test_fuzzed_urdf_raises_only_urdf_error(text):
 
 
 # what the loader can be asked to accept, as the error's fields (the app decides leniency from them)
-REMEDIES = {"negative_mass": ({"strict": False}, True), "nan_mass": (None, False), "inf_inertia": (None, False),
-            "inertia_not_pd": ({"strict": False}, True), "triangle_inequality": ({"strict": False}, False),
-            "zero_mass": ({"strict": False}, False)}
+REMEDIES = {
+    "negative_mass": ({"strict": False}, True),
+    "nan_mass": (None, False),
+    "inf_inertia": (None, False),
+    "inertia_not_pd": ({"strict": False}, True),
+    "triangle_inequality": ({"strict": False}, False),
+    "zero_mass": ({"strict": False}, False),
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -22,7 +22,8 @@ TOL = 1e-9
 
 GRIPPER = """<?xml version="1.0"?>
 <robot name="gripper">
-  <link name="palm"><inertial><mass value="1.2"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.008"/></inertial></link>
+  <link name="palm"><inertial><mass value="1.2"/>
+    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.012" iyz="0" izz="0.008"/></inertial></link>
   <link name="wrist"><inertial><origin xyz="0 0.01 0.05"/><mass value="0.6"/>
     <inertia ixx="0.003" ixy="0.0001" ixz="0" iyy="0.002" iyz="0" izz="0.0025"/></inertial></link>
   <link name="left"><inertial><origin xyz="0.01 0 0.03" rpy="0.2 0 0"/><mass value="0.15"/>
@@ -31,15 +32,18 @@ GRIPPER = """<?xml version="1.0"?>
     <inertia ixx="0.0003" ixy="0" ixz="0" iyy="0.0004" iyz="0.00001" izz="0.0002"/></inertial></link>
   <link name="tip"><inertial><origin xyz="0 0 0.02"/><mass value="0.05"/>
     <inertia ixx="0.00005" ixy="0" ixz="0" iyy="0.00005" iyz="0" izz="0.00003"/></inertial></link>
-  <joint name="wrist_joint" type="revolute"><parent link="palm"/><child link="wrist"/><origin xyz="0 0 0.1" rpy="0 0.1 0"/>
-    <axis xyz="0 0 1"/><limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
+  <joint name="wrist_joint" type="revolute"><parent link="palm"/><child link="wrist"/>
+    <origin xyz="0 0 0.1" rpy="0 0.1 0"/><axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" effort="10" velocity="3"/></joint>
   <joint name="left_joint" type="prismatic"><parent link="wrist"/><child link="left"/><origin xyz="0.02 0 0.08"/>
     <axis xyz="1 0 0"/><limit lower="0" upper="0.04" effort="20" velocity="0.2"/></joint>
-  <joint name="right_joint" type="prismatic"><parent link="wrist"/><child link="right"/><origin xyz="-0.02 0 0.08" rpy="0 0 0.3"/>
-    <axis xyz="-1 0 0"/><limit lower="-0.02" upper="0.06" effort="20" velocity="0.2"/>
+  <joint name="right_joint" type="prismatic"><parent link="wrist"/><child link="right"/>
+    <origin xyz="-0.02 0 0.08" rpy="0 0 0.3"/><axis xyz="-1 0 0"/>
+    <limit lower="-0.02" upper="0.06" effort="20" velocity="0.2"/>
     <mimic joint="left_joint" multiplier="1.5" offset="-0.01"/></joint>
-  <joint name="tip_joint" type="revolute"><parent link="right"/><child link="tip"/><origin xyz="0 0 0.05" rpy="0.3 0 0"/>
-    <axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="5" velocity="3"/>
+  <joint name="tip_joint" type="revolute"><parent link="right"/><child link="tip"/>
+    <origin xyz="0 0 0.05" rpy="0.3 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="5" velocity="3"/>
     <mimic joint="wrist_joint" multiplier="-0.5" offset="0.2"/></joint>
 </robot>
 """
@@ -75,7 +79,9 @@ def pair(request, tmp_path_factory):
 def _states(model, batch, seed):
     rng = np.random.default_rng(seed)
     lim = model.joint_limits
-    joints = rng.uniform(np.maximum(lim.lower.numpy(), -3), np.minimum(lim.upper.numpy(), 3), (batch, model.dof))
+    joints = rng.uniform(
+        np.maximum(lim.lower.numpy(), -3), np.minimum(lim.upper.numpy(), 3), (batch, model.dof)
+    )
     if model.floating:
         quat = rng.normal(size=(batch, 4))
         quat /= np.linalg.norm(quat, axis=1, keepdims=True)

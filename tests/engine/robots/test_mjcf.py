@@ -102,10 +102,12 @@ def test_mesh_geoms_show_where_mujoco_puts_them(tmp_path):
     part.apply_translation([0.3, 0.1, -0.2])
     part.export(tmp_path / "meshes" / "part.stl")
     xml = tmp_path / "m.xml"
-    xml.write_text('<mujoco><compiler meshdir="meshes"/><asset><mesh name="part" file="part.stl" scale="2 1 1"/>'
-                   '</asset><worldbody><body name="a" pos="0 0 1"><joint name="j" axis="0 1 0"/>'
-                   '<geom type="mesh" mesh="part" pos="0.1 0.2 0.3" euler="10 20 30" rgba="1 0 0 1"/>'
-                   '</body></worldbody></mujoco>')
+    xml.write_text(
+        '<mujoco><compiler meshdir="meshes"/><asset><mesh name="part" file="part.stl" scale="2 1 1"/>'
+        '</asset><worldbody><body name="a" pos="0 0 1"><joint name="j" axis="0 1 0"/>'
+        '<geom type="mesh" mesh="part" pos="0.1 0.2 0.3" euler="10 20 30" rgba="1 0 0 1"/>'
+        "</body></worldbody></mujoco>"
+    )
     desc = load_mjcf(xml)
     (visual,) = desc.link("a").visuals
     g = visual.geometry
@@ -137,7 +139,9 @@ def test_floating_base_description_against_mujocos_model():
     for name in ("hip", "knee"):
         j = desc.joint(name)
         assert j.armature == pytest.approx(mm.dof_armature[mm.joint(name).dofadr[0]])
-        np.testing.assert_allclose((j.limit.lower, j.limit.upper), mm.jnt_range[mm.joint(name).id], atol=1e-15)
+        np.testing.assert_allclose(
+            (j.limit.lower, j.limit.upper), mm.jnt_range[mm.joint(name).id], atol=1e-15
+        )
     assert desc.joint("hip").limit.lower == pytest.approx(-np.pi / 2)   # degrees compiled to radians
     # the thigh's inertia MuJoCo computed from its capsule: in the link frame it equals a capsule's
     I_link = desc.link("thigh").inertial.inertia_in_link_frame()
@@ -152,8 +156,10 @@ def test_ball_joints_and_deep_free_joints_are_refused_clearly(tmp_path):
     with pytest.raises(MJCFError, match=r"ball\.xml.*ball joint 'shoulder' in body 'a' is not supported"):
         RobotModel.from_file(HERE / "ball.xml")
     deep = tmp_path / "deep.xml"
-    deep.write_text('<mujoco><worldbody><body name="a"><joint axis="0 0 1"/><geom size="0.1" mass="1"/>'
-                    '<body name="b"><freejoint/><geom size="0.1" mass="1"/></body></body></worldbody></mujoco>')
+    deep.write_text(
+        '<mujoco><worldbody><body name="a"><joint axis="0 0 1"/><geom size="0.1" mass="1"/>'
+        '<body name="b"><freejoint/><geom size="0.1" mass="1"/></body></body></worldbody></mujoco>'
+    )
     with pytest.raises(MJCFError, match="deep.xml.*free joint"):
         load_mjcf(deep)
     bad = tmp_path / "bad.xml"
@@ -187,8 +193,9 @@ def test_floating_base_dynamics_exact_against_pinocchio_and_mujoco(dynamics_path
         q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
         q[7:] = rng.uniform(-0.5, 0.0, 2)
         v, a = rng.normal(size=8), rng.normal(size=8)
-        np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(), pin.rnea(pm, pd, q, v, a),
-                                   atol=1e-10)
+        np.testing.assert_allclose(
+            model.inverse_dynamics(t(q), t(v), t(a)).numpy(), pin.rnea(pm, pd, q, v, a), atol=1e-10
+        )
         Mp = pin.crba(pm, pd, q)
         M = model.mass_matrix(t(q)).numpy()
         np.testing.assert_allclose(M, np.triu(Mp) + np.triu(Mp, 1).T, atol=1e-10)
@@ -200,11 +207,19 @@ def test_floating_base_dynamics_exact_against_pinocchio_and_mujoco(dynamics_path
             P = poses[model.link_names.index(mm.body(b).name)]
             np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
             np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
-        np.testing.assert_allclose(np.linalg.eigvalsh(M), np.linalg.eigvalsh(_full_m(mm, md)), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            np.linalg.eigvalsh(M), np.linalg.eigvalsh(_full_m(mm, md)), rtol=1e-9, atol=1e-12
+        )
 
 
-@pytest.mark.parametrize("fault,expected", [("folder", "is a folder, not a mesh file"), ("empty", r"is empty \(0 bytes\)"),
-                                            ("missing", "does not exist")])
+@pytest.mark.parametrize(
+    "fault,expected",
+    [
+        ("folder", "is a folder, not a mesh file"),
+        ("empty", r"is empty \(0 bytes\)"),
+        ("missing", "does not exist"),
+    ],
+)
 def test_a_bad_mesh_file_is_named_with_its_body_before_mujoco_compiles(tmp_path, fault, expected):
     """MuJoCo's own message for a mesh that is a folder is "file is empty ... over 2GB"."""
     (tmp_path / "meshes").mkdir()
@@ -213,12 +228,18 @@ def test_a_bad_mesh_file_is_named_with_its_body_before_mujoco_compiles(tmp_path,
         target.mkdir()
     elif fault == "empty":
         target.write_bytes(b"")
-    (tmp_path / "assets.xml").write_text('<mujoco><asset><mesh name="part" file="part.stl"/></asset></mujoco>')
+    (tmp_path / "assets.xml").write_text(
+        '<mujoco><asset><mesh name="part" file="part.stl"/></asset></mujoco>'
+    )
     xml = tmp_path / "m.xml"
-    xml.write_text('<mujoco><compiler meshdir="meshes"/><include file="assets.xml"/><worldbody>'
-                   '<body name="forearm"><joint name="j" axis="0 1 0"/><geom type="mesh" mesh="part" mass="1"/>'
-                   '</body></worldbody></mujoco>')
-    with pytest.raises(MJCFError, match=f"mesh 'part', used by body 'forearm': file 'part.stl' .*{expected}") as info:
+    xml.write_text(
+        '<mujoco><compiler meshdir="meshes"/><include file="assets.xml"/><worldbody>'
+        '<body name="forearm"><joint name="j" axis="0 1 0"/><geom type="mesh" mesh="part" mass="1"/>'
+        "</body></worldbody></mujoco>"
+    )
+    with pytest.raises(
+        MJCFError, match=f"mesh 'part', used by body 'forearm': file 'part.stl' .*{expected}"
+    ) as info:
         load_mjcf(xml)
     assert "assets.xml" in str(info.value) and "2GB" not in str(info.value)
     with pytest.raises(ValueError):   # MuJoCo refuses it too: the check only says it first and plainly

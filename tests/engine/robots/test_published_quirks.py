@@ -93,7 +93,9 @@ def test_a_joint_that_moves_nothing_is_refused_naming_it():
                 JOINT.format(n="wrist", t="revolute", p="base", c="flange"),
                 JOINT.format(n="tool_joint", t="fixed", p="flange", c="tool"))
     for strict in (None, True, False):
-        with pytest.raises(URDFError, match=r"joint 'wrist' moves links 'flange', 'tool' that have no mass") as err:
+        with pytest.raises(
+            URDFError, match=r"joint 'wrist' moves links 'flange', 'tool' that have no mass"
+        ) as err:
             parse_urdf_string(xml, source="arm.urdf", strict=strict)
         assert err.value.line == 6 and "arm.urdf" in str(err.value)
     # a prismatic joint needs mass: rotational inertia alone does not resist a translation

@@ -42,7 +42,9 @@ def test_gravity_compensated_motion_with_constant_torque_matches_pinocchio_and_s
     q0 = np.array([0.1, -0.4, 0.2, -1.8, 0.3, 1.6, 0.4])
     qd0 = np.array([0.2, -0.1, 0.3, 0.1, -0.2, 0.1, 0.3])
     tau = np.array([1.0, 3.0, -2.0, 1.0, 0.5, 0.3, 0.2])
-    opts = SimulationOptions("gravity_compensation", duration=0.3, dt=1e-3, damping=False, frame_rate=100.0, tau=tuple(tau))
+    opts = SimulationOptions(
+        "gravity_compensation", duration=0.3, dt=1e-3, damping=False, frame_rate=100.0, tau=tuple(tau)
+    )
     res = simulate(panda, q0, qd0, opts)
     assert res.t[0] == 0.0 and res.t[-1] == pytest.approx(0.3)
     q_ref, qd_ref = _pinocchio_trajectory(q0, qd0, tau, res.t)
@@ -72,8 +74,12 @@ def test_pd_keyframes_settle_on_the_target(panda):
 
 def test_bad_options_are_refused_with_the_field_named(panda):
     q0 = np.zeros(7)
-    for opts, words in ((SimulationOptions(dt=0.0), "dt"), (SimulationOptions(duration=float("nan")), "duration"),
-                        (SimulationOptions(mode="fly"), "mode"), (SimulationOptions(tau=(1.0,)), "tau")):
+    for opts, words in (
+        (SimulationOptions(dt=0.0), "dt"),
+        (SimulationOptions(duration=float("nan")), "duration"),
+        (SimulationOptions(mode="fly"), "mode"),
+        (SimulationOptions(tau=(1.0,)), "tau"),
+    ):
         with pytest.raises(ValueError, match=words):
             simulate(panda, q0, None, opts)
     with pytest.raises(ValueError, match="q0"):

@@ -87,7 +87,9 @@ def test_base_held_moves_like_the_fixed_base_robot():
     q0[:3] = [0.0, 0.0, 1.0]
     q0[3:7] = Rotation.from_euler("xyz", [0.3, 0.0, 0.0]).as_quat()
     q0[7:] = [-0.2, -0.5]
-    opts = SimulationOptions("free_fall", duration=0.3, dt=1e-3, damping=False, hold_base=True, frame_rate=50.0)
+    opts = SimulationOptions(
+        "free_fall", duration=0.3, dt=1e-3, damping=False, hold_base=True, frame_rate=50.0
+    )
     held = simulate(model, q0, None, opts)
     np.testing.assert_allclose(held.q[:, :7], np.tile(q0[:7], (len(held.t), 1)), atol=1e-15)
     # the fixed-base robot: the torso welded to the world at the same pose (gravity turned into the torso frame)
@@ -104,7 +106,10 @@ def test_cli_free_fall_of_a_quadruped_drops_by_half_g_t_squared(capsys):
 
     from engine.cli import main
 
-    assert main(["robot", "simulate", "solo12", "--duration", "0.2", "--dt", "0.002", "--no-damping", "--json"]) == 0
+    assert (
+        main(["robot", "simulate", "solo12", "--duration", "0.2", "--dt", "0.002", "--no-damping", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     q, t = np.asarray(out["q"]), np.asarray(out["t"])
     assert q.shape[1] == 7 + 12 and len(out["joint_names"]) == 12

@@ -36,11 +36,15 @@ def test_cross_products_and_transforms():
     T = spatial.homogeneous(R, _rand(4, 3, seed=9))
     XM, XF = spatial.motion_transform(T), spatial.force_transform(T)
     assert torch.allclose(XF, torch.linalg.inv(XM).transpose(-1, -2), atol=1e-12)
-    assert torch.allclose(spatial.invert_homogeneous(T) @ T, torch.eye(4, dtype=T.dtype).expand(4, 4, 4), atol=1e-12)
+    assert torch.allclose(
+        spatial.invert_homogeneous(T) @ T, torch.eye(4, dtype=T.dtype).expand(4, 4, 4), atol=1e-12
+    )
     # an inertia moved with its body: I_A = XF I_B XF^T equals the inertia built at the moved CoM
     mass, com = torch.rand(4, dtype=torch.float64) + 0.5, _rand(4, 3, seed=10)
     L = torch.tril(_rand(4, 3, 3, seed=11))
     Ic = L @ L.transpose(-1, -2)
     I_B = spatial.spatial_inertia(mass, com, Ic)
-    moved = spatial.spatial_inertia(mass, (R @ com.unsqueeze(-1)).squeeze(-1) + T[:, :3, 3], R @ Ic @ R.transpose(-1, -2))
+    moved = spatial.spatial_inertia(
+        mass, (R @ com.unsqueeze(-1)).squeeze(-1) + T[:, :3, 3], R @ Ic @ R.transpose(-1, -2)
+    )
     assert torch.allclose(spatial.transform_inertia(T, I_B), moved, atol=1e-12)

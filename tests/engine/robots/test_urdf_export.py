@@ -19,7 +19,9 @@ from engine.robots.urdf_export import save_urdf
 IDENTIFIED = {
     "mass": {"panda_link3": 2.5, "panda_link5": 3.1},
     "com": {"panda_link3": (0.03, 0.02, -0.05), "panda_link6": (0.05, -0.01, 0.0)},
-    "inertia": {"panda_link4": np.array([[0.03, 0.002, -0.001], [0.002, 0.025, 0.003], [-0.001, 0.003, 0.012]])},
+    "inertia": {
+        "panda_link4": np.array([[0.03, 0.002, -0.001], [0.002, 0.025, 0.003], [-0.001, 0.003, 0.012]])
+    },
     "damping": {"panda_joint2": 0.7},
 }
 
@@ -37,12 +39,20 @@ def test_identified_panda_written_back_loads_to_the_same_model(tmp_path):
     again = RobotModel.from_urdf(out)
     q, qd, qdd = _states(16, 7)
     for damping in (False, True):
-        torch.testing.assert_close(again.inverse_dynamics(q, qd, qdd, damping=damping),
-                                   identified.inverse_dynamics(q, qd, qdd, damping=damping), rtol=0, atol=1e-12)
+        torch.testing.assert_close(
+            again.inverse_dynamics(q, qd, qdd, damping=damping),
+            identified.inverse_dynamics(q, qd, qdd, damping=damping),
+            rtol=0,
+            atol=1e-12,
+        )
     torch.testing.assert_close(again.mass_matrix(q), identified.mass_matrix(q), rtol=0, atol=1e-12)
     assert not torch.allclose(again.mass_matrix(q), nominal.mass_matrix(q))
     for link in IDENTIFIED["mass"]:
-        assert float(again.link_mass(link)) == float(identified.link_mass(link)) == pytest.approx(IDENTIFIED["mass"][link])
+        assert (
+            float(again.link_mass(link))
+            == float(identified.link_mass(link))
+            == pytest.approx(IDENTIFIED["mass"][link])
+        )
     # an independent reader of the written file: Pinocchio
     pm = pin.buildModelFromUrdf(str(out))
     pd = pm.createData()
@@ -62,19 +72,27 @@ def test_meshes_still_found_from_another_folder(tmp_path):
     model = RobotModel.from_urdf(src, mimic="independent").with_link_params(mass={"panda_link2": 3.0})
     out = save_urdf(model, tmp_path / "a" / "p.urdf") if (tmp_path / "a").mkdir() is None else None
     again = RobotModel.from_urdf(out, mimic="independent")
-    meshes = [v.geometry.path for l in again.description.links for v in l.visuals if v.geometry.kind == "mesh"]
+    meshes = [
+        v.geometry.path for l in again.description.links for v in l.visuals if v.geometry.kind == "mesh"
+    ]
     assert meshes and all(m is not None for m in meshes)
-    assert meshes == [v.geometry.path for l in model.description.links for v in l.visuals if v.geometry.kind == "mesh"]
+    assert meshes == [
+        v.geometry.path for l in model.description.links for v in l.visuals if v.geometry.kind == "mesh"
+    ]
     # relative names: a robot folder with meshes/ beside the URDF, saved elsewhere
     robot_dir = tmp_path / "robot"
     (robot_dir / "meshes").mkdir(parents=True)
     mesh = next(m for m in meshes if m.endswith(".dae"))
     shutil.copy(mesh, robot_dir / "meshes" / "link.dae")
-    xml = ('<robot name="r"><link name="base"><visual><geometry><mesh filename="meshes/link.dae"/></geometry></visual>'
-           '<inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>'
-           '</robot>')
+    xml = (
+        '<robot name="r"><link name="base"><visual><geometry><mesh filename="meshes/link.dae"/></geometry></visual>'
+        '<inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>'
+        "</robot>"
+    )
     (robot_dir / "r.urdf").write_text(xml)
-    out = save_urdf(RobotModel.from_urdf(robot_dir / "r.urdf").with_link_params(mass={"base": 2.0}), tmp_path / "r2.urdf")
+    out = save_urdf(
+        RobotModel.from_urdf(robot_dir / "r.urdf").with_link_params(mass={"base": 2.0}), tmp_path / "r2.urdf"
+    )
     g = RobotModel.from_urdf(out).description.link("base").visuals[0].geometry
     assert g.path == str((robot_dir / "meshes" / "link.dae").resolve())
 
@@ -91,7 +109,9 @@ def test_a_generated_urdf_for_mjcf_and_bad_names(tmp_path):
     assert [j.armature for j in again.description.movable_joints] == [0.1, 0.0, 0.2, 0.0]
     assert pin.buildModelFromUrdf(str(out)).nv == 4
     q, qd, qdd = _states(8, 4)
-    torch.testing.assert_close(again.inverse_dynamics(q, qd, qdd), model.inverse_dynamics(q, qd, qdd), rtol=0, atol=1e-12)
+    torch.testing.assert_close(
+        again.inverse_dynamics(q, qd, qdd), model.inverse_dynamics(q, qd, qdd), rtol=0, atol=1e-12
+    )
     torch.testing.assert_close(again.forward_kinematics(q), model.forward_kinematics(q), rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match=r"\.urdf"):
         save_urdf(model, tmp_path / "arm.xml")

@@ -14,7 +14,8 @@ from robots_testdata import SMALL_TREE, example_robot_data
 
 from engine.robots import RobotModel, URDFError, load_urdf, parse_urdf_string, resolve_uri
 
-LINK = '<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>'
+LINK = ('<link name="{n}"><inertial><mass value="1"/>'
+        '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>')
 JOINT = ('<joint name="{n}" type="{t}"><parent link="{p}"/><child link="{c}"/><axis xyz="0 0 1"/>'
          '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>')
 
@@ -75,48 +76,132 @@ def test_strict_physics_and_lenient_mode(caplog):
 BAD = {
     "malformed XML": ('<robot name="r"><link name="a"></robot>', r"malformed XML", 1),
     "not a robot": ('<?xml version="1.0"?>\n<model name="r"/>', r"root element must be <robot>", 2),
-    "unknown child link": (robot(LINK.format(n="a"), JOINT.format(n="j", t="revolute", p="a", c="ghost")),
-                           r"child link 'ghost' is not defined", 4),
-    "two parents": (robot(LINK.format(n="a"), LINK.format(n="b"), LINK.format(n="c"),
-                          JOINT.format(n="j1", t="revolute", p="a", c="c"),
-                          JOINT.format(n="j2", t="revolute", p="b", c="c")), r"link 'c' has two parents", 7),
-    "loop": (robot(LINK.format(n="a"), LINK.format(n="b"), LINK.format(n="c"),
-                   JOINT.format(n="j1", t="revolute", p="a", c="b"), JOINT.format(n="j2", t="revolute", p="b", c="c"),
-                   JOINT.format(n="j3", t="revolute", p="c", c="b")), r"two parents|loop", None),
-    "pure loop": (robot(LINK.format(n="a"), LINK.format(n="b"),
-                        JOINT.format(n="j1", t="revolute", p="a", c="b"), JOINT.format(n="j2", t="revolute", p="b", c="a")),
-                  r"loop", None),
+    "unknown child link": (
+        robot(LINK.format(n="a"), JOINT.format(n="j", t="revolute", p="a", c="ghost")),
+        r"child link 'ghost' is not defined",
+        4,
+    ),
+    "two parents": (
+        robot(
+            LINK.format(n="a"),
+            LINK.format(n="b"),
+            LINK.format(n="c"),
+            JOINT.format(n="j1", t="revolute", p="a", c="c"),
+            JOINT.format(n="j2", t="revolute", p="b", c="c"),
+        ),
+        r"link 'c' has two parents",
+        7,
+    ),
+    "loop": (
+        robot(
+            LINK.format(n="a"),
+            LINK.format(n="b"),
+            LINK.format(n="c"),
+            JOINT.format(n="j1", t="revolute", p="a", c="b"),
+            JOINT.format(n="j2", t="revolute", p="b", c="c"),
+            JOINT.format(n="j3", t="revolute", p="c", c="b"),
+        ),
+        r"two parents|loop",
+        None,
+    ),
+    "pure loop": (
+        robot(
+            LINK.format(n="a"),
+            LINK.format(n="b"),
+            JOINT.format(n="j1", t="revolute", p="a", c="b"),
+            JOINT.format(n="j2", t="revolute", p="b", c="a"),
+        ),
+        r"loop",
+        None,
+    ),
     "two roots": (robot(LINK.format(n="a"), LINK.format(n="b")), r"2 root links", None),
-    "floating": (robot(LINK.format(n="a"), LINK.format(n="b"), JOINT.format(n="j", t="floating", p="a", c="b")),
-                 r"floating joints are not supported", 5),
-    "planar": (robot(LINK.format(n="a"), LINK.format(n="b"), JOINT.format(n="j", t="planar", p="a", c="b")),
-               r"planar joints are not supported", 5),
-    "negative mass": (robot('<link name="a"><inertial><mass value="-1"/>'
-                            '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'),
-                      r"mass must be positive", 3),
-    "not positive definite": (robot('<link name="a"><inertial><mass value="1"/>'
-                                    '<inertia ixx="1" ixy="2" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'),
-                              r"not positive definite", 3),
-    "triangle": (robot('<link name="a"><inertial><mass value="1"/>'
-                       '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.5"/></inertial></link>'),
-                 r"triangle inequality", 3),
-    "NaN": (robot(LINK.format(n="a"), LINK.format(n="b"),
-                  JOINT.format(n="j", t="revolute", p="a", c="b").replace('<axis xyz="0 0 1"/>', '<origin xyz="0 nan 0"/>')),
-            r"not finite", 5),
-    "bad number": (robot('<link name="a"><inertial><mass value="heavy"/>'
-                         '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'),
-                   r"'heavy' is not a number", 3),
-    "wrong count": (robot(LINK.format(n="a"), LINK.format(n="b"),
-                          JOINT.format(n="j", t="revolute", p="a", c="b").replace('xyz="0 0 1"', 'xyz="0 1"')),
-                    r"must hold 3 number", 5),
-    "unknown type": (robot(LINK.format(n="a"), LINK.format(n="b"), JOINT.format(n="j", t="hinge", p="a", c="b")),
-                     r"unknown joint type 'hinge'", 5),
-    "zero axis": (robot(LINK.format(n="a"), LINK.format(n="b"),
-                        JOINT.format(n="j", t="revolute", p="a", c="b").replace('xyz="0 0 1"', 'xyz="0 0 0"')),
-                  r"axis is zero", 5),
-    "no limit": (robot(LINK.format(n="a"), LINK.format(n="b"),
-                       JOINT.format(n="j", t="revolute", p="a", c="b").replace(
-                           '<limit lower="-1" upper="1" effort="1" velocity="1"/>', '')), r"needs a <limit>", 5),
+    "floating": (
+        robot(LINK.format(n="a"), LINK.format(n="b"), JOINT.format(n="j", t="floating", p="a", c="b")),
+        r"floating joints are not supported",
+        5,
+    ),
+    "planar": (
+        robot(LINK.format(n="a"), LINK.format(n="b"), JOINT.format(n="j", t="planar", p="a", c="b")),
+        r"planar joints are not supported",
+        5,
+    ),
+    "negative mass": (
+        robot(
+            '<link name="a"><inertial><mass value="-1"/>'
+            '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
+        ),
+        r"mass must be positive",
+        3,
+    ),
+    "not positive definite": (
+        robot(
+            '<link name="a"><inertial><mass value="1"/>'
+            '<inertia ixx="1" ixy="2" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
+        ),
+        r"not positive definite",
+        3,
+    ),
+    "triangle": (
+        robot(
+            '<link name="a"><inertial><mass value="1"/>'
+            '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.5"/></inertial></link>'
+        ),
+        r"triangle inequality",
+        3,
+    ),
+    "NaN": (
+        robot(
+            LINK.format(n="a"),
+            LINK.format(n="b"),
+            JOINT.format(n="j", t="revolute", p="a", c="b").replace(
+                '<axis xyz="0 0 1"/>', '<origin xyz="0 nan 0"/>'
+            ),
+        ),
+        r"not finite",
+        5,
+    ),
+    "bad number": (
+        robot(
+            '<link name="a"><inertial><mass value="heavy"/>'
+            '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>'
+        ),
+        r"'heavy' is not a number",
+        3,
+    ),
+    "wrong count": (
+        robot(
+            LINK.format(n="a"),
+            LINK.format(n="b"),
+            JOINT.format(n="j", t="revolute", p="a", c="b").replace('xyz="0 0 1"', 'xyz="0 1"'),
+        ),
+        r"must hold 3 number",
+        5,
+    ),
+    "unknown type": (
+        robot(LINK.format(n="a"), LINK.format(n="b"), JOINT.format(n="j", t="hinge", p="a", c="b")),
+        r"unknown joint type 'hinge'",
+        5,
+    ),
+    "zero axis": (
+        robot(
+            LINK.format(n="a"),
+            LINK.format(n="b"),
+            JOINT.format(n="j", t="revolute", p="a", c="b").replace('xyz="0 0 1"', 'xyz="0 0 0"'),
+        ),
+        r"axis is zero",
+        5,
+    ),
+    "no limit": (
+        robot(
+            LINK.format(n="a"),
+            LINK.format(n="b"),
+            JOINT.format(n="j", t="revolute", p="a", c="b").replace(
+                '<limit lower="-1" upper="1" effort="1" velocity="1"/>', ""
+            ),
+        ),
+        r"needs a <limit>",
+        5,
+    ),
     "duplicate link": (robot(LINK.format(n="a"), LINK.format(n="a")), r"link 'a' is defined twice", 4),
 }
 
@@ -167,8 +252,11 @@ def test_resolve_uri(tmp_path, monkeypatch):
 
 
 def test_a_robot_without_movable_joints():
-    xml = robot(LINK.format(n="a"), LINK.format(n="b"),
-                '<joint name="f" type="fixed"><parent link="a"/><child link="b"/><origin xyz="1 0 0"/></joint>')
+    xml = robot(
+        LINK.format(n="a"),
+        LINK.format(n="b"),
+        '<joint name="f" type="fixed"><parent link="a"/><child link="b"/><origin xyz="1 0 0"/></joint>',
+    )
     model = RobotModel.from_string(xml)
     q = model.joint_limits.lower.new_zeros(3, 0)
     assert model.dof == 0 and model.forward_kinematics(q).shape == (3, 2, 4, 4)
@@ -183,8 +271,10 @@ def test_a_mesh_that_is_a_folder_or_empty_is_named_with_its_link(tmp_path, caplo
 
     (tmp_path / "meshes" / "a.stl").mkdir(parents=True)
     (tmp_path / "meshes" / "b.stl").write_bytes(b"")
-    xml = ('<robot name="r"><link name="base"><visual><geometry><mesh filename="meshes/a.stl"/></geometry></visual>'
-           '<visual><geometry><mesh filename="meshes/b.stl"/></geometry></visual></link></robot>')
+    xml = (
+        '<robot name="r"><link name="base"><visual><geometry><mesh filename="meshes/a.stl"/></geometry></visual>'
+        '<visual><geometry><mesh filename="meshes/b.stl"/></geometry></visual></link></robot>'
+    )
     with caplog.at_level(logging.WARNING):
         desc = parse(xml, base_dir=tmp_path)
     assert [v.geometry.path for v in desc.link("base").visuals] == [None, None]

@@ -43,7 +43,9 @@ def test_dynamics_match_pinocchio_on_the_expanded_urdf():
         q, v, a = rng.uniform(-2, 2, 3), rng.normal(size=3), rng.normal(size=3)
         tau = model.inverse_dynamics(*(torch.as_tensor(x) for x in (q, v, a))).numpy()
         np.testing.assert_allclose(tau, pin.rnea(pm, pd, q, v, a), atol=1e-10)
-        np.testing.assert_allclose(model.mass_matrix(torch.as_tensor(q)).numpy(), pin.crba(pm, pd, q), atol=1e-10)
+        np.testing.assert_allclose(
+            model.mass_matrix(torch.as_tensor(q)).numpy(), pin.crba(pm, pd, q), atol=1e-10
+        )
 
 
 def test_xacro_errors_name_the_file(tmp_path):
@@ -59,7 +61,10 @@ def test_xacro_errors_name_the_file(tmp_path):
 
 
 def test_cli_info_with_xacro_arguments(capsys):
-    assert main(["robot", "info", str(ARM), "--xacro-arg", "links:=3", "--xacro-arg", "tool:=true", "--json"]) == 0
+    assert (
+        main(["robot", "info", str(ARM), "--xacro-arg", "links:=3", "--xacro-arg", "tool:=true", "--json"])
+        == 0
+    )
     info = json.loads(capsys.readouterr().out)
     assert info["format"] == "xacro" and info["dof"] == 3
     assert info["total_mass"] == pytest.approx(5.2)

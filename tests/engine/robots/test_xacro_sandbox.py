@@ -27,9 +27,19 @@ from engine.robots.xacro_loader import XacroLimits, expand_xacro
 from engine.robots.xacro_worker import Refused, restricted_eval
 
 ARM = Path(__file__).parent / "xacro_arm" / "arm.urdf.xacro"
-HECTOR = (Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
-          / "cmeel.prefix" / "share" / "example-robot-data" / "robots" / "hector_description" / "robots"
-          / "quadrotor_base.urdf.xacro")
+HECTOR = (
+    Path(sys.prefix)
+    / "lib"
+    / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    / "site-packages"
+    / "cmeel.prefix"
+    / "share"
+    / "example-robot-data"
+    / "robots"
+    / "hector_description"
+    / "robots"
+    / "quadrotor_base.urdf.xacro"
+)
 HEAD = '<?xml version="1.0"?>\n<robot xmlns:xacro="http://www.ros.org/wiki/xacro" name="r">\n'
 
 
@@ -69,7 +79,9 @@ def ros_package(tmp_path):
     (pkg / "package.xml").parent.mkdir(parents=True)
     (pkg / "package.xml").write_text("<package><name>my_arm_description</name></package>\n")
     (pkg / "config").mkdir()
-    (pkg / "config" / "dims.yaml").write_text("arm:\n  length: 0.3\n  masses: [1.5, 1.0]\nangle: !degrees 90\n")
+    (pkg / "config" / "dims.yaml").write_text(
+        "arm:\n  length: 0.3\n  masses: [1.5, 1.0]\nangle: !degrees 90\n"
+    )
     (pkg / "urdf").mkdir()
     (pkg / "urdf" / "parts.xacro").write_text(
         HEAD.replace(' name="r"', "") +
@@ -82,29 +94,34 @@ def ros_package(tmp_path):
         '      <xacro:insert_block name="origin"/><axis xyz="0 1 0"/>\n'
         '      <limit lower="${-pi/2}" upper="${radians(90)}" effort="10" velocity="2"/></joint>\n'
         '  </xacro:macro>\n</robot>\n')
-    robot = _write(pkg / "urdf", "arm.urdf.xacro", (
-        '  <xacro:arg name="second" default="true"/>\n'
-        '  <xacro:arg name="prefix" default="arm"/>\n'
-        '  <xacro:include filename="$(find my_arm_description)/urdf/parts.xacro" ns="parts"/>\n'
-        '  <xacro:property name="dims" value="${xacro.load_yaml(\'../config/dims.yaml\')}"/>\n'
-        '  <xacro:property name="xyz" value="0.1 0.2 0.3"/>\n'
-        '  <xacro:property name="offsets" value="${[float(v) * 2 for v in xyz.split()]}"/>\n'
-        '  <link name="$(arg prefix)_base"/>\n'
-        '  <xacro:parts.rod name="$(arg prefix)_upper" parent="$(arg prefix)_base" length="${dims.arm.length}"'
-        ' mass="${dims[\'arm\'][\'masses\'][0]}">\n'
-        '    <origin xyz="${offsets[0]} 0 ${dims.arm.length / 2}" rpy="0 ${math.sin(dims.angle) * pi / 4} 0"/>\n'
-        '  </xacro:parts.rod>\n'
-        '  <xacro:if value="$(arg second)">\n'
-        '    <xacro:parts.rod name="${\'$(arg prefix)\'.upper()}_lower" parent="$(arg prefix)_upper"'
-        ' length="${max(0.1, dims.arm.length - parts.width)}" mass="${python.sum(dims.arm.masses) - 1.5}">\n'
-        '      <origin xyz="0 0 ${dims.arm.length if len(offsets) == 3 else 0}"/>\n'
-        '    </xacro:parts.rod>\n'
-        '  </xacro:if>\n'
-        '  <xacro:unless value="$(arg second)"><link name="cap_$(eval 1 + 2)"/>'
-        '<joint name="cap_joint" type="fixed"><parent link="$(arg prefix)_upper"/><child link="cap_3"/></joint>'
-        '</xacro:unless>\n'
-        '  <joint name="j_${int(round(atan2(1, 1) * 4 / pi))}" type="fixed"><parent link="$(arg prefix)_base"/>'
-        '<child link="${\'tip_%d\' % len(xyz.split())}"/></joint><link name="tip_3"/>\n'))
+    robot = _write(
+        pkg / "urdf",
+        "arm.urdf.xacro",
+        (
+            '  <xacro:arg name="second" default="true"/>\n'
+            '  <xacro:arg name="prefix" default="arm"/>\n'
+            '  <xacro:include filename="$(find my_arm_description)/urdf/parts.xacro" ns="parts"/>\n'
+            '  <xacro:property name="dims" value="${xacro.load_yaml(\'../config/dims.yaml\')}"/>\n'
+            '  <xacro:property name="xyz" value="0.1 0.2 0.3"/>\n'
+            '  <xacro:property name="offsets" value="${[float(v) * 2 for v in xyz.split()]}"/>\n'
+            '  <link name="$(arg prefix)_base"/>\n'
+            '  <xacro:parts.rod name="$(arg prefix)_upper" parent="$(arg prefix)_base" length="${dims.arm.length}"'
+            " mass=\"${dims['arm']['masses'][0]}\">\n"
+            '    <origin xyz="${offsets[0]} 0 ${dims.arm.length / 2}" rpy="0 ${math.sin(dims.angle) * pi / 4} 0"/>\n'
+            "  </xacro:parts.rod>\n"
+            '  <xacro:if value="$(arg second)">\n'
+            '    <xacro:parts.rod name="${\'$(arg prefix)\'.upper()}_lower" parent="$(arg prefix)_upper"'
+            ' length="${max(0.1, dims.arm.length - parts.width)}" mass="${python.sum(dims.arm.masses) - 1.5}">\n'
+            '      <origin xyz="0 0 ${dims.arm.length if len(offsets) == 3 else 0}"/>\n'
+            "    </xacro:parts.rod>\n"
+            "  </xacro:if>\n"
+            '  <xacro:unless value="$(arg second)"><link name="cap_$(eval 1 + 2)"/>'
+            '<joint name="cap_joint" type="fixed"><parent link="$(arg prefix)_upper"/><child link="cap_3"/></joint>'
+            "</xacro:unless>\n"
+            '  <joint name="j_${int(round(atan2(1, 1) * 4 / pi))}" type="fixed"><parent link="$(arg prefix)_base"/>'
+            '<child link="${\'tip_%d\' % len(xyz.split())}"/></joint><link name="tip_3"/>\n'
+        ),
+    )
     return pkg, robot
 
 
@@ -128,8 +145,11 @@ def test_example_robot_data_xacro_expands_as_plain_xacro():
     assert expand_xacro(HECTOR) == _plain_xacro(HECTOR)       # its macro file (pi redefined: a warning)
     # the robot file beside it includes package://.../urdf/quadrotor_base.urdf.xacro, which the
     # package does not ship: one line naming the file it looked for
-    with pytest.raises(URDFError, match=r"quadrotor_base.xacro: xacro could not expand the file: No such file.*"
-                                        r"hector_description/urdf/quadrotor_base.urdf.xacro") as info:
+    with pytest.raises(
+        URDFError,
+        match=r"quadrotor_base.xacro: xacro could not expand the file: No such file.*"
+        r"hector_description/urdf/quadrotor_base.urdf.xacro",
+    ) as info:
         expand_xacro(HECTOR.with_name("quadrotor_base.xacro"))
     assert "\n" not in str(info.value)
 
@@ -141,8 +161,21 @@ def test_example_robot_data_xacro_expands_as_plain_xacro():
     "pi * sin(x) + cos(radians(y))", "max([x, y], key=abs)", "'%s:%d' % ('n', 3)", "s.upper() in ['AB', 'C']",
 ])
 def test_the_restricted_evaluator_agrees_with_python(expression):
-    names = {"x": 1.5, "y": 3, "s": "ab", "pi": math.pi, "sin": math.sin, "cos": math.cos, "radians": math.radians,
-             "abs": abs, "range": range, "zip": zip, "sum": sum, "len": len, "max": max}
+    names = {
+        "x": 1.5,
+        "y": 3,
+        "s": "ab",
+        "pi": math.pi,
+        "sin": math.sin,
+        "cos": math.cos,
+        "radians": math.radians,
+        "abs": abs,
+        "range": range,
+        "zip": zip,
+        "sum": sum,
+        "len": len,
+        "max": max,
+    }
     assert restricted_eval(expression, names) == eval(expression, {"__builtins__": {}}, dict(names))  # noqa: S307
 
 
@@ -162,16 +195,17 @@ def _escape_payloads(marker: Path) -> dict[str, str]:
     return {
         # no name in it starts with '__', so plain xacro's filter lets it through
         "builtins": "<link name=\"${[python.vars(c()._module)['__builtins__']['__import__']('os').system('"
-                    + shell + "') for c in python.vars(python.type)['__subclasses__'](python.type(0).mro()[-1]) "
-                    "if 'catch_warnings' in str(c)][0]}\"/>",
-        "dunder": "<link name=\"${[c for c in ().__class__.__base__.__subclasses__() if c.__name__=="
-                  "'catch_warnings'][0]()._module.__builtins__['__import__']('os').system('" + shell + "')}\"/>",
+        + shell
+        + "') for c in python.vars(python.type)['__subclasses__'](python.type(0).mro()[-1]) "
+        "if 'catch_warnings' in str(c)][0]}\"/>",
+        "dunder": '<link name="${[c for c in ().__class__.__base__.__subclasses__() if c.__name__=='
+        "'catch_warnings'][0]()._module.__builtins__['__import__']('os').system('" + shell + "')}\"/>",
         "globals": "<link name=\"${xacro.load_yaml.__globals__['os'].system('" + shell + "')}\"/>",
         "format": '<xacro:property name="f" value="{0.__class__.__base__}"/><link name="${f.format(1)}"/>',
-        "vars": "<link name=\"${python.vars(xacro)}\"/>",
+        "vars": '<link name="${python.vars(xacro)}"/>',
         "namespace_as_value": "<link name=\"${list(map(*[dict(python)['len'], ['ab']]))}\"/>",
-        "lambda": "<link name=\"${(lambda: 0)()}\"/>",
-        "eval_substitution": "<link name=\"$(eval __import__)\"/>",
+        "lambda": '<link name="${(lambda: 0)()}"/>',
+        "eval_substitution": '<link name="$(eval __import__)"/>',
     }
 
 
@@ -195,11 +229,17 @@ def test_reading_files_and_environment_outside_the_package_is_refused(tmp_path, 
     # the reference: plain xacro reads /etc/passwd into a link name
     leak = _write(tmp_path / "robot", "leak.urdf.xacro", "<link name=\"${xacro.load_yaml('/etc/passwd')}\"/>")
     if Path("/etc/passwd").is_file():
-        plain = subprocess.run([sys.executable, "-c", f"import xacro; print(xacro.process_file({str(leak)!r}).toxml())"],
-                               capture_output=True, text=True, timeout=120)
+        plain = subprocess.run(
+            [sys.executable, "-c", f"import xacro; print(xacro.process_file({str(leak)!r}).toxml())"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert "root" in plain.stdout
     (tmp_path / "secret.yaml").write_text("token: s3cret\n")
-    (tmp_path / "outside.xacro").write_text(HEAD.replace(' name="r"', "") + "<link name='outside'/></robot>\n")
+    (tmp_path / "outside.xacro").write_text(
+        HEAD.replace(' name="r"', "") + "<link name='outside'/></robot>\n"
+    )
     (tmp_path / "robot" / "linked.xacro").symlink_to(tmp_path / "outside.xacro")
     cases = {
         "leak": ("/etc/passwd", None),
@@ -253,7 +293,9 @@ def _bomb(tmp_path: Path, levels: int) -> Path:
 def test_an_expansion_bomb_stops_at_the_time_limit_and_the_next_load_works(tmp_path):
     bomb = _bomb(tmp_path, 5)
     assert bomb.stat().st_size < 2500
-    with pytest.raises(URDFError, match=r"bomb5.urdf.xacro: expanding the file took longer than 2 s, the limit"):
+    with pytest.raises(
+        URDFError, match=r"bomb5.urdf.xacro: expanding the file took longer than 2 s, the limit"
+    ):
         expand_xacro(bomb, limits=XacroLimits(time_s=2.0))
     assert RobotModel.from_file(ARM).joint_names == ["joint1", "joint2"]
 

@@ -59,7 +59,9 @@ def test_torque_acts_on_joint_2_only():
     q, qd, _ = _random(1, 5)
     qt, qdt = torch.tensor(q), torch.tensor(qd)
     du = s.forward_dynamics(qt, qdt, torch.ones(5, 1, dtype=torch.float64)) - s.forward_dynamics(qt, qdt)
-    expected = torch.linalg.solve(s.mass_matrix(qt), torch.tensor([0.0, 1.0], dtype=torch.float64).expand(5, 2))
+    expected = torch.linalg.solve(
+        s.mass_matrix(qt), torch.tensor([0.0, 1.0], dtype=torch.float64).expand(5, 2)
+    )
     torch.testing.assert_close(du, expected, rtol=1e-10, atol=1e-12)
 
 
@@ -108,7 +110,9 @@ def test_urdf_dynamics_equal_the_analytic_acrobot():
     torch.testing.assert_close(model.gravity_torques(q), dV, rtol=0, atol=1e-9)
     torch.testing.assert_close(model.potential_energy(q), s.potential_energy(q), rtol=0, atol=1e-9)
     tau = s.generalized_force(u)
-    torch.testing.assert_close(model.forward_dynamics(q, qd, tau), s.forward_dynamics(q, qd, u), rtol=0, atol=1e-9)
+    torch.testing.assert_close(
+        model.forward_dynamics(q, qd, tau), s.forward_dynamics(q, qd, u), rtol=0, atol=1e-9
+    )
     # q = 0 hangs down; positive angles swing the links to +x (gym's picture)
     q_pose = torch.tensor([[0.0, 0.0], [0.3, 0.4]], dtype=torch.float64)
     tip = model.link_pose(q_pose, "tip")[..., :3, 3]

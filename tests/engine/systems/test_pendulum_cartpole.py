@@ -33,11 +33,18 @@ def test_pendulum_matches_paper_equation_and_lagrangian():
     q = torch.tensor(rng.uniform(-4, 4, (20, 1)))
     qd = torch.tensor(rng.uniform(-6, 6, (20, 1)))
     u = torch.tensor(rng.uniform(-2, 2, (20, 1)))
-    paper = torch.tensor([_paper_pendulum(0, (a, b), c)[1] for a, b, c in zip(q[:, 0].tolist(), qd[:, 0].tolist(), u[:, 0].tolist())],
-                         dtype=torch.float64)
+    paper = torch.tensor(
+        [
+            _paper_pendulum(0, (a, b), c)[1]
+            for a, b, c in zip(q[:, 0].tolist(), qd[:, 0].tolist(), u[:, 0].tolist())
+        ],
+        dtype=torch.float64,
+    )
     torch.testing.assert_close(s.forward_dynamics(q, qd, u)[:, 0], paper, rtol=1e-12, atol=1e-12)
     # the closed form is the Euler-Lagrange equation of its H and V
-    torch.testing.assert_close(MechanicalSystem.forward_dynamics(s, q, qd, u)[:, 0], paper, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        MechanicalSystem.forward_dynamics(s, q, qd, u)[:, 0], paper, rtol=1e-12, atol=1e-12
+    )
 
 
 def test_cartpole_matches_gym_equations_and_lagrangian():

@@ -34,7 +34,9 @@ def test_steady_cornering_slides_only_above_the_friction_limit(speed, steer, sli
     assert slides or need < 0.8 * P.mu_static * P.gravity
     hold = P.rolling_resistance * speed + P.drag * speed ** 2 / P.mass
     U = torch.tensor([[hold, steer]], dtype=torch.float64).repeat(40, 1)
-    out = simulate(torch.zeros(3, dtype=torch.float64), torch.tensor([speed, 0, 0], dtype=torch.float64), U, P)
+    out = simulate(
+        torch.zeros(3, dtype=torch.float64), torch.tensor([speed, 0, 0], dtype=torch.float64), U, P
+    )
     late_slip = float(out["slip"][10:].max())
     if slides:
         assert late_slip > 0.2

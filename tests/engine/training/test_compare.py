@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import torch
 
-from engine.data.windows import make_windows
 from engine.data.log_dataset import LogDataset, log_dataset
-from engine.training.compare import LogCompareConfig, compare_on_log
-from engine.training.evaluation import check_compatible, evaluate_on_log
-from engine.training.report import rows_to_csv, write_compare_report
+from engine.data.windows import make_windows
 from engine.logs import LogMapping, PrepareConfig, prepare_log
 from engine.logs.table import LogTable
 from engine.models.base import LearnedDynamics, ModelSpec
+from engine.training.compare import LogCompareConfig, compare_on_log
+from engine.training.evaluation import check_compatible, evaluate_on_log
+from engine.training.report import rows_to_csv, write_compare_report
 
 
 def _pendulum_prepared(dt=0.05, duration=20.0, val=(14.0, 20.0)):
@@ -34,7 +34,9 @@ def _pendulum_prepared(dt=0.05, duration=20.0, val=(14.0, 20.0)):
     x = system.simulate(np.array([[2.5, 0.3]]), u[None, :-1, None], dt, steps)[0]
     table = LogTable(["t", "theta", "omega", "tau"], {"t": t, "theta": x[:, 0], "omega": x[:, 1], "tau": u},
                      source="sim.csv", format="csv")
-    mapping = LogMapping(time="t", q=["theta"], qd=["omega"], u=["tau"], units={"theta": "rad", "omega": "rad/s"})
+    mapping = LogMapping(
+        time="t", q=["theta"], qd=["omega"], u=["tau"], units={"theta": "rad", "omega": "rad/s"}
+    )
     cfg = PrepareConfig(dt=dt, smooth=False, val_ranges=[list(val)])
     return prepare_log(table, mapping, cfg), x, u
 
@@ -96,7 +98,9 @@ def test_log_dataset_uses_every_training_window_once_and_keeps_the_split():
     t_val = prepared.t[prepared.val_mask]
     assert data.long_t.min() >= t_val.min() - 1e-12 and data.long_t.max() <= t_val.max() + 1e-12
     assert np.isin(np.round(data.test_x[..., 0], 12), np.round(prepared.q[prepared.val_mask, 0], 12)).all()
-    assert not np.isin(np.round(data.train_x[..., 0], 12), np.round(prepared.q[prepared.val_mask, 0], 12)).any()
+    assert not np.isin(
+        np.round(data.train_x[..., 0], 12), np.round(prepared.q[prepared.val_mask, 0], 12)
+    ).any()
 
 
 def test_too_short_ranges_are_named():
@@ -117,7 +121,9 @@ def test_metrics_on_a_log_match_numpy_references():
     tq = data.test_x[..., 0]
     assert metrics["test_mse"] == pytest.approx(np.mean((tq[:, 2:] - tq[:, 1:-1]) ** 2), rel=1e-12)
     tqd = data.test_x[..., 1]
-    assert metrics["one_step"]["d(theta)/dt"] == pytest.approx(np.mean((tqd[:, 2:] - tqd[:, 1:-1]) ** 2), rel=1e-12)
+    assert metrics["one_step"]["d(theta)/dt"] == pytest.approx(
+        np.mean((tqd[:, 2:] - tqd[:, 1:-1]) ** 2), rel=1e-12
+    )
     lq = data.long_x[..., 0]
     assert metrics["k_step"]["theta"] == pytest.approx(np.mean((lq[:, -1] - lq[:, 1]) ** 2), rel=1e-12)
     assert metrics["integration_mse"] == pytest.approx(np.mean((lq[:, 2:] - lq[:, 1:2]) ** 2), rel=1e-12)
@@ -140,8 +146,15 @@ def test_compare_on_log_end_to_end(tmp_path):
     log = tmp_path / "pendulum_friction.csv"
     mapping = tmp_path / "pendulum_friction.mapping.json"
     assert log.exists() and mapping.exists()
-    rows = compare_on_log(log, mapping, "mlp,lnode-midpoint", epochs=2, prepare=PrepareConfig(dt=0.04, window=7),
-                          config=LogCompareConfig(steps=16, horizon=20, hidden=16), runs_dir=tmp_path / "runs")
+    rows = compare_on_log(
+        log,
+        mapping,
+        "mlp,lnode-midpoint",
+        epochs=2,
+        prepare=PrepareConfig(dt=0.04, window=7),
+        config=LogCompareConfig(steps=16, horizon=20, hidden=16),
+        runs_dir=tmp_path / "runs",
+    )
     assert [r["model"] for r in rows] == ["mlp", "lnode-midpoint"]
     # each model's run folder: its metrics per epoch and its final model, which predicts as in the table
     from engine.models import load_model
@@ -182,7 +195,9 @@ def test_check_compatible_names_the_mismatch():
     with pytest.raises(ValueError, match="time step"):
         check_compatible(_Hold(ModelSpec(h=0.1)), data)
     with pytest.raises(ValueError, match="configurations"):
-        check_compatible(_Hold(ModelSpec(dof=2, angle_mask=(True, False), input_matrix=((1.0,), (0.0,)), h=0.05)), data)
+        check_compatible(
+            _Hold(ModelSpec(dof=2, angle_mask=(True, False), input_matrix=((1.0,), (0.0,)), h=0.05)), data
+        )
     check_compatible(_Hold(ModelSpec(h=0.05)), data)
 
 
@@ -206,10 +221,30 @@ def test_cli_learn_compare_follows_the_table_schema(tmp_path, subprocess_env):
     from engine.paths import resource
 
     out = subprocess.run(
-        [sys.executable, "-m", "engine", "learn", "compare", "--log", str(resource("logs", "pendulum_friction.csv")),
-         "--mapping", str(resource("logs", "pendulum_friction.mapping.json")), "--models", "node-rk4,symo",
-         "--epochs", "2", "--json", "--out", str(tmp_path)],
-        capture_output=True, text=True, env=subprocess_env, check=True, timeout=300).stdout
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "learn",
+            "compare",
+            "--log",
+            str(resource("logs", "pendulum_friction.csv")),
+            "--mapping",
+            str(resource("logs", "pendulum_friction.mapping.json")),
+            "--models",
+            "node-rk4,symo",
+            "--epochs",
+            "2",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=subprocess_env,
+        check=True,
+        timeout=300,
+    ).stdout
     rows = json.loads(out)
     assert [r["model"] for r in rows] == ["node-rk4", "symo"]
     for row in rows:

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import engine.io
-from engine.io import DiskFullError
 from engine.data import DatasetConfig, generate_dataset
+from engine.io import DiskFullError
 from engine.jobs import JobCancelled, run_job
 from engine.models import load_model
 from engine.runs import Run, RunError, config_diff, ema, list_runs, read_metrics
@@ -26,7 +26,9 @@ def data():
 
 
 def _cfg(**kw):
-    base = dict(model="node-midpoint", trajectories=2, epochs=4, hidden=8, learning_rate=3e-3, checkpoint_every=2)
+    base = dict(
+        model="node-midpoint", trajectories=2, epochs=4, hidden=8, learning_rate=3e-3, checkpoint_every=2
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -198,7 +200,10 @@ def test_runs_table_helpers(data, tmp_path):
     assert set(runs) == {"a", "b"} and runs["a"]["status"] == "done"
     assert runs["b"]["config"]["train.hidden"] == 16 and "test_mse" in runs["a"]["metrics"]
     assert runs["a"]["fingerprints"]["data"] == runs["b"]["fingerprints"]["data"] == data.fingerprint()
-    diff = dict((k, (a, b)) for k, a, b in config_diff(Run.open(tmp_path / "a").config, Run.open(tmp_path / "b").config))
+    diff = dict(
+        (k, (a, b))
+        for k, a, b in config_diff(Run.open(tmp_path / "a").config, Run.open(tmp_path / "b").config)
+    )
     assert diff["train.seed"] == (0, 1) and diff["train.hidden"] == (8, 16) and "train.epochs" not in diff
     # EMA: weight 0 is the identity; the debiased average of a constant is that constant
     assert ema([1.0, 2.0, 3.0], 0.0) == [1.0, 2.0, 3.0]

@@ -45,7 +45,9 @@ def test_nan_mid_training_stops_cleanly_and_keeps_last_good_checkpoint(data, tmp
         fit(model, data, cfg, checkpoint_dir=tmp_path)
     assert info.value.last_good_epoch == 2 and "epoch 2" in str(info.value)
     # the last finite model under its own name; the final name never taken
-    assert not (tmp_path / "model.json").exists() and str(tmp_path / "checkpoints" / "last-finite") in str(info.value)
+    assert not (tmp_path / "model.json").exists() and str(tmp_path / "checkpoints" / "last-finite") in str(
+        info.value
+    )
     saved, meta = load_model(tmp_path / "checkpoints" / "last-finite")
     assert meta["epoch"] == 2 and meta["status"] == "last finite"
     assert json.loads((tmp_path / "run.json").read_text())["status"] == "diverged"

@@ -8,7 +8,6 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
 
-
 @pytest.fixture
 def page(car_page):
     return car_page

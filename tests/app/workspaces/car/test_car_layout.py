@@ -46,7 +46,11 @@ def test_car_workspace_fits_the_window(make_window, qtbot, size):
     assert win.contains(_rect_in(side, window))
     # Optimise and Play on the first screen of the Plan tab, without scrolling
     assert side.verticalScrollBar().value() == 0
-    for button in (page.plan_panel.optimise_button, page.plan_panel.play_button, page.plan_panel.cancel_button):
+    for button in (
+        page.plan_panel.optimise_button,
+        page.plan_panel.play_button,
+        page.plan_panel.cancel_button,
+    ):
         assert button.isVisible()
         assert view_rect.contains(_rect_in(button, window)), button.text()
     # every visible button, label, combo and tab bar of the Plan tab is as wide as it asks to be

@@ -51,7 +51,9 @@ def _wait_trained(qtbot, panel, timeout=120000):
 
 
 def test_train_with_settings_live_loss_and_the_model_appears(page, qtbot, ctx, tmp_path):
-    qtbot.mouseClick(page.plan_panel.train_button, Qt.MouseButton.LeftButton)     # "Train model…" opens the Model tab
+    qtbot.mouseClick(
+        page.plan_panel.train_button, Qt.MouseButton.LeftButton
+    )  # "Train model…" opens the Model tab
     panel = page.model_panel
     assert page.tabs.currentWidget() is panel
     _set_tiny_network(qtbot, panel)
@@ -89,7 +91,9 @@ def test_train_with_settings_live_loss_and_the_model_appears(page, qtbot, ctx, t
     count = page.plan_panel.model_combo.count()
     assert not panel.load_model(str(broken))
     assert ctx.errors and str(broken) in ctx.errors[-1][1]
-    assert page.plan_panel.model_combo.count() == count and page.plan_panel.model_combo.currentData() == str(copy)
+    assert page.plan_panel.model_combo.count() == count and page.plan_panel.model_combo.currentData() == str(
+        copy
+    )
     assert page.isVisible()
 
 
@@ -128,9 +132,9 @@ def test_load_a_driving_log_then_train_on_it(page, qtbot, ctx, tmp_path):
 
 
 def _make_model(folder, activation):
+    from engine.car.data import DrivingConfig, make_dataset
     from engine.car.model import CarMLPConfig, save_car_model
     from engine.car.training import fit_car_model
-    from engine.car.data import DrivingConfig, make_dataset
 
     data = make_dataset(CarParams(), DrivingConfig(minutes=0.3, segments=6))
     model, _ = fit_car_model(data["inputs"], data["targets"],

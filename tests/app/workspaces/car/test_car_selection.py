@@ -77,7 +77,9 @@ def test_model_selection_runs_from_the_model_tab(page, qtbot, ctx, tmp_path):
 
     # the table: one row per (activation, loss), the job's numbers, the best (lowest mean) in bold
     assert table.isVisible() and table.rowCount() == 2
-    runs = {(a, "relative"): [r["tve"] for r in res["runs"] if r["activation"] == a] for a in ("gelu", "relu")}
+    runs = {
+        (a, "relative"): [r["tve"] for r in res["runs"] if r["activation"] == a] for a in ("gelu", "relu")
+    }
     best_mean = min(np.mean(v) for v in runs.values())
     for i, row in enumerate(res["table"]):
         tves = runs[(row["activation"], row["loss"])]
@@ -110,8 +112,11 @@ def test_model_selection_runs_from_the_model_tab(page, qtbot, ctx, tmp_path):
     px, py = group.points.getData()
     assert len(px) == 4 and sorted(py) == pytest.approx(sorted(r["tve"] for r in res["runs"]))
     assert group.tick_labels == ["gelu / relative", "relu / relative"]
-    ticks = plot.getAxis("bottom")._tickLevels[0]                   # drawn on two lines: "gelu /", "relative"
-    assert [(x, label.replace("\n", " ")) for x, label in ticks] == [(0, "gelu / relative"), (1, "relu / relative")]
+    ticks = plot.getAxis("bottom")._tickLevels[0]  # drawn on two lines: "gelu /", "relative"
+    assert [(x, label.replace("\n", " ")) for x, label in ticks] == [
+        (0, "gelu / relative"),
+        (1, "relu / relative"),
+    ]
     assert plot.getAxis("left").labelText == "TVE (L1 end-pose error, m + rad)"
     qtbot.wait(100)                                                 # let the page lay the results out
     image = panel.grab()
@@ -154,8 +159,13 @@ def test_model_selection_runs_from_the_model_tab(page, qtbot, ctx, tmp_path):
 
 
 def test_tve_has_three_significant_digits():
-    assert [format_tve(v) for v in (4.8008, 4.81234, 0.031249, 12.04, 0.5)] == ["4.80", "4.81", "0.0312", "12.0",
-                                                                              "0.500"]
+    assert [format_tve(v) for v in (4.8008, 4.81234, 0.031249, 12.04, 0.5)] == [
+        "4.80",
+        "4.81",
+        "0.0312",
+        "12.0",
+        "0.500",
+    ]
 
 
 def test_model_selection_needs_an_activation_and_a_loss(page, qtbot, ctx):

@@ -125,10 +125,12 @@ def test_a_plan_is_shown_only_with_the_inputs_that_made_it():
     s.place_target(1.0, 0.0, 0.0)
     s.finish_optimise(_fake_result(s))
     assert s.can_play
-    for change, back in ((lambda: s.move_target(0, 1.2, 0.0), s.undo),
-                         (lambda: s.set_horizon(12), lambda: s.set_horizon(10)),
-                         (lambda: s.set_start_speed(1.0), lambda: s.set_start_speed(0.0)),
-                         (lambda: s.set_weights(PlanWeights(position=1.0)), lambda: s.set_weights(PlanWeights()))):
+    for change, back in (
+        (lambda: s.move_target(0, 1.2, 0.0), s.undo),
+        (lambda: s.set_horizon(12), lambda: s.set_horizon(10)),
+        (lambda: s.set_start_speed(1.0), lambda: s.set_start_speed(0.0)),
+        (lambda: s.set_weights(PlanWeights(position=1.0)), lambda: s.set_weights(PlanWeights())),
+    ):
         change()
         assert s.plan is None and not s.can_play
         back()
@@ -161,8 +163,9 @@ def test_a_real_optimisation_through_the_state():
     s.place_target(0.7, 0.1, 0.0)
     plan = s.begin_optimise()
     live = Latest()
-    res = optimise_job(plan, [("plan", "sim")], None, params, OptimiserConfig(candidates=32, max_iterations=80),
-                       live)(NullJobContext())
+    res = optimise_job(
+        plan, [("plan", "sim")], None, params, OptimiserConfig(candidates=32, max_iterations=80), live
+    )(NullJobContext())
     s.update_live(live.take())
     assert s.live is not None and s.live.iteration >= 1
     s.finish_optimise(PlanResult.from_job(plan, res))
@@ -250,7 +253,9 @@ def test_session_round_trip_and_a_damaged_part():
     assert len(problems) == 1 and problems[0].startswith("plan")
     assert r2.track is not None and r2.track.name == "oval"          # the rest restored
     assert r2.targets == ()
-    assert CarPlannerState().restore_session(["not", "a", "dict"]) == ["the car planner's part (not a JSON object)"]
+    assert CarPlannerState().restore_session(["not", "a", "dict"]) == [
+        "the car planner's part (not a JSON object)"
+    ]
     # a shipped scenario's name comes back with it
     assert r.scenario == "dynamic-reverse"
 

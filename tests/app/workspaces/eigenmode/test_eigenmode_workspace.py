@@ -13,8 +13,11 @@ from app.workspaces.eigenmode.page import EigenmodePage
 @pytest.fixture
 def page(qtbot, tmp_path):
     errors = []
-    ctx = AppContext(jobs=JobRunner(), settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
-                     show_error=lambda title, msg: errors.append((title, msg)))
+    ctx = AppContext(
+        jobs=JobRunner(),
+        settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
+        show_error=lambda title, msg: errors.append((title, msg)),
+    )
     w = EigenmodePage(ctx)
     w.errors = errors
     qtbot.addWidget(w)

@@ -13,9 +13,6 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-
-
-
 ROOT = Path(__file__).resolve().parents[4]
 EXAMPLE_LOG = ROOT / "resources" / "logs" / "pendulum_friction.csv"
 
@@ -53,7 +50,9 @@ def test_open_log_train_two_models_compare_and_report(ctx, qtbot, tmp_path, pend
     assert page.open_file(str(tmp_path / "notes.xyz")) is False   # not ours: the window tries other pages
 
     assert page.open_file(str(pendulum_log_path)) is True
-    qtbot.waitUntil(lambda: page.mapping_dialog is not None and page.mapping_dialog.isVisible(), timeout=20000)
+    qtbot.waitUntil(
+        lambda: page.mapping_dialog is not None and page.mapping_dialog.isVisible(), timeout=20000
+    )
     dlg = page.mapping_dialog
     assert isinstance(dlg, LogMappingDialog)
     cols = dlg.table.columns
@@ -244,7 +243,9 @@ def test_generated_data_sweep_compare_energy_inertia_and_cancel(ctx, qtbot, tmp_
     assert np.allclose(c["potential_true"], 0.5 * 9.81 * (1 + np.cos(th)), rtol=1e-9)
     assert c["potential_pred"].mean() == pytest.approx(c["potential_true"].mean())
     page.compare_panel.learned.setCurrentText("potential")
-    learned_items = {it.name(): it for it in page.compare_panel.plots["inertia"].getPlotItem().listDataItems()}
+    learned_items = {
+        it.name(): it for it in page.compare_panel.plots["inertia"].getPlotItem().listDataItems()
+    }
     assert np.allclose(learned_items["true"].yData, c["potential_true"])
     assert np.allclose(learned_items[run.name].yData, c["potential_pred"])
     # error against N: one line for the type, one point per N
@@ -266,7 +267,9 @@ def test_generated_data_sweep_compare_energy_inertia_and_cancel(ctx, qtbot, tmp_
     runs.train_form.editor("epochs").setValue(100000)
     long_run = runs.add_run()
     runs.train([long_run.key])
-    qtbot.waitUntil(lambda: long_run.state == "running" and runs.loss_plot.points(long_run.key) >= 2, timeout=30000)
+    qtbot.waitUntil(
+        lambda: long_run.state == "running" and runs.loss_plot.points(long_run.key) >= 2, timeout=30000
+    )
     assert long_run.eta is not None and long_run.eta > 0
     runs.cancel([long_run.key])
     qtbot.waitUntil(lambda: long_run.state == "cancelled", timeout=20000)
@@ -278,10 +281,17 @@ def test_generated_data_sweep_compare_energy_inertia_and_cancel(ctx, qtbot, tmp_
     page2.restore_session_state(state)
     qtbot.waitUntil(lambda: page2.data_panel.dataset is not None, timeout=30000)
     assert np.array_equal(page2.data_panel.dataset.train_x, panel.dataset.train_x)
-    qtbot.waitUntil(lambda: page2.compare_panel.table.rowCount() == 2
-                    and all(r.curves is not None for r in page2.runs_panel.runs.values() if r.model), timeout=30000)
+    qtbot.waitUntil(
+        lambda: (
+            page2.compare_panel.table.rowCount() == 2
+            and all(r.curves is not None for r in page2.runs_panel.runs.values() if r.model)
+        ),
+        timeout=30000,
+    )
     again = {r.name: r.row["integration_mse"] for r in page2.runs_panel.runs.values() if r.row}
-    assert again == pytest.approx({r.name: r.row["integration_mse"] for r in runs.runs.values() if r.row}, rel=1e-6)
+    assert again == pytest.approx(
+        {r.name: r.row["integration_mse"] for r in runs.runs.values() if r.row}, rel=1e-6
+    )
 
 
 def test_mapping_dialog_rejects_bad_mappings(ctx, qtbot, tmp_path):
@@ -351,7 +361,9 @@ def test_dataclass_form_builds_editors_and_new_instances(qtbot):
     form.editor("limit").spin.setValue(2.5)
     form.editor("ranges").setText("[[1, 2], [3, 4]]")
     v = form.value()
-    assert v == Config(steps=9, rate=1.5e-4, flag=False, name="x", mode="b", limit=2.5, ranges=[[1, 2], [3, 4]])
+    assert v == Config(
+        steps=9, rate=1.5e-4, flag=False, name="x", mode="b", limit=2.5, ranges=[[1, 2], [3, 4]]
+    )
     form.editor("steps").setValue(0)
     with pytest.raises(FormError) as err:
         form.value()

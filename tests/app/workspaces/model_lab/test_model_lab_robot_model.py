@@ -17,7 +17,12 @@ def test_robot_model_is_listed_and_its_spec_fields_are_editable(qtbot):
     from engine.models import ModelSpec
 
     assert {"robot-rk4", "robot-midpoint"} <= set(lab_jobs.MODEL_TYPES())
-    form = DataclassForm(ModelSpec(), include=lab_jobs.SPEC_FIELDS, labels=lab_jobs.SPEC_LABELS, tooltips=lab_jobs.SPEC_TOOLTIPS)
+    form = DataclassForm(
+        ModelSpec(),
+        include=lab_jobs.SPEC_FIELDS,
+        labels=lab_jobs.SPEC_LABELS,
+        tooltips=lab_jobs.SPEC_TOOLTIPS,
+    )
     qtbot.addWidget(form)
     form.editor("robot_learn").setText('["mass", "damping"]')
     form.editor("robot_perturb").setValue(0.2)
@@ -32,8 +37,8 @@ def test_robot_model_is_listed_and_its_spec_fields_are_editable(qtbot):
 def test_bridge_trains_and_evaluates_the_robot_model_on_generated_data():
     from app.workspaces.model_lab import lab_jobs
     from engine.data import DatasetConfig, generate_dataset
-    from engine.models import ModelSpec
     from engine.jobs import NullJobContext
+    from engine.models import ModelSpec
 
     ds = generate_dataset(DatasetConfig(system="cartpole", train_trajectories=2, test_trajectories=2,
                                               long_term_trajectories=2, long_term_steps=10))

@@ -9,9 +9,18 @@ from dataclasses import dataclass
 import pytest
 
 from app.workspaces.model_lab import lab_jobs
+from app.workspaces.model_lab.runs_table import (
+    TABLE_COLUMNS,
+    cell_text,
+    curve_points,
+    diff_text,
+    format_eta,
+    matches,
+    parse_sizes,
+    row_values,
+    sort_key,
+)
 from engine.models import ModelSpec
-from app.workspaces.model_lab.runs_table import (TABLE_COLUMNS, cell_text, curve_points, diff_text, format_eta,
-                                                 matches, parse_sizes, row_values, sort_key)
 
 
 @dataclass
@@ -96,7 +105,9 @@ def test_resume_button_continues_a_cancelled_run_to_the_uninterrupted_loss(ctx, 
     panel = RunsPanel(ctx, model_folder=str(tmp_path / "models"))
     qtbot.addWidget(panel)
     panel.set_dataset(data, {"kind": "generated", "config": data.config.to_dict()})
-    tc = lab_jobs.with_changes(lab_jobs.default_train_config(), trajectories=2, epochs=6, hidden=8, checkpoint_every=2)
+    tc = lab_jobs.with_changes(
+        lab_jobs.default_train_config(), trajectories=2, epochs=6, hidden=8, checkpoint_every=2
+    )
     whole = panel.add_run("mlp", tc, name="whole")
     part = panel.add_run("mlp", lab_jobs.with_changes(tc, epochs=4), name="part")
     panel.parallel.setValue(1)

@@ -14,8 +14,6 @@ import numpy as np
 import torch
 
 from app.workspaces.model_lab import lab_jobs
-from engine.logs import LogMapping, PrepareConfig
-from engine.training.compare import LogCompareConfig
 from app.workspaces.model_lab.state import (
     ExampleSettings,
     ModelLabState,
@@ -23,6 +21,8 @@ from app.workspaces.model_lab.state import (
     signal_labels,
 )
 from engine.jobs import NullJobContext
+from engine.logs import LogMapping, PrepareConfig
+from engine.training.compare import LogCompareConfig
 from tests.app.state_runner import SyncRunner
 
 torch.set_num_threads(1)

@@ -141,8 +141,9 @@ def replay_window(qtbot, ctx, panda):
     split.close()
 
 
-def test_scrubbing_moves_plots_cursor_and_robot_and_exports(replay_window, qtbot, stranger_log, panda, original,
-                                                           tmp_path):
+def test_scrubbing_moves_plots_cursor_and_robot_and_exports(
+    replay_window, qtbot, stranger_log, panda, original, tmp_path
+):
     import imageio.v2 as iio
 
     panel, view = replay_window[:2]
@@ -156,7 +157,9 @@ def test_scrubbing_moves_plots_cursor_and_robot_and_exports(replay_window, qtbot
     assert t == pytest.approx(12.5, abs=1e-3)
     assert all(line.value() == pytest.approx(t) for line in panel.plots.cursors.values())
     fk = panda.forward_kinematics(torch.as_tensor(_q_ref(original, t))).numpy()
-    np.testing.assert_allclose(view.link_poses()["panda_link7"], fk[panda.link_names.index("panda_link7")], atol=1e-9)
+    np.testing.assert_allclose(
+        view.link_poses()["panda_link7"], fk[panda.link_names.index("panda_link7")], atol=1e-9
+    )
     # drag a plot's cursor: the timeline follows; zooming one plot zooms all
     panel.plots.drag_cursor("qd", 20.0)
     assert panel.state.cursor == pytest.approx(20.0) and panel.timeline.time == pytest.approx(20.0)
@@ -164,7 +167,9 @@ def test_scrubbing_moves_plots_cursor_and_robot_and_exports(replay_window, qtbot
     panel.plots.plots["tau"].setXRange(3.0, 4.0, padding=0)
     lo, hi = panel.plots.x_range("q")
     assert lo == pytest.approx(3.0) and hi == pytest.approx(4.0)
-    assert panel.plots.values_at(20.0, "q")["panda_joint1"] == pytest.approx(_q_ref(original, 20.0)[0], abs=1e-9)
+    assert panel.plots.values_at(20.0, "q")["panda_joint1"] == pytest.approx(
+        _q_ref(original, 20.0)[0], abs=1e-9
+    )
     # a loop range set on the timeline is shaded on the plots; dragging the shade sets the loop
     panel.timeline.loop_box.setChecked(True)
     panel.timeline.loop_start.setValue(5.0)
@@ -274,7 +279,9 @@ def test_show_on_robot_with_a_learned_model(tmp_path):
     h, n = 0.01, 150
     xs = [np.array([0.2, 0.0])]
     for _ in range(n):
-        sol = solve_ivp(lambda _t, s: [s[1], 1.5 * 9.81 * np.sin(s[0])], (0, h), xs[-1], rtol=1e-12, atol=1e-12)
+        sol = solve_ivp(
+            lambda _t, s: [s[1], 1.5 * 9.81 * np.sin(s[0])], (0, h), xs[-1], rtol=1e-12, atol=1e-12
+        )
         xs.append(sol.y[:, -1])
     xs = np.array(xs)
     pd.DataFrame({"t": np.arange(n + 1) * h, "angle": xs[:, 0], "rate": xs[:, 1], "u": 0.0}).to_csv(
@@ -282,7 +289,9 @@ def test_show_on_robot_with_a_learned_model(tmp_path):
     state = LogReplayState()
     state.set_robot(RobotModel.from_urdf(urdf_dir() / "pendulum.urdf"))
     model = build_model("robot-rk4", ModelSpec.for_system(get_system("pendulum"), h, robot_perturb=0.0))
-    state.show_log(str(tmp_path / "p.csv"), LogMapping(time="t", q=["angle"], qd=["rate"], u=["u"]), model, "robot")
+    state.show_log(
+        str(tmp_path / "p.csv"), LogMapping(time="t", q=["angle"], qd=["rate"], u=["u"]), model, "robot"
+    )
     assert state.rmap.joints == ["theta"] and state.ghost_name == "robot"
     state.set_cursor(0.5)
     state.set_horizon(0.5)
@@ -306,10 +315,14 @@ def test_robot_page_plays_a_log_and_keeps_it_with_the_session(qtbot, ctx, strang
     qtbot.waitUntil(lambda: page.replay.state.replay is not None, timeout=20_000)
     page.replay.timeline.scrub_to(7.5)
     fk = panda.forward_kinematics(torch.as_tensor(_q_ref(original, page.replay.state.cursor))).numpy()
-    np.testing.assert_allclose(page.view.link_poses()["panda_link7"], fk[panda.link_names.index("panda_link7")],
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        page.view.link_poses()["panda_link7"], fk[panda.link_names.index("panda_link7")], atol=1e-9
+    )
     saved = page.session_state()
-    assert saved["replay"]["path"] == str(stranger_log) and saved["replay"]["mapping"]["joints"][0] == "panda_joint1"
+    assert (
+        saved["replay"]["path"] == str(stranger_log)
+        and saved["replay"]["mapping"]["joints"][0] == "panda_joint1"
+    )
     page.replay.state.close()
     page.restore_session_state(saved)
     qtbot.waitUntil(lambda: page.replay.state.replay is not None, timeout=90_000)

@@ -28,7 +28,9 @@ def _source(name):
 def _fits(window, state: str) -> None:
     settle()
     assert window.width() <= WIDTH, f"{state}: the window grew to {window.width()} px"
-    assert window.minimumSizeHint().width() <= WIDTH, f"{state}: it asks for {window.minimumSizeHint().width()} px"
+    assert window.minimumSizeHint().width() <= WIDTH, (
+        f"{state}: it asks for {window.minimumSizeHint().width()} px"
+    )
     assert layout_problems(window, WIDTH, HEIGHT) == [], state
 
 

@@ -187,8 +187,9 @@ def test_readouts_and_simulation_results_land_in_the_state(state, panda):
     r = dynamics_readouts(panda.model, state.q, state.end_effector, serial=state.generation)(NullJobContext())
     assert state.accept_readouts(r) and state.readouts is r
     np.testing.assert_allclose(r.gravity, pin.computeGeneralizedGravity(pm, pd, state.q), atol=1e-9)
-    res = simulate_job(panda.model, state.q, np.zeros(7), SimulationOptions("gravity_compensation", duration=0.05))(
-        NullJobContext())
+    res = simulate_job(
+        panda.model, state.q, np.zeros(7), SimulationOptions("gravity_compensation", duration=0.05)
+    )(NullJobContext())
     assert state.accept_simulation(res, state.generation) and state.simulation is res
     assert not state.accept_simulation(res, state.generation - 1)
     with pytest.raises(ValueError, match="dt"):

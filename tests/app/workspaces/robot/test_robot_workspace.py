@@ -115,10 +115,12 @@ def test_shipped_panda_is_shown_and_sliders_move_the_pose_readout(env, qtbot):
     x, y, z = expected[:3, 3]
     assert f"x {x:+.4f}  y {y:+.4f}  z {z:+.4f}" in page.dynamics.pose_label.text()
     # gravity torques and mass matrix of the same state, from the reference model
-    np.testing.assert_allclose(page.dynamics.readouts.gravity, ref.gravity_torques(torch.as_tensor(q)).numpy(),
-                               atol=1e-9)
-    np.testing.assert_allclose(page.dynamics.readouts.mass_matrix, ref.mass_matrix(torch.as_tensor(q)).numpy(),
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        page.dynamics.readouts.gravity, ref.gravity_torques(torch.as_tensor(q)).numpy(), atol=1e-9
+    )
+    np.testing.assert_allclose(
+        page.dynamics.readouts.mass_matrix, ref.mass_matrix(torch.as_tensor(q)).numpy(), atol=1e-9
+    )
     # the view's link transform is the engine's pose
     np.testing.assert_allclose(view.link_poses()[link], expected, atol=1e-9)
     # clicking a link in the view makes it the end effector
@@ -165,7 +167,9 @@ def test_reachable_target_is_reached_unreachable_is_reported_and_undo(env, qtbot
     solved_q = page.q
     # Ctrl+Z undoes the solve (the page's undo action, bound to Ctrl+Z for the page and its
     # children; triggered directly: Xvfb has no window manager to make the window active)
-    assert page.undo_action.shortcut().matches(QKeySequence("Ctrl+Z")) == QKeySequence.SequenceMatch.ExactMatch
+    assert (
+        page.undo_action.shortcut().matches(QKeySequence("Ctrl+Z")) == QKeySequence.SequenceMatch.ExactMatch
+    )
     assert page.undo_action in page.actions()
     page.undo_action.trigger()
     np.testing.assert_allclose(page.q, q_before, atol=1e-12)
@@ -265,9 +269,13 @@ def test_simulation_gravity_compensation_holds_and_free_fall_falls(env, qtbot):
     model = page.robot.model
     q0 = page.q
     q0[1] = 0.6
-    hold = simulate_job(model, q0, np.zeros(model.dof), SimulationOptions("gravity_compensation", duration=0.2))(NullJobContext())
+    hold = simulate_job(
+        model, q0, np.zeros(model.dof), SimulationOptions("gravity_compensation", duration=0.2)
+    )(NullJobContext())
     np.testing.assert_allclose(hold.q[-1], q0, atol=1e-6)
-    fall = simulate_job(model, q0, np.zeros(model.dof), SimulationOptions("free_fall", duration=0.2, damping=False))(NullJobContext())
+    fall = simulate_job(
+        model, q0, np.zeros(model.dof), SimulationOptions("free_fall", duration=0.2, damping=False)
+    )(NullJobContext())
     # over a short time, q(t) ~ q0 + 1/2 qdd0 t^2 with qdd0 the engine's forward dynamics
     qdd0 = model.forward_dynamics(torch.as_tensor(q0), torch.zeros(model.dof, dtype=torch.float64),
                                   torch.zeros(model.dof, dtype=torch.float64)).numpy()
@@ -275,8 +283,14 @@ def test_simulation_gravity_compensation_holds_and_free_fall_falls(env, qtbot):
     np.testing.assert_allclose(fall.q[k] - q0, 0.5 * qdd0 * fall.t[k] ** 2, atol=2e-3)
     # PD to a keyframe: the arm settles on it (kp = 100 /s^2, kd = 20 /s: critically damped)
     goal = np.clip(q0 + 0.2, *page.joints.limits)
-    pd = simulate_job(model, q0, np.zeros(model.dof), SimulationOptions("pd_keyframes", duration=0.8, dt=0.004),
-                      [0.0], [goal])(NullJobContext())
+    pd = simulate_job(
+        model,
+        q0,
+        np.zeros(model.dof),
+        SimulationOptions("pd_keyframes", duration=0.8, dt=0.004),
+        [0.0],
+        [goal],
+    )(NullJobContext())
     assert np.abs(pd.q[-1] - goal).max() < 0.02
     assert np.abs(pd.q[-1] - goal).max() < 0.2 * np.abs(q0 - goal).max()
     with pytest.raises(ValueError, match="keyframe"):
@@ -416,7 +430,9 @@ def test_a_xacro_robot_of_a_session_recent_entry_or_last_run_expands_only_with_t
     xacro = Path(__file__).parents[3] / "engine" / "robots" / "xacro_arm" / "arm.urdf.xacro"
     expanded = []
     expand = xacro_loader.expand_xacro
-    monkeypatch.setattr(xacro_loader, "expand_xacro", lambda *a, **k: expanded.append(a[0]) or expand(*a, **k))
+    monkeypatch.setattr(
+        xacro_loader, "expand_xacro", lambda *a, **k: expanded.append(a[0]) or expand(*a, **k)
+    )
     # the Qt-free job refuses a xacro file unless the caller says the user agreed
     with pytest.raises(URDFError, match="arm.urdf.xacro: a xacro file is a program"):
         load_robot_job(str(xacro))(ThreadJobContext())
@@ -460,7 +476,9 @@ def test_inertia_boxes_toggle_and_follow_the_robot(env, qtbot):
     assert page.view.overlay_visible("inertia")
     page.set_q(page.q + 0.2)
     link = "panda_link4"
-    T_box, _ = inertia_box(float(model.link_mass(link)), model.link_com(link).numpy(), model.link_inertia(link).numpy())
+    T_box, _ = inertia_box(
+        float(model.link_mass(link)), model.link_com(link).numpy(), model.link_inertia(link).numpy()
+    )
     np.testing.assert_allclose(page.view.inertia_box_poses()[link], page.link_pose(link) @ T_box, atol=1e-12)
     button.click()
     assert not page.view.overlay_visible("inertia")
@@ -526,7 +544,7 @@ def test_whole_body_choices_in_the_targets_panel_reach_the_ik_request(env, qtbot
         page.load_robot("solo12")
     state = page.state
     assert not panel.whole_body_box.isHidden()
-    assert not panel.value_spins[0].isEnabled() and panel.value_spins[0].text().strip() == ""   # no target yet
+    assert not panel.value_spins[0].isEnabled() and panel.value_spins[0].text().strip() == ""  # no target yet
     assert panel.held_links() == list(state.contact_links) == list(state.held_links)   # the feet, checked
     panel.hold_list.item(0).setCheckState(Qt.CheckState.Unchecked)                   # a click on its box
     assert state.held_links == state.contact_links[1:]
