@@ -157,6 +157,9 @@ class EigenmodePage(QWidget):
         self.speed.setToolTip("animation speed")
         self.source = QComboBox()
         self.source.addItems(list(SOURCES))
+        # it may shrink (eliding "stabilised run") so the result tabs keep their room at 1366 px
+        self.source.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.source.setMinimumContentsLength(4)
         self.scrub = QSlider(Qt.Orientation.Horizontal)
         self.scrub.setRange(0, 1000)
         self.scrub.setEnabled(False)
