@@ -81,9 +81,7 @@ def _doubled(x, dim: int, size: int = 3):
     key = (size, x.device)
     idx = _doubling_index.get(key)
     if idx is None:
-        with torch.inference_mode(
-            False
-        ):  # cached constants are normal tensors (see engine.robots.call_policy)
+        with torch.inference_mode(False):       # cached constants are normal tensors (see engine.robots.call_policy)
             idx = _doubling_index[key] = torch.tensor(_DOUBLING[size], device=x.device)
     return x.index_select(dim, idx)
 
@@ -147,14 +145,10 @@ def _tree_up_cm(anc, x, chain: bool, levels=None):
 
 def _velocity_product_cm(v, s, acc=None):
     """``v x s`` (spatial motion cross product) of ``(6, n, B)`` vectors, plus acc if given."""
-    ww = _doubled(v[:3], 0)  # (5, n, B)
-    ss = _doubled(s.view(2, 3, *s.shape[1:]), 1)  # [s_ang; s_lin] doubled, (2, 5, n, B)
+    ww = _doubled(v[:3], 0)                                                   # (5, n, B)
+    ss = _doubled(s.view(2, 3, *s.shape[1:]), 1)                              # [s_ang; s_lin] doubled, (2, 5, n, B)
     # w x s_ang and w x s_lin at once, (2, 3, n, B)
-    X = (
-        ww[1:4] * ss[:, 2:5]
-        if acc is None
-        else torch.addcmul(acc.view(2, 3, *acc.shape[1:]), ww[1:4], ss[:, 2:5])
-    )
+    X = ww[1:4] * ss[:, 2:5] if acc is None else torch.addcmul(acc.view(2, 3, *acc.shape[1:]), ww[1:4], ss[:, 2:5])
     X.addcmul_(ww[2:5], ss[:, 1:4], value=-1.0)                               # X is fresh: in place
     vv = _doubled(v[3:], 0)
     lin = X[1].addcmul_(vv[1:4], ss[0, 2:5]).addcmul_(vv[2:5], ss[0, 1:4], value=-1.0)
@@ -174,12 +168,10 @@ def body_forces_bl(m, c, Ic, a, v):
         g, n_ = Y, (Ic[:, 0] * T[0]).addcmul_(Ic[:, 1], T[1]).addcmul_(Ic[:, 2], T[2])
     else:
         av = torch.stack([a, v])                                          # (2, 6, n, B)
-        T, L = av[:, :3], av[:, 3:]  # [alpha; w], [a_lin; v_lin]
-        TT = _doubled(T, 1)  # (2, 5, n, B); TT[1] = w doubled
+        T, L = av[:, :3], av[:, 3:]                                       # [alpha; w], [a_lin; v_lin]
+        TT = _doubled(T, 1)                                                   # (2, 5, n, B); TT[1] = w doubled
         Y = torch.addcmul(L, TT[:, 1:4], cc[2:5]).addcmul_(TT[:, 2:5], cc[1:4], value=-1.0)
-        IT = (
-            (Ic[:, 0] * T[:, 0:1]).addcmul_(Ic[:, 1], T[:, 1:2]).addcmul_(Ic[:, 2], T[:, 2:3])
-        )  # Ic [alpha; w]
+        IT = (Ic[:, 0] * T[:, 0:1]).addcmul_(Ic[:, 1], T[:, 1:2]).addcmul_(Ic[:, 2], T[:, 2:3])   # Ic [alpha; w]
         ww = TT[1]
         yy, ii = _doubled(Y[1], 0), _doubled(IT[1], 0)
         g = torch.addcmul(torch.addcmul(Y[0], ww[1:4], yy[2:5]), ww[2:5], yy[1:4], value=-1.0)
@@ -197,9 +189,7 @@ def _xd(aa, bb):
 def _xd2(aa, bb, cc, dd):
     """a x b + c x d from doubled vectors (accumulated in place in a fresh tensor)."""
     out = (aa[..., 1:4, :] * bb[..., 2:5, :]).addcmul_(aa[..., 2:5, :], bb[..., 1:4, :], value=-1.0)
-    return out.addcmul_(cc[..., 1:4, :], dd[..., 2:5, :]).addcmul_(
-        cc[..., 2:5, :], dd[..., 1:4, :], value=-1.0
-    )
+    return out.addcmul_(cc[..., 1:4, :], dd[..., 2:5, :]).addcmul_(cc[..., 2:5, :], dd[..., 1:4, :], value=-1.0)
 
 
 def _cross_motion_bl(v, m, vv=None):
@@ -341,8 +331,8 @@ def compact_inertias_bl(m, c, Ic):
     inertials of :func:`world_inertials_bl` (``m (n,)``)."""
     n, B = c.shape[1:]
     h = c * m[:, None]
-    J = torch.addcmul(Ic, h.unsqueeze(1), c.unsqueeze(0), value=-1.0)  # Ic - m c c^T
-    J.diagonal(0, 0, 1).add_((h * c).sum(0).unsqueeze(-1))  # + m |c|^2 1 (fresh tensor)
+    J = torch.addcmul(Ic, h.unsqueeze(1), c.unsqueeze(0), value=-1.0)                # Ic - m c c^T
+    J.diagonal(0, 0, 1).add_((h * c).sum(0).unsqueeze(-1))                          # + m |c|^2 1 (fresh tensor)
     return torch.cat([m[None, :, None].expand(1, n, B), h, J.reshape(9, n, B)])
 
 
@@ -363,8 +353,8 @@ def composite_forces_bl(S, inertials, anc, chain: bool, levels=None, total: bool
     # crosses with hc at once from doubled vectors (S doubled by one gather: [sw; so], 5 each)
     hh = _doubled(hc_, 0)                                   # (5, n, B)
     ss = _doubled(S, 0, 6).view(2, 5, n, B)                  # [sw; so] doubled
-    X = (ss[:, 1:4] * hh[2:5]).addcmul_(ss[:, 2:5], hh[1:4], value=-1.0)  # [sw x hc, so x hc]
-    ang = (Jc[:, 0] * sw[0]).sub_(X[1]).addcmul_(Jc[:, 1], sw[1]).addcmul_(Jc[:, 2], sw[2])  # fresh: in place
+    X = (ss[:, 1:4] * hh[2:5]).addcmul_(ss[:, 2:5], hh[1:4], value=-1.0)            # [sw x hc, so x hc]
+    ang = (Jc[:, 0] * sw[0]).sub_(X[1]).addcmul_(Jc[:, 1], sw[1]).addcmul_(Jc[:, 2], sw[2])   # fresh: in place
     lin = X[0].addcmul_(mc, so)
     return torch.cat([ang, lin]), total
 
@@ -531,9 +521,8 @@ def _strict_lower_gather(n: int, device):
     idx = _lower_cache.get(key)
     if idx is None:
         z = n * (n - 1) // 2
-        idx = _lower_cache[key] = torch.tensor(
-            [j * (j - 1) // 2 + k if k < j else z for j in range(n) for k in range(n)], device=device
-        )
+        idx = _lower_cache[key] = torch.tensor([j * (j - 1) // 2 + k if k < j else z for j in range(n) for k in range(n)],
+                                               device=device)
     return idx
 
 
@@ -571,24 +560,12 @@ def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = 
         raise ValueError(f"unknown forward dynamics method {method!r}")
     m, c, Ic = inertials
     body_major = (m, c.transpose(0, 1).contiguous(), Ic.permute(2, 0, 1, 3).contiguous())
-    return _aba_recursion_bl(
-        S.transpose(0, 1).contiguous(),
-        body_major,
-        qd,
-        tau,
-        a0,
-        anc,
-        levels,
-        level_parents,
-        chain,
-        armature,
-        root,
-    )
+    return _aba_recursion_bl(S.transpose(0, 1).contiguous(), body_major, qd, tau, a0, anc, levels, level_parents,
+                             chain, armature, root)
 
 
-def _aba_recursion_bl(
-    S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, armature=None, root=None
-):
+def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, armature=None,
+                      root=None):
     """The articulated-body algorithm on body-major tensors: ``S (n, 6, B)``, inertials
     ``(m (n,), c_w (n, 3, B), Ic_w (n, 3, 3, B))``; one vectorised step per depth.
 
@@ -606,13 +583,7 @@ def _aba_recursion_bl(
     pA = _cross_force_bl(v, _mv6(I, v), vv)
     depth = len(levels)
     sizes = [e - s for s, e in levels]
-    S_l, I_l, p_l, c_l, tau_l = (
-        S.split(sizes),
-        I.split(sizes),
-        pA.split(sizes),
-        c.split(sizes),
-        tau.split(sizes),
-    )
+    S_l, I_l, p_l, c_l, tau_l = S.split(sizes), I.split(sizes), pA.split(sizes), c.split(sizes), tau.split(sizes)
     Sc_l = torch.stack([S, c], dim=1).split(sizes)                         # (k, 2, 6, B) per depth
     arm_l = [None] * depth if armature is None else armature[:, None].split(sizes)
     no_grad = not (torch.is_grad_enabled() and (I.requires_grad or S.requires_grad))
@@ -638,9 +609,7 @@ def _aba_recursion_bl(
         Uos[d], qfree[d] = Uo, qf
         if d == 0 and root is None:
             break
-        if (
-            no_grad and acc_I[d] is not None
-        ):  # IA is a fresh accumulator; without autograd, update it in place
+        if no_grad and acc_I[d] is not None:    # IA is a fresh accumulator; without autograd, update it in place
             Ia = IA.addcmul_(Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)
         else:
             Ia = torch.addcmul(IA, Uo.unsqueeze(2), U.unsqueeze(1), value=-1.0)

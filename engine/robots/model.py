@@ -111,28 +111,21 @@ from engine.robots import dynamics_body_major as dyn
 from engine.robots import floating as fl
 from engine.robots import kinematics as kin
 from engine.robots.backends import Inertials, Tree, compiled_switched_off, needs_grad
+from engine.robots.backends.tree import DenseTreeMasks, coupling_matrix, tree_constants
 from engine.robots.backends.batch_last import BatchLastBackend
 from engine.robots.backends.body_major import BodyMajorBackend
 from engine.robots.backends.compiled import CompiledBackend
-from engine.robots.backends.tree import DenseTreeMasks, coupling_matrix, tree_constants
-from engine.robots.call_policy import call_policy
 from engine.robots.description import RobotDescription
-from engine.robots.model_params import (
-    body_inertials,
-    joint_damping_values,
-    new_parametrization,
-    requested_values,
-    with_values,
-)
+from engine.robots.call_policy import call_policy
+from engine.robots.model_params import (body_inertials, joint_damping_values, new_parametrization, requested_values,
+                                        with_values)
 from engine.robots.topology import build_topology
 from engine.robots.urdf import load_urdf, parse_urdf_string
 
 __all__ = ["JointLimits", "RobotModel"]
 
 JointLimits = namedtuple("JointLimits", ["lower", "upper", "velocity", "effort"])
-JointLimits.__doc__ = (
-    "Joint limits, tensors (dof,): position (rad or m), velocity, effort (+-inf where absent)."
-)
+JointLimits.__doc__ = "Joint limits, tensors (dof,): position (rad or m), velocity, effort (+-inf where absent)."
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 # from this batch size on, the torch algorithms run on batch-last tensors (samples innermost)
@@ -170,7 +163,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         self.nv = self.dof + (6 if self.floating else 0)
         if self.mimic_joint_names:
             G, off = coupling_matrix(joints, self.joint_names, description.name)
-            buf("_G", G)  # (n, dof): every movable joint from the independent ones
+            buf("_G", G)                                 # (n, dof): every movable joint from the independent ones
             buf("_mimic_offset", off)
             f = 6 if self.floating else 0
             P = np.zeros((f + n, f + self.dof))
@@ -216,15 +209,9 @@ class RobotModel(DenseTreeMasks, nn.Module):
             self.register_buffer(name, t, persistent=False)
         self._backend_cache = None                    # (key, backends): see _backends
         buf("_damping", [j.damping for j in joints])
-        buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])  # base acceleration [0; -g]
-        self._limits = np.array(
-            [
-                [j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort]
-                for j in joints
-                if j.name in self._joint_index
-            ],
-            dtype=float,
-        ).reshape(self.dof, 4)
+        buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
+        self._limits = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort] for j in joints
+                                 if j.name in self._joint_index], dtype=float).reshape(self.dof, 4)
         self.learnable = nn.ModuleDict()
         self._learnable: dict[tuple[str, str], str] = {}
 
@@ -235,16 +222,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
         return cls(description, dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
-    def from_urdf(
-        cls,
-        path: str | Path,
-        dtype=torch.float64,
-        device="cpu",
-        mimic: str = "coupled",
-        strict: bool | None = None,
-        gravity=DEFAULT_GRAVITY,
-        floating_base: bool = False,
-    ) -> RobotModel:
+    def from_urdf(cls, path: str | Path, dtype=torch.float64, device="cpu", mimic: str = "coupled",
+                  strict: bool | None = None, gravity=DEFAULT_GRAVITY, floating_base: bool = False) -> RobotModel:
         """Load a URDF file (see :func:`engine.robots.urdf.load_urdf` for ``mimic`` and ``strict``);
         ``floating_base``: attach the root link to the world by a free-flyer joint."""
         desc = load_urdf(path, mimic=mimic, strict=strict)
@@ -307,41 +286,18 @@ class RobotModel(DenseTreeMasks, nn.Module):
         """The tree's constants (the model's buffers, not copies): see :class:`Tree`."""
         n = self._n
         return Tree(
-            n=n,
-            floating=self.floating,
-            chain=self._chain,
-            all_rev=self._all_rev,
-            permuted=self._permuted,
-            body_parent=self.topology.body_parent,
-            body_dof=self._body_dof,
-            dof_body=self._dof_body,
-            C0=self._C0,
-            C=self._C,
-            Ct4=self._Ct4,
-            axis3=self._axis3,
-            axis4=self._axis4,
-            rev=self._rev,
-            pri=self._pri,
-            anc=self._anc,
-            anc_strict=self._anc_strict,
-            jumps=[getattr(self, name) for name in self._jump_names],
-            levels=self._levels,
-            level_parents=[
-                None if name is None else getattr(self, name) for name in self._level_parent_names
-            ],
-            link_body=self._link_body,
-            link_body_int=self._link_body_int,
-            link_offset=self._link_offset,
-            link_rev_mask=self._link_rev_mask,
-            link_pri_mask=self._link_pri_mask,
-            offset_links=self._offset_links,
-            offset_bodies=self._offset_bodies,
-            offset_T=self._offset_T,
-            link_src=None if self._link_src_identity else self._link_src,
-            armature_int=self._armature_int,
+            n=n, floating=self.floating, chain=self._chain, all_rev=self._all_rev, permuted=self._permuted,
+            body_parent=self.topology.body_parent, body_dof=self._body_dof, dof_body=self._dof_body,
+            C0=self._C0, C=self._C, Ct4=self._Ct4, axis3=self._axis3, axis4=self._axis4, rev=self._rev,
+            pri=self._pri, anc=self._anc, anc_strict=self._anc_strict,
+            jumps=[getattr(self, name) for name in self._jump_names], levels=self._levels,
+            level_parents=[None if name is None else getattr(self, name) for name in self._level_parent_names],
+            link_body=self._link_body, link_body_int=self._link_body_int, link_offset=self._link_offset,
+            link_rev_mask=self._link_rev_mask, link_pri_mask=self._link_pri_mask, offset_links=self._offset_links,
+            offset_bodies=self._offset_bodies, offset_T=self._offset_T,
+            link_src=None if self._link_src_identity else self._link_src, armature_int=self._armature_int,
             armature_v=self._armature_v,
-            armature_diag=None if self._armature_v is None else torch.diag(self._armature_v),
-        )
+            armature_diag=None if self._armature_v is None else torch.diag(self._armature_v))
 
     def _backends(self) -> dict:
         """``{"body-major", "batch-last", "compiled" (a factory: built on first use)}`` over this
@@ -352,11 +308,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         if cache is None or cache[0] is not key:
             with torch.inference_mode(False):       # constants are normal tensors (see _call_policy)
                 tree = self._tree()
-            backends = {
-                "tree": tree,
-                "body-major": BodyMajorBackend(tree),
-                "batch-last": BatchLastBackend(tree),
-            }
+            backends = {"tree": tree, "body-major": BodyMajorBackend(tree), "batch-last": BatchLastBackend(tree)}
             cache = self._backend_cache = (key, backends)
         return cache[1]
 
@@ -388,11 +340,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
     def _inertials(self) -> Inertials:
         """The body inertials of this call: the constants, or values of the learnable parameters."""
         if not any(kind != "damping" for _, kind in self._learnable):
-            return Inertials(
-                (self._body_m, self._body_c, self._body_Ic),
-                (self._bc_m, self._bc_c1, self._bc_Ic4),
-                fixed=True,
-            )
+            return Inertials((self._body_m, self._body_c, self._body_Ic), (self._bc_m, self._bc_c1, self._bc_Ic4),
+                             fixed=True)
         return Inertials(self._body_parts())
 
     def has_learnable_parameters(self) -> bool:
@@ -400,9 +349,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         return bool(self._learnable)
 
     # ------------------------------------------------------------------ learnable parameters
-    def make_learnable(
-        self, link: str, kind: str, parametrization: None | str | nn.Module = None
-    ) -> nn.Module:
+    def make_learnable(self, link: str, kind: str, parametrization: None | str | nn.Module = None) -> nn.Module:
         """Make ``kind`` ("mass", "com", "inertia", "damping") of ``link`` learnable.
 
         ``parametrization``: None for the default physical one (see
@@ -465,14 +412,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
 
     def _body_parts(self):
         """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)): every body's inertial in its frame, learnables applied."""
-        learned = {
-            kind: [
-                (self._link_index[link], self.learnable[key]())
-                for (link, k), key in self._learnable.items()
-                if k == kind
-            ]
-            for kind in ("mass", "com", "inertia")
-        }
+        learned = {kind: [(self._link_index[link], self.learnable[key]()) for (link, k), key in self._learnable.items()
+                          if k == kind] for kind in ("mass", "com", "inertia")}
         values = {"mass": self._link_mass, "com": self._link_com, "inertia": self._link_inertia}
         return body_inertials(values, learned, self._link_body, self._link_offset, self._n)
 
@@ -685,9 +626,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
         """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., nv)`` (RNEA)."""
         shape, (q, qd, qdd) = self._flat(q, qd, qdd, kinds="qvv")
-        tau = self._joint_forces(
-            self._backend_for(q, qd, qdd), self._all_q(q), self._all_v(qd), self._all_v(qdd), gravity
-        )
+        tau = self._joint_forces(self._backend_for(q, qd, qdd), self._all_q(q), self._all_v(qd), self._all_v(qdd),
+                                 gravity)
         if damping:
             tau = tau + self._damping_forces(qd)
         return tau.reshape(shape + (self.nv,))
@@ -715,9 +655,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         return M.reshape(shape + (self.nv, self.nv))
 
     @call_policy(lambda m: m.nv)
-    def forward_dynamics(
-        self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto"
-    ) -> torch.Tensor:
+    def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
         """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., nv)``.
 
         ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
@@ -728,9 +666,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         """
         shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
         if method not in ("auto", "articulated", "composite"):
-            raise ValueError(
-                f"unknown forward dynamics method {method!r}: use 'auto', 'articulated' or 'composite'"
-            )
+            raise ValueError(f"unknown forward dynamics method {method!r}: use 'auto', 'articulated' or 'composite'")
         backend = self._backend_for(q, qd, tau)
         if damping:
             tau = tau - self._damping_forces(qd)

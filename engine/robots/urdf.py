@@ -252,9 +252,7 @@ def _origin(ctx: _Ctx, el) -> Origin:
     o = el.find("origin") if el is not None else None
     if o is None:
         return Origin()
-    return Origin(
-        xyz=_floats(ctx, o, "xyz", 3, (0.0, 0.0, 0.0)), rpy=_floats(ctx, o, "rpy", 3, (0.0, 0.0, 0.0))
-    )
+    return Origin(xyz=_floats(ctx, o, "xyz", 3, (0.0, 0.0, 0.0)), rpy=_floats(ctx, o, "rpy", 3, (0.0, 0.0, 0.0)))
 
 
 def _name(ctx: _Ctx, el) -> str:
@@ -277,9 +275,7 @@ def _inertial(ctx: _Ctx, link_el, link_name: str) -> Inertial | None:
     inertia_el = el.find("inertia")
     if inertia_el is None:
         raise ctx.error(f"link {link_name!r}: <inertial> has no <inertia>", el)
-    inertia = tuple(
-        _float(ctx, inertia_el, k, required=True) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    )
+    inertia = tuple(_float(ctx, inertia_el, k, required=True) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
     inertial = Inertial(mass=mass, origin=_origin(ctx, el), inertia=inertia)
     ctx.inertial_elements[link_name] = (mass_el, inertia_el)
     return inertial
@@ -360,15 +356,9 @@ def check_inertial(inertial: Inertial, link_name: str, ctx: _Ctx | None = None, 
     """
     ctx = ctx or _Ctx(None)
     mass = inertial.mass
-    if not all(
-        math.isfinite(v) for v in (mass, *inertial.inertia, *inertial.origin.xyz, *inertial.origin.rpy)
-    ):
-        raise ctx.error(
-            "inertial values must be finite",
-            mass_el,
-            element=f"<inertial> of link {link_name!r}",
-            impossible=True,
-        )
+    if not all(math.isfinite(v) for v in (mass, *inertial.inertia, *inertial.origin.xyz, *inertial.origin.rpy)):
+        raise ctx.error("inertial values must be finite", mass_el, element=f"<inertial> of link {link_name!r}",
+                        impossible=True)
     I = inertial.inertia_matrix()
     massless = mass == 0.0 and not np.any(I)
     if massless:
@@ -380,20 +370,13 @@ def check_inertial(inertial: Inertial, link_name: str, ctx: _Ctx | None = None, 
     where = f"<inertia> of link {link_name!r}"
     eig = np.linalg.eigvalsh(I)
     if not eig[0] > 0.0:
-        raise ctx.error(
-            f"inertia is not positive definite (principal moments {', '.join(f'{e:.6g}' for e in eig)})",
-            inertia_el,
-            element=where,
-            impossible=True,
-        )
+        raise ctx.error(f"inertia is not positive definite "
+                        f"(principal moments {', '.join(f'{e:.6g}' for e in eig)})", inertia_el, element=where,
+                        impossible=True)
     tol = _TRIANGLE_RTOL * float(eig.sum())
     if eig[0] + eig[1] < eig[2] - tol:
-        raise ctx.error(
-            f"inertia breaks the triangle inequality "
-            f"(principal moments {eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g})",
-            inertia_el,
-            element=where,
-        )
+        raise ctx.error(f"inertia breaks the triangle inequality "
+                        f"(principal moments {eig[0]:.6g} + {eig[1]:.6g} < {eig[2]:.6g})", inertia_el, element=where)
 
 
 def _geometry(ctx: _Ctx, owner_el, base_dir: Path | None, link_name: str) -> Geometry:
@@ -425,11 +408,7 @@ def _geometry(ctx: _Ctx, owner_el, base_dir: Path | None, link_name: str) -> Geo
             raise ctx.error(f"link {link_name!r}: <mesh> has no filename", s)
         scale = _floats(ctx, s, "scale", 3, None)
         if scale is None:
-            scale1 = (
-                _floats(ctx, s, "scale", 1, None)
-                if s.get("scale") and len(s.get("scale").split()) == 1
-                else None
-            )
+            scale1 = _floats(ctx, s, "scale", 1, None) if s.get("scale") and len(s.get("scale").split()) == 1 else None
             scale = (scale1[0],) * 3 if scale1 else (1.0, 1.0, 1.0)
         path = resolve_uri(filename, base_dir)
         fault = _mesh_file_fault(path if path is not None else _plain_path(filename, base_dir))
@@ -487,13 +466,8 @@ def _visual(ctx, el, base_dir, link_name, materials) -> Visual:
             rgba = _floats(ctx, c, "rgba", 4, None)
         elif material in materials:
             rgba = materials[material]
-    return Visual(
-        name=el.get("name"),
-        origin=_origin(ctx, el),
-        geometry=_geometry(ctx, el, base_dir, link_name),
-        rgba=rgba,
-        material=material,
-    )
+    return Visual(name=el.get("name"), origin=_origin(ctx, el), geometry=_geometry(ctx, el, base_dir, link_name),
+                  rgba=rgba, material=material)
 
 
 def _link(ctx, el, base_dir, materials) -> Link:
@@ -502,10 +476,8 @@ def _link(ctx, el, base_dir, materials) -> Link:
         name=name,
         inertial=_inertial(ctx, el, name),
         visuals=tuple(_visual(ctx, v, base_dir, name, materials) for v in el.findall("visual")),
-        collisions=tuple(
-            Collision(name=c.get("name"), origin=_origin(ctx, c), geometry=_geometry(ctx, c, base_dir, name))
-            for c in el.findall("collision")
-        ),
+        collisions=tuple(Collision(name=c.get("name"), origin=_origin(ctx, c),
+                                   geometry=_geometry(ctx, c, base_dir, name)) for c in el.findall("collision")),
     )
 
 
@@ -536,9 +508,7 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
     limit = Limit()
     lim = el.find("limit")
     if jtype in ("revolute", "prismatic") and lim is None:
-        raise ctx.error(
-            f"joint {name!r}: a {jtype} joint needs a <limit> (lower, upper, effort, velocity)", el
-        )
+        raise ctx.error(f"joint {name!r}: a {jtype} joint needs a <limit> (lower, upper, effort, velocity)", el)
     if lim is not None:
         lower = _float(ctx, lim, "lower", 0.0 if jtype != "continuous" else -math.inf)
         upper = _float(ctx, lim, "upper", 0.0 if jtype != "continuous" else math.inf)
@@ -562,12 +532,9 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
     mim = el.find("mimic")
     if mim is not None:
         if mimic_mode == "error":
-            raise ctx.error(
-                f"joint {name!r} mimics joint {mim.get('joint')!r}: mimic joints are not supported; "
-                "load with mimic='independent' to treat it as an independent joint",
-                mim,
-                remedy={"mimic": "independent"},
-            )
+            raise ctx.error(f"joint {name!r} mimics joint {mim.get('joint')!r}: mimic joints are not supported; "
+                            "load with mimic='independent' to treat it as an independent joint", mim,
+                            remedy={"mimic": "independent"})
         if not mim.get("joint"):
             raise ctx.error(f"joint {name!r}: <mimic> has no joint", mim)
         if mimic_mode == "coupled":
@@ -584,17 +551,11 @@ def _check_tree(ctx: _Ctx, links: list[Link], joints: list[Joint], joint_els: di
         el = joint_els[j.name]
         for role, link in (("parent", j.parent), ("child", j.child)):
             if link not in names:
-                raise ctx.error(
-                    f"joint {j.name!r}: {role} link {link!r} is not defined",
-                    el.find(role),
-                    element=_describe(el),
-                )
+                raise ctx.error(f"joint {j.name!r}: {role} link {link!r} is not defined", el.find(role), element=_describe(el))
         if j.parent == j.child:
             raise ctx.error(f"joint {j.name!r} connects link {j.child!r} to itself", el)
         if j.child in parent_of:
-            raise ctx.error(
-                f"link {j.child!r} has two parents: joints {parent_of[j.child].name!r} and {j.name!r}", el
-            )
+            raise ctx.error(f"link {j.child!r} has two parents: joints {parent_of[j.child].name!r} and {j.name!r}", el)
         parent_of[j.child] = j
     roots = [l.name for l in links if l.name not in parent_of]
     if not roots:
@@ -634,9 +595,7 @@ def _yourdfpy_check(ctx: _Ctx, root) -> None:
         raise ctx.error(f"the URDF object model rejected the file: {exc}", element="<robot>") from None
 
 
-def _parse(
-    data: bytes, file: str | None, base_dir: Path | None, mimic: str, strict: bool | None
-) -> RobotDescription:
+def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str, strict: bool | None) -> RobotDescription:
     ctx = _Ctx(file, strict)
     if mimic not in _MIMIC_MODES:
         raise ValueError(f"mimic must be one of {_MIMIC_MODES}, got {mimic!r}")
@@ -660,9 +619,7 @@ def _parse(
     robot_name = root.get("name")
     if not robot_name and strict is False:
         robot_name = Path(file).stem if file else "robot"
-        log.warning(
-            "%s: <robot> has no name; using %r (accepted: strict=False)", file or "<string>", robot_name
-        )
+        log.warning("%s: <robot> has no name; using %r (accepted: strict=False)", file or "<string>", robot_name)
     if not robot_name:
         raise ctx.error("<robot> has no name", root, element="<robot>")
     materials = {}
@@ -674,9 +631,7 @@ def _parse(
     for el in root.findall("link"):
         link = _link(ctx, el, base_dir, materials)
         if link.name in link_lines:
-            raise ctx.error(
-                f"link {link.name!r} is defined twice (first at line {link_lines[link.name]})", el
-            )
+            raise ctx.error(f"link {link.name!r} is defined twice (first at line {link_lines[link.name]})", el)
         link_lines[link.name] = el.sourceline
         links.append(link)
     if not links:
@@ -685,16 +640,11 @@ def _parse(
     for el in root.findall("joint"):
         joint = _joint(ctx, el, mimic)
         if joint.name in joint_els:
-            raise ctx.error(
-                f"joint {joint.name!r} is defined twice (first at line {joint_els[joint.name].sourceline})",
-                el,
-            )
+            raise ctx.error(f"joint {joint.name!r} is defined twice (first at line {joint_els[joint.name].sourceline})", el)
         joint_els[joint.name] = el
         joints.append(joint)
     root_link = _check_tree(ctx, links, joints, joint_els)
-    desc = RobotDescription(
-        name=robot_name, links=tuple(links), joints=tuple(joints), root=root_link, source=file
-    )
+    desc = RobotDescription(name=robot_name, links=tuple(links), joints=tuple(joints), root=root_link, source=file)
     _check_physics(ctx, desc, joint_els)
     _yourdfpy_check(ctx, root)
     return desc
@@ -726,13 +676,8 @@ def load_urdf(path: str | Path, mimic: str = "coupled", strict: bool | None = No
         raise URDFError(f"cannot read the URDF: {type(exc).__name__}: {exc}", file=str(path)) from None
 
 
-def parse_urdf_string(
-    xml: str | bytes,
-    base_dir: str | Path | None = None,
-    source: str | None = None,
-    mimic: str = "coupled",
-    strict: bool | None = None,
-) -> RobotDescription:
+def parse_urdf_string(xml: str | bytes, base_dir: str | Path | None = None,
+                      source: str | None = None, mimic: str = "coupled", strict: bool | None = None) -> RobotDescription:
     """Parse and validate URDF text; relative and ``package://`` names resolve from ``base_dir``."""
     data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
     try:

@@ -67,14 +67,9 @@ class CarPlannerPage(QWidget):
         self._timer = QTimer(self)
         self._timer.setInterval(int(self.params.dt * 1000))
         self._timer.timeout.connect(self._next_frame)
-        for event, slot in (
-            ("targets", self._draw_targets),
-            ("selection", self._draw_targets),
-            ("plan", self._draw_plan),
-            ("track", self._draw_track),
-            ("drive", self._draw_drive),
-            ("history", self._update_undo_actions),
-        ):
+        for event, slot in (("targets", self._draw_targets), ("selection", self._draw_targets),
+                            ("plan", self._draw_plan), ("track", self._draw_track), ("drive", self._draw_drive),
+                            ("history", self._update_undo_actions)):
             self.state.connect(event, slot)
         self._update_undo_actions()
 
@@ -128,9 +123,7 @@ class CarPlannerPage(QWidget):
         self.tabs.addTab(self.plan_panel, "Plan")
         self.track_panel = TrackPanel(self.state)
         self.tabs.addTab(self.track_panel, "Track")
-        self.model_panel = ModelPanel(
-            self.ctx, lambda: self.params, self.models_dir, self.current_model_folder
-        )
+        self.model_panel = ModelPanel(self.ctx, lambda: self.params, self.models_dir, self.current_model_folder)
         self.model_panel.model_ready.connect(self.add_model)
         self.model_panel.log_loaded.connect(self._on_log_loaded)
         self.tabs.addTab(self.model_panel, "Model")
@@ -224,10 +217,7 @@ class CarPlannerPage(QWidget):
 
     # -- models ----------------------------------------------------------------------------
     def models_dir(self) -> Path:
-        default = (
-            Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation))
-            / "car_models"
-        )
+        default = Path(QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppDataLocation)) / "car_models"
         return Path(str(self.ctx.settings.value("car/models_dir", str(default))))
 
     def current_model_folder(self) -> str | None:
@@ -316,12 +306,7 @@ class CarPlannerPage(QWidget):
             self.canvas.skid.setData([], [])
         for item in self._plan_items():
             item.setData([], [])
-        for c in (
-            self.cost_curve,
-            self.cost_curve2,
-            *self.throttle_curves.values(),
-            *self.steer_curves.values(),
-        ):
+        for c in (self.cost_curve, self.cost_curve2, *self.throttle_curves.values(), *self.steer_curves.values()):
             c.setData([], [])
         self.cost_plot.getPlotItem().enableAutoRange()
         self._label_control_plots({})
@@ -334,9 +319,7 @@ class CarPlannerPage(QWidget):
         for k, v in enumerate(variants[:2]):
             (c.nominal, c.compare)[k].setData(v.pose[:, 0], v.pose[:, 1])
             (c.executed, c.compare_executed)[k].setData(v.executed_pose[:, 0], v.executed_pose[:, 1])
-            (self.cost_curve, self.cost_curve2)[k].setData(
-                np.arange(len(v.costs)), np.maximum(v.costs, 1e-12)
-            )
+            (self.cost_curve, self.cost_curve2)[k].setData(np.arange(len(v.costs)), np.maximum(v.costs, 1e-12))
             self.throttle_curves[keys[k]].setData(steps, v.controls[:, 0])
             self.steer_curves[keys[k]].setData(steps, v.controls[:, 1])
         if res.compared:
@@ -364,10 +347,7 @@ class CarPlannerPage(QWidget):
     def _label_control_plots(self, names: dict[str, str]) -> None:
         """The throttle and steering legends list only the curves drawn ("other model" only
         when there is one), under ``names``."""
-        for plot, curves in (
-            (self.throttle_plot, self.throttle_curves),
-            (self.steer_plot, self.steer_curves),
-        ):
+        for plot, curves in ((self.throttle_plot, self.throttle_curves), (self.steer_plot, self.steer_curves)):
             legend = plot.getPlotItem().legend
             if legend is None:
                 continue
@@ -460,9 +440,7 @@ class CarPlannerPage(QWidget):
         if result.compared:
             rows = "; ".join(f"{v.label}: {v.executed_position_error:.2f} m / "
                              f"{v.executed_heading_error:.2f} rad" for v in result.variants)
-            self.status.setText(
-                f"Planned on {len(result.variants)} models. Executed on the simulator: {rows}."
-            )
+            self.status.setText(f"Planned on {len(result.variants)} models. Executed on the simulator: {rows}.")
         else:
             m = result.main
             errs = ", ".join(f"step {e['step']}: {e['position_error']:.2f} m / {e['heading_error']:.2f} rad"
@@ -569,9 +547,7 @@ class CarPlannerPage(QWidget):
 
     def drive(self):
         t = self.track_panel
-        if self.state.track is None and (
-            not t.track_combo.count() or not self.load_track(t.track_combo.currentData())
-        ):
+        if self.state.track is None and (not t.track_combo.count() or not self.load_track(t.track_combo.currentData())):
             return
         if self._drive is not None:
             return
@@ -603,10 +579,8 @@ class CarPlannerPage(QWidget):
         self._drive_feed.take_all()
         self.state.finish_drive(res)
         lap = f"{res['lap_time']:.2f} s" if res["lap_time"] else "not completed"
-        self.status.setText(
-            f"MPC: lap {lap}, max deviation {res['max_track_deviation']:.2f} m, "
-            f"{res['control_rate_hz']:.1f} Hz control rate, {res['iterations_per_cycle']} iterations/cycle."
-        )
+        self.status.setText(f"MPC: lap {lap}, max deviation {res['max_track_deviation']:.2f} m, "
+                            f"{res['control_rate_hz']:.1f} Hz control rate, {res['iterations_per_cycle']} iterations/cycle.")
 
     def _on_drive_stopped(self):
         self.state.end_drive(stopped=True)
@@ -641,9 +615,7 @@ class CarPlannerPage(QWidget):
 
     def save_track(self, path: str) -> bool:
         """Write the current track as JSON, atomically."""
-        if self.state.track is None or not self._guard(
-            "Save track", lambda: self.state.save_track(path), path
-        ):
+        if self.state.track is None or not self._guard("Save track", lambda: self.state.save_track(path), path):
             return False
         self.ctx.add_recent_file(path)
         self.status.setText(f"Track saved to {path}.")
@@ -661,17 +633,13 @@ class CarPlannerPage(QWidget):
             self.save_plan(path)
 
     def _load_plan_dialog(self):
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Load plan", self.start_folder("plan"), "Car plan (*.json)"
-        )
+        path, _ = QFileDialog.getOpenFileName(self, "Load plan", self.start_folder("plan"), "Car plan (*.json)")
         if path:
             self.remember_folder("plan", str(Path(path).parent))
             self.load_plan(path)
 
     def _load_track_dialog(self):
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Load track", self.start_folder("track"), "Tracks (*.csv *.json)"
-        )
+        path, _ = QFileDialog.getOpenFileName(self, "Load track", self.start_folder("track"), "Tracks (*.csv *.json)")
         if path:
             self.remember_folder("track", str(Path(path).parent))
             self.load_track(path)
@@ -710,9 +678,7 @@ class CarPlannerPage(QWidget):
     def restore_session_state(self, state: dict) -> None:
         problems = self.state.restore_session(state)
         if problems:
-            message = (
-                "Could not restore " + "; ".join(problems) + ". The rest of the car planner was restored."
-            )
+            message = "Could not restore " + "; ".join(problems) + ". The rest of the car planner was restored."
             self.status.setText(message)
             self.ctx.show_error("Restore car planner", message)
         combo = self.plan_panel.model_combo

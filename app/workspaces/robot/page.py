@@ -44,14 +44,8 @@ from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.joints_panel import JointsPanel
 from app.workspaces.robot.log_replay import LogReplayPanel
 from app.workspaces.robot.motion_panel import MotionPanel
-from app.workspaces.robot.robot_jobs import (
-    LoadedRobot,
-    dynamics_readouts,
-    ik_job,
-    load_robot_job,
-    simulate_job,
-    xacro_file_of,
-)
+from app.workspaces.robot.robot_jobs import (LoadedRobot, dynamics_readouts, ik_job, load_robot_job,
+                                             simulate_job, xacro_file_of)
 from app.workspaces.robot.state import RobotState, describe_ik
 from app.workspaces.robot.targets_panel import TargetsPanel
 from app.workspaces.robot.xacro_dialogs import ask_expand_xacro, ask_xacro_args
@@ -115,12 +109,9 @@ class RobotPage(QWidget):
         chosen = ctx.options.get("robot")      # a xacro file named on the command line: the user's say-so
         start = str(chosen or self.ctx.settings.value(LAST_KEY) or DEFAULT_ROBOT)
         self._pending_note = ""      # said with the next loaded robot's status
-        if not chosen and xacro_file_of(start) is not None:  # the last run's xacro waits in the list
-            self._pending_note, start = (
-                f"; the last robot, {Path(start).name}, is a xacro file: choose it in "
-                "the robot list to expand it again",
-                DEFAULT_ROBOT,
-            )
+        if not chosen and xacro_file_of(start) is not None:      # the last run's xacro waits in the list
+            self._pending_note, start = f"; the last robot, {Path(start).name}, is a xacro file: choose it in " \
+                                        "the robot list to expand it again", DEFAULT_ROBOT
         self.load_robot(start, xacro_allowed=bool(chosen))
 
     # ================================================================== layout
@@ -146,9 +137,7 @@ class RobotPage(QWidget):
         self.open_button.clicked.connect(self._open_dialog)
         bar.addWidget(self.open_button)
         self.log_button = QPushButton("Play log…", objectName="playLog")
-        self.log_button.setToolTip(
-            "Play a joint log (CSV, Parquet, bag, MCAP…) on this robot, with linked plots"
-        )
+        self.log_button.setToolTip("Play a joint log (CSV, Parquet, bag, MCAP…) on this robot, with linked plots")
         self.log_button.clicked.connect(lambda: self.replay.open_log())
         bar.addWidget(self.log_button)
         self.progress = QProgressBar()
@@ -323,13 +312,11 @@ class RobotPage(QWidget):
         if idx >= 0:
             self.picker.setCurrentIndex(idx)
         self._status(f"Loading {name_or_path}…")
-        handle = self.ctx.jobs.submit(
-            load_robot_job(name_or_path, xacro_args=xacro_args, xacro_allowed=xacro_allowed),
-            name=f"load robot {name_or_path}",
-            on_result=self._on_loaded,
-            on_error=lambda msg, tb, src=name_or_path: self._on_load_failed(src, msg),
-            on_progress=self._on_load_progress,
-        )
+        handle = self.ctx.jobs.submit(load_robot_job(name_or_path, xacro_args=xacro_args, xacro_allowed=xacro_allowed),
+                                      name=f"load robot {name_or_path}",
+                                      on_result=self._on_loaded,
+                                      on_error=lambda msg, tb, src=name_or_path: self._on_load_failed(src, msg),
+                                      on_progress=self._on_load_progress)
         handle.ended.connect(lambda h=handle: self._on_load_ended(h))
         self._load_handle = handle
         return handle
@@ -366,11 +353,7 @@ class RobotPage(QWidget):
         model = loaded.model
         self.view.fit_to_robot()
         self._remember(loaded)
-        warn = (
-            f" ({len(loaded.geometry.warnings)} mesh warnings, see the log)"
-            if loaded.geometry.warnings
-            else ""
-        )
+        warn = f" ({len(loaded.geometry.warnings)} mesh warnings, see the log)" if loaded.geometry.warnings else ""
         if loaded.notes:
             warn += "; " + "; ".join(loaded.notes)
             for note in loaded.notes:
@@ -397,9 +380,7 @@ class RobotPage(QWidget):
         state, model = self.state, loaded.model
         self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper,
                               state.neutral[state.base_size:])
-        self.targets.set_robot(
-            model.link_names, state.end_effector, gizmo_size=max(0.03, 0.12 * state.extent())
-        )
+        self.targets.set_robot(model.link_names, state.end_effector, gizmo_size=max(0.03, 0.12 * state.extent()))
         self.targets.set_whole_body(state.floating, model.link_names, state.held_links, state.ik_base)
         self.motion.reset()
         self.dynamics.clear()
@@ -490,14 +471,11 @@ class RobotPage(QWidget):
         self.targets.set_busy(True)
         self.targets.set_message("Solving…", None)
         start_q = self.q
-        handle = self.ctx.jobs.submit(
-            ik_job(self.robot.model, request),
-            name="robot IK",
-            on_result=lambda out, q0=start_q: self.state.accept_ik(out, q0),
-            on_error=lambda msg, tb: self.targets.set_message(f"IK failed: {msg}", None, ok=False),
-            on_cancelled=lambda: self.targets.set_message("Cancelled.", None),
-            on_progress=self._on_ik_progress,
-        )
+        handle = self.ctx.jobs.submit(ik_job(self.robot.model, request), name="robot IK",
+                                      on_result=lambda out, q0=start_q: self.state.accept_ik(out, q0),
+                                      on_error=lambda msg, tb: self.targets.set_message(f"IK failed: {msg}", None, ok=False),
+                                      on_cancelled=lambda: self.targets.set_message("Cancelled.", None),
+                                      on_progress=self._on_ik_progress)
         handle.ended.connect(lambda h=handle: self._on_ik_ended(h))
         self._ik_handle = handle
         return handle
@@ -584,9 +562,7 @@ class RobotPage(QWidget):
         self.state.accept_simulation(result, generation)
 
     def _on_state_simulation(self, result) -> None:
-        self.motion.play_trajectory(
-            result.t, result.q, f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s"
-        )
+        self.motion.play_trajectory(result.t, result.q, f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s")
 
     def _cancel_simulation(self) -> None:
         if self._sim_handle is not None and self._sim_handle.is_running:
@@ -605,10 +581,8 @@ class RobotPage(QWidget):
         if Path(path).name.lower().endswith(".xacro") and xacro_args is None:
             xacro_args = ask_xacro_args(self, self.ctx.settings, path)
             if xacro_args is None:
-                return True  # the user cancelled: nothing to load, the file was ours
-        self.load_robot(
-            str(path), xacro_args=xacro_args or None, xacro_allowed=True
-        )  # opening it: the say-so
+                return True          # the user cancelled: nothing to load, the file was ours
+        self.load_robot(str(path), xacro_args=xacro_args or None, xacro_allowed=True)   # opening it: the say-so
         return True
 
     def confirm_xacro(self, path: str, why: str) -> bool:
@@ -659,10 +633,7 @@ class RobotPage(QWidget):
         return {
             **self.state.session_state(),
             "units": self.joints.units,
-            "keyframes": {
-                "times": list(self.motion.key_times),
-                "poses": [q.tolist() for q in self.motion.key_poses],
-            },
+            "keyframes": {"times": list(self.motion.key_times), "poses": [q.tolist() for q in self.motion.key_poses]},
             "replay": self.replay.session_state(),
         }
 
@@ -689,15 +660,8 @@ class RobotPage(QWidget):
             parts = [("joint positions 'q'", lambda: self._restore_q(state.get("q")))]
             targets = state.get("targets", [])
             targets = targets if isinstance(targets, list) else [targets]
-            parts += [
-                (
-                    f"target {i + 1}",
-                    lambda t=t: self.targets.add_target(
-                        t["link"], np.asarray(t["pose"], float), bool(t.get("position_only"))
-                    ),
-                )
-                for i, t in enumerate(targets)
-            ]
+            parts += [(f"target {i + 1}", lambda t=t: self.targets.add_target(
+                t["link"], np.asarray(t["pose"], float), bool(t.get("position_only")))) for i, t in enumerate(targets)]
             if "held_links" in state or "ik_base" in state:
                 parts.append(("whole-body IK choices", lambda: self.set_whole_body(
                     list(state.get("held_links") or []), state.get("ik_base") or "free")))
@@ -713,11 +677,8 @@ class RobotPage(QWidget):
                     skipped.append(f"{what} ({exc})")
             self.state.clear_history()            # a restored session starts a fresh history
             if skipped:
-                self.ctx.show_error(
-                    "Session partly restored",
-                    "Robot workspace: skipped " + "; ".join(skipped) + ". The rest was restored.",
-                )
-
+                self.ctx.show_error("Session partly restored",
+                                    "Robot workspace: skipped " + "; ".join(skipped) + ". The rest was restored.")
         self.robot_loaded.connect(apply)
         if self.load_robot(source, xacro_args=state.get("xacro_args") or None, why="session") is None:
             self.robot_loaded.disconnect(apply)     # a xacro robot the user chose not to expand
