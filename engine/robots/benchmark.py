@@ -137,7 +137,8 @@ def _time_interleaved(fns: dict, cfg: RbdBenchConfig) -> dict:
     Each repeat times every library once, one after the other, so that a change of load
     on the machine affects all of them alike; a function that raises gives None.
     """
-    calls, out = {}, {}
+    calls: dict[str, tuple[int, float]] = {}
+    out: dict[str, float | None] = {}
     for name, fn in fns.items():
         try:
             fn()
@@ -149,7 +150,7 @@ def _time_interleaved(fns: dict, cfg: RbdBenchConfig) -> dict:
             out[name] = None
             continue
         calls[name] = (int(min(cfg.max_calls, max(1, cfg.min_time_s / cfg.repeats / once))), once)
-    samples = {name: [] for name in calls}
+    samples: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(cfg.repeats):
         for name, (n, once) in calls.items():
             if r >= 2 and once >= 0.5:     # slow references: two measurements are enough

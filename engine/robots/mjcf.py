@@ -142,7 +142,7 @@ def _mesh_assets(path: Path) -> list[tuple[str, str, Path, int | None, str]]:
     model_dir = path.resolve().parent
     meshdir: str | None = None
     meshes = []
-    pending, seen = [path], set()
+    pending, seen = [path], set[str]()
     while pending and len(seen) < _MAX_INCLUDES:
         current = pending.pop(0)
         key = str(current.resolve())

@@ -104,7 +104,7 @@ def description_to_urdf(desc: RobotDescription) -> bytes:
         etree.SubElement(el, "child", link=j.child)
         if j.type != "fixed":
             etree.SubElement(el, "axis", xyz=_nums(j.axis))
-            lim = {}
+            lim: dict[str, str] = {}
             if j.type != "continuous" and math.isfinite(j.limit.lower) and math.isfinite(j.limit.upper):
                 lim.update(lower=_num(j.limit.lower), upper=_num(j.limit.upper))
             lim["effort"] = _num(j.limit.effort) if math.isfinite(j.limit.effort) else "1e9"
