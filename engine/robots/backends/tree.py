@@ -120,7 +120,7 @@ class Inertials:
         return self._constants
 
     @property
-    def root(self):
+    def root(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The root body's ``(m (), c (3,), Ic (3, 3))`` in its frame."""
         m, c, Ic = self.parts
         return m[0], c[0], Ic[0]
