@@ -44,6 +44,7 @@ import site
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, cast, overload
 
 import numpy as np
 from lxml import etree
@@ -224,7 +225,24 @@ def _describe(el) -> str:
     return f"<{tag}>"
 
 
-def _floats(ctx: _Ctx, el, attr: str, count: int, default=None, required: bool = False) -> tuple | None:
+# a given default or required=True gives a value; three numbers give a 3-tuple
+@overload
+def _floats(ctx: _Ctx, el, attr: str, count: Literal[3], default: tuple[float, float, float],
+            required: bool = False) -> tuple[float, float, float]: ...
+@overload
+def _floats(ctx: _Ctx, el, attr: str, count: Literal[3], default: None = None, *,
+            required: Literal[True]) -> tuple[float, float, float]: ...
+@overload
+def _floats(ctx: _Ctx, el, attr: str, count: Literal[3], default: None = None,
+            required: bool = False) -> tuple[float, float, float] | None: ...
+@overload
+def _floats(ctx: _Ctx, el, attr: str, count: Literal[4], default: None = None,
+            required: bool = False) -> tuple[float, float, float, float] | None: ...
+@overload
+def _floats(ctx: _Ctx, el, attr: str, count: int, default: tuple[float, ...] | None = None,
+            required: bool = False) -> tuple[float, ...] | None: ...
+def _floats(ctx: _Ctx, el, attr: str, count: int, default: tuple[float, ...] | None = None,
+            required: bool = False) -> tuple[float, ...] | None:
     """Parse ``count`` finite floats from attribute ``attr`` of ``el``."""
     text = el.get(attr) if el is not None else None
     if text is None:
@@ -243,7 +261,13 @@ def _floats(ctx: _Ctx, el, attr: str, count: int, default=None, required: bool =
     return values
 
 
-def _float(ctx, el, attr, default=None, required=False) -> float | None:
+@overload
+def _float(ctx, el, attr, default: float, required: bool = False) -> float: ...
+@overload
+def _float(ctx, el, attr, default: None = None, *, required: Literal[True]) -> float: ...
+@overload
+def _float(ctx, el, attr, default: None = None, required: bool = False) -> float | None: ...
+def _float(ctx, el, attr, default: float | None = None, required: bool = False) -> float | None:
     v = _floats(ctx, el, attr, 1, None, required)
     return default if v is None else v[0]
 
@@ -277,9 +301,9 @@ def _inertial(ctx: _Ctx, link_el, link_name: str) -> Inertial | None:
     inertia_el = el.find("inertia")
     if inertia_el is None:
         raise ctx.error(f"link {link_name!r}: <inertial> has no <inertia>", el)
-    inertia = tuple(
+    inertia = cast("tuple[float, float, float, float, float, float]", tuple(
         _float(ctx, inertia_el, k, required=True) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
-    )
+    ))
     inertial = Inertial(mass=mass, origin=_origin(ctx, el), inertia=inertia)
     ctx.inertial_elements[link_name] = (mass_el, inertia_el)
     return inertial
@@ -532,7 +556,7 @@ def _joint(ctx: _Ctx, el, mimic_mode: str) -> Joint:
         norm = math.sqrt(sum(a * a for a in axis))
         if norm < 1e-12:
             raise ctx.error(f"joint {name!r}: axis is zero", axis_el if axis_el is not None else el)
-        axis = tuple(a / norm for a in axis)
+        axis = cast("tuple[float, float, float]", tuple(a / norm for a in axis))
     limit = Limit()
     lim = el.find("limit")
     if jtype in ("revolute", "prismatic") and lim is None:
@@ -670,7 +694,8 @@ def _parse(
         c = m.find("color")
         if m.get("name") and c is not None:
             materials[m.get("name")] = _floats(ctx, c, "rgba", 4, None)
-    links, link_lines = [], {}
+    links: list[Link] = []
+    link_lines: dict[str, int] = {}
     for el in root.findall("link"):
         link = _link(ctx, el, base_dir, materials)
         if link.name in link_lines:
@@ -681,7 +706,8 @@ def _parse(
         links.append(link)
     if not links:
         raise ctx.error("the robot has no links", root, element="<robot>")
-    joints, joint_els = [], {}
+    joints: list[Joint] = []
+    joint_els: dict[str, etree._Element] = {}
     for el in root.findall("joint"):
         joint = _joint(ctx, el, mimic)
         if joint.name in joint_els:
