@@ -23,11 +23,12 @@ Jacobian of the residuals through the whole rollout, for the Gauss-Newton search
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 import torch
 
-from engine.car.costs import PlanWeights, control_cost, poses_from_velocities
+from engine.car.costs import PlanWeights, TargetCost, control_cost, poses_from_velocities
 from engine.car.dynamics import rollout
 from engine.onednn import fused_layer
 
@@ -37,6 +38,8 @@ StageCost = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (P, V) (B, N
 
 
 class _Base:
+    batch_costs: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # defined by each evaluator
+
     def __init__(self, pose0, v0, stage_cost: StageCost, weights: PlanWeights, u_scale,
                  w_prev=None, dtype=torch.float32):
         self.dtype = dtype
@@ -86,7 +89,7 @@ class AutogradEvaluator(_Base):
         W = W.detach().to(self.dtype).clone().requires_grad_(True)
         with torch.enable_grad():
             P, _ = rollout(self.dynamics, self.pose0, self.v0, W * self.u_scale)
-            r = self.stage_cost.residuals(P)
+            r = cast(TargetCost, self.stage_cost).residuals(P)
             rows = [
                 torch.autograd.grad(r[i], W, retain_graph=i + 1 < r.shape[0])[0] for i in range(r.shape[0])
             ]
@@ -199,7 +202,7 @@ class MLPEvaluator(_Base):
         W, V, Jv, Ju = self._step_jacobians(W, V)
         Vl = V.detach().clone().requires_grad_(True)
         with torch.enable_grad():  # one small backward per residual (torch.func would import ~1 s of modules)
-            r = self.stage_cost.residuals(poses_from_velocities(self.pose0, Vl, self.h))
+            r = cast(TargetCost, self.stage_cost).residuals(poses_from_velocities(self.pose0, Vl, self.h))
             G = torch.stack([torch.autograd.grad(r[i], Vl, retain_graph=i + 1 < r.shape[0])[0]
                              for i in range(r.shape[0])])                 # (R, N+1, 3)
         lam = _velocity_adjoint(Jv, G)                                    # (R, N, 3)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch import nn
@@ -122,6 +123,11 @@ def training_elements(config: CarMLPConfig) -> float:
 class CarMLP(nn.Module):
     """``v_next = v + out_scale * net((cat(v, u) - in_mean) / in_std)``."""
 
+    linears: nn.ModuleList  # of nn.Linear
+    in_mean: torch.Tensor  # buffers: (5,), (5,), (3,)
+    in_std: torch.Tensor
+    out_scale: torch.Tensor
+
     def __init__(self, config: CarMLPConfig = CarMLPConfig()):
         super().__init__()
         self.config = config
@@ -131,8 +137,8 @@ class CarMLP(nn.Module):
         self.register_buffer("in_std", torch.ones(5))
         self.register_buffer("out_scale", torch.ones(3))
         with torch.no_grad():  # a small last layer: the untrained model is close to v_next = v
-            self.linears[-1].weight.mul_(0.1)
-            self.linears[-1].bias.zero_()
+            cast(nn.Linear, self.linears[-1]).weight.mul_(0.1)
+            cast(nn.Linear, self.linears[-1]).bias.zero_()
 
     @property
     def activation(self):
@@ -161,7 +167,7 @@ class CarMLP(nn.Module):
         """
         with torch.no_grad():
             out = []
-            for i, layer in enumerate(self.linears):
+            for i, layer in enumerate(cast("list[nn.Linear]", self.linears)):
                 W, b = layer.weight.detach().float().clone(), layer.bias.detach().float().clone()
                 if i == 0:
                     b = b - W @ (self.in_mean / self.in_std).float()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -192,7 +193,7 @@ def run_mpc(track: Track, dynamics, params: CarParams = CarParams(), config: MPC
             lap_times.append(steps * h - sum(lap_times))
         if on_cycle is not None:
             on_cycle({"step": steps, "time": steps * h, "pose": pose.tolist(), "v": v.tolist(),
-                      "u": u.tolist(), "slip": out.slip.tolist(), "plan": res.pose.tolist(),
+                      "u": u.tolist(), "slip": out.slip.tolist(), "plan": cast(torch.Tensor, res.pose).tolist(),
                       "progress": progress_total, "deviation": dev, "speed": speeds[-1]})
         if ctx is not None:
             ctx.progress(min(0.99, progress_total / (laps * field.length)), f"lap {len(lap_times) + 1}",

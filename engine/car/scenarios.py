@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 import torch
 
@@ -143,7 +144,7 @@ def _triple(data: dict, key: str) -> tuple[float, float, float]:
     value = data.get(key, (0.0, 0.0, 0.0))
     if not isinstance(value, (list, tuple)) or len(value) != 3:
         raise PlanError(f"field {key!r} must be a list of 3 numbers, got {str(value)[:60]}")
-    return tuple(check_finite("plan", key, v) for v in value)
+    return cast("tuple[float, float, float]", tuple(check_finite("plan", key, v) for v in value))
 
 
 SCENARIOS: dict[str, Plan] = {
@@ -203,7 +204,7 @@ def plan_trajectory(plan: Plan, dynamics, params: CarParams = CarParams(),
                         cost, plan.weights, u_scale, fast=fast)
     W0 = torch.zeros(plan.horizon, 2) if initial_controls is None else initial_controls.float() / u_scale
     res = optimise(ev, W0, config, ctx=ctx, on_iteration=on_iteration)
-    return PlanOutcome(res, res.controls * u_scale, cost.errors(res.pose))
+    return PlanOutcome(res, res.controls * u_scale, cost.errors(cast(torch.Tensor, res.pose)))
 
 
 def execute_open_loop(plan: Plan, controls: torch.Tensor, params: CarParams = CarParams()) -> dict:

@@ -65,7 +65,7 @@ class ExampleLog:
 
 
 def smooth_random_signal(rng: np.random.Generator, amplitude: float, components: int,
-                         band: tuple[float, float], duration: float) -> Callable[[np.ndarray], np.ndarray]:
+                         band: tuple[float, float], duration: float) -> Callable[[np.ndarray | float], np.ndarray]:
     """A random smooth signal ``f(t)``: a sum of ``components`` sines with frequencies uniform
     in ``band`` (Hz), random phases and weights, scaled so ``max |f| = amplitude`` on
     ``[0, duration]``. Returns a function of ``t`` (s, any shape)."""
@@ -391,9 +391,9 @@ def rc_car_log(cfg: RCCarLogConfig = RCCarLogConfig()) -> ExampleLog:
     y = poses[:, 1] + rng.normal(0, cfg.position_noise, n)
     yaw = poses[:, 2] + rng.normal(0, cfg.yaw_noise, n)
     yaw = (yaw + np.pi) % (2 * np.pi) - np.pi
-    throttle = controls[:, 0] + rng.normal(0, cfg.throttle_noise, n)
+    throttle_logged = controls[:, 0] + rng.normal(0, cfg.throttle_noise, n)
     steering = controls[:, 1] + rng.normal(0, cfg.steering_noise, n)
-    columns = {"t": times, "x": x, "y": y, "yaw": yaw, "throttle": throttle, "steering": steering}
+    columns = {"t": times, "x": x, "y": y, "yaw": yaw, "throttle": throttle_logged, "steering": steering}
     mapping = LogMapping(
         time="t",
         q=["x", "y", "yaw"],

@@ -16,12 +16,16 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
 from engine.data.log_replay import GhostRollout, LogReplay
 from engine.io import DiskFullError, disk_full_as_error, publish_file
 from engine.robots.model import RobotModel
+
+if TYPE_CHECKING:
+    from mpl_toolkits.mplot3d.axes3d import Axes3D
 
 __all__ = [
     "VideoOptions",
@@ -110,7 +114,7 @@ def render_frames(
                                             if j.movable})
     fig = Figure(figsize=(options.width / 100, options.height / 100), dpi=100)
     canvas = FigureCanvasAgg(fig)
-    ax = fig.add_axes((0, 0, 1, 0.94), projection="3d")
+    ax = cast("Axes3D", fig.add_axes((0, 0, 1, 0.94), projection="3d"))
     ax.set_xlim(centre[0] - half, centre[0] + half)
     ax.set_ylim(centre[1] - half, centre[1] + half)
     ax.set_zlim(centre[2] - half, centre[2] + half)
@@ -151,6 +155,14 @@ class VideoWriteError(ValueError):
     at the target path, if any, is left as it was."""
 
 
+class _GifWriter(Protocol):
+    """imageio's GIF writer, as used here."""
+
+    def append_data(self, frame: np.ndarray) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class _FfmpegPipe:
     """ffmpeg (imageio-ffmpeg's binary) encoding raw RGB frames from a pipe to H.264 MP4, with
     its exit status and its error output checked: imageio's writer ignores both, so a disk that
@@ -171,7 +183,7 @@ class _FfmpegPipe:
 
     def append(self, frame: np.ndarray) -> None:
         try:
-            self.proc.stdin.write(frame.tobytes())
+            cast(IO[bytes], self.proc.stdin).write(frame.tobytes())
         except (BrokenPipeError, OSError):   # ffmpeg stopped: its own reason is in its log
             self.close()
             raise VideoWriteError("the video encoder stopped before the last frame") from None
@@ -181,7 +193,7 @@ class _FfmpegPipe:
         import contextlib
 
         with contextlib.suppress(OSError):
-            self.proc.stdin.close()
+            cast(IO[bytes], self.proc.stdin).close()
         code = self.proc.wait()
         self.log.seek(0)
         text = self.log.read().decode("utf-8", "replace").strip()
@@ -232,7 +244,9 @@ def write_frames(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: flo
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=suffix, prefix=f".{path.stem}.", dir=path.parent)
     os.close(fd)
-    count, size, writer = 0, None, None
+    count = 0
+    size: tuple[int, ...] | None = None
+    writer: _FfmpegPipe | _GifWriter | None = None
     try:
         with disk_full_as_error(path.parent):
             for frame in frames:
@@ -249,12 +263,13 @@ def write_frames(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: flo
                 elif frame.shape[:2] != size:
                     raise ValueError(f"frame {count + 1} is {frame.shape[1]}x{frame.shape[0]}, the first "
                                      f"was {size[1]}x{size[0]}; every frame of a video has one size")
-                writer.append(frame) if suffix == ".mp4" else writer.append_data(frame)
+                (cast(_FfmpegPipe, writer).append(frame) if suffix == ".mp4"   # set at the first frame
+                 else cast(_GifWriter, writer).append_data(frame))
                 count += 1
             if count == 0:
                 raise ValueError("no frames to write")
             finished, writer = writer, None
-            finished.close()
+            cast("_FfmpegPipe | _GifWriter", finished).close()
             if _written(tmp) == 0:
                 raise VideoWriteError("the video encoder wrote nothing")
             publish_file(tmp, path)
@@ -274,13 +289,13 @@ def write_frames(path: str | os.PathLike, frames: Iterable[np.ndarray], fps: flo
     return {
         "path": str(path),
         "frames": count,
-        "width": int(size[1]),
-        "height": int(size[0]),
+        "width": int(cast("tuple[int, ...]", size)[1]),
+        "height": int(cast("tuple[int, ...]", size)[0]),
         "fps": float(fps),
     }
 
 
-def _open_writer(tmp: str, suffix: str, size: tuple[int, int], fps: float):
+def _open_writer(tmp: str, suffix: str, size: tuple[int, ...], fps: float) -> _FfmpegPipe | _GifWriter:
     if suffix == ".mp4":
         return _FfmpegPipe(tmp, int(size[1]), int(size[0]), float(fps))
     import imageio.v2 as iio

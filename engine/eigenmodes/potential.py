@@ -7,6 +7,8 @@ it is itself differentiable with respect to ``q`` and the weights.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 from torch import nn
 
@@ -17,6 +19,9 @@ __all__ = ["PotentialMLP"]
 
 class PotentialMLP(nn.Module):
     """V_theta: ``(..., 2) -> (...)`` in J, with ``gradient(q) -> (..., 2)`` in N m."""
+
+    hidden: nn.ModuleList  # of nn.Linear
+    out: nn.Linear
 
     def __init__(self, config: PotentialConfig | None = None, dtype=torch.float64, seed: int | None = None):
         super().__init__()
@@ -53,11 +58,11 @@ class PotentialMLP(nn.Module):
         """dV_theta/dq, ``(..., 2)``: the analytic backward pass through the tanh layers."""
         acts = []
         h = q
-        for layer in self.hidden:
+        for layer in cast("list[nn.Linear]", self.hidden):
             h = torch.tanh(torch.nn.functional.linear(h, layer.weight, layer.bias))
             acts.append(h)
         g = self.out.weight[0].expand_as(acts[-1])
-        for layer, a in zip(reversed(self.hidden), reversed(acts)):
+        for layer, a in zip(reversed(cast("list[nn.Linear]", self.hidden)), reversed(acts)):
             g = (g * (1 - a * a)) @ layer.weight
         return g
 

@@ -22,6 +22,7 @@ import torch
 from engine.eigenmodes.config import StabiliseConfig
 from engine.eigenmodes.dynamics import closed_loop_energy, rk4_step
 from engine.eigenmodes.orbit import DesiredOrbit
+from engine.eigenmodes.potential import PotentialMLP
 from engine.jobs import JobContext, NullJobContext
 from engine.systems.double_pendulum import DoublePendulumParams, hamiltonian_vector_field, velocity
 
@@ -38,7 +39,7 @@ def desired_orbit_of(mode, harmonics: int = 24) -> DesiredOrbit:
 class StabilisingController:
     """u_E, u_M and the stabilised vector field; pure functions of the state ``x (..., 4)``."""
 
-    potential: torch.nn.Module
+    potential: PotentialMLP
     plant: DoublePendulumParams
     orbit: DesiredOrbit
     energy: float                    # H_d (J)

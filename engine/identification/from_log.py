@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -450,7 +450,9 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         if blackbox is not None:
             preds_val["blackbox"] = blackbox(feats[va])
             preds_tr["blackbox"] = blackbox(feats[tr])
-    rmse_val, rmse_val_joint, rmse_tr = {}, {}, {}
+    rmse_val: dict[str, float | None] = {}
+    rmse_val_joint: dict[str, list[float] | None] = {}
+    rmse_tr: dict[str, float | None] = {}
     for key in ("learned", "nominal", "blackbox"):
         if key in preds_val:
             rmse_val[key], rmse_val_joint[key] = _rmse(preds_val[key], tau[va])
@@ -473,7 +475,7 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         unidentifiable[l] = "never moves (attached to the fixed base): no effect on the joint torques"
     validation = {"t": prepared.t[val_mask], "tau": prepared.u[val_mask]}
     validation.update({k: v.cpu().numpy() for k, v in preds_val.items()})
-    ctx.progress(1.0, "identification done", {"torque_rmse_learned": rmse_val["learned"]})
+    ctx.progress(1.0, "identification done", {"torque_rmse_learned": cast(float, rmse_val["learned"])})
     return LogIdentificationResult(
         robot=model.name,
         joint_names=list(model.joint_names),

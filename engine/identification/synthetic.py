@@ -28,6 +28,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Protocol, cast
 
 import numpy as np
 import torch
@@ -163,8 +164,15 @@ class ParameterReport:
     reason: str = ""
 
 
+class _NamedParameter(Protocol):
+    link: str
+    kind: str
+
+
 class ParameterLookup:
     """``parameter(link, kind)`` for a result that holds a ``parameters`` list (synthetic or from a log)."""
+
+    parameters: Sequence[_NamedParameter]
 
     def parameter(self, link: str, kind: str = "mass"):
         for p in self.parameters:
@@ -356,6 +364,7 @@ def identifiability(Y: np.ndarray, names, tol: float = 3e-4) -> dict[tuple[str, 
 
 
 class PreconditionedMass(torch.nn.Module):
+    value: torch.Tensor  # a buffer
     """A mass ``m0 (1 + raw / sensitivity)`` (kg), ``raw`` starting at 0.
 
     The torques are linear in the masses, so with this parametrisation the fit is a
@@ -453,8 +462,9 @@ def identify(config: IdentificationConfig = IdentificationConfig(), ctx: JobCont
     history: list[float] = []
     N = train.q.shape[0]
     if config.optimizer == "lbfgs":
-        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
-                                tolerance_grad=1e-12, tolerance_change=1e-15)
+        opt: torch.optim.Optimizer = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20,
+                                                       line_search_fn="strong_wolfe", tolerance_grad=1e-12,
+                                                       tolerance_change=1e-15)
         full = slice(None)
 
         def closure():
@@ -465,7 +475,7 @@ def identify(config: IdentificationConfig = IdentificationConfig(), ctx: JobCont
 
         for epoch in range(config.epochs):
             ctx.check_cancelled()
-            loss = float(opt.step(closure).detach())
+            loss = float(cast(torch.Tensor, opt.step(closure)).detach())  # LBFGS returns the loss
             history.append(loss)
             ctx.progress((epoch + 1) / max(config.epochs, 1) * 0.9, f"epoch {epoch + 1}/{config.epochs}",
                          {"loss": loss})

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -172,7 +173,7 @@ def _read_mcap_decoded(path: Path, ctx, topics) -> LogTable:
 
     rows = _Rows()
     factories: dict = {}
-    decoders: dict[int, object] = {}
+    decoders: dict[int, Callable[[bytes], object]] = {}
     kinds: set[str] = set()
     with open(path, "rb") as fh:
         reader = make_reader(fh)

@@ -14,6 +14,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -91,7 +92,7 @@ class LogMapping:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict, *, source: str | None = None) -> LogMapping:
+    def from_dict(cls, d: object, *, source: str | None = None) -> LogMapping:
         if not isinstance(d, dict):
             raise LogError("a mapping must be a JSON object", path=source)
         known = {"time", "q", "qd", "u", "units", "sample_period", "name"}
@@ -100,8 +101,9 @@ class LogMapping:
             raise LogError(f"unknown field(s) {sorted(unknown)}; known: {sorted(known)}", path=source,
                            column=min(unknown))
         try:
-            return cls(**{k: (list(v) if k in ("q", "qd", "u") and isinstance(v, tuple) else v)
-                          for k, v in d.items()})
+            given: dict[str, Any] = {k: (list(v) if k in ("q", "qd", "u") and isinstance(v, tuple) else v)
+                                     for k, v in d.items()}
+            return cls(**given)
         except LogError as exc:
             if source is None:
                 raise
@@ -178,7 +180,7 @@ def apply_mapping(table: LogTable, mapping: LogMapping, rows: int | None = None)
     if mapping.time is not None:
         t = conv(mapping.time)
     else:
-        t = np.arange(n, dtype=np.float64) * float(mapping.sample_period)
+        t = np.arange(n, dtype=np.float64) * float(cast(float, mapping.sample_period))
     q = np.stack([conv(c) for c in mapping.q], axis=1)
     qd = np.stack([conv(c) for c in mapping.qd], axis=1) if mapping.qd else None
     u = np.stack([conv(c) for c in mapping.u], axis=1) if mapping.u else np.zeros((n, 0))
@@ -198,7 +200,7 @@ def preview_mapping(table: LogTable, mapping: LogMapping, rows: int = 10) -> dic
     for i, c in enumerate(m.q_names):
         out[f"q[{i}] {c} [{si_unit(mapping.unit(c)) or 'SI'}]"] = m.q[:, i]
     for i, c in enumerate(m.qd_names):
-        out[f"qd[{i}] {c} [{si_unit(mapping.unit(c)) or 'SI'}]"] = m.qd[:, i]
+        out[f"qd[{i}] {c} [{si_unit(mapping.unit(c)) or 'SI'}]"] = cast(np.ndarray, m.qd)[:, i]
     for i, c in enumerate(m.u_names):
         out[f"u[{i}] {c} [{si_unit(mapping.unit(c)) or 'SI'}]"] = m.u[:, i]
     return out

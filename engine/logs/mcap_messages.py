@@ -67,7 +67,7 @@ def _factory(encoding: str):
         if encoding == "protobuf":
             from mcap_protobuf.decoder import DecoderFactory
         else:
-            from mcap_ros1.decoder import DecoderFactory
+            from mcap_ros1.decoder import DecoderFactory  # type: ignore[assignment]  # one name, two packages
     except ImportError:  # pragma: no cover - the logs extra
         package = "mcap-protobuf-support" if encoding == "protobuf" else "mcap-ros1-support"
         raise LogError(f"{encoding} messages in MCAP need {package} (pip install 'lagrange-studio[logs]')") \

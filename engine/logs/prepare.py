@@ -24,6 +24,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -191,7 +192,7 @@ class PreparedLog:
         buf = io.BytesIO()
         meta = json.dumps({"dt": self.dt, "description": self.description, "data_hash": self.data_hash},
                           default=_json_default)
-        np.savez_compressed(buf, meta=np.array(meta), **self.arrays())
+        np.savez_compressed(buf, meta=np.array(meta), **self.arrays())  # type: ignore[arg-type]  # stub: **kwds read as allow_pickle
         return atomic_write_bytes(path, buf.getvalue())
 
 
@@ -281,7 +282,7 @@ def split_masks(t: np.ndarray, config: PrepareConfig) -> tuple[np.ndarray, np.nd
         train = in_ranges(config.train_ranges) if config.train_ranges else None
         val = in_ranges(config.val_ranges) if config.val_ranges else None
         if train is None:
-            train = ~val
+            train = ~cast(np.ndarray, val)
         if val is None:
             val = ~train
         overlap = train & val

@@ -33,6 +33,7 @@ results/reproduction/README.md). ``"torch"``: PyTorch's ``nn.Linear`` default (u
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 from torch import nn
@@ -265,6 +266,12 @@ def embed_dim(angle_mask) -> int:
 class AngleEmbedding(nn.Module):
     """``q`` (B, n) -> ``e`` (B, E): (cos, sin) for angles, identity for translations."""
 
+    src: torch.Tensor  # buffers: (E,) source coordinate of each output, 0/1 masks (E,), one-hot (n, E)
+    m_cos: torch.Tensor
+    m_sin: torch.Tensor
+    m_lin: torch.Tensor
+    onehot: torch.Tensor
+
     def __init__(self, angle_mask):
         super().__init__()
         self.angle_mask = tuple(bool(a) for a in angle_mask)
@@ -417,7 +424,7 @@ class StackedConfigurationMLP(nn.Module):
                 dz.mul_(s)
             X = Z
         out = []
-        for k, head in enumerate(self.heads):
+        for k, head in enumerate(cast("list[nn.Linear]", self.heads)):
             Y = torch.mm(X[k], head.weight.t())
             Y[:B] += head.bias
             O = Y.shape[-1]
@@ -460,23 +467,23 @@ class StackedConfigurationMLP(nn.Module):
                 W, b = self.weights[i], self.biases[i]
                 z = torch.baddbmm(b, a, W)
                 if order >= 1:
-                    dz = torch.bmm(dz, W)
+                    dz = torch.bmm(cast(torch.Tensor, dz), W)
                 if order >= 2:
-                    d2z = torch.bmm(d2z, W)
+                    d2z = torch.bmm(cast(torch.Tensor, d2z), W)
             a = tanh(z)
             if order >= 1:
                 H = a.shape[-1]
                 s = (1.0 - a * a).unsqueeze(2)                           # (K, B, 1, H)
-                dz4 = dz.view(K, B, n, H)
+                dz4 = cast(torch.Tensor, dz).view(K, B, n, H)
                 if order >= 2:
-                    d2z5 = d2z.view(K, B, n, n, H)
+                    d2z5 = cast(torch.Tensor, d2z).view(K, B, n, n, H)
                     d2z = (s.unsqueeze(2) * d2z5 - 2.0 * (a.unsqueeze(2) * s).unsqueeze(2)
                            * dz4.unsqueeze(3) * dz4.unsqueeze(2)).reshape(K, B * n * n, H)
                 dz = (s * dz4).reshape(K, B * n, H)
         out = []
-        for k, head in enumerate(self.heads):
+        for k, head in enumerate(cast("list[nn.Linear]", self.heads)):
             y = head(a[k])
-            dy = (dz[k] @ head.weight.T).view(B, n, -1) if order >= 1 else None
-            d2y = (d2z[k] @ head.weight.T).view(B, n, n, -1) if order >= 2 else None
+            dy = (cast(torch.Tensor, dz)[k] @ head.weight.T).view(B, n, -1) if order >= 1 else None
+            d2y = (cast(torch.Tensor, d2z)[k] @ head.weight.T).view(B, n, n, -1) if order >= 2 else None
             out.append((y, dy, d2y))
         return out

@@ -45,6 +45,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -119,7 +120,7 @@ def resolve_bench_robot(name_or_path: str) -> Path:
     try:
         from engine.robots.library import resolve_robot
     except ImportError:
-        resolve_robot = None
+        resolve_robot = None  # type: ignore[assignment]  # the optional-import fallback
     if resolve_robot is not None:
         return Path(resolve_robot(name_or_path))
     p = Path(name_or_path)
@@ -137,7 +138,8 @@ def _time_interleaved(fns: dict, cfg: RbdBenchConfig) -> dict:
     Each repeat times every library once, one after the other, so that a change of load
     on the machine affects all of them alike; a function that raises gives None.
     """
-    calls, out = {}, {}
+    calls: dict[str, tuple[int, float]] = {}
+    out: dict[str, float | None] = {}
     for name, fn in fns.items():
         try:
             fn()
@@ -149,7 +151,7 @@ def _time_interleaved(fns: dict, cfg: RbdBenchConfig) -> dict:
             out[name] = None
             continue
         calls[name] = (int(min(cfg.max_calls, max(1, cfg.min_time_s / cfg.repeats / once))), once)
-    samples = {name: [] for name in calls}
+    samples: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(cfg.repeats):
         for name, (n, once) in calls.items():
             if r >= 2 and once >= 0.5:     # slow references: two measurements are enough
@@ -167,7 +169,8 @@ def _synced(fns: dict, device) -> dict:
     """``fns`` that wait for their GPU kernels to finish (so the timings hold them); as is on the CPU."""
     if torch.device(device).type != "cuda":
         return fns
-    return {k: (lambda f=f: (f(), torch.cuda.synchronize(device))) for k, f in fns.items()}
+    # the tuple only sequences the two calls in one lambda
+    return {k: (lambda f=f: (f(), torch.cuda.synchronize(device))) for k, f in fns.items()}  # type: ignore[func-returns-value]
 
 
 class _Ours:
@@ -285,8 +288,8 @@ class _DRM:
                  for i in getattr(r, "_controlled_joints", [])]
         if r._n_dofs != model.dof:
             return {}
-        if all(names) and sorted(names) == sorted(model.joint_names):
-            order = [model.joint_names.index(n) for n in names]
+        if all(names) and sorted(cast("list[str]", names)) == sorted(model.joint_names):
+            order = [model.joint_names.index(n) for n in cast("list[str]", names)]
         else:
             order = list(range(model.dof))
         f = lambda x: torch.as_tensor(x, dtype=torch.float32)[:, order].contiguous()
@@ -311,10 +314,11 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
     model = ours.model
     end = default_end_effector(model)
     ours.end = end
-    others = {}
-    loaders = {"pinocchio": lambda: _Pinocchio(path, model, end),
-               "pytorch_kinematics": lambda: _PytorchKinematics(path, end),
-               "drm": lambda: _DRM(path, end)}
+    others: dict[str, _Pinocchio | _PytorchKinematics | _DRM] = {}
+    loaders: dict[str, Callable[[], _Pinocchio | _PytorchKinematics | _DRM]] = {
+        "pinocchio": lambda: _Pinocchio(path, model, end),
+        "pytorch_kinematics": lambda: _PytorchKinematics(path, end),
+        "drm": lambda: _DRM(path, end)}
     for name in cfg.libraries:
         try:
             others[name] = loaders[name]()
@@ -334,7 +338,8 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
         fns["ours_torch"] = _torch_path(fns["ours"])
         for name, lib in others.items():
             try:
-                fns[name] = lib.calls(q, qd, qdd) if name == "pinocchio" else lib.calls(q, qd, qdd, model)
+                fns[name] = (cast(_Pinocchio, lib).calls(q, qd, qdd) if name == "pinocchio"
+                             else cast("_PytorchKinematics | _DRM", lib).calls(q, qd, qdd, model))
             except Exception as exc:
                 log.info("%s failed: %s", name, exc)
                 fns[name] = {}

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import Literal, TypedDict
 
 import numpy as np
 from numba import njit
 
+
+class _JitOptions(TypedDict):
+    cache: bool
+    nogil: bool
+    error_model: Literal["python", "numpy"]
+
+
 # the compiled code is cached next to this file (or in numba's user cache), not in a frozen app
-_OPTIONS = {"cache": not getattr(sys, "frozen", False), "nogil": True, "error_model": "numpy"}
+_OPTIONS: _JitOptions = {"cache": not getattr(sys, "frozen", False), "nogil": True, "error_model": "numpy"}
 _jit = njit(**_OPTIONS)
 _inline = njit(inline="always", **_OPTIONS)       # the small helpers, inlined into the kernels
 

@@ -304,7 +304,7 @@ def massless_moving_subtrees(
                 mass[i] += mass[k]
                 rot[i] += rot[k]
                 end[i] = max(end[i], end[k])
-    bad = []
+    bad: list[tuple[str, tuple[str, ...]]] = []
     for j in desc.joints:
         if limit is not None and len(bad) >= limit:
             break

@@ -20,6 +20,8 @@ body-major tensors ``(n, 6, B)``, ``(n, 3, 3, B)``.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from engine.robots import floating_batch_last as fbl
@@ -341,7 +343,7 @@ def composite_forces_bl(S, inertials, anc, chain: bool, levels=None, total: bool
     motion subspace, and the whole tree's compact inertia ``[m, h, J]`` about the world origin."""
     _, n, B = S.shape
     comp = compact_inertias_bl(*inertials)
-    total = comp.sum(1) if total else None
+    total_inertia = comp.sum(1) if total else None
     if chain:       # subtree sums in place (comp is fresh): no list of partial sums to stack
         for i in range(n - 2, -1, -1):
             comp[:, i].add_(comp[:, i + 1])
@@ -356,7 +358,7 @@ def composite_forces_bl(S, inertials, anc, chain: bool, levels=None, total: bool
     X = (ss[:, 1:4] * hh[2:5]).addcmul_(ss[:, 2:5], hh[1:4], value=-1.0)            # [sw x hc, so x hc]
     ang = (Jc[:, 0] * sw[0]).sub_(X[1]).addcmul_(Jc[:, 1], sw[1]).addcmul_(Jc[:, 2], sw[2])   # fresh: in place
     lin = X[0].addcmul_(mc, so)
-    return torch.cat([ang, lin]), total
+    return torch.cat([ang, lin]), total_inertia
 
 
 def _mass_matrix_pairs(S, F, anc, order=None, base=None):
@@ -587,14 +589,14 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     Sc_l = torch.stack([S, c], dim=1).split(sizes)                         # (k, 2, 6, B) per depth
     arm_l = [None] * depth if armature is None else armature[:, None].split(sizes)
     no_grad = not (torch.is_grad_enabled() and (I.requires_grad or S.requires_grad))
-    acc_I = [None] * depth
-    acc_p = [None] * depth
+    acc_I: list[torch.Tensor | None] = [None] * depth
+    acc_p: list[torch.Tensor | None] = [None] * depth
     Uos, qfree = [None] * depth, [None] * depth
     for d in range(depth - 1, -1, -1):
         IA, pa, Sd = I_l[d], p_l[d], S_l[d]
         if acc_I[d] is not None:        # the accumulators are fresh: add in place
-            IA = acc_I[d].add_(IA)
-            pa = acc_p[d].add_(pa)
+            IA = cast(torch.Tensor, acc_I[d]).add_(IA)
+            pa = cast(torch.Tensor, acc_p[d]).add_(pa)
         if d == 0 and root is None:
             U = _mv6(IA, Sd)
             D = (Sd * U).sum(1)
@@ -625,13 +627,13 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
         acc_I[d - 1] = Ia
         acc_p[d - 1] = pa_out
     parts = []
-    a_prev = None
+    a_prev: torch.Tensor | None = None
     for d in range(depth):
         if d == 0:
             ap = c_l[0] if a0 is None else c_l[0] + (a0[:, None] if a0.dim() == 1 else a0)
         else:
             lp = level_parents[d]
-            ap = (a_prev if lp is None else a_prev.index_select(0, lp)) + c_l[d]
+            ap = (a_prev if lp is None else cast(torch.Tensor, a_prev).index_select(0, lp)) + c_l[d]
         qdd_d = qfree[d] - (Uos[d] * ap).sum(1)
         a_prev = torch.addcmul(ap, S_l[d], qdd_d.unsqueeze(1))
         parts.append(qdd_d)

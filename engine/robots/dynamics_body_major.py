@@ -16,6 +16,8 @@ The same algorithms on batch-last tensors, used for large batches, are in
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from engine.robots import dynamics_batch_last as dyn_bl
@@ -250,8 +252,8 @@ def aba(
     S_l, S_row, I_l, p_l = S.split(sizes), S.unsqueeze(-2).split(sizes), I.split(sizes), pA.split(sizes)
     c_l, c_row, tau_l = c.split(sizes), c.unsqueeze(-2).split(sizes), tau.split(sizes)
     arm_l = [None] * depth if armature is None else armature[:, None].split(sizes)
-    acc_I = [None] * depth
-    acc_p = [None] * depth
+    acc_I: list[torch.Tensor | None] = [None] * depth
+    acc_p: list[torch.Tensor | None] = [None] * depth
     Uos, qfree = [None] * depth, [None] * depth
     # small matrix-vector products as broadcast multiply-and-sum: fewer dispatches than
     # batched matmul at small batches, and no slower at large ones
@@ -280,13 +282,13 @@ def aba(
         acc_I[d - 1] = Ia
         acc_p[d - 1] = pa_out
     parts = []
-    a_prev = None
+    a_prev: torch.Tensor | None = None
     for d in range(depth):
         if d == 0:
             ap = c_l[0] if a0 is None else c_l[0] + a0
         else:
             lp = level_parents[d]
-            ap = (a_prev if lp is None else a_prev.index_select(0, lp)) + c_l[d]
+            ap = (a_prev if lp is None else cast(torch.Tensor, a_prev).index_select(0, lp)) + c_l[d]
         qdd_d = qfree[d] - (Uos[d] * ap).sum(-1)
         a_prev = ap + S_l[d] * qdd_d.unsqueeze(-1)
         parts.append(qdd_d)

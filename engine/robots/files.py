@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TypedDict, cast
 
 from engine.robots.description import RobotDescription
 from engine.robots.urdf import URDFError, load_urdf
@@ -66,6 +67,11 @@ def parse_xacro_args(items) -> dict[str, str]:
     return out
 
 
+class _URDFOptions(TypedDict, total=False):
+    strict: bool | None
+    mimic: str
+
+
 def load_description(
     path: str | Path,
     mimic: str | None = None,
@@ -81,7 +87,7 @@ def load_description(
     kind = file_format(path)
     if xacro_args and kind != "xacro":
         raise ValueError(f"{path}: xacro arguments given, but the file is {kind.upper()}, not xacro")
-    urdf_options = {"strict": strict} | ({"mimic": mimic} if mimic is not None else {})
+    urdf_options = cast(_URDFOptions, {"strict": strict} | ({"mimic": mimic} if mimic is not None else {}))
     if kind == "urdf":
         desc = load_urdf(path, **urdf_options)
     elif kind == "xacro":

@@ -415,7 +415,8 @@ def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bo
     lower, upper = _limits(model, dof, dtype, device)
 
     # targets -> (*B, T, 3) positions and (*B, T, 3, 3) rotations
-    pos_list, rot_list, has_rot, batch_shapes = [], [], [], []
+    pos_list, has_rot, batch_shapes = [], [], []
+    rot_list: list[torch.Tensor | None] = []
     for link, t in targets.items():
         t = _as_tensor(t, dtype, device)
         if t.shape[-2:] == (4, 4):

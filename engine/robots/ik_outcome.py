@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from engine.robots.ik import IKOptions
 
 __all__ = ["IKOutcome", "IKRequest", "ik_outcome", "rotation_angle", "solve_targets", "target_errors",
            "targets_reached"]
@@ -31,7 +35,7 @@ class IKRequest:
     targets: dict
     q0: np.ndarray
     position_only: frozenset = frozenset()
-    options: object = None
+    options: IKOptions | None = None
     overrides: Mapping = field(default_factory=dict)
     serial: int = 0
     hold: tuple = ()
@@ -89,6 +93,11 @@ def ik_outcome(q, converged: bool, errors: dict, options, serial: int = 0) -> IK
                      residual=residual, per_target=errors, serial=serial)
 
 
+class _WholeBody(TypedDict, total=False):
+    hold: tuple
+    base: str
+
+
 def solve_targets(model, request: IKRequest, ctx=None) -> IKOutcome:
     """Solve every target of ``request`` at once from ``request.q0`` and measure each target's
     error at the result (``ctx``: a job context for progress and cancellation, optional)."""
@@ -103,7 +112,7 @@ def solve_targets(model, request: IKRequest, ctx=None) -> IKOutcome:
     for link, T in request.targets.items():
         T = torch.as_tensor(np.asarray(T, dtype=float))
         targets[link] = T[:3, 3] if link in request.position_only else T
-    whole_body = (
+    whole_body: _WholeBody = (
         {"hold": tuple(request.hold), "base": request.base} if getattr(model, "floating", False) else {}
     )
     result = solve_ik(model, targets, q0=torch.tensor(q0), ctx=ctx, options=opts, **whole_body)

@@ -328,10 +328,10 @@ def _shipped() -> Iterable[RobotEntry]:
 
 
 def _ros_packages() -> Iterable[RobotEntry]:
-    for root in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
-        if not root or not Path(root).is_dir():
+    for entry in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
+        if not entry or not Path(entry).is_dir():
             continue
-        root = Path(root)
+        root = Path(entry)
         packages = [root] if (root / "package.xml").is_file() else sorted(
             p.parent for p in root.glob("*/package.xml"))
         if not packages:  # a folder of packages without package.xml files

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
+from typing import cast, overload
 
 import numpy as np
 
@@ -81,10 +82,15 @@ def _rpy(R: np.ndarray) -> tuple[float, float, float]:
 
 
 def _origin(T: np.ndarray) -> Origin:
-    return Origin(xyz=tuple(float(v) for v in T[:3, 3]), rpy=tuple(float(v) for v in _rpy(T[:3, :3])))
+    return Origin(xyz=cast("tuple[float, float, float]", tuple(float(v) for v in T[:3, 3])),
+                  rpy=cast("tuple[float, float, float]", tuple(float(v) for v in _rpy(T[:3, :3]))))
 
 
-def _name(m, kind: str, i: int, fallback: str) -> str:
+@overload
+def _name(m, kind: str, i: int, fallback: str) -> str: ...
+@overload
+def _name(m, kind: str, i: int, fallback: None) -> str | None: ...
+def _name(m, kind: str, i: int, fallback: str | None) -> str | None:
     import mujoco
 
     obj = {"body": mujoco.mjtObj.mjOBJ_BODY, "joint": mujoco.mjtObj.mjOBJ_JOINT,
@@ -101,7 +107,7 @@ def _geom_visual(m, g: int, shift: np.ndarray, model_dir: Path) -> Visual | None
     G = mujoco.mjtGeom
     T = shift @ _T(m.geom_pos[g], _quat_matrix(m.geom_quat[g]))
     if t == G.mjGEOM_BOX:
-        geom = Geometry("box", size=tuple(float(2 * s) for s in size))
+        geom = Geometry("box", size=cast("tuple[float, float, float]", tuple(float(2 * s) for s in size)))
     elif t == G.mjGEOM_SPHERE:
         geom = Geometry("sphere", radius=float(size[0]))
     elif t == G.mjGEOM_CAPSULE:
@@ -119,13 +125,13 @@ def _geom_visual(m, g: int, shift: np.ndarray, model_dir: Path) -> Visual | None
         # MuJoCo re-centres a mesh on its inertial frame: compiled = R^T (scale * file - p)
         T = T @ np.linalg.inv(_T(m.mesh_pos[mesh], _quat_matrix(m.mesh_quat[mesh])))
         geom = Geometry("mesh", filename=rel, path=str(path.resolve()) if path.is_file() else None,
-                        scale=tuple(float(s) for s in m.mesh_scale[mesh]))
+                        scale=cast("tuple[float, float, float]", tuple(float(s) for s in m.mesh_scale[mesh])))
     else:
         return None
     mat = int(m.geom_matid[g])
     rgba = m.mat_rgba[mat] if mat >= 0 else m.geom_rgba[g]
     return Visual(name=_name(m, "geom", g, None), origin=_origin(T), geometry=geom,
-                  rgba=tuple(float(v) for v in rgba))
+                  rgba=cast("tuple[float, float, float, float]", tuple(float(v) for v in rgba)))
 
 
 _MAX_INCLUDES = 200
@@ -142,7 +148,7 @@ def _mesh_assets(path: Path) -> list[tuple[str, str, Path, int | None, str]]:
     model_dir = path.resolve().parent
     meshdir: str | None = None
     meshes = []
-    pending, seen = [path], set()
+    pending, seen = [path], set[str]()
     while pending and len(seen) < _MAX_INCLUDES:
         current = pending.pop(0)
         key = str(current.resolve())
@@ -336,7 +342,8 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
             jtype = ("revolute" if limited else "continuous") if hinge else "prismatic"
             axis = np.asarray(m.jnt_axis[j], float)
             joints.append(Joint(name=jname, type=jtype, parent=prev_link, child=child, origin=_origin(origin),
-                                axis=tuple(float(a) for a in axis / np.linalg.norm(axis)),
+                                axis=cast("tuple[float, float, float]",
+                                          tuple(float(a) for a in axis / np.linalg.norm(axis))),
                                 limit=Limit(lower=lo, upper=hi), damping=float(m.dof_damping[dof]),
                                 friction=float(m.dof_frictionloss[dof]), armature=float(m.dof_armature[dof])))
             prev_link, prev_anchor = child, p

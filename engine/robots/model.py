@@ -192,7 +192,9 @@ class RobotModel(DenseTreeMasks, nn.Module):
         for name in self.link_names:
             inertial = description.link(name).inertial
             if inertial is None:
-                mass.append(0.0), com.append(np.zeros(3)), inertia.append(np.zeros((3, 3)))
+                mass.append(0.0)
+                com.append(np.zeros(3))
+                inertia.append(np.zeros((3, 3)))
             else:
                 mass.append(inertial.mass)
                 com.append(np.asarray(inertial.origin.xyz, dtype=float))
@@ -611,7 +613,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         m, cw = self._moving_masses(q)
         return ((m[:, None, None] * cw).sum(0) / m.sum()).reshape(shape + (3,))
 
-    def _moving_masses(self, q):
+    def _moving_masses(self, q) -> tuple[torch.Tensor, torch.Tensor]:
         """Masses ``(k,)`` and world centres of mass ``(k, B, 3)`` of the moving bodies (a floating
         base included, a fixed one not), by the body-major backend's poses."""
         T = self._body_major().body_poses(self._all_q(q))

@@ -7,6 +7,7 @@ arguments; nothing here reads a model's private state.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import torch
 from torch import nn
@@ -21,11 +22,12 @@ __all__ = ["body_inertials", "joint_damping_values", "new_parametrization", "req
 _SHAPES = {"mass": (), "com": (3,), "inertia": (3, 3), "damping": ()}
 
 
-def new_parametrization(kind: str, link: str, current: torch.Tensor, parametrization, has_inertial: bool,
+def new_parametrization(kind: str, link: str, current: torch.Tensor | None, parametrization, has_inertial: bool,
                         moved_by_joint: bool) -> nn.Module:
     """The module that will hand out ``kind`` of ``link`` (see ``RobotModel.make_learnable``),
     checked: ``current`` its present value, ``has_inertial`` whether the link has one,
-    ``moved_by_joint`` whether it is the child of a movable joint (damping)."""
+    ``moved_by_joint`` whether it is the child of a movable joint (damping); ``current`` is None
+    only where a module is given (the checks below)."""
     if kind not in KINDS:
         raise ValueError(f"unknown parameter kind {kind!r}; expected one of {KINDS}")
     if kind == "damping" and not moved_by_joint:
@@ -35,13 +37,12 @@ def new_parametrization(kind: str, link: str, current: torch.Tensor, parametriza
             f"link {link!r} has no <inertial>; pass a parametrization module with an initial value"
         )
     if parametrization is None:
-        module = default_parametrization(kind, current)
+        module = default_parametrization(kind, cast(torch.Tensor, current))
     elif isinstance(parametrization, str):
         if kind not in ("mass", "damping"):
             raise ValueError(f"parametrization {parametrization!r} applies to mass and damping only")
-        module = PositiveScalar(
-            float(current), kind=parametrization, dtype=current.dtype, device=current.device
-        )
+        value = cast(torch.Tensor, current)
+        module = PositiveScalar(float(value), kind=parametrization, dtype=value.dtype, device=value.device)
     elif isinstance(parametrization, nn.Module):
         module = parametrization
     else:
@@ -82,8 +83,8 @@ def joint_damping_values(damping: torch.Tensor, learned: list) -> torch.Tensor:
     return damping.index_put((idx,), torch.stack([v for _, v in learned]))
 
 
-def with_values(description: RobotDescription, inertials: Mapping[str, tuple], damping: Mapping[str, float],
-                check: bool = False) -> RobotDescription:
+def with_values(description: RobotDescription, inertials: Mapping[str, tuple],
+                damping: Mapping[str, float | torch.Tensor], check: bool = False) -> RobotDescription:
     """``description`` with link inertials ``{link: (mass, com (3,), inertia (3, 3) about the CoM,
     link axes)}`` (tensors or arrays) and joint damping ``{joint: N m s/rad}`` replaced;
     ``check`` validates physical consistency (raises ``URDFError``)."""
@@ -114,6 +115,6 @@ def _inertial(mass, com, inertia) -> Inertial:
     c = torch.as_tensor(com).detach().cpu().double().numpy().reshape(3)
     I = torch.as_tensor(inertia).detach().cpu().double().numpy().reshape(3, 3)
     I = 0.5 * (I + I.T)
-    return Inertial(mass=m, origin=Origin(xyz=tuple(float(x) for x in c)),
+    return Inertial(mass=m, origin=Origin(xyz=cast("tuple[float, float, float]", tuple(float(x) for x in c))),
                     inertia=(float(I[0, 0]), float(I[0, 1]), float(I[0, 2]), float(I[1, 1]), float(I[1, 2]),
                              float(I[2, 2])))

@@ -124,7 +124,9 @@ def moving_links(model) -> tuple[list[str], list[str], list[str]]:
     """
     desc = model.description
     parent_joint = {j.child: j for j in desc.joints}
-    body, attached, fixed = [], [], []
+    body: list[str] = []
+    attached: list[str] = []
+    fixed: list[str] = []
     for link in model.link_names:
         inertial = desc.link(link).inertial
         if inertial is None or inertial.mass <= 0:

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-def interpolate_keyframes(times: Sequence[float], poses: Sequence[np.ndarray], t: float) -> np.ndarray:
+def interpolate_keyframes(times: Sequence[float] | np.ndarray, poses: Sequence[np.ndarray], t: float) -> np.ndarray:
     """Joint-space linear interpolation of keyframes (times ascending, s) at time t (s)."""
     times = np.asarray(times, dtype=float)
     Q = np.asarray(poses, dtype=float)

@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-from engine.robots.description import RobotDescription
+from engine.robots.description import Joint, RobotDescription
 
 __all__ = ["Topology", "build_topology"]
 
@@ -62,7 +62,8 @@ def build_topology(desc: RobotDescription) -> Topology:
         children[j.parent].append(j)
 
     # depth-first order of links and movable joints (the user's order)
-    link_order, dof_joints = [], []
+    link_order: list[str] = []
+    dof_joints: list[Joint] = []
     stack = [(desc.root, None)]
     while stack:
         link, joint = stack.pop()
@@ -120,7 +121,7 @@ def build_topology(desc: RobotDescription) -> Topology:
 
     # pointer jumping: step k composes each pose with its 2^k-th ancestor's; after
     # ceil(log2(depth)) steps every body's pose is relative to the root
-    jumps = []
+    jumps: list[np.ndarray] = []
     anc = body_parent.copy()
     while (1 << len(jumps)) < max_depth:
         jumps.append(anc.copy())

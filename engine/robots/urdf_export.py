@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import cast
 
 from lxml import etree
 
@@ -62,9 +63,9 @@ def _geometry_el(parent, g: Geometry) -> bool:
     if g.kind == "box":
         etree.SubElement(geom, "box", size=_nums(g.size))
     elif g.kind in ("cylinder", "capsule"):   # URDF has no capsule: its cylinder part is drawn
-        etree.SubElement(geom, "cylinder", radius=_num(g.radius), length=_num(g.length))
+        etree.SubElement(geom, "cylinder", radius=_num(cast(float, g.radius)), length=_num(cast(float, g.length)))
     elif g.kind == "sphere":
-        etree.SubElement(geom, "sphere", radius=_num(g.radius))
+        etree.SubElement(geom, "sphere", radius=_num(cast(float, g.radius)))
     elif g.kind == "mesh":
         name = g.path or g.filename
         if not name:
@@ -104,7 +105,7 @@ def description_to_urdf(desc: RobotDescription) -> bytes:
         etree.SubElement(el, "child", link=j.child)
         if j.type != "fixed":
             etree.SubElement(el, "axis", xyz=_nums(j.axis))
-            lim = {}
+            lim: dict[str, str] = {}
             if j.type != "continuous" and math.isfinite(j.limit.lower) and math.isfinite(j.limit.upper):
                 lim.update(lower=_num(j.limit.lower), upper=_num(j.limit.upper))
             lim["effort"] = _num(j.limit.effort) if math.isfinite(j.limit.effort) else "1e9"

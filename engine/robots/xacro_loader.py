@@ -107,7 +107,7 @@ def expand_xacro(path: str | Path, args: Mapping[str, str] | None = None, limits
         raise URDFError(
             f"could not start the process that expands xacro files: {exc}", file=str(path)
         ) from None
-    data = json.dumps(request).encode("utf-8")
+    data: bytes | None = json.dumps(request).encode("utf-8")
     deadline = time.monotonic() + limits.time_s
     try:
         while True:

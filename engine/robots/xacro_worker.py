@@ -39,6 +39,7 @@ import operator
 import os
 import re
 import sys
+from typing import TypeVar
 
 __all__ = ["Refused", "expand", "install_sandbox", "main", "restricted_eval"]
 
@@ -74,6 +75,9 @@ class _Withheld:
         self.name = name
 
 
+_E = TypeVar("_E", bound=BaseException)
+
+
 class Refused(Exception):
     """Something a xacro file asked for that the sandbox does not allow (or cannot find).
 
@@ -83,7 +87,7 @@ class Refused(Exception):
         super().__init__(message)
         self.message = message
         self.element = element
-        self.file = None
+        self.file: str | None = None
 
 
 def _one_line(text: str, limit: int = 120) -> str:
@@ -554,7 +558,7 @@ def install_sandbox(xacro, top_file: str, package_roots: list[str]) -> _Sandbox:
 
 # ------------------------------------------------------------------------------ the process
 
-def _find_in_chain(exc: BaseException | None, kind: type) -> BaseException | None:
+def _find_in_chain(exc: BaseException | None, kind: type[_E]) -> _E | None:
     """The first exception of ``kind`` in ``exc`` and what it wraps (xacro's ``exc``, causes)."""
     seen = set()
     while exc is not None and id(exc) not in seen:

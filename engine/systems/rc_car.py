@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields, replace
+from typing import cast
 
 import torch
 
@@ -197,12 +198,12 @@ def car_step(pose: torch.Tensor, v: torch.Tensor, u: torch.Tensor,
     u = clamp_controls(u, params)
     h = params.dt / params.substeps
     wheels = wheel_positions(params, v.dtype, v.device)
-    slip = None
+    slip: torch.Tensor | None = None
     for _ in range(int(params.substeps)):
         v, s = car_substep(v, u, params, h, wheels)
         pose = pose_update(pose, v, h)
         slip = s if slip is None else slip + s
-    return CarStep(pose, v, slip / params.substeps)
+    return CarStep(pose, v, cast(torch.Tensor, slip) / params.substeps)
 
 
 def simulate(pose0: torch.Tensor, v0: torch.Tensor, controls: torch.Tensor,
@@ -220,7 +221,7 @@ def simulate(pose0: torch.Tensor, v0: torch.Tensor, controls: torch.Tensor,
     pose, v = pose0, v0
     for i in range(u_all.shape[-2]):
         u = u_all[..., i, :]
-        slip = 0.0
+        slip: torch.Tensor | float = 0.0
         for _ in range(int(params.substeps)):
             v, s = car_substep(v, u, params, h, wheels)
             pose = pose_update(pose, v, h)
@@ -229,7 +230,7 @@ def simulate(pose0: torch.Tensor, v0: torch.Tensor, controls: torch.Tensor,
                 fine.append(pose)
         poses.append(pose)
         vels.append(v)
-        slips.append(slip / params.substeps)
+        slips.append(cast(torch.Tensor, slip / params.substeps))
     out = {"pose": torch.stack(poses, -2), "v": torch.stack(vels, -2),
            "slip": torch.stack(slips, -2) if slips else v0.new_zeros(v0.shape[:-1] + (0, 4))}
     if record_substeps:

@@ -11,6 +11,8 @@ in the base frame (:mod:`engine.robots.floating_batch_last`). Full coordinates (
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from engine.robots import dynamics_batch_last as dyn_bl
@@ -94,8 +96,8 @@ class BatchLastBackend:
                 lin = lin + z * t.link_pri_mask[l][:, None, None]
             J = t.to_joint_order(torch.cat([lin, z * r], dim=1)).permute(2, 1, 0)      # (B, 6, n)
             if t.floating:      # base columns: linear [R0 | R0 e_j x (p - p0)], angular [0 | R0]
-                R0 = top[:, :3]
-                X = kin.cross_bl(R0.transpose(0, 1), (p - top[:, 3]).unsqueeze(0)).transpose(
+                R0 = cast(torch.Tensor, top)[:, :3]
+                X = kin.cross_bl(R0.transpose(0, 1), (p - cast(torch.Tensor, top)[:, 3]).unsqueeze(0)).transpose(
                     0, 1
                 )  # (3, 3, B)
                 Jb = torch.cat(

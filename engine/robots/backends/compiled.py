@@ -58,7 +58,8 @@ class CompiledBackend:
             _np(tree.armature_int))
         self._link_body = np.ascontiguousarray(_np(tree.link_body), dtype=np.int64)
         self._link_offset = np.ascontiguousarray(_np(tree.link_offset))
-        self._inertials = None       # (key, numpy parts) of the model's constant inertials
+        # (key, numpy parts) of the model's constant inertials
+        self._inertials: tuple[tuple, tuple[np.ndarray, ...]] | None = None
 
     def _constants(self, inertials: Inertials):
         """``(parent, C0, C, S, m, c, Ic, perm)``, the dynamics kernels' layout."""

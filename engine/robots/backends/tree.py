@@ -14,6 +14,7 @@ computed from learnable parameters (so gradients reach them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,7 +22,11 @@ import torch
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
 
-__all__ = ["DenseTreeMasks", "Inertials", "Tree", "coupling_matrix", "dense_tree_masks", "tree_constants"]
+if TYPE_CHECKING:
+    from engine.robots.topology import Topology
+
+__all__ = ["DenseTreeMasks", "Inertials", "ModelBuffers", "Tree", "coupling_matrix", "dense_tree_masks",
+           "tree_constants"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,7 +120,7 @@ class Inertials:
         return self._constants
 
     @property
-    def root(self):
+    def root(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The root body's ``(m (), c (3,), Ic (3, 3))`` in its frame."""
         m, c, Ic = self.parts
         return m[0], c[0], Ic[0]
@@ -158,7 +163,55 @@ def dense_tree_masks(topo, dtype, device) -> dict[str, torch.Tensor]:
         ("link_pri_mask", link_anc * (1.0 - rev)))}
 
 
-class DenseTreeMasks:
+class ModelBuffers:
+    """Declarations (types only, no values) of what ``RobotModel`` keeps as buffers (served by
+    ``nn.Module.__getattr__``) and plain attributes: :func:`tree_constants`' tensors and values,
+    and the model's own (mimic coupling, armature, link inertials, damping, base acceleration)."""
+
+    topology: Topology
+    _axis4: torch.Tensor
+    _rev: torch.Tensor
+    _pri: torch.Tensor
+    _C0: torch.Tensor
+    _C: torch.Tensor
+    _Ct4: torch.Tensor
+    _axis3: torch.Tensor
+    _link_body: torch.Tensor
+    _link_offset: torch.Tensor
+    _body_dof: torch.Tensor
+    _dof_body: torch.Tensor
+    _offset_links: torch.Tensor
+    _offset_bodies: torch.Tensor
+    _offset_T: torch.Tensor
+    _link_src: torch.Tensor
+    _all_rev: bool
+    _jump_names: list[str]
+    _link_body_int: list[int]
+    _permuted: bool
+    _levels: list[tuple[int, int]]
+    _level_parent_names: list[str | None]
+    _chain: bool
+    _link_src_identity: bool
+    _G: torch.Tensor | None  # None without mimic joints
+    _mimic_offset: torch.Tensor | None
+    _P: torch.Tensor | None
+    _armature_v: torch.Tensor | None  # None without armature
+    _armature_int: torch.Tensor | None
+    _link_mass: torch.Tensor
+    _link_com: torch.Tensor
+    _link_inertia: torch.Tensor
+    _body_m: torch.Tensor
+    _body_c: torch.Tensor
+    _body_Ic: torch.Tensor
+    _bc_m: torch.Tensor
+    _bc_c1: torch.Tensor
+    _bc_Ic4: torch.Tensor
+    _damping: torch.Tensor
+    _a0: torch.Tensor
+    _backend_cache: tuple[torch.Tensor | None, dict[str, object]] | None
+
+
+class DenseTreeMasks(ModelBuffers):
     """The model's ``_anc``, ``_anc_strict``, ``_link_rev_mask`` and ``_link_pri_mask``
     (:func:`dense_tree_masks`) in its dtype and device (those of its ``_rev`` buffer), built on
     first use and kept in ``__dict__`` (not as buffers: rebuilt when ``.to()`` changed the dtype
