@@ -1,8 +1,8 @@
 """The URDF loader's checks on what it read: the tree (names, parents, loops, one root, mimic
 masters), the inertials (with the published quirks the default loader accepts, and one warning
 for what it accepted) and the moving subtrees' mass; yourdfpy's reading as a second opinion.
-Part of :func:`engine.robots.urdf.load_urdf`; :func:`check_inertial` also checks values that
-identification writes back.
+Part of :func:`engine.robots.urdf.load_urdf`; :func:`check_inertial` also checks the values
+``RobotModel.with_link_params`` puts in.
 """
 
 from __future__ import annotations
