@@ -71,31 +71,21 @@ the world by a free-flyer joint; ``strict=False`` accepts published
 URDFs whose inertias are slightly unphysical (e.g. example-robot-data's Allegro hand), with
 a warning.
 
-Implementation: one backend per call (:mod:`engine.robots.backends`). Each public method
-flattens its inputs to one batch ``(B, ...)``, maps the user's coordinates to every movable
-joint's (coupled mimic joints: ``q_all = G q + offset``), lets the backend chosen by
-:meth:`RobotModel._backend_for` compute (``fk``, ``jacobians``, ``rnea``, ``crba``, ``aba``),
-then adds armature (RNEA, CRBA), damping, and projects back (``G^T tau``, ``P^T M P``, ``J P``),
-in one place each. The backends:
-
-- *compiled* (:mod:`engine.robots.backends.compiled`, numba per-sample kernels): float64 CPU
-  calls that carry no derivative (nothing requires a gradient, or no_grad; no torch.func
-  transform or forward AD), 2 to 10 times faster than torch at batch 1024, about 10 at batch
-  1; ``LAGRANGE_NO_COMPILED=1`` or ``with engine.robots.backends.torch_only():`` turns it off;
-- *body-major* (:mod:`engine.robots.backends.body_major`): torch, tensors ``(n, B, ...)``,
-  below ``BATCH_LAST_BATCH`` samples;
-- *batch-last* (:mod:`engine.robots.backends.batch_last`): torch, tensors ``(n, k, B)``
-  (samples innermost), about twice as fast at batches in the thousands.
-
-All backends agree with Pinocchio to 1e-9 (``tests/engine/robots/test_backends.py``: where a
-new algorithm is tested on every backend; see :mod:`engine.robots.backends` for adding one).
-Calls at moderate batches run on one intra-op thread (``engine.robots.call_policy``): steady times.
+Implementation: each public method flattens its inputs to one batch ``(B, ...)``, maps the
+user's coordinates to every movable joint's (coupled mimic joints: ``q_all = G q + offset``),
+lets the backend chosen by :meth:`RobotModel._backend_for` compute (compiled numba kernels for
+float64 CPU calls that carry no derivative, else torch body-major below ``BATCH_LAST_BATCH``
+samples, batch-last from there), then adds armature, damping and projects back, in one place
+each: :mod:`engine.robots.backends` says when each backend runs and how to add an algorithm.
+All agree with Pinocchio to 1e-9 (``tests/engine/robots/test_backends.py``). Calls at moderate
+batches run on one intra-op thread (``engine.robots.call_policy``): steady times. The
+constants are built by :mod:`engine.robots.model_build`, coordinates handled by
+:mod:`engine.robots.model_coords`, learnable parameters by :mod:`engine.robots.model_params`.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 from collections import namedtuple
 from collections.abc import Mapping
 from dataclasses import replace
@@ -108,28 +98,42 @@ from torch import nn
 from engine.robots import compiled_dynamics as cdyn
 from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import dynamics_body_major as dyn
-from engine.robots import floating as fl
 from engine.robots import kinematics as kin
 from engine.robots.backends import Inertials, Tree, compiled_switched_off, needs_grad
-from engine.robots.backends.tree import DenseTreeMasks, coupling_matrix, tree_constants
 from engine.robots.backends.batch_last import BatchLastBackend
 from engine.robots.backends.body_major import BodyMajorBackend
 from engine.robots.backends.compiled import CompiledBackend
-from engine.robots.description import RobotDescription
+from engine.robots.backends.tree import DenseTreeMasks
 from engine.robots.call_policy import call_policy
-from engine.robots.model_params import (body_inertials, joint_damping_values, new_parametrization, requested_values,
-                                        with_values)
+from engine.robots.description import RobotDescription
+from engine.robots.model_build import model_constants
+from engine.robots.model_coords import (
+    difference_configuration,
+    flat_batch,
+    integrate_configuration,
+    neutral_configuration,
+)
+from engine.robots.model_params import (
+    body_inertials,
+    joint_damping_values,
+    new_parametrization,
+    requested_values,
+    with_values,
+)
 from engine.robots.topology import build_topology
 from engine.robots.urdf import load_urdf, parse_urdf_string
 
 __all__ = ["JointLimits", "RobotModel"]
 
 JointLimits = namedtuple("JointLimits", ["lower", "upper", "velocity", "effort"])
-JointLimits.__doc__ = "Joint limits, tensors (dof,): position (rad or m), velocity, effort (+-inf where absent)."
+JointLimits.__doc__ = ("Joint limits, tensors (dof,): position (rad or m), velocity, effort "
+                       "(+-inf where absent).")
 
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 # from this batch size on, the torch algorithms run on batch-last tensors (samples innermost)
 BATCH_LAST_BATCH = 96
+
+
 class RobotModel(DenseTreeMasks, nn.Module):
     """A kinematic tree (fixed or floating base) with batched Featherstone algorithms: each public
     method picks one backend (:meth:`_backend_for`) and calls one of its methods; armature,
@@ -143,17 +147,12 @@ class RobotModel(DenseTreeMasks, nn.Module):
         self.description = description
         topo = build_topology(description)
         self.topology = topo
-        n = topo.n_bodies
-        self._n = n                                  # movable joints (= bodies), mimic joints included
+        self._n = topo.n_bodies                      # movable joints (= bodies), mimic joints included
         self.floating = bool(description.floating_base)
         self.link_names = list(topo.link_names)
         self._link_index = {name: i for i, name in enumerate(self.link_names)}
         self._full_joint_names = list(topo.joint_names)
         self._dof_of_child = {link: k for k, link in enumerate(topo.child_link_of_dof)}
-
-        def buf(name, value, dtype_=None):
-            t = torch.as_tensor(np.asarray(value), dtype=dtype_ or dtype, device=device)
-            self.register_buffer(name, t, persistent=False)
 
         joints = [description.joint(j) for j in self._full_joint_names]
         self.joint_names = [j.name for j in joints if j.mimic is None]
@@ -161,59 +160,13 @@ class RobotModel(DenseTreeMasks, nn.Module):
         self.dof = len(self.joint_names)
         self.nq = self.dof + (7 if self.floating else 0)
         self.nv = self.dof + (6 if self.floating else 0)
-        if self.mimic_joint_names:
-            G, off = coupling_matrix(joints, self.joint_names, description.name)
-            buf("_G", G)                                 # (n, dof): every movable joint from the independent ones
-            buf("_mimic_offset", off)
-            f = 6 if self.floating else 0
-            P = np.zeros((f + n, f + self.dof))
-            P[:f, :f] = np.eye(f)
-            P[f:, f:] = G
-            buf("_P", P)                                 # (nv_all, nv): the same with the base
-        else:
-            for name in ("_G", "_mimic_offset", "_P"):
-                self.register_buffer(name, None, persistent=False)
-        arm = np.array([j.armature for j in joints], dtype=float)
-        if arm.size and np.any(arm != 0):
-            buf("_armature_v", np.concatenate([np.zeros(6 if self.floating else 0), arm]))
-            buf("_armature_int", arm[topo.body_dof])
-        else:
-            for name in ("_armature_v", "_armature_int"):
-                self.register_buffer(name, None, persistent=False)
         self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
-
-        arrays, values = tree_constants(topo, dtype, device)
-        for name, t in arrays.items():
+        tensors, values = model_constants(description, topo, joints, self.joint_names, dtype, device, gravity)
+        for name, t in tensors.items():
             self.register_buffer(name, t, persistent=False)
         for name, v in values.items():
             setattr(self, name, v)
-        # link inertials, link_names order
-        mass, com, inertia = [], [], []
-        for name in self.link_names:
-            inertial = description.link(name).inertial
-            if inertial is None:
-                mass.append(0.0)
-                com.append(np.zeros(3))
-                inertia.append(np.zeros((3, 3)))
-            else:
-                mass.append(inertial.mass)
-                com.append(np.asarray(inertial.origin.xyz, dtype=float))
-                inertia.append(inertial.inertia_in_link_frame())
-        buf("_link_mass", np.array(mass))
-        buf("_link_com", np.array(com).reshape(-1, 3))
-        buf("_link_inertia", np.array(inertia).reshape(-1, 3, 3))
-        mb, cb, Ib = dyn.link_inertia_to_bodies(self._link_mass, self._link_com, self._link_inertia,
-                                                self._link_body, self._link_offset, n)
-        self.register_buffer("_body_m", mb, persistent=False)
-        self.register_buffer("_body_c", cb, persistent=False)
-        self.register_buffer("_body_Ic", Ib, persistent=False)
-        for name, t in zip(("_bc_m", "_bc_c1", "_bc_Ic4"), dyn.body_constants(mb, cb, Ib)):
-            self.register_buffer(name, t, persistent=False)
         self._backend_cache = None                    # (key, backends): see _backends
-        buf("_damping", [j.damping for j in joints])
-        buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
-        self._limits = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort] for j in joints
-                                 if j.name in self._joint_index], dtype=float).reshape(self.dof, 4)
         self.learnable = nn.ModuleDict()
         self._learnable: dict[tuple[str, str], str] = {}
 
@@ -225,7 +178,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
 
     @classmethod
     def from_urdf(cls, path: str | Path, dtype=torch.float64, device="cpu", mimic: str = "coupled",
-                  strict: bool | None = None, gravity=DEFAULT_GRAVITY, floating_base: bool = False) -> RobotModel:
+                  strict: bool | None = None, gravity=DEFAULT_GRAVITY,
+                  floating_base: bool = False) -> RobotModel:
         """Load a URDF file (see :func:`engine.robots.urdf.load_urdf` for ``mimic`` and ``strict``);
         ``floating_base``: attach the root link to the world by a free-flyer joint."""
         desc = load_urdf(path, mimic=mimic, strict=strict)
@@ -293,10 +247,11 @@ class RobotModel(DenseTreeMasks, nn.Module):
             C0=self._C0, C=self._C, Ct4=self._Ct4, axis3=self._axis3, axis4=self._axis4, rev=self._rev,
             pri=self._pri, anc=self._anc, anc_strict=self._anc_strict,
             jumps=[getattr(self, name) for name in self._jump_names], levels=self._levels,
-            level_parents=[None if name is None else getattr(self, name) for name in self._level_parent_names],
+            level_parents=[None if name is None else getattr(self, name)
+                           for name in self._level_parent_names],
             link_body=self._link_body, link_body_int=self._link_body_int, link_offset=self._link_offset,
-            link_rev_mask=self._link_rev_mask, link_pri_mask=self._link_pri_mask, offset_links=self._offset_links,
-            offset_bodies=self._offset_bodies, offset_T=self._offset_T,
+            link_rev_mask=self._link_rev_mask, link_pri_mask=self._link_pri_mask,
+            offset_links=self._offset_links, offset_bodies=self._offset_bodies, offset_T=self._offset_T,
             link_src=None if self._link_src_identity else self._link_src, armature_int=self._armature_int,
             armature_v=self._armature_v,
             armature_diag=None if self._armature_v is None else torch.diag(self._armature_v))
@@ -310,7 +265,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
         if cache is None or cache[0] is not key:
             with torch.inference_mode(False):       # constants are normal tensors (see _call_policy)
                 tree = self._tree()
-            backends = {"tree": tree, "body-major": BodyMajorBackend(tree), "batch-last": BatchLastBackend(tree)}
+            backends = {"tree": tree, "body-major": BodyMajorBackend(tree),
+                        "batch-last": BatchLastBackend(tree)}
             cache = self._backend_cache = (key, backends)
         return cache[1]
 
@@ -342,8 +298,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
     def _inertials(self) -> Inertials:
         """The body inertials of this call: the constants, or values of the learnable parameters."""
         if not any(kind != "damping" for _, kind in self._learnable):
-            return Inertials((self._body_m, self._body_c, self._body_Ic), (self._bc_m, self._bc_c1, self._bc_Ic4),
-                             fixed=True)
+            return Inertials((self._body_m, self._body_c, self._body_Ic),
+                             (self._bc_m, self._bc_c1, self._bc_Ic4), fixed=True)
         return Inertials(self._body_parts())
 
     def has_learnable_parameters(self) -> bool:
@@ -351,7 +307,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
         return bool(self._learnable)
 
     # ------------------------------------------------------------------ learnable parameters
-    def make_learnable(self, link: str, kind: str, parametrization: None | str | nn.Module = None) -> nn.Module:
+    def make_learnable(self, link: str, kind: str,
+                       parametrization: None | str | nn.Module = None) -> nn.Module:
         """Make ``kind`` ("mass", "com", "inertia", "damping") of ``link`` learnable.
 
         ``parametrization``: None for the default physical one (see
@@ -414,8 +371,9 @@ class RobotModel(DenseTreeMasks, nn.Module):
 
     def _body_parts(self):
         """(m (n+1,), c (n+1, 3), Ic (n+1, 3, 3)): every body's inertial in its frame, learnables applied."""
-        learned = {kind: [(self._link_index[link], self.learnable[key]()) for (link, k), key in self._learnable.items()
-                          if k == kind] for kind in ("mass", "com", "inertia")}
+        learned = {kind: [(self._link_index[link], self.learnable[key]())
+                          for (link, k), key in self._learnable.items() if k == kind]
+                   for kind in ("mass", "com", "inertia")}
         values = {"mass": self._link_mass, "com": self._link_com, "inertia": self._link_inertia}
         return body_inertials(values, learned, self._link_body, self._link_offset, self._n)
 
@@ -453,25 +411,9 @@ class RobotModel(DenseTreeMasks, nn.Module):
 
     # ------------------------------------------------------------------ coordinates
     def _flat(self, *xs, kinds: str | None = None):
-        """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, (B, size)...).
-
-        kinds: per input "q" (a configuration, ``nq``) or "v" (a velocity, acceleration or
-        force, ``nv``); default all "q"."""
-        dtype, device = self.dtype, self.device
-        ts = [x if isinstance(x, torch.Tensor) and x.dtype == dtype and x.device == device
-              else torch.as_tensor(x, dtype=dtype, device=device) for x in xs]
-        nq, nv = self.nq, self.nv
-        for t, k in zip(ts, kinds or "q" * len(ts)):
-            size = nq if k == "q" else nv
-            if t.shape[-1:] != (size,):
-                what = "configurations" if k == "q" and nq != nv else "joint vectors"
-                raise ValueError(f"expected {what} of shape (..., {size}), got {tuple(t.shape)}")
-        shape = ts[0].shape[:-1]
-        if len(ts) > 1 and any(t.shape[:-1] != shape for t in ts[1:]):
-            shape = torch.broadcast_shapes(*(t.shape[:-1] for t in ts))
-            ts = [t.expand(shape + t.shape[-1:]) for t in ts]
-        B = math.prod(shape)
-        return shape, [t if t.dim() == 2 else t.reshape(B, t.shape[-1]) for t in ts]
+        """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, (B, size)...)
+        (:func:`flat_batch`; kinds: per input "q" or "v", default all "q")."""
+        return flat_batch(xs, kinds or "q" * len(xs), self.nq, self.nv, self.dtype, self.device)
 
     def _all_q(self, q):
         """Flat ``(B, nq)`` -> every movable joint's configuration ``(B, nq_all)`` (coupled mimic
@@ -528,28 +470,18 @@ class RobotModel(DenseTreeMasks, nn.Module):
 
     def neutral(self) -> torch.Tensor:
         """The neutral configuration ``(nq,)``: joints at zero, the base at the origin, unrotated."""
-        q = torch.zeros(self.nq, dtype=self.dtype, device=self.device)
-        if self.floating:
-            q[6] = 1.0
-        return q
+        return neutral_configuration(self.nq, self.floating, self.dtype, self.device)
 
     def integrate(self, q, v, dt=1.0) -> torch.Tensor:
         """The configuration reached from ``q (..., nq)`` moving at ``v (..., nv)`` for ``dt``
         (``pinocchio.integrate(model, q, v * dt)``: the base moves by ``exp`` of its twist)."""
         shape, (q, v) = self._flat(q, v, kinds="qv")
-        v = v * dt
-        if not self.floating:
-            return (q + v).reshape(shape + (self.nq,))
-        out = torch.cat([fl.integrate(q[:, :7], v[:, :6]), q[:, 7:] + v[:, 6:]], dim=-1)
-        return out.reshape(shape + (self.nq,))
+        return integrate_configuration(q, v * dt, self.floating).reshape(shape + (self.nq,))
 
     def difference(self, q0, q1) -> torch.Tensor:
         """The velocity ``(..., nv)`` that takes ``q0`` to ``q1`` in unit time (``pinocchio.difference``)."""
         shape, (q0, q1) = self._flat(q0, q1)
-        if not self.floating:
-            return (q1 - q0).reshape(shape + (self.nv,))
-        out = torch.cat([fl.difference(q0[:, :7], q1[:, :7]), q1[:, 7:] - q0[:, 7:]], dim=-1)
-        return out.reshape(shape + (self.nv,))
+        return difference_configuration(q0, q1, self.floating).reshape(shape + (self.nv,))
 
     def joints_moving(self, links) -> list[int]:
         """Indices (``joint_names`` order) of the joints that move at least one of ``links``."""
@@ -628,8 +560,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
     def inverse_dynamics(self, q, qd, qdd, gravity=True, damping: bool = False) -> torch.Tensor:
         """Joint forces ``tau = M qdd + C qd + g (+ D qd)``, ``(..., nv)`` (RNEA)."""
         shape, (q, qd, qdd) = self._flat(q, qd, qdd, kinds="qvv")
-        tau = self._joint_forces(self._backend_for(q, qd, qdd), self._all_q(q), self._all_v(qd), self._all_v(qdd),
-                                 gravity)
+        tau = self._joint_forces(self._backend_for(q, qd, qdd), self._all_q(q), self._all_v(qd),
+                                 self._all_v(qdd), gravity)
         if damping:
             tau = tau + self._damping_forces(qd)
         return tau.reshape(shape + (self.nv,))
@@ -657,7 +589,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
         return M.reshape(shape + (self.nv, self.nv))
 
     @call_policy(lambda m: m.nv)
-    def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False, method: str = "auto") -> torch.Tensor:
+    def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False,
+                         method: str = "auto") -> torch.Tensor:
         """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., nv)``.
 
         ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
@@ -668,7 +601,8 @@ class RobotModel(DenseTreeMasks, nn.Module):
         """
         shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
         if method not in ("auto", "articulated", "composite"):
-            raise ValueError(f"unknown forward dynamics method {method!r}: use 'auto', 'articulated' or 'composite'")
+            raise ValueError(f"unknown forward dynamics method {method!r}: use 'auto', 'articulated' or "
+                             "'composite'")
         backend = self._backend_for(q, qd, tau)
         if damping:
             tau = tau - self._damping_forces(qd)

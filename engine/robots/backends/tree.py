@@ -208,6 +208,7 @@ class ModelBuffers:
     _bc_Ic4: torch.Tensor
     _damping: torch.Tensor
     _a0: torch.Tensor
+    _limits: np.ndarray  # (dof, 4): lower, upper, velocity, effort
     _backend_cache: tuple[torch.Tensor | None, dict[str, object]] | None
 
 

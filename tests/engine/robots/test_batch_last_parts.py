@@ -12,8 +12,8 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
-from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import floating_batch_last as fbl
+from engine.robots.dynamics_batch_last import planes
 from engine.robots.library import load_robot
 
 
@@ -48,7 +48,7 @@ def test_tree_sums_by_depth_match_the_ancestor_products(name):
     x = torch.randn(6, tree.n, 33, dtype=torch.float64)
     levels = (tree.levels, tree.level_parents)
     anc = tree.anc
-    torch.testing.assert_close(dyn_bl._tree_down_levels(x, *levels), torch.matmul(anc, x), rtol=0, atol=1e-12)
+    torch.testing.assert_close(planes._tree_down_levels(x, *levels), torch.matmul(anc, x), rtol=0, atol=1e-12)
     torch.testing.assert_close(
-        dyn_bl._tree_up_levels(x, *levels), torch.matmul(anc.t(), x), rtol=0, atol=1e-12
+        planes._tree_up_levels(x, *levels), torch.matmul(anc.t(), x), rtol=0, atol=1e-12
     )

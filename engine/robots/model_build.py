@@ -1,0 +1,91 @@
+"""The constants of :class:`engine.robots.model.RobotModel`, built once from its description.
+
+One function, :func:`model_constants`, with what it needs as arguments; the model registers
+the tensors as non-persistent buffers (they follow ``.to()``) and keeps the values as plain
+attributes (both declared in :class:`engine.robots.backends.tree.ModelBuffers`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine.robots import dynamics_body_major as dyn
+from engine.robots.backends.tree import coupling_matrix, tree_constants
+from engine.robots.description import Joint, RobotDescription
+from engine.robots.topology import Topology
+
+__all__ = ["model_constants"]
+
+
+def model_constants(description: RobotDescription, topo: Topology, joints: list[Joint],
+                    joint_names: list[str], dtype: torch.dtype, device: str | torch.device,
+                    gravity) -> tuple[dict[str, torch.Tensor | None], dict[str, object]]:
+    """``(tensors, values)`` by attribute name, for a tree of ``n`` movable joints (``joints``, every
+    one, topology order; ``joint_names`` the independent ones, ``dof``) and ``L`` links.
+
+    Tensors (None where absent): the tree's (:func:`tree_constants`); the mimic coupling ``_G (n,
+    dof)``, ``_mimic_offset (n,)`` and, with the base, ``_P (nv_all, nv)``; armature
+    ``_armature_v (nv_all,)`` and ``_armature_int (n,)`` (body order); link inertials
+    ``_link_mass (L,)`` kg, ``_link_com (L, 3)`` m and ``_link_inertia (L, 3, 3)`` kg m^2 (about the
+    CoM, link axes), the bodies' ``_body_m``, ``_body_c``, ``_body_Ic`` and their
+    :func:`dyn.body_constants` ``_bc_m``, ``_bc_c1``, ``_bc_Ic4``; joint damping ``_damping (n,)``;
+    the base acceleration ``_a0 = [0; -g] (6,)`` from ``gravity (3,)`` m/s^2. Values: the tree's,
+    and the joint limits ``_limits`` (numpy ``(dof, 4)``: lower, upper, velocity, effort).
+    """
+    n = topo.n_bodies
+    floating = bool(description.floating_base)
+    dof = len(joint_names)
+    tensors: dict[str, torch.Tensor | None] = {}
+
+    def buf(name, value, dtype_=None):
+        tensors[name] = torch.as_tensor(np.asarray(value), dtype=dtype_ or dtype, device=device)
+
+    if any(j.mimic is not None for j in joints):
+        G, off = coupling_matrix(joints, joint_names, description.name)
+        buf("_G", G)                                 # (n, dof): every movable joint from the independent ones
+        buf("_mimic_offset", off)
+        f = 6 if floating else 0
+        P = np.zeros((f + n, f + dof))
+        P[:f, :f] = np.eye(f)
+        P[f:, f:] = G
+        buf("_P", P)                                 # (nv_all, nv): the same with the base
+    else:
+        for name in ("_G", "_mimic_offset", "_P"):
+            tensors[name] = None
+    arm = np.array([j.armature for j in joints], dtype=float)
+    if arm.size and np.any(arm != 0):
+        buf("_armature_v", np.concatenate([np.zeros(6 if floating else 0), arm]))
+        buf("_armature_int", arm[topo.body_dof])
+    else:
+        for name in ("_armature_v", "_armature_int"):
+            tensors[name] = None
+
+    arrays, values = tree_constants(topo, dtype, device)
+    tensors.update(arrays)
+    # link inertials, link_names order
+    mass, com, inertia = [], [], []
+    for name in topo.link_names:
+        inertial = description.link(name).inertial
+        if inertial is None:
+            mass.append(0.0)
+            com.append(np.zeros(3))
+            inertia.append(np.zeros((3, 3)))
+        else:
+            mass.append(inertial.mass)
+            com.append(np.asarray(inertial.origin.xyz, dtype=float))
+            inertia.append(inertial.inertia_in_link_frame())
+    buf("_link_mass", np.array(mass))
+    buf("_link_com", np.array(com).reshape(-1, 3))
+    buf("_link_inertia", np.array(inertia).reshape(-1, 3, 3))
+    mb, cb, Ib = dyn.link_inertia_to_bodies(tensors["_link_mass"], tensors["_link_com"],
+                                            tensors["_link_inertia"], arrays["_link_body"],
+                                            arrays["_link_offset"], n)
+    tensors.update(_body_m=mb, _body_c=cb, _body_Ic=Ib)
+    tensors.update(zip(("_bc_m", "_bc_c1", "_bc_Ic4"), dyn.body_constants(mb, cb, Ib)))
+    buf("_damping", [j.damping for j in joints])
+    buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
+    independent = set(joint_names)
+    values["_limits"] = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort]
+                                  for j in joints if j.name in independent], dtype=float).reshape(dof, 4)
+    return tensors, values

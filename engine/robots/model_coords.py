@@ -1,0 +1,61 @@
+"""Coordinates of :class:`engine.robots.model.RobotModel`: one flat batch from the user's inputs,
+and the configuration space of a fixed or floating base (neutral, integrate, difference).
+
+Plain functions of their arguments. ``q (..., nq)`` configurations, ``v (..., nv)`` velocities;
+a floating base leads both (``q = [xyz, quaternion x y z w, joints]``, ``nq = dof + 7``; ``v =
+[linear, angular in the base frame, joints]``, ``nv = dof + 6``; :mod:`engine.robots.floating`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from engine.robots import floating as fl
+
+__all__ = ["difference_configuration", "flat_batch", "integrate_configuration", "neutral_configuration"]
+
+
+def flat_batch(xs, kinds: str, nq: int, nv: int, dtype: torch.dtype, device: torch.device):
+    """Broadcast inputs to one batch shape and flatten it: -> (batch_shape, [(B, size), ...]).
+
+    kinds: per input "q" (a configuration, ``nq``) or "v" (a velocity, acceleration or
+    force, ``nv``); inputs are converted to ``dtype`` and ``device``."""
+    ts = [x if isinstance(x, torch.Tensor) and x.dtype == dtype and x.device == device
+          else torch.as_tensor(x, dtype=dtype, device=device) for x in xs]
+    for t, k in zip(ts, kinds):
+        size = nq if k == "q" else nv
+        if t.shape[-1:] != (size,):
+            what = "configurations" if k == "q" and nq != nv else "joint vectors"
+            raise ValueError(f"expected {what} of shape (..., {size}), got {tuple(t.shape)}")
+    shape = ts[0].shape[:-1]
+    if len(ts) > 1 and any(t.shape[:-1] != shape for t in ts[1:]):
+        shape = torch.broadcast_shapes(*(t.shape[:-1] for t in ts))
+        ts = [t.expand(shape + t.shape[-1:]) for t in ts]
+    B = math.prod(shape)
+    return shape, [t if t.dim() == 2 else t.reshape(B, t.shape[-1]) for t in ts]
+
+
+def neutral_configuration(nq: int, floating: bool, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``(nq,)``: joints at zero, a floating base at the origin, unrotated."""
+    q = torch.zeros(nq, dtype=dtype, device=device)
+    if floating:
+        q[6] = 1.0
+    return q
+
+
+def integrate_configuration(q: torch.Tensor, v: torch.Tensor, floating: bool) -> torch.Tensor:
+    """Flat ``q (B, nq)`` moved by ``v (B, nv)`` (``pinocchio.integrate``: the base by ``exp`` of its
+    twist) -> ``(B, nq)``."""
+    if not floating:
+        return q + v
+    return torch.cat([fl.integrate(q[:, :7], v[:, :6]), q[:, 7:] + v[:, 6:]], dim=-1)
+
+
+def difference_configuration(q0: torch.Tensor, q1: torch.Tensor, floating: bool) -> torch.Tensor:
+    """The velocity ``(B, nv)`` that takes flat ``q0`` to ``q1 (B, nq)`` in unit time
+    (``pinocchio.difference``)."""
+    if not floating:
+        return q1 - q0
+    return torch.cat([fl.difference(q0[:, :7], q1[:, :7]), q1[:, 7:] - q0[:, 7:]], dim=-1)
