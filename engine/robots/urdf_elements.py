@@ -72,11 +72,11 @@ def _geometry(ctx: _Ctx, owner_el, base_dir: Path | None, link_name: str) -> Geo
         filename = s.get("filename")
         if not filename:
             raise ctx.error(f"link {link_name!r}: <mesh> has no filename", s)
-        scale = _floats(ctx, s, "scale", 3, None)
-        if scale is None:
-            text = s.get("scale")
-            scale1 = _floats(ctx, s, "scale", 1, None) if text and len(text.split()) == 1 else None
-            scale = (scale1[0],) * 3 if scale1 else (1.0, 1.0, 1.0)
+        text = s.get("scale")
+        if text is not None and len(text.split()) == 1:  # one number scales all three axes
+            scale = (_float(ctx, s, "scale", required=True),) * 3
+        else:
+            scale = _floats(ctx, s, "scale", 3, (1.0, 1.0, 1.0))
         path = resolve_uri(filename, base_dir)
         fault = _mesh_file_fault(path if path is not None else _plain_path(filename, base_dir))
         if path is None and fault is None:

@@ -281,3 +281,20 @@ def test_a_mesh_that_is_a_folder_or_empty_is_named_with_its_link(tmp_path, caplo
     text = caplog.text
     assert "mesh 'meshes/a.stl' of link 'base' is a folder" in text
     assert "mesh 'meshes/b.stl' of link 'base' is empty" in text
+
+
+@pytest.mark.parametrize(("text", "expected"), [("2", (2.0, 2.0, 2.0)), ("1 2 3", (1.0, 2.0, 3.0)),
+                                                 (None, (1.0, 1.0, 1.0))])
+def test_mesh_scale_takes_one_number_or_three(text, expected, caplog):
+    """urdfdom reads ``scale="2"`` as 2 on every axis; a file with a one-number scale loads."""
+    scale = "" if text is None else f' scale="{text}"'
+    xml = robot(f'<link name="a"><visual><geometry><mesh filename="a.stl"{scale}/></geometry></visual></link>')
+    with caplog.at_level(logging.WARNING):
+        geometry = parse_urdf_string(xml).link("a").visuals[0].geometry
+    assert geometry.scale == expected
+
+
+def test_a_mesh_scale_of_two_numbers_is_refused():
+    xml = robot('<link name="a"><visual><geometry><mesh filename="a.stl" scale="1 2"/></geometry></visual></link>')
+    with pytest.raises(URDFError, match="scale"):
+        parse_urdf_string(xml)
