@@ -5,7 +5,8 @@ geoms, ...), so what we read is what MuJoCo simulates:
 
 - bodies -> links, with mass, centre of mass and the principal inertia frame (``body_ipos``,
   ``body_iquat``, ``body_inertia``) as the URDF ``<inertial>``;
-- hinge joints -> revolute (limited) or continuous, slide joints -> prismatic, with range,
+- hinge joints -> revolute (limited) or continuous, slide joints -> prismatic, with range
+  (a joint's ``ref`` is kept: at ``q = ref`` the body is where the file puts it, as in MuJoCo),
   damping, frictionloss and armature (``Joint.armature``); a body without joints is welded to
   its parent (a fixed joint); a body with several joints, or a hinge anchored away from the
   body origin, becomes a chain through massless frames named ``<body>__<joint>`` (URDF joints
@@ -19,6 +20,7 @@ geoms, ...), so what we read is what MuJoCo simulates:
 - ``<option gravity>`` -> ``RobotDescription.gravity`` (zero with ``<flag gravity="disable">``);
   body ``gravcomp`` -> ``Link.gravcomp`` and joint ``actuatorgravcomp`` ->
   ``Joint.actuator_gravcomp`` (the forces: :mod:`engine.robots.gravcomp`);
+- linear ``<equality joint>`` couplings -> mimic joints (:mod:`engine.robots.mjcf_couplings`);
 - everything else that changes the dynamics (equality constraints, tendons, actuators, springs,
   contacts...) is named in ``RobotDescription.not_modelled`` and once in a warning
   (:mod:`engine.robots.mjcf_inventory`);
@@ -46,6 +48,7 @@ from engine.robots.description import (
     Visual,
     massless_moving_subtrees,
 )
+from engine.robots.mjcf_couplings import joint_couplings
 from engine.robots.mjcf_error import MJCFError
 from engine.robots.mjcf_inventory import not_modelled
 from engine.robots.mjcf_trees import choose_tree, mujoco_trees, other_trees_line
@@ -67,6 +70,12 @@ def _quat_matrix(wxyz) -> np.ndarray:
         [s * (x * y + z * w), 1.0 - s * (x * x + z * z), s * (y * z - x * w)],
         [s * (x * z - y * w), s * (y * z + x * w), 1.0 - s * (x * x + y * y)],
     ])
+
+
+def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
+    """The rotation (3, 3) by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
 
 
 def _T(pos, R) -> np.ndarray:
@@ -236,21 +245,23 @@ def check_mesh_files(path: str | Path) -> None:
                         element=f"<mesh name={name!r}>", line=line)
 
 
-def load_mjcf(path: str | Path, tree: str | None = None) -> RobotDescription:
+def load_mjcf(path: str | Path, tree: str | None = None, mimic: str = "coupled") -> RobotDescription:
     """Compile an MJCF file with MuJoCo and describe the result (see the module docstring).
 
     ``tree``: which kinematic tree to load when the file holds several (``"world"``: the bodies
     fixed to the world; a free body's name: that body and what hangs from it); None: the only
-    one (several: :class:`MJCFError` naming them)."""
-    return describe_mujoco_model(compile_mjcf(path), path, tree=tree)
+    one (several: :class:`MJCFError` naming them). ``mimic``: ``"coupled"`` maps linear
+    ``<equality joint>`` couplings onto mimic joints (:mod:`engine.robots.mjcf_couplings`),
+    ``"independent"`` leaves them out (listed as not modelled), ``"error"`` refuses them."""
+    return describe_mujoco_model(compile_mjcf(path), path, tree=tree, mimic=mimic)
 
 
-def load_mjcf_trees(path: str | Path) -> dict[str, RobotDescription]:
+def load_mjcf_trees(path: str | Path, mimic: str = "coupled") -> dict[str, RobotDescription]:
     """Every kinematic tree of an MJCF file, each as its own description, largest first
     (``{tree name: description}``; see :mod:`engine.robots.mjcf_trees`)."""
     m = compile_mjcf(path)
     names = _body_names(m, path)
-    return {t.name: describe_mujoco_model(m, path, tree=t.name)
+    return {t.name: describe_mujoco_model(m, path, tree=t.name, mimic=mimic)
             for t in mujoco_trees(m, names, _free_bodies(m, names, path))}
 
 
@@ -319,9 +330,9 @@ def mujoco_gravity(m) -> tuple[float, float, float]:
     return cast("tuple[float, float, float]", tuple(float(g) for g in m.opt.gravity))
 
 
-def describe_mujoco_model(m, path: str | Path, tree: str | None = None) -> RobotDescription:
+def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: str = "coupled") -> RobotDescription:
     """The :class:`RobotDescription` of one kinematic tree of a compiled ``mujoco.MjModel``
-    (``path``: for messages; ``tree``: see :func:`load_mjcf`)."""
+    (``path``: for messages; ``tree`` and ``mimic``: see :func:`load_mjcf`)."""
     import mujoco
 
     path = Path(path)
@@ -347,6 +358,16 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None) -> Robot
     floating = chosen.floating
     root_body = chosen.root
     kept = set(chosen.bodies)
+    if mimic not in ("coupled", "independent", "error"):
+        raise ValueError(f"mimic must be 'coupled', 'independent' or 'error', not {mimic!r}")
+    kept_joints = {j for j in range(m.njnt) if int(m.jnt_bodyid[j]) in kept}
+    coupled, coupled_eqs = joint_couplings(m, joint_names, kept_joints)
+    if mimic == "error" and coupled:
+        jn = joint_names[next(iter(coupled))]
+        raise err(f"joint {jn!r} is coupled to {coupled[next(iter(coupled))].joint!r} by an <equality joint>; "
+                  "load with mimic='coupled' or 'independent'", f"<joint name={jn!r}>")
+    if mimic == "independent":
+        coupled, coupled_eqs = {}, set()
     if floating and m.body_geomnum[0]:
         log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
 
@@ -385,6 +406,10 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None) -> Robot
             hinge = m.jnt_type[j] == J.mjJNT_HINGE
             p = np.asarray(m.jnt_pos[j], float) if hinge else np.zeros(3)
             origin = (T_prev if prev_anchor is None else _trans(-prev_anchor)) @ _trans(p)
+            axis = np.asarray(m.jnt_axis[j], float) / np.linalg.norm(m.jnt_axis[j])
+            ref = float(m.qpos0[m.jnt_qposadr[j]])          # the file's pose is at q = ref, not at 0
+            if ref:
+                origin = origin @ (_T(np.zeros(3), _axis_angle(axis, -ref)) if hinge else _trans(-ref * axis))
             last = k == len(body_joints) - 1
             child = names[b] if last and not np.any(p) else f"{names[b]}__{jname}"
             if child != names[b]:
@@ -395,18 +420,16 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None) -> Robot
             )
             dof = int(m.jnt_dofadr[j])
             jtype = ("revolute" if limited else "continuous") if hinge else "prismatic"
-            axis = np.asarray(m.jnt_axis[j], float)
             joints.append(Joint(name=jname, type=jtype, parent=prev_link, child=child, origin=_origin(origin),
-                                axis=cast("tuple[float, float, float]",
-                                          tuple(float(a) for a in axis / np.linalg.norm(axis))),
+                                axis=cast("tuple[float, float, float]", tuple(float(a) for a in axis)),
                                 limit=Limit(lower=lo, upper=hi), damping=float(m.dof_damping[dof]),
                                 friction=float(m.dof_frictionloss[dof]), armature=float(m.dof_armature[dof]),
-                                actuator_gravcomp=bool(m.jnt_actgravcomp[j])))
+                                actuator_gravcomp=bool(m.jnt_actgravcomp[j]), mimic=coupled.get(j)))
             prev_link, prev_anchor = child, p
             if last and child != names[b]:        # back from the hinge's anchor to the body frame
                 joints.append(Joint(name=f"{names[b]}__frame", type="fixed", parent=child, child=names[b],
                                     origin=_origin(_trans(-p))))
-    missing = tuple(other_trees_line(trees, chosen) + not_modelled(m, kept))
+    missing = tuple(other_trees_line(trees, chosen) + not_modelled(m, kept, skip_equalities=coupled_eqs))
     if missing:
         log.warning("%s: not modelled: %s", path, "; ".join(missing))
     desc = RobotDescription(name=_model_name(m, path), links=tuple(links), joints=tuple(joints),

@@ -10,9 +10,15 @@ simulation and IK are not the file's whole model, and the user is told what diff
 
 from __future__ import annotations
 
-__all__ = ["mujoco_name", "named_list", "not_modelled"]
+__all__ = ["line_kind", "mujoco_name", "named_list", "not_modelled"]
 
 _SHOWN = 6          # elements named per line; the rest are counted
+
+
+def line_kind(line: str) -> str:
+    """The kind a not-modelled line names (``"tendons"``, ``"equality constraints <joint>"``...):
+    its text before the first ``:`` or `` (``; for short summaries (the app's status line)."""
+    return line.split(":", 1)[0].split(" (", 1)[0].strip()
 
 
 def named_list(names: list[str], shown: int = _SHOWN) -> str:
@@ -34,7 +40,7 @@ def mujoco_name(m, kind: str, i: int) -> str | None:
     return name or None
 
 
-def _equality_lines(m) -> list[str]:
+def _equality_lines(m, skip: set[int]) -> list[str]:
     import mujoco
 
     E = mujoco.mjtEq
@@ -47,6 +53,8 @@ def _equality_lines(m) -> list[str]:
     }
     by_kind: dict[tuple[str, str], list[str]] = {}
     for e in range(m.neq):
+        if e in skip:
+            continue
         kind, what, obj = kinds.get(int(m.eq_type[e]), ("flex", "flex constraint(s)", ""))
         name = mujoco_name(m, "equality", e)
         if name is None and obj:
@@ -84,13 +92,14 @@ def _unnamed_actuator(m, a: int) -> str:
     return f"actuator {a} (on {kind} {target!r})" if target else f"actuator {a}"
 
 
-def not_modelled(m, kept_bodies: set[int] | None = None) -> list[str]:
+def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: set[int] = frozenset()) -> list[str]:
     """One line per kind of element of the compiled model ``m`` that the description leaves
     out (see the module docstring); ``kept_bodies``: the bodies the description holds (None:
-    all), to name the static bodies it leaves out."""
+    all), to name the static bodies it leaves out; ``skip_equalities``: the equality constraints
+    it models (joint couplings as mimic joints)."""
     import mujoco
 
-    lines = _equality_lines(m) + _tendon_line(m)
+    lines = _equality_lines(m, set(skip_equalities)) + _tendon_line(m)
     if m.nu:
         names = [mujoco_name(m, "actuator", a) or _unnamed_actuator(m, a) for a in range(m.nu)]
         lines.append(f"actuators ({m.nu}; the model takes joint forces, not controls): {named_list(names)}")

@@ -27,7 +27,7 @@ t = lambda x: torch.as_tensor(x, dtype=torch.float64)  # noqa: E731
 
 EXTRA = """
   <tendon><fixed name="split"><joint joint="j2" coef="1"/><joint joint="j3" coef="-1"/></fixed></tendon>
-  <equality><joint joint1="j3" joint2="j2" polycoef="0 0.5 0 0 0"/>
+  <equality><joint joint1="j3" joint2="j2" polycoef="0 0.5 0.1 0 0"/>
     <connect name="loop" body1="lower" body2="lid" anchor="0 0 0"/></equality>
 """
 
@@ -87,7 +87,7 @@ def test_what_is_not_modelled_is_named_once_carried_and_listed(tmp_path, caplog,
     lines = desc.not_modelled
     expected = [
         "other kinematic trees of the file, not in this model (load one with tree='NAME'): 'box', 'ball'",
-        "equality constraints <joint>: 1 joint coupling(s) (a polynomial of another joint): 'j3-j2'",
+        "equality constraints <joint>: 1 joint coupling(s) (a polynomial of another joint): 'j3-j2'",  # quadratic
         "equality constraints <connect>: 1 loop closure(s) at a point: 'loop'",
         "tendons (their lengths, limits, springs and the forces through them): 1 fixed ('split')",
         "actuators (1; the model takes joint forces, not controls): 'm2'",
