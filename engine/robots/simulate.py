@@ -173,13 +173,13 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         tau = tau_const
         if options.mode != "free_fall":
             tau = tau + model.gravity_torques(q_)   # holds the robot: the file's compensation included
-        elif compensated:                           # the file's body gravcomp, as MuJoCo's passive force
-            tau = tau + gravity_compensation(model, q_)
             if options.mode == "pd_keyframes":
                 ref = torch.as_tensor(interpolate_keyframes(keyframe_times, keyframe_poses, t), device=dev)
                 err = model.difference(q_, ref) if floating else ref - q_
                 a = options.kp * err - options.kd * qd_
                 tau = tau + model.mass_matrix(q_) @ a
+        elif compensated:                           # the file's body gravcomp, as MuJoCo's passive force
+            tau = tau + gravity_compensation(model, q_)
         tau = tau - damping * qd_
         if held:              # the base held: its acceleration is zero, the joints' rows of M a = tau - h
             M, h = model.mass_matrix(q_), model.bias_forces(q_, qd_)

@@ -122,6 +122,9 @@ def test_a_fully_compensated_arm_stays_where_it_is_in_simulation(tmp_path):
     q0 = [0.4, -0.3]
     held = simulate(model, q0, options=SimulationOptions(mode="free_fall", duration=0.2, dt=0.01))
     np.testing.assert_allclose(held.q[-1], q0, atol=1e-12)
+    # the gravity-compensation mode applies g(q) in all: the file's compensation is not added twice
+    hold = simulate(model, q0, options=SimulationOptions(mode="gravity_compensation", duration=0.2, dt=0.01))
+    np.testing.assert_allclose(hold.q[-1], q0, atol=1e-12)
     path.write_text(xml.replace('gravcomp="1"', 'gravcomp="0"'))
     falls = simulate(RobotModel.from_file(path), q0, options=SimulationOptions(mode="free_fall", duration=0.2,
                                                                                dt=0.01))
