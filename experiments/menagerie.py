@@ -190,11 +190,12 @@ def run_file(path: Path, states: int) -> dict:
             out["status"] = "fault"
             out["traceback"] = traceback.format_exc()[-2000:]
             return out
-        out["trees"][name] = {"floating": desc.floating_base, "nv": model.nv, "errors": errors,
+        out["trees"][name] = {"floating": desc.floating_base, "nv": model.nv, "coupled": len(model.mimic_joint_names),
+                              "errors": errors,
                               "worst": max(errors.values(), default=0.0)}
         if i == 0:
             out["not_modelled"] = [l for l in desc.not_modelled if not l.startswith("other kinematic trees")]
-    out["nv_kept"] = sum(t["nv"] for t in out["trees"].values())
+    out["nv_kept"] = sum(t["nv"] + t["coupled"] for t in out["trees"].values())     # coupled joints: kept
     out["worst"] = max((t["worst"] for t in out["trees"].values()), default=0.0)
     return out
 
@@ -226,6 +227,7 @@ def summarise(results: dict[str, dict]) -> dict:
         "files": len(results), "status": dict(status), "loaded_within": within,
         "trees": len(trees), "floating_trees": sum(t["floating"] for t in trees),
         "several_trees": sum(1 for r in loaded.values() if len(r["trees"]) > 1),
+        "coupled_files": sum(1 for r in loaded.values() if any(t["coupled"] for t in r["trees"].values())),
         "all_dof_kept": sum(1 for r in loaded.values() if r["nv_kept"] == r["nv_mujoco"]),
         "refused_one_line": sum(1 for r in results.values() if r["status"] == "refused" and r["one_line"]),
         "not_compiled_missing_file": sum(1 for r in results.values() if r["status"] == "not_compiled"
@@ -235,6 +237,11 @@ def summarise(results: dict[str, dict]) -> dict:
         "gravcomp_files": sum(1 for r in loaded.values() if any("gravcomp" in t["errors"]
                                                                  for t in r["trees"].values())),
     }
+
+
+def _tree_text(name: str, tree: dict) -> str:
+    coupled = f", {tree['coupled']} coupled" if tree["coupled"] else ""
+    return f"{name} ({tree['nv']} DoF{', free' if tree['floating'] else ''}{coupled})"
 
 
 def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
@@ -258,7 +265,8 @@ def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
         + ", ".join(f"{k} {v}" for k, v in sorted(s["not_compiled_loader"].items())),
         f"- loaded files: {s['status'].get('loaded', 0)}, with {s['trees']} kinematic trees "
         f"({s['floating_trees']} floating); files with several trees: {s['several_trees']}; files whose "
-        f"trees hold all of MuJoCo's degrees of freedom: {s['all_dof_kept']}",
+        f"trees hold all of MuJoCo's joints: {s['all_dof_kept']}; files with <equality joint> couplings "
+        f"loaded as mimic joints: {s['coupled_files']}",
         "- loaded files whose every tree matches MuJoCo's mass matrix, bias forces and gravity torques "
         "(and qfrc_gravcomp where used), compiled and torch paths: "
         + ", ".join(f"<= {k}: {v}" for k, v in s["loaded_within"].items()),
@@ -277,7 +285,7 @@ def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
     ]
     for name, r in sorted(results.items()):
         if r["status"] == "loaded":
-            trees = ", ".join(f"{k} ({t['nv']} DoF{', free' if t['floating'] else ''})" for k, t in r["trees"].items())
+            trees = ", ".join(_tree_text(k, t) for k, t in r["trees"].items())
             lines.append(f"- `{name}`: loaded, worst {r['worst']:.1e}; {trees}")
         else:
             lines.append(f"- `{name}`: {r['status']}: {r.get('message', 'traceback in menagerie.json')[:240]}")

@@ -280,7 +280,8 @@ def compile_mjcf(path: str | Path):
     try:
         return mujoco.MjModel.from_xml_path(str(path))
     except Exception as exc:  # mujoco raises ValueError with the compiler's message
-        raise MJCFError(f"MuJoCo could not compile the file: {exc}", file=str(path)) from None
+        said = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())   # one line
+        raise MJCFError(f"MuJoCo could not compile the file: {said}", file=str(path)) from None
 
 
 def _body_names(m, path) -> list[str]:

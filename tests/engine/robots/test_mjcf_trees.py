@@ -117,3 +117,14 @@ def test_a_file_with_nothing_unmodelled_says_nothing(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         desc = load_mjcf(path)
     assert desc.not_modelled == () and not caplog.records
+
+
+def test_mujocos_compile_error_is_one_line(tmp_path):
+    path = tmp_path / "fragment.xml"
+    path.write_text('<mujoco><actuator><position class="waist" joint="j"/></actuator></mujoco>')
+    with pytest.raises(MJCFError) as info:
+        load_mjcf(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "MuJoCo could not compile the file: XML Error: unknown default class name 'waist'; Element 'position'" \
+        in message and "fragment.xml" in message
