@@ -10,6 +10,8 @@ simulation and IK are not the file's whole model, and the user is told what diff
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 __all__ = ["line_kind", "mujoco_name", "named_list", "not_modelled"]
 
 _SHOWN = 6          # elements named per line; the rest are counted
@@ -92,7 +94,7 @@ def _unnamed_actuator(m, a: int) -> str:
     return f"actuator {a} (on {kind} {target!r})" if target else f"actuator {a}"
 
 
-def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: set[int] = frozenset()) -> list[str]:
+def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: Collection[int] = ()) -> list[str]:
     """One line per kind of element of the compiled model ``m`` that the description leaves
     out (see the module docstring); ``kept_bodies``: the bodies the description holds (None:
     all), to name the static bodies it leaves out; ``skip_equalities``: the equality constraints
