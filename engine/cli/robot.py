@@ -73,6 +73,13 @@ def _add_file_flags(parser) -> None:
         metavar="NAME:=VALUE",
         help="an argument of a .xacro file (repeat for several)",
     )
+    parser.add_argument(
+        "--tree",
+        default=None,
+        metavar="NAME",
+        help="an MJCF file with several kinematic trees (a robot and free objects): the one to load "
+        "('world': the bodies fixed to the world; else a free body's name)",
+    )
 
 
 def _load(args):
@@ -82,16 +89,19 @@ def _load(args):
 
     xacro_args = parse_xacro_args(getattr(args, "xacro_args", None))
     device = {"device": args.device} if getattr(args, "device", None) else {}  # float64 on every device
-    return load_robot(args.robot, **({"xacro_args": xacro_args} if xacro_args else {}), **device)
+    tree = {"tree": args.tree} if getattr(args, "tree", None) else {}
+    return load_robot(args.robot, **({"xacro_args": xacro_args} if xacro_args else {}), **device, **tree)
 
 
-def robot_info(name_or_path, xacro_args=None) -> dict:
-    """Summary of a robot: dof, joints (type, limits), links (mass), total mass, springs."""
+def robot_info(name_or_path, xacro_args=None, tree: str | None = None) -> dict:
+    """Summary of a robot: dof, joints (type, limits), links (mass), total mass, springs, gravity
+    (m/s^2) and what the file holds that the model does not (``not_modelled``, one line per kind)."""
     from engine.robots.files import file_format
     from engine.robots.library import joint_springs, load_robot, resolve_robot
 
     path = resolve_robot(name_or_path)
-    model = load_robot(name_or_path, **({"xacro_args": dict(xacro_args)} if xacro_args else {}))
+    model = load_robot(name_or_path, **({"xacro_args": dict(xacro_args)} if xacro_args else {}),
+                       **({"tree": tree} if tree else {}))
     desc = model.description
     lim = model.joint_limits
     joints = []
@@ -118,13 +128,17 @@ def robot_info(name_or_path, xacro_args=None) -> dict:
         "links": links,
         "total_mass": model.total_mass,
         "springs": springs,
+        "floating_base": bool(desc.floating_base),
+        "gravity": [float(g) for g in model.gravity.tolist()],
+        "gravcomp": {l.name: l.gravcomp for l in desc.links if l.gravcomp},
+        "not_modelled": list(desc.not_modelled),
     }
 
 
 def _cmd_info(args) -> int:
     from engine.robots.files import parse_xacro_args
 
-    info = robot_info(args.robot, parse_xacro_args(args.xacro_args))
+    info = robot_info(args.robot, parse_xacro_args(args.xacro_args), tree=args.tree)
     if args.json:
         print_json(info)
         return 0
@@ -140,6 +154,12 @@ def _cmd_info(args) -> int:
         )
     for name, s in info["springs"].items():
         print(f"  spring at {name}: k = {s['stiffness']:g}, rest {s['rest']:g}")
+    if info["gravity"] != [0.0, 0.0, -9.81]:
+        print(f"  gravity {' '.join(f'{g:g}' for g in info['gravity'])} m/s^2")
+    for name, c in info["gravcomp"].items():
+        print(f"  gravity compensation of {name}: {c:g} of its weight")
+    for line in info["not_modelled"]:
+        print(f"  not modelled: {line}")
     return 0
 
 

@@ -161,6 +161,9 @@ class Joint:
     friction: float = 0.0
     mimic: Mimic | None = None
     armature: float = 0.0  # rotor inertia (kg m^2 or kg) added to the mass matrix's diagonal, as in MJCF
+    # MJCF ``actuatorgravcomp``: the gravity compensation on this joint counts as actuation
+    # (MuJoCo's qfrc_actuator) instead of a passive force (qfrc_passive); the total is the same
+    actuator_gravcomp: bool = False
 
     @property
     def movable(self) -> bool:
@@ -173,6 +176,9 @@ class Link:
     inertial: Inertial | None = None
     visuals: tuple[Visual, ...] = ()
     collisions: tuple[Collision, ...] = ()
+    # MJCF body ``gravcomp``: the fraction of this link's weight cancelled by an upward force at
+    # its centre of mass (0: none, 1: all); see :mod:`engine.robots.gravcomp`
+    gravcomp: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -187,6 +193,12 @@ class RobotDescription:
     # True: the root link is attached to the world by a free-flyer joint (Pinocchio's
     # JointModelFreeFlyer convention: q = [xyz, quaternion x y z w, joints], v = [v, w in base, joints]).
     floating_base: bool = False
+    # the file's gravity (m/s^2, world frame): URDF has none (-9.81 z), MJCF's <option gravity>
+    gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
+    # what the file holds that this description does not model, one plain line per kind
+    # (MJCF tendons, equality constraints, actuators, contacts...): said once in a warning at load,
+    # listed by `robot info` and shown by the app
+    not_modelled: tuple[str, ...] = ()
 
     # name -> object indices, built on first use (a frozen dataclass still has a __dict__, and
     # cached_property writes there, not through __setattr__; not fields: eq, hash, replace ignore them)

@@ -78,15 +78,21 @@ def load_description(
     strict: bool | None = None,
     xacro_args: Mapping[str, str] | None = None,
     floating_base: bool = False,
+    tree: str | None = None,
 ) -> RobotDescription:
     """Load a URDF, xacro or MJCF file (see the module docstring); raises URDFError (a ValueError)
-    naming the file. ``mimic`` (None: the URDF loader's default) and ``strict`` apply to URDF and
-    xacro; ``xacro_args`` to xacro; ``floating_base=True`` attaches the root link by a free-flyer
-    joint (an MJCF file says so itself with a free joint on its root body)."""
+    naming the file. ``mimic`` (None: the loader's default, coupled) applies to URDF, xacro and MJCF
+    (``<equality joint>`` couplings); ``strict`` to URDF and xacro; ``xacro_args`` to xacro;
+    ``floating_base=True`` attaches the root link by a free-flyer joint (an MJCF file says so itself
+    with a free joint on its root body); ``tree`` to MJCF: the kinematic tree to load from a file
+    with several (see :func:`engine.robots.mjcf.load_mjcf`)."""
     path = Path(path)
     kind = file_format(path)
     if xacro_args and kind != "xacro":
         raise ValueError(f"{path}: xacro arguments given, but the file is {kind.upper()}, not xacro")
+    if tree is not None and kind != "mjcf":
+        raise ValueError(f"{path}: a tree ({tree!r}) is chosen in MJCF files; this file is {kind.upper()}, "
+                         "one tree")
     urdf_options = cast(_URDFOptions, {"strict": strict} | ({"mimic": mimic} if mimic is not None else {}))
     if kind == "urdf":
         desc = load_urdf(path, **urdf_options)
@@ -97,5 +103,5 @@ def load_description(
     else:
         from engine.robots.mjcf import load_mjcf
 
-        desc = load_mjcf(path)
+        desc = load_mjcf(path, tree=tree, **({"mimic": mimic} if mimic is not None else {}))
     return replace(desc, floating_base=True) if floating_base and not desc.floating_base else desc

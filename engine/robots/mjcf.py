@@ -5,14 +5,25 @@ geoms, ...), so what we read is what MuJoCo simulates:
 
 - bodies -> links, with mass, centre of mass and the principal inertia frame (``body_ipos``,
   ``body_iquat``, ``body_inertia``) as the URDF ``<inertial>``;
-- hinge joints -> revolute (limited) or continuous, slide joints -> prismatic, with range,
+- hinge joints -> revolute (limited) or continuous, slide joints -> prismatic, with range
+  (a joint's ``ref`` is kept: at ``q = ref`` the body is where the file puts it, as in MuJoCo),
   damping, frictionloss and armature (``Joint.armature``); a body without joints is welded to
   its parent (a fixed joint); a body with several joints, or a hinge anchored away from the
   body origin, becomes a chain through massless frames named ``<body>__<joint>`` (URDF joints
   turn about their frame's origin), so every link named after a body has MuJoCo's body frame;
 - a free joint on a child of the world body -> ``floating_base=True`` (the world's own geoms,
-  such as a floor, are dropped then); a free joint deeper in the tree, ball joints and several
-  floating bodies are refused with a message naming them;
+  such as a floor, are dropped then); a free joint deeper in the tree and ball joints are
+  refused with a message naming them;
+- several kinematic trees (a robot and free objects): one is loaded, the one named by ``tree``
+  (:mod:`engine.robots.mjcf_trees`; :func:`load_mjcf_trees` loads each); without ``tree`` a file
+  with several is refused in one line that names them;
+- ``<option gravity>`` -> ``RobotDescription.gravity`` (zero with ``<flag gravity="disable">``);
+  body ``gravcomp`` -> ``Link.gravcomp`` and joint ``actuatorgravcomp`` ->
+  ``Joint.actuator_gravcomp`` (the forces: :mod:`engine.robots.gravcomp`);
+- linear ``<equality joint>`` couplings -> mimic joints (:mod:`engine.robots.mjcf_couplings`);
+- everything else that changes the dynamics (equality constraints, tendons, actuators, springs,
+  contacts...) is named in ``RobotDescription.not_modelled`` and once in a warning
+  (:mod:`engine.robots.mjcf_inventory`);
 - geoms -> visuals (box, sphere, capsule, cylinder, mesh files with their scale; planes,
   height fields and ellipsoids are left to the viewer's ground grid or skipped).
 """
@@ -37,15 +48,14 @@ from engine.robots.description import (
     Visual,
     massless_moving_subtrees,
 )
-from engine.robots.urdf import URDFError
+from engine.robots.mjcf_couplings import joint_couplings
+from engine.robots.mjcf_error import MJCFError
+from engine.robots.mjcf_inventory import not_modelled
+from engine.robots.mjcf_trees import choose_tree, mujoco_trees, other_trees_line
 
-__all__ = ["MJCFError", "load_mjcf"]
+__all__ = ["MJCFError", "compile_mjcf", "load_mjcf", "load_mjcf_trees", "mujoco_gravity", "mujoco_joint_names"]
 
 log = logging.getLogger(__name__)
-
-
-class MJCFError(URDFError):
-    """A MuJoCo file that cannot be loaded (a ValueError naming the file and the element)."""
 
 
 def _quat_matrix(wxyz) -> np.ndarray:
@@ -60,6 +70,12 @@ def _quat_matrix(wxyz) -> np.ndarray:
         [s * (x * y + z * w), 1.0 - s * (x * x + z * z), s * (y * z - x * w)],
         [s * (x * z - y * w), s * (y * z + x * w), 1.0 - s * (x * x + y * y)],
     ])
+
+
+def _axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
+    """The rotation (3, 3) by ``angle`` (rad) about the unit ``axis`` (Rodrigues)."""
+    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
 
 
 def _T(pos, R) -> np.ndarray:
@@ -229,8 +245,28 @@ def check_mesh_files(path: str | Path) -> None:
                         element=f"<mesh name={name!r}>", line=line)
 
 
-def load_mjcf(path: str | Path) -> RobotDescription:
-    """Compile an MJCF file with MuJoCo and describe the result (see the module docstring)."""
+def load_mjcf(path: str | Path, tree: str | None = None, mimic: str = "coupled") -> RobotDescription:
+    """Compile an MJCF file with MuJoCo and describe the result (see the module docstring).
+
+    ``tree``: which kinematic tree to load when the file holds several (``"world"``: the bodies
+    fixed to the world; a free body's name: that body and what hangs from it); None: the only
+    one (several: :class:`MJCFError` naming them). ``mimic``: ``"coupled"`` maps linear
+    ``<equality joint>`` couplings onto mimic joints (:mod:`engine.robots.mjcf_couplings`),
+    ``"independent"`` leaves them out (listed as not modelled), ``"error"`` refuses them."""
+    return describe_mujoco_model(compile_mjcf(path), path, tree=tree, mimic=mimic)
+
+
+def load_mjcf_trees(path: str | Path, mimic: str = "coupled") -> dict[str, RobotDescription]:
+    """Every kinematic tree of an MJCF file, each as its own description, largest first
+    (``{tree name: description}``; see :mod:`engine.robots.mjcf_trees`)."""
+    m = compile_mjcf(path)
+    names = _body_names(m, path)
+    return {t.name: describe_mujoco_model(m, path, tree=t.name, mimic=mimic)
+            for t in mujoco_trees(m, names, _free_bodies(m, names, path))}
+
+
+def compile_mjcf(path: str | Path):
+    """The ``mujoco.MjModel`` of an MJCF file; MJCFError naming the file when it cannot be compiled."""
     path = Path(path)
     try:
         import mujoco
@@ -242,63 +278,103 @@ def load_mjcf(path: str | Path) -> RobotDescription:
         raise MJCFError("no such MJCF file", file=str(path))
     check_mesh_files(path)
     try:
-        m = mujoco.MjModel.from_xml_path(str(path))
+        return mujoco.MjModel.from_xml_path(str(path))
     except Exception as exc:  # mujoco raises ValueError with the compiler's message
-        raise MJCFError(f"MuJoCo could not compile the file: {exc}", file=str(path)) from None
-    return describe_mujoco_model(m, path)
+        said = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())   # one line
+        raise MJCFError(f"MuJoCo could not compile the file: {said}", file=str(path)) from None
 
 
-def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
-    """The :class:`RobotDescription` of a compiled ``mujoco.MjModel`` (``path``: for messages)."""
+def _body_names(m, path) -> list[str]:
+    names = [_name(m, "body", b, f"body{b}") for b in range(m.nbody)]
+    if len(set(names)) != len(names):
+        raise MJCFError("two bodies share a name", file=str(path))
+    return names
+
+
+def _free_bodies(m, names: list[str], path) -> list[int]:
+    """The bodies with a free joint (children of the world body: MJCFError otherwise)."""
+    import mujoco
+
+    free = [b for b in range(1, m.nbody)
+            if any(m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE
+                   for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))]
+    for b in free:
+        if m.body_parentid[b] != 0:
+            raise MJCFError("a free joint is only supported on a child of the world body (the floating base)",
+                            file=str(path), element=f"<body name={names[b]!r}>")
+    return free
+
+
+def mujoco_joint_names(m, names: list[str]) -> list[str]:
+    """The name each MuJoCo joint gets in the description (its own, else ``<body>__joint<k>``,
+    ``k`` counting the body's joints that are not free), ``m.njnt`` entries."""
+    import mujoco
+
+    out = []
+    for b in range(m.nbody):
+        k = 0
+        for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]):
+            if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+                out.append(_name(m, "joint", j, f"{names[b]}__free"))
+            else:
+                out.append(_name(m, "joint", j, f"{names[b]}__joint{k}"))
+                k += 1
+    return out
+
+
+def mujoco_gravity(m) -> tuple[float, float, float]:
+    """The compiled model's gravity (m/s^2): ``<option gravity>``, zero when ``<flag gravity="disable">``."""
+    import mujoco
+
+    if int(m.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_GRAVITY):
+        return (0.0, 0.0, 0.0)
+    return cast("tuple[float, float, float]", tuple(float(g) for g in m.opt.gravity))
+
+
+def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: str = "coupled") -> RobotDescription:
+    """The :class:`RobotDescription` of one kinematic tree of a compiled ``mujoco.MjModel``
+    (``path``: for messages; ``tree`` and ``mimic``: see :func:`load_mjcf`)."""
     import mujoco
 
     path = Path(path)
     J = mujoco.mjtJoint
     model_dir = path.resolve().parent
-    names = [_name(m, "body", b, f"body{b}") for b in range(m.nbody)]
-    if len(set(names)) != len(names):
-        raise MJCFError("two bodies share a name", file=str(path))
+    names = _body_names(m, path)
+    joint_names = mujoco_joint_names(m, names)
 
     def err(message, element=None):
         return MJCFError(message, file=str(path), element=element)
 
-    free = [
-        b
-        for b in range(1, m.nbody)
-        if any(
-            m.jnt_type[j] == J.mjJNT_FREE
-            for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
-        )
-    ]
-    for b in free:
-        if m.body_parentid[b] != 0:
-            raise err("a free joint is only supported on a child of the world body (the floating base)",
-                      f"<body name={names[b]!r}>")
-    if len(free) > 1:
-        raise err(f"{len(free)} bodies have free joints ({', '.join(names[b] for b in free)}); one robot "
-                  "with one floating base is supported", "<worldbody>")
+    free = _free_bodies(m, names, path)
     for j in range(m.njnt):
         if m.jnt_type[j] == J.mjJNT_BALL:
-            jn = _name(m, "joint", j, f"joint{j}")
+            jn = joint_names[j]
             raise err(
                 f"ball joint {jn!r} in body {names[m.jnt_bodyid[j]]!r} is not supported (3-DoF spherical "
                 "joints have no counterpart here); replace it by three hinges",
                 f"<joint name={jn!r}>",
             )
-    floating = bool(free)
-    root_body = free[0] if floating else 0
-    if floating:
-        dropped = [names[b] for b in range(1, m.nbody) if m.body_rootid[b] != root_body]
-        if dropped:
-            log.warning(
-                "%s: bodies not attached to the floating base are left out: %s", path, ", ".join(dropped)
-            )
-        if m.body_geomnum[0]:
-            log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
+    trees = mujoco_trees(m, names, free)
+    chosen = choose_tree(trees, tree, names, path)
+    floating = chosen.floating
+    root_body = chosen.root
+    kept = set(chosen.bodies)
+    if mimic not in ("coupled", "independent", "error"):
+        raise ValueError(f"mimic must be 'coupled', 'independent' or 'error', not {mimic!r}")
+    kept_joints = {j for j in range(m.njnt) if int(m.jnt_bodyid[j]) in kept}
+    coupled, coupled_eqs = joint_couplings(m, joint_names, kept_joints)
+    if mimic == "error" and coupled:
+        jn = joint_names[next(iter(coupled))]
+        raise err(f"joint {jn!r} is coupled to {coupled[next(iter(coupled))].joint!r} by an <equality joint>; "
+                  "load with mimic='coupled' or 'independent'", f"<joint name={jn!r}>")
+    if mimic == "independent":
+        coupled, coupled_eqs = {}, set()
+    if floating and m.body_geomnum[0]:
+        log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
 
     links, joints = [], []
     for b in range(m.nbody):
-        if floating and b != root_body and m.body_rootid[b] != root_body:
+        if b not in kept:
             continue
         body_joints = [j for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
                        if m.jnt_type[j] != J.mjJNT_FREE]
@@ -315,7 +391,8 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
                 v = _geom_visual(m, g, shift, model_dir)
                 if v is not None:
                     visuals.append(v)
-        links.append(Link(name=names[b], inertial=inertial, visuals=tuple(visuals)))
+        links.append(Link(name=names[b], inertial=inertial, visuals=tuple(visuals),
+                          gravcomp=float(m.body_gravcomp[b])))
         if b == 0 or b == root_body:
             continue
         parent = int(m.body_parentid[b])
@@ -326,10 +403,14 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
             continue
         prev_link, prev_anchor, T_prev = names[parent], None, T_pb
         for k, j in enumerate(body_joints):
-            jname = _name(m, "joint", j, f"{names[b]}__joint{k}")
+            jname = joint_names[j]
             hinge = m.jnt_type[j] == J.mjJNT_HINGE
             p = np.asarray(m.jnt_pos[j], float) if hinge else np.zeros(3)
             origin = (T_prev if prev_anchor is None else _trans(-prev_anchor)) @ _trans(p)
+            axis = np.asarray(m.jnt_axis[j], float) / np.linalg.norm(m.jnt_axis[j])
+            ref = float(m.qpos0[m.jnt_qposadr[j]])          # the file's pose is at q = ref, not at 0
+            if ref:
+                origin = origin @ (_T(np.zeros(3), _axis_angle(axis, -ref)) if hinge else _trans(-ref * axis))
             last = k == len(body_joints) - 1
             child = names[b] if last and not np.any(p) else f"{names[b]}__{jname}"
             if child != names[b]:
@@ -340,20 +421,21 @@ def describe_mujoco_model(m, path: str | Path) -> RobotDescription:
             )
             dof = int(m.jnt_dofadr[j])
             jtype = ("revolute" if limited else "continuous") if hinge else "prismatic"
-            axis = np.asarray(m.jnt_axis[j], float)
             joints.append(Joint(name=jname, type=jtype, parent=prev_link, child=child, origin=_origin(origin),
-                                axis=cast("tuple[float, float, float]",
-                                          tuple(float(a) for a in axis / np.linalg.norm(axis))),
+                                axis=cast("tuple[float, float, float]", tuple(float(a) for a in axis)),
                                 limit=Limit(lower=lo, upper=hi), damping=float(m.dof_damping[dof]),
-                                friction=float(m.dof_frictionloss[dof]), armature=float(m.dof_armature[dof])))
+                                friction=float(m.dof_frictionloss[dof]), armature=float(m.dof_armature[dof]),
+                                actuator_gravcomp=bool(m.jnt_actgravcomp[j]), mimic=coupled.get(j)))
             prev_link, prev_anchor = child, p
             if last and child != names[b]:        # back from the hinge's anchor to the body frame
                 joints.append(Joint(name=f"{names[b]}__frame", type="fixed", parent=child, child=names[b],
                                     origin=_origin(_trans(-p))))
-    if floating:
-        links = [l for l in links if l.name != names[0]]
+    missing = tuple(other_trees_line(trees, chosen) + not_modelled(m, kept, skip_equalities=coupled_eqs))
+    if missing:
+        log.warning("%s: not modelled: %s", path, "; ".join(missing))
     desc = RobotDescription(name=_model_name(m, path), links=tuple(links), joints=tuple(joints),
-                            root=names[root_body], source=str(path), floating_base=floating)
+                            root=names[root_body], source=str(path), floating_base=floating,
+                            gravity=mujoco_gravity(m), not_modelled=missing)
     bad = massless_moving_subtrees(desc, limit=1)
     if bad:
         joint, moved = bad[0]

@@ -42,7 +42,8 @@ frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
 Joint armature (``Joint.armature``, rotor inertia) is on the joint-space inertia's
 diagonal, in RNEA and in forward dynamics, as Pinocchio's ``model.armature``.
 
-``gravity``: True (the model's ``gravity``, default ``(0, 0, -9.81)`` m/s^2), False, or a
+``gravity``: True (the model's ``gravity``: the file's, MJCF ``<option gravity>``, else ``(0, 0, -9.81)``
+m/s^2), False, or a
 ``(3,)`` tensor. ``damping=True`` adds the joint viscous damping ``D qd`` to the joint
 forces (inverse dynamics) or subtracts it from the applied ones (forward dynamics).
 
@@ -142,7 +143,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
     parameters are evaluated per call (:meth:`_inertials`), so gradients reach them."""
 
     def __init__(self, description: RobotDescription, dtype: torch.dtype = torch.float64,
-                 device: str | torch.device = "cpu", gravity=DEFAULT_GRAVITY):
+                 device: str | torch.device = "cpu", gravity=None):
         super().__init__()
         self.description = description
         topo = build_topology(description)
@@ -161,6 +162,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         self.nq = self.dof + (7 if self.floating else 0)
         self.nv = self.dof + (6 if self.floating else 0)
         self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
+        gravity = description.gravity if gravity is None else gravity   # None: the file's (URDF: -9.81 z)
         tensors, values = model_constants(description, topo, joints, self.joint_names, dtype, device, gravity)
         for name, t in tensors.items():
             self.register_buffer(name, t, persistent=False)
@@ -173,7 +175,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_description(cls, description: RobotDescription, dtype=torch.float64, device="cpu",
-                         gravity=DEFAULT_GRAVITY) -> RobotModel:
+                         gravity=None) -> RobotModel:
         return cls(description, dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
@@ -188,7 +190,7 @@ class RobotModel(DenseTreeMasks, nn.Module):
         return cls(desc, dtype=dtype, device=device, gravity=gravity)
 
     @classmethod
-    def from_file(cls, path: str | Path, dtype=torch.float64, device="cpu", gravity=DEFAULT_GRAVITY,
+    def from_file(cls, path: str | Path, dtype=torch.float64, device="cpu", gravity=None,
                   **options) -> RobotModel:
         """Load a URDF, xacro or MJCF file, the loader picked from the file (see
         :func:`engine.robots.files.load_description` for ``options``: mimic, strict, xacro_args,

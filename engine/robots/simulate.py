@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from engine.integrators import rk4_step_t
+from engine.robots.gravcomp import gravity_compensation, has_gravity_compensation
 
 __all__ = [
     "Readouts",
@@ -55,7 +56,8 @@ def interpolate_keyframes(times: Sequence[float] | np.ndarray, poses: Sequence[n
 class SimulationOptions:
     """A simulation from a state.
 
-    mode: "free_fall" (tau = 0), "gravity_compensation" (tau = g(q)) or "pd_keyframes"
+    mode: "free_fall" (tau = 0, plus the file's body gravity compensation, MJCF ``gravcomp``:
+    :mod:`engine.robots.gravcomp`), "gravity_compensation" (tau = g(q)) or "pd_keyframes"
     (tau = g(q) + M(q) (kp (q_ref(t) - q) - kd qd), q_ref interpolated from the keyframes:
     a PD on accelerations, so kp (1/s^2) and kd (1/s) mean the same on every joint of every
     robot and a light wrist is not made stiff, which keeps the explicit integration stable).
@@ -165,15 +167,19 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         d = model.joint_damping().detach().to(torch.float64).reshape(-1)
         damping[n - d.numel():] = d
 
+    compensated = has_gravity_compensation(model)
+
     def accel(t, q_, qd_):
         tau = tau_const
         if options.mode != "free_fall":
-            tau = tau + model.gravity_torques(q_)
+            tau = tau + model.gravity_torques(q_)   # holds the robot: the file's compensation included
             if options.mode == "pd_keyframes":
                 ref = torch.as_tensor(interpolate_keyframes(keyframe_times, keyframe_poses, t), device=dev)
                 err = model.difference(q_, ref) if floating else ref - q_
                 a = options.kp * err - options.kd * qd_
                 tau = tau + model.mass_matrix(q_) @ a
+        elif compensated:                           # the file's body gravcomp, as MuJoCo's passive force
+            tau = tau + gravity_compensation(model, q_)
         tau = tau - damping * qd_
         if held:              # the base held: its acceleration is zero, the joints' rows of M a = tau - h
             M, h = model.mass_matrix(q_), model.bias_forces(q_, qd_)

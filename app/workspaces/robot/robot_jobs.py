@@ -95,6 +95,7 @@ def _load_model(path: Path, xacro_args=None, options=None):
     joints the coupling cannot take (mimic='independent'), each with a note. Every other error
     propagates."""
     from engine.robots import RobotModel
+    from engine.robots.mjcf_inventory import line_kind
     from engine.robots.urdf import URDFError
 
     kwargs: dict = dict(options or {})  # a library entry's own options (floating_base...); mimic coupled
@@ -103,7 +104,9 @@ def _load_model(path: Path, xacro_args=None, options=None):
     notes: list[str] = []
     for _ in range(3):
         try:
-            return RobotModel.from_file(str(path), dtype=torch.float64, **kwargs), notes
+            model = RobotModel.from_file(str(path), dtype=torch.float64, **kwargs)
+            missing = model.description.not_modelled     # each line is in the log (the loader's warning)
+            return model, notes + ([f"not modelled: {', '.join(line_kind(l) for l in missing)}"] if missing else [])
         except URDFError as exc:
             remedy = exc.remedy or {}
             if remedy.get("strict", True) is False and "strict" not in kwargs:

@@ -1,0 +1,88 @@
+"""The kinematic trees of a compiled MuJoCo model, and the choice of one.
+
+A MuJoCo world can hold several trees: the bodies fixed to the world (with their joints: a
+fixed-base robot, or two arms) form one tree, named ``"world"``; every body with a free joint
+(a child of the world body) is the floating root of a tree of its own, named after the body
+(a Panda scene with a free cube: ``"world"`` with the arm's 9 joints and ``"cube"`` with 6
+DoF). A :class:`RobotDescription` holds one tree, so :func:`choose_tree` takes the one asked
+for, or the only one, and refuses a file with several in one line that names them and says how
+to pick (``tree="NAME"``, the CLI's ``--tree NAME``); it never drops a tree silently.
+:func:`mujoco_trees` lists them; :func:`engine.robots.mjcf.load_mjcf_trees` loads each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.robots.mjcf_error import MJCFError
+from engine.robots.mjcf_inventory import named_list
+
+__all__ = ["MujocoTree", "choose_tree", "mujoco_trees", "other_trees_line"]
+
+
+@dataclass(frozen=True)
+class MujocoTree:
+    """One tree: ``name`` ("world" or the free body's), ``root`` (body id: 0 for the world),
+    ``bodies`` (body ids, the root included), ``dof`` (velocity coordinates, a free root's 6
+    included), ``mass`` (kg, the world body's own excluded)."""
+
+    name: str
+    root: int
+    bodies: frozenset[int]
+    dof: int
+    mass: float
+
+    @property
+    def floating(self) -> bool:
+        return self.root != 0
+
+    def summary(self) -> str:
+        kind = "free body" if self.floating else "fixed to the world"
+        return f"{self.name!r} ({kind}, {self.dof} DoF, {self.mass:.3g} kg)"
+
+
+def mujoco_trees(m, names: list[str], free_bodies: list[int]) -> list[MujocoTree]:
+    """The trees of ``m`` (``names``: body names; ``free_bodies``: the children of the world body
+    with a free joint), largest first: most joints besides a free root's (the robot before the
+    objects it handles), then most mass. The world's tree is listed when it moves (has a joint)
+    or when there is no other tree."""
+    free = set(free_bodies)
+    members: dict[int, set[int]] = {0: {0}} | {b: set() for b in free_bodies}
+    for b in range(1, m.nbody):
+        root = int(m.body_rootid[b])
+        members[root if root in free else 0].add(b)
+    trees = []
+    for root, bodies in members.items():
+        dof = sum(int(m.body_dofnum[b]) for b in bodies)
+        mass = sum(float(m.body_mass[b]) for b in bodies if b != 0)
+        trees.append(MujocoTree(names[root], root, frozenset(bodies), dof, mass))
+    world = next(t for t in trees if t.root == 0)
+    if world.dof == 0 and len(trees) > 1:
+        trees.remove(world)
+    return sorted(trees, key=lambda t: (-(t.dof - 6 * t.floating), -t.mass, t.root))
+
+
+def choose_tree(trees: list[MujocoTree], tree: str | None, names: list[str], path) -> MujocoTree:
+    """The tree named ``tree`` ("world", a free body's name, or any body of the tree), or the
+    only tree when ``tree`` is None. Raises :class:`MJCFError` naming the trees
+    when there are several and none was asked for, or when ``tree`` names none of them."""
+    listed = ", ".join(t.summary() for t in trees)
+    if tree is None:
+        if len(trees) == 1:
+            return trees[0]
+        raise MJCFError(
+            f"{len(trees)} kinematic trees: {listed}; a model holds one tree: pick one with tree='NAME' "
+            f"(the CLI's --tree NAME), e.g. tree={trees[0].name!r}, the largest", file=str(path),
+            element="<worldbody>")
+    for t in trees:
+        if tree == t.name or tree in {names[b] for b in t.bodies}:
+            return t
+    raise MJCFError(f"no tree named {tree!r}; the trees are {listed}", file=str(path), element="<worldbody>")
+
+
+def other_trees_line(trees: list[MujocoTree], chosen: MujocoTree) -> list[str]:
+    """The not-modelled line naming the trees left out when ``chosen`` is loaded (or none)."""
+    others = [t.name for t in trees if t is not chosen]
+    if not others:
+        return []
+    return [f"other kinematic trees of the file, not in this model (load one with tree='NAME'): {named_list(others)}"]
