@@ -256,7 +256,7 @@ def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
         "",
         "Produced by `python -m experiments.menagerie FOLDER` (see its docstring for the protocol). Files with "
         "several kinematic trees (a robot and free objects) are loaded tree by tree (`load_mjcf_trees`; "
-        "`load_mjcf` without `tree=` refuses them in one line naming the trees); joints coupled by a linear "
+        "`load_mjcf` without `tree=` loads the largest, naming the others); joints coupled by a linear "
         "`<equality joint>` are mimic joints, compared as `P^T M P`, `P^T h`.",
         "",
         f"- files with a `<mujoco>` root: {s['files']}; status: "

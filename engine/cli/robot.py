@@ -78,7 +78,7 @@ def _add_file_flags(parser) -> None:
         default=None,
         metavar="NAME",
         help="an MJCF file with several kinematic trees (a robot and free objects): the one to load "
-        "('world': the bodies fixed to the world; else a free body's name)",
+        "('world': the bodies fixed to the world; else a free body's name; default: the largest)",
     )
 
 

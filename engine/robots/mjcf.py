@@ -15,8 +15,8 @@ geoms, ...), so what we read is what MuJoCo simulates:
   such as a floor, are dropped then); a free joint deeper in the tree and ball joints are
   refused with a message naming them;
 - several kinematic trees (a robot and free objects): one is loaded, the one named by ``tree``
-  (:mod:`engine.robots.mjcf_trees`; :func:`load_mjcf_trees` loads each); without ``tree`` a file
-  with several is refused in one line that names them;
+  (:mod:`engine.robots.mjcf_trees`; :func:`load_mjcf_trees` loads each); without ``tree`` the
+  largest (the robot before the objects it handles), the others named in ``not_modelled``;
 - ``<option gravity>`` -> ``RobotDescription.gravity`` (zero with ``<flag gravity="disable">``);
   body ``gravcomp`` -> ``Link.gravcomp`` and joint ``actuatorgravcomp`` ->
   ``Joint.actuator_gravcomp`` (the forces: :mod:`engine.robots.gravcomp`);
@@ -249,8 +249,8 @@ def load_mjcf(path: str | Path, tree: str | None = None, mimic: str = "coupled")
     """Compile an MJCF file with MuJoCo and describe the result (see the module docstring).
 
     ``tree``: which kinematic tree to load when the file holds several (``"world"``: the bodies
-    fixed to the world; a free body's name: that body and what hangs from it); None: the only
-    one (several: :class:`MJCFError` naming them). ``mimic``: ``"coupled"`` maps linear
+    fixed to the world; a free body's name: that body and what hangs from it); None: the
+    largest, the others named in ``not_modelled`` and the load warning. ``mimic``: ``"coupled"`` maps linear
     ``<equality joint>`` couplings onto mimic joints (:mod:`engine.robots.mjcf_couplings`),
     ``"independent"`` leaves them out (listed as not modelled), ``"error"`` refuses them."""
     return describe_mujoco_model(compile_mjcf(path), path, tree=tree, mimic=mimic)

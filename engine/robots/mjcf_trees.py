@@ -5,8 +5,10 @@ fixed-base robot, or two arms) form one tree, named ``"world"``; every body with
 (a child of the world body) is the floating root of a tree of its own, named after the body
 (a Panda scene with a free cube: ``"world"`` with the arm's 9 joints and ``"cube"`` with 6
 DoF). A :class:`RobotDescription` holds one tree, so :func:`choose_tree` takes the one asked
-for, or the only one, and refuses a file with several in one line that names them and says how
-to pick (``tree="NAME"``, the CLI's ``--tree NAME``); it never drops a tree silently.
+for, or else the largest (the robot before the objects it handles: a user opening a Panda scene
+sees the Panda); the trees left out are named in the description's ``not_modelled`` lines and in
+the load warning, which say how to pick another (``tree="NAME"``, the CLI's ``--tree NAME``): a
+tree is never dropped silently.
 :func:`mujoco_trees` lists them; :func:`engine.robots.mjcf.load_mjcf_trees` loads each.
 """
 
@@ -64,16 +66,11 @@ def mujoco_trees(m, names: list[str], free_bodies: list[int]) -> list[MujocoTree
 
 def choose_tree(trees: list[MujocoTree], tree: str | None, names: list[str], path) -> MujocoTree:
     """The tree named ``tree`` ("world", a free body's name, or any body of the tree), or the
-    only tree when ``tree`` is None. Raises :class:`MJCFError` naming the trees
-    when there are several and none was asked for, or when ``tree`` names none of them."""
+    largest (``trees[0]``) when ``tree`` is None (:func:`other_trees_line` names the rest).
+    Raises :class:`MJCFError` naming the trees when ``tree`` names none of them."""
     listed = ", ".join(t.summary() for t in trees)
     if tree is None:
-        if len(trees) == 1:
-            return trees[0]
-        raise MJCFError(
-            f"{len(trees)} kinematic trees: {listed}; a model holds one tree: pick one with tree='NAME' "
-            f"(the CLI's --tree NAME), e.g. tree={trees[0].name!r}, the largest", file=str(path),
-            element="<worldbody>")
+        return trees[0]
     for t in trees:
         if tree == t.name or tree in {names[b] for b in t.bodies}:
             return t
@@ -85,4 +82,5 @@ def other_trees_line(trees: list[MujocoTree], chosen: MujocoTree) -> list[str]:
     others = [t.name for t in trees if t is not chosen]
     if not others:
         return []
-    return [f"other kinematic trees of the file, not in this model (load one with tree='NAME'): {named_list(others)}"]
+    return [f"other kinematic trees of the file, not in this model (load one with tree='NAME', the CLI's "
+            f"--tree NAME): {named_list(others)}"]

@@ -32,17 +32,21 @@ EXTRA = """
 """
 
 
-def test_a_file_with_several_trees_is_refused_in_one_line_naming_them(tmp_path):
+def test_a_file_with_several_trees_loads_the_robot_and_names_the_others(tmp_path, caplog):
     path = write_scene(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        desc = load_mjcf(path)
+    assert desc.root == "world" and not desc.floating_base       # the arm, not the box it handles
+    others = [line for line in desc.not_modelled if line.startswith("other kinematic trees")]
+    assert others == ["other kinematic trees of the file, not in this model (load one with tree='NAME', the "
+                      "CLI's --tree NAME): 'box', 'ball'"]
+    assert caplog.text.count(others[0]) == 1 and "scene.xml" in caplog.text
     with pytest.raises(MJCFError) as info:
-        load_mjcf(path)
+        load_mjcf(path, tree="cube")
     message = str(info.value)
     assert "\n" not in message and "scene.xml" in message
-    assert ("3 kinematic trees: 'world' (fixed to the world, 3 DoF, 4.1 kg), 'box' (free body, 7 DoF, 1.1 kg), "
-            "'ball' (free body, 6 DoF, 0.3 kg)") in message
-    assert "tree='NAME'" in message and "--tree NAME" in message
-    with pytest.raises(MJCFError, match="no tree named 'cube'; the trees are 'world'"):
-        load_mjcf(path, tree="cube")
+    assert ("no tree named 'cube'; the trees are 'world' (fixed to the world, 3 DoF, 4.1 kg), 'box' (free body, "
+            "7 DoF, 1.1 kg), 'ball' (free body, 6 DoF, 0.3 kg)") in message
     assert load_mjcf(path, tree="lower").root == "world"         # any body of a tree names it
 
 
@@ -86,7 +90,8 @@ def test_what_is_not_modelled_is_named_once_carried_and_listed(tmp_path, caplog,
     assert len(warnings) == 1 and "scene.xml" in warnings[0]
     lines = desc.not_modelled
     expected = [
-        "other kinematic trees of the file, not in this model (load one with tree='NAME'): 'box', 'ball'",
+        "other kinematic trees of the file, not in this model (load one with tree='NAME', the CLI's --tree NAME): "
+        "'box', 'ball'",
         "equality constraints <joint>: 1 joint coupling(s) (a polynomial of another joint): 'j3-j2'",  # quadratic
         "equality constraints <connect>: 1 loop closure(s) at a point: 'loop'",
         "tendons (their lengths, limits, springs and the forces through them): 1 fixed ('split')",
@@ -105,9 +110,12 @@ def test_what_is_not_modelled_is_named_once_carried_and_listed(tmp_path, caplog,
     assert main(["robot", "info", str(path), "--tree", "box", "--json"]) == 0
     box = json.loads(capsys.readouterr().out)
     assert box["floating_base"] and box["dof"] == 1 and box["root"] == "box"
-    assert main(["robot", "info", str(path)]) != 0
+    assert main(["robot", "info", str(path), "--json"]) == 0      # the largest tree, the others named
+    default = json.loads(capsys.readouterr().out)
+    assert default["root"] == "world" and any("'box', 'ball'" in line for line in default["not_modelled"])
+    assert main(["robot", "info", str(path), "--tree", "cube"]) != 0
     err = capsys.readouterr().err
-    assert "3 kinematic trees" in err and "--tree NAME" in err and "Traceback" not in err
+    assert "no tree named 'cube'" in err and "Traceback" not in err
 
 
 def test_a_file_with_nothing_unmodelled_says_nothing(tmp_path, caplog):
