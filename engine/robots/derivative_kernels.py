@@ -260,13 +260,28 @@ def _ltdl_solve(H, lam, x):
 
 
 @_inline
-def _solve_column(H, lam, A, e, x, O, b, user):
-    """``O[b, :, e] = -H^-1 A[:, e]`` (user order), H factorised by :func:`_ltdl`."""
-    for d in range(A.shape[0]):
-        x[d] = A[d, e]
-    _ltdl_solve(H, lam, x)
-    for d in range(A.shape[0]):
-        O[b, user[d], user[e]] = -x[d]
+def _ltdl_solve_rows(H, lam, X):
+    """X = H^-1 X in place for X (nv, k), row by row (contiguous inner loops), H factorised by
+    :func:`_ltdl`."""
+    nv, k = X.shape
+    for i in range(nv - 1, -1, -1):
+        j = lam[i]
+        while j != -1:
+            h = H[i, j]
+            for c in range(k):
+                X[j, c] -= h * X[i, c]
+            j = lam[j]
+    for i in range(nv):
+        h = 1.0 / H[i, i]
+        for c in range(k):
+            X[i, c] *= h
+    for i in range(nv):
+        j = lam[i]
+        while j != -1:
+            h = H[i, j]
+            for c in range(k):
+                X[i, c] -= h * X[j, c]
+            j = lam[j]
 
 
 @_jit
@@ -311,6 +326,7 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     DQ = np.zeros((nv, nv))
     DV = np.zeros((nv, nv))
     DM = np.zeros((nv, nv))
+    X = np.zeros((nv, 3 * nv))
     e6 = np.zeros(6)
     x = np.zeros(nv)
     user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
@@ -418,14 +434,20 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
                     O2[b, 0, user[e]] = -s2
                     O3[b, 0, user[e]] = x[e]
                 continue
-            for e in range(nv):
-                _solve_column(DM, lam, DQ, e, x, O1, b, user)
-                _solve_column(DM, lam, DV, e, x, O2, b, user)
-                for d in range(nv):
-                    x[d] = 1.0 if d == e else 0.0
-                _ltdl_solve(DM, lam, x)
-                for d in range(nv):
-                    O3[b, user[d], user[e]] = x[d]
+            # [DQ | DV | 1] -> M^-1 [DQ | DV | 1], one pass over the factor
+            for d in range(nv):
+                for e in range(nv):
+                    X[d, e] = DQ[d, e]
+                    X[d, nv + e] = DV[d, e]
+                    X[d, 2 * nv + e] = 1.0 if d == e else 0.0
+            _ltdl_solve_rows(DM, lam, X)
+            for d in range(nv):
+                ud = user[d]
+                for e in range(nv):
+                    ue = user[e]
+                    O1[b, ud, ue] = -X[d, e]
+                    O2[b, ud, ue] = -X[d, nv + e]
+                    O3[b, ud, ue] = X[d, 2 * nv + e]
             continue
         if vjp:
             for e in range(nv):
