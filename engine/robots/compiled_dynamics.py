@@ -136,10 +136,11 @@ def _derivative_kernels():
 
 def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, damping=None, g=None):
     """Analytic derivatives (:func:`engine.robots.derivative_kernels.derivatives_kernel`):
-    ``mode`` "rnea" -> ``(dtau/dq, dtau/dv, dtau/da)``, "aba" (qdd: the ABA result) -> ``(dqdd/dq,
-    dqdd/dv, dqdd/dtau)``, each ``(B, nv, nv)``; "rnea_vjp" / "aba_vjp" -> the products ``g^T (.)``
-    ``(B, nv)`` each, with ``g (B, nv)``. q-derivatives in the tangent space; ``damping (nv,)``
-    enters the ABA modes (``dtau/dv + diag(damping)``)."""
+    ``mode`` "rnea" -> ``(dtau/dq, dtau/dv, dtau/da)``, "aba" (``qdd``: the applied forces tau,
+    damping subtracted) -> ``(dqdd/dq, dqdd/dv, dqdd/dtau)``, each ``(B, nv, nv)``; "rnea_vjp" /
+    "aba_vjp" (``qdd``: the ABA result) -> the products ``g^T (.)`` ``(B, nv)`` each, with
+    ``g (B, nv)``. q-derivatives in the tangent space; ``damping (nv,)`` enters the ABA modes
+    (``dtau/dv + diag(damping)``)."""
     dk = _derivative_kernels()
     q = _c(q)
     B = q.shape[0]

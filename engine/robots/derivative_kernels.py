@@ -284,19 +284,110 @@ def _ltdl_solve_rows(H, lam, X):
             j = lam[j]
 
 
+@_inline
+def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba, O1, O2, O3):
+    """``x^T`` times the derivative matrices in O(n): with the subtree sums ``A_i = sum_{j >= i}
+    x_j U_j``, ``Aw_i = sum x_j W_j`` and the ancestor sums ``Lam_k = sum_{j <= k} x_j S_j``, column
+    i (parent p) is ``A_i . psi2_i + Aw_i . psi_i + Lam_p . Y_i`` (q), ``A_i . Phi_i + Aw_i . S_i +
+    Lam_p . Z_i`` (v), ``A_i . S_i + Lam_p . U_i`` (a); the base's columns take the sums over the
+    whole tree. RNEA: into ``O[b, 0]``; ABA (x = lambda): ``-``, ``-(. + damping x)``, ``x``."""
+    for k in range(n + 1):
+        A[k, :] = 0.0
+        Aw[k, :] = 0.0
+        Lam[k, :] = 0.0
+    for c in range(fv):
+        for i in range(6):
+            A[0, i] += x[c] * U[c, i]
+            Lam[0, i] += x[c] * Sw[c, i]
+        for i in range(3):
+            Aw[0, i] += x[c] * W[c, i]
+    for k in range(1, n + 1):
+        d = fv + k - 1
+        p = parent[k]
+        for i in range(6):
+            Lam[k, i] = Lam[p, i] + x[d] * Sw[d, i]
+            A[k, i] += x[d] * U[d, i]
+        for i in range(3):
+            Aw[k, i] += x[d] * W[d, i]
+    for k in range(n, 0, -1):
+        p = parent[k]
+        for i in range(6):
+            A[p, i] += A[k, i]
+        for i in range(3):
+            Aw[p, i] += Aw[k, i]
+    for d in range(fv + n):
+        k = 0 if d < fv else d - fv + 1
+        p = parent[k] if k > 0 else 0
+        s1 = _dot6(A[k], Pdd[d]) + _dot3(Aw[k], Pd[d])
+        s2 = _dot6(A[k], Phi[d]) + _dot3(Aw[k], Sw[d])
+        s3 = _dot6(A[k], Sw[d])
+        if k > 0:
+            s1 += _dot6(Lam[p], Y[d])
+            s2 += _dot6(Lam[p], Z[d])
+            s3 += _dot6(Lam[p], U[d]) + armature[k - 1] * x[d]
+        u = user[d]
+        if aba:
+            O1[b, 0, u] = -s1
+            O2[b, 0, u] = -(s2 + damping[u] * x[d])
+            O3[b, 0, u] = x[d]
+        else:
+            O1[b, 0, u] = s1
+            O2[b, 0, u] = s2
+            O3[b, 0, u] = s3
+
+
+@_inline
+def _acceleration_pass(n, fv, parent, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
+    """DQ += the part of dtau/dq linear in the accelerations ``x`` (internal order): accelerations
+    ``a2`` without gravity or velocity, ``P2 = a2_parent x S``, forces ``F2 = sum I a2``, ``Y2 = S x*
+    F2 + IC P2`` (the composites ``cm, ch, cI`` of the first pass, the bodies' own ``bm, bh, bI``)."""
+    for i in range(6):
+        a2[0, i] = 0.0
+    for col in range(fv):
+        for i in range(6):
+            a2[0, i] += Sw[col, i] * x[col]
+    for k in range(1, n + 1):
+        d = fv + k - 1
+        j = parent[k]
+        _cross_motion(a2[j], Sw[d], P2[d])
+        for i in range(6):
+            a2[k, i] = a2[j, i] + Sw[d, i] * x[d]
+        _ic_times(bm[k], bh[k], bI[k], a2[k], F2[k])
+    for k in range(n, 0, -1):
+        d = fv + k - 1
+        _ic_times(cm[k, 0], ch[k], cI[k], P2[d], Y2[d])
+        _add_cross_force(Sw[d], F2[k], Y2[d])
+        i = k
+        while i != 0:
+            e = fv + i - 1
+            DQ[d, e] += _dot6(U[d], P2[e])
+            if e != d:
+                DQ[e, d] += _dot6(Sw[e], Y2[d])
+            i = parent[i]
+        for e in range(fv):
+            DQ[e, d] += _dot6(Sw[e], Y2[d])
+        j = parent[k]
+        if j != 0:
+            for i in range(6):
+                F2[j, i] += F2[k, i]
+
+
 @_jit
 def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
                        O1, O2, O3, tau):
-    """Derivatives of RNEA (``mode`` RNEA, at ``qdd``) or of ABA (mode ABA, ``qdd`` the ABA result),
-    all coordinates in the user's order, ``(B, nv, nv)`` each:
+    """Derivatives of RNEA (``mode`` RNEA, at ``qdd``) or of ABA, all coordinates in the user's
+    order, ``(B, nv, nv)`` each:
 
     - RNEA: ``O1 = dtau/dq`` (tangent), ``O2 = dtau/dv``, ``O3 = dtau/da = M`` (armature on its diagonal);
     - RNEA_VJP: ``O1[:, 0], O2[:, 0], O3[:, 0]`` ``(B, nv)`` the products ``g^T dtau/dq`` etc. with
       ``g (B, nv)``;
-    - ABA: ``O1 = -M^-1 dtau/dq``, ``O2 = -M^-1 (dtau/dv + diag(damping))``, ``O3 = M^-1``;
-    - ABA_VJP: ``g^T`` times those.
+    - ABA: ``qdd`` holds the applied forces (damping subtracted); the accelerations ``M^-1 (qdd - h)``
+      are written into ``tau``, and ``O1 = -M^-1 dtau/dq``, ``O2 = -M^-1 (dtau/dv + diag(damping))``,
+      ``O3 = M^-1`` at them (one pass at zero acceleration gives ``h``, ``M`` and the derivatives
+      there, a second, acceleration-only pass the rest: the derivatives are affine in ``qdd``);
+    - ABA_VJP: ``qdd`` the ABA result; ``g^T`` times the ABA derivatives.
 
-    ``damping (nv,)`` only enters ABA; ``tau (B, nv)``: RNEA's value (armature included).
+    ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature included).
     """
     B = q.shape[0]
     n = perm.shape[0]
@@ -327,6 +418,12 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     DV = np.zeros((nv, nv))
     DM = np.zeros((nv, nv))
     X = np.zeros((nv, 3 * nv))
+    A = np.zeros((n + 1, 6))
+    bm = np.zeros(n + 1)
+    bh = np.zeros((n + 1, 3))
+    bI = np.zeros((n + 1, 6))
+    Aw = np.zeros((n + 1, 3))
+    Lam = np.zeros((n + 1, 6))
     e6 = np.zeros(6)
     x = np.zeros(nv)
     user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
@@ -340,6 +437,7 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     for i in range(3):
         Rw[0, i, i] = 1.0                   # a fixed base: the root is the world
     aba = mode == ABA or mode == ABA_VJP
+    solve = mode == ABA
     vjp = mode == RNEA_VJP or mode == ABA_VJP
     for b in range(B):
         if floating:
@@ -356,7 +454,7 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
             for col in range(6):
                 for i in range(6):
                     v[0, i] += Sw[col, i] * qd[b, col]
-                    a[0, i] += Sw[col, i] * qdd[b, col]
+                    a[0, i] += 0.0 if solve else Sw[col, i] * qdd[b, col]
             for col in range(6):
                 Pd[col, :] = 0.0
                 _cross_motion(a0, Sw[col], Pdd[col])
@@ -379,23 +477,33 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
             _cross_motion(a[j], Sw[d], Pdd[d])
             _cross_motion(v[j], Pd[d], e6)
             xd = qd[b, fv + perm[k - 1]]
-            xdd = qdd[b, fv + perm[k - 1]]
+            xdd = 0.0 if solve else qdd[b, fv + perm[k - 1]]
             for i in range(6):
                 Pdd[d, i] += e6[i]
                 Phi[d, i] = 2.0 * Pd[d, i]
                 v[k, i] = v[j, i] + Sw[d, i] * xd
                 a[k, i] = a[j, i] + Sw[d, i] * xdd + Pd[d, i] * xd
             _body_terms(Rw[k], pw[k], m[k], c[k], Ic[k], v[k], a[k], cm[k], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k])
+            bm[k] = cm[k, 0]          # the body's own inertia (the composites are summed in place)
+            bh[k] = ch[k]
+            bI[k] = cI[k]
         for k in range(n, 0, -1):
             d = fv + k - 1
             _row_terms(d, cm[k, 0], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k], Sw, Pd, Pdd, Phi, U, W, Y, Z)
-            tau[b, user[d]] = _dot6(Sw[d], F[k]) + armature[k - 1] * qdd[b, user[d]]
+            tau[b, user[d]] = _dot6(Sw[d], F[k]) + (0.0 if solve else armature[k - 1] * qdd[b, user[d]])
             i = k
             while i != 0:
-                _pair(d, fv + i - 1, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
+                e = fv + i - 1
+                if not vjp:
+                    _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
+                elif aba:                       # M only: the vector-Jacobian products are O(n) below
+                    DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
                 i = parent[i]
             for e in range(fv):
-                _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
+                if not vjp:
+                    _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
+                elif aba:
+                    DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
             DM[d, d] += armature[k - 1]
             j = parent[k]
             if j != 0 or floating:
@@ -416,24 +524,25 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
                 DQ[d, e] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
                 DV[d, e] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
                 DM[d, e] = _dot6(U[d], Sw[e])
+        if vjp:
+            for d in range(nv):
+                x[d] = g[b, user[d]]
+            if aba:             # lambda = M^-1 g; then -lambda^T dtau/dq, -lambda^T dtau/dv, lambda
+                _ltdl(DM, lam)
+                _ltdl_solve(DM, lam, x)
+            _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba,
+                 O1, O2, O3)
+            continue
         if aba:
             for d in range(nv):
                 DV[d, d] += damping[user[d]]
             _ltdl(DM, lam)
-            if vjp:   # lambda = M^-1 g; then -lambda^T dtau/dq, -lambda^T dtau/dv, lambda
-                for d in range(nv):
-                    x[d] = g[b, user[d]]
-                _ltdl_solve(DM, lam, x)
-                for e in range(nv):
-                    s1 = 0.0
-                    s2 = 0.0
-                    for d in range(nv):
-                        s1 += x[d] * DQ[d, e]
-                        s2 += x[d] * DV[d, e]
-                    O1[b, 0, user[e]] = -s1
-                    O2[b, 0, user[e]] = -s2
-                    O3[b, 0, user[e]] = x[e]
-                continue
+            for d in range(nv):                     # qdd = M^-1 (tau - h)
+                x[d] = qdd[b, user[d]] - tau[b, user[d]]
+            _ltdl_solve(DM, lam, x)
+            _acceleration_pass(n, fv, parent, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, DQ)
+            for d in range(nv):
+                tau[b, user[d]] = x[d]
             # [DQ | DV | 1] -> M^-1 [DQ | DV | 1], one pass over the factor
             for d in range(nv):
                 for e in range(nv):
@@ -448,20 +557,6 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
                     O1[b, ud, ue] = -X[d, e]
                     O2[b, ud, ue] = -X[d, nv + e]
                     O3[b, ud, ue] = X[d, 2 * nv + e]
-            continue
-        if vjp:
-            for e in range(nv):
-                s1 = 0.0
-                s2 = 0.0
-                s3 = 0.0
-                for d in range(nv):
-                    gd = g[b, user[d]]
-                    s1 += gd * DQ[d, e]
-                    s2 += gd * DV[d, e]
-                    s3 += gd * DM[d, e]
-                O1[b, 0, user[e]] = s1
-                O2[b, 0, user[e]] = s2
-                O3[b, 0, user[e]] = s3
             continue
         for d in range(nv):
             ud = user[d]

@@ -124,8 +124,7 @@ def aba_derivatives(model: Any, q, qd, tau, gravity=True, damping: bool = False)
             if damping:
                 d = torch.cat([torch.zeros(6 if model.floating else 0, dtype=q.dtype), model._joint_damping_full()])
                 tau = tau - d * qd
-            qdd = cb.aba(q, qd, tau, a0, inertials)
-            out = tuple(torch.from_numpy(x) for x in cb.derivatives(q, qd, qdd, a0, inertials, "aba", damping=d))
+            out = tuple(torch.from_numpy(x) for x in cb.derivatives(q, qd, tau, a0, inertials, "aba", damping=d))
     else:
         qdd = model.forward_dynamics(q, qd, tau, gravity=gravity, damping=damping)
         dq, dv, M = rnea_derivatives(model, q, qd, qdd, gravity=gravity, damping=damping)

@@ -106,7 +106,8 @@ class CompiledBackend:
     def derivatives(self, q, v, a, a0, inertials: Inertials, mode: str, armature: bool = True, damping=None,
                     g=None) -> tuple[np.ndarray, ...]:
         """Analytic derivatives of RNEA or ABA in full coordinates (numpy; see
-        :func:`engine.robots.compiled_dynamics.derivatives` for ``mode``); ``armature``: with the
+        :func:`engine.robots.compiled_dynamics.derivatives` for ``mode``: "aba" takes tau as ``a``);
+        ``armature``: with the
         tree's armature (ABA always has it), ``damping (nv_all,)`` for the ABA modes."""
         arm = self._armature if armature or mode.startswith("aba") else self._no_armature
         return cdyn.derivatives(self._constants(inertials), _np(q), None if v is None else _np(v),

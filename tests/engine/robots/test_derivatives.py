@@ -250,3 +250,22 @@ def test_second_order_gradients_use_the_torch_path():
         (gq_ref,) = torch.autograd.grad(m.inverse_dynamics(q, v, a).pow(2).sum(), (q,), create_graph=True)
         (hq_ref,) = torch.autograd.grad(gq_ref.sum(), (v,))
     close(hq.numpy(), hq_ref.numpy())
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_vector_jacobian_products_of_the_kernels(floating):
+    """The O(n) products ``g^T (.)`` the backward uses equal ``g^T`` times the full matrices (with
+    armature, and damping in ABA's)."""
+    m = _with_armature(floating)
+    cb = m._compiled()
+    q, v, a = _state(m, 3, seed=9)
+    g = torch.randn(3, m.nv, dtype=torch.float64)
+    d = torch.rand(m.nv, dtype=torch.float64)
+    args = (q, v, a, m._a0, m._inertials())
+    qdd = cb.aba(q, v, a, m._a0, m._inertials())       # "aba" takes tau (a), "aba_vjp" the result
+    for mode, kw in (("rnea", {}), ("aba", {"damping": d})):
+        full = cb.derivatives(*args, mode, **kw)
+        at = (q, v, qdd, *args[3:]) if mode == "aba" else args
+        products = cb.derivatives(*at, mode + "_vjp", g=g, **kw)
+        for X, p in zip(full, products):
+            close(p, np.einsum("bi,bij->bj", g.numpy(), X))
