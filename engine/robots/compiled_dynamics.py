@@ -36,7 +36,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["aba", "available", "crba", "derivatives", "jacobian", "link_poses", "regressor", "rnea", "warm_up"]
+__all__ = ["aba", "available", "crba", "derivatives", "jacobian", "link_poses", "regressor", "regressor_vjp", "rnea",
+           "warm_up"]
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +171,19 @@ def regressor(consts, q, qd, qdd, a0, floating: bool):
     return Y
 
 
+def regressor_vjp(consts, q, qd, qdd, a0, floating: bool, w):
+    """``w^T Y`` per body ``(B, n + 1, 10)`` in the internal body order (see
+    :func:`engine.robots.derivative_kernels.regressor_vjp_kernel`); consts ``(parent, C0, C, S, perm)``."""
+    q = _c(q)
+    B = q.shape[0]
+    nv = q.shape[1] - (1 if floating else 0)
+    out = np.empty((B, consts[-1].shape[0] + 1, 10))
+    zeros = np.zeros((B, nv))
+    _derivative_kernels().regressor_vjp_kernel(*consts, q, zeros if qd is None else _c(qd),
+                                               zeros if qdd is None else _c(qdd), _c(a0), floating, _c(w), out)
+    return out
+
+
 def link_poses(chain, q, link_body, link_offset, floating: bool):
     """World poses ``(B, L, 4, 4)`` of the links: chain ``(parent, C0, C, perm)``, link_body
     ``(L,)`` (0: the root), link_offset ``(L, 4, 4)`` (each link's frame in its body)."""
@@ -219,6 +233,7 @@ def _exercise_derivatives() -> None:
         for mode in ("rnea", "aba", "rnea_vjp", "aba_vjp"):
             derivatives(consts, q, v, v, a0, np.zeros(2), floating, mode, g=v if mode.endswith("_vjp") else None)
         regressor((parent, C0, C, S, perm), q, v, v, a0, floating)
+        regressor_vjp((parent, C0, C, S, perm), q, v, v, a0, floating, v)
 
 
 def _exercise() -> None:

@@ -55,14 +55,13 @@ def _compiled_ok(model: Any, t: torch.Tensor) -> bool:
 
 def compiled_backend_for(model: Any, tensors, batch_last_from: int) -> Any:
     """The compiled backend of one call on flat float64 CPU inputs, or None (a torch backend):
-    the plain kernels where nothing needs a gradient; the kernels with analytic backwards where
-    only the inputs need one (no transform, no learnable or trainable parameter; see
+    the plain kernels where nothing needs a gradient; else (no transform active) the kernels
+    with analytic backwards, to the inputs and to learnable inertials (see
     :mod:`engine.robots.backends.compiled_autograd`), their torch parts on batch-last tensors
     from ``batch_last_from`` samples on."""
     if not needs_grad(model, tensors):
         return model._compiled()
-    if (not cag.ENABLED or transformed() or model.has_learnable_parameters()
-            or any(p.requires_grad for p in model.parameters())):
+    if not cag.ENABLED or transformed():
         return None
     backends = model._backends()
     out = backends.get("compiled-autograd")
@@ -162,12 +161,7 @@ def _torch_rnea_derivatives(model: Any, q, qd, qdd, gravity, damping):
 def dynamic_parameters(model: Any) -> torch.Tensor:
     """``pi (10 N,)`` in the regressor's body order (see the module docstring); differentiable
     with respect to learnable inertials."""
-    m, c, Ic = model._inertials().parts
-    h = m[:, None] * c
-    eye = torch.eye(3, dtype=m.dtype, device=m.device)
-    Io = Ic + m[:, None, None] * ((c * c).sum(-1)[:, None, None] * eye - c[:, :, None] * c[:, None, :])
-    sym = Io[:, [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]
-    pi = torch.cat([m[:, None], h, sym], dim=-1)             # (n + 1, 10), root first, internal order
+    pi = cag.inertial_parameters(*model._inertials().parts)     # (n + 1, 10), root first, internal order
     order = model._dof_body + 1
     if model.floating:
         order = torch.cat([order.new_zeros(1), order])

@@ -120,6 +120,13 @@ class CompiledBackend:
         return _tensor(cdyn.regressor((parent, C0, C, self._S, perm), _np(q), None if v is None else _np(v),
                                       None if a is None else _np(a), self._gravity(a0), self.tree.floating))
 
+    def regressor_vjp(self, q, v, a, a0, w) -> np.ndarray:
+        """``w^T Y`` per body ``(B, n + 1, 10)`` (internal order, root first): the gradient of
+        ``w . tau`` with respect to each body's inertial parameters (numpy)."""
+        parent, C0, C, perm = self._chain
+        return cdyn.regressor_vjp((parent, C0, C, self._S, perm), _np(q), None if v is None else _np(v),
+                                  None if a is None else _np(a), self._gravity(a0), self.tree.floating, _np(w))
+
     def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto") -> torch.Tensor:
         """The articulated-body algorithm whatever the method."""
         return _tensor(cdyn.aba(self._constants(inertials), _np(q), _np(v), _np(tau), self._gravity(a0),

@@ -1,13 +1,14 @@
 """The compiled backend with a backward: values by the numba kernels, gradients by the analytic
 derivatives (:mod:`engine.robots.derivative_kernels`), as ``torch.autograd.Function`` s.
 
-Chosen by :func:`engine.robots.derivatives.compiled_backend_for` for float64 CPU calls whose
-inputs require a gradient in grad mode, where no torch.func transform or forward-mode AD is
-active, no inertial or other model parameter is learnable (those keep the torch backends: their
-gradients with respect to the parameters come from autograd), and :data:`ENABLED`.
-RNEA's backward is ``g^T dtau/dq, g^T dtau/dv, g^T dtau/da`` (one kernel call, O(n depth));
-ABA's is ``-lambda^T dtau/dq, -lambda^T dtau/dv, lambda`` at the ABA result, ``lambda = M^-1 g``.
-CRBA, kinematics and Jacobians stay on the torch backends.
+Chosen by :func:`engine.robots.derivatives.compiled_backend_for` for float64 CPU calls that
+need a gradient in grad mode, where no torch.func transform or forward-mode AD is active, and
+:data:`ENABLED`. RNEA's backward is ``g^T dtau/dq, g^T dtau/dv, g^T dtau/da`` and, for learnable
+link inertials, ``g^T Y`` (the regressor) with respect to each body's inertial parameters ``pi``
+(:func:`inertial_parameters`, computed from the call's inertials by torch, so autograd carries
+it on to the learnable modules); one O(n) kernel call each. ABA's is ``-lambda^T dtau/dq,
+-lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA result, ``lambda = M^-1 g``. CRBA,
+kinematics and Jacobians stay on the torch backends.
 
 A free-flyer base: the kernels depend on the base pose only through gravity in the base frame
 (``R(quat)^T a0``), so the configuration gradient is the tangent one on the joints, zero on
@@ -15,7 +16,8 @@ the base position and, on the quaternion, ``dtau/dg`` (the base columns of ``M``
 quaternion formula: the derivative of the computed value in every direction, off the unit sphere
 too (the torch algorithms, in the world frame, agree with it along the sphere).
 A backward that must itself be differentiable (``create_graph=True``) differentiates the torch
-algorithms instead.
+algorithms instead; with learnable inertials it raises (use ``LAGRANGE_COMPILED_BACKWARD=0`` or
+:class:`engine.robots.backends.torch_only` for second-order gradients of those).
 """
 
 from __future__ import annotations
@@ -28,10 +30,32 @@ from engine.robots.backends.compiled import CompiledBackend
 from engine.robots.backends.tree import Inertials
 from engine.spatial import quaternion_to_rotation
 
-__all__ = ["ENABLED", "CompiledAutogradBackend"]
+__all__ = ["ENABLED", "CompiledAutogradBackend", "inertial_parameters"]
 
 # LAGRANGE_COMPILED_BACKWARD=0 keeps every gradient-carrying call on the torch backends
 ENABLED = os.environ.get("LAGRANGE_COMPILED_BACKWARD", "1") != "0"
+
+
+def inertial_parameters(m, c, Ic) -> torch.Tensor:
+    """``pi (n, 10)`` per body from ``m (n,)``, ``c (n, 3)``, ``Ic (n, 3, 3)`` (about the CoM):
+    Pinocchio's ``[m, m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``, the rotational inertia about the body's
+    origin (its off-diagonal entries the mean of the two, so both carry a gradient)."""
+    eye = torch.eye(3, dtype=m.dtype, device=m.device)
+    Io = Ic + m[:, None, None] * ((c * c).sum(-1)[:, None, None] * eye - c[:, :, None] * c[:, None, :])
+    Io = 0.5 * (Io + Io.transpose(-1, -2))
+    return torch.cat([m[:, None], m[:, None] * c, Io[:, [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]], dim=-1)
+
+
+def _parameter_grad(bk, q, v, a, a0, w):
+    """``sum_b w_b^T Y_b`` per body ``(n + 1, 10)`` (internal order)."""
+    return _t(bk.compiled.regressor_vjp(q, v, a, a0, w.contiguous()).sum(axis=0))
+
+
+def _no_second_order(pi):
+    if pi is not None and pi.requires_grad:
+        raise RuntimeError("second-order gradients (create_graph) through the compiled backward do not reach "
+                           "learnable inertials: set LAGRANGE_COMPILED_BACKWARD=0 or use "
+                           "engine.robots.backends.torch_only()")
 
 
 def _quaternion_grad(quat, a0, w):
@@ -71,43 +95,51 @@ def _t(x):
 
 class _Rnea(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, v, a, backend, a0, inertials):
+    def forward(ctx, q, v, a, pi, backend, a0, inertials):
         ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
-        ctx.save_for_backward(q, v, a)
+        ctx.save_for_backward(q, v, a, pi)
         return backend.compiled.rnea(q, v, a, a0, inertials)
 
     @staticmethod
     def backward(ctx, g):
-        q, v, a = ctx.saved_tensors
+        q, v, a, pi = ctx.saved_tensors
         bk = ctx.backend
         if torch.is_grad_enabled():
-            return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 3
-        gq, gv, ga = (_t(x) for x in bk.compiled.derivatives(q, v, a, ctx.a0, ctx.inertials, "rnea_vjp",
-                                                               armature=False, g=g.contiguous()))
+            _no_second_order(pi)
+            return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 4
+        g = g.contiguous()
         need = ctx.needs_input_grad
-        return (_q_grad(bk.floating, q, gq, ga, ctx.a0) if need[0] else None, gv if need[1] else None,
-                ga if need[2] else None, None, None, None)
+        gq = gv = ga = gpi = None
+        if any(need[:3]):
+            gq, gv, ga = (_t(x) for x in bk.compiled.derivatives(q, v, a, ctx.a0, ctx.inertials, "rnea_vjp",
+                                                                   armature=False, g=g))
+            gq = _q_grad(bk.floating, q, gq, ga, ctx.a0) if need[0] else None
+        if need[3]:
+            gpi = _parameter_grad(bk, q, v, a, ctx.a0, g)
+        return (gq, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
 
 
 class _Aba(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, v, tau, backend, a0, inertials):
+    def forward(ctx, q, v, tau, pi, backend, a0, inertials):
         ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
         qdd = backend.compiled.aba(q, v, tau, a0, inertials)
-        ctx.save_for_backward(q, v, tau, qdd)
+        ctx.save_for_backward(q, v, tau, pi, qdd)
         return qdd
 
     @staticmethod
     def backward(ctx, g):
-        q, v, tau, qdd = ctx.saved_tensors
+        q, v, tau, pi, qdd = ctx.saved_tensors
         bk = ctx.backend
         if torch.is_grad_enabled():
-            return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 3
+            _no_second_order(pi)
+            return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 4
         g = g.contiguous()
-        gq, gv, gtau = (_t(x) for x in bk.compiled.derivatives(q, v, qdd, ctx.a0, ctx.inertials, "aba_vjp", g=g))
+        gq, gv, lam = (_t(x) for x in bk.compiled.derivatives(q, v, qdd, ctx.a0, ctx.inertials, "aba_vjp", g=g))
         need = ctx.needs_input_grad
+        gpi = _parameter_grad(bk, q, v, qdd, ctx.a0, -lam) if need[3] else None
         return (_q_grad(bk.floating, q, gq, -g, ctx.a0) if need[0] else None, gv if need[1] else None,
-                gtau if need[2] else None, None, None, None)
+                lam if need[2] else None, gpi, None, None, None)
 
 
 class CompiledAutogradBackend:
@@ -132,15 +164,16 @@ class CompiledAutogradBackend:
         return self.torch_backend(q).crba(q, inertials)
 
     @staticmethod
-    def _direct(a0, inertials: Inertials) -> bool:
-        return inertials.fixed and (a0 is None or not a0.requires_grad)
+    def _parameters(inertials: Inertials):
+        """``pi`` of learnable inertials (the autograd path to them), None for the model's constants."""
+        return None if inertials.fixed else inertial_parameters(*inertials.parts)
 
     def rnea(self, q, v, a, a0, inertials: Inertials):
-        if not self._direct(a0, inertials):
+        if a0 is not None and a0.requires_grad:        # a gravity to differentiate: torch
             return self.torch_backend(q).rnea(q, v, a, a0, inertials)
-        return _Rnea.apply(q, v, a, self, a0, inertials)
+        return _Rnea.apply(q, v, a, self._parameters(inertials), self, a0, inertials)
 
     def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto"):
-        if not self._direct(a0, inertials):
+        if a0 is not None and a0.requires_grad:
             return self.torch_backend(q).aba(q, v, tau, a0, inertials, method)
-        return _Aba.apply(q, v, tau, self, a0, inertials)
+        return _Aba.apply(q, v, tau, self._parameters(inertials), self, a0, inertials)

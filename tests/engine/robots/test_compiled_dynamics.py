@@ -95,7 +95,7 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
     assert counts == {"rnea": 6, "crba": 3, "aba": 1, "link_poses": 1, "jacobian": 2}
 
 
-def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):
+def test_learnable_parameters_take_the_kernels_with_analytic_backwards(monkeypatch):
     m = RobotModel.from_string(SMALL_TREE)
     m.make_learnable("c", "mass")
     m.make_learnable("b", "inertia")
@@ -104,12 +104,18 @@ def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):
             p.add_(0.1)
     q, v, a = _state(m, 5, seed=1)
     counts = _calls(monkeypatch)
-    ref = _all(m, q, v, a, damping=True)             # grad mode with parameters: torch, differentiable
-    assert sum(counts.values()) == 0 and ref[0].grad_fn is not None
+    # grad mode with parameters: RNEA and ABA by the kernels with analytic backwards (to the
+    # parameters through the regressor, test_derivatives); CRBA, kinematics, Jacobians: torch
+    ours_grad = _all(m, q, v, a, damping=True)
+    assert counts == {"rnea": 3, "crba": 0, "aba": 1, "link_poses": 0, "jacobian": 0}
+    assert ours_grad[0].grad_fn is not None and ours_grad[2].grad_fn is not None
+    with torch_only():
+        ref = _all(m, q, v, a, damping=True)
     with torch.no_grad():
         ours = _all(m, q, v, a, damping=True)
-    assert counts["rnea"] == 3
+    assert counts["rnea"] == 6
     _same(ours, [r.detach() for r in ref])
+    _same([r.detach() for r in ours_grad], [r.detach() for r in ref])
 
 
 @pytest.mark.parametrize("name", ["panda", "allegro-right", "solo12", "talos", "baxter", "talos-full"])

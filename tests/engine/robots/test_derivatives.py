@@ -269,3 +269,35 @@ def test_vector_jacobian_products_of_the_kernels(floating):
         products = cb.derivatives(*at, mode + "_vjp", g=g, **kw)
         for X, p in zip(full, products):
             close(p, np.einsum("bi,bij->bj", g.numpy(), X))
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_gradients_reach_learnable_inertials_through_the_regressor(floating):
+    """With learnable mass, centre of mass and inertia, inverse and forward dynamics still take
+    the kernels; the parameters' gradients (``g^T Y``, ``-lambda^T Y``) equal the torch path's."""
+    m = _with_armature(floating)
+    m.make_learnable("c", "mass")
+    m.make_learnable("b", "com")
+    m.make_learnable("d", "inertia")
+    m.make_learnable("a", "damping")
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.05)
+    q, v, a = (x.requires_grad_(True) for x in _state(m, 3, seed=10))
+    assert m._backend_for(q, v, a).name == "compiled-autograd"
+    params = list(m.parameters())
+    w = torch.randn(3, m.nv, dtype=torch.float64)
+    for fn in (m.inverse_dynamics, m.forward_dynamics):
+        ours = torch.autograd.grad((fn(q, v, a, damping=True) * w).sum(), [v, a, *params])
+        with torch_only():
+            ref = torch.autograd.grad((fn(q, v, a, damping=True) * w).sum(), [v, a, *params])
+        for x, y in zip(ours, ref):
+            assert float(y.abs().max()) > 0
+            close(x.numpy(), y.numpy())
+    # the per-body products against the regressor itself
+    cb = m._compiled()
+    qa, va, aa = (x.detach() for x in (q, v, a))
+    Y = m.regressor(qa, va, aa).numpy()
+    per_body = cb.regressor_vjp(qa, va, aa, m._a0, w)          # internal order, root first
+    order = np.r_[[0] if floating else [], m._dof_body.numpy() + 1].astype(int)
+    close(per_body[:, order].reshape(3, -1), np.einsum("bi,bij->bj", w.numpy(), Y))
