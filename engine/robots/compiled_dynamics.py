@@ -135,6 +135,14 @@ def _derivative_kernels():
     return derivative_kernels
 
 
+def _regressor_kernels():
+    """:mod:`engine.robots.regressor_kernels`, imported (and its kernels built) on first use."""
+    _get()
+    from engine.robots import regressor_kernels
+
+    return regressor_kernels
+
+
 def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, damping=None, g=None):
     """Analytic derivatives (:func:`engine.robots.derivative_kernels.derivatives_kernel`):
     ``mode`` "rnea" -> ``(dtau/dq, dtau/dv, dtau/da)``, "aba" (``qdd``: the applied forces tau,
@@ -159,27 +167,27 @@ def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, dam
 
 def regressor(consts, q, qd, qdd, a0, floating: bool):
     """The joint-torque regressor ``(B, nv, 10 N)`` (see
-    :func:`engine.robots.derivative_kernels.regressor_kernel`); consts ``(parent, C0, C, S, perm)``."""
+    :func:`engine.robots.regressor_kernels.regressor_kernel`); consts ``(parent, C0, C, S, perm)``."""
     q = _c(q)
     B = q.shape[0]
     nv = q.shape[1] - (1 if floating else 0)
     n_bodies = consts[-1].shape[0] + (1 if floating else 0)
     Y = np.empty((B, nv, 10 * n_bodies))
     zeros = np.zeros((B, nv))
-    _derivative_kernels().regressor_kernel(*consts, q, zeros if qd is None else _c(qd),
+    _regressor_kernels().regressor_kernel(*consts, q, zeros if qd is None else _c(qd),
                                            zeros if qdd is None else _c(qdd), _c(a0), floating, Y)
     return Y
 
 
 def regressor_vjp(consts, q, qd, qdd, a0, floating: bool, w):
     """``w^T Y`` per body ``(B, n + 1, 10)`` in the internal body order (see
-    :func:`engine.robots.derivative_kernels.regressor_vjp_kernel`); consts ``(parent, C0, C, S, perm)``."""
+    :func:`engine.robots.regressor_kernels.regressor_vjp_kernel`); consts ``(parent, C0, C, S, perm)``."""
     q = _c(q)
     B = q.shape[0]
     nv = q.shape[1] - (1 if floating else 0)
     out = np.empty((B, consts[-1].shape[0] + 1, 10))
     zeros = np.zeros((B, nv))
-    _derivative_kernels().regressor_vjp_kernel(*consts, q, zeros if qd is None else _c(qd),
+    _regressor_kernels().regressor_vjp_kernel(*consts, q, zeros if qd is None else _c(qd),
                                                zeros if qdd is None else _c(qdd), _c(a0), floating, _c(w), out)
     return out
 
