@@ -59,9 +59,12 @@ def compiled_backend_for(model: Any, tensors, batch_last_from: int) -> Any:
     with analytic backwards, to the inputs and to learnable inertials (see
     :mod:`engine.robots.backends.compiled_autograd`), their torch parts on batch-last tensors
     from ``batch_last_from`` samples on."""
-    if not needs_grad(model, tensors):
-        return model._compiled()
-    if not cag.ENABLED or transformed():
+    if transformed():               # once: it costs microseconds (needs_grad asks it too)
+        return None
+    if not (torch.is_grad_enabled() and (model.has_learnable_parameters() or any(t.requires_grad for t in tensors)
+                                         or any(p.requires_grad for p in model.parameters()))):
+        return model._compiled()    # nothing to differentiate (needs_grad without the transform)
+    if not cag.ENABLED:
         return None
     backends = model._backends()
     out = backends.get("compiled-autograd")
