@@ -121,17 +121,17 @@ def test_aba_derivatives_against_pinocchio(pair):
         qp, vp = pair.pin_q(q[s]), pair.P @ v[s]
         if m._G is None:       # Pinocchio's own ABA derivatives
             ref = pin.computeABADerivatives(pm, pd, qp, vp, pair.P @ tau[s])
-            close(dq[s], pair.project(ref[0]), 1e-8)
-            close(dv[s], pair.project(ref[1]), 1e-8)
-            close(dtau[s], pair.project(_sym(ref[2])), 1e-8)
+            close(dq[s], pair.project(ref[0]), TOL)
+            close(dv[s], pair.project(ref[1]), TOL)
+            close(dtau[s], pair.project(_sym(ref[2])), TOL)
             continue
         # coupled joints: -M^-1 times Pinocchio's projected RNEA derivatives at the coupled solution
         Mu = pair.project(_sym(pin.crba(pm, pd, qp)))
         qdd = np.linalg.solve(Mu, tau[s] - pair.P.T @ pin.nonLinearEffects(pm, pd, qp, vp))
         ref = pin.computeRNEADerivatives(pm, pd, qp, vp, pair.P @ qdd)
-        close(dtau[s], np.linalg.inv(Mu), 1e-8)
-        close(dq[s], -np.linalg.solve(Mu, pair.project(ref[0])), 1e-8)
-        close(dv[s], -np.linalg.solve(Mu, pair.project(ref[1])), 1e-8)
+        close(dtau[s], np.linalg.inv(Mu), TOL)
+        close(dq[s], -np.linalg.solve(Mu, pair.project(ref[0])), TOL)
+        close(dv[s], -np.linalg.solve(Mu, pair.project(ref[1])), TOL)
 
 
 def test_regressor_against_pinocchio(pair):
