@@ -25,7 +25,7 @@ DERIVATIVE_ALGORITHMS = ("rnea_derivs", "aba_derivs", "id_backward", "fd_backwar
 
 
 def derivative_calls(model, q, qd, qdd) -> dict:
-    """``{algorithm: fn}`` of ours on one batch (numpy ``(B, dof)`` inputs, a fixed base)."""
+    """``{algorithm: fn}`` of ours on one batch (numpy ``q (B, nq)``, ``qd, qdd (B, nv)``)."""
     q, qd, qdd = (torch.as_tensor(np.ascontiguousarray(x), device=model.device) for x in (q, qd, qdd))
     leaves = [x.clone().requires_grad_(True) for x in (q, qd, qdd)]
     w = torch.randn(qdd.shape, dtype=qdd.dtype, generator=torch.Generator().manual_seed(0)).to(qdd.device)

@@ -16,7 +16,8 @@ this process and with ``threads`` torch threads:
 Floating-base rows (``floating``: a quadruped and a humanoid of the library by default):
 the same four algorithms in Pinocchio's free-flyer coordinates (random base poses), ours
 against Pinocchio's Python loop (``framesForwardKinematics`` + ``computeFrameJacobian``,
-``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``.
+``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``. At the
+``derivative_batches`` also the analytic derivatives (:mod:`engine.robots.bench_derivatives`).
 
 Ours is timed twice: as a plain call runs (inputs that need no derivative take the compiled
 per-sample kernels, :mod:`engine.robots.backends.compiled`), and
@@ -450,8 +451,16 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
                 qp[:, jm.idx_q] = joints[:, k]
             vp[:, jm.idx_v], ap[:, jm.idx_v] = v[:, 6 + k], a[:, 6 + k]
         ours, theirs = _floating_calls(model, end, pm, pd, fid, (q, v, a), (qp, vp, ap))
+        algorithms: tuple[str, ...] = ALGORITHMS
+        if batch in cfg.derivative_batches:     # the analytic derivatives too (bench_derivatives)
+            from engine.robots import bench_derivatives as bd
+
+            ours |= _synced(bd.derivative_calls(model, q, v, a), model.device)
+            theirs |= bd.pinocchio_derivative_loops(pm, pd, *([np.ascontiguousarray(r) for r in x]
+                                                               for x in (qp, vp, ap)))
+            algorithms = ALGORITHMS + bd.DERIVATIVE_ALGORITHMS
         torch_path = _torch_path(ours)
-        for alg in ALGORITHMS:
+        for alg in algorithms:
             fns = {"ours": ours[alg], "pinocchio": theirs[alg]} | (
                 {"torch": torch_path[alg]} if alg in torch_path else {}
             )
