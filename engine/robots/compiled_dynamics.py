@@ -1,5 +1,6 @@
-"""RNEA, CRBA, ABA, forward kinematics and Jacobians compiled per sample (numba), for calls
-that need no derivative.
+"""RNEA, CRBA, ABA, forward kinematics and Jacobians compiled per sample (numba); and the
+analytic derivatives of RNEA and ABA and the joint-torque regressor (:func:`derivatives`,
+:func:`regressor`: :mod:`engine.robots.derivative_kernels`, :mod:`engine.robots.regressor_kernels`).
 
 The torch algorithms of :mod:`engine.robots.dynamics_body_major` and
 :mod:`engine.robots.dynamics_batch_last` are a few hundred tensor operations per call, each
