@@ -2,8 +2,10 @@
 
 Times FK + Jacobian, RNEA, CRBA and ABA of the rigid-body engine against Pinocchio (a
 Python loop over the samples), pytorch_kinematics and differentiable-robot-model, in this
-process, and prints the ratios; then the same against Pinocchio for floating-base robots
-(``--floating solo12,talos``, the default). The work lives in engine.robots.benchmark.
+process, and prints the ratios; the analytic derivatives and backward passes against
+Pinocchio's derivatives (``--derivative-batch 1,1024``, the default); then the same against
+Pinocchio for floating-base robots (``--floating solo12,talos``, the default). The work lives
+in engine.robots.benchmark.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def _run(args) -> int:
         repeats=args.repeats,
         floating=floating,
         device=args.device,
+        derivative_batches=() if args.derivative_batch.strip() == "none" else _batches(args.derivative_batch),
     )
 
     def progress(fraction, message):
@@ -44,7 +47,7 @@ def _run(args) -> int:
     result = run_rbd_benchmark(cfg, progress=progress)
     plain = _plain_rows(args, result, progress)
     if args.json:
-        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows", "floating_rows")}
+        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows", "floating_rows", "derivative_rows")}
                    | {"urdf": result["urdf"]}
                    | ({"plain_api": plain[0], "plain_api_torch": plain[1]} if plain else {}))
     else:
@@ -89,6 +92,9 @@ def register_bench(subparsers) -> None:
     p.add_argument("--floating", default=",".join(d.floating),
                    help="floating-base library robots timed against Pinocchio's free-flyer model "
                         "(comma-separated; 'none' for none)")
+    p.add_argument("--derivative-batch", default=",".join(map(str, d.derivative_batches)),
+                   help="batch sizes of the analytic-derivative rows (RNEA/ABA derivatives and backward passes "
+                        "against Pinocchio's computeRNEADerivatives/computeABADerivatives); 'none' skips them")
     add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)

@@ -16,7 +16,8 @@ this process and with ``threads`` torch threads:
 Floating-base rows (``floating``: a quadruped and a humanoid of the library by default):
 the same four algorithms in Pinocchio's free-flyer coordinates (random base poses), ours
 against Pinocchio's Python loop (``framesForwardKinematics`` + ``computeFrameJacobian``,
-``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``.
+``rnea``, ``crba``, ``aba``); ours computes forward dynamics as ``M^-1 (tau - h)``. At the
+``derivative_batches`` also the analytic derivatives (:mod:`engine.robots.bench_derivatives`).
 
 Ours is timed twice: as a plain call runs (inputs that need no derivative take the compiled
 per-sample kernels, :mod:`engine.robots.backends.compiled`), and
@@ -76,6 +77,7 @@ class RbdBenchConfig:
     tune_malloc: bool = True                  # see tune_malloc()
     floating: tuple[str, ...] = ("solo12", "talos")   # floating-base robots timed against Pinocchio
     device: str = "cpu"                       # where ours runs (cpu, cuda, auto); float64 everywhere
+    derivative_batches: tuple[int, ...] = (1, 1024)   # rows of the analytic derivatives (bench_derivatives)
 
     def __post_init__(self):
         who = "benchmark setting"
@@ -91,6 +93,9 @@ class RbdBenchConfig:
                 1_000_000,
                 hint="comma-separated batch sizes such as 1,64,1024",
             )
+        for b in self.derivative_batches:
+            check_int(who, "derivative_batches (--derivative-batch)", b, 1, 1_000_000,
+                      hint="comma-separated batch sizes such as 1,1024, or none")
         check_int(who, "threads (--threads)", self.threads, 1, 1024, hint="torch CPU threads, for example 2")
         check_range(who, "min_time_s (--min-time)", self.min_time_s, 0.0, 60.0, lo_open=True, unit="s",
                     hint="seconds per measurement, for example 0.2")
@@ -355,6 +360,7 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
             done += 1
             if progress is not None:
                 progress(done / total, f"{alg} batch {batch}")
+    derivative_rows = _derivative_rows(cfg, model, cast("_Pinocchio | None", others.get("pinocchio")), rng)
     floating_rows = []
     for name in cfg.floating:
         try:
@@ -363,7 +369,35 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
             log.info("floating-base benchmark of %s failed: %s", name, exc)
     return {"robot": str(cfg.robot), "urdf": str(path), "dof": model.dof, "threads": cfg.threads,
             "device": str(model.device),
-            "end_link": end, "malloc_tuned": malloc_tuned, "rows": rows, "floating_rows": floating_rows}
+            "end_link": end, "malloc_tuned": malloc_tuned, "rows": rows, "floating_rows": floating_rows,
+            "derivative_rows": derivative_rows}
+
+
+def _derivative_rows(cfg: RbdBenchConfig, model: RobotModel, pin_: _Pinocchio | None, rng) -> list[dict]:
+    """Rows ``{algorithm, batch, ours_ms, ours_torch_ms, pinocchio_ms}`` of the analytic derivatives
+    (:mod:`engine.robots.bench_derivatives`)."""
+    from engine.robots import bench_derivatives as bd
+
+    rows = []
+    for batch in cfg.derivative_batches:
+        lo = np.maximum(model.joint_limits.lower.cpu().numpy(), -np.pi)
+        hi = np.minimum(model.joint_limits.upper.cpu().numpy(), np.pi)
+        q = rng.uniform(lo, hi, size=(batch, model.dof))
+        qd, qdd = rng.normal(size=(2, batch, model.dof))
+        ours = _synced(bd.derivative_calls(model, q, qd, qdd), model.device)
+        fns = {"ours": ours, "ours_torch": _torch_path(ours)}
+        if pin_ is not None:
+            def reorder(x, perm=pin_.perm):
+                out = np.zeros_like(x)
+                out[:, perm] = x
+                return [np.ascontiguousarray(r) for r in out]
+
+            fns["pinocchio"] = bd.pinocchio_derivative_loops(pin_.pm, pin_.pd, reorder(q), reorder(qd), reorder(qdd))
+        for alg in bd.DERIVATIVE_ALGORITHMS:
+            times = _time_interleaved({name: f[alg] for name, f in fns.items()}, cfg)
+            rows.append({"algorithm": alg, "batch": batch, "ours_ms": times.get("ours"),
+                         "ours_torch_ms": times.get("ours_torch"), "pinocchio_ms": times.get("pinocchio")})
+    return rows
 
 
 def _floating_calls(model, end, pm, pd, fid, state, pin_state):
@@ -417,8 +451,16 @@ def _floating_rows(name: str, cfg: RbdBenchConfig, rng) -> list[dict]:
                 qp[:, jm.idx_q] = joints[:, k]
             vp[:, jm.idx_v], ap[:, jm.idx_v] = v[:, 6 + k], a[:, 6 + k]
         ours, theirs = _floating_calls(model, end, pm, pd, fid, (q, v, a), (qp, vp, ap))
+        algorithms: tuple[str, ...] = ALGORITHMS
+        if batch in cfg.derivative_batches:     # the analytic derivatives too (bench_derivatives)
+            from engine.robots import bench_derivatives as bd
+
+            ours |= _synced(bd.derivative_calls(model, q, v, a), model.device)
+            theirs |= bd.pinocchio_derivative_loops(pm, pd, *([np.ascontiguousarray(r) for r in x]
+                                                               for x in (qp, vp, ap)))
+            algorithms = ALGORITHMS + bd.DERIVATIVE_ALGORITHMS
         torch_path = _torch_path(ours)
-        for alg in ALGORITHMS:
+        for alg in algorithms:
             fns = {"ours": ours[alg], "pinocchio": theirs[alg]} | (
                 {"torch": torch_path[alg]} if alg in torch_path else {}
             )
@@ -458,6 +500,14 @@ def format_table(result: dict) -> str:
             f"{cell(r, 'pytorch_kinematics_ms', 9)}{ratio(r, 'pytorch_kinematics_ms', 7)}"
             f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}{ratio(r, 'drm_ms', 7, 'ours_torch_ms')}"
         )
+    if result.get("derivative_rows"):
+        lines.append("analytic derivatives (full matrices; *_backward: forward + backward of a weighted sum) "
+                     "against Pinocchio's computeRNEADerivatives / computeABADerivatives loop")
+        lines.append(f"{'algorithm':<12}{'batch':>6}{'ours':>9}{'torch':>9}{'pinocchio':>11}{'x':>7}{'xt':>6}")
+    for r in result.get("derivative_rows", []):
+        lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
+                     f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
+                     f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}")
     robot = None
     for r in result.get("floating_rows", []):
         if r["robot"] != robot:

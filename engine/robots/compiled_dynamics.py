@@ -1,5 +1,6 @@
-"""RNEA, CRBA, ABA, forward kinematics and Jacobians compiled per sample (numba), for calls
-that need no derivative.
+"""RNEA, CRBA, ABA, forward kinematics and Jacobians compiled per sample (numba); and the
+analytic derivatives of RNEA and ABA and the joint-torque regressor (:func:`derivatives`,
+:func:`regressor`: :mod:`engine.robots.derivative_kernels`, :mod:`engine.robots.regressor_kernels`).
 
 The torch algorithms of :mod:`engine.robots.dynamics_body_major` and
 :mod:`engine.robots.dynamics_batch_last` are a few hundred tensor operations per call, each
@@ -36,7 +37,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["aba", "available", "crba", "jacobian", "link_poses", "rnea", "warm_up"]
+__all__ = ["aba", "available", "crba", "derivatives", "jacobian", "link_poses", "regressor", "regressor_vjp", "rnea",
+           "warm_up"]
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +128,71 @@ def aba(consts, q, qd, tau, a0, armature, floating: bool):
     return qdd
 
 
+def _derivative_kernels():
+    """:mod:`engine.robots.derivative_kernels`, imported (and its kernels built) on first use."""
+    _get()
+    from engine.robots import derivative_kernels
+
+    return derivative_kernels
+
+
+def _regressor_kernels():
+    """:mod:`engine.robots.regressor_kernels`, imported (and its kernels built) on first use."""
+    _get()
+    from engine.robots import regressor_kernels
+
+    return regressor_kernels
+
+
+def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, damping=None, g=None):
+    """Analytic derivatives (:func:`engine.robots.derivative_kernels.derivatives_kernel`):
+    ``mode`` "rnea" -> ``(dtau/dq, dtau/dv, dtau/da)``, "aba" (``qdd``: the applied forces tau,
+    damping subtracted) -> ``(dqdd/dq, dqdd/dv, dqdd/dtau)``, each ``(B, nv, nv)``; "rnea_vjp" /
+    "aba_vjp" (``qdd``: the ABA result) -> the products ``g^T (.)`` ``(B, nv)`` each, with
+    ``g (B, nv)``. q-derivatives in the tangent space; ``damping (nv,)`` enters the ABA modes
+    (``dtau/dv + diag(damping)``)."""
+    dk = _derivative_kernels()
+    q = _c(q)
+    B = q.shape[0]
+    nv = q.shape[1] - (1 if floating else 0)
+    code = {"rnea": dk.RNEA, "rnea_vjp": dk.RNEA_VJP, "aba": dk.ABA, "aba_vjp": dk.ABA_VJP}[mode]
+    rows = 1 if mode.endswith("_vjp") else nv
+    outs = [np.empty((B, rows, nv)) for _ in range(3)]
+    tau = np.empty((B, nv))
+    zeros = np.zeros((B, nv))
+    dk.derivatives_kernel(*consts, q, zeros if qd is None else _c(qd), zeros if qdd is None else _c(qdd), _c(a0),
+                          _c(armature), np.zeros(nv) if damping is None else _c(damping), floating, code,
+                          _NONE if g is None else _c(g), *outs, tau)
+    return tuple(o[:, 0] for o in outs) if rows == 1 else tuple(outs)
+
+
+def regressor(consts, q, qd, qdd, a0, floating: bool):
+    """The joint-torque regressor ``(B, nv, 10 N)`` (see
+    :func:`engine.robots.regressor_kernels.regressor_kernel`); consts ``(parent, C0, C, S, perm)``."""
+    q = _c(q)
+    B = q.shape[0]
+    nv = q.shape[1] - (1 if floating else 0)
+    n_bodies = consts[-1].shape[0] + (1 if floating else 0)
+    Y = np.empty((B, nv, 10 * n_bodies))
+    zeros = np.zeros((B, nv))
+    _regressor_kernels().regressor_kernel(*consts, q, zeros if qd is None else _c(qd),
+                                           zeros if qdd is None else _c(qdd), _c(a0), floating, Y)
+    return Y
+
+
+def regressor_vjp(consts, q, qd, qdd, a0, floating: bool, w):
+    """``w^T Y`` per body ``(B, n + 1, 10)`` in the internal body order (see
+    :func:`engine.robots.regressor_kernels.regressor_vjp_kernel`); consts ``(parent, C0, C, S, perm)``."""
+    q = _c(q)
+    B = q.shape[0]
+    nv = q.shape[1] - (1 if floating else 0)
+    out = np.empty((B, consts[-1].shape[0] + 1, 10))
+    zeros = np.zeros((B, nv))
+    _regressor_kernels().regressor_vjp_kernel(*consts, q, zeros if qd is None else _c(qd),
+                                               zeros if qdd is None else _c(qdd), _c(a0), floating, _c(w), out)
+    return out
+
+
 def link_poses(chain, q, link_body, link_offset, floating: bool):
     """World poses ``(B, L, 4, 4)`` of the links: chain ``(parent, C0, C, perm)``, link_body
     ``(L,)`` (0: the root), link_offset ``(L, 4, 4)`` (each link's frame in its body)."""
@@ -149,8 +216,33 @@ def jacobian(chain, S, rev, q, body: int, offset, point, floating: bool):
 def warm_up() -> bool:
     """Build the kernels now (compiled and cached on disk by numba, or loaded from that cache);
     False where they are not available. ``python build_scripts/dev.py setup`` calls it, so the
-    first dynamics call of a session does not wait about ten seconds for the compiler."""
-    return available()
+    first dynamics call of a session does not wait about ten seconds for the compiler. The
+    derivative kernels (:mod:`engine.robots.derivative_kernels`) are built here too; otherwise on
+    their first use."""
+    if not available():
+        return False
+    _exercise_derivatives()
+    return True
+
+
+def _exercise_derivatives() -> None:
+    """Build the derivative kernels (every mode, fixed and floating) on a two-body tree."""
+    parent = np.array([0, 0, 1], dtype=np.int64)
+    C0 = np.tile(np.eye(4).reshape(1, 16), (2, 1))
+    C = np.zeros((2, 3, 16))
+    S = np.array([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]] * 2)
+    perm = np.array([0, 1], dtype=np.int64)
+    consts = (parent, C0, C, S, np.ones(3), np.zeros((3, 3)), np.tile(np.eye(3) * 0.1, (3, 1, 1)), perm)
+    a0 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 9.81])
+    for floating in (False, True):
+        q = np.zeros((1, 9 if floating else 2))
+        if floating:
+            q[0, 6] = 1.0
+        v = np.zeros((1, q.shape[1] - (1 if floating else 0)))
+        for mode in ("rnea", "aba", "rnea_vjp", "aba_vjp"):
+            derivatives(consts, q, v, v, a0, np.zeros(2), floating, mode, g=v if mode.endswith("_vjp") else None)
+        regressor((parent, C0, C, S, perm), q, v, v, a0, floating)
+        regressor_vjp((parent, C0, C, S, perm), q, v, v, a0, floating, v)
 
 
 def _exercise() -> None:

@@ -75,7 +75,8 @@ a warning.
 Implementation: each public method flattens its inputs to one batch ``(B, ...)``, maps the
 user's coordinates to every movable joint's (coupled mimic joints: ``q_all = G q + offset``),
 lets the backend chosen by :meth:`RobotModel._backend_for` compute (compiled numba kernels for
-float64 CPU calls that carry no derivative, else torch body-major below ``BATCH_LAST_BATCH``
+float64 CPU calls, RNEA and ABA with analytic backwards where a gradient is needed
+(:mod:`engine.robots.derivatives`); else torch body-major below ``BATCH_LAST_BATCH``
 samples, batch-last from there), then adds armature, damping and projects back, in one place
 each: :mod:`engine.robots.backends` says when each backend runs and how to add an algorithm.
 All agree with Pinocchio to 1e-9 (``tests/engine/robots/test_backends.py``). Calls at moderate
@@ -97,10 +98,11 @@ import torch
 from torch import nn
 
 from engine.robots import compiled_dynamics as cdyn
+from engine.robots import derivatives
 from engine.robots import dynamics_batch_last as dyn_bl
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
-from engine.robots.backends import Inertials, Tree, compiled_switched_off, needs_grad
+from engine.robots.backends import Inertials, Tree, compiled_switched_off
 from engine.robots.backends.batch_last import BatchLastBackend
 from engine.robots.backends.body_major import BodyMajorBackend
 from engine.robots.backends.compiled import CompiledBackend
@@ -135,7 +137,7 @@ DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 BATCH_LAST_BATCH = 96
 
 
-class RobotModel(DenseTreeMasks, nn.Module):
+class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
     """A kinematic tree (fixed or floating base) with batched Featherstone algorithms: each public
     method picks one backend (:meth:`_backend_for`) and calls one of its methods; armature,
     damping and the mimic projection are applied here, once (see the module docstring). The
@@ -282,15 +284,16 @@ class RobotModel(DenseTreeMasks, nn.Module):
     def _backend_for(self, *tensors):
         """The backend of one call on flat inputs (already of the model's dtype and device):
 
-        - compiled kernels for float64 CPU calls that carry no derivative (no torch.func
-          transform or forward AD, no input or parameter requiring a gradient in grad mode),
-          unless switched off (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
+        - compiled kernels for float64 CPU calls (no torch.func transform or forward AD), with
+          analytic backwards where inputs or learnable inertials need a gradient
+          (:func:`engine.robots.derivatives.compiled_backend_for`), unless switched off
+          (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
         - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below.
         """
         t = tensors[0]
         if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
-                and cdyn.available() and not needs_grad(self, tensors)):
-            return self._compiled()
+                and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None):
+            return chosen
         backends = self._backends()
         return backends["batch-last" if t.shape[0] >= BATCH_LAST_BATCH and self._n > 0 else "body-major"]
 

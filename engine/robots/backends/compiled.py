@@ -103,6 +103,30 @@ class CompiledBackend:
     def crba(self, q, inertials: Inertials) -> torch.Tensor:
         return _tensor(cdyn.crba(self._constants(inertials), _np(q), self._no_armature, self.tree.floating))
 
+    def derivatives(self, q, v, a, a0, inertials: Inertials, mode: str, armature: bool = True, damping=None,
+                    g=None) -> tuple[np.ndarray, ...]:
+        """Analytic derivatives of RNEA or ABA in full coordinates (numpy; see
+        :func:`engine.robots.compiled_dynamics.derivatives` for ``mode``: "aba" takes tau as ``a``);
+        ``armature``: with the
+        tree's armature (ABA always has it), ``damping (nv_all,)`` for the ABA modes."""
+        arm = self._armature if armature or mode.startswith("aba") else self._no_armature
+        return cdyn.derivatives(self._constants(inertials), _np(q), None if v is None else _np(v),
+                                None if a is None else _np(a), self._gravity(a0), arm, self.tree.floating, mode,
+                                None if damping is None else _np(damping), None if g is None else _np(g))
+
+    def regressor(self, q, v, a, a0) -> torch.Tensor:
+        """The joint-torque regressor ``(B, nv_all, 10 N)`` in full coordinates (no armature)."""
+        parent, C0, C, perm = self._chain
+        return _tensor(cdyn.regressor((parent, C0, C, self._S, perm), _np(q), None if v is None else _np(v),
+                                      None if a is None else _np(a), self._gravity(a0), self.tree.floating))
+
+    def regressor_vjp(self, q, v, a, a0, w) -> np.ndarray:
+        """``w^T Y`` per body ``(B, n + 1, 10)`` (internal order, root first): the gradient of
+        ``w . tau`` with respect to each body's inertial parameters (numpy)."""
+        parent, C0, C, perm = self._chain
+        return cdyn.regressor_vjp((parent, C0, C, self._S, perm), _np(q), None if v is None else _np(v),
+                                  None if a is None else _np(a), self._gravity(a0), self.tree.floating, _np(w))
+
     def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto") -> torch.Tensor:
         """The articulated-body algorithm whatever the method."""
         return _tensor(cdyn.aba(self._constants(inertials), _np(q), _np(v), _np(tau), self._gravity(a0),

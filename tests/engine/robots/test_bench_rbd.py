@@ -11,7 +11,7 @@ from engine.paths import urdf_dir
 def test_bench_rbd_json(capsys):
     path = urdf_dir() / "planar_2link.urdf"
     assert main(["bench", "rbd", "--robot", str(path), "--batch", "1,3", "--json", "--repeats", "1",
-                 "--min-time", "0.001", "--plain-batch", "5", "--floating", "none"]) == 0
+                 "--min-time", "0.001", "--plain-batch", "5", "--floating", "none", "--derivative-batch", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["dof"] == 2 and out["threads"] == 2 and out["robot"] == str(path)
     rows = out["rows"]
@@ -30,6 +30,11 @@ def test_bench_rbd_json(capsys):
         assert r["ours_ms"] > 0 and r["pinocchio_ms"] > 0
         assert r["ours_torch_ms"] > 0
         assert (r["pytorch_kinematics_ms"] is None) == (r["algorithm"] != "fk_jacobian")
+    derivs = out["derivative_rows"]
+    assert [(r["algorithm"], r["batch"]) for r in derivs] == [
+        (a, 2) for a in ("rnea_derivs", "aba_derivs", "id_backward", "fd_backward")]
+    for r in derivs:
+        assert r["ours_ms"] > 0 and r["ours_torch_ms"] > 0 and r["pinocchio_ms"] > 0
     for key in ("plain_api", "plain_api_torch"):   # in a fresh process without the CLI's settings
         plain = out[key]
         assert plain["path"] == ("torch" if key == "plain_api_torch" else "default")

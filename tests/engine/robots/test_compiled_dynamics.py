@@ -17,7 +17,7 @@ import torch
 from robots_testdata import SMALL_TREE
 
 from engine.robots import RobotModel, compiled_dynamics
-from engine.robots.backends import torch_only
+from engine.robots.backends import compiled_autograd, torch_only
 from engine.robots.library import load_robot
 
 
@@ -68,8 +68,11 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
     with torch.no_grad():
         m.inverse_dynamics(q.requires_grad_(True), v, a)
     assert counts["rnea"] == 4                       # no_grad: nothing to differentiate
-    tau = m.inverse_dynamics(q, v, a)                # q requires a gradient
-    assert counts["rnea"] == 4 and tau.grad_fn is not None
+    tau = m.inverse_dynamics(q, v, a)                # q requires a gradient: the kernels, analytic backward
+    assert counts["rnea"] == 5 and tau.grad_fn is not None
+    monkeypatch.setattr(compiled_autograd, "ENABLED", False)     # LAGRANGE_COMPILED_BACKWARD=0: torch
+    assert m.inverse_dynamics(q, v, a).grad_fn is not None and counts["rnea"] == 5
+    monkeypatch.setattr(compiled_autograd, "ENABLED", True)
     q = q.detach()
     torch.func.jacrev(lambda x: m.inverse_dynamics(x, v, a))(q[:1])      # a functorch transform
     torch.func.vmap(lambda x: m.mass_matrix(x))(q)
@@ -77,22 +80,22 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
         m.forward_dynamics(q, v, a)
     monkeypatch.setenv("LAGRANGE_NO_COMPILED", "1")
     m.forward_dynamics(q, v, a)
-    assert counts == {"rnea": 4, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
+    assert counts == {"rnea": 5, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
     monkeypatch.delenv("LAGRANGE_NO_COMPILED")
     J = m.jacobian(q, "FL_FOOT", point=torch.zeros(3, dtype=torch.float64, requires_grad=True))
     assert J.grad_fn is not None                      # a point that needs a gradient: torch
     m32 = load_robot("panda", dtype=torch.float32)   # float32 models stay on torch (the kernels are float64)
     m32.mass_matrix(torch.zeros(2, m32.dof))
-    assert counts == {"rnea": 4, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
+    assert counts == {"rnea": 5, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
     mimic = load_robot("panda-erd")  # coupled mimic fingers: kernels on every joint, projected
     assert mimic.mimic_joint_names
     x = torch.zeros(2, mimic.nq, dtype=torch.float64)
     mimic.mass_matrix(x)
     mimic.forward_dynamics(x, x, x)                   # M^-1 (tau - h): CRBA and RNEA
-    assert counts == {"rnea": 5, "crba": 3, "aba": 1, "link_poses": 1, "jacobian": 2}
+    assert counts == {"rnea": 6, "crba": 3, "aba": 1, "link_poses": 1, "jacobian": 2}
 
 
-def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):
+def test_learnable_parameters_take_the_kernels_with_analytic_backwards(monkeypatch):
     m = RobotModel.from_string(SMALL_TREE)
     m.make_learnable("c", "mass")
     m.make_learnable("b", "inertia")
@@ -101,12 +104,18 @@ def test_learnable_parameters_need_grad_unless_no_grad(monkeypatch):
             p.add_(0.1)
     q, v, a = _state(m, 5, seed=1)
     counts = _calls(monkeypatch)
-    ref = _all(m, q, v, a, damping=True)             # grad mode with parameters: torch, differentiable
-    assert sum(counts.values()) == 0 and ref[0].grad_fn is not None
+    # grad mode with parameters: RNEA and ABA by the kernels with analytic backwards (to the
+    # parameters through the regressor, test_derivatives); CRBA, kinematics, Jacobians: torch
+    ours_grad = _all(m, q, v, a, damping=True)
+    assert counts == {"rnea": 3, "crba": 0, "aba": 1, "link_poses": 0, "jacobian": 0}
+    assert ours_grad[0].grad_fn is not None and ours_grad[2].grad_fn is not None
+    with torch_only():
+        ref = _all(m, q, v, a, damping=True)
     with torch.no_grad():
         ours = _all(m, q, v, a, damping=True)
-    assert counts["rnea"] == 3
+    assert counts["rnea"] == 6
     _same(ours, [r.detach() for r in ref])
+    _same([r.detach() for r in ours_grad], [r.detach() for r in ref])
 
 
 @pytest.mark.parametrize("name", ["panda", "allegro-right", "solo12", "talos", "baxter", "talos-full"])

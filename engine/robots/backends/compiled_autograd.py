@@ -1,0 +1,179 @@
+"""The compiled backend with a backward: values by the numba kernels, gradients by the analytic
+derivatives (:mod:`engine.robots.derivative_kernels`), as ``torch.autograd.Function`` s.
+
+Chosen by :func:`engine.robots.derivatives.compiled_backend_for` for float64 CPU calls that
+need a gradient in grad mode, where no torch.func transform or forward-mode AD is active, and
+:data:`ENABLED`. RNEA's backward is ``g^T dtau/dq, g^T dtau/dv, g^T dtau/da`` and, for learnable
+link inertials, ``g^T Y`` (the regressor) with respect to each body's inertial parameters ``pi``
+(:func:`inertial_parameters`, computed from the call's inertials by torch, so autograd carries
+it on to the learnable modules); one O(n) kernel call each. ABA's is ``-lambda^T dtau/dq,
+-lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA result, ``lambda = M^-1 g``. CRBA,
+kinematics and Jacobians stay on the torch backends.
+
+A free-flyer base: the kernels depend on the base pose only through gravity in the base frame
+(``R(quat)^T a0``), so the configuration gradient is the tangent one on the joints, zero on
+the base position and, on the quaternion, ``dtau/dg`` (the base columns of ``M``) through Eigen's
+quaternion formula: the derivative of the computed value in every direction, off the unit sphere
+too (the torch algorithms, in the world frame, agree with it along the sphere).
+A backward that must itself be differentiable (``create_graph=True``) differentiates the torch
+algorithms instead; with learnable inertials it raises (use ``LAGRANGE_COMPILED_BACKWARD=0`` or
+:class:`engine.robots.backends.torch_only` for second-order gradients of those).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from engine.robots.backends.compiled import CompiledBackend
+from engine.robots.backends.tree import Inertials
+from engine.spatial import quaternion_to_rotation
+
+__all__ = ["ENABLED", "CompiledAutogradBackend", "inertial_parameters"]
+
+# LAGRANGE_COMPILED_BACKWARD=0 keeps every gradient-carrying call on the torch backends
+ENABLED = os.environ.get("LAGRANGE_COMPILED_BACKWARD", "1") != "0"
+
+
+def inertial_parameters(m, c, Ic) -> torch.Tensor:
+    """``pi (n, 10)`` per body from ``m (n,)``, ``c (n, 3)``, ``Ic (n, 3, 3)`` (about the CoM):
+    Pinocchio's ``[m, m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``, the rotational inertia about the body's
+    origin (its off-diagonal entries the mean of the two, so both carry a gradient)."""
+    eye = torch.eye(3, dtype=m.dtype, device=m.device)
+    Io = Ic + m[:, None, None] * ((c * c).sum(-1)[:, None, None] * eye - c[:, :, None] * c[:, None, :])
+    Io = 0.5 * (Io + Io.transpose(-1, -2))
+    return torch.cat([m[:, None], m[:, None] * c, Io[:, [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]], dim=-1)
+
+
+def _parameter_grad(bk, q, v, a, a0, w):
+    """``sum_b w_b^T Y_b`` per body ``(n + 1, 10)`` (internal order)."""
+    return _t(bk.compiled.regressor_vjp(q, v, a, a0, w.contiguous()).sum(axis=0))
+
+
+def _no_second_order(pi):
+    if pi is not None and pi.requires_grad:
+        raise RuntimeError("second-order gradients (create_graph) through the compiled backward do not reach "
+                           "learnable inertials: set LAGRANGE_COMPILED_BACKWARD=0 or use "
+                           "engine.robots.backends.torch_only()")
+
+
+def _quaternion_grad(quat, a0, w):
+    """``sum_i w_i d(g_base)_i / d quat`` ``(B, 4)``: ``g_base = [R^T a0_ang; R^T a0_lin]`` (the
+    kernels' gravity in the base frame), ``w (B, 6)`` in velocity order ``[linear; angular]``."""
+    if a0 is None:
+        return torch.zeros_like(quat)
+    with torch.enable_grad():
+        x = quat.detach().requires_grad_(True)
+        R = quaternion_to_rotation(x)
+        lin = torch.einsum("bji,j->bi", R, a0[3:])
+        ang = torch.einsum("bji,j->bi", R, a0[:3])
+        (grad,) = torch.autograd.grad((lin * w[:, :3]).sum() + (ang * w[:, 3:6]).sum(), x)
+    return grad
+
+
+def _q_grad(floating: bool, q, gq_tangent, w, a0):
+    """The configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)``."""
+    if not floating:
+        return gq_tangent
+    return torch.cat([torch.zeros_like(q[:, :3]), _quaternion_grad(q[:, 3:7], a0, w), gq_tangent[:, 6:]], dim=-1)
+
+
+def _torch_vjp(fn, xs, rest, g):
+    """A differentiable vector-Jacobian product through the torch algorithm ``fn`` (create_graph)."""
+    with torch.enable_grad():
+        out = fn(*xs, *rest)
+        wanted = [x for x in xs if x is not None and x.requires_grad]
+        grads = iter(torch.autograd.grad(out, wanted, g, create_graph=True) if wanted else ())
+    return tuple(next(grads) if x is not None and x.requires_grad else None for x in xs)
+
+
+def _t(x):
+    with torch.inference_mode(False):
+        return torch.from_numpy(x)
+
+
+class _Rnea(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, v, a, pi, backend, a0, inertials):
+        ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
+        ctx.save_for_backward(q, v, a, pi)
+        return backend.compiled.rnea(q, v, a, a0, inertials)
+
+    @staticmethod
+    def backward(ctx, g):
+        q, v, a, pi = ctx.saved_tensors
+        bk = ctx.backend
+        if torch.is_grad_enabled():
+            _no_second_order(pi)
+            return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 4
+        g = g.contiguous()
+        need = ctx.needs_input_grad
+        gq = gv = ga = gpi = None
+        if any(need[:3]):
+            gq, gv, ga = (_t(x) for x in bk.compiled.derivatives(q, v, a, ctx.a0, ctx.inertials, "rnea_vjp",
+                                                                   armature=False, g=g))
+            gq = _q_grad(bk.floating, q, gq, ga, ctx.a0) if need[0] else None
+        if need[3]:
+            gpi = _parameter_grad(bk, q, v, a, ctx.a0, g)
+        return (gq, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
+
+
+class _Aba(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, v, tau, pi, backend, a0, inertials):
+        ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
+        qdd = backend.compiled.aba(q, v, tau, a0, inertials)
+        ctx.save_for_backward(q, v, tau, pi, qdd)
+        return qdd
+
+    @staticmethod
+    def backward(ctx, g):
+        q, v, tau, pi, qdd = ctx.saved_tensors
+        bk = ctx.backend
+        if torch.is_grad_enabled():
+            _no_second_order(pi)
+            return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 4
+        g = g.contiguous()
+        gq, gv, lam = (_t(x) for x in bk.compiled.derivatives(q, v, qdd, ctx.a0, ctx.inertials, "aba_vjp", g=g))
+        need = ctx.needs_input_grad
+        gpi = _parameter_grad(bk, q, v, qdd, ctx.a0, -lam) if need[3] else None
+        return (_q_grad(bk.floating, q, gq, -g, ctx.a0) if need[0] else None, gv if need[1] else None,
+                lam if need[2] else None, gpi, None, None, None)
+
+
+class CompiledAutogradBackend:
+    """rnea and aba by the kernels with analytic backwards; fk, jacobians and crba by the torch
+    backend that ``torch_backend(q)`` picks (see the module docstring)."""
+
+    name = "compiled-autograd"
+
+    def __init__(self, compiled: CompiledBackend, torch_backend):
+        self.compiled = compiled
+        self.tree = compiled.tree
+        self.floating = compiled.tree.floating
+        self.torch_backend = torch_backend
+
+    def fk(self, q):
+        return self.torch_backend(q).fk(q)
+
+    def jacobians(self, q, links, point=None, with_poses: bool = False):
+        return self.torch_backend(q).jacobians(q, links, point, with_poses)
+
+    def crba(self, q, inertials: Inertials):
+        return self.torch_backend(q).crba(q, inertials)
+
+    @staticmethod
+    def _parameters(inertials: Inertials):
+        """``pi`` of learnable inertials (the autograd path to them), None for the model's constants."""
+        return None if inertials.fixed else inertial_parameters(*inertials.parts)
+
+    def rnea(self, q, v, a, a0, inertials: Inertials):
+        if a0 is not None and a0.requires_grad:        # a gravity to differentiate: torch
+            return self.torch_backend(q).rnea(q, v, a, a0, inertials)
+        return _Rnea.apply(q, v, a, self._parameters(inertials), self, a0, inertials)
+
+    def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto"):
+        if a0 is not None and a0.requires_grad:
+            return self.torch_backend(q).aba(q, v, tau, a0, inertials, method)
+        return _Aba.apply(q, v, tau, self._parameters(inertials), self, a0, inertials)

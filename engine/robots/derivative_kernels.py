@@ -1,0 +1,564 @@
+"""Numba kernels of the analytic derivatives of RNEA and ABA (see :mod:`engine.robots.derivatives`).
+
+Same constants and conventions as :mod:`engine.robots.compiled_kernels` (bodies ``1..n`` in the
+internal order, ``perm`` their user joint index, spatial vectors ``[angular; linear]``).
+
+The recursions run in the world frame, at the world origin, as Carpentier and Mansard
+(*Analytical derivatives of rigid body dynamics algorithms*, RSS 2018) and Pinocchio's
+``computeRNEADerivatives`` do: there a joint's motion subspace ``S_i`` depends on ``q`` only
+through the joints above it (``dS_j/dq_i = S_i x S_j`` for i an ancestor of j or j), and
+composite quantities are plain sums. With ``psi_i = v_p x S_i`` and ``psi2_i = a_p x S_i +
+v_p x psi_i`` (p the parent) and the composites of the subtree of i, ``IC_i`` (inertia),
+``BC_i`` (the body terms ``B = v x* I - I v x + (. x* I v)``) and ``F_i`` (forces):
+
+- row j, column i, j in the subtree of i: ``dtau_j/dq_i = S_j^T (IC_j psi2_i + BC_j psi_i)``,
+  ``dtau_j/dv_i = S_j^T (IC_j (2 psi_i) + BC_j S_i)``, ``M_ji = S_j^T IC_j S_i``;
+- j a strict ancestor of i: ``dtau_j/dq_i = S_j^T (S_i x* F_i + IC_i psi2_i + BC_i psi_i)``,
+  ``dtau_j/dv_i = S_j^T (IC_i (2 psi_i) + BC_i S_i)``, ``M_ji = S_j^T IC_i S_i``.
+
+A body's ``B`` about the world origin reduces to ``[[Q - [n]x, 0], [-2 [L]x, 0]]`` with
+``(n, L) = I v`` its momentum and ``Q = -(Io [w]x - [w]x Io) - (u h^T + h u^T) + 2 (h . u) 1``
+(``v = [w; u]``, ``h = m c``, ``Io`` the rotational inertia about the world origin), so every
+composite is 22 numbers. A free-flyer base is a joint of six columns ``S_c = X_0 e_c`` (its
+velocity ``[linear; angular]`` in its frame) whose parent is the world (``psi_c = 0``, ``psi2_c
+= a_g x S_c``; its own ``dS/dt = v_0 x S_c`` enters ``dtau/dv``); derivatives with respect to
+``q`` are then taken in the tangent space (``q (+) dq``: the base moves by ``M exp(dq)``), as
+Pinocchio does. ABA's derivatives are ``-M^-1`` times these at the ABA result, ``M`` factorised
+as ``L^T D L`` along the tree (Featherstone 2008, table 6.3).
+Importing this module imports numba.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.robots.compiled_kernels import (
+    _add_cross_force,
+    _inline,
+    _jit,
+    _local_pose,
+    _quaternion_rotation,
+)
+
+# what a call of derivatives_kernel writes (its ``mode``)
+RNEA, RNEA_VJP, ABA, ABA_VJP = 0, 1, 2, 3
+
+
+@_inline
+def _cross_motion(x, y, out):
+    """out = x x y (motion)."""
+    out[0] = x[1] * y[2] - x[2] * y[1]
+    out[1] = x[2] * y[0] - x[0] * y[2]
+    out[2] = x[0] * y[1] - x[1] * y[0]
+    out[3] = x[1] * y[5] - x[2] * y[4] + x[4] * y[2] - x[5] * y[1]
+    out[4] = x[2] * y[3] - x[0] * y[5] + x[5] * y[0] - x[3] * y[2]
+    out[5] = x[0] * y[4] - x[1] * y[3] + x[3] * y[1] - x[4] * y[0]
+
+
+@_inline
+def _dot6(x, y):
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
+
+
+@_inline
+def _dot3(x, y):
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2]
+
+
+@_inline
+def _to_world(R, p, s, out):
+    """out = the motion s (6,) of a frame at pose (R, p), in world axes at the world origin."""
+    for i in range(3):
+        out[i] = R[i, 0] * s[0] + R[i, 1] * s[1] + R[i, 2] * s[2]
+    for i in range(3):
+        out[3 + i] = R[i, 0] * s[3] + R[i, 1] * s[4] + R[i, 2] * s[5]
+    out[3] += p[1] * out[2] - p[2] * out[1]
+    out[4] += p[2] * out[0] - p[0] * out[2]
+    out[5] += p[0] * out[1] - p[1] * out[0]
+
+
+@_inline
+def _sym_times(A, x, i):
+    """Row i of a symmetric 3x3 ``A = (xx, xy, xz, yy, yz, zz)`` times x (3,)."""
+    if i == 0:
+        return A[0] * x[0] + A[1] * x[1] + A[2] * x[2]
+    if i == 1:
+        return A[1] * x[0] + A[3] * x[1] + A[4] * x[2]
+    return A[2] * x[0] + A[4] * x[1] + A[5] * x[2]
+
+
+@_inline
+def _body_terms(R, p, mk, ck, Ick, v, a, m_, h_, I_, Q_, n_, L_, f_):
+    """One body's world terms, written into its composite slots: mass, first moment ``h``,
+    rotational inertia about the world origin ``I_ (6,)`` (symmetric), ``Q_ (6,)``, momentum
+    ``(n_, L_)`` and force ``f_ = I a + v x* I v``."""
+    cw0 = R[0, 0] * ck[0] + R[0, 1] * ck[1] + R[0, 2] * ck[2] + p[0]
+    cw1 = R[1, 0] * ck[0] + R[1, 1] * ck[1] + R[1, 2] * ck[2] + p[1]
+    cw2 = R[2, 0] * ck[0] + R[2, 1] * ck[1] + R[2, 2] * ck[2] + p[2]
+    cc = cw0 * cw0 + cw1 * cw1 + cw2 * cw2
+    cw = (cw0, cw1, cw2)
+    s = 0
+    for i in range(3):
+        for j in range(i, 3):
+            x = 0.0
+            for k in range(3):
+                x += R[i, k] * (Ick[k, 0] * R[j, 0] + Ick[k, 1] * R[j, 1] + Ick[k, 2] * R[j, 2])
+            x -= mk * cw[i] * cw[j]
+            if i == j:
+                x += mk * cc
+            I_[s] = x
+            s += 1
+    m_[0] = mk
+    h_[0], h_[1], h_[2] = mk * cw0, mk * cw1, mk * cw2
+    w0, w1, w2, u0, u1, u2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    w = (w0, w1, w2)
+    # momentum
+    n_[0] = _sym_times(I_, w, 0) + h_[1] * u2 - h_[2] * u1
+    n_[1] = _sym_times(I_, w, 1) + h_[2] * u0 - h_[0] * u2
+    n_[2] = _sym_times(I_, w, 2) + h_[0] * u1 - h_[1] * u0
+    L_[0] = mk * u0 - (h_[1] * w2 - h_[2] * w1)
+    L_[1] = mk * u1 - (h_[2] * w0 - h_[0] * w2)
+    L_[2] = mk * u2 - (h_[0] * w1 - h_[1] * w0)
+    # Q = -(T + T^T) - (u h^T + h u^T) + 2 (h.u) 1, T = Io [w]x
+    hu = h_[0] * u0 + h_[1] * u1 + h_[2] * u2
+    u = (u0, u1, u2)
+    s = 0
+    for i in range(3):
+        a0_, a1_, a2_ = _sym_row(I_, i)
+        t0 = a1_ * w2 - a2_ * w1
+        t1 = a2_ * w0 - a0_ * w2
+        t2 = a0_ * w1 - a1_ * w0
+        ti = (t0, t1, t2)           # row i of T = Io [w]x: T[i, j] = (Io_i x w)_j
+        for j in range(i, 3):
+            b0_, b1_, b2_ = _sym_row(I_, j)
+            tj = (b1_ * w2 - b2_ * w1, b2_ * w0 - b0_ * w2, b0_ * w1 - b1_ * w0)
+            x = -(ti[j] + tj[i]) - (u[i] * h_[j] + h_[i] * u[j])
+            if i == j:
+                x += 2.0 * hu
+            Q_[s] = x
+            s += 1
+    # force f = I a + v x* (n, L)
+    aw = (a[0], a[1], a[2])
+    f_[0] = _sym_times(I_, aw, 0) + h_[1] * a[5] - h_[2] * a[4]
+    f_[1] = _sym_times(I_, aw, 1) + h_[2] * a[3] - h_[0] * a[5]
+    f_[2] = _sym_times(I_, aw, 2) + h_[0] * a[4] - h_[1] * a[3]
+    f_[3] = mk * a[3] - (h_[1] * a[2] - h_[2] * a[1])
+    f_[4] = mk * a[4] - (h_[2] * a[0] - h_[0] * a[2])
+    f_[5] = mk * a[5] - (h_[0] * a[1] - h_[1] * a[0])
+    f_[0] += w1 * n_[2] - w2 * n_[1] + u1 * L_[2] - u2 * L_[1]
+    f_[1] += w2 * n_[0] - w0 * n_[2] + u2 * L_[0] - u0 * L_[2]
+    f_[2] += w0 * n_[1] - w1 * n_[0] + u0 * L_[1] - u1 * L_[0]
+    f_[3] += w1 * L_[2] - w2 * L_[1]
+    f_[4] += w2 * L_[0] - w0 * L_[2]
+    f_[5] += w0 * L_[1] - w1 * L_[0]
+
+
+@_inline
+def _sym_row(A, i):
+    if i == 0:
+        return A[0], A[1], A[2]
+    if i == 1:
+        return A[1], A[3], A[4]
+    return A[2], A[4], A[5]
+
+
+@_inline
+def _ic_times(m, h, I, x, out):
+    """out = IC x for the composite ``(m, h (3,), I (6,) symmetric about the world origin)``."""
+    xw = (x[0], x[1], x[2])
+    out[0] = _sym_times(I, xw, 0) + h[1] * x[5] - h[2] * x[4]
+    out[1] = _sym_times(I, xw, 1) + h[2] * x[3] - h[0] * x[5]
+    out[2] = _sym_times(I, xw, 2) + h[0] * x[4] - h[1] * x[3]
+    out[3] = m * x[3] - (h[1] * x[2] - h[2] * x[1])
+    out[4] = m * x[4] - (h[2] * x[0] - h[0] * x[2])
+    out[5] = m * x[5] - (h[0] * x[1] - h[1] * x[0])
+
+
+@_inline
+def _add_bc_times(Q, n, L, x, out):
+    """out += BC x = ``[Q xw + xw x n; 2 xw x L]``."""
+    xw = (x[0], x[1], x[2])
+    out[0] += _sym_times(Q, xw, 0) + x[1] * n[2] - x[2] * n[1]
+    out[1] += _sym_times(Q, xw, 1) + x[2] * n[0] - x[0] * n[2]
+    out[2] += _sym_times(Q, xw, 2) + x[0] * n[1] - x[1] * n[0]
+    out[3] += 2.0 * (x[1] * L[2] - x[2] * L[1])
+    out[4] += 2.0 * (x[2] * L[0] - x[0] * L[2])
+    out[5] += 2.0 * (x[0] * L[1] - x[1] * L[0])
+
+
+@_inline
+def _bct_times(Q, n, L, s, out):
+    """out (3,) = the angular half of BC^T s = ``Q sw + n x sw + 2 L x su`` (its linear half is 0)."""
+    sw = (s[0], s[1], s[2])
+    for i in range(3):
+        out[i] = _sym_times(Q, sw, i)
+    out[0] += n[1] * s[2] - n[2] * s[1] + 2.0 * (L[1] * s[5] - L[2] * s[4])
+    out[1] += n[2] * s[0] - n[0] * s[2] + 2.0 * (L[2] * s[3] - L[0] * s[5])
+    out[2] += n[0] * s[1] - n[1] * s[0] + 2.0 * (L[0] * s[4] - L[1] * s[3])
+
+
+@_inline
+def _row_terms(d, m, h, I, Q, n, L, F, Sw, Pd, Pdd, Phi, U, W, Y, Z):
+    """The composite terms of dof d over the subtree with composites (m, h, I, Q, n, L, F):
+    ``U = IC S``, ``W = (BC^T S)_angular``, ``Y = S x* F + IC psi2 + BC psi``, ``Z = IC Phi + BC S``."""
+    _ic_times(m, h, I, Sw[d], U[d])
+    _bct_times(Q, n, L, Sw[d], W[d])
+    _ic_times(m, h, I, Pdd[d], Y[d])
+    _add_bc_times(Q, n, L, Pd[d], Y[d])
+    _add_cross_force(Sw[d], F, Y[d])
+    _ic_times(m, h, I, Phi[d], Z[d])
+    _add_bc_times(Q, n, L, Sw[d], Z[d])
+
+
+@_inline
+def _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM):
+    """Entries (d, e) and (e, d) for dof e an ancestor of (or in the same joint as) dof d."""
+    DQ[d, e] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
+    DV[d, e] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
+    DM[d, e] = _dot6(U[d], Sw[e])
+    if e != d:
+        DQ[e, d] = _dot6(Sw[e], Y[d])
+        DV[e, d] = _dot6(Sw[e], Z[d])
+        DM[e, d] = DM[d, e]
+
+
+@_inline
+def _ltdl(H, lam):
+    """Factorise a tree-sparse SPD H (nv, nv) in place as ``L^T D L`` (Featherstone 2008, table
+    6.3): ``lam (nv,)`` each dof's parent dof (-1: none), parents before children."""
+    for k in range(H.shape[0] - 1, -1, -1):
+        i = lam[k]
+        while i != -1:
+            x = H[k, i] / H[k, k]
+            j = i
+            while j != -1:
+                H[i, j] -= x * H[k, j]
+                j = lam[j]
+            H[k, i] = x
+            i = lam[i]
+
+
+@_inline
+def _ltdl_solve(H, lam, x):
+    """x = H^-1 x in place, H factorised by :func:`_ltdl`."""
+    nv = H.shape[0]
+    for i in range(nv - 1, -1, -1):
+        j = lam[i]
+        while j != -1:
+            x[j] -= H[i, j] * x[i]
+            j = lam[j]
+    for i in range(nv):
+        x[i] /= H[i, i]
+    for i in range(nv):
+        j = lam[i]
+        while j != -1:
+            x[i] -= H[i, j] * x[j]
+            j = lam[j]
+
+
+@_inline
+def _ltdl_solve_rows(H, lam, X):
+    """X = H^-1 X in place for X (nv, k), row by row (contiguous inner loops), H factorised by
+    :func:`_ltdl`."""
+    nv, k = X.shape
+    for i in range(nv - 1, -1, -1):
+        j = lam[i]
+        while j != -1:
+            h = H[i, j]
+            for c in range(k):
+                X[j, c] -= h * X[i, c]
+            j = lam[j]
+    for i in range(nv):
+        h = 1.0 / H[i, i]
+        for c in range(k):
+            X[i, c] *= h
+    for i in range(nv):
+        j = lam[i]
+        while j != -1:
+            h = H[i, j]
+            for c in range(k):
+                X[i, c] -= h * X[j, c]
+            j = lam[j]
+
+
+@_inline
+def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba, O1, O2, O3):
+    """``x^T`` times the derivative matrices in O(n): with the subtree sums ``A_i = sum_{j >= i}
+    x_j U_j``, ``Aw_i = sum x_j W_j`` and the ancestor sums ``Lam_k = sum_{j <= k} x_j S_j``, column
+    i (parent p) is ``A_i . psi2_i + Aw_i . psi_i + Lam_p . Y_i`` (q), ``A_i . Phi_i + Aw_i . S_i +
+    Lam_p . Z_i`` (v), ``A_i . S_i + Lam_p . U_i`` (a); the base's columns take the sums over the
+    whole tree. RNEA: into ``O[b, 0]``; ABA (x = lambda): ``-``, ``-(. + damping x)``, ``x``."""
+    for k in range(n + 1):
+        A[k, :] = 0.0
+        Aw[k, :] = 0.0
+        Lam[k, :] = 0.0
+    for c in range(fv):
+        for i in range(6):
+            A[0, i] += x[c] * U[c, i]
+            Lam[0, i] += x[c] * Sw[c, i]
+        for i in range(3):
+            Aw[0, i] += x[c] * W[c, i]
+    for k in range(1, n + 1):
+        d = fv + k - 1
+        p = parent[k]
+        for i in range(6):
+            Lam[k, i] = Lam[p, i] + x[d] * Sw[d, i]
+            A[k, i] += x[d] * U[d, i]
+        for i in range(3):
+            Aw[k, i] += x[d] * W[d, i]
+    for k in range(n, 0, -1):
+        p = parent[k]
+        for i in range(6):
+            A[p, i] += A[k, i]
+        for i in range(3):
+            Aw[p, i] += Aw[k, i]
+    for d in range(fv + n):
+        k = 0 if d < fv else d - fv + 1
+        p = parent[k] if k > 0 else 0
+        s1 = _dot6(A[k], Pdd[d]) + _dot3(Aw[k], Pd[d])
+        s2 = _dot6(A[k], Phi[d]) + _dot3(Aw[k], Sw[d])
+        s3 = _dot6(A[k], Sw[d])
+        if k > 0:
+            s1 += _dot6(Lam[p], Y[d])
+            s2 += _dot6(Lam[p], Z[d])
+            s3 += _dot6(Lam[p], U[d]) + armature[k - 1] * x[d]
+        u = user[d]
+        if aba:
+            O1[b, 0, u] = -s1
+            O2[b, 0, u] = -(s2 + damping[u] * x[d])
+            O3[b, 0, u] = x[d]
+        else:
+            O1[b, 0, u] = s1
+            O2[b, 0, u] = s2
+            O3[b, 0, u] = s3
+
+
+@_inline
+def _acceleration_pass(n, fv, parent, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
+    """DQ += the part of dtau/dq linear in the accelerations ``x`` (internal order): accelerations
+    ``a2`` without gravity or velocity, ``P2 = a2_parent x S``, forces ``F2 = sum I a2``, ``Y2 = S x*
+    F2 + IC P2`` (the composites ``cm, ch, cI`` of the first pass, the bodies' own ``bm, bh, bI``)."""
+    for i in range(6):
+        a2[0, i] = 0.0
+    for col in range(fv):
+        for i in range(6):
+            a2[0, i] += Sw[col, i] * x[col]
+    for k in range(1, n + 1):
+        d = fv + k - 1
+        j = parent[k]
+        _cross_motion(a2[j], Sw[d], P2[d])
+        for i in range(6):
+            a2[k, i] = a2[j, i] + Sw[d, i] * x[d]
+        _ic_times(bm[k], bh[k], bI[k], a2[k], F2[k])
+    for k in range(n, 0, -1):
+        d = fv + k - 1
+        _ic_times(cm[k, 0], ch[k], cI[k], P2[d], Y2[d])
+        _add_cross_force(Sw[d], F2[k], Y2[d])
+        i = k
+        while i != 0:
+            e = fv + i - 1
+            DQ[d, e] += _dot6(U[d], P2[e])
+            if e != d:
+                DQ[e, d] += _dot6(Sw[e], Y2[d])
+            i = parent[i]
+        for e in range(fv):
+            DQ[e, d] += _dot6(Sw[e], Y2[d])
+        j = parent[k]
+        if j != 0:
+            for i in range(6):
+                F2[j, i] += F2[k, i]
+
+
+@_jit
+def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
+                       O1, O2, O3, tau):
+    """Derivatives of RNEA (``mode`` RNEA, at ``qdd``) or of ABA, all coordinates in the user's
+    order, ``(B, nv, nv)`` each:
+
+    - RNEA: ``O1 = dtau/dq`` (tangent), ``O2 = dtau/dv``, ``O3 = dtau/da = M`` (armature on its diagonal);
+    - RNEA_VJP: ``O1[:, 0], O2[:, 0], O3[:, 0]`` ``(B, nv)`` the products ``g^T dtau/dq`` etc. with
+      ``g (B, nv)``;
+    - ABA: ``qdd`` holds the applied forces (damping subtracted); the accelerations ``M^-1 (qdd - h)``
+      are written into ``tau``, and ``O1 = -M^-1 dtau/dq``, ``O2 = -M^-1 (dtau/dv + diag(damping))``,
+      ``O3 = M^-1`` at them (one pass at zero acceleration gives ``h``, ``M`` and the derivatives
+      there, a second, acceleration-only pass the rest: the derivatives are affine in ``qdd``);
+    - ABA_VJP: ``qdd`` the ABA result; ``g^T`` times the ABA derivatives.
+
+    ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature included).
+    """
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    Rw = np.zeros((n + 1, 3, 3))
+    pw = np.zeros((n + 1, 3))
+    Rl = np.empty((3, 3))
+    pl = np.empty(3)
+    Sw = np.zeros((nv, 6))
+    Pd = np.zeros((nv, 6))
+    Pdd = np.zeros((nv, 6))
+    Phi = np.zeros((nv, 6))
+    U = np.zeros((nv, 6))
+    W = np.zeros((nv, 3))
+    Y = np.zeros((nv, 6))
+    Z = np.zeros((nv, 6))
+    v = np.zeros((n + 1, 6))
+    a = np.zeros((n + 1, 6))
+    cm = np.zeros((n + 1, 1))
+    ch = np.zeros((n + 1, 3))
+    cI = np.zeros((n + 1, 6))
+    cQ = np.zeros((n + 1, 6))
+    cn = np.zeros((n + 1, 3))
+    cL = np.zeros((n + 1, 3))
+    F = np.zeros((n + 1, 6))
+    DQ = np.zeros((nv, nv))
+    DV = np.zeros((nv, nv))
+    DM = np.zeros((nv, nv))
+    X = np.zeros((nv, 3 * nv))
+    A = np.zeros((n + 1, 6))
+    bm = np.zeros(n + 1)
+    bh = np.zeros((n + 1, 3))
+    bI = np.zeros((n + 1, 6))
+    Aw = np.zeros((n + 1, 3))
+    Lam = np.zeros((n + 1, 6))
+    e6 = np.zeros(6)
+    x = np.zeros(nv)
+    user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
+    lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
+    for i in range(fv):
+        user[i] = i
+        lam[i] = i - 1
+    for k in range(1, n + 1):
+        user[fv + k - 1] = fv + perm[k - 1]
+        lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
+    for i in range(3):
+        Rw[0, i, i] = 1.0                   # a fixed base: the root is the world
+    aba = mode == ABA or mode == ABA_VJP
+    solve = mode == ABA
+    vjp = mode == RNEA_VJP or mode == ABA_VJP
+    for b in range(B):
+        if floating:
+            _quaternion_rotation(q, b, Rw[0])
+            for i in range(3):
+                pw[0, i] = q[b, i]
+            for col in range(6):
+                e6[:] = 0.0
+                e6[(col + 3) % 6] = 1.0         # velocity [linear; angular] -> spatial [angular; linear]
+                _to_world(Rw[0], pw[0], e6, Sw[col])
+            for i in range(6):
+                v[0, i] = 0.0
+                a[0, i] = a0[i]
+            for col in range(6):
+                for i in range(6):
+                    v[0, i] += Sw[col, i] * qd[b, col]
+                    a[0, i] += 0.0 if solve else Sw[col, i] * qdd[b, col]
+            for col in range(6):
+                Pd[col, :] = 0.0
+                _cross_motion(a0, Sw[col], Pdd[col])
+                _cross_motion(v[0], Sw[col], Phi[col])
+            _body_terms(Rw[0], pw[0], m[0], c[0], Ic[0], v[0], a[0], cm[0], ch[0], cI[0], cQ[0], cn[0], cL[0], F[0])
+        else:
+            for i in range(6):
+                v[0, i] = 0.0
+                a[0, i] = a0[i]
+        for k in range(1, n + 1):
+            d = fv + k - 1
+            j = parent[k]
+            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], Rl, pl)
+            for r in range(3):
+                for col in range(3):
+                    Rw[k, r, col] = Rw[j, r, 0] * Rl[0, col] + Rw[j, r, 1] * Rl[1, col] + Rw[j, r, 2] * Rl[2, col]
+                pw[k, r] = Rw[j, r, 0] * pl[0] + Rw[j, r, 1] * pl[1] + Rw[j, r, 2] * pl[2] + pw[j, r]
+            _to_world(Rw[k], pw[k], S[k - 1], Sw[d])
+            _cross_motion(v[j], Sw[d], Pd[d])
+            _cross_motion(a[j], Sw[d], Pdd[d])
+            _cross_motion(v[j], Pd[d], e6)
+            xd = qd[b, fv + perm[k - 1]]
+            xdd = 0.0 if solve else qdd[b, fv + perm[k - 1]]
+            for i in range(6):
+                Pdd[d, i] += e6[i]
+                Phi[d, i] = 2.0 * Pd[d, i]
+                v[k, i] = v[j, i] + Sw[d, i] * xd
+                a[k, i] = a[j, i] + Sw[d, i] * xdd + Pd[d, i] * xd
+            _body_terms(Rw[k], pw[k], m[k], c[k], Ic[k], v[k], a[k], cm[k], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k])
+            bm[k] = cm[k, 0]          # the body's own inertia (the composites are summed in place)
+            bh[k] = ch[k]
+            bI[k] = cI[k]
+        for k in range(n, 0, -1):
+            d = fv + k - 1
+            _row_terms(d, cm[k, 0], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k], Sw, Pd, Pdd, Phi, U, W, Y, Z)
+            tau[b, user[d]] = _dot6(Sw[d], F[k]) + (0.0 if solve else armature[k - 1] * qdd[b, user[d]])
+            i = k
+            while i != 0:
+                e = fv + i - 1
+                if not vjp:
+                    _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
+                elif aba:                       # M only: the vector-Jacobian products are O(n) below
+                    DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
+                i = parent[i]
+            for e in range(fv):
+                if not vjp:
+                    _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
+                elif aba:
+                    DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
+            DM[d, d] += armature[k - 1]
+            j = parent[k]
+            if j != 0 or floating:
+                cm[j, 0] += cm[k, 0]
+                for i in range(3):
+                    ch[j, i] += ch[k, i]
+                    cn[j, i] += cn[k, i]
+                    cL[j, i] += cL[k, i]
+                for i in range(6):
+                    cI[j, i] += cI[k, i]
+                    cQ[j, i] += cQ[k, i]
+                    F[j, i] += F[k, i]
+        for d in range(fv):
+            _row_terms(d, cm[0, 0], ch[0], cI[0], cQ[0], cn[0], cL[0], F[0], Sw, Pd, Pdd, Phi, U, W, Y, Z)
+            tau[b, d] = _dot6(Sw[d], F[0])
+        for d in range(fv):
+            for e in range(fv):
+                DQ[d, e] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
+                DV[d, e] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
+                DM[d, e] = _dot6(U[d], Sw[e])
+        if vjp:
+            for d in range(nv):
+                x[d] = g[b, user[d]]
+            if aba:             # lambda = M^-1 g; then -lambda^T dtau/dq, -lambda^T dtau/dv, lambda
+                _ltdl(DM, lam)
+                _ltdl_solve(DM, lam, x)
+            _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba,
+                 O1, O2, O3)
+            continue
+        if aba:
+            for d in range(nv):
+                DV[d, d] += damping[user[d]]
+            _ltdl(DM, lam)
+            for d in range(nv):                     # qdd = M^-1 (tau - h)
+                x[d] = qdd[b, user[d]] - tau[b, user[d]]
+            _ltdl_solve(DM, lam, x)
+            _acceleration_pass(n, fv, parent, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, DQ)
+            for d in range(nv):
+                tau[b, user[d]] = x[d]
+            # [DQ | DV | 1] -> M^-1 [DQ | DV | 1], one pass over the factor
+            for d in range(nv):
+                for e in range(nv):
+                    X[d, e] = DQ[d, e]
+                    X[d, nv + e] = DV[d, e]
+                    X[d, 2 * nv + e] = 1.0 if d == e else 0.0
+            _ltdl_solve_rows(DM, lam, X)
+            for d in range(nv):
+                ud = user[d]
+                for e in range(nv):
+                    ue = user[e]
+                    O1[b, ud, ue] = -X[d, e]
+                    O2[b, ud, ue] = -X[d, nv + e]
+                    O3[b, ud, ue] = X[d, 2 * nv + e]
+            continue
+        for d in range(nv):
+            ud = user[d]
+            for e in range(nv):
+                ue = user[e]
+                O1[b, ud, ue] = DQ[d, e]
+                O2[b, ud, ue] = DV[d, e]
+                O3[b, ud, ue] = DM[d, e]
