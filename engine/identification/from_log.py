@@ -85,6 +85,10 @@ __all__ = [
 
 LEARNABLE_KINDS = ("mass", "damping", "com", "inertia", "coulomb", "armature", "offset")
 LINK_KINDS = ("mass", "com", "inertia")
+# weight of the ridge on the relative change of the parameters identifiable only in combination
+# (a mass's relative change; a joint term's raw parameter, about its log change): the data term,
+# normalised by the noise, is about 1 at the optimum and far stiffer along identifiable directions
+RIDGE = 1e-3
 
 
 def robot_prepare_config(**overrides):
@@ -405,17 +409,20 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
 
     # 3. the fit: link parameters on a copy of the rigid body, joint terms from their closed form
     learner = rigid.clone()
+    ridge: list = []   # (module, start) of the masses identifiable only in combination
     for l in links:
         for k in kinds:
             if bad.get((l, k), "").startswith("no effect"):
                 continue  # the data do not act on it: it keeps the nominal value
-            # parameters identifiable only in combination are fitted too: from the nominal start
-            # the gradient moves only the identifiable combinations (the null space keeps its
-            # nominal part); the report flags them
+            # parameters identifiable only in combination are fitted too, with a small ridge on
+            # their change (RIDGE): the identifiable combinations move, the null space keeps its
+            # nominal part; the report flags them
             if k == "mass":
-                learner.make_learnable(
+                module = learner.make_learnable(
                     l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
                 )
+                if (l, k) in bad:
+                    ridge.append((module, learner.link_mass(l).detach().clone()))
             else:
                 learner.make_learnable(l, k)
     q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
@@ -430,10 +437,17 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
                           dtype=dtype, device=device)
     nominal_terms = JointFriction(dof, nominal_joint, velocity_scale=v_s, dtype=dtype, device=device)
     params = [p for p in learner.parameters() if p.requires_grad] + list(joint.parameters())
+    joint_ridge = [(getattr(joint, f"_{k}_raw"), i, getattr(joint, f"_{k}_raw").detach()[i].clone())
+                   for k in jkinds for i, label in enumerate(labels) if (label, k) in bad]
+
+    rigid_torque = _rigid_torque(rigid, learner, links, kinds, q_tr, qd_tr, qdd_tr)
 
     def loss_fn():
-        pred = learner.inverse_dynamics(q_tr, qd_tr, qdd_tr) + joint.torque(qd_tr, qdd_tr)
-        return (((pred - tau_tr) / weight) ** 2).mean()
+        pred = rigid_torque() + joint.torque(qd_tr, qdd_tr)
+        loss = (((pred - tau_tr) / weight) ** 2).mean()
+        penalty = sum((mod() / m0 - 1.0) ** 2 for mod, m0 in ridge) + sum((p[i] - p0) ** 2
+                                                                          for p, i, p0 in joint_ridge)
+        return loss + RIDGE * penalty
 
     history: list[float] = []
     if params and config.epochs:
@@ -529,6 +543,28 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         model=_with_joint_values(learner, values),
         validation=validation,
     )
+
+
+def _rigid_torque(rigid, learner, links, kinds, q, qd, qdd):
+    """``() -> learner``'s rigid-body torques (N, dof) at the training samples. With masses alone
+    learned (centres of mass and inertias about them fixed) the torques are affine in the masses,
+    ``tau = tau0 + sum_l (m_l - m_l0) dtau/dm_l`` exactly, so the columns are computed once (the
+    regressor of the masses) and each L-BFGS step costs a matrix product, not an RNEA."""
+    if set(kinds) - {"mass"} or not [l for l in links if (l, "mass") in learner.learnable_parameters()]:
+        return lambda: learner.inverse_dynamics(q, qd, qdd)
+    fitted = [l for l in links if (l, "mass") in learner.learnable_parameters()]
+    with torch.no_grad():
+        base = rigid.inverse_dynamics(q, qd, qdd)
+        m0 = {l: float(rigid.link_mass(l)) for l in fitted}
+        cols = torch.stack([rigid.with_link_params(mass={l: m0[l] + 1.0}, check=False).inverse_dynamics(q, qd, qdd)
+                            - base for l in fitted], -1)            # (N, dof, links): N m per kg
+        start = torch.tensor([m0[l] for l in fitted], dtype=base.dtype, device=base.device)
+
+    def torque():
+        m = torch.stack([learner.link_mass(l) for l in fitted])
+        return base + cols @ (m - start)
+
+    return torque
 
 
 def _with_joint_values(learner, values: dict[str, list[float]]):
