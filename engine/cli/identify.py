@@ -47,7 +47,7 @@ def _log(args) -> int:
     model = load_robot(config.robot, device=config.device)  # float64 on every device
     # the log's joints matched to the robot's by name (the mapping's order as the fallback), before any work
     mapping, notes = order_for_robot(mapping, list(model.joint_names), repr(config.robot))
-    friction_start = None
+    friction_start: dict | None = None
     side = actuation_path(resolve_robot(config.robot))
     if side.is_file():   # the robot's identified friction, armature and offsets (written by --save-urdf)
         per_joint, _ = read_actuation(side, list(model.joint_names))

@@ -32,11 +32,15 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from engine.io import atomic_write_text
 from engine.models.joint_friction import COULOMB_VELOCITY_SCALE, FRICTION_KINDS
+
+if TYPE_CHECKING:
+    from engine.robots.model import RobotModel
 
 __all__ = ["ACTUATION_FORMAT", "RigidBodyStart", "actuation_path", "load_rigid_body", "read_actuation",
            "split_rigid_body", "write_actuation"]
@@ -56,7 +60,7 @@ class RigidBodyStart:
     per-joint starting values ``{kind: [n floats]}``, ``velocity_scale`` v_s (rad/s),
     ``path`` the robot file, ``notes`` plain sentences (e.g. which actuation file was read)."""
 
-    model: object
+    model: RobotModel
     friction: dict[str, list[float]]
     velocity_scale: float
     path: Path

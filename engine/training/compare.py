@@ -228,7 +228,8 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     prepare = prepare or PrepareConfig()
     prepared = prepare_log(table, mapping, prepare)
     data = log_dataset(prepared, config.steps, config.horizon)
-    prepared_id = samples = None
+    prepared_id = None
+    samples: dict | None = None
     if setup is not None:
         prepared_id, samples = torque_samples(table, mapping, prepare)
     rows = []
@@ -253,7 +254,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                 raise
             row = {"model": name, "system": data.system.name, "error": str(exc),
                    "seconds": time.perf_counter() - t0}
-        if setup is not None:
+        if setup is not None and samples is not None:
             row["rollout_rmse"] = rollout_rmse(row.get("horizon_mse") or [], data.h)
             row["noise_level"] = float(np.sqrt(np.mean(samples["noise"] ** 2)))
             row["noise_level_per_joint"] = [float(v) for v in samples["noise"]]

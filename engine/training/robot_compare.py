@@ -25,11 +25,16 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.torque_metrics import torque_rmse
+
+if TYPE_CHECKING:
+    from engine.logs import LogMapping
+    from engine.robots.model import RobotModel
 
 __all__ = ["RIGID_BODY_MODELS", "ROBOT_LEARN", "RobotSetup", "check_models", "rigid_body_row", "robot_setup",
            "rollout_rmse", "torque_columns", "torque_samples"]
@@ -50,8 +55,8 @@ class RobotSetup:
     ``notes`` plain sentences, ``spec_overrides`` for the robot models."""
 
     source: str
-    model: object
-    mapping: object
+    model: RobotModel
+    mapping: LogMapping
     notes: list[str]
     spec_overrides: dict
 
@@ -87,6 +92,7 @@ def torque_samples(table, mapping, prepare, trim: int = 20):
     inner = np.zeros(n, dtype=bool)
     inner[trim:n - trim] = True
     mask = prepared.val_mask & inner
+    assert prepared.qdd is not None   # robot_prepare_config asks for accelerations
     samples = {"q": prepared.q[mask], "qd": prepared.qd[mask], "qdd": prepared.qdd[mask], "tau": prepared.u[mask],
                "noise": torque_noise_level(prepared.u, trim=trim)}
     return prepared, samples
@@ -106,7 +112,7 @@ def rollout_rmse(horizon_mse: list, h: float) -> dict[str, float]:
 def torque_columns(model, samples: dict) -> dict:
     """The torque entries of a compare row for ``model`` (see :func:`torque_rmse`)."""
     rmse, per_joint, reason = torque_rmse(model, samples["q"], samples["qd"], samples["qdd"], samples["tau"])
-    row = {"torque_rmse": rmse, "torque_rmse_per_joint": per_joint}
+    row: dict[str, Any] = {"torque_rmse": rmse, "torque_rmse_per_joint": per_joint}
     if reason:
         row["torque_note"] = reason
     return row
