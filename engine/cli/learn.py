@@ -57,6 +57,9 @@ def register(subparsers) -> None:
     p.add_argument("--hidden", type=int, default=T.hidden, help="default: the system's protocol value")
     p.add_argument("--seed", type=int, default=T.seed)
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
+    p.add_argument("--robot", default=None,
+                   help="robot models: the robot to learn, a library name or a URDF, xacro or MJCF file whose "
+                        "joints are the system's coordinates (default: the system's own URDF)")
     p.add_argument(
         "--out",
         default=None,
@@ -247,7 +250,8 @@ def _train(args) -> int:
     else:
         epochs = args.epochs if args.epochs is not None else TrainConfig().epochs
         cfg = TrainConfig(model=args.model, system=args.system, trajectories=args.trajectories, epochs=epochs,
-                          learning_rate=args.lr, hidden=args.hidden, seed=args.seed, device=args.device)
+                          learning_rate=args.lr, hidden=args.hidden, seed=args.seed, device=args.device,
+                          robot=args.robot)
         if args.out:
             check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
         job = train_job(cfg, out_dir=args.out, data_path=args.data)

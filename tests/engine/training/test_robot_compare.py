@@ -65,3 +65,20 @@ def test_mismatched_joints_and_missing_robot_are_refused_before_any_training(log
                  "--json"]) == 2
     err = capsys.readouterr().err
     assert "robot-rk4: these models need the robot" in err and "--robot" in err
+
+
+def test_learn_train_takes_a_named_robot_and_refuses_one_that_does_not_fit(tmp_path, capsys):
+    import shutil
+
+    from engine.paths import urdf_dir
+
+    mine = tmp_path / "my_pendulum.urdf"
+    shutil.copy(urdf_dir() / "pendulum.urdf", mine)
+    assert main(["learn", "train", "--system", "pendulum", "--model", "robot-rk4", "--robot", str(mine),
+                 "--epochs", "2", "--trajectories", "2", "--out", str(tmp_path / "run"), "--json"]) == 0
+    meta = json.loads((tmp_path / "run" / "model.json").read_text())
+    assert meta["hyperparameters"]["robot"] == str(mine)
+    capsys.readouterr()
+    assert main(["learn", "train", "--system", "pendulum", "--model", "robot-rk4", "--robot", str(mujoco_arm.URDF),
+                 "--epochs", "2", "--trajectories", "2"]) == 2
+    assert "the robot has 3 movable joints, the model spec 1 coordinates" in capsys.readouterr().err
