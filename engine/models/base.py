@@ -51,6 +51,9 @@ class ModelSpec:
     link for the mass, the inertia as a whole and the damping, one per component for the
     CoM), drawn from torch's global RNG (the trainer seeds it), so training starts from a
     wrong model as when identifying a real robot from a CAD guess; 0 starts at the URDF values.
+    ``dissipation``: the non-conservative force of the Lagrangian models (L-NODE, SyMo,
+    E2E-SyMo): ``"none"`` (the papers') or ``"joint"``, learned per-joint viscous and Coulomb
+    friction and an offset (:mod:`engine.models.dissipation`); the other models ignore it.
     ``robot_substeps``: explicit integrator steps per ``h`` (a stiff Coulomb friction, slope
     ``Fc / v_s`` near rest, may need more than one at a log's step).
     """
@@ -73,6 +76,7 @@ class ModelSpec:
     robot_perturb: float = 0.5          # robot model: initial guess = URDF x U[1 - p, 1 + p]; 0: URDF
     robot: str | None = None            # robot model: library name or robot file (over ``system``)
     robot_substeps: int = 1             # robot model: explicit steps per h (stiff Coulomb friction)
+    dissipation: str = "none"           # Lagrangian models: "none" or "joint" (engine/models/dissipation.py)
 
     def __post_init__(self):
         self.angle_mask = tuple(bool(a) for a in self.angle_mask)
@@ -116,6 +120,9 @@ class ModelSpec:
         if self.system is not None and not isinstance(self.system, str):
             raise InputError(f"expected a system name or None, got {self.system!r}", owner="ModelSpec",
                              field="system")
+        if self.dissipation not in ("none", "joint"):
+            raise InputError(f"expected 'none' or 'joint', got {self.dissipation!r}", owner="ModelSpec",
+                             field="dissipation")
         if self.robot is not None and (not isinstance(self.robot, str) or not self.robot.strip()):
             raise InputError(f"expected a robot name or file path, or None, got {self.robot!r}",
                              owner="ModelSpec", field="robot", flag="--robot")

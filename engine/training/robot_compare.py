@@ -8,7 +8,8 @@ torque metrics of every row.
   (:func:`engine.logs.robot_order.order_for_robot`; a mismatch is refused before any training)
   and gives the spec overrides of the robot models (``robot-rk4``...: the robot, learning the
   masses, centres of mass and inertias and every joint's damping, Coulomb friction, armature and
-  offset from the robot file's values);
+  offset from the robot file's values) and of the Lagrangian models (L-NODE, SyMo, E2E-SyMo:
+  per-joint learned dissipation, :mod:`engine.models.dissipation`);
 - :func:`torque_samples` prepares the same log for inverse dynamics (Savitzky-Golay derivatives
   of ``q``, torques not smoothed, the same grid and split) and gives its validation samples and
   noise level;
@@ -72,8 +73,9 @@ def robot_setup(robot: str, mapping, robot_substeps: int = 4) -> RobotSetup:
     ordered, notes = order_for_robot(mapping, list(model.joint_names), repr(robot))
     start = load_rigid_body(robot)          # reads the actuation file: refused here if it is malformed
     notes.extend(start.notes)
+    # the Lagrangian models get their place for friction (learned per-joint dissipation)
     overrides = {"robot": str(robot), "robot_learn": ROBOT_LEARN, "robot_perturb": 0.0,
-                 "robot_substeps": int(robot_substeps)}
+                 "robot_substeps": int(robot_substeps), "dissipation": "joint"}
     return RobotSetup(source=str(robot), model=model, mapping=ordered, notes=notes, spec_overrides=overrides)
 
 

@@ -39,8 +39,10 @@ def torque_predictor(model):
     if hasattr(model, "inverse_dynamics"):
         forces = model.inverse_dynamics
     elif hasattr(model, "lagrangian") and getattr(model, "kind", "") == "state":
-        def forces(q, qd, qdd):
-            return lagrangian_forces(model.lagrangian, q, qd, qdd)
+        def forces(q, qd, qdd):   # B u = H qdd + C + dV/dq - Q(qd)
+            F = lagrangian_forces(model.lagrangian, q, qd, qdd)
+            diss = getattr(model, "dissipation", None)
+            return F if diss is None else F - diss.force(qd).to(F.dtype)
     else:
         return None, NO_TORQUE.get(getattr(model, "kind", ""), "this model gives no joint torques")
 
