@@ -153,6 +153,7 @@ def _add_compare(sub) -> None:
 def _compare(args) -> int:
     import sys
 
+    from engine.identification.from_log import LogIdentificationConfig, identify_from_log
     from engine.logs import PrepareConfig
     from engine.training.compare import LogCompareConfig, compare_on_log
     from engine.training.report import rows_to_csv, write_compare_report
@@ -170,9 +171,15 @@ def _compare(args) -> int:
     if args.out:
         check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     runs_dir = None if args.out is None else Path(args.out) / "runs"
+
+    def identify(prepared, model, learn, ctx):   # the rigid-body row: identification from the torques
+        config = LogIdentificationConfig(robot=args.robot or "", learn=tuple(learn), blackbox_steps=0,
+                                         device=args.device)
+        return identify_from_log(prepared, model, config, ctx)
+
     rows = run_cli_job(lambda ctx: compare_on_log(args.log, args.mapping, args.models,
                                                   prepare=PrepareConfig(dt=args.dt), config=config, ctx=ctx,
-                                                  runs_dir=runs_dir, robot=args.robot),
+                                                  runs_dir=runs_dir, robot=args.robot, identify=identify),
                        quiet=args.json)
     if args.out:
         write_compare_report(

@@ -188,7 +188,7 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
                    config: LogCompareConfig | None = None, ctx=None, runs_dir=None,
-                   robot: str | None = None) -> list[dict]:
+                   robot: str | None = None, identify=None) -> list[dict]:
     """Read, map and prepare a log, train each model type on it, and return the compare table.
 
     ``models``: model type names (``engine.models.model_names()``), or one comma-separated string;
@@ -205,7 +205,10 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     metrics ``torque_rmse`` (N m), ``torque_rmse_per_joint`` (or ``torque_note``, why none),
     ``noise_level`` (N m, per joint in ``noise_level_per_joint``) and ``rollout_rmse``
     ``{"0.1": rad, ...}`` (q's RMSE at 0.1, 0.5, 1 s where the horizon reaches). A model that
-    fails is one row with its ``error``; the others still get theirs.
+    fails is one row with its ``error``; the others still get theirs. ``identify``: the
+    identification behind the ``rigid-body`` row (see
+    :func:`~engine.training.robot_compare.rigid_body_row`; the CLI passes
+    :func:`engine.identification.from_log.identify_from_log`).
     """
     if isinstance(models, str):
         models = [m.strip() for m in models.split(",") if m.strip()]
@@ -240,7 +243,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
             if name in RIGID_BODY_MODELS:
                 assert setup is not None and samples is not None   # check_models
                 row = rigid_body_row(name, setup, prepared_id, data, samples,
-                                     None if runs_dir is None else Path(runs_dir) / name, ctx)
+                                     None if runs_dir is None else Path(runs_dir) / name, ctx, identify)
             else:
                 tc = train_config_for(name, data, config)
                 out = train_and_evaluate(name, data, tc, setup.spec_overrides if setup else None, ctx=ctx,

@@ -13,11 +13,11 @@ torque metrics of every row.
 - :func:`torque_samples` prepares the same log for inverse dynamics (Savitzky-Golay derivatives
   of ``q``, torques not smoothed, the same grid and split) and gives its validation samples and
   noise level;
-- :func:`rigid_body_row` identifies the rigid body (:func:`engine.identification.from_log.
-  identify_from_log`: masses and the joint terms, by weighted least squares), writes it as a
-  robot file (URDF and actuation JSON) and rolls it out as a robot model, so the identified
-  robot gets the same rollout metrics as the learned models; ``urdf`` does the same for the
-  robot file unchanged.
+- :func:`rigid_body_row` identifies the rigid body with the ``identify`` function it is given
+  (:func:`engine.identification.from_log.identify_from_log`, a package of this package's layer,
+  so the caller hands it in: the CLI and the app do), writes it as a robot file (URDF and
+  actuation JSON) and rolls it out as a robot model, so the identified robot gets the same
+  rollout metrics as the learned models; ``urdf`` does the same for the robot file unchanged.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def torque_samples(table, mapping, prepare, trim: int = 20):
     """``(prepared, samples)``: the log prepared for inverse dynamics (module doc) and
     ``{"q", "qd", "qdd", "tau"}`` (M, n) of its validation part (``trim`` samples off each end of
     the log), plus ``noise`` (n,) the torque noise per joint (N m)."""
-    from engine.identification.from_log import robot_prepare_config, torque_noise_level
     from engine.logs import prepare_log
+    from engine.logs.torques import robot_prepare_config, torque_noise_level
 
     config = robot_prepare_config(**{k: getattr(prepare, k) for k in (
         "dt", "t_start", "t_end", "interpolation", "train_ranges", "val_ranges", "val_fraction", "time_gaps",
@@ -121,10 +121,12 @@ def torque_columns(model, samples: dict) -> dict:
 
 
 def rigid_body_row(name: str, setup: RobotSetup, prepared_id, dataset, samples: dict, save_dir=None,
-                   ctx=None) -> dict:
+                   ctx=None, identify=None) -> dict:
     """The row of ``name`` (``"urdf"`` or ``"rigid-body"``) with both metrics; ``save_dir``
-    keeps its robot file (URDF + actuation JSON) there (else a temporary folder)."""
-    from engine.identification.from_log import LogIdentificationConfig, identify_from_log
+    keeps its robot file (URDF + actuation JSON) there (else a temporary folder).
+    ``identify(prepared, model, learn, ctx) -> LogIdentificationResult`` for ``"rigid-body"``
+    (e.g. ``lambda p, m, k, c: identify_from_log(p, m, LogIdentificationConfig(learn=k,
+    blackbox_steps=0), c)``)."""
     from engine.models import ModelSpec, build_model
     from engine.models.robot_source import actuation_path, write_actuation
     from engine.robots.urdf_export import save_urdf
@@ -135,8 +137,10 @@ def rigid_body_row(name: str, setup: RobotSetup, prepared_id, dataset, samples: 
         if name == "urdf":
             source = setup.source
         else:
-            config = LogIdentificationConfig(robot=setup.source, learn=IDENTIFY_KINDS, blackbox_steps=0)
-            result = identify_from_log(prepared_id, setup.model, config, ctx)
+            if identify is None:
+                raise ValueError("the rigid-body row needs an identification function (compare_on_log's "
+                                 "identify: engine.identification.identify_from_log)")
+            result = identify(prepared_id, setup.model, IDENTIFY_KINDS, ctx)
             folder = Path(save_dir) if save_dir is not None else Path(tmp)
             folder.mkdir(parents=True, exist_ok=True)
             path = save_urdf(result.model, folder / "rigid_body.urdf")
