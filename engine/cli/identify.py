@@ -73,6 +73,7 @@ def _log(args) -> int:
         "joint_values": out["joint_values"],
         "coulomb_velocity_scale": out["velocity_scale"],
         "notes": notes,
+        "warnings": out["warnings"],
         "torque_rmse_validation": out["torque_rmse_validation"],
         "torque_rmse_validation_per_joint": out["torque_rmse_validation_per_joint"],
         "torque_rmse_train": out["torque_rmse_train"],
@@ -97,7 +98,7 @@ def _log(args) -> int:
         return 0
     print(f"{summary['robot']} from {summary['file']}: {summary['samples_train']} training, "
           f"{summary['samples_validation']} validation samples, {summary['seconds']:.1f} s")
-    for note in notes:
+    for note in notes + [f"warning: {w}" for w in summary["warnings"]]:
         print(note)
     print(f"{'link or joint':<22}{'kind':<9}{'nominal':>12}{'identified':>12}  identifiable")
     for p in summary["parameters"]:

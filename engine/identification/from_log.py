@@ -64,7 +64,7 @@ from engine.identification.synthetic import (
     regressor,
 )
 from engine.jobs import JobContext, NullJobContext
-from engine.logs.torques import robot_prepare_config, torque_noise_level
+from engine.logs.torques import robot_prepare_config, torque_noise_level, torque_scale_warning
 from engine.models.joint_friction import COULOMB_VELOCITY_SCALE, JointFriction
 from engine.models.nets import MLP
 from engine.models.robot_source import split_rigid_body
@@ -207,6 +207,7 @@ class LogIdentificationResult(ParameterLookup):
     config: dict = field(default_factory=dict)
     joint_values: dict = field(default_factory=dict)
     velocity_scale: float = COULOMB_VELOCITY_SCALE
+    warnings: list[str] = field(default_factory=list)
     model: RobotModel | None = field(default=None, repr=False)
     validation: dict = field(default_factory=dict, repr=False)
 
@@ -506,6 +507,8 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         config=config.to_dict(),
         joint_values=values,
         velocity_scale=v_s,
+        warnings=[w for w in [torque_scale_warning(tau_tr.cpu().numpy(), preds_tr["nominal"].cpu().numpy(),
+                                                   list(model.joint_names))] if w],
         model=_with_joint_values(learner, values),
         validation=validation,
     )

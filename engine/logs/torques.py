@@ -10,7 +10,7 @@ import numpy as np
 
 from engine.logs.prepare import PrepareConfig
 
-__all__ = ["robot_prepare_config", "torque_noise_level"]
+__all__ = ["robot_prepare_config", "torque_noise_level", "torque_scale_warning"]
 
 
 def robot_prepare_config(**overrides):
@@ -43,3 +43,19 @@ def torque_noise_level(tau: np.ndarray, window: int = 21, polyorder: int = 5, tr
     inner = r[max(trim, h):tau.shape[0] - max(trim, h)]
     c0 = float(savgol_coeffs(window, polyorder)[h])
     return np.sqrt((inner ** 2).mean(0) / (1.0 - c0))
+
+
+def torque_scale_warning(logged: np.ndarray, modelled: np.ndarray, joint_names: list[str],
+                         low: float = 0.2, high: float = 5.0) -> str | None:
+    """A plain warning when the logged torques (N, n) are far from the scale of a model's torques
+    for the same motion (N, n) (e.g. mN m logged as N m, motor-side torques before the gear): the
+    ratio of their RMS, over all joints and per joint, outside ``[low, high]``; None otherwise."""
+    lg, md = np.asarray(logged, dtype=float), np.asarray(modelled, dtype=float)
+    per = np.sqrt((lg ** 2).mean(0)) / np.maximum(np.sqrt((md ** 2).mean(0)), 1e-12)
+    overall = float(np.sqrt((lg ** 2).mean()) / max(float(np.sqrt((md ** 2).mean())), 1e-12))
+    off = [f"{n} x{r:.3g}" for n, r in zip(joint_names, per) if not low <= r <= high]
+    if low <= overall <= high and not off:
+        return None
+    return (f"the logged torques are {overall:.3g} times the robot model's for the same motion (per joint: "
+            f"{', '.join(off) or 'all within range'}); check the torque units (N m, not mN m) and whether they "
+            "are motor-side (before the gear)")

@@ -31,6 +31,7 @@ from engine.training.robot_compare import (
     rollout_rmse,
     torque_columns,
     torque_samples,
+    torque_scale_check,
 )
 from engine.training.trainer import (
     TrainingDiverged,
@@ -235,6 +236,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     samples: dict | None = None
     if setup is not None:
         prepared_id, samples = torque_samples(table, mapping, prepare)
+        warning = torque_scale_check(setup, samples)
+        if warning:
+            setup.notes.append(f"warning: {warning}")
     rows = []
     span = 1.0 / len(models)
     for i, name in enumerate(models):

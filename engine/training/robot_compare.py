@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from engine.robots.model import RobotModel
 
 __all__ = ["RIGID_BODY_MODELS", "ROBOT_LEARN", "RobotSetup", "check_models", "rigid_body_row", "robot_setup",
-           "rollout_rmse", "torque_columns", "torque_samples"]
+           "rollout_rmse", "torque_columns", "torque_samples", "torque_scale_check"]
 
 # rows a comparison computes without training (they need a robot)
 RIGID_BODY_MODELS = ("rigid-body", "urdf")
@@ -109,6 +109,20 @@ def rollout_rmse(horizon_mse: list, h: float) -> dict[str, float]:
         if 1 <= k <= len(horizon_mse) and horizon_mse[k - 1] is not None:
             out[f"{s:g}"] = float(np.sqrt(horizon_mse[k - 1]))
     return out
+
+
+def torque_scale_check(setup: RobotSetup, samples: dict) -> str | None:
+    """The torque-unit warning (:func:`engine.logs.torques.torque_scale_warning`) of the log's
+    validation samples against the robot file's torques for the same motion, or None."""
+    import torch
+
+    from engine.logs.torques import torque_scale_warning
+
+    m = setup.model
+    with torch.no_grad():
+        args = [torch.as_tensor(samples[k], dtype=m.dtype, device=m.device) for k in ("q", "qd", "qdd")]
+        modelled = m.inverse_dynamics(*args).cpu().numpy()
+    return torque_scale_warning(samples["tau"], modelled, list(m.joint_names))
 
 
 def torque_columns(model, samples: dict) -> dict:

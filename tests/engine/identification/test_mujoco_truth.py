@@ -92,3 +92,30 @@ def test_validation_torque_error_is_near_the_noise(identified):
     err = result.validation["learned"] - result.validation["tau"]
     assert sliding.mean() > 0.6
     assert float(np.sqrt((err[sliding] ** 2).mean())) < 1.8 * noise
+
+
+def test_identify_cli_lists_joint_kinds_and_writes_the_robot_back(tmp_path, capsys):
+    """identify log --learn ...,coulomb,armature,offset --save-urdf: the URDF's <dynamics> and
+    the actuation JSON beside it hold what was found, and loading that robot reads both back."""
+    import json
+
+    from engine.cli import main
+    from engine.models.robot_source import load_rigid_body
+
+    csv, mapping = mujoco_arm.write_log(tmp_path, seconds=8.0, shuffle=True)
+    out = tmp_path / "arm3_identified.urdf"
+    assert main(["identify", "log", str(csv), "--mapping", str(mapping), "--robot", str(mujoco_arm.URDF),
+                 "--learn", "mass,damping,friction,armature,offset", "--epochs", "8", "--blackbox-steps", "0",
+                 "--save-urdf", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    kinds = {(p["joint"], p["kind"]) for p in summary["parameters"] if p["joint"]}
+    assert kinds == {(j, k) for j in mujoco_arm.JOINTS for k in ("damping", "coulomb", "armature", "offset")}
+    assert summary["saved_actuation"].endswith("arm3_identified.actuation.json")
+    back = load_rigid_body(str(out))
+    found = summary["joint_values"]
+    for kind in ("damping", "coulomb", "armature", "offset"):
+        assert back.friction[kind] == pytest.approx(found[kind], rel=1e-12, abs=1e-15)
+    assert back.friction["coulomb"][1] == pytest.approx(mujoco_arm.TRUTH["coulomb"][1], rel=0.15)
+    # the URDF itself carries damping, friction and armature (for other readers: no offsets there)
+    text = out.read_text()
+    assert text.count("<dynamics") == 3 and "armature=" in text

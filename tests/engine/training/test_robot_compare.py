@@ -34,6 +34,7 @@ def test_compare_with_a_robot_gives_both_metrics_in_one_table(log, tmp_path, cap
     rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)}
     assert list(rows) == MODELS.split(",")
     noise = rows["urdf"]["noise_level"]
+    assert not any(n.startswith("warning") for n in rows["urdf"]["notes"])   # N m, as the robot's torques
     assert noise == pytest.approx(mujoco_arm.TAU_NOISE, rel=0.2)
     for name, r in rows.items():
         assert "error" not in r, (name, r.get("error"))
@@ -82,3 +83,17 @@ def test_learn_train_takes_a_named_robot_and_refuses_one_that_does_not_fit(tmp_p
     assert main(["learn", "train", "--system", "pendulum", "--model", "robot-rk4", "--robot", str(mujoco_arm.URDF),
                  "--epochs", "2", "--trajectories", "2"]) == 2
     assert "the robot has 3 movable joints, the model spec 1 coordinates" in capsys.readouterr().err
+
+
+def test_torques_in_the_wrong_unit_are_warned_about(tmp_path, capsys):
+    import numpy as np
+
+    csv, mapping = mujoco_arm.write_log(tmp_path, seconds=6.0, shuffle=False)
+    data = np.genfromtxt(csv, delimiter=",", names=True)
+    header = ",".join(data.dtype.names)
+    rows = np.column_stack([data[n] * (1000.0 if n.endswith("effort") else 1.0) for n in data.dtype.names])
+    np.savetxt(csv, rows, delimiter=",", header=header, comments="", fmt="%.9g")   # mN m, labelled N m
+    assert main(["learn", "compare", "--log", str(csv), "--mapping", str(mapping), "--robot", str(mujoco_arm.URDF),
+                 "--models", "urdf", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert any(n.startswith("warning: the logged torques are") and "mN m" in n for n in row["notes"])
