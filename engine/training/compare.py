@@ -7,6 +7,7 @@ metrics :mod:`engine.training.evaluation`, the tables :mod:`engine.training.repo
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +25,10 @@ from engine.training.config import TrainConfig
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
 from engine.training.robot_compare import (
+    ON_IDENTIFIED,
     RIGID_BODY_MODELS,
     check_models,
+    identify_robot_file,
     rigid_body_row,
     robot_setup,
     rollout_rmse,
@@ -241,33 +244,51 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
             setup.notes.append(f"warning: {warning}")
     rows = []
     span = 1.0 / len(models)
-    for i, name in enumerate(models):
-        t0 = time.perf_counter()
-        try:
-            if name in RIGID_BODY_MODELS:
-                assert setup is not None and samples is not None   # check_models
-                row = rigid_body_row(name, setup, prepared_id, data, samples,
-                                     None if runs_dir is None else Path(runs_dir) / name, ctx, identify)
-            else:
-                tc = train_config_for(name, data, config)
-                out = train_and_evaluate(name, data, tc, setup.spec_overrides if setup else None, ctx=ctx,
-                                         progress_span=(i * span, (i + 1) * span),
-                                         run_dir=None if runs_dir is None else Path(runs_dir) / name)
-                row = dict(out["row"])
-                if samples is not None:
-                    row.update(torque_columns(out["model"], samples))
-        except (ValueError, RuntimeError, TrainingDiverged) as exc:   # one row with its reason
-            if setup is None:
-                raise
-            row = {"model": name, "system": data.system.name, "error": str(exc),
-                   "seconds": time.perf_counter() - t0}
-        if setup is not None and samples is not None:
-            row["rollout_rmse"] = rollout_rmse(row.get("horizon_mse") or [], data.h)
-            row["noise_level"] = float(np.sqrt(np.mean(samples["noise"] ** 2)))
-            row["noise_level_per_joint"] = [float(v) for v in samples["noise"]]
-            row["robot"] = setup.source
-            row["notes"] = list(setup.notes)
-        row["log"] = str(log_path)
-        row["data_hash"] = prepared.data_hash
-        rows.append(row)
+    with tempfile.TemporaryDirectory() as tmp:
+        identified: dict = {}   # the identified robot file, once, for rigid-body and hybrid-rk4
+
+        def identified_file():
+            assert setup is not None   # check_models: these rows need a robot
+            if not identified:
+                folder = Path(runs_dir) / "rigid-body" if runs_dir is not None else Path(tmp)
+                t0 = time.perf_counter()
+                path, report = identify_robot_file(setup, prepared_id, folder, identify, ctx)
+                identified.update(path=path, report=report, seconds=time.perf_counter() - t0)
+            return identified["path"]
+
+        for i, name in enumerate(models):
+            t0 = time.perf_counter()
+            try:
+                if name in RIGID_BODY_MODELS:
+                    assert setup is not None and samples is not None   # check_models
+                    source = setup.source if name == "urdf" else identified_file()
+                    row = rigid_body_row(name, setup, source, data, samples,
+                                         identified.get("seconds", 0.0) if name != "urdf" else 0.0)
+                    if name != "urdf":
+                        row.update(identified["report"], saved_urdf=identified["path"] if runs_dir else None)
+                else:
+                    overrides = dict(setup.spec_overrides) if setup else None
+                    if name in ON_IDENTIFIED and overrides is not None:
+                        overrides.update(robot=identified_file(), robot_learn=("mass",))
+                    tc = train_config_for(name, data, config)
+                    out = train_and_evaluate(name, data, tc, overrides, ctx=ctx,
+                                             progress_span=(i * span, (i + 1) * span),
+                                             run_dir=None if runs_dir is None else Path(runs_dir) / name)
+                    row = dict(out["row"])
+                    if samples is not None:
+                        row.update(torque_columns(out["model"], samples))
+            except (ValueError, RuntimeError, TrainingDiverged) as exc:   # one row with its reason
+                if setup is None:
+                    raise
+                row = {"model": name, "system": data.system.name, "error": str(exc),
+                       "seconds": time.perf_counter() - t0}
+            if setup is not None and samples is not None:
+                row["rollout_rmse"] = rollout_rmse(row.get("horizon_mse") or [], data.h)
+                row["noise_level"] = float(np.sqrt(np.mean(samples["noise"] ** 2)))
+                row["noise_level_per_joint"] = [float(v) for v in samples["noise"]]
+                row["robot"] = setup.source
+                row["notes"] = list(setup.notes)
+            row["log"] = str(log_path)
+            row["data_hash"] = prepared.data_hash
+            rows.append(row)
     return rows

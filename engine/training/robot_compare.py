@@ -13,16 +13,17 @@ torque metrics of every row.
 - :func:`torque_samples` prepares the same log for inverse dynamics (Savitzky-Golay derivatives
   of ``q``, torques not smoothed, the same grid and split) and gives its validation samples and
   noise level;
-- :func:`rigid_body_row` identifies the rigid body with the ``identify`` function it is given
-  (:func:`engine.identification.from_log.identify_from_log`, a package of this package's layer,
-  so the caller hands it in: the CLI and the app do), writes it as a robot file (URDF and
-  actuation JSON) and rolls it out as a robot model, so the identified robot gets the same
-  rollout metrics as the learned models; ``urdf`` does the same for the robot file unchanged.
+- :func:`identify_robot_file` identifies the rigid body with the ``identify`` function it is
+  given (:func:`engine.identification.from_log.identify_from_log`, a package of this package's
+  layer, so the caller hands it in: the CLI and the app do) and writes it as a robot file (URDF
+  and actuation JSON); :func:`rigid_body_row` rolls a robot file out as a robot model, so the
+  identified robot (``rigid-body``) and the robot file unchanged (``urdf``) get the same rollout
+  metrics as the learned models; ``hybrid-rk4`` (:mod:`engine.models.hybrid`) trains a residual
+  on top of the identified robot.
 """
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +38,14 @@ if TYPE_CHECKING:
     from engine.logs import LogMapping
     from engine.robots.model import RobotModel
 
-__all__ = ["RIGID_BODY_MODELS", "ROBOT_LEARN", "RobotSetup", "check_models", "rigid_body_row", "robot_setup",
+__all__ = ["ON_IDENTIFIED", "RIGID_BODY_MODELS", "ROBOT_LEARN", "RobotSetup", "check_models", "identify_robot_file",
+           "rigid_body_row", "robot_setup",
            "rollout_rmse", "torque_columns", "torque_samples", "torque_scale_check"]
 
 # rows a comparison computes without training (they need a robot)
 RIGID_BODY_MODELS = ("rigid-body", "urdf")
+# models trained on top of the identified robot (engine/models/hybrid.py)
+ON_IDENTIFIED = ("hybrid-rk4",)
 # what the robot models learn on a robot's log
 ROBOT_LEARN = ("mass", "com", "inertia", "damping", "coulomb", "armature", "offset")
 # the identification behind the rigid-body row
@@ -134,52 +138,49 @@ def torque_columns(model, samples: dict) -> dict:
     return row
 
 
-def rigid_body_row(name: str, setup: RobotSetup, prepared_id, dataset, samples: dict, save_dir=None,
-                   ctx=None, identify=None) -> dict:
-    """The row of ``name`` (``"urdf"`` or ``"rigid-body"``) with both metrics; ``save_dir``
-    keeps its robot file (URDF + actuation JSON) there (else a temporary folder).
-    ``identify(prepared, model, learn, ctx) -> LogIdentificationResult`` for ``"rigid-body"``
-    (e.g. ``lambda p, m, k, c: identify_from_log(p, m, LogIdentificationConfig(learn=k,
-    blackbox_steps=0), c)``)."""
-    from engine.models import ModelSpec, build_model
+def identify_robot_file(setup: RobotSetup, prepared_id, folder: Path, identify, ctx=None) -> tuple[str, dict]:
+    """Identify the robot from the log's torques and write it to ``folder`` as
+    ``rigid_body.urdf`` + ``rigid_body.actuation.json``; returns ``(path, report)``.
+    ``identify(prepared, model, learn, ctx) -> LogIdentificationResult`` (e.g. ``lambda p, m, k, c:
+    identify_from_log(p, m, LogIdentificationConfig(learn=k, blackbox_steps=0), c)``)."""
     from engine.models.robot_source import actuation_path, write_actuation
     from engine.robots.urdf_export import save_urdf
 
+    if identify is None:
+        raise ValueError("the rigid-body and hybrid rows need an identification function (compare_on_log's "
+                         "identify: engine.identification.identify_from_log)")
+    result = identify(prepared_id, setup.model, IDENTIFY_KINDS, ctx)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = save_urdf(result.model, folder / "rigid_body.urdf")
+    write_actuation(actuation_path(path), list(setup.model.joint_names), result.joint_values, result.velocity_scale)
+    names = list(setup.model.joint_names)
+    report = {"identified": {"joints": {n: {k: result.joint_values[k][i] for k in result.joint_values}
+                                        for i, n in enumerate(names)},
+                             "masses": {p.link: p.identified for p in result.parameters if p.kind == "mass"},
+                             "unidentifiable": result.unidentifiable,
+                             "seconds": result.seconds}}
+    return str(path), report
+
+
+def rigid_body_row(name: str, setup: RobotSetup, source: str, dataset, samples: dict, seconds: float = 0.0) -> dict:
+    """The row of ``name`` (``"urdf"``, ``"rigid-body"``) for the robot file ``source`` rolled
+    out as a robot model (nothing trained), with both metrics; ``seconds``: time already spent
+    (the identification)."""
+    from engine.models import ModelSpec, build_model
+
     t0 = time.perf_counter()
-    extra: dict = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        if name == "urdf":
-            source = setup.source
-        else:
-            if identify is None:
-                raise ValueError("the rigid-body row needs an identification function (compare_on_log's "
-                                 "identify: engine.identification.identify_from_log)")
-            result = identify(prepared_id, setup.model, IDENTIFY_KINDS, ctx)
-            folder = Path(save_dir) if save_dir is not None else Path(tmp)
-            folder.mkdir(parents=True, exist_ok=True)
-            path = save_urdf(result.model, folder / "rigid_body.urdf")
-            write_actuation(actuation_path(path), list(setup.model.joint_names), result.joint_values,
-                            result.velocity_scale)
-            source = str(path)
-            extra = {"identified": {"joints": {n: {k: result.joint_values[k][i] for k in result.joint_values}
-                                               for i, n in enumerate(setup.model.joint_names)},
-                                    "masses": {p.link: p.identified for p in result.parameters if p.kind == "mass"},
-                                    "unidentifiable": result.unidentifiable}}
-            if save_dir is not None:
-                extra["saved_urdf"] = str(path)
-        spec = ModelSpec.for_system(dataset.system, dataset.h, **{
-            **setup.spec_overrides, "robot": source, "robot_learn": ("mass",), "robot_perturb": 0.0})
-        model = build_model("robot-rk4", spec)
-        metrics, _ = evaluate_model(model, dataset)
-        row = metrics_row(name, dataset, None, metrics, time.perf_counter() - t0)
-        row.update(torque_columns(model, samples))
-    row.update(extra)
+    spec = ModelSpec.for_system(dataset.system, dataset.h, **{
+        **setup.spec_overrides, "robot": source, "robot_learn": ("mass",), "robot_perturb": 0.0})
+    model = build_model("robot-rk4", spec)
+    metrics, _ = evaluate_model(model, dataset)
+    row = metrics_row(name, dataset, None, metrics, seconds + time.perf_counter() - t0)
+    row.update(torque_columns(model, samples))
     return row
 
 
 def check_models(models: list[str], robot: str | None) -> None:
     """Refuse, before any work, the models that need a robot when none is named."""
-    need = [m for m in models if m in RIGID_BODY_MODELS or m.startswith("robot-")]
+    need = [m for m in models if m in RIGID_BODY_MODELS + ON_IDENTIFIED or m.startswith("robot-")]
     if need and robot is None:
         raise ValueError(f"{', '.join(need)}: these models need the robot whose log this is; name it with "
                          "--robot (a library name, or a URDF, xacro or MJCF file)")

@@ -17,7 +17,7 @@ pytest.importorskip("mujoco")
 from engine.cli import main  # noqa: E402
 from tests.engine.identification import mujoco_arm  # noqa: E402
 
-MODELS = "urdf,rigid-body,node-rk4,lnode-rk4,mlp,symo,robot-rk4"
+MODELS = "urdf,rigid-body,hybrid-rk4,node-rk4,lnode-rk4,mlp,symo,robot-rk4"
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_compare_with_a_robot_gives_both_metrics_in_one_table(log, tmp_path, cap
         assert "error" not in r, (name, r.get("error"))
         assert math.isfinite(r["integration_mse"]) and r["noise_level"] == noise
         assert set(r["rollout_rmse"]) == {"0.1", "0.5"}      # 100 steps at 200 Hz reach 0.5 s, not 1 s
-        if name in ("urdf", "rigid-body", "lnode-rk4", "robot-rk4"):
+        if name in ("urdf", "rigid-body", "hybrid-rk4", "lnode-rk4", "robot-rk4"):
             assert math.isfinite(r["torque_rmse"]) and len(r["torque_rmse_per_joint"]) == 3
         else:   # forward and discrete models say why they give no torque
             assert r["torque_rmse"] is None and r["torque_note"]
@@ -49,6 +49,8 @@ def test_compare_with_a_robot_gives_both_metrics_in_one_table(log, tmp_path, cap
     assert rb["torque_rmse"] < 2.5 * noise < urdf["torque_rmse"] / 5
     assert rb["rollout_rmse"]["0.5"] < 0.2 * urdf["rollout_rmse"]["0.5"]
     assert rb["identified"]["joints"]["joint2"]["coulomb"] == pytest.approx(0.30, rel=0.15)
+    # the hybrid starts as the identified robot (its residual's last layer at zero) and trains the residual only
+    assert rows["hybrid-rk4"]["torque_rmse"] < 1.5 * rb["torque_rmse"]
     # --out keeps the identified robot as URDF + actuation JSON beside it
     assert (out / "runs" / "rigid-body" / "rigid_body.urdf").is_file()
     assert (out / "runs" / "rigid-body" / "rigid_body.actuation.json").is_file()
