@@ -18,6 +18,7 @@ import torch
 from engine.data.log_dataset import LogSystem, log_dataset
 from engine.devices import resolve_device
 from engine.io import finite_or_none
+from engine.jobs import ProgressSpan
 from engine.logs import LogMapping, PrepareConfig, prepare_log, read_log
 from engine.models import ModelSpec, build_model, model_names
 from engine.runs import Run, RunError
@@ -247,12 +248,14 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     with tempfile.TemporaryDirectory() as tmp:
         identified: dict = {}   # the identified robot file, once, for rigid-body and hybrid-rk4
 
-        def identified_file():
+        def identified_file(i):
             assert setup is not None   # check_models: these rows need a robot
             if not identified:
                 folder = Path(runs_dir) / "rigid-body" if runs_dir is not None else Path(tmp)
                 t0 = time.perf_counter()
-                path, report = identify_robot_file(setup, prepared_id, folder, identify, ctx)
+                part = None if ctx is None else ProgressSpan(ctx, i * span, (i + 0.5) * span, "identification",
+                                                             ceiling=0.999)
+                path, report = identify_robot_file(setup, prepared_id, folder, identify, part)
                 identified.update(path=path, report=report, seconds=time.perf_counter() - t0)
             return identified["path"]
 
@@ -261,7 +264,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
             try:
                 if name in RIGID_BODY_MODELS:
                     assert setup is not None and samples is not None   # check_models
-                    source = setup.source if name == "urdf" else identified_file()
+                    source = setup.source if name == "urdf" else identified_file(i)
                     row = rigid_body_row(name, setup, source, data, samples,
                                          identified.get("seconds", 0.0) if name != "urdf" else 0.0)
                     if name != "urdf":
@@ -269,7 +272,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                 else:
                     overrides = dict(setup.spec_overrides) if setup else None
                     if name in ON_IDENTIFIED and overrides is not None:
-                        overrides.update(robot=identified_file(), robot_learn=("mass",))
+                        overrides.update(robot=identified_file(i), robot_learn=("mass",))
                     tc = train_config_for(name, data, config)
                     out = train_and_evaluate(name, data, tc, overrides, ctx=ctx,
                                              progress_span=(i * span, (i + 1) * span),
