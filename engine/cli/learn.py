@@ -57,6 +57,9 @@ def register(subparsers) -> None:
     p.add_argument("--hidden", type=int, default=T.hidden, help="default: the system's protocol value")
     p.add_argument("--seed", type=int, default=T.seed)
     p.add_argument("--data", default=None, help="a data set .npz (default: generate the protocol's)")
+    p.add_argument("--robot", default=None,
+                   help="robot models: the robot to learn, a library name or a URDF, xacro or MJCF file whose "
+                        "joints are the system's coordinates (default: the system's own URDF)")
     p.add_argument(
         "--out",
         default=None,
@@ -121,7 +124,13 @@ def _add_compare(sub) -> None:
     p = sub.add_parser("compare", help="train models on a hardware log and compare them (one table)")
     p.add_argument("--log", required=True, help="log file (CSV/TSV/NPZ/Parquet/bag/MCAP)")
     p.add_argument("--mapping", required=True, help="mapping JSON (engine.logs.LogMapping)")
-    p.add_argument("--models", required=True, help=f"comma-separated, from: {','.join(model_names())}")
+    p.add_argument("--models", required=True,
+                   help=f"comma-separated, from: {','.join(model_names())}; with --robot also urdf (the robot "
+                        "file as it is) and rigid-body (identified from the log's torques)")
+    p.add_argument("--robot", default=None,
+                   help="the robot whose log this is: a library name or a URDF, xacro or MJCF file; its joints "
+                        "are matched to the log's columns by name (the mapping's order as fallback), the robot "
+                        "models learn it, and every row gets the torque error (N m) beside the rollout errors")
     p.add_argument(
         "--dt", type=float, default=None, help="resample step in s (default: the log's median step)"
     )
@@ -144,6 +153,7 @@ def _add_compare(sub) -> None:
 def _compare(args) -> int:
     import sys
 
+    from engine.identification.from_log import LogIdentificationConfig, identify_from_log
     from engine.logs import PrepareConfig
     from engine.training.compare import LogCompareConfig, compare_on_log
     from engine.training.report import rows_to_csv, write_compare_report
@@ -161,19 +171,47 @@ def _compare(args) -> int:
     if args.out:
         check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
     runs_dir = None if args.out is None else Path(args.out) / "runs"
+
+    def identify(prepared, model, learn, ctx):   # the rigid-body row: identification from the torques
+        config = LogIdentificationConfig(robot=args.robot or "", learn=tuple(learn), blackbox_steps=0,
+                                         device=args.device)
+        return identify_from_log(prepared, model, config, ctx)
+
     rows = run_cli_job(lambda ctx: compare_on_log(args.log, args.mapping, args.models,
                                                   prepare=PrepareConfig(dt=args.dt), config=config, ctx=ctx,
-                                                  runs_dir=runs_dir),
+                                                  runs_dir=runs_dir, robot=args.robot, identify=identify),
                        quiet=args.json)
     if args.out:
         write_compare_report(
-            args.out, rows, {"log": args.log, "mapping": args.mapping, "config": config.to_dict()}
+            args.out, rows, {"log": args.log, "mapping": args.mapping, "robot": args.robot,
+                             "config": config.to_dict()}
         )
     if args.json:
         print_json(rows)
+    elif args.robot:
+        _print_robot_rows(rows)
     else:
         sys.stdout.write(rows_to_csv(rows))
     return 0
+
+
+def _print_robot_rows(rows) -> None:
+    """The robot comparison as a table: both metrics per model, the noise level for scale."""
+    def num(v, w=10):
+        return f"{v:>{w}.4g}" if isinstance(v, (int, float)) and v is not None else f"{'-':>{w}}"
+
+    if rows:
+        print(f"robot {rows[0].get('robot')}, log {rows[0].get('log')}; torque noise level "
+              f"{rows[0].get('noise_level', float('nan')):.4g} N m")
+        for note in rows[0].get("notes") or []:
+            print(note)
+    print(f"{'model':<14}{'torque N m':>11}{'integ. MSE':>11}{'q@0.1s':>10}{'q@0.5s':>10}{'q@1s':>10}"
+          f"{'seconds':>9}  note")
+    for r in rows:
+        roll = r.get("rollout_rmse") or {}
+        note = r.get("error") or r.get("torque_note") or ""
+        print(f"{r['model']:<14}{num(r.get('torque_rmse'), 11)}{num(r.get('integration_mse'), 11)}"
+              f"{num(roll.get('0.1'))}{num(roll.get('0.5'))}{num(roll.get('1'))}{num(r.get('seconds'), 9)}  {note}")
 
 
 def _executor(args):
@@ -219,7 +257,8 @@ def _train(args) -> int:
     else:
         epochs = args.epochs if args.epochs is not None else TrainConfig().epochs
         cfg = TrainConfig(model=args.model, system=args.system, trajectories=args.trajectories, epochs=epochs,
-                          learning_rate=args.lr, hidden=args.hidden, seed=args.seed, device=args.device)
+                          learning_rate=args.lr, hidden=args.hidden, seed=args.seed, device=args.device,
+                          robot=args.robot)
         if args.out:
             check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work
         job = train_job(cfg, out_dir=args.out, data_path=args.data)

@@ -13,16 +13,31 @@ measured joint torques, a train / validation split) and a nominal :class:`RobotM
    (:func:`engine.identification.synthetic.regressor` / :func:`identifiability`) on the
    training part: the Panda's link-1 mass, whose centre of mass lies on the joint-1 axis,
    acts on no torque and is reported unidentifiable;
-3. makes the parameters learnable on a copy of the nominal model
+3. splits the nominal model into its rigid body and its per-joint friction and actuation
+   (:func:`engine.models.robot_source.split_rigid_body`): the torque model is
+   ``tau = RNEA(q, qd, qdd) + Fv qd + Fc tanh(qd / v_s) + Ia qdd + tau0``
+   (:class:`engine.models.joint_friction.JointFriction`; ``v_s`` the config's
+   ``coulomb_velocity_scale``); the learned joint kinds (damping, coulomb, armature, offset,
+   on every joint) start from a per-joint non-negative least squares of the torque the nominal
+   rigid body leaves unexplained (:func:`engine.identification.joint_terms.joint_terms_start`);
+4. makes the link parameters learnable on a copy of the rigid body
    (:meth:`RobotModel.make_learnable`; masses preconditioned by their sensitivity,
-   :class:`PreconditionedMass`, as in the identification loop) and fits them by L-BFGS to the
+   :class:`PreconditionedMass`, as in the identification loop) and fits them with the joint
+   terms (softplus: damping, Coulomb friction and armature stay non-negative) by L-BFGS to the
    training torques, each joint's error weighted by its estimated noise (a weighted least
-   squares: the torques are linear in the masses); parameters that act on no torque keep
-   their nominal values, those identifiable only in combination with others are fitted
-   from the nominal start (only the identifiable combinations move) and flagged;
-4. trains a black-box MLP ``(q, qd, qdd) -> tau`` on the same training samples;
-5. reports the validation torque RMSE (N m) of the learned model, of the nominal model and
-   of the black box, with the noise level for scale.
+   squares: the torques are linear in the masses and the joint terms); parameters that act on
+   no torque keep their nominal values, those identifiable only in combination with others are
+   fitted from the nominal start (only the identifiable combinations move) and flagged;
+5. trains a black-box MLP ``(q, qd, qdd) -> tau`` on the same training samples;
+6. reports the validation torque RMSE (N m) of the learned model, of the nominal model (its
+   URDF damping, friction and armature included) and of the black box, with the noise level.
+
+The result's ``model`` is the identified robot as a :class:`RobotModel` with the damping,
+Coulomb friction (``Joint.friction``) and armature baked into its joints (what
+:func:`engine.robots.urdf_export.save_urdf` writes as ``<dynamics damping friction armature>``);
+``joint_values`` and ``velocity_scale`` are what
+:func:`engine.models.robot_source.write_actuation` writes beside it (the offsets and ``v_s``,
+which URDF cannot hold).
 
 Accelerations come from the log preparation: for a log with ``q`` alone (or noisy ``qd``)
 prepare it with :func:`robot_prepare_config` (Savitzky-Golay derivatives of ``q``, a window
@@ -39,6 +54,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import torch
 
+from engine.identification.joint_terms import JOINT_KINDS, joint_columns, joint_terms_start
 from engine.identification.synthetic import (
     ParameterLookup,
     PreconditionedMass,
@@ -48,9 +64,10 @@ from engine.identification.synthetic import (
     regressor,
 )
 from engine.jobs import JobContext, NullJobContext
-from engine.logs import PrepareConfig
+from engine.logs.torques import robot_prepare_config, torque_noise_level, torque_scale_warning
+from engine.models.joint_friction import COULOMB_VELOCITY_SCALE, JointFriction
 from engine.models.nets import MLP
-from engine.robots.parametrizations import PositiveScalar
+from engine.models.robot_source import split_rigid_body
 
 if TYPE_CHECKING:
     from engine.robots.model import RobotModel
@@ -66,18 +83,12 @@ __all__ = [
     "torque_noise_level",
 ]
 
-LEARNABLE_KINDS = ("mass", "damping", "com", "inertia")
-
-
-def robot_prepare_config(**overrides):
-    """The log preparation that suits identification: accelerations (and velocities) as
-    Savitzky-Golay derivatives of ``q`` (window 31, polyorder 5 at ~100 Hz), torques not
-    smoothed (their noise is estimated from them), the last 30 % of the time held out.
-    ``overrides`` replace any :class:`engine.logs.PrepareConfig` field."""
-    base = {"window": 31, "polyorder": 5, "derivative": "savgol", "use_logged_velocities": False,
-            "accelerations": True, "smooth_controls": False, "val_fraction": 0.3}
-    base.update(overrides)
-    return PrepareConfig(**base)
+LEARNABLE_KINDS = ("mass", "damping", "com", "inertia", "coulomb", "armature", "offset")
+LINK_KINDS = ("mass", "com", "inertia")
+# weight of the ridge on the relative change of the parameters identifiable only in combination
+# (a mass's relative change; a joint term's raw parameter, about its log change): the data term,
+# normalised by the noise, is about 1 at the optimum and far stiffer along identifiable directions
+RIDGE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -85,8 +96,11 @@ class LogIdentificationConfig:
     """Settings of :func:`identify_from_log` (one source of truth for the CLI and the GUI).
 
     robot: library name or URDF path of the nominal model (used by the CLI and the GUI to
-    load it). learn: the parameter kinds to fit, a subset of ``("mass", "damping", "com",
-    "inertia")``. links: the links to fit (default: the child link of every movable joint).
+    load it). learn: the parameter kinds to fit, a subset of :data:`LEARNABLE_KINDS`: on each
+    link mass, com, inertia; on every joint damping, coulomb, armature, offset. links: the links
+    whose inertial parameters are fitted (default: the child link of every movable joint).
+    coulomb_velocity_scale: ``v_s`` of the smooth Coulomb sign (rad/s, see
+    :mod:`engine.models.joint_friction`).
     trim: samples dropped at each end of the log (filter edge effects). weighting:
     ``"noise"`` (each joint's error divided by its estimated noise: weighted least squares)
     or ``"variance"`` (divided by its torque standard deviation, the paper's normalised MSE).
@@ -114,6 +128,7 @@ class LogIdentificationConfig:
     blackbox_lr: float = 3e-3
     seed: int = 0
     device: str = "cpu"     # where the robot model is loaded and fitted (cpu, cuda, auto; float64 everywhere)
+    coulomb_velocity_scale: float = COULOMB_VELOCITY_SCALE   # rad/s, v_s of tanh(qd / v_s)
 
     def validate(self) -> None:
         if not self.learn:
@@ -131,6 +146,8 @@ class LogIdentificationConfig:
             or not 0 <= self.noise_polyorder < self.noise_window
         ):
             raise ValueError("noise_window must be odd >= 3 and noise_polyorder in [0, noise_window)")
+        if not self.coulomb_velocity_scale > 0:
+            raise ValueError(f"coulomb_velocity_scale must be > 0 rad/s, got {self.coulomb_velocity_scale!r}")
         if self.blackbox_hidden < 1 or self.blackbox_layers < 1 or self.blackbox_lr <= 0:
             raise ValueError("blackbox_hidden and blackbox_layers must be >= 1 and blackbox_lr > 0")
 
@@ -143,10 +160,10 @@ class LogIdentificationConfig:
 
 @dataclass
 class LogParameter:
-    """One fitted parameter: ``link``, ``kind`` ("mass" kg, "damping" N m s/rad of the link's
-    parent joint, "com" (3,) m, "inertia" (3, 3) kg m^2 about the CoM), its ``nominal``
-    (URDF) and ``identified`` values (floats or nested lists), whether the log identifies it
-    and why not."""
+    """One fitted parameter: ``link``, ``kind`` ("mass" kg, "com" (3,) m, "inertia" (3, 3)
+    kg m^2 about the CoM; of the link's parent ``joint``: "damping" N m s/rad, "coulomb" N m,
+    "armature" kg m^2, "offset" N m), its ``nominal`` (URDF) and ``identified`` values (floats
+    or nested lists), whether the log identifies it and why not. ``joint``: None for link kinds."""
 
     link: str
     kind: str
@@ -154,6 +171,7 @@ class LogParameter:
     identified: float | list
     identifiable: bool
     reason: str = ""
+    joint: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -187,6 +205,9 @@ class LogIdentificationResult(ParameterLookup):
     samples_validation: int
     seconds: float
     config: dict = field(default_factory=dict)
+    joint_values: dict = field(default_factory=dict)
+    velocity_scale: float = COULOMB_VELOCITY_SCALE
+    warnings: list[str] = field(default_factory=list)
     model: RobotModel | None = field(default=None, repr=False)
     validation: dict = field(default_factory=dict, repr=False)
 
@@ -195,29 +216,6 @@ class LogIdentificationResult(ParameterLookup):
         d = {k: v for k, v in asdict(self).items() if k not in ("model", "validation")}
         d["parameters"] = [p.to_dict() for p in self.parameters]
         return d
-
-
-# --------------------------------------------------------------------------- noise
-
-def torque_noise_level(tau: np.ndarray, window: int = 21, polyorder: int = 5, trim: int = 0) -> np.ndarray:
-    """Per-column white-noise standard deviation of ``tau`` (N, k), in its units, ``(k,)``.
-
-    The residual ``r = tau - S tau`` of a Savitzky-Golay filter ``S`` (a local polynomial
-    projection) has, for white noise of standard deviation ``sigma``, the standard deviation
-    ``sigma sqrt(1 - c0)`` (``c0``: the centre coefficient); slowly varying signals pass
-    ``S`` and leave no residual. ``trim`` samples are dropped at each end (filter edges).
-    """
-    from scipy.signal import savgol_coeffs, savgol_filter
-
-    tau = np.asarray(tau, dtype=np.float64)
-    if tau.ndim != 2 or tau.shape[0] < window + 2 * trim:
-        raise ValueError(f"torque_noise_level: need (N, k) torques with N >= {window + 2 * trim}, "
-                         f"got shape {tau.shape}")
-    r = tau - savgol_filter(tau, window, polyorder, axis=0, mode="interp")
-    h = window // 2
-    inner = r[max(trim, h):tau.shape[0] - max(trim, h)]
-    c0 = float(savgol_coeffs(window, polyorder)[h])
-    return np.sqrt((inner ** 2).mean(0) / (1.0 - c0))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -233,22 +231,12 @@ def _rmse(pred: torch.Tensor, target: torch.Tensor) -> tuple[float, list[float]]
 
 
 def _current(model, link: str, kind: str) -> torch.Tensor:
-    if kind == "damping":
-        return model.joint_damping()[model.joint_names.index(_parent_joint(model, link))]
     return {"mass": model.link_mass, "com": model.link_com, "inertia": model.link_inertia}[kind](link)
 
 
-def _parent_joint(model, link: str) -> str:
-    for j in model.description.joints:
-        if j.child == link and j.movable:
-            return j.name
-    raise ValueError(f"link {link!r} is not the child of a movable joint; it has no joint damping")
-
-
 def _extra_columns(model, motion: SineMotion, links, kinds, max_samples: int = 400):
-    """Regressor columns (scaled like :func:`regressor`'s) for damping and the centre of mass:
-    damping of the link's joint: the torque of 0.1 N m s/rad (tau is linear in it); centre of
-    mass: the central-difference derivative for a 1 cm move along each axis (local)."""
+    """Regressor columns (scaled like :func:`regressor`'s) for the centre of mass: the
+    central-difference derivative for a 1 cm move along each axis (local)."""
     N = motion.q.shape[0]
     idx = torch.linspace(0, N - 1, min(N, max_samples)).round().long()
     q, qd, qdd = motion.q[idx], motion.qd[idx], motion.qdd[idx]
@@ -256,12 +244,6 @@ def _extra_columns(model, motion: SineMotion, links, kinds, max_samples: int = 4
     cols, names = [], []
     with torch.no_grad():
         for l in links:
-            if "damping" in kinds:
-                j = model.joint_names.index(_parent_joint(model, l))
-                col = torch.zeros_like(qd)
-                col[:, j] = 0.1 * qd[:, j]
-                cols.append((col / scale).reshape(-1))
-                names.append((l, "damping", -1))
             if "com" in kinds:
                 c0 = model.link_com(l).detach()
                 for a in range(3):
@@ -312,12 +294,14 @@ def _train_blackbox(x_tr, y_tr, config: LogIdentificationConfig, ctx, progress_s
 # --------------------------------------------------------------------------- the fit
 
 def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIdentificationConfig(),
-                      ctx: JobContext | None = None) -> LogIdentificationResult:
+                      ctx: JobContext | None = None, friction_start: dict | None = None) -> LogIdentificationResult:
     """Fit ``model``'s inertial parameters (and damping) to a prepared joint log (module doc).
 
     prepared: :class:`engine.logs.PreparedLog` with ``q``, ``qd``, ``qdd`` (N, dof) in rad,
     rad/s, rad/s^2 and ``u`` (N, dof) the joint torques (N m), in the model's joint order.
-    model: the nominal :class:`RobotModel` (not changed; a copy is fitted).
+    model: the nominal :class:`RobotModel` (not changed; a copy is fitted). friction_start:
+    ``{kind: (dof,)}`` nominal joint terms over the model's own (e.g. an actuation file's,
+    :func:`engine.models.robot_source.read_actuation`).
     """
     config.validate()
     ctx = ctx or NullJobContext()
@@ -345,13 +329,14 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         raise ValueError("identify_from_log: the validation part is empty; hold out a time range")
 
     links, body, _, fixed = checked_links(model, config.links, "identify_from_log")
-    for l in links:
-        if "damping" in config.learn and l not in body:
-            raise ValueError(
-                f"identify_from_log: link {l!r} is not the child of a movable joint (no damping)"
-            )
-    kinds = [k for k in LEARNABLE_KINDS if k in config.learn]
-    use_damping = "damping" in kinds
+    kinds = [k for k in LINK_KINDS if k in config.learn]
+    jkinds = [k for k in JOINT_KINDS if k in config.learn]
+    rigid, nominal_joint = split_rigid_body(model)
+    if friction_start:
+        nominal_joint = {k: [float(v) for v in friction_start.get(k, nominal_joint[k])] for k in JOINT_KINDS}
+    v_s = float(config.coulomb_velocity_scale)
+    child = {j.name: j.child for j in model.description.joints}
+    labels = [child[n] for n in model.joint_names]
 
     dtype, device = model.dtype, model.device
 
@@ -377,40 +362,59 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
     base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
     Y0, names0 = (
-        regressor(model, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
+        regressor(rigid, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
     )
-    Y1, names1 = _extra_columns(model, motion, links, kinds)
-    Y = np.concatenate([Y0, Y1], axis=1)
-    names = list(names0) + list(names1)
+    Y1, names1 = _extra_columns(rigid, motion, links, kinds)
+    sub = torch.linspace(0, tr.numel() - 1, min(tr.numel(), 400), device=device).round().long()
+    Y2, names2 = joint_columns(qd[tr][sub], qdd[tr][sub], jkinds, labels, v_s, tau[tr].std(0).clamp_min(1e-9))
+    Y = np.concatenate([Y0, Y1, Y2], axis=1)
+    names = list(names0) + list(names1) + list(names2)
     bad = identifiability(Y, names, config.identifiability_tol)
     norms = np.linalg.norm(Y, axis=0) if Y.size else np.zeros(0)
     top = float(norms.max()) if norms.size and norms.max() > 0 else 1.0
     rel_mass = {l: float(n / top) for (l, k, _), n in zip(names, norms) if k == "mass"}
 
-    # 3. the fit
-    learner = model.clone()
+    # 3. the fit: link parameters on a copy of the rigid body, joint terms from their closed form
+    learner = rigid.clone()
+    ridge: list = []   # (module, start) of the masses identifiable only in combination
     for l in links:
         for k in kinds:
             if bad.get((l, k), "").startswith("no effect"):
                 continue  # the data do not act on it: it keeps the nominal value
-            # parameters identifiable only in combination are fitted too: from the nominal start
-            # the gradient moves only the identifiable combinations (the null space keeps its
-            # nominal part); the report flags them
+            # parameters identifiable only in combination are fitted too, with a small ridge on
+            # their change (RIDGE): the identifiable combinations move, the null space keeps its
+            # nominal part; the report flags them
             if k == "mass":
-                learner.make_learnable(
+                module = learner.make_learnable(
                     l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
                 )
-            elif k == "damping":
-                start = max(float(_current(learner, l, k).detach()), 1e-2)
-                learner.make_learnable(l, k, PositiveScalar(start, dtype=dtype, device=device))
+                if (l, k) in bad:
+                    ridge.append((module, learner.link_mass(l).detach().clone()))
             else:
                 learner.make_learnable(l, k)
-    params = [p for p in learner.parameters() if p.requires_grad]
     q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
+    with torch.no_grad():
+        residual = tau_tr - rigid.inverse_dynamics(q_tr, qd_tr, qdd_tr)
+    start = joint_terms_start(residual, qd_tr, qdd_tr, jkinds, nominal_joint, v_s)
+    for i, label in enumerate(labels):   # a term the motion does not act on keeps its nominal value
+        for k in jkinds:
+            if bad.get((label, k), "").startswith("no effect"):
+                start[k][i] = nominal_joint[k][i]
+    joint = JointFriction(dof, start, learn=jkinds, velocity_scale=v_s, offset_scale=noise_t.clamp_min(1e-6),
+                          dtype=dtype, device=device)
+    nominal_terms = JointFriction(dof, nominal_joint, velocity_scale=v_s, dtype=dtype, device=device)
+    params = [p for p in learner.parameters() if p.requires_grad] + list(joint.parameters())
+    joint_ridge = [(getattr(joint, f"_{k}_raw"), i, getattr(joint, f"_{k}_raw").detach()[i].clone())
+                   for k in jkinds for i, label in enumerate(labels) if (label, k) in bad]
+
+    rigid_torque = _rigid_torque(rigid, learner, links, kinds, q_tr, qd_tr, qdd_tr)
 
     def loss_fn():
-        pred = learner.inverse_dynamics(q_tr, qd_tr, qdd_tr, damping=use_damping)
-        return (((pred - tau_tr) / weight) ** 2).mean()
+        pred = rigid_torque() + joint.torque(qd_tr, qdd_tr)
+        loss = (((pred - tau_tr) / weight) ** 2).mean()
+        penalty = sum((mod() / m0 - 1.0) ** 2 for mod, m0 in ridge) + sum((p[i] - p0) ** 2
+                                                                          for p, i, p0 in joint_ridge)
+        return loss + RIDGE * penalty
 
     history: list[float] = []
     if params and config.epochs:
@@ -443,10 +447,14 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
 
     # 5. evaluation
     with torch.no_grad():
-        preds_val = {"learned": learner.inverse_dynamics(q[va], qd[va], qdd[va], damping=use_damping),
-                     "nominal": model.inverse_dynamics(q[va], qd[va], qdd[va])}
-        preds_tr = {"learned": learner.inverse_dynamics(q_tr, qd_tr, qdd_tr, damping=use_damping),
-                    "nominal": model.inverse_dynamics(q_tr, qd_tr, qdd_tr)}
+        def learned(a, b, c):
+            return learner.inverse_dynamics(a, b, c) + joint.torque(b, c)
+
+        def nominal(a, b, c):
+            return rigid.inverse_dynamics(a, b, c) + nominal_terms.torque(b, c)
+
+        preds_val = {"learned": learned(q[va], qd[va], qdd[va]), "nominal": nominal(q[va], qd[va], qdd[va])}
+        preds_tr = {"learned": learned(q_tr, qd_tr, qdd_tr), "nominal": nominal(q_tr, qd_tr, qdd_tr)}
         if blackbox is not None:
             preds_val["blackbox"] = blackbox(feats[va])
             preds_tr["blackbox"] = blackbox(feats[tr])
@@ -470,6 +478,12 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
             reports.append(LogParameter(link=l, kind=k, nominal=_value(_current(model, l, k)),
                                         identified=_value(identified), identifiable=(l, k) not in bad,
                                         reason=reason))
+    values = joint.values()
+    for i, (name, label) in enumerate(zip(model.joint_names, labels)):
+        for k in jkinds:
+            reports.append(LogParameter(link=label, kind=k, nominal=nominal_joint[k][i], identified=values[k][i],
+                                        identifiable=(label, k) not in bad, reason=bad.get((label, k), ""),
+                                        joint=name))
     unidentifiable = {f"{l}/{k}": r for (l, k), r in bad.items()}
     for l in fixed:
         unidentifiable[l] = "never moves (attached to the fixed base): no effect on the joint torques"
@@ -491,9 +505,52 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         samples_validation=int(va.numel()),
         seconds=time.monotonic() - t_start,
         config=config.to_dict(),
-        model=learner,
+        joint_values=values,
+        velocity_scale=v_s,
+        warnings=[w for w in [torque_scale_warning(tau_tr.cpu().numpy(), preds_tr["nominal"].cpu().numpy(),
+                                                   list(model.joint_names))] if w],
+        model=_with_joint_values(learner, values),
         validation=validation,
     )
+
+
+def _rigid_torque(rigid, learner, links, kinds, q, qd, qdd):
+    """``() -> learner``'s rigid-body torques (N, dof) at the training samples. With masses alone
+    learned (centres of mass and inertias about them fixed) the torques are affine in the masses,
+    ``tau = tau0 + sum_l (m_l - m_l0) dtau/dm_l`` exactly, so the columns are computed once (the
+    regressor of the masses) and each L-BFGS step costs a matrix product, not an RNEA."""
+    if set(kinds) - {"mass"} or not [l for l in links if (l, "mass") in learner.learnable_parameters()]:
+        return lambda: learner.inverse_dynamics(q, qd, qdd)
+    fitted = [l for l in links if (l, "mass") in learner.learnable_parameters()]
+    with torch.no_grad():
+        base = rigid.inverse_dynamics(q, qd, qdd)
+        m0 = {l: float(rigid.link_mass(l)) for l in fitted}
+        cols = torch.stack([rigid.with_link_params(mass={l: m0[l] + 1.0}, check=False).inverse_dynamics(q, qd, qdd)
+                            - base for l in fitted], -1)            # (N, dof, links): N m per kg
+        start = torch.tensor([m0[l] for l in fitted], dtype=base.dtype, device=base.device)
+
+    def torque():
+        m = torch.stack([learner.link_mass(l) for l in fitted])
+        return base + cols @ (m - start)
+
+    return torque
+
+
+def _with_joint_values(learner, values: dict[str, list[float]]):
+    """The identified robot: ``learner``'s current description with each joint's damping,
+    Coulomb friction and armature set (a plain :class:`RobotModel`, nothing learnable)."""
+    from dataclasses import replace
+
+    from engine.robots.model import RobotModel
+
+    desc = learner.current_description()
+    names = list(learner.joint_names)
+    joints = tuple(
+        replace(j, damping=values["damping"][names.index(j.name)], friction=values["coulomb"][names.index(j.name)],
+                armature=values["armature"][names.index(j.name)]) if j.name in names else j
+        for j in desc.joints)
+    return RobotModel.from_description(replace(desc, joints=joints), dtype=learner.dtype, device=learner.device,
+                                       gravity=tuple(float(g) for g in learner.gravity.detach().cpu()))
 
 
 def log_identification_job(prepared, model, config: LogIdentificationConfig = LogIdentificationConfig()):

@@ -26,8 +26,9 @@ from engine.validation import InputError, check_allocation, check_int, check_ran
 
 __all__ = ["ROBOT_KINDS", "LearnedDynamics", "ModelSpec"]
 
-# inertial parameter kinds the robot model (engine/models/robot.py) can learn on each moving link
-ROBOT_KINDS = ("mass", "com", "inertia", "damping")
+# parameter kinds the robot model (engine/models/robot.py) can learn: inertial ones on each moving
+# link, and per joint the friction and actuation of engine/models/joint_friction.py
+ROBOT_KINDS = ("mass", "com", "inertia", "damping", "coulomb", "armature", "offset")
 
 
 @dataclass
@@ -37,15 +38,24 @@ class ModelSpec:
     ``system``: the analytic system (an ``engine.systems`` name) the spec was made for, filled by
     :meth:`for_system`; None for hand-made specs and hardware logs. The robot model
     (``robot-rk4``, ``robot-midpoint``) loads that system's URDF from it, so a checkpoint
-    rebuilds the same robot.
+    rebuilds the same robot. ``robot``: the robot the robot model learns instead (it takes
+    precedence over ``system``), a library name or a URDF, xacro or MJCF path, for a hardware
+    log; its movable joints, in its order, are the spec's coordinates (a log is put in that order
+    before training: :func:`engine.logs.robot_order.order_for_robot`).
 
-    Robot model only (the other models ignore them): ``robot_learn``, the inertial parameter
-    kinds learned on every moving link, from ``ROBOT_KINDS`` (mass kg, com m in the link frame,
-    inertia kg m^2 about the CoM, damping N m s/rad of the link's joint); ``robot_perturb``, the
+    Robot model only (the other models ignore them): ``robot_learn``, the kinds learned, from
+    ``ROBOT_KINDS``: on every moving link mass kg, com m in the link frame, inertia kg m^2 about
+    the CoM; on every joint damping N m s/rad, coulomb N m, armature kg m^2, offset N m (see
+    :mod:`engine.models.joint_friction`); ``robot_perturb``, the
     initial guess: each learned URDF value scaled by a seeded factor ``U[1 - p, 1 + p]`` (one per
     link for the mass, the inertia as a whole and the damping, one per component for the
     CoM), drawn from torch's global RNG (the trainer seeds it), so training starts from a
     wrong model as when identifying a real robot from a CAD guess; 0 starts at the URDF values.
+    ``dissipation``: the non-conservative force of the Lagrangian models (L-NODE, SyMo,
+    E2E-SyMo): ``"none"`` (the papers') or ``"joint"``, learned per-joint viscous and Coulomb
+    friction and an offset (:mod:`engine.models.dissipation`); the other models ignore it.
+    ``robot_substeps``: explicit integrator steps per ``h`` (a stiff Coulomb friction, slope
+    ``Fc / v_s`` near rest, may need more than one at a log's step).
     """
 
     dof: int = 1
@@ -64,6 +74,9 @@ class ModelSpec:
     system: str | None = None           # analytic system name (for_system); the robot model's URDF
     robot_learn: tuple = ("mass", "com", "inertia")  # robot model: learned kinds (ROBOT_KINDS)
     robot_perturb: float = 0.5          # robot model: initial guess = URDF x U[1 - p, 1 + p]; 0: URDF
+    robot: str | None = None            # robot model: library name or robot file (over ``system``)
+    robot_substeps: int = 1             # robot model: explicit steps per h (stiff Coulomb friction)
+    dissipation: str = "none"           # Lagrangian models: "none" or "joint" (engine/models/dissipation.py)
 
     def __post_init__(self):
         self.angle_mask = tuple(bool(a) for a in self.angle_mask)
@@ -78,7 +91,7 @@ class ModelSpec:
         if len(self.input_matrix) != self.dof or any(len(r) != self.control_dim for r in self.input_matrix):
             raise InputError(f"expected shape ({self.dof}, {self.control_dim})", owner="ModelSpec",
                              field="input_matrix")
-        for name in ("hidden", "layers", "newton_max_iter", "train_newton_max_iter"):
+        for name in ("hidden", "layers", "newton_max_iter", "train_newton_max_iter", "robot_substeps"):
             if int(getattr(self, name)) < 1:
                 raise InputError(
                     f"must be at least 1, got {getattr(self, name)}", owner="ModelSpec", field=name
@@ -107,6 +120,12 @@ class ModelSpec:
         if self.system is not None and not isinstance(self.system, str):
             raise InputError(f"expected a system name or None, got {self.system!r}", owner="ModelSpec",
                              field="system")
+        if self.dissipation not in ("none", "joint"):
+            raise InputError(f"expected 'none' or 'joint', got {self.dissipation!r}", owner="ModelSpec",
+                             field="dissipation")
+        if self.robot is not None and (not isinstance(self.robot, str) or not self.robot.strip()):
+            raise InputError(f"expected a robot name or file path, or None, got {self.robot!r}",
+                             owner="ModelSpec", field="robot", flag="--robot")
         self._check_sizes()
 
     def _check_sizes(self) -> None:

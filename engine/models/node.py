@@ -4,8 +4,10 @@ Both integrate ``xd = (qd, qdd)`` with an explicit step (RK4 or midpoint) of siz
 train on the MSE of the next state ``(q, qd)``.
 
 - NODE: ``qdd = MLP(embed(q), qd, u)``.
-- L-NODE: ``qdd = H(q)^-1 (B u - C(q, qd) - dV/dq)`` with the Cholesky inertia and potential
-  networks, ``C_i = sum_jk (dH_ij/dq_k - 1/2 dH_jk/dq_i) qd_j qd_k``.
+- L-NODE: ``qdd = H(q)^-1 (B u + Q(qd) - C(q, qd) - dV/dq)`` with the Cholesky inertia and
+  potential networks, ``C_i = sum_jk (dH_ij/dq_k - 1/2 dH_jk/dq_i) qd_j qd_k``, and ``Q`` the
+  learned non-conservative force of ``spec.dissipation`` (:mod:`engine.models.dissipation`;
+  none by default, as in the paper).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 from engine.data.windows import Windows
 from engine.integrators import get_stepper, small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
+from engine.models.dissipation import build_dissipation
 from engine.models.lagrangian import LagrangianNetworks
 from engine.models.nets import MLP, AngleEmbedding, embed_dim
 
@@ -60,17 +63,23 @@ class LNODE(_StateModel):
         self.lagrangian = LagrangianNetworks(
             spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init
         )
+        self.dissipation = build_dissipation(spec)
+
+    def generalized_force(self, qd, u):
+        """``B u`` plus the learned non-conservative force ``Q(qd)`` (spec.dissipation), (B, n)."""
+        F = self.force(u)
+        return F if self.dissipation is None else F + self.dissipation.force(qd).to(F.dtype)
 
     def acceleration(self, q, qd, u):
         if self.n == 1:  # C = (dH - dH/2) qd^2, H^-1 a division
-            return self.lagrangian.acceleration_1dof(q, qd, self.force(u))
+            return self.lagrangian.acceleration_1dof(q, qd, self.generalized_force(qd, u))
         t = self.lagrangian.terms(q, order=1)
         # dHqd[b, k, i] = sum_j dH_ij/dq_k qd_j
         dHqd = (t.dH @ qd.unsqueeze(-2).unsqueeze(-1)).squeeze(-1)
         c = (dHqd.transpose(-1, -2) @ qd.unsqueeze(-1)).squeeze(-1) - 0.5 * (dHqd @ qd.unsqueeze(-1)).squeeze(
             -1
         )
-        rhs = self.force(u) - c - t.dV
+        rhs = self.generalized_force(qd, u) - c - t.dV
         return small_solve(t.H, rhs)
 
     def vector_field(self, x, u):

@@ -78,6 +78,7 @@ def load_model(directory: str | Path, name: str = "model") -> tuple[LearnedDynam
 
 
 def _register_builtin():
+    from engine.models.hybrid import HybridDynamics
     from engine.models.node import LNODE, NODE, BlackBoxMLP
     from engine.models.robot import RobotDynamics
     from engine.models.symo import E2ESyMo, SyMo
@@ -91,6 +92,7 @@ def _register_builtin():
     register_model("mlp", BlackBoxMLP)
     register_model("robot-rk4", lambda s: RobotDynamics(s, "rk4"))
     register_model("robot-midpoint", lambda s: RobotDynamics(s, "midpoint"))
+    register_model("hybrid-rk4", lambda s: HybridDynamics(s, "rk4"))
 
 
 _register_builtin()

@@ -1,11 +1,14 @@
 """The learnable rigid-body robot as a learned dynamics model (``robot-rk4``, ``robot-midpoint``).
 
-A state model like L-NODE, with the networks replaced by the system's URDF: the acceleration
-is the rigid-body forward dynamics (Featherstone's ABA, :class:`engine.robots.model.RobotModel`)
+A state model like L-NODE, with the networks replaced by a robot description: the acceleration
+is the rigid-body forward dynamics (:class:`engine.robots.model.RobotModel`) with per-joint
+friction and actuation (:class:`engine.models.joint_friction.JointFriction`)
 
-    qdd = ABA(q, qd, B u - D qd)        (B: the spec's input matrix; D: the joint damping)
+    qdd = (M(q) + diag(Ia))^-1 (B u - C(q, qd) qd - g(q) - Fv qd - Fc tanh(qd / v_s) - tau0)
 
-integrated by an explicit step (RK4 or midpoint) of size ``h``, trained on the MSE of the next
+(B: the spec's input matrix; without armature, Coulomb friction and offset, Featherstone's ABA
+with the damping)
+integrated by ``spec.robot_substeps`` explicit steps (RK4 or midpoint) per ``h``, trained on the MSE of the next
 state ``(q, qd)``. The learnable parameters are the inertial parameters of every moving link
 (the child link of each movable joint; links rigidly attached to it keep their URDF values),
 in the robot engine's physically consistent parametrisations (softplus-positive mass, free
@@ -14,9 +17,13 @@ which kinds (default mass, com, inertia), ``spec.robot_perturb`` how far from th
 (see :class:`~engine.models.base.ModelSpec`). :meth:`RobotDynamics.mass_matrix` is the learned
 ``H(q)`` (CRBA).
 
-Which URDF: ``spec.system`` (filled by ``ModelSpec.for_system``) names the analytic system; its
-URDF (:data:`SYSTEM_URDFS`, under :func:`engine.paths.urdf_dir`) has the same joint order and
+Which robot: ``spec.robot`` (a library name or a URDF, xacro or MJCF path: any robot's log),
+else ``spec.system`` (filled by ``ModelSpec.for_system``), the analytic system, whose URDF
+(:data:`SYSTEM_URDFS`, under :func:`engine.paths.urdf_dir`) has the same joint order and
 conventions as ``engine.systems``, so the model with its URDF values is the analytic system.
+The robot file's damping, friction and armature (and an actuation file beside it, see
+:mod:`engine.models.robot_source`) start the joint friction; :meth:`RobotDynamics.inverse_dynamics`
+gives the joint torques, for the torque metrics of a comparison.
 
 Precision: the model runs in float64, the rigid-body engine's default (it is checked against
 Pinocchio in float64). The trainer and the metrics take the dtype of the model's first
@@ -37,10 +44,11 @@ from pathlib import Path
 import torch
 
 from engine.data.windows import Windows
-from engine.integrators import get_stepper
+from engine.integrators import get_stepper, small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
+from engine.models.joint_friction import FRICTION_KINDS, JointFriction
+from engine.models.robot_source import load_rigid_body
 from engine.paths import urdf_dir
-from engine.robots.model import RobotModel
 from engine.robots.parametrizations import moving_links
 
 __all__ = ["DAMPING_START", "SYSTEM_URDFS", "RobotDynamics", "urdf_for_system"]
@@ -57,9 +65,9 @@ def urdf_for_system(system: str | None) -> Path:
     """The URDF file of an analytic system; ``ValueError`` saying why there is none."""
     if system is None:
         raise ValueError(
-            "the robot model needs the analytic system whose URDF it learns (the model spec's "
-            "system), and this model spec names none (a spec made by hand or for a hardware log); "
-            f"build the spec for one of the systems {', '.join(SYSTEM_URDFS)}"
+            "the robot model needs a robot: name it (--robot: a library name, or a URDF, xacro or "
+            "MJCF file; the model spec's 'robot'), or build the spec for one of the analytic systems "
+            f"{', '.join(SYSTEM_URDFS)}"
         )
     try:
         name = SYSTEM_URDFS[system]
@@ -85,15 +93,17 @@ def _check_matches(robot, spec: ModelSpec, path: Path) -> None:
             )
 
 
-def _initial_guess(nominal, links: list[str], kinds: tuple, perturb: float):
-    """``nominal`` with the learned ``kinds`` of ``links`` scaled by ``U[1 - perturb, 1 + perturb]``
-    (torch's global RNG: one draw block (links, 6) whatever the kinds, so a seed gives the same mass
-    factors with or without, say, damping learned)."""
+def _initial_guess(nominal, links: list[str], kinds: tuple, perturb: float, damping: list[float]):
+    """``nominal`` with the learned ``kinds`` of ``links`` scaled by ``U[1 - perturb, 1 + perturb]``,
+    and the joint damping ``damping`` (n,) so perturbed when learned (torch's global RNG: one draw
+    block (links, 6) whatever the kinds, so a seed gives the same mass factors with or without,
+    say, damping learned). Returns the model and the damping start (n,)."""
+    damping = list(damping)
     if perturb == 0:
-        return nominal
+        return nominal, damping
     f = 1.0 + (2.0 * torch.rand(len(links), 6, dtype=torch.float64) - 1.0) * perturb
     joint_of = {j.child: j.name for j in nominal.description.joints}
-    kw = {}
+    kw: dict[str, dict] = {}
     with torch.no_grad():
         if "mass" in kinds:
             kw["mass"] = {l: float(nominal.link_mass(l)) * float(f[i, 0]) for i, l in enumerate(links)}
@@ -106,21 +116,19 @@ def _initial_guess(nominal, links: list[str], kinds: tuple, perturb: float):
                 l: nominal.link_inertia(l).detach().double().cpu() * f[i, 4] for i, l in enumerate(links)
             }
         if "damping" in kinds:
-            d = nominal.joint_damping().detach()
-            kw["damping"] = {
-                joint_of[l]: max(
-                    float(d[nominal.joint_names.index(joint_of[l])]) * float(f[i, 5]), DAMPING_START
-                )
-                for i, l in enumerate(links)
-            }
-    return nominal.with_link_params(**kw)
+            for i, l in enumerate(links):
+                if joint_of.get(l) in nominal.joint_names:
+                    j = nominal.joint_names.index(joint_of[l])
+                    damping[j] = max(damping[j] * float(f[i, 5]), DAMPING_START)
+    return nominal.with_link_params(**kw), damping
 
 
 class RobotDynamics(LearnedDynamics):
-    """``xd = (qd, ABA(q, qd, B u))`` of the system's URDF with learnable inertial parameters.
+    """``xd = (qd, qdd)`` of the robot's rigid body with joint friction (module doc), learnable.
 
-    ``robot``: the :class:`~engine.robots.model.RobotModel` (its ``learnable`` modules are this
-    model's parameters); ``links``: the moving links whose parameters are learned.
+    ``robot``: the rigid-body :class:`~engine.robots.model.RobotModel` (its ``learnable`` modules
+    are parameters of this model), ``friction``: the :class:`JointFriction` of its joints,
+    ``links``: the moving links whose inertial parameters are learned.
     """
 
     kind = "state"
@@ -129,33 +137,62 @@ class RobotDynamics(LearnedDynamics):
         super().__init__(spec)
         self.integrator = integrator
         self._stepper = get_stepper(integrator)
-        path = urdf_for_system(spec.system)
-        nominal = RobotModel.from_urdf(path, dtype=dtype)
-        _check_matches(nominal, spec, path)
+        path: Path | str = spec.robot if spec.robot is not None else urdf_for_system(spec.system)
+        start = load_rigid_body(path, dtype=dtype)
+        nominal = start.model
+        _check_matches(nominal, spec, Path(start.path))
         self.links = moving_links(nominal)[0]
-        if not self.links:
-            raise ValueError(f"{path}: no moving link has an <inertial>; there is nothing to learn")
-        self.robot = _initial_guess(nominal, self.links, spec.robot_learn, spec.robot_perturb)
+        inertial_kinds = tuple(k for k in spec.robot_learn if k in ("mass", "com", "inertia"))
+        if not self.links and inertial_kinds:
+            raise ValueError(f"{start.path}: no moving link has an <inertial>; there is nothing to learn")
+        self.robot, damping = _initial_guess(nominal, self.links, spec.robot_learn, spec.robot_perturb,
+                                             start.friction["damping"])
         for link in self.links:
-            for kind in spec.robot_learn:
+            for kind in inertial_kinds:
                 self.robot.make_learnable(link, kind)
+        self.friction = JointFriction(
+            nominal.dof, {**start.friction, "damping": damping},
+            learn=[k for k in spec.robot_learn if k in FRICTION_KINDS],
+            velocity_scale=start.velocity_scale, dtype=dtype)
         self.B = self.B.to(dtype)
+
+    def _acceleration(self, q: torch.Tensor, qd: torch.Tensor, force: torch.Tensor) -> torch.Tensor:
+        f = self.friction
+        if not any(k in f.learned for k in ("coulomb", "armature", "offset")) and not bool(
+                f.value("coulomb").any() or f.value("armature").any() or f.value("offset").any()):
+            # damping only: ABA, O(n)
+            return self.robot.forward_dynamics(q, qd, force - f.value("damping").to(qd.dtype) * qd)
+        M = self.robot.mass_matrix(q) + torch.diag_embed(
+            f.value("armature").to(q.dtype).expand(q.shape))
+        rhs = force - self.robot.bias_forces(q, qd) - f.dissipative_torque(qd)
+        return small_solve(M, rhs)
 
     def vector_field(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """``(qd, qdd)`` (..., 2n) for states ``x`` (..., 2n) and controls ``u`` (..., m)."""
         q, qd = x[..., : self.n], x[..., self.n:]
-        qdd = self.robot.forward_dynamics(q, qd, self.force(u), damping=True)
+        qdd = self._acceleration(q, qd, self.force(u))
         return torch.cat([qd, qdd.to(x.dtype)], -1)
 
     def step(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return self._stepper(self.vector_field, x, u, self.h)
+        k = int(self.spec.robot_substeps)
+        for _ in range(k):
+            x = self._stepper(self.vector_field, x, u, self.h / k)
+        return x
 
     def loss(self, w: Windows) -> torch.Tensor:
         return ((self.step(w.x, w.u) - w.x_next) ** 2).mean()
 
+    def inverse_dynamics(self, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor) -> torch.Tensor:
+        """Generalised joint forces ``M qdd + C qd + g + tau_joint(qd, qdd)`` (..., n), N m, for
+        ``q``, ``qd``, ``qdd`` (..., n) (the controls are ``B^+`` of it)."""
+        tau = self.robot.inverse_dynamics(q, qd, qdd)
+        return (tau + self.friction.torque(qd, qdd)).to(q.dtype)
+
     def mass_matrix(self, q: torch.Tensor) -> torch.Tensor:
-        """The learned inertia matrix ``H(q)`` (..., n, n)."""
-        return self.robot.mass_matrix(q).to(q.dtype)
+        """The learned inertia matrix ``H(q)`` (..., n, n) (CRBA, armature on the diagonal)."""
+        M = self.robot.mass_matrix(q)
+        return (M + torch.diag_embed(self.friction.value("armature").to(M.dtype).expand(M.shape[:-1]))).to(
+            q.dtype)
 
     def potential_energy(self, q: torch.Tensor) -> torch.Tensor:
         """The learned gravitational potential ``V(q)`` (...), J (zero at the world origin)."""
@@ -165,9 +202,16 @@ class RobotDynamics(LearnedDynamics):
         """Current (learned) values of every moving link: ``{link: {"mass": kg, "com": [m] * 3,
         "inertia": 3x3 kg m^2 about the CoM, "damping": N m s/rad of its joint}}`` (plain floats)."""
         joint_of = {j.child: j.name for j in self.robot.description.joints}
+        damping = self.friction.values()["damping"]
+        names = list(self.robot.joint_names)
         with torch.no_grad():
-            damping = self.robot.joint_damping()
             return {l: {"mass": float(self.robot.link_mass(l)), "com": self.robot.link_com(l).tolist(),
                         "inertia": self.robot.link_inertia(l).tolist(),
-                        "damping": float(damping[self.robot.joint_names.index(joint_of[l])])}
+                        "damping": damping[names.index(joint_of[l])] if joint_of.get(l) in names else 0.0}
                     for l in self.links}
+
+    def joint_parameters(self) -> dict[str, dict[str, float]]:
+        """Current friction and actuation of every joint: ``{joint: {"damping": N m s/rad,
+        "coulomb": N m, "armature": kg m^2, "offset": N m}}``."""
+        vals = self.friction.values()
+        return {name: {k: vals[k][i] for k in FRICTION_KINDS} for i, name in enumerate(self.robot.joint_names)}

@@ -14,6 +14,10 @@ and Newton's Jacobian ``J = dg / dq_{k+1}``::
 
     J = -H/h - 1/2 dHv^T + 1/2 dHv + h/8 v^T d2H v - h/4 d2V     (all at m = (q_k + q_{k+1})/2)
 
+With ``spec.dissipation`` (:mod:`engine.models.dissipation`) the learned non-conservative force
+``Q(v)`` adds the midpoint discrete forces ``h/2 Q(v_{k-1,k}) + h/2 Q(v_{k,k+1})`` to ``g``, and
+``1/2 dQ/dv`` (diagonal) to ``J``.
+
 - SyMo trains on ``|g|^2`` of observed triples and predicts by Newton from ``2 q_k - q_{k-1}``.
 - E2E-SyMo trains on ``|q^_{k+1} - q_{k+1}|^2`` through :class:`ImplicitNewtonLayer`, whose
   backward applies the implicit function theorem (never back-propagating through iterations).
@@ -26,6 +30,7 @@ import torch
 from engine.data.windows import Windows
 from engine.integrators import small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
+from engine.models.dissipation import build_dissipation
 from engine.models.lagrangian import LagrangianNetworks
 
 __all__ = [
@@ -124,9 +129,22 @@ class DiscreteLagrangianModel(LearnedDynamics):
         self.lagrangian = LagrangianNetworks(
             spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init
         )
+        self.dissipation = build_dissipation(spec)
 
     def mass_matrix(self, q):
         return self.lagrangian.mass_matrix(q)
+
+    def dissipative_force(self, qa, qb):
+        """The midpoint discrete force ``h/2 Q((qb - qa)/h)`` (B, n) of the learned dissipation, or 0."""
+        if self.dissipation is None:
+            return torch.zeros_like(qa)
+        return 0.5 * self.h * self.dissipation.force((qb - qa) / self.h).to(qa.dtype)
+
+    def _dissipative_jacobian(self, qa, qb):
+        """``d/dqb [h/2 Q((qb - qa)/h)] = 1/2 dQ/dv`` (B, n, n) (diagonal), or None."""
+        if self.dissipation is None:
+            return None
+        return torch.diag_embed(0.5 * self.dissipation.force_derivative((qb - qa) / self.h).to(qa.dtype))
 
     def _slot_terms(self, qa, qb, order=1):
         """``(Hv, dHv, quad, terms, v)`` at the midpoint of (qa, qb): dHv[k] = dH/dq_k v, quad[k] = v^T dH/dq_k v."""
@@ -157,7 +175,7 @@ class DiscreteLagrangianModel(LearnedDynamics):
         """``qd_{k+1} = H(q_{k+1})^-1 p_{k+1}`` with the discrete Legendre transform
         ``p_{k+1} = D2 Ld(q_k, q_{k+1}) + fd+(u_k, u_{k+1})`` (B, n): the variational integrator's
         own velocity, second-order accurate (``(q_{k+1} - q_k)/h`` is the midpoint velocity, O(h) off)."""
-        p = self.d2_ld(q, q_next) + 0.25 * self.h * self.force(u + u_next)
+        p = self.d2_ld(q, q_next) + 0.25 * self.h * self.force(u + u_next) + self.dissipative_force(q, q_next)
         return small_solve(self.lagrangian.mass_matrix(q_next), p)
 
     def forces(self, u_prev, u, u_next):
@@ -168,18 +186,22 @@ class DiscreteLagrangianModel(LearnedDynamics):
         """The DEL residual ``g`` (B, n); both collocation points in one network pass (2B)."""
         B = q.shape[0]
         d1, d2 = self._slots(torch.cat([q_prev, q]), torch.cat([q, q_next]))
-        return d2[:B] + d1[B:] + self.forces(u_prev, u, u_next)
+        g = d2[:B] + d1[B:] + self.forces(u_prev, u, u_next)
+        if self.dissipation is not None:
+            g = g + self.dissipative_force(q_prev, q) + self.dissipative_force(q, q_next)
+        return g
 
     def _newton_problem(self, q_prev, q, u_prev, u, u_next, const=None):
         """Closures for Newton in ``q_{k+1}``: ``(residual(z), residual_and_jacobian(z))``.
 
         ``const``: the part of ``g`` that does not depend on ``q_{k+1}``,
-        ``D2 Ld(q_{k-1}, q_k) + fd+ + fd-`` (B, n), when the caller has it already.
+        ``D2 Ld(q_{k-1}, q_k) + fd+ + fd-`` (B, n) (with the dissipation's ``h/2 Q(v_{k-1,k})``),
+        when the caller has it already.
         """
         h = self.h
         if const is None:
             with torch.no_grad():
-                const = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)
+                const = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next) + self.dissipative_force(q_prev, q)
 
         def residual(z):
             return self.residual(q_prev, q, z, u_prev, u, u_next)
@@ -189,17 +211,22 @@ class DiscreteLagrangianModel(LearnedDynamics):
                 qk = q if rows is None else q[rows]
                 Hv, dHv, quad, t, v = self._slot_terms(qk, z, order=2)
                 if graph:
-                    c = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next)
+                    c = self.d2_ld(q_prev, q) + self.forces(u_prev, u, u_next) + self.dissipative_force(q_prev, q)
                 else:
                     c = const if rows is None else const[rows]
                 g = c + (-Hv + 0.25 * h * quad - 0.5 * h * t.dV)
+                if self.dissipation is not None:
+                    g = g + self.dissipative_force(qk, z)
                 if self.n == 1:  # the dHv terms cancel; v^T d2H v = d2H v^2
                     J = (-t.H.reshape(v.shape) / h + 0.125 * h * t.d2H.reshape(v.shape) * v * v
                          - 0.25 * h * t.d2V.reshape(v.shape)).unsqueeze(-1)
-                    return g, J
-                vv = v.unsqueeze(-1) * v.unsqueeze(-2)
-                d2Hvv = (t.d2H * vv.unsqueeze(-3).unsqueeze(-3)).sum((-1, -2))
-                J = -t.H / h - 0.5 * dHv.transpose(-1, -2) + 0.5 * dHv + 0.125 * h * d2Hvv - 0.25 * h * t.d2V
+                else:
+                    vv = v.unsqueeze(-1) * v.unsqueeze(-2)
+                    d2Hvv = (t.d2H * vv.unsqueeze(-3).unsqueeze(-3)).sum((-1, -2))
+                    J = -t.H / h - 0.5 * dHv.transpose(-1, -2) + 0.5 * dHv + 0.125 * h * d2Hvv - 0.25 * h * t.d2V
+                dJ = self._dissipative_jacobian(qk, z)
+                if dJ is not None:
+                    J = J + dJ
             return g, J
 
         return residual, residual_and_jacobian
@@ -226,11 +253,12 @@ class DiscreteLagrangianModel(LearnedDynamics):
             return implicit_newton(r, rj, (2.0 * q - q_prev).detach(), tol, max_iter)
         # the slot that does not depend on q_{k+1} once, with its graph: Newton's constant and
         # part of the residual at the root (instead of a separate graph-free pass)
-        f = self.forces(u_prev, u, u_next)
+        f = self.forces(u_prev, u, u_next) + self.dissipative_force(q_prev, q)
         d2 = self.d2_ld(q_prev, q)
         _, rj = self._newton_problem(q_prev, q, u_prev, u, u_next, const=(d2 + f).detach())
         return implicit_newton(
-            lambda z: d2 + self.d1_ld(q, z) + f, rj, (2.0 * q - q_prev).detach(), tol, max_iter
+            lambda z: d2 + self.d1_ld(q, z) + f + self.dissipative_force(q, z), rj, (2.0 * q - q_prev).detach(),
+            tol, max_iter
         )
 
     def solve_next_unrolled(self, q_prev, q, u_prev, u, u_next, iterations=20):

@@ -7,21 +7,36 @@ metrics :mod:`engine.training.evaluation`, the tables :mod:`engine.training.repo
 
 from __future__ import annotations
 
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from engine.data.log_dataset import LogSystem, log_dataset
 from engine.devices import resolve_device
 from engine.io import finite_or_none
+from engine.jobs import ProgressSpan
 from engine.logs import LogMapping, PrepareConfig, prepare_log, read_log
 from engine.models import ModelSpec, build_model, model_names
 from engine.runs import Run, RunError
 from engine.training.config import TrainConfig
 from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
+from engine.training.robot_compare import (
+    ON_IDENTIFIED,
+    RIGID_BODY_MODELS,
+    check_models,
+    identify_robot_file,
+    rigid_body_row,
+    robot_setup,
+    rollout_rmse,
+    torque_columns,
+    torque_samples,
+    torque_scale_check,
+)
 from engine.training.trainer import (
     TrainingDiverged,
     check_metrics,
@@ -177,7 +192,8 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
 
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
-                   config: LogCompareConfig | None = None, ctx=None, runs_dir=None) -> list[dict]:
+                   config: LogCompareConfig | None = None, ctx=None, runs_dir=None,
+                   robot: str | None = None, identify=None) -> list[dict]:
     """Read, map and prepare a log, train each model type on it, and return the compare table.
 
     ``models``: model type names (``engine.models.model_names()``), or one comma-separated string;
@@ -186,31 +202,96 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     model's run folder goes (``<runs_dir>/<model>``; none without it). Returns one row per model
     (see :func:`train_and_evaluate`) plus ``log`` and ``data_hash``; raises ``LogError`` /
     ``ValueError`` on bad input, before any training starts.
+
+    ``robot``: the robot whose log this is (library name, URDF, xacro or MJCF path; see
+    :mod:`engine.training.robot_compare`): the log's joints are matched to it by name (a
+    mismatch is refused before any training), the robot models learn it, the rows ``urdf``
+    and ``rigid-body`` (identified) become available, and every row gets the inverse-dynamics
+    metrics ``torque_rmse`` (N m), ``torque_rmse_per_joint`` (or ``torque_note``, why none),
+    ``noise_level`` (N m, per joint in ``noise_level_per_joint``) and ``rollout_rmse``
+    ``{"0.1": rad, ...}`` (q's RMSE at 0.1, 0.5, 1 s where the horizon reaches). A model that
+    fails is one row with its ``error``; the others still get theirs. ``identify``: the
+    identification behind the ``rigid-body`` row (see
+    :func:`~engine.training.robot_compare.rigid_body_row`; the CLI passes
+    :func:`engine.identification.from_log.identify_from_log`).
     """
     if isinstance(models, str):
         models = [m.strip() for m in models.split(",") if m.strip()]
     models = list(models)
-    known = model_names()
+    known = model_names() + list(RIGID_BODY_MODELS)
     for m in models:
         if m not in known:
             raise ValueError(f"unknown model type {m!r}; choose from {', '.join(known)}")
     if not models:
         raise ValueError("give at least one model type")
+    check_models(models, robot)
     config = config or LogCompareConfig()
     if epochs is not None:
         config = LogCompareConfig(**{**config.to_dict(), "epochs": int(epochs)})
     mapping = LogMapping.load(mapping_path)
+    setup = None if robot is None else robot_setup(robot, mapping)   # joints matched before any work
+    if setup is not None:
+        mapping = setup.mapping
     table = read_log(log_path, ctx)
-    prepared = prepare_log(table, mapping, prepare or PrepareConfig())
+    prepare = prepare or PrepareConfig()
+    prepared = prepare_log(table, mapping, prepare)
     data = log_dataset(prepared, config.steps, config.horizon)
+    prepared_id = None
+    samples: dict | None = None
+    if setup is not None:
+        prepared_id, samples = torque_samples(table, mapping, prepare)
+        warning = torque_scale_check(setup, samples)
+        if warning:
+            setup.notes.append(f"warning: {warning}")
     rows = []
     span = 1.0 / len(models)
-    for i, name in enumerate(models):
-        tc = train_config_for(name, data, config)
-        out = train_and_evaluate(name, data, tc, ctx=ctx, progress_span=(i * span, (i + 1) * span),
-                                 run_dir=None if runs_dir is None else Path(runs_dir) / name)
-        row = dict(out["row"])
-        row["log"] = str(log_path)
-        row["data_hash"] = prepared.data_hash
-        rows.append(row)
+    with tempfile.TemporaryDirectory() as tmp:
+        identified: dict = {}   # the identified robot file, once, for rigid-body and hybrid-rk4
+
+        def identified_file(i):
+            assert setup is not None   # check_models: these rows need a robot
+            if not identified:
+                folder = Path(runs_dir) / "rigid-body" if runs_dir is not None else Path(tmp)
+                t0 = time.perf_counter()
+                part = None if ctx is None else ProgressSpan(ctx, i * span, (i + 0.5) * span, "identification",
+                                                             ceiling=0.999)
+                path, report = identify_robot_file(setup, prepared_id, folder, identify, part)
+                identified.update(path=path, report=report, seconds=time.perf_counter() - t0)
+            return identified["path"]
+
+        for i, name in enumerate(models):
+            t0 = time.perf_counter()
+            try:
+                if name in RIGID_BODY_MODELS:
+                    assert setup is not None and samples is not None   # check_models
+                    source = setup.source if name == "urdf" else identified_file(i)
+                    row = rigid_body_row(name, setup, source, data, samples,
+                                         identified.get("seconds", 0.0) if name != "urdf" else 0.0)
+                    if name != "urdf":
+                        row.update(identified["report"], saved_urdf=identified["path"] if runs_dir else None)
+                else:
+                    overrides = dict(setup.spec_overrides) if setup else None
+                    if name in ON_IDENTIFIED and overrides is not None:
+                        overrides.update(robot=identified_file(i), robot_learn=("mass",))
+                    tc = train_config_for(name, data, config)
+                    out = train_and_evaluate(name, data, tc, overrides, ctx=ctx,
+                                             progress_span=(i * span, (i + 1) * span),
+                                             run_dir=None if runs_dir is None else Path(runs_dir) / name)
+                    row = dict(out["row"])
+                    if samples is not None:
+                        row.update(torque_columns(out["model"], samples))
+            except (ValueError, RuntimeError, TrainingDiverged) as exc:   # one row with its reason
+                if setup is None:
+                    raise
+                row = {"model": name, "system": data.system.name, "error": str(exc),
+                       "seconds": time.perf_counter() - t0}
+            if setup is not None and samples is not None:
+                row["rollout_rmse"] = rollout_rmse(row.get("horizon_mse") or [], data.h)
+                row["noise_level"] = float(np.sqrt(np.mean(samples["noise"] ** 2)))
+                row["noise_level_per_joint"] = [float(v) for v in samples["noise"]]
+                row["robot"] = setup.source
+                row["notes"] = list(setup.notes)
+            row["log"] = str(log_path)
+            row["data_hash"] = prepared.data_hash
+            rows.append(row)
     return rows

@@ -40,6 +40,7 @@ class TrainConfig:
     threads: int | None = 1             # torch intra-op threads (process-wide; None: leave as is). One thread
                                         # is fastest for these small networks; more oversubscribes a busy CPU
     device: str = "cpu"                 # cpu, cuda, cuda:N or auto (engine/devices.py; --device)
+    robot: str | None = None            # robot models: the robot learned (library name or robot file; --robot)
 
     def __post_init__(self):
         check_choice("training setting", "system (--system)", self.system, PROTOCOLS)
@@ -48,6 +49,9 @@ class TrainConfig:
                 f"expected the log's name, got {self.log!r}", owner="training setting", field="log"
             )
         self.device = parse_device_name(self.device)  # a name; resolved where the model is built
+        if self.robot is not None and not (isinstance(self.robot, str) and self.robot.strip()):
+            raise InputError(f"expected a robot name or file, got {self.robot!r}", owner="training setting",
+                             field="robot (--robot)")
         protocol_for(self.system)
         self._check_sizes()  # plain-language messages naming the flag (engine/validation.py)
 

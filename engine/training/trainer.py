@@ -62,8 +62,9 @@ class TrainResult:
 def build_for(config: TrainConfig, dataset: TrajectoryDataset) -> LearnedDynamics:
     """A fresh model for ``config`` on ``dataset``'s system, seeded by ``config.seed``."""
     torch.manual_seed(config.seed)
+    extra = {} if getattr(config, "robot", None) is None else {"robot": config.robot}
     spec = ModelSpec.for_system(dataset.system, dataset.h, hidden=config.width, layers=config.layers,
-                                init=config.init)
+                                init=config.init, **extra)
     return build_model(config.model, spec).to(resolve_device(config.device))  # float32 unless asked
 
 

@@ -159,8 +159,9 @@ def test_cli_rejects_an_unknown_kind(capsys):
     from engine.cli import main
 
     rc = main(["identify", "log", str(resource("logs", "panda_joints.csv")),
-               "--mapping", str(resource("logs", "panda_joints.mapping.json")), "--learn", "mass,friction"])
-    assert rc == 2 and "friction" in capsys.readouterr().err
+               "--mapping", str(resource("logs", "panda_joints.mapping.json")), "--learn", "mass,stiction"])
+    err = capsys.readouterr().err   # "friction" is accepted (the URDF's word for coulomb); this is not
+    assert rc == 2 and "stiction" in err and "coulomb" in err
 
 
 def test_full_inertial_fit_flags_combinations_and_still_predicts_at_the_noise_level(panda):

@@ -143,7 +143,8 @@ def test_loss_gradients_match_finite_differences():
         return ((model.step(ds_x, u) - target) ** 2).mean()
 
     params = dict(model.named_parameters())
-    assert len(params) == 2 * 5    # cart and pole: mass, com, inertia (2 tensors), damping
+    # cart and pole: mass, com, inertia (2 tensors); the joints' damping, one (2,) vector
+    assert len(params) == 2 * 4 + 1 and params["friction._damping_raw"].shape == (2,)
     grads = torch.autograd.grad(loss(), list(params.values()))
     eps = 1e-6
     checked = 0
@@ -192,7 +193,7 @@ def test_checkpoint_round_trip_gives_identical_predictions(tmp_path):
     # a robot checkpoint that does not say its system cannot be rebuilt, and says why
     meta["hyperparameters"].pop("system")
     (tmp_path / "model.json").write_text(json.dumps(meta))
-    with pytest.raises(CheckpointError, match="the model spec's system"):
+    with pytest.raises(CheckpointError, match="the robot model needs a robot: name it"):
         load_model(tmp_path)
 
 
@@ -236,7 +237,8 @@ def test_spec_fields_validate_and_missing_urdfs_are_clear_errors(monkeypatch, tm
     from engine.robots.parametrizations import KINDS
     from engine.validation import InputError
 
-    assert ROBOT_KINDS == KINDS and {"robot-rk4", "robot-midpoint"} <= set(model_names())
+    assert ROBOT_KINDS[:4] == KINDS and ROBOT_KINDS[3:] == ("damping", "coulomb", "armature", "offset")
+    assert {"robot-rk4", "robot-midpoint"} <= set(model_names())
     assert ModelSpec.for_system(get_system("cartpole"), 0.05).system == "cartpole"
     assert ModelSpec(robot_learn="mass, damping").robot_learn == ("mass", "damping")
     for bad in ({"robot_learn": ("mass", "volume")}, {"robot_learn": ()}, {"robot_learn": ("mass", "mass")},
@@ -244,7 +246,7 @@ def test_spec_fields_validate_and_missing_urdfs_are_clear_errors(monkeypatch, tm
         with pytest.raises(InputError, match="^robot_") as info:
             ModelSpec(**bad)
         assert info.value.owner == "ModelSpec" and info.value.field in ("robot_learn", "robot_perturb")
-    with pytest.raises(ValueError, match="the model spec's system"):
+    with pytest.raises(ValueError, match="the robot model needs a robot: name it"):
         build_model("robot-rk4", ModelSpec())
     with pytest.raises(ValueError, match="no URDF for system 'double_pendulum'"):
         build_model("robot-rk4", ModelSpec(dof=2, angle_mask=(True, True), input_matrix=((1.0,), (0.0,)),

@@ -1,0 +1,61 @@
+"""Joint torques in a log: the preparation that suits inverse dynamics, and the torque noise.
+
+Shared by identification (:mod:`engine.identification.from_log`) and the comparison of models on
+a robot's log (:mod:`engine.training.robot_compare`), which judge torques against the same noise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.logs.prepare import PrepareConfig
+
+__all__ = ["robot_prepare_config", "torque_noise_level", "torque_scale_warning"]
+
+
+def robot_prepare_config(**overrides):
+    """The log preparation that suits identification: accelerations (and velocities) as
+    Savitzky-Golay derivatives of ``q`` (window 31, polyorder 5 at ~100 Hz), torques not
+    smoothed (their noise is estimated from them), the last 30 % of the time held out.
+    ``overrides`` replace any :class:`engine.logs.PrepareConfig` field."""
+    base = {"window": 31, "polyorder": 5, "derivative": "savgol", "use_logged_velocities": False,
+            "accelerations": True, "smooth_controls": False, "val_fraction": 0.3}
+    base.update(overrides)
+    return PrepareConfig(**base)
+
+
+def torque_noise_level(tau: np.ndarray, window: int = 21, polyorder: int = 5, trim: int = 0) -> np.ndarray:
+    """Per-column white-noise standard deviation of ``tau`` (N, k), in its units, ``(k,)``.
+
+    The residual ``r = tau - S tau`` of a Savitzky-Golay filter ``S`` (a local polynomial
+    projection) has, for white noise of standard deviation ``sigma``, the standard deviation
+    ``sigma sqrt(1 - c0)`` (``c0``: the centre coefficient); slowly varying signals pass
+    ``S`` and leave no residual. ``trim`` samples are dropped at each end (filter edges).
+    """
+    from scipy.signal import savgol_coeffs, savgol_filter
+
+    tau = np.asarray(tau, dtype=np.float64)
+    if tau.ndim != 2 or tau.shape[0] < window + 2 * trim:
+        raise ValueError(f"torque_noise_level: need (N, k) torques with N >= {window + 2 * trim}, "
+                         f"got shape {tau.shape}")
+    r = tau - savgol_filter(tau, window, polyorder, axis=0, mode="interp")
+    h = window // 2
+    inner = r[max(trim, h):tau.shape[0] - max(trim, h)]
+    c0 = float(savgol_coeffs(window, polyorder)[h])
+    return np.sqrt((inner ** 2).mean(0) / (1.0 - c0))
+
+
+def torque_scale_warning(logged: np.ndarray, modelled: np.ndarray, joint_names: list[str],
+                         low: float = 0.2, high: float = 5.0) -> str | None:
+    """A plain warning when the logged torques (N, n) are far from the scale of a model's torques
+    for the same motion (N, n) (e.g. mN m logged as N m, motor-side torques before the gear): the
+    ratio of their RMS, over all joints and per joint, outside ``[low, high]``; None otherwise."""
+    lg, md = np.asarray(logged, dtype=float), np.asarray(modelled, dtype=float)
+    per = np.sqrt((lg ** 2).mean(0)) / np.maximum(np.sqrt((md ** 2).mean(0)), 1e-12)
+    overall = float(np.sqrt((lg ** 2).mean()) / max(float(np.sqrt((md ** 2).mean())), 1e-12))
+    off = [f"{n} x{r:.3g}" for n, r in zip(joint_names, per) if not low <= r <= high]
+    if low <= overall <= high and not off:
+        return None
+    return (f"the logged torques are {overall:.3g} times the robot model's for the same motion (per joint: "
+            f"{', '.join(off) or 'all within range'}); check the torque units (N m, not mN m) and whether they "
+            "are motor-side (before the gear)")
