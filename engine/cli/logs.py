@@ -182,8 +182,10 @@ def register(subparsers) -> None:
                                    f"episodes ({', '.join(EPISODE_COLUMNS)} column) becomes one data set of "
                                    "separate runs: each episode prepared on its own, no training window "
                                    "crossing from one episode into the next, and the last episodes "
-                                   "(--val-fraction of them, at least one) held out for validation; "
-                                   "--val-range/--train-range then apply within every episode.")
+                                   "(--val-fraction of them, at least one) held out for validation. "
+                                   "Times are each episode's own: --val-range/--train-range (which then "
+                                   "replace the split by episode) and --t-start/--t-end apply within "
+                                   "every episode.")
     p.add_argument("file")
     p.add_argument("--mapping", required=True, help="mapping JSON (LogMapping)")
     p.add_argument("--out", required=True, help="output .npz (PreparedLog)")
