@@ -200,11 +200,29 @@ def _time_problems(table: LogTable, t: np.ndarray, rows: np.ndarray, column: str
     return problems
 
 
+def _runs(table: LogTable, problems: list[Problem]) -> dict[str, np.ndarray]:
+    """The runs whose time must increase, as ``{" in episode 3": rows}``: each episode of a log
+    of several (its clock restarts), each topic of a recording of several (two topics may
+    share an instant), else the whole table (``{"": all rows}``)."""
+    if table.sparse:
+        topics = [c[:-2] for c in table.columns if c.endswith("/t") and c != "t"]
+        return {f" on {topic}": np.flatnonzero(np.isfinite(table.data[f"{topic}/t"])) for topic in topics} \
+            or {"": np.arange(table.n_rows)}
+    try:
+        groups = episode_rows(table)
+    except LogError as exc:
+        problems.append(Problem("episode", exc.reason, column=None if exc.column is None else str(exc.column),
+                                line=exc.line))
+        groups = {}
+    return {f" in episode {e}": rows for e, rows in groups.items()} or {"": np.arange(table.n_rows)}
+
+
 def find_problems(table: LogTable, time_column: str | None = None, max_per_column: int = 5) -> list[Problem]:
     """Every problem found (never raises): non-increasing time, NaN gaps, empty columns.
 
     In a log of several episodes (:mod:`engine.logs.episodes`) time is checked within each
-    episode: a clock that restarts at an episode's start is not a problem."""
+    episode: a clock that restarts at an episode's start is not a problem; in a recording of
+    several topics, within each topic (two topics' messages may share an instant)."""
     problems: list[Problem] = []
     if table.n_rows == 0:
         return [Problem("empty", "the log has no rows")]
@@ -213,17 +231,10 @@ def find_problems(table: LogTable, time_column: str | None = None, max_per_colum
         problems.append(Problem("time", "no increasing column that could be time; map one, or give a "
                                         "sample period"))
     else:
-        try:
-            groups = episode_rows(table)
-        except LogError as exc:
-            problems.append(Problem("episode", exc.reason, column=None if exc.column is None else str(exc.column),
-                                    line=exc.line))
-            groups = {}
+        runs = _runs(table, problems)
         t = table.column(time_column)
-        if not groups:
-            problems += _time_problems(table, t, np.arange(table.n_rows), time_column, "", max_per_column)
-        for episode, rows in groups.items():   # each episode restarts its clock: checked on its own
-            found = _time_problems(table, t, rows, time_column, f" in episode {episode}", max_per_column)
+        for where, rows in runs.items():
+            found = _time_problems(table, t, rows, time_column, where, max_per_column)
             problems += found[:max(0, max_per_column - sum(p.kind in ("time", "gap") for p in problems))]
     for col in table.columns:
         v = table.data[col]

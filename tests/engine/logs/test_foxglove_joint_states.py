@@ -117,3 +117,25 @@ def test_foxglove_joint_states_replay_on_the_panda_by_name(foxglove_mcap, capsys
     np.testing.assert_allclose(replay.t, t, atol=1e-9)
     np.testing.assert_allclose(replay.q, q, atol=1e-12)
     np.testing.assert_allclose(replay.qd, qd, atol=1e-12)
+
+
+def test_topics_sharing_an_instant_are_no_time_problem(tmp_path, capsys):
+    """Two topics logged at the same instants: the recording's clock repeats between topics,
+    which is no problem; a stamp that goes back within a topic is, named with its topic."""
+    from mcap_protobuf.writer import Writer
+
+    JointStates, JointState = _foxglove_classes()
+    path = tmp_path / "two.mcap"
+    with open(path, "wb") as fh, Writer(fh) as writer:
+        for k in range(50):
+            ns = 1_700_000_000 * 10**9 + k * 10_000_000
+            for topic in ("/left/joint_states", "/right/joint_states"):
+                msg = JointStates(joints=[JointState(name="j1", position=0.01 * k)])
+                msg.timestamp.FromNanoseconds(ns - (20_000_000 if topic == "/right/joint_states" and k == 30 else 0))
+                writer.write_message(topic, msg, log_time=ns, publish_time=ns)
+    assert main(["logs", "inspect", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["problems"] == []
+    assert main(["logs", "inspect", str(path), "--time", "/right/joint_states/timestamp", "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert [p["kind"] for p in problems] == ["time"] and problems[0]["row"] == 2 * 30 + 1
+    assert "not increasing on /right/joint_states" in problems[0]["message"]
