@@ -8,8 +8,8 @@ columns named ``<topic>/<field path>``: nested messages by path (``/odom/pose/po
 numeric arrays by index (``/imu/orientation_covariance/0``) or, when the message has a
 ``name`` list of the same length (``sensor_msgs/JointState``, the older array form of
 ``foxglove.JointState``), by that name (``/joint_states/position/panda_joint1``). A list of
-messages that each carry a ``name`` (``foxglove.JointStates``: ``joints``, one
-``foxglove.JointState`` per joint) is keyed by those names
+messages that each carry a ``name`` (``foxglove.JointStates`` in protobuf or JSON, ROS 2
+``foxglove_msgs/msg/JointStates``: ``joints``, one ``JointState`` per joint) is keyed by those names
 (``/arm/joint_states/joints/panda_joint1/position``); where a message's entries have no
 names, or repeat one, that message's entries are indexed (``.../joints/0/position``) and a
 note says so. Optional fields a message leaves out give no value (NaN), not 0.

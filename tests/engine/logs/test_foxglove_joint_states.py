@@ -139,3 +139,30 @@ def test_topics_sharing_an_instant_are_no_time_problem(tmp_path, capsys):
     problems = json.loads(capsys.readouterr().out)["problems"]
     assert [p["kind"] for p in problems] == ["time"] and problems[0]["row"] == 2 * 30 + 1
     assert "not increasing on /right/joint_states" in problems[0]["message"]
+
+
+def test_ros2_foxglove_msgs_joint_states_named_by_joint(tmp_path):
+    """The ROS 2 form (foxglove_msgs/msg/JointStates, written by rosbags into an MCAP bag)."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    store.register(get_types_from_msg("string name\nfloat64 position\nfloat64 velocity\nfloat64 acceleration\n"
+                                      "float64 effort\n", "foxglove_msgs/msg/JointState"))
+    store.register(get_types_from_msg("builtin_interfaces/Time timestamp\nfoxglove_msgs/JointState[] joints\n",
+                                      "foxglove_msgs/msg/JointStates"))
+    JointStates, JointState = store.types["foxglove_msgs/msg/JointStates"], store.types["foxglove_msgs/msg/JointState"]
+    Time = store.types["builtin_interfaces/msg/Time"]
+    t, q, qd = _trajectory(40)
+    with Writer(tmp_path / "bag", version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        conn = writer.add_connection("/arm/joint_states", JointStates.__msgtype__, typestore=store)
+        for k in range(len(t)):
+            ns = 1_700_000_000 * 10**9 + int(round(t[k] * 1e9))
+            joints = [JointState(name=JOINTS[j], position=q[k, j], velocity=qd[k, j], acceleration=0.0, effort=0.0)
+                      for j in reversed(range(7))]
+            msg = JointStates(timestamp=Time(sec=ns // 10**9, nanosec=ns % 10**9), joints=joints)
+            writer.write(conn, ns, store.serialize_cdr(msg, JointStates.__msgtype__))
+    table = read_log(tmp_path / "bag")
+    assert not any("/joints/0/" in c for c in table.columns)
+    for i, j in enumerate(JOINTS):
+        np.testing.assert_array_equal(table[f"/arm/joint_states/joints/{j}/position"], q[:, i])
