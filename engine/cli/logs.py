@@ -65,6 +65,7 @@ def _inspect(args) -> int:
                   f"time column {summary['time_column']!r}")
         for c in summary["columns"]:
             print(f"  {c['name']}: min {c['min']}, max {c['max']}, missing {c['missing']}")
+        _print_episodes(summary)
         for note in summary["notes"]:
             print(f"note: {note}")
         for p in summary["problems"]:
@@ -72,6 +73,21 @@ def _inspect(args) -> int:
                 f"problem ({p['kind']}): {p['message']}" + (f" [column {p['column']}]" if p["column"] else "")
             )
     return 0 if summary["ok"] else 1
+
+
+def _print_episodes(summary: dict, most: int = 20) -> None:
+    eps = summary.get("episodes") or []
+    if not eps:
+        return
+    rows = [e["rows"] for e in eps]
+    print(f"{len(eps)} episodes in column {summary['episode_column']!r} ({min(rows)} to {max(rows)} rows "
+          "each); time is checked within each episode")
+    for e in eps[:most]:
+        rate = f", {e['rate_hz']:.6g} Hz" if e["rate_hz"] else ""
+        span = f", {e['duration']:.6g} s" if e["duration"] is not None else ""
+        print(f"  episode {e['episode']}: {e['rows']} rows{span}{rate}")
+    if len(eps) > most:
+        print(f"  ... and {len(eps) - most} more (--json lists them all)")
 
 
 def _prepare(args) -> int:
@@ -104,12 +120,22 @@ def _prepare(args) -> int:
         "n_val": d["n_val"],
         "qd_source": d["qd_source"],
         "data_hash": prepared.data_hash,
+        "episodes": [e["episode"] for e in d.get("episodes", [])],
+        "val_episodes": d.get("val_episodes", []),
+        "skipped_episodes": d.get("skipped_episodes", []),
     }
     if args.json:
         print_json(summary)
     else:
         print(f"wrote {args.out}: {summary['samples']} samples at dt = {summary['dt']:.6g} s "
               f"({summary['n_train']} train, {summary['n_val']} validation)")
+        if summary["episodes"]:
+            held = d.get("split_by") == "episode"
+            print(f"{len(summary['episodes'])} episodes, each its own run (no window crosses from one into the "
+                  "next); validation: " + (f"episodes {summary['val_episodes']}" if held
+                                           else "by time within each episode"))
+        for s in summary["skipped_episodes"]:
+            print(f"note: episode {s['episode']} left out: {s['reason']}")
     return 0
 
 
@@ -128,28 +154,42 @@ def _make_examples(args) -> int:
 
 
 def register(subparsers) -> None:
+    from engine.logs.episodes import EPISODE_COLUMNS
     from engine.logs.prepare import PrepareConfig
 
     _, sub = add_group(subparsers, "logs", "hardware logs: inspect, prepare, example logs")
 
-    def read_flags(p):
+    def read_flags(p, episode_help):
         p.add_argument(
             "--delimiter", default=None, help="text delimiter (default: sniffed; 'ws' = whitespace)"
         )
+        p.add_argument("--episode", type=int, default=None, metavar="K", help=episode_help)
         p.add_argument("--topics", nargs="+", default=None, help="bag/MCAP topics to read (default: all)")
         p.add_argument("--json", action="store_true", help="print JSON on stdout")
 
-    p = sub.add_parser("inspect", help="columns, rows, rate and problems of a log file")
+    p = sub.add_parser("inspect", help="columns, rows, rate, episodes and problems of a log file",
+                       description="Columns, rows, rate and problems of a log. A file with an episode "
+                                   f"column ({', '.join(EPISODE_COLUMNS)}; LeRobot's episode_index) is "
+                                   "listed episode by episode (rows, duration, rate) and its time is "
+                                   "checked within each episode.")
     p.add_argument("file")
     p.add_argument("--time", default=None, help="the time column (default: guessed)")
-    read_flags(p)
+    read_flags(p, "inspect only episode K (files with an episode column; default: all)")
     p.set_defaults(func=_inspect)
 
-    p = sub.add_parser("prepare", help="resample, smooth, differentiate and split a log into an .npz")
+    p = sub.add_parser("prepare", help="resample, smooth, differentiate and split a log into an .npz",
+                       description="Resample, smooth, differentiate and split a log. A file of several "
+                                   f"episodes ({', '.join(EPISODE_COLUMNS)} column) becomes one data set of "
+                                   "separate runs: each episode prepared on its own, no training window "
+                                   "crossing from one episode into the next, and the last episodes "
+                                   "(--val-fraction of them, at least one) held out for validation. "
+                                   "Times are each episode's own: --val-range/--train-range (which then "
+                                   "replace the split by episode) and --t-start/--t-end apply within "
+                                   "every episode.")
     p.add_argument("file")
     p.add_argument("--mapping", required=True, help="mapping JSON (LogMapping)")
     p.add_argument("--out", required=True, help="output .npz (PreparedLog)")
-    read_flags(p)
+    read_flags(p, "prepare only episode K (default: every episode, as separate runs)")
     _add_dataclass_flags(p, PrepareConfig)
     p.set_defaults(func=_prepare)
 
@@ -179,12 +219,14 @@ def _replay(args) -> int:
     options = VideoOptions(fps=args.fps, start=args.start, end=args.end, width=args.width, height=args.height,
                            speed=args.speed)
     options.validate()
-    if rmap is not None and args.episode is not None:
-        rmap.episode = args.episode
+    read_options = _read_options(args)
+    read_options.episode = None     # the replay picks the episode, and says how many there are
 
     def job(ctx):
-        table = read_log(args.file, ctx, _read_options(args))
+        table = read_log(args.file, ctx, read_options)
         used = rmap or ReplayMapping.auto(table, robot)
+        if args.episode is not None:
+            used.episode = args.episode
         replay = make_replay(table, used, robot)
         ghost = None
         if args.ghost_horizon:
@@ -204,13 +246,15 @@ def _replay(args) -> int:
     summary = {"file": str(args.file), "robot": robot.name, "samples": replay.n, "duration": replay.duration,
                "dt": replay.dt, "joints": used.joints, "q": used.mapping.q, "qd": used.mapping.qd,
                "u": used.mapping.u, "time": used.mapping.time, "units": used.mapping.units,
-               "base": used.base, "notes": replay.notes, "videos": written,
+               "base": used.base, "episode": replay.episode, "n_episodes": replay.n_episodes,
+               "notes": replay.notes, "videos": written,
                "ghost_rms": None if ghost is None else ghost.rms.tolist()}
     if args.json:
         print_json(summary)
     else:
         print(f"{args.file} on {robot.name}: {replay.n} samples, {replay.duration:.3f} s "
-              f"(dt {replay.dt:.4g} s)")
+              f"(dt {replay.dt:.4g} s)" + (f", episode {replay.episode} of {replay.n_episodes}"
+                                            if replay.n_episodes > 1 else ""))
         for joint, col in zip(used.joints, used.mapping.q):
             unit = used.mapping.unit(col) or "SI"
             print(f"  {joint} <- {col} [{unit}]")
@@ -239,6 +283,8 @@ def _example_logs_epilog() -> str:
 
 
 def _register_replay(sub) -> None:
+    from engine.logs.episodes import EPISODE_COLUMNS
+
     p = sub.add_parser("replay", help="a joint log on a robot: match its columns, render it to MP4/GIF",
                        description="Play a joint log on a robot: columns matched to the joints by name (or "
                                    "--mapping), units converted, rendered off screen to a video.",
@@ -257,7 +303,9 @@ def _register_replay(sub) -> None:
     p.add_argument("--width", type=int, default=640, help="frame width in pixels (default: 640)")
     p.add_argument("--height", type=int, default=480, help="frame height in pixels (default: 480)")
     p.add_argument(
-        "--episode", type=int, default=None, help="the episode to play (files with an episode column)"
+        "--episode", type=int, default=None, metavar="K",
+        help=f"the episode to play, by its number (files with an episode column: {', '.join(EPISODE_COLUMNS)}; "
+             "default: the first; the summary says how many there are)"
     )
     p.add_argument(
         "--ghost-horizon",

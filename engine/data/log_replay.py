@@ -39,7 +39,8 @@ class ReplayMapping:
     """How a log drives a robot. ``mapping``: columns and units (its ``q``, ``qd`` and ``u``
     lists in the order of ``joints``); ``joints``: the robot joint of each ``mapping.q``
     column; ``base``: the columns x y z (m) [qw qx qy qz] of a floating base's world pose,
-    or empty; ``episode``: the episode to read from a multi-episode file (None: all rows)."""
+    or empty; ``episode``: the episode to play from a file of several episodes (None: the
+    first; see :mod:`engine.logs.episodes`)."""
 
     mapping: LogMapping
     joints: list[str]
@@ -66,12 +67,9 @@ class ReplayMapping:
         floating = bool(getattr(robot, "floating", False))
         m = match_joints(table.columns, robot.joint_names, data=table.data, limits=lim, revolute=revolute,
                          floating_base=floating)
-        episode, notes = None, list(m.notes)
         have = episodes(table)
-        if len(have) > 1:   # episodes restart their clocks: one at a time
-            episode = have[0]
-            notes.append(f"{len(have)} episodes: playing episode {episode} (choose another to see it)")
-        return cls(mapping=m.mapping, joints=m.joints, base=m.base, episode=episode, notes=notes)
+        episode = have[0] if len(have) > 1 else None   # episodes restart their clocks: one at a time
+        return cls(mapping=m.mapping, joints=m.joints, base=m.base, episode=episode, notes=list(m.notes))
 
     def to_dict(self) -> dict:
         return {"mapping": self.mapping.to_dict(), "joints": list(self.joints), "base": list(self.base),
@@ -111,7 +109,8 @@ class LogReplay:
     ``t`` (N,) s from 0; ``q`` (N, dof) (joints without a column hold 0); ``qd`` (N, dof): logged
     or central differences (``qd_logged`` says which); ``tau`` (N, dof) or None; ``u`` (N, nu)
     the mapped controls as logged (what a learned model of this log takes); ``base`` (N, 7)
-    x y z qw qx qy qz or None; ``mapped`` (dof,) bool.
+    x y z qw qx qy qz or None; ``mapped`` (dof,) bool. ``episode``: the episode played of a
+    file of ``n_episodes`` (None and 0 for a file without an episode column).
     """
 
     t: np.ndarray
@@ -126,6 +125,8 @@ class LogReplay:
     source: str = ""
     t_offset: float = 0.0
     notes: list[str] = field(default_factory=list)
+    episode: int | None = None
+    n_episodes: int = 0
 
     @property
     def n(self) -> int:
@@ -213,8 +214,14 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
     if unknown:
         raise LogError(f"the robot {robot.name!r} has no joint {unknown[0]!r}", path=table.source or None,
                        column="joints")
-    if rmap.episode is not None:
-        table = select_episode(table, rmap.episode)
+    have = episodes(table)
+    episode_note, episode = [], None
+    if len(have) > 1 or rmap.episode is not None:
+        episode = have[0] if rmap.episode is None else int(rmap.episode)
+        table = select_episode(table, episode)
+        if len(have) > 1:
+            episode_note = [f"episode {episode} ({have.index(episode) + 1} of {len(have)} episodes, "
+                            f"{have[0]} .. {have[-1]}): choose another with --episode K or the episode box"]
     m = apply_mapping(table, rmap.mapping)
     t = m.t
     keep = np.isfinite(t)
@@ -256,11 +263,12 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
             b[:, k] *= _factor(rmap.mapping, c)
         base = b
     t0 = float(t[0])
-    notes = list(rmap.notes) + (
+    notes = list(rmap.notes) + episode_note + (
         [] if m.qd is not None else ["velocities: central differences of the positions"]
     )
     return LogReplay(t=t - t0, q=q, qd=qd, tau=tau, u=u, base=base, joint_names=list(robot.joint_names),
-                     mapped=mapped, qd_logged=m.qd is not None, source=src, t_offset=t0, notes=notes)
+                     mapped=mapped, qd_logged=m.qd is not None, source=src, t_offset=t0, notes=notes,
+                     episode=episode, n_episodes=len(have))
 
 
 def _factor(mapping: LogMapping, column: str) -> float:

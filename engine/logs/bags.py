@@ -6,12 +6,18 @@ Needs the ``logs`` extra (``rosbags``, ``mcap``), imported only when a bag is op
 Every message becomes one row, in time order. Its numeric fields are flattened into
 columns named ``<topic>/<field path>``: nested messages by path (``/odom/pose/pose/position/x``),
 numeric arrays by index (``/imu/orientation_covariance/0``) or, when the message has a
-``name`` list of the same length (``sensor_msgs/JointState``), by that name
-(``/joint_states/position/panda_joint1``). Columns ``t`` (all rows) and ``<topic>/t`` (the
-rows of that topic) hold the recording time in seconds since the first message; times inside
-messages (``builtin_interfaces/Time``, ROS 1 ``time``, ``header.stamp``) become seconds on
-the same origin. With several topics the table is *sparse*: a topic's columns are NaN on
-other topics' rows.
+``name`` list of the same length (``sensor_msgs/JointState``, the older array form of
+``foxglove.JointState``), by that name (``/joint_states/position/panda_joint1``). A list of
+messages that each carry a ``name`` (``foxglove.JointStates`` in protobuf or JSON, ROS 2
+``foxglove_msgs/msg/JointStates``: ``joints``, one ``JointState`` per joint) is keyed by those names
+(``/arm/joint_states/joints/panda_joint1/position``); where a message's entries have no
+names, or repeat one, that message's entries are indexed (``.../joints/0/position``) and a
+note says so. Optional fields a message leaves out give no value (NaN), not 0.
+
+Columns ``t`` (all rows) and ``<topic>/t`` (the rows of that topic) hold the recording time
+in seconds since the first message; times inside messages (``builtin_interfaces/Time``,
+ROS 1 ``time``, ``header.stamp``) become seconds on the same origin. With several topics the
+table is *sparse*: a topic's columns are NaN on other topics' rows.
 """
 
 from __future__ import annotations
@@ -77,12 +83,27 @@ def _flatten_value(value, key: str, out: dict[str, float], labels=None, times=No
     elif dataclasses.is_dataclass(value):
         flatten_message(value, key, out, times)
     elif isinstance(value, list | tuple):
+        names = _item_names(value) if value and dataclasses.is_dataclass(value[0]) else None
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                _flatten_value(item, f"{key}/{i}", out, None, times)
+                _flatten_value(item, f"{key}/{names[i] if names else i}", out, None, times)
 
 
-def _flatten_json(value, key: str, out: dict[str, float], times: set[str]) -> None:
+def _item_names(items) -> list[str] | None:
+    """The ``name`` of every entry of a list of messages (foxglove.JointStates' ``joints``), when
+    each has a non-empty one and no two agree; else None (the entries are then indexed)."""
+    names = [item.get("name") if isinstance(item, dict) else getattr(item, "name", None) for item in items]
+    if not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+        return None
+    return [str(n) for n in names]
+
+
+def _has_names(items) -> bool:
+    return bool(items) and all(isinstance(item, dict) and "name" in item for item in items)
+
+
+def _flatten_json(value, key: str, out: dict[str, float], times: set[str],
+                  unnamed: set[str] | None = None) -> None:
     if isinstance(value, bool | int | float):
         out[key] = float(value)
     elif isinstance(value, dict):
@@ -99,10 +120,13 @@ def _flatten_json(value, key: str, out: dict[str, float], times: set[str]) -> No
                 for lab, x in zip(labels, v):
                     out[f"{key}/{k}/{lab}"] = float(x)
             else:
-                _flatten_json(v, f"{key}/{k}", out, times)
+                _flatten_json(v, f"{key}/{k}", out, times, unnamed)
     elif isinstance(value, list):
+        names = _item_names(value)
+        if names is None and unnamed is not None and _has_names(value):
+            unnamed.add(key)
         for i, item in enumerate(value):
-            _flatten_json(item, f"{key}/{i}", out, times)
+            _flatten_json(item, f"{key}/{names[i] if names else i}", out, times, unnamed)
 
 
 class _Rows:
@@ -113,6 +137,7 @@ class _Rows:
         self.topics: list[str] = []
         self.records: list[dict[str, float]] = []
         self.time_fields: set[str] = set()
+        self.unnamed: set[str] = set()      # lists of named entries (joints) whose names are missing
 
     def add(self, topic: str, ts_ns: int, flat: dict[str, float]) -> None:
         self.times.append(int(ts_ns))
@@ -148,6 +173,9 @@ class _Rows:
         notes.append(f"t: seconds since the first message ({t0} ns since the epoch); "
                      f"header stamps on the same origin")
         notes.append(f"topics: {', '.join(topics)}")
+        for key in sorted(self.unnamed):
+            notes.append(f"{key}: entries without a name (or with repeated names) in some messages: "
+                         f"their columns are named by index ({key}/0/...), not by joint")
         sparse = len(topics) > 1
         if sparse:
             notes.append("several topics: each topic's columns are NaN on the other topics' rows")
@@ -200,7 +228,7 @@ def _read_mcap_decoded(path: Path, ctx, topics) -> LogTable:
                 raise LogError(f"message {i} cannot be decoded as {channel.message_encoding} "
                                f"({type(exc).__name__}: {exc})", path=path, column=channel.topic) from None
             flat: dict[str, float] = {}
-            _flatten_json(payload, channel.topic, flat, rows.time_fields)
+            _flatten_json(payload, channel.topic, flat, rows.time_fields, rows.unnamed)
             rows.add(channel.topic, message.log_time, flat)
     names = {"json": "JSON", "protobuf": "protobuf", "ros1": "ROS 1"}
     return rows.table(path, "mcap", [f"MCAP with {' and '.join(names[k] for k in sorted(kinds))} messages"])

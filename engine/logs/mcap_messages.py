@@ -22,6 +22,14 @@ MCAP_ENCODINGS = ("json", "protobuf", "ros1")
 _TIME_TYPES = ("google.protobuf.Timestamp", "google.protobuf.Duration")
 
 
+def _unset(msg, f) -> bool:
+    """A scalar field with explicit presence (proto3 ``optional``, proto2) that the message leaves out."""
+    repeated = f.is_repeated if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED
+    if f.message_type is not None or repeated:
+        return False
+    return bool(getattr(f, "has_presence", False)) and not msg.HasField(f.name)
+
+
 def _protobuf_plain(msg):
     from google.protobuf.message import Message
 
@@ -30,9 +38,11 @@ def _protobuf_plain(msg):
         return {"sec": int(msg.seconds), "nsec": int(msg.nanos)}
     out = {}
     for f in desc.fields:
-        value = getattr(msg, f.name)
         if f.message_type is not None and f.message_type.GetOptions().map_entry:
             continue    # maps: no fixed columns
+        if _unset(msg, f):
+            continue    # an optional field left out (foxglove.JointState's effort...): no value, not 0
+        value = getattr(msg, f.name)
         if isinstance(value, Message):
             out[f.name] = _protobuf_plain(value)
         elif isinstance(value, str | bytes):

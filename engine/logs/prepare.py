@@ -13,24 +13,22 @@
    differences (``np.gradient``, second order) of smoothed ``q`` or the Savitzky-Golay
    derivative; accelerations the same way;
 6. train / validation masks from time ranges (or the last ``val_fraction`` of the time).
+
+A log of several episodes (an ``episode_index`` column, as LeRobot's) is prepared episode by
+episode and joined into one data set whose windows never cross an episode's start, split
+into train and validation by episode: see :mod:`engine.logs.prepare_episodes`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import cast
 
 import numpy as np
 
-from engine.io import atomic_write_bytes
 from engine.logs.errors import LogError
 from engine.logs.mapping import LogMapping, MappedLog, apply_mapping
+from engine.logs.prepared import PreparedLog, data_hash, load_prepared, split_masks
 from engine.logs.table import LogTable
 from engine.logs.units import ANGLE_UNITS
 from engine.logs.validate import check_no_gaps, check_time, check_time_gaps
@@ -149,86 +147,6 @@ class PrepareConfig:
         return cls(**d)
 
 
-@dataclass
-class PreparedLog:
-    """Uniformly sampled training data from a log (SI units).
-
-    ``t``: (N,) s; ``q``, ``qd``: (N, nq); ``qdd``: (N, nq) or None; ``u``: (N, nu) (nu may
-    be 0); ``dt``: s; ``train_mask``, ``val_mask``: (N,) bool, disjoint. ``description``:
-    source, mapping, config, names and units; ``data_hash``: sha256 of the arrays.
-    """
-
-    t: np.ndarray
-    q: np.ndarray
-    qd: np.ndarray
-    qdd: np.ndarray | None
-    u: np.ndarray
-    dt: float
-    train_mask: np.ndarray
-    val_mask: np.ndarray
-    description: dict
-    data_hash: str
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.t.shape[0])
-
-    def segments(self, mask: np.ndarray) -> list[slice]:
-        """Contiguous runs of ``mask`` as slices (for windowing trajectories)."""
-        edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
-        return [
-            slice(int(a), int(b)) for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1))
-        ]
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        out = {"t": self.t, "q": self.q, "qd": self.qd, "u": self.u, "train_mask": self.train_mask,
-               "val_mask": self.val_mask}
-        if self.qdd is not None:
-            out["qdd"] = self.qdd
-        return out
-
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write an ``.npz`` (no pickle): the arrays, ``dt``, and the description as JSON text."""
-        buf = io.BytesIO()
-        meta = json.dumps({"dt": self.dt, "description": self.description, "data_hash": self.data_hash},
-                          default=_json_default)
-        np.savez_compressed(buf, meta=np.array(meta), **self.arrays())  # type: ignore[arg-type]  # stub: **kwds read as allow_pickle
-        return atomic_write_bytes(path, buf.getvalue())
-
-
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(type(obj).__name__)
-
-
-def load_prepared(path: str | os.PathLike) -> PreparedLog:
-    """Read a :meth:`PreparedLog.save` file."""
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        meta = json.loads(str(arrays.pop("meta")))
-        return PreparedLog(t=arrays["t"], q=arrays["q"], qd=arrays["qd"], qdd=arrays.get("qdd"),
-                           u=arrays["u"], dt=float(meta["dt"]), train_mask=arrays["train_mask"].astype(bool),
-                           val_mask=arrays["val_mask"].astype(bool), description=meta["description"],
-                           data_hash=meta["data_hash"])
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
-        raise LogError(f"not a prepared log ({exc})", path=path) from None
-
-
-def data_hash(arrays: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
-    for key in sorted(arrays):
-        a = np.ascontiguousarray(arrays[key])
-        h.update(key.encode())
-        h.update(str(a.dtype).encode() + str(a.shape).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
 def resample(t: np.ndarray, values: np.ndarray, grid: np.ndarray, method: str = "linear") -> np.ndarray:
     """Interpolate ``values`` (N,) or (N, k) sampled at increasing ``t`` (N,) onto ``grid`` (M,).
 
@@ -267,39 +185,6 @@ def differentiate(values: np.ndarray, dt: float) -> np.ndarray:
     if values.shape[0] < 3:
         raise LogError("need at least 3 samples for finite differences")
     return np.gradient(values, dt, axis=0, edge_order=2)
-
-
-def split_masks(t: np.ndarray, config: PrepareConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Train and validation masks (N,) bool from the config's time ranges."""
-
-    def in_ranges(ranges):
-        m = np.zeros(len(t), dtype=bool)
-        for a, b in ranges:
-            m |= (t >= a) & (t <= b)
-        return m
-
-    if config.train_ranges or config.val_ranges:
-        train = in_ranges(config.train_ranges) if config.train_ranges else None
-        val = in_ranges(config.val_ranges) if config.val_ranges else None
-        if train is None:
-            train = ~cast(np.ndarray, val)
-        if val is None:
-            val = ~train
-        overlap = train & val
-        if overlap.any():
-            i = int(np.argmax(overlap))
-            raise LogError(f"train and validation ranges overlap at t = {t[i]:.6g} s", setting="val_ranges")
-        if not train.any():
-            raise LogError("the train ranges hold no samples of the prepared log "
-                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", setting="train_ranges")
-        if not val.any() and config.val_ranges:
-            raise LogError("the validation ranges hold no samples of the prepared log "
-                           f"(which spans {t[0]:.6g} to {t[-1]:.6g} s)", setting="val_ranges")
-        return train, val
-    if config.val_fraction == 0:
-        return np.ones(len(t), dtype=bool), np.zeros(len(t), dtype=bool)
-    cut = t[0] + (1.0 - config.val_fraction) * (t[-1] - t[0])
-    return t < cut, t >= cut
 
 
 def _mapped_checked(table: LogTable, mapping: LogMapping, config: PrepareConfig | None = None) -> MappedLog:
@@ -387,8 +272,16 @@ def _resampled(table, mapping, config):
 
 def prepare_log(table: LogTable, mapping: LogMapping, config: PrepareConfig | None = None,
                 ctx=None) -> PreparedLog:
-    """Resample, smooth, differentiate and split a log (see the module doc)."""
+    """Resample, smooth, differentiate and split a log (see the module doc); a log of several
+    episodes is prepared episode by episode (:mod:`engine.logs.prepare_episodes`)."""
+    from engine.logs.episodes import episode_rows
+
     config = config or PrepareConfig()
+    groups = episode_rows(table)
+    if groups:
+        from engine.logs.prepare_episodes import prepare_episodes
+
+        return prepare_episodes(table, mapping, config, groups, prepare_log, ctx)
     if config.time_gaps == "split":
         return _prepare_split(table, mapping, config, ctx)
     if ctx is not None:
@@ -530,9 +423,14 @@ def smoothing_preview(table: LogTable, mapping: LogMapping, config: PrepareConfi
     """Raw (resampled) against smoothed for one mapped signal, for a live preview.
 
     Returns ``{"t": (M,), "raw": (M,), "smoothed": (M,)}``; ``signal`` is ``"q"``, ``"qd"``
-    or ``"u"`` and ``index`` its column.
+    or ``"u"`` and ``index`` its column. A log of several episodes previews its first episode.
     """
+    from engine.logs.episodes import episode_rows, select_episode
+
     config = config or PrepareConfig()
+    groups = episode_rows(table)
+    if groups:
+        table = select_episode(table, next(iter(groups)))
     _, t, _, q_raw, qd_log, u = _resampled(table, mapping, config)
     values = {"q": q_raw, "qd": qd_log, "u": u}.get(signal)
     if values is None or not 0 <= index < values.shape[1]:

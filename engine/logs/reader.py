@@ -6,13 +6,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from engine.logs.episodes import EPISODE_COLUMNS, episode_column, episodes, select_episode
 from engine.logs.errors import LogError
 from engine.logs.table import LogTable
 
-__all__ = ["LOG_FILE_FILTERS", "ReadOptions", "episodes", "load_log_job", "log_format", "read_log",
-           "select_episode"]
+__all__ = ["EPISODE_COLUMNS", "LOG_FILE_FILTERS", "ReadOptions", "episode_column", "episodes", "load_log_job",
+           "log_format", "read_log", "select_episode"]
 
 TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat", ".log")
 LOG_FILE_FILTERS = ("Logs (*.csv *.tsv *.txt *.dat *.npz *.parquet *.pq *.bag *.db3 *.mcap)",
@@ -24,55 +23,13 @@ class ReadOptions:
     """How to read a log. ``delimiter``: None sniffs it (text only; ``"ws"`` = whitespace).
     ``topics``: the bag/MCAP topics to read (None: all). ``chunk_bytes``: text block size
     between progress reports. ``episode``: keep only the rows of this episode (files with an
-    ``episode_index``/``episode``/``episode_id`` column, as LeRobot datasets); None keeps all."""
+    ``episode_index``/``episode``/``episode_id`` column, as LeRobot data sets: see
+    :mod:`engine.logs.episodes`); None keeps all."""
 
     delimiter: str | None = None
     topics: list[str] | None = None
     chunk_bytes: int = 1 << 20
     episode: int | None = None
-
-
-EPISODE_COLUMNS = ("episode_index", "episode", "episode_id")
-
-
-def episode_column(table: LogTable) -> str | None:
-    """The table's episode column, or None."""
-    lower = {c.lower(): c for c in table.columns}
-    return next((lower[n] for n in EPISODE_COLUMNS if n in lower), None)
-
-
-def episodes(table: LogTable) -> list[int]:
-    """The episode numbers in the table (empty without an episode column)."""
-    col = episode_column(table)
-    if col is None:
-        return []
-    v = table.data[col]
-    return [int(e) for e in np.unique(v[np.isfinite(v)])]
-
-
-def select_episode(table: LogTable, episode: int | None) -> LogTable:
-    """The rows of one episode (``episode`` None: the table itself, with a note when it holds several)."""
-    col = episode_column(table)
-    if episode is None:
-        if col is not None and len(have := episodes(table)) > 1:
-            table.notes.append(f"{len(have)} episodes in column {col!r} ({have[0]} .. {have[-1]}); "
-                               "choose one to replay a single run")
-        return table
-    if col is None:
-        raise LogError("an episode is chosen but the file has no episode column "
-                       f"({', '.join(EPISODE_COLUMNS)})", path=table.source or None, column="episode")
-    rows = np.flatnonzero(table.data[col] == episode)
-    if rows.size == 0:
-        raise LogError(
-            f"no episode {episode}; the file has {episodes(table)[:20]}",
-            path=table.source or None,
-            column=col,
-        )
-    return LogTable(columns=table.columns, data={c: v[rows] for c, v in table.data.items()},
-                    source=table.source, format=table.format,
-                    notes=table.notes + [f"episode {episode}: {rows.size} rows"],
-                    row_lines=None if table.row_lines is None else table.row_lines[rows], sparse=table.sparse,
-                    repeated=table.repeated, skipped=table.skipped)
 
 
 def log_format(path: str | os.PathLike) -> str:

@@ -8,9 +8,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import cast
 
 import numpy as np
 
+from engine.logs.episodes import episode_rows
 from engine.logs.errors import LogError
 from engine.logs.table import LogTable
 
@@ -32,7 +34,7 @@ TIME_NAMES = ("t", "time", "timestamp", "stamp", "time_s", "t_s", "time_ms", "t_
 
 @dataclass
 class Problem:
-    """One problem found in a log: ``kind`` (``time``, ``nan``, ``empty``, ``constant``)."""
+    """One problem found in a log: ``kind`` (``time``, ``gap``, ``nan``, ``empty``, ``episode``)."""
 
     kind: str
     message: str
@@ -171,8 +173,56 @@ def sample_rate(t: np.ndarray) -> float | None:
     return float(1.0 / dt) if dt > 0 else None
 
 
+def _time_problems(table: LogTable, t: np.ndarray, rows: np.ndarray, column: str, where: str,
+                   limit: int) -> list[Problem]:
+    """Non-increasing steps and long gaps of ``t`` over table ``rows`` (one run; ``where`` names it)."""
+    problems: list[Problem] = []
+    rows = rows[np.isfinite(t[rows])]
+    steps = np.diff(t[rows])
+    for k in np.flatnonzero(steps <= 0)[:limit]:
+        r = int(rows[k + 1])
+        problems.append(Problem("time", f"time is not increasing{where}: {t[rows[k]]:.9g} then {t[r]:.9g}",
+                                column=column, line=table.line_of(r), row=r))
+    gaps, med = time_gaps(t[rows])
+    for k in gaps[:limit]:
+        r = int(rows[k + 1])
+        step = t[r] - t[rows[k]]
+        problems.append(
+            Problem(
+                "gap",
+                f"time jumps{where} from {t[rows[k]]:.9g} to {t[r]:.9g}, {step / cast(float, med):.3g} "
+                f"times the median step of {med:.3g} (a pause or a bogus timestamp?)",
+                column=column,
+                line=table.line_of(r),
+                row=r,
+            )
+        )
+    return problems
+
+
+def _runs(table: LogTable, problems: list[Problem]) -> dict[str, np.ndarray]:
+    """The runs whose time must increase, as ``{" in episode 3": rows}``: each episode of a log
+    of several (its clock restarts), each topic of a recording of several (two topics may
+    share an instant), else the whole table (``{"": all rows}``)."""
+    if table.sparse:
+        topics = [c[:-2] for c in table.columns if c.endswith("/t") and c != "t"]
+        return {f" on {topic}": np.flatnonzero(np.isfinite(table.data[f"{topic}/t"])) for topic in topics} \
+            or {"": np.arange(table.n_rows)}
+    try:
+        groups = episode_rows(table)
+    except LogError as exc:
+        problems.append(Problem("episode", exc.reason, column=None if exc.column is None else str(exc.column),
+                                line=exc.line))
+        groups = {}
+    return {f" in episode {e}": rows for e, rows in groups.items()} or {"": np.arange(table.n_rows)}
+
+
 def find_problems(table: LogTable, time_column: str | None = None, max_per_column: int = 5) -> list[Problem]:
-    """Every problem found (never raises): non-increasing time, NaN gaps, empty columns."""
+    """Every problem found (never raises): non-increasing time, NaN gaps, empty columns.
+
+    In a log of several episodes (:mod:`engine.logs.episodes`) time is checked within each
+    episode: a clock that restarts at an episode's start is not a problem; in a recording of
+    several topics, within each topic (two topics' messages may share an instant)."""
     problems: list[Problem] = []
     if table.n_rows == 0:
         return [Problem("empty", "the log has no rows")]
@@ -181,27 +231,11 @@ def find_problems(table: LogTable, time_column: str | None = None, max_per_colum
         problems.append(Problem("time", "no increasing column that could be time; map one, or give a "
                                         "sample period"))
     else:
+        runs = _runs(table, problems)
         t = table.column(time_column)
-        rows = np.flatnonzero(np.isfinite(t))
-        steps = np.diff(t[rows])
-        for k in np.flatnonzero(steps <= 0)[:max_per_column]:
-            r = int(rows[k + 1])
-            problems.append(Problem("time", f"time is not increasing: {t[rows[k]]:.9g} then {t[r]:.9g}",
-                                    column=time_column, line=table.line_of(r), row=r))
-        gaps, med = time_gaps(t[rows])
-        for k in gaps[:max_per_column]:
-            r = int(rows[k + 1])
-            step = t[r] - t[rows[k]]
-            problems.append(
-                Problem(
-                    "gap",
-                    f"time jumps from {t[rows[k]]:.9g} to {t[r]:.9g}, {step / med:.3g} "
-                    f"times the median step of {med:.3g} (a pause or a bogus timestamp?)",
-                    column=time_column,
-                    line=table.line_of(r),
-                    row=r,
-                )
-            )
+        for where, rows in runs.items():
+            found = _time_problems(table, t, rows, time_column, where, max_per_column)
+            problems += found[:max(0, max_per_column - sum(p.kind in ("time", "gap") for p in problems))]
     for col in table.columns:
         v = table.data[col]
         finite = np.isfinite(v)

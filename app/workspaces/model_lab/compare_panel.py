@@ -409,7 +409,11 @@ class ComparePanel(QWidget):
         roll, phase, energy = (self.plots[k] for k in ("rollout", "phase", "energy"))
         p = self.prepared
         if p is not None:
-            roll.plot(p.t, p.q[:, j], name="measured", pen=pg.mkPen("#888888", width=1))
+            t, q = np.asarray(p.t, dtype=float), np.asarray(p.q[:, j], dtype=float)
+            if getattr(p, "episode", None) is not None:   # episodes restart their clocks: no line between them
+                starts = np.flatnonzero(np.diff(p.episode)) + 1
+                t, q = np.insert(t, starts, np.nan), np.insert(q, starts, np.nan)
+            roll.plot(t, q, name="measured", pen=pg.mkPen("#888888", width=1), connect="finite")
             for seg in p.segments(p.val_mask):
                 shade_region(roll, float(p.t[seg.start]), float(p.t[seg.stop - 1]))
         data = self.dataset

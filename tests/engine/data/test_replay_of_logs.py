@@ -222,11 +222,15 @@ def test_episode_column_selects_rows(tmp_path):
                                                                                         index=False)
     table = read_log(tmp_path / "e.csv")
     rmap = ReplayMapping.auto(table, robot)
-    assert rmap.episode == 0 and any("3 episodes" in n for n in rmap.notes)   # one episode at a time
-    assert make_replay(table, rmap, robot).n == 10
+    assert rmap.episode == 0                      # one episode at a time, the first by default
+    first = make_replay(table, rmap, robot)
+    assert first.n == 10 and (first.episode, first.n_episodes) == (0, 3)
+    assert any("1 of 3 episodes" in n for n in first.notes)
+    rmap.episode = None       # a mapping without an episode (a saved plain mapping) plays the first too
+    np.testing.assert_allclose(make_replay(table, rmap, robot).q, first.q)
     rmap.episode = 1
     replay = make_replay(table, rmap, robot)
-    assert replay.n == 10
+    assert replay.n == 10 and replay.episode == 1
     np.testing.assert_allclose(replay.q[:, 0], 1.0 + np.arange(10) * 0.1)
     rmap.episode = 7
     with pytest.raises(LogError, match="no episode 7"):
