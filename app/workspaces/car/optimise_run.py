@@ -25,7 +25,7 @@ class PlanOptimiser(QObject):
                  parent: QObject | None = None):
         super().__init__(parent)
         self.ctx, self.state, self.panel = ctx, state, panel
-        self._catalogue, self._current_model, self._say = catalogue, current_model, say
+        self._catalogue, self._current_model, self.say = catalogue, current_model, say
         self.job = None
         self._live = Latest()
         self._variant_count = 1
@@ -43,7 +43,7 @@ class PlanOptimiser(QObject):
         except ValueError as exc:
             if self.state.targets:
                 self.ctx.show_error("Car planner", str(exc))
-            self._say(str(exc))
+            self.say(str(exc))
             return
         if p.compare_models.isEnabled() and p.compare_models.isChecked():
             variants = self._catalogue().compared_variants(self._current_model())
@@ -56,11 +56,11 @@ class PlanOptimiser(QObject):
         self._variant_count = len(variants)
         self._max_iterations = cfg.max_iterations
         self._plan = plan = self.state.begin_optimise()
-        self._say(f"Optimising on {what}…")
+        self.say(f"Optimising on {what}…")
         self.job = self.ctx.jobs.submit(
             optimise_job(plan, variants, compare, self.state.params, cfg, self._live),
             name="Optimise car trajectory", on_result=self._on_result, on_error=self._on_failed,
-            on_progress=self._on_progress, on_cancelled=lambda: self._say("Cancelled."))
+            on_progress=self._on_progress, on_cancelled=lambda: self.say("Cancelled."))
         self.job.ended.connect(self._on_ended)
 
     def cancel(self) -> None:
@@ -68,13 +68,19 @@ class PlanOptimiser(QObject):
             self.job.cancel()
 
     def _on_progress(self, update) -> None:
+        """The engine's words (the iteration of the budget, its time, the most time left) and the
+        cost; the job's bar in the status bar shows the fraction."""
         live = self._live.take()
+        message = update.message or ""
         if live is None:
+            if message:
+                self.say(f"Optimising: {message}")
             return
         self.state.update_live(live)
-        who = f"{live['label']}: " if self._variant_count > 1 else ""
-        of = f" of at most {self._max_iterations}"
-        self._say(f"{who}iteration {live['iteration']}{of}: cost {live['costs'][-1]:.4g}")
+        if "iteration" not in message:        # a report of another part of the job
+            who = f"{live['label']}: " if self._variant_count > 1 else ""
+            message = f"{who}iteration {live['iteration']} of at most {self._max_iterations}"
+        self.say(f"{message}; cost {live['costs'][-1]:.4g}")
 
     def _on_result(self, res: dict) -> None:
         result = PlanResult.from_job(self._plan, res)
@@ -82,18 +88,18 @@ class PlanOptimiser(QObject):
         if result.compared:
             rows = "; ".join(f"{v.label}: {v.executed_position_error:.2f} m / "
                              f"{v.executed_heading_error:.2f} rad" for v in result.variants)
-            self._say(f"Planned on {len(result.variants)} models. Executed on the simulator: {rows}.")
+            self.say(f"Planned on {len(result.variants)} models. Executed on the simulator: {rows}.")
             return
         m = result.main
         errs = ", ".join(f"step {e['step']}: {e['position_error']:.2f} m / {e['heading_error']:.2f} rad"
                          for e in m.target_errors)
-        self._say(f"{'Converged' if m.converged else 'Stopped'} after {m.iterations} iterations "
+        self.say(f"{'Converged' if m.converged else 'Stopped'} after {m.iterations} iterations "
                   f"({m.seconds:.2f} s) on {m.model}. Targets: {errs}. Executed on the simulator: "
                   f"{m.executed_position_error:.2f} m, {m.executed_heading_error:.2f} rad.")
 
     def _on_failed(self, message, tb) -> None:
         message = clean_error(message)
-        self._say(f"Failed: {message}")
+        self.say(f"Failed: {message}")
         self.ctx.show_error("Car planner", message)
 
     def _on_ended(self) -> None:
