@@ -89,7 +89,13 @@ class CarPlannerPage(QWidget):
         outer.addWidget(split)
         left = QSplitter(Qt.Orientation.Vertical)
         self.canvas = CarCanvas()
-        left.addWidget(self.canvas)
+        drawing = QWidget()                     # the legend above the canvas, never over the drawing
+        col = QVBoxLayout(drawing)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.setSpacing(0)
+        col.addWidget(self.canvas.legend)
+        col.addWidget(self.canvas, 1)
+        left.addWidget(drawing)
         self.plots = plots = CarPlots()
         # the plots by name, as scripts and tests reach them
         self.cost_plot, self.throttle_plot = plots.cost_plot, plots.throttle_plot
@@ -247,6 +253,7 @@ class CarPlannerPage(QWidget):
     def _on_log_loaded(self, prep: dict):
         P = prep["pose"]
         self.canvas.log_path.setData(P[:, 0], P[:, 1])
+        self.canvas.refresh_legend()
         self.canvas.getPlotItem().autoRange()
         self.status.setText(f"Driving log {Path(prep['path']).name} loaded (drawn in grey): "
                             f"{len(prep['inputs'])} training pairs. Train on it in the Model tab.")
