@@ -32,9 +32,11 @@ class PlanOptimiser(QObject):
         self._max_iterations = 0
         self._plan = None
 
-    def optimise(self) -> None:
+    def optimise(self):
+        """Start optimising the state's plan; returns the job's handle (None when nothing started:
+        one is running, or the problem is refused, with its reason said)."""
         if self.job is not None:
-            return
+            return None
         p = self.panel
         try:
             cfg = p.opt_form.value()
@@ -44,7 +46,7 @@ class PlanOptimiser(QObject):
             if self.state.targets:
                 self.ctx.show_error("Car planner", str(exc))
             self.say(str(exc))
-            return
+            return None
         if p.compare_models.isEnabled() and p.compare_models.isChecked():
             variants = self._catalogue().compared_variants(self._current_model())
             compare = None
@@ -62,6 +64,7 @@ class PlanOptimiser(QObject):
             name="Optimise car trajectory", on_result=self._on_result, on_error=self._on_failed,
             on_progress=self._on_progress, on_cancelled=lambda: self.say("Cancelled."))
         self.job.ended.connect(self._on_ended)
+        return self.job
 
     def cancel(self) -> None:
         if self.job is not None:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QScrollArea,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -122,10 +123,6 @@ class CarPlannerPage(QWidget):
         self.tabs.addTab(self.model_panel, "Model")
         self.tabs.currentChanged.connect(self._on_tab_changed)
         sl.addWidget(self.tabs)
-        self.status = QLabel("Click and drag on the canvas to place a target pose.")
-        self.status.setWordWrap(True)
-        self.status.setObjectName("carStatus")
-        sl.addWidget(self.status)
         # the side panel scrolls vertically only, can be collapsed (drag the handle to the edge)
         # and keeps the width the user gave it
         self.side_scroll = scroll = QScrollArea()
@@ -134,7 +131,19 @@ class CarPlannerPage(QWidget):
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(side)
         scroll.setMinimumWidth(SIDE_MIN_WIDTH + scroll.verticalScrollBar().sizeHint().width() + 4)
-        split.addWidget(scroll)
+        # the status (what a job did, why a plan was refused) under the panel, never scrolled away
+        self.status = QLabel("Click and drag on the canvas to place a target pose.")
+        self.status.setWordWrap(True)
+        self.status.setObjectName("carStatus")
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        self.status.setContentsMargins(6, 2, 6, 2)
+        column = QWidget()
+        cl = QVBoxLayout(column)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(2)
+        cl.addWidget(scroll, 1)
+        cl.addWidget(self.status)
+        split.addWidget(column)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 0)
         split.setCollapsible(0, False)
@@ -342,7 +351,8 @@ class CarPlannerPage(QWidget):
 
     # -- the controllers' actions, as scripts and tests call them ----------------------------------
     def optimise(self):
-        self.optimiser.optimise()
+        """Optimise the plan as a job; its handle, or None when nothing started (the reason said)."""
+        return self.optimiser.optimise()
 
     def cancel(self):
         self.optimiser.cancel()

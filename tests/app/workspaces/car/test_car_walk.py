@@ -121,3 +121,26 @@ def test_optimise_says_its_time_left_and_the_status_clears_when_done(car_page, q
     assert any("s each, at most" in s and " left" in s for s in during)
     final = page.status.text()
     assert final.startswith(("Converged", "Stopped")) and "iteration" in final and "left" not in final
+
+
+def test_the_guided_example_at_1366_shows_its_outcome_and_clears_its_status(make_window, qtbot):
+    """Help > Getting started > the car: the window stays on a laptop screen, the planner's own
+    status (the outcome) is in view without scrolling, and the status bar's "is being optimised"
+    goes when the optimisation ends."""
+    from PySide6.QtCore import QPoint, QRect
+
+    from app.help import run_example
+
+    window = make_window()
+    window.resize(1366, 768)
+    said = run_example(window, "car")
+    assert "being optimised" in said and window.statusBar().currentMessage() == said
+    page = window.pages["car"]
+    qtbot.waitUntil(lambda: page.optimiser.job is None and page.state.plan is not None, timeout=240_000)
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() != said, timeout=5_000)
+    assert window.width() <= 1366
+    status = page.status
+    assert status.text().startswith(("Converged", "Stopped")) and status.isVisible()
+    box = QRect(status.mapTo(window, QPoint(0, 0)), status.size())
+    assert window.rect().contains(box) and box.height() >= status.heightForWidth(status.width()) - 1
+    assert page.plan_panel.optimise_button.isEnabled() and page.plan_panel.play_button.isEnabled()
