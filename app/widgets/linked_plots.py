@@ -26,7 +26,7 @@ from app.widgets.plots import color, export_figure
 __all__ = ["LinkedPlots"]
 
 PLOT_MIN_HEIGHT = 90       # px: a plot's axis label ("velocity [rad/s]") and ticks whole
-TIME_AXIS_HEIGHT = 24      # px: the time axis's label under the lowest plot
+TIME_AXIS_HEIGHT = 32      # px: the time axis's label under the lowest plot
 
 
 class LinkedPlots(QWidget):

@@ -200,6 +200,7 @@ class CarCanvas(pg.PlotWidget):
             rows.append(("#b15cff", "▷", "targets"))
         if self.layer == "track" and drawn(self.track_left):
             rows.append((*sample(self.track_left), "track edges"))
+            rows.append((*sample(self.track_centre), "centre line"))
         rows += [(*sample(item), name) for item, name in self._legends[self.layer]]
         if self.layer == "plan" and drawn(self.log_path):
             rows.append((*sample(self.log_path), "driving log"))
@@ -233,8 +234,9 @@ class CarCanvas(pg.PlotWidget):
             for x, y, _, _ in self._targets:
                 xs.append(np.array([x - 0.4, x + 0.9]))     # the label sits right of and above the target
                 ys.append(np.array([y - 0.4, y + 0.5]))
-            xs.append(np.array([-0.4, 0.4]))                # the car at the origin
-            ys.append(np.array([-0.4, 0.4]))
+            if xs:                                          # with them, the car at the origin
+                xs.append(np.array([-0.4, 0.4]))
+                ys.append(np.array([-0.4, 0.4]))
         if not xs:
             return None
         x, y = np.concatenate(xs), np.concatenate(ys)
@@ -251,6 +253,15 @@ class CarCanvas(pg.PlotWidget):
             self.setYRange(-2.0, 3.0)
             return
         self.getViewBox().setRange(xRange=(b[0], b[1]), yRange=(b[2], b[3]), padding=0.08)
+
+    def show_targets(self) -> None:
+        """Fit the view when a target lies outside it: targets that came from a scenario, a file
+        or an undo are never off the canvas (a view the user zoomed stays while they are in it)."""
+        if self.layer != "plan" or not self._targets:
+            return
+        (x0, x1), (y0, y1) = self.getViewBox().viewRange()
+        if any(not (x0 < x < x1 and y0 < y < y1) for x, y, _, _ in self._targets):
+            self.fit_view()
 
     def legend_names(self) -> list[str]:
         return self.legend.names()

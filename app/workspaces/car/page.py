@@ -271,6 +271,7 @@ class CarPlannerPage(QWidget):
     def _draw_targets(self):
         s = self.state
         self.canvas.set_targets([(t.x, t.y, t.yaw, t.step) for t in s.targets], s.selected)
+        self.canvas.show_targets()
 
     def _draw_plan(self):
         s = self.state

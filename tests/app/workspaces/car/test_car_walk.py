@@ -141,6 +141,21 @@ def test_the_guided_example_at_1366_shows_its_outcome_and_clears_its_status(make
     assert window.width() <= 1366
     status = page.status
     assert status.text().startswith(("Converged", "Stopped")) and status.isVisible()
+    qtbot.waitUntil(lambda: status.height() >= status.heightForWidth(status.width()) - 1, timeout=3_000)
     box = QRect(status.mapTo(window, QPoint(0, 0)), status.size())
-    assert window.rect().contains(box) and box.height() >= status.heightForWidth(status.width()) - 1
+    assert window.rect().contains(box)                       # whole, in view, without scrolling
     assert page.plan_panel.optimise_button.isEnabled() and page.plan_panel.play_button.isEnabled()
+
+
+def test_a_scenario_loaded_after_the_track_tab_is_in_view(car_page, qtbot):
+    """The walk: Track tab, back to Plan (an empty plan: the default view, not a close-up of the
+    car), then a scenario: its targets are all in view."""
+    page = car_page
+    page.tabs.setCurrentWidget(page.track_panel)
+    page.tabs.setCurrentWidget(page.plan_panel)
+    x0, x1, y0, y1 = _view(page)
+    assert x1 - x0 > 3.0                                   # not zoomed onto the 0.36 m car
+    page.state.load_scenario("parallel-parking")
+    x0, x1, y0, y1 = _view(page)
+    for t in SCENARIOS["parallel-parking"].targets:
+        assert x0 < t.x < x1 and y0 < t.y < y1
