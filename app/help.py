@@ -77,9 +77,8 @@ def plan_car_manoeuvre(window) -> str:
     """Car planner: a shipped scenario (parallel parking), then Optimise."""
     page = window.show_workspace("car")
     page.state.load_scenario(EXAMPLE_SCENARIO)  # the scenario's targets; the page follows its state
-    page.optimise()
+    job = page.optimise()
     said = f"Car planner: the {EXAMPLE_SCENARIO} scenario is loaded and its trajectory is being optimised."
-    job = getattr(page, "_job", None)
     if job is not None:               # the message goes when its cause does: the optimisation's end
         def clear(*_):
             if window.statusBar().currentMessage() == said:

@@ -33,6 +33,7 @@ from app.context import AppContext
 from app.errors import describe_exception, dialog_title, plain_message, show_error_dialog
 from app.jobs import JobRunner
 from app.logging_setup import QtLogRelay
+from app.viewer.orbit_speed import add_orbit_speed_menu
 from app.widgets.device_menu import add_device_menu
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.job_status import JobStatusWidget
@@ -221,6 +222,7 @@ class MainWindow(QMainWindow):
         self._add_action(view_menu, "&Full Screen", "F11", self._toggle_full_screen)
         view_menu.addSeparator()
         self.device_menu = add_device_menu(view_menu, self.settings, self.show_status)  # cpu / auto / cuda
+        self.orbit_menu = add_orbit_speed_menu(view_menu, self.settings, self.show_status)
 
         self.workspace_menu = menubar.addMenu("&Workspace")
         self.workspace_menu.aboutToShow.connect(self._fill_workspace_menu)

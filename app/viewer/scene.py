@@ -22,6 +22,7 @@ from pyqtgraph import Vector
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QImage
 
+from app.viewer import orbit_speed
 from app.viewer.geometry import MeshPart, RobotGeometry, _part_from_trimesh
 from app.viewer.gizmo import TargetGizmo, matrix_to_qt
 from app.viewer.shaders import robot_shader
@@ -39,7 +40,7 @@ FIT_ELEVATION = (5.0, 22.0, 80.0)
 # orbiting with the left button: degrees per pixel of mouse motion (pyqtgraph's own is 1.0,
 # which turns the view half round across a laptop-sized view), and the lowest elevation while
 # the ground grid shows (degrees: the camera stays above the floor)
-ORBIT_DEG_PER_PX = 0.4
+ORBIT_DEG_PER_PX = orbit_speed.DEFAULT       # the user's choice: View > Orbit Speed (orbit_speed.py)
 MIN_ELEVATION = 2.0
 
 
@@ -103,7 +104,7 @@ class RobotView(gl.GLViewWidget):
         self.setBackgroundColor((38, 41, 48))
         self.setMinimumSize(200, 150)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)   # keys (arrows orbit) and shortcuts
-        self.orbit_deg_per_px = ORBIT_DEG_PER_PX
+        orbit_speed.register(self)                        # sets orbit_deg_per_px, follows the menu
         self.grid = gl.GLGridItem(size=Vector(4, 4, 1), color=(255, 255, 255, 60))
         self.grid.setSpacing(0.1, 0.1, 1)
         self.addItem(self.grid)

@@ -21,6 +21,15 @@ def format_eta(seconds: float) -> str:
     return f"{seconds}s"
 
 
+# below this share a bar would look empty: the busy indicator shows the job is working
+MIN_SHOWN_FRACTION = 0.01
+
+
+def says_time_left(message: str) -> bool:
+    """Whether a job's message already gives its time left ("…, at most 2 min 03 s left")."""
+    return message.rstrip().endswith(" left")
+
+
 class JobRow(QWidget):
     """One running job in the status bar."""
 
@@ -56,13 +65,14 @@ class JobRow(QWidget):
         self.handle.cancel()
 
     def on_progress(self, update: ProgressUpdate) -> None:
-        if update.fraction is None:
-            self.bar.setRange(0, 0)  # busy indicator
+        if update.fraction is None or update.fraction < MIN_SHOWN_FRACTION:
+            self.bar.setRange(0, 0)  # busy indicator: a working job's bar is never empty
         else:
             self.bar.setRange(0, 1000)
             self.bar.setValue(int(1000 * update.fraction))
         text = update.message
-        if update.fraction and 0.02 < update.fraction < 1.0:
+        # a job that says its own time left (the car optimiser: its time per iteration) keeps it
+        if update.fraction and 0.02 < update.fraction < 1.0 and not says_time_left(text):
             elapsed = time.monotonic() - self._started
             text = f"{text}  (ETA {format_eta(elapsed * (1 - update.fraction) / update.fraction)})"
         if self.cancel_button.isEnabled():

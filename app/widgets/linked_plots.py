@@ -19,11 +19,14 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from app.widgets.plots import color, export_figure
 
 __all__ = ["LinkedPlots"]
+
+PLOT_MIN_HEIGHT = 90       # px: a plot's axis label ("velocity [rad/s]") and ticks whole
+TIME_AXIS_HEIGHT = 32      # px: the time axis's label under the lowest plot
 
 
 class LinkedPlots(QWidget):
@@ -39,7 +42,16 @@ class LinkedPlots(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         self.layout_widget = pg.GraphicsLayoutWidget()
         self.layout_widget.setBackground("#1e2026")
-        layout.addWidget(self.layout_widget, 1)
+        # the stack is never squeezed below its plots' height (their labels and time axes whole):
+        # when the room is short it scrolls, and the window keeps its size
+        self.scroll = QScrollArea()
+        self.scroll.setObjectName("linkedPlotsScroll")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.layout_widget)
+        self.scroll.setMinimumHeight(PLOT_MIN_HEIGHT + TIME_AXIS_HEIGHT)
+        layout.addWidget(self.scroll, 1)
         self.readout = QLabel("", objectName="plotReadout")
         self.readout.setTextFormat(Qt.TextFormat.RichText)
         # one value per curve can be a long line: it wraps, and never asks the window for its width
@@ -98,11 +110,17 @@ class LinkedPlots(QWidget):
         self.cursors[key] = cursor
         if self._region is not None:
             self._add_region(key)
-        item.setMinimumHeight(90)
+        item.setMinimumHeight(PLOT_MIN_HEIGHT)
         self._crosshair[key] = (vline, hline)
         self._curves[key] = {}
         self._units[key] = unit
+        self._fit_height()
         return item
+
+    def _fit_height(self) -> None:
+        """The stack's least height: every plot's, and the time axis under the lowest."""
+        self.layout_widget.setMinimumHeight(PLOT_MIN_HEIGHT * len(self.plots) + TIME_AXIS_HEIGHT
+                                            if self.plots else 0)
 
     def remove_plot(self, key: str) -> None:
         item = self.plots.pop(key, None)
@@ -115,6 +133,9 @@ class LinkedPlots(QWidget):
         self._units.pop(key, None)
         for name in self._curves.pop(key):
             self._data.pop((key, name), None)
+        if self.plots:                         # the time label moves to the lowest plot left
+            list(self.plots.values())[-1].setLabel("bottom", "t [s]")
+        self._fit_height()
 
     def clear(self) -> None:
         for key in list(self.plots):

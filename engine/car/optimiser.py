@@ -34,8 +34,8 @@ import torch
 from engine.car.costs import control_hessian
 from engine.validation import check_int, check_range
 
-__all__ = ["DIRECTIONS", "OptimiseResult", "OptimiserConfig", "gauss_newton_direction", "line_search",
-           "optimise", "step_sizes", "supports_gauss_newton"]
+__all__ = ["DIRECTIONS", "OptimiseResult", "OptimiserConfig", "budget_progress", "gauss_newton_direction",
+           "line_search", "optimise", "step_sizes", "supports_gauss_newton"]
 
 DIRECTIONS = ("gauss-newton", "conjugate", "gradient")
 
@@ -122,6 +122,26 @@ def line_search(evaluator, W: torch.Tensor, grad: torch.Tensor, cost: float,
     return Wc[k], best, float(alphas[k]), traj
 
 
+def budget_progress(iteration: int, limit: int, elapsed: float, time_limit: float = 0.0) -> tuple[float, str]:
+    """(fraction, message) of an optimisation after ``iteration`` of at most ``limit`` in ``elapsed``
+    seconds: the share of the budget spent (iterations, or the time limit when that is nearer),
+    and the time per iteration with the most time left. A plan usually converges before its
+    budget, so the time left is an upper bound and is said as one."""
+    per = elapsed / max(iteration, 1)
+    left = per * max(limit - iteration, 0)
+    fraction = iteration / limit
+    if time_limit > 0:
+        left = min(left, max(time_limit - elapsed, 0.0))
+        fraction = max(fraction, elapsed / time_limit)
+    return min(0.99, fraction), (f"iteration {iteration} of at most {limit}, {per:.2g} s each, "
+                                 f"at most {_duration(left)} left")
+
+
+def _duration(seconds: float) -> str:
+    s = max(0, int(round(seconds)))
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
 def optimise(evaluator, W0: torch.Tensor, config: OptimiserConfig = OptimiserConfig(), ctx=None,
              on_iteration=None, iterations: int | None = None) -> OptimiseResult:
     """Minimise the evaluator's cost over normalised controls starting from ``W0`` (N, 2).
@@ -144,6 +164,8 @@ def optimise(evaluator, W0: torch.Tensor, config: OptimiserConfig = OptimiserCon
     direction = "conjugate" if config.direction == "gauss-newton" and not gauss_newton else config.direction
     damping = config.damping
     search = gauss_newton_direction(evaluator, W, grad, traj[1], damping) if gauss_newton else grad
+    if ctx is not None and iterations is None:
+        ctx.progress(0.0, f"cost of the first guess (iteration 0 of at most {limit})")
     for it in range(1, limit + 1):
         if not math.isfinite(cost):
             reason = "cost is not finite"
@@ -179,10 +201,8 @@ def optimise(evaluator, W0: torch.Tensor, config: OptimiserConfig = OptimiserCon
         if ctx is not None:
             ctx.check_cancelled()
             if iterations is None:
-                # the fraction of the iteration budget (the ETA is then an upper bound: a plan
-                # usually converges earlier), the budget named so the bar reads as what it is
-                ctx.progress(min(0.99, it / limit), f"iteration {it} of at most {limit}",
-                             {"cost": cost, "step": alpha})
+                fraction, message = budget_progress(it, limit, time.perf_counter() - t0, config.time_limit)
+                ctx.progress(fraction, message, {"cost": cost, "step": alpha})
         if iterations is not None:
             continue
         if not improved:

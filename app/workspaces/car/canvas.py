@@ -10,6 +10,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel
 
+from app.workspaces.car.canvas_legend import CanvasLegend, sample
+
 __all__ = ["CarCanvas", "car_outline", "wheel_outlines"]
 
 TARGET_PICK_RADIUS = 0.18  # m
@@ -103,9 +105,8 @@ class CarCanvas(pg.PlotWidget):
             self.mpc_plan,
         ):
             self.addItem(it)
-        self.legend = pg.LegendItem(offset=(10, 10), brush=pg.mkBrush(0, 0, 0, 150))
-        self.legend.setParentItem(self.getPlotItem().getViewBox())
-        self.legend.setVisible(False)
+        # the legend: a line above the canvas (the page places it), never over the drawing
+        self.legend = CanvasLegend()
         # what is drawn in each layer: "plan" (targets, planned and executed paths) or "track" (MPC)
         self.layer = "plan"
         self._legends: dict[str, list] = {"plan": [], "track": []}
@@ -180,15 +181,32 @@ class CarCanvas(pg.PlotWidget):
                 self.addItem(it)
                 self._target_items.append(it)
         self._place_hint()
+        self.refresh_legend()
 
     def set_legend(self, entries: list[tuple[pg.PlotDataItem, str]], layer: str | None = None) -> None:
-        """The legend of ``layer`` (default: the current one) as ``(item, name)`` pairs; none hides it."""
+        """The paths of ``layer`` (default: the current one) the legend names, as ``(item, name)``
+        pairs; the targets, the track and the car are named when drawn."""
         self._legends[layer or self.layer] = list(entries)
-        if (layer or self.layer) == self.layer:
-            self.legend.clear()
-            for item, name in entries:
-                self.legend.addItem(item, name)
-            self.legend.setVisible(bool(entries))
+        self.refresh_legend()
+
+    def refresh_legend(self) -> None:
+        """Name what the current layer draws: its targets or track, its paths, the car."""
+        def drawn(item):
+            x, _ = item.getData()
+            return x is not None and len(x) > 0
+
+        rows = []
+        if self.layer == "plan" and self._targets:
+            rows.append(("#b15cff", "▷", "targets"))
+        if self.layer == "track" and drawn(self.track_left):
+            rows.append((*sample(self.track_left), "track edges"))
+            rows.append((*sample(self.track_centre), "centre line"))
+        rows += [(*sample(item), name) for item, name in self._legends[self.layer]]
+        if self.layer == "plan" and drawn(self.log_path):
+            rows.append((*sample(self.log_path), "driving log"))
+        if rows:
+            rows.append((*sample(self.car_body), "car"))
+        self.legend.set_entries(rows)
 
     def set_layer(self, layer: str) -> None:
         """Show the ``"plan"`` items (targets, plans, executed paths) or the ``"track"`` ones
@@ -199,7 +217,7 @@ class CarCanvas(pg.PlotWidget):
                 item.setVisible(name == layer)
         for item in self._target_items:
             item.setVisible(layer == "plan")
-        self.set_legend(self._legends[layer], layer)
+        self.refresh_legend()
         self._place_hint()
         self.fit_view()
 
@@ -216,8 +234,9 @@ class CarCanvas(pg.PlotWidget):
             for x, y, _, _ in self._targets:
                 xs.append(np.array([x - 0.4, x + 0.9]))     # the label sits right of and above the target
                 ys.append(np.array([y - 0.4, y + 0.5]))
-            xs.append(np.array([-0.4, 0.4]))                # the car at the origin
-            ys.append(np.array([-0.4, 0.4]))
+            if xs:                                          # with them, the car at the origin
+                xs.append(np.array([-0.4, 0.4]))
+                ys.append(np.array([-0.4, 0.4]))
         if not xs:
             return None
         x, y = np.concatenate(xs), np.concatenate(ys)
@@ -235,8 +254,17 @@ class CarCanvas(pg.PlotWidget):
             return
         self.getViewBox().setRange(xRange=(b[0], b[1]), yRange=(b[2], b[3]), padding=0.08)
 
+    def show_targets(self) -> None:
+        """Fit the view when a target lies outside it: targets that came from a scenario, a file
+        or an undo are never off the canvas (a view the user zoomed stays while they are in it)."""
+        if self.layer != "plan" or not self._targets:
+            return
+        (x0, x1), (y0, y1) = self.getViewBox().viewRange()
+        if any(not (x0 < x < x1 and y0 < y < y1) for x, y, _, _ in self._targets):
+            self.fit_view()
+
     def legend_names(self) -> list[str]:
-        return [label.text for _, label in self.legend.items] if self.legend.isVisible() else []
+        return self.legend.names()
 
     def target_at(self, x: float, y: float) -> int:
         best, best_d = -1, TARGET_PICK_RADIUS
@@ -253,6 +281,7 @@ class CarCanvas(pg.PlotWidget):
             else:
                 closed = np.vstack([data, data[:1]])
                 item.setData(closed[:, 0], closed[:, 1])
+        self.refresh_legend()
 
     # -- mouse -----------------------------------------------------------------------------
     def set_mode(self, mode: str) -> None:

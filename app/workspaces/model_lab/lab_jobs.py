@@ -250,6 +250,18 @@ def resumable(run_dir: str | Path | None, epochs: int) -> int:
     return run.epoch
 
 
+def folder_in_use(run_dir: str | Path | None) -> str | None:
+    """Why a run cannot write into ``run_dir`` now: another run (this app's, or a command's in
+    another process) holds its lock (``engine.runs.RunLock``); None when it is free. Takes nothing."""
+    if not run_dir:
+        return None
+    try:
+        runs.RunLock(run_dir).check()
+    except runs.RunLocked as exc:
+        return str(exc)
+    return None
+
+
 def run_history(run_dir: str | Path | None) -> list[dict]:
     """The per-epoch metrics rows (epoch, step, wall_time, loss, ...) of a run folder ([] if none)."""
     return runs.read_metrics(run_dir) if run_dir and Path(run_dir).is_dir() else []

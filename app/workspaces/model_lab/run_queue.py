@@ -26,6 +26,9 @@ from app.workspaces.model_lab import lab_jobs
 __all__ = ["Run", "RunQueue", "eta_seconds"]
 
 
+# what a run keeps when a training cannot start or fails (Run.keep_results)
+KEPT_FIELDS = ("state", "fraction", "eta", "loss", "losses", "history", "row", "curves", "model", "model_path",
+               "data_hash", "data_source", "message", "train_config")
 MODEL_FILE = "model.json"          # a run folder's final model (engine.training writes it)
 REMOVED_MARK = "removed-from-lab"  # a run folder the user removed from the table: not listed again
 
@@ -57,10 +60,20 @@ class Run:
     run_dir: str | None = None       # the run folder (config, metrics, checkpoints, final model)
     resume: bool = False             # the next training continues the run folder's last checkpoint
     history: list = field(default_factory=list)   # per-epoch rows: epoch, step, wall_time, loss
+    kept: dict | None = None         # what the run had before it was queued (see keep_results)
 
     @property
     def has_results(self) -> bool:
         return self.row is not None
+
+    def keep_results(self) -> None:
+        """Remember the run's state and results before a training that may not happen (its folder
+        in use) or may fail: :meth:`restore_results` brings them back, nothing is lost."""
+        self.kept = {f: getattr(self, f) for f in KEPT_FIELDS}
+
+    def restore_results(self) -> None:
+        for f, value in (self.kept or {}).items():
+            setattr(self, f, value)
 
     def to_state(self) -> dict:
         return lab_jobs.jsonable(
@@ -138,6 +151,7 @@ class RunQueue:
             run = self.runs.get(key)
             if run is None or run.state in ("queued", "running"):
                 continue
+            run.keep_results()
             run.losses, run.history = [], []
             self._enqueue(run, resume=False)
         self.pump()
@@ -158,6 +172,7 @@ class RunQueue:
             except ValueError as exc:
                 self.events.error.emit(f"Resume {run.name}", str(exc))
                 continue
+            run.keep_results()
             run.train_config = lab_jobs.with_changes(run.train_config, epochs=target)
             run.history = [r for r in lab_jobs.run_history(run.run_dir) if r["epoch"] <= done]
             run.losses = [r["loss"] for r in run.history]
@@ -248,11 +263,27 @@ class RunQueue:
             meta.update(metrics=run.row, losses=run.losses)
         return lab_jobs.jsonable(meta)
 
+    def _refuse(self, run: Run, title: str, reason: str, what: str) -> None:
+        """``run`` did not train (``reason``): it is as it was before it was queued, with ``what``
+        happened as its message, and the user is told."""
+        had_results = bool(run.kept and run.kept.get("row") is not None)
+        run.restore_results()
+        run.message = what
+        run.handle = None
+        self.events.curve.emit(run)
+        self.events.changed.emit(run)
+        kept = " Its earlier results and model are kept." if had_results else ""
+        self.events.error.emit(title, f"{reason}\n\n{run.name} {what}.{kept}")
+
     def _start(self, run: Run) -> None:
         if self.model_folder is not None and run.run_dir is None:
             run.run_dir = str(
                 self.model_folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{run.model_type}-{run.key}"
             )
+        busy = lab_jobs.folder_in_use(run.run_dir)
+        if busy is not None:        # another run writes there: this one waits for the user, as it was
+            self._refuse(run, f"Train {run.name}", busy, "was not started: its folder is in use by another run")
+            return
         try:
             job = lab_jobs.train_job(
                 run.model_type,
@@ -310,9 +341,15 @@ class RunQueue:
 
         def on_error(message, tb, run=run):
             run.handle = None
-            run.state, run.message = "failed", message
-            self.events.changed.emit(run)
-            self.events.error.emit(f"Train {run.name}", message)
+            if run.key not in self.runs:
+                self.pump()
+                return
+            if run.kept and run.kept.get("row") is not None:   # a failed extension keeps the earlier model
+                self._refuse(run, f"Train {run.name}", message, "was not extended (the training failed)")
+            else:
+                run.state, run.message = "failed", message
+                self.events.changed.emit(run)
+                self.events.error.emit(f"Train {run.name}", message)
             self.pump()
 
         def on_cancelled(run=run):

@@ -1,11 +1,12 @@
 """The Robot workspace page: lays out widgets, observes a :class:`RobotState` and forwards
 gestures to it; jobs (loading, IK, readouts, simulation) report back into the state.
 
-Layout: a tool row (robot picker, Open URDF, view toggles, load progress), the 3D view
-taking most of the page, and one side column on the right with tabs (Joints, Targets,
-Dynamics, Motion), each scrolling vertically only; the column collapses and its width is
-remembered. Every long computation runs as a job: loading (URDF + meshes), IK (Optimise, and
-Follow with only the latest request solved), the dynamics readouts and simulations.
+Layout: a tool row (:mod:`.toolbar`: robot picker, Open robot…, view toggles, load progress),
+the 3D view taking most of the page, and one side column on the right with tabs (Joints,
+Targets, Dynamics, Motion), each scrolling vertically only; the column collapses and its width
+is remembered. Every long computation runs as a job: loading (:mod:`.robot_loading`: URDF +
+meshes), IK (:mod:`.ik_control`: Optimise, and Follow with only the latest request solved), the
+dynamics readouts and simulations. Sessions are saved and restored by :mod:`.session`.
 
 Scripting/test surface: ``state`` (the Qt-free RobotState: q, targets, history, results),
 ``load_robot(name_or_path)``, ``robot``, ``set_q(q)``, ``q``, ``targets.add_target(link, pose)``,
@@ -18,54 +19,45 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QElapsedTimer, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QHBoxLayout,
-    QLabel,
-    QProgressBar,
-    QPushButton,
-    QSplitter,
-    QTabWidget,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFileDialog, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from app.settings import add_recent_file, recent_files
 from app.viewer.scene import RobotView
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
-from app.widgets.layout import ElidedLabel, SidePanel, collapse_button, expanding, remember_splitter
+from app.widgets.layout import SidePanel, collapse_button, remember_splitter
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.floating_base import FloatingBaseView
+from app.workspaces.robot.ik_control import FOLLOW_IK, TargetsIK
 from app.workspaces.robot.joints_panel import JointsPanel
 from app.workspaces.robot.log_replay import LogReplayPanel
 from app.workspaces.robot.motion_panel import MotionPanel
-from app.workspaces.robot.robot_jobs import (LoadedRobot, dynamics_readouts, ik_job, load_robot_job,
-                                             simulate_job, xacro_file_of)
+from app.workspaces.robot.pose_animation import PoseAnimation
+from app.workspaces.robot.robot_jobs import (
+    LoadedRobot,
+    dynamics_readouts,
+    ik_job,
+    simulate_job,
+    xacro_file_of,
+)
+from app.workspaces.robot.robot_loading import DEFAULT_ROBOT, RobotLoader
+from app.workspaces.robot.session import restore_robot_session, robot_session_state
 from app.workspaces.robot.state import RobotState, describe_ik
 from app.workspaces.robot.targets_panel import TargetsPanel
+from app.workspaces.robot.toolbar import RECENT_KEY, RobotToolRow
 from app.workspaces.robot.xacro_dialogs import ask_expand_xacro, ask_xacro_args
 from engine.robots.files import ROBOT_FILE_SUFFIXES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RobotPage"]
+__all__ = ["DEFAULT_ROBOT", "LAST_KEY", "RECENT_KEY", "RobotPage"]
 
-DEFAULT_ROBOT = "panda"
-RECENT_KEY = "robot/recent"
 LAST_KEY = "robot/last"
 UNITS_KEY = "robot/angle_units"
 SPLITTER_KEY = "robot/splitter"
 SIDE_WIDTH = 380           # the side column's first width (px); the 3D view takes the rest
-MAX_RECENT = 8
-ANIMATION_MS = 450
 READOUT_INTERVAL_MS = 60
-# Follow mode: a short solve from the current pose, one start (speed over global search)
-FOLLOW_IK = {"n_starts": 1, "max_iters": 30}
 
 
 class RobotPage(QWidget):
@@ -79,17 +71,17 @@ class RobotPage(QWidget):
         super().__init__(parent)
         self.ctx = ctx
         self.state = RobotState()
-        self._load_handle = None
-        self._ik_handle = None
         self._sim_handle = None
-        self._drag_start_q = None
-        self._anim = QTimer(self)
-        self._anim.setInterval(16)
-        self._anim.timeout.connect(self._animate_step)
-        self._anim_clock = QElapsedTimer()
-        self._anim_from = self._anim_to = None
+        self.animation = PoseAnimation(self.set_q, self)
         self.setAcceptDrops(True)
         self._build()
+        self.ik = TargetsIK(ctx, self.state, self.targets, self.animation.stop, self)
+        self._follow = self.ik.follow
+        self.floating_base.solver = self._follow     # a base drag with held links: solved in the follow job
+        self.loader = RobotLoader(ctx, self.tool_row, lambda path, why: self.confirm_xacro(path, why),
+                                  lambda: self.robot, self._status, self)
+        self.loader.loaded.connect(self._on_loaded)
+        self.loader.failed.connect(self.robot_failed.emit)
         self._observe_state()
         units = str(self.ctx.settings.value(UNITS_KEY, "deg"))
         self.joints.set_units(units if units in ("deg", "rad") else "deg")
@@ -101,17 +93,14 @@ class RobotPage(QWidget):
         self._readouts_timer.timeout.connect(self._submit_readouts)
         self._readouts = LatestJob(ctx.jobs, "robot readouts", self)
         self._readouts.result.connect(self.state.accept_readouts)
-        self._follow = LatestJob(ctx.jobs, "robot IK (follow)", self)
-        self._follow.result.connect(self._on_follow_result)
-        self._follow.failed.connect(lambda msg: self.targets.set_message(f"IK failed: {msg}", None, ok=False))
-        self.floating_base.solver = self._follow     # a base drag with held links: solved in the follow job
         self._fill_picker()
         chosen = ctx.options.get("robot")      # a xacro file named on the command line: the user's say-so
         start = str(chosen or self.ctx.settings.value(LAST_KEY) or DEFAULT_ROBOT)
         self._pending_note = ""      # said with the next loaded robot's status
         if not chosen and xacro_file_of(start) is not None:      # the last run's xacro waits in the list
-            self._pending_note, start = f"; the last robot, {Path(start).name}, is a xacro file: choose it in " \
-                                        "the robot list to expand it again", DEFAULT_ROBOT
+            self._pending_note = (f"; the last robot, {Path(start).name}, is a xacro file: choose it in "
+                                  "the robot list to expand it again")
+            start = DEFAULT_ROBOT
         self.load_robot(start, xacro_allowed=bool(chosen))
 
     # ================================================================== layout
@@ -122,49 +111,16 @@ class RobotPage(QWidget):
                            "QScrollArea > QWidget > QWidget { background: transparent; }")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        bar = QHBoxLayout()
-        bar.addWidget(QLabel("Robot"))
-        self.picker = QComboBox()
-        self.picker.setMinimumWidth(260)
-        self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.picker.setMinimumContentsLength(28)
-        self.picker.view().setMinimumWidth(420)
-        self.picker.setToolTip("Robots of the library (shipped, installed packages) and recent files")
+        self.tool_row = bar = RobotToolRow()
+        self.picker, self.progress, self.status_label = bar.picker, bar.progress, bar.status_label
+        self.open_button, self.log_button = bar.open_button, bar.log_button
+        self.overlay_buttons = bar.overlay_buttons
         self.picker.activated.connect(self._on_picked)
-        bar.addWidget(expanding(self.picker), 2)    # spare width shared 2:1 with the status line
-        self.open_button = QPushButton("Open robot…")
-        self.open_button.setToolTip("Open a URDF, xacro (.xacro, .urdf.xacro) or MuJoCo MJCF (.xml) file")
         self.open_button.clicked.connect(self._open_dialog)
-        bar.addWidget(self.open_button)
-        self.log_button = QPushButton("Play log…", objectName="playLog")
-        self.log_button.setToolTip("Play a joint log (CSV, Parquet, bag, MCAP…) on this robot, with linked plots")
         self.log_button.clicked.connect(lambda: self.replay.open_log())
-        bar.addWidget(self.log_button)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(220)
-        self.progress.setRange(0, 1000)
-        self.progress.setVisible(False)
-        bar.addWidget(self.progress)
-        self.status_label = ElidedLabel()       # in the tool row: the 3D view keeps that height
-        self.status_label.setObjectName("robot_status")
-        bar.addWidget(self.status_label, 1)
-        self.overlay_buttons = {}
-        for key, title in (("frames", "Frames"), ("joint_axes", "Joint axes"), ("com", "CoM"),
-                           ("inertia", "Inertia"), ("collision", "Collision")):
-            b = QToolButton()
-            b.setText(title)
-            b.setCheckable(True)
-            b.toggled.connect(lambda on, key=key: self.view.set_overlay(key, on))
-            if key == "inertia":
-                b.setToolTip("Each link's inertia as its equivalent box: the uniform box of the same mass "
-                             "and principal moments, on the principal axes at the centre of mass")
-            bar.addWidget(b)
-            self.overlay_buttons[key] = b
-        fit = QToolButton()                     # Reset view and Screenshot: in the workspace menu
-        fit.setText("Fit")
-        fit.setToolTip("Fit the view to the robot")
-        fit.clicked.connect(lambda: self.view.fit_to_robot())
-        bar.addWidget(fit)
+        for key, button in self.overlay_buttons.items():
+            button.toggled.connect(lambda on, key=key: self.view.set_overlay(key, on))
+        bar.fit_button.clicked.connect(lambda: self.view.fit_to_robot())
         layout.addLayout(bar)
 
         # the 3D view takes most of the page; the panels (joints, targets, dynamics, motion) are
@@ -175,7 +131,7 @@ class RobotPage(QWidget):
         self.view = RobotView()
         self.floating_base = FloatingBaseView(self.view, self.state, make_job=ik_job, overrides=FOLLOW_IK)
         self.view.link_clicked.connect(self._on_link_clicked)
-        self.view.gizmo_pressed.connect(self._on_gizmo_pressed)
+        self.view.gizmo_pressed.connect(lambda gizmo: self.ik.gizmo_pressed(gizmo))
         self.replay = LogReplayPanel(self.ctx, self.view)   # a joint log played on the robot, under the view
         split.addWidget(self.replay.view_splitter())
         self.joints = JointsPanel()
@@ -183,12 +139,6 @@ class RobotPage(QWidget):
         self.joints.pose_action.connect(lambda old, new, text: self.state.push_pose(
             self.state.full_q(old), self.state.full_q(new), text))
         self.targets = TargetsPanel(self.view, self.state)
-        self.targets.optimise_requested.connect(self.optimise)
-        self.targets.cancel_requested.connect(self.cancel_ik)
-        self.targets.target_dragged.connect(self._on_target_dragged)
-        self.targets.drag_finished.connect(self._on_drag_finished)
-        self.targets.end_effector_changed.connect(self.state.set_end_effector)
-        self.targets.whole_body_changed.connect(lambda: self.set_whole_body(show=False))
         self.dynamics = DynamicsPanel()
         self.motion = MotionPanel(lambda: self.q)
         self.motion.q_requested.connect(lambda q: self.set_q(q))
@@ -255,35 +205,7 @@ class RobotPage(QWidget):
 
     # ================================================================== robots
     def _fill_picker(self) -> None:
-        self.picker.blockSignals(True)
-        self.picker.clear()
-        try:
-            from engine.robots.library import list_robots
-            entries = list_robots()
-        except Exception as exc:  # noqa: BLE001 - the library is optional for the picker
-            log.warning("robot library unavailable: %s", exc)
-            entries = []
-        for e in entries:
-            self.picker.addItem(f"{e.name} — {e.title}", e.name)
-        recent = recent_files(self.ctx.settings, RECENT_KEY)
-        if recent:
-            self.picker.insertSeparator(self.picker.count())
-            for path in recent:
-                self.picker.addItem(f"{Path(path).name} (recent: {path})", path)
-        self.picker.blockSignals(False)
-
-    def _remember(self, loaded: LoadedRobot) -> None:
-        self.ctx.settings.setValue(LAST_KEY, loaded.source)
-        if Path(loaded.source).name.lower().endswith(ROBOT_FILE_SUFFIXES):
-            path = str(Path(loaded.path).resolve())
-            add_recent_file(self.ctx.settings, path, RECENT_KEY, MAX_RECENT)
-            self.ctx.add_recent_file(path)
-            self._fill_picker()
-        idx = self.picker.findData(loaded.source)
-        if idx < 0:
-            idx = self.picker.findData(str(Path(loaded.path).resolve()))
-        if idx >= 0:
-            self.picker.setCurrentIndex(idx)
+        self.tool_row.fill_picker(self.ctx.settings)
 
     def _on_picked(self, index: int) -> None:
         data = self.picker.itemData(index)
@@ -297,52 +219,15 @@ class RobotPage(QWidget):
         open it, so :meth:`confirm_xacro` asks first; ``why``: "session" or "recent"). On failure
         the error is shown (ctx.show_error, quoting the engine) and the robot already shown stays.
         """
-        xacro_path = None if xacro_allowed else xacro_file_of(str(name_or_path))
-        if xacro_path is not None and not self.confirm_xacro(str(xacro_path), why):
-            self._status(f"Did not expand {xacro_path.name} (a xacro file)")
-            if self.robot is None and self._load_handle is None:
-                self.load_robot(DEFAULT_ROBOT)
-            return None
-        xacro_allowed = xacro_allowed or xacro_path is not None
-        if self._load_handle is not None and self._load_handle.is_running:
-            self._load_handle.cancel()
-        self.progress.setValue(0)
-        self.progress.setVisible(True)
-        idx = self.picker.findData(str(name_or_path))
-        if idx >= 0:
-            self.picker.setCurrentIndex(idx)
-        self._status(f"Loading {name_or_path}…")
-        handle = self.ctx.jobs.submit(load_robot_job(name_or_path, xacro_args=xacro_args, xacro_allowed=xacro_allowed),
-                                      name=f"load robot {name_or_path}",
-                                      on_result=self._on_loaded,
-                                      on_error=lambda msg, tb, src=name_or_path: self._on_load_failed(src, msg),
-                                      on_progress=self._on_load_progress)
-        handle.ended.connect(lambda h=handle: self._on_load_ended(h))
-        self._load_handle = handle
-        return handle
+        return self.loader.load(name_or_path, xacro_args, xacro_allowed, why)
 
-    def _on_load_progress(self, update) -> None:
-        if update.fraction is not None:
-            self.progress.setValue(int(1000 * update.fraction))
-        self.progress.setFormat(update.message[:40] or "%p%")
-
-    def _on_load_ended(self, handle) -> None:
-        if handle is self._load_handle:
-            self.progress.setVisible(False)
-            self._load_handle = None
-
-    def _on_load_failed(self, source: str, message: str) -> None:
-        shown = self.robot.name if self.robot is not None else "none"
-        self._status(f"Could not open {source}; still showing {shown}")
-        self.ctx.show_error("Cannot open robot", f"{source}\n\n{message}")
-        self.robot_failed.emit(message)
-        if self.robot is None and source != DEFAULT_ROBOT:
-            # nothing shown yet (a stale last robot, a bad --robot): fall back to the default
-            self.load_robot(DEFAULT_ROBOT)
+    @property
+    def _load_handle(self):
+        return self.loader.handle
 
     def _on_loaded(self, loaded: LoadedRobot) -> None:
-        self._stop_animation()
-        self.cancel_ik()
+        self.animation.stop()
+        self.ik.cancel()
         self._cancel_simulation()
         for w in loaded.geometry.warnings:
             log.warning("%s", w)
@@ -352,8 +237,10 @@ class RobotPage(QWidget):
         self.replay.set_robot(loaded.model)
         model = loaded.model
         self.view.fit_to_robot()
-        self._remember(loaded)
-        warn = f" ({len(loaded.geometry.warnings)} mesh warnings, see the log)" if loaded.geometry.warnings else ""
+        self.ctx.settings.setValue(LAST_KEY, loaded.source)
+        self.tool_row.remember(loaded, self.ctx.settings, self.ctx.add_recent_file)
+        warnings = loaded.geometry.warnings
+        warn = f" ({len(warnings)} mesh warnings, see the log)" if warnings else ""
         if loaded.notes:
             warn += "; " + "; ".join(loaded.notes)
             for note in loaded.notes:
@@ -380,7 +267,8 @@ class RobotPage(QWidget):
         state, model = self.state, loaded.model
         self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper,
                               state.neutral[state.base_size:])
-        self.targets.set_robot(model.link_names, state.end_effector, gizmo_size=max(0.03, 0.12 * state.extent()))
+        self.targets.set_robot(model.link_names, state.end_effector,
+                               gizmo_size=max(0.03, 0.12 * state.extent()))
         self.targets.set_whole_body(state.floating, model.link_names, state.held_links, state.ik_base)
         self.motion.reset()
         self.dynamics.clear()
@@ -415,84 +303,32 @@ class RobotPage(QWidget):
         self._status(f"end effector: {link}")
 
     def _go_to(self, q, animate: bool) -> None:
-        if not animate:
-            self._stop_animation()
+        if animate:
+            self.animation.start(self.q, q)
+        else:
+            self.animation.stop()
             self.set_q(q)
-            return
-        self._anim_from = self.q
-        self._anim_to = np.asarray(q, float)
-        self._anim_clock.start()
-        self._anim.start()
-
-    def _animate_step(self) -> None:
-        s = min(self._anim_clock.elapsed() / ANIMATION_MS, 1.0)
-        s_smooth = s * s * (3 - 2 * s)
-        self.set_q((1 - s_smooth) * self._anim_from + s_smooth * self._anim_to)
-        if s >= 1.0:
-            self._anim.stop()
-
-    def _stop_animation(self) -> None:
-        if self._anim.isActive():
-            self._anim.stop()
-            if self._anim_to is not None:
-                self.set_q(self._anim_to)
 
     @property
     def animating(self) -> bool:
-        return self._anim.isActive()
+        return self.animation.active
 
     # ================================================================== IK
     def set_whole_body(self, held=None, base=None, show: bool = True) -> None:
         """A floating robot's IK keeps the ``held`` links in place, its base "free" or "fixed"
         (None: as the Targets panel shows)."""
-        st = self.state
-        st.set_held_links(self.targets.held_links() if held is None else held)
-        st.set_ik_base(self.targets.ik_base() if base is None else base)
-        if show and st.model is not None:
-            self.targets.set_whole_body(st.floating, st.model.link_names, st.held_links, st.ik_base)
+        self.ik.set_whole_body(held, base, show)
 
     def _ik_request(self, overrides: dict):
         """The state's request for its targets and the panel's options; None (message shown) if none."""
-        try:
-            return self.state.ik_request(self.targets.ik_options(), overrides)
-        except ValueError as exc:
-            # "Add a target first" clears as soon as a target exists
-            until = (lambda: bool(self.state.targets)) if not self.state.targets else None
-            self.targets.set_message(str(exc), None, ok=False, until=until)
-            return None
+        return self.ik.request(overrides)
 
     def optimise(self):
         """Solve IK for every target as a job; the robot animates to the solution."""
-        request = self._ik_request({})
-        if request is None:
-            return None
-        self.cancel_ik()
-        self._stop_animation()
-        self.targets.set_busy(True)
-        self.targets.set_message("Solving…", None)
-        start_q = self.q
-        handle = self.ctx.jobs.submit(ik_job(self.robot.model, request), name="robot IK",
-                                      on_result=lambda out, q0=start_q: self.state.accept_ik(out, q0),
-                                      on_error=lambda msg, tb: self.targets.set_message(f"IK failed: {msg}", None, ok=False),
-                                      on_cancelled=lambda: self.targets.set_message("Cancelled.", None),
-                                      on_progress=self._on_ik_progress)
-        handle.ended.connect(lambda h=handle: self._on_ik_ended(h))
-        self._ik_handle = handle
-        return handle
-
-    def _on_ik_progress(self, update) -> None:
-        if update.fraction is not None:
-            self.targets.set_message(f"Solving… {100 * update.fraction:.0f}%", None)
-
-    def _on_ik_ended(self, handle) -> None:
-        if handle is self._ik_handle:
-            self._ik_handle = None
-            self.targets.set_busy(False)
+        return self.ik.optimise()
 
     def cancel_ik(self) -> None:
-        if self._ik_handle is not None:
-            self._ik_handle.cancel()
-        self._follow.cancel()
+        self.ik.cancel()
 
     def _on_state_ik(self, out) -> None:
         text, ok = describe_ik(out)
@@ -503,56 +339,23 @@ class RobotPage(QWidget):
     def last_ik(self):
         return self.state.last_ik
 
-    def _on_gizmo_pressed(self, gizmo) -> None:
-        self.targets.select_gizmo(gizmo)
-        self._drag_start_q = self.q
-        self.state.begin_target_edit()          # the drag's moves: one undo step
-
-    def _on_target_dragged(self) -> None:
-        if not self.targets.follow_box.isChecked():
-            return
-        def make_job():
-            request = self._ik_request(dict(FOLLOW_IK))
-            return None if request is None else ik_job(self.robot.model, request)
-        self._follow.submit(make_job)
-
-    def _on_follow_result(self, out) -> None:
-        if out.serial == self.state.generation:
-            self._stop_animation()
-            self.state.accept_ik(out)
-
-    def _on_drag_finished(self) -> None:
-        """A gizmo drag ends: one undo step for it; in follow mode it holds the pose the solves
-        reached too (recorded once the last solve is in)."""
-        start, self._drag_start_q = self._drag_start_q, None
-        if start is None or not self.targets.follow_box.isChecked():
-            self.state.end_target_edit("move target")
-            return
-
-        def end_when_idle():
-            self._follow.idle.disconnect(end_when_idle)
-            self.state.end_target_edit("follow targets", old_q=start)
-        if self._follow.busy:
-            self._follow.idle.connect(end_when_idle)
-        else:
-            self.state.end_target_edit("follow targets", old_q=start)
-
     # ================================================================== simulation
     def simulate(self, options):
         if self.robot is None:
             return None
         self._cancel_simulation()
         self.motion.set_simulating(True)
-        self.motion.status_label.setText("Simulating…")
+        say = self.motion.status_label.setText
+        say("Simulating…")
         gen = self.state.generation
         handle = self.ctx.jobs.submit(
             simulate_job(self.robot.model, self.q, np.zeros(self.state.nv), options,
                          list(self.motion.key_times), list(self.motion.key_poses)),
             name="robot simulation",
             on_result=lambda res: self._on_simulated(res, gen),
-            on_error=lambda msg, tb: self.motion.status_label.setText(f"Simulation failed: {msg}"),
-            on_cancelled=lambda: self.motion.status_label.setText("Simulation cancelled."),
-            on_progress=lambda u: self.motion.status_label.setText(u.message))
+            on_error=lambda msg, tb: say(f"Simulation failed: {msg}"),
+            on_cancelled=lambda: say("Simulation cancelled."),
+            on_progress=lambda u: say(u.message))
         handle.ended.connect(lambda: self.motion.set_simulating(False))
         self._sim_handle = handle
         return handle
@@ -562,7 +365,8 @@ class RobotPage(QWidget):
         self.state.accept_simulation(result, generation)
 
     def _on_state_simulation(self, result) -> None:
-        self.motion.play_trajectory(result.t, result.q, f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s")
+        self.motion.play_trajectory(result.t, result.q,
+                                    f"{result.mode.replace('_', ' ')}: {result.t[-1]:.2f} s")
 
     def _cancel_simulation(self) -> None:
         if self._sim_handle is not None and self._sim_handle.is_running:
@@ -582,7 +386,8 @@ class RobotPage(QWidget):
             xacro_args = ask_xacro_args(self, self.ctx.settings, path)
             if xacro_args is None:
                 return True          # the user cancelled: nothing to load, the file was ours
-        self.load_robot(str(path), xacro_args=xacro_args or None, xacro_allowed=True)   # opening it: the say-so
+        # opening it: the user's say-so to expand a xacro file
+        self.load_robot(str(path), xacro_args=xacro_args or None, xacro_allowed=True)
         return True
 
     def confirm_xacro(self, path: str, why: str) -> bool:
@@ -630,67 +435,18 @@ class RobotPage(QWidget):
         return [self.undo_action, self.redo_action, fit, reset, shot]
 
     def session_state(self) -> dict:
-        return {
-            **self.state.session_state(),
-            "units": self.joints.units,
-            "keyframes": {"times": list(self.motion.key_times), "poses": [q.tolist() for q in self.motion.key_poses]},
-            "replay": self.replay.session_state(),
-        }
-
-    def _checked_q(self, q) -> np.ndarray:
-        values = np.asarray(q, dtype=float).reshape(-1)
-        if values.shape[0] != self.robot.model.dof or not np.all(np.isfinite(values)):
-            raise ValueError(f"expected {self.robot.model.dof} finite numbers, got {str(q)[:80]}")
-        return values
-
-    def _restore_q(self, q) -> None:
-        if q is not None:
-            self.set_q(self._checked_q(q).tolist())
+        return robot_session_state(self)
 
     def restore_session_state(self, state: dict) -> None:
-        if state.get("units") in ("deg", "rad"):
-            self.joints.set_units(state["units"])
-        source = state.get("robot")
-        if not source:
-            return
-
-        def apply(_loaded):
-            self.robot_loaded.disconnect(apply)
-            skipped = []  # damaged parts are named and skipped; the rest is restored
-            parts = [("joint positions 'q'", lambda: self._restore_q(state.get("q")))]
-            targets = state.get("targets", [])
-            targets = targets if isinstance(targets, list) else [targets]
-            parts += [(f"target {i + 1}", lambda t=t: self.targets.add_target(
-                t["link"], np.asarray(t["pose"], float), bool(t.get("position_only")))) for i, t in enumerate(targets)]
-            if "held_links" in state or "ik_base" in state:
-                parts.append(("whole-body IK choices", lambda: self.set_whole_body(
-                    list(state.get("held_links") or []), state.get("ik_base") or "free")))
-            kf = state.get("keyframes") or {}
-            poses = kf.get("poses", []) if isinstance(kf, dict) else [kf]
-            parts += [(f"keyframe {i + 1}", lambda q=q: self.motion.add_keyframe(self._checked_q(q)))
-                      for i, q in enumerate(poses)]
-            parts.append(("log replay", lambda: self.replay.restore_session(state.get("replay"))))
-            for what, restore in parts:
-                try:
-                    restore()
-                except (TypeError, ValueError, KeyError, IndexError) as exc:
-                    skipped.append(f"{what} ({exc})")
-            self.state.clear_history()            # a restored session starts a fresh history
-            if skipped:
-                self.ctx.show_error("Session partly restored",
-                                    "Robot workspace: skipped " + "; ".join(skipped) + ". The rest was restored.")
-        self.robot_loaded.connect(apply)
-        if self.load_robot(source, xacro_args=state.get("xacro_args") or None, why="session") is None:
-            self.robot_loaded.disconnect(apply)     # a xacro robot the user chose not to expand
+        restore_robot_session(self, state)
 
     def shutdown(self) -> None:
         self.replay.shutdown()
         self.ctx.settings.setValue(UNITS_KEY, self.joints.units)
-        self._stop_animation()
+        self.animation.stop()
         self.motion.stop()
         self.cancel_ik()
         self._readouts_timer.stop()
         self._readouts.cancel()
         self._cancel_simulation()
-        if self._load_handle is not None:
-            self._load_handle.cancel()
+        self.loader.cancel()

@@ -36,6 +36,7 @@ from scipy.spatial.transform import Rotation
 from app.viewer.gizmo import TargetGizmo
 from app.widgets.forms import DataclassForm
 from app.widgets.run_row import RunRow
+from app.widgets.section import CollapsibleSection
 from engine.robots.ik import IKOptions
 
 __all__ = ["Target", "TargetsPanel", "pose_from_xyz_rpy", "xyz_rpy_from_pose"]
@@ -148,18 +149,16 @@ class TargetsPanel(QWidget):
         self.run_row.add_widget(self.follow_box)
         layout.addWidget(self.run_row)
         layout.addWidget(self._whole_body_box())
-        self.options_box = QGroupBox("Solver options")
-        self.options_box.setCheckable(True)
-        self.options_box.setChecked(False)
-        box = QVBoxLayout(self.options_box)
+        # closed, the section is its header only (no empty frame under it)
+        self.options_box = CollapsibleSection("Solver options")
+        self.options_box.setObjectName("ik_options_section")
+        box = self.options_box.body_layout
         self.options_form = DataclassForm(
             IKOptions, include=["tol_pos", "tol_rot", "max_iters", "n_starts", "rotation_weight", "seed"],
             labels={"tol_pos": "Position tolerance (m)", "tol_rot": "Rotation tolerance (rad)",
                     "max_iters": "Iterations per start", "n_starts": "Starts",
                     "rotation_weight": "Rotation weight (m/rad)", "seed": "Random seed"})
         box.addWidget(self.options_form)
-        self.options_form.setVisible(False)
-        self.options_box.toggled.connect(self.options_form.setVisible)
         # the one form rule: a refused value is red with its reason, Optimise waits, and the box opens
         self.run_row.watch_forms(self.options_form)
         self.options_form.validity_changed.connect(lambda ok: ok or self.options_box.setChecked(True))

@@ -8,7 +8,7 @@ from car_testmodels import random_car_model
 from engine.car.costs import PlanWeights, Target, TargetCost
 from engine.car.dynamics import LearnedCarModel, SimulatorCarModel
 from engine.car.evaluators import AutogradEvaluator, MLPEvaluator
-from engine.car.optimiser import OptimiserConfig, line_search, optimise
+from engine.car.optimiser import OptimiserConfig, budget_progress, line_search, optimise
 from engine.car.scenarios import (
     SCENARIOS,
     Plan,
@@ -177,3 +177,15 @@ def test_plan_json_round_trip_and_errors(tmp_path):
         load_plan(tmp_path / "bad.json")
     with pytest.raises(ValueError, match="target step 0"):
         Plan(horizon=5, targets=(Target(0, 1.0, 1.0),))
+
+
+def test_plan_progress_names_the_time_per_iteration_and_the_most_time_left():
+    """The ETA of `car plan` and the planner's Optimise: the iterations' share of the budget, the
+    time per iteration so far, and the time left if every remaining iteration ran (an upper bound)."""
+    fraction, message = budget_progress(10, 400, 5.0)
+    assert fraction == pytest.approx(10 / 400)
+    assert message == "iteration 10 of at most 400, 0.5 s each, at most 3 min 15 s left"
+    # a time limit nearer than the iteration budget: its share and what is left of it
+    fraction, message = budget_progress(10, 400, 5.0, time_limit=20.0)
+    assert fraction == pytest.approx(0.25) and message.endswith("at most 15 s left")
+    assert budget_progress(400, 400, 9.0)[0] == 0.99            # the end is the job's to say

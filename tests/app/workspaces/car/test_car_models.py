@@ -173,7 +173,8 @@ def test_compare_relu_and_gelu_plans(qtbot, ctx, tmp_path):
         assert [v.label for v in page.state.plan.variants] == ["GELU", "ReLU"]
         assert len(canvas.nominal.xData) == 17 and len(canvas.compare.xData) == 17
         assert len(canvas.executed.xData) == 17 and len(canvas.compare_executed.xData) == 17
-        assert canvas.legend_names() == ["GELU plan", "GELU executed", "ReLU plan", "ReLU executed"]
+        assert canvas.legend_names() == ["targets", "GELU plan", "GELU executed", "ReLU plan", "ReLU executed",
+                                         "car"]
         table = page.plan_panel.compare_table
         assert table.isVisible() and table.rowCount() == 2
         assert [table.item(i, 1).text() for i in range(2)] == ["GELU", "ReLU"]
@@ -188,7 +189,7 @@ def test_compare_relu_and_gelu_plans(qtbot, ctx, tmp_path):
         qtbot.mouseClick(page.plan_panel.optimise_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: page.state.plan is not None and not page.state.plan.compared, timeout=240000)
         assert not table.isVisible()
-        assert page.canvas.legend_names() == ["plan", "executed on simulator"]
+        assert page.canvas.legend_names() == ["targets", "plan", "executed on simulator", "car"]
         # the control plots list only the curve drawn: no "other model" without one
         assert [label.text for _, label in steer_legend.items] == ["plan"]
     finally:

@@ -67,7 +67,7 @@ def test_drive_a_drawn_track_at_real_time_pace(page, qtbot, ctx):
     t, v = page.speed_curve.xData, page.speed_curve.yData
     assert len(t) == res["steps"] + 1 and max(v) > 1.0
     assert len(page.canvas.driven.xData) == res["steps"] + 1
-    assert page.canvas.legend_names() == ["driven", "MPC plan"]
+    assert page.canvas.legend_names() == ["track edges", "centre line", "driven", "MPC plan", "car"]
     assert page.speed_plot.isVisible() and not page.cost_plot.isVisible()    # only the plots that apply
     page.tabs.setCurrentIndex(0)                 # the plan layer hides the drive
     assert not page.canvas.driven.isVisible() and page.canvas.nominal.isVisible()

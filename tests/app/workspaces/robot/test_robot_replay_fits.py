@@ -61,6 +61,10 @@ def test_every_replay_state_fits_a_laptop_screen(make_window, qtbot):
     replay.request_ghost()
     qtbot.waitUntil(lambda: replay.state.ghost is not None, timeout=60_000)
     _fits(window, "ghost shown")
+    # its fourth plot (ghost − log) is whole, a scroll away when the room is short, not squeezed out
+    from app.widgets.linked_plots import PLOT_MIN_HEIGHT
+    assert list(replay.plots.plots) == ["q", "qd", "tau", "error"]
+    assert all(p.geometry().height() >= PLOT_MIN_HEIGHT - 1 for p in replay.plots.plots.values())
     # long joint names in the readout, a long status
     t = np.linspace(0.0, 30.0, 50)
     names = [f"a_very_long_joint_name_from_a_vendor_urdf_{i}_revolute" for i in range(7)]
