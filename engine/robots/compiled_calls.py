@@ -55,6 +55,10 @@ __all__ = ["CompiledCalls", "unavailable_reason"]
 
 _NONE = np.empty((0, 0))
 _F64 = np.dtype(np.float64)
+# engine.robots.compiled_kernels and derivative_kernels, imported on first use (they import numba);
+# module globals, not attributes, so that a CompiledCalls deep-copies with the model that keeps one
+_K: Any = None
+_DK: Any = None
 
 
 def unavailable_reason(model) -> str | None:
@@ -102,10 +106,11 @@ class CompiledCalls:
         if reason is not None:
             raise RuntimeError(f"CompiledCalls cannot serve robot {model.name!r}: {reason}; call the model's "
                                "methods instead")
-        from engine.robots import compiled_kernels
+        global _K
+        if _K is None:
+            from engine.robots import compiled_kernels
 
-        self._k: Any = compiled_kernels             # the kernels' signatures are numba's, not mypy's
-        self._dk: Any = None                             # engine.robots.derivative_kernels, on first use
+            _K = compiled_kernels
         cb = model._compiled()
         with torch.no_grad():
             parts = tuple(np.array(x.detach().numpy(), dtype=_F64) for x in model._inertials().parts)
@@ -153,8 +158,11 @@ class CompiledCalls:
 
     def _q(self, q) -> tuple[np.ndarray, bool]:
         """``(q (B, nq_all), one sample?)``: every movable joint's configuration."""
-        q = _rows(q, self.nq, "configurations")
-        one = q.ndim == 1
+        q = np.ascontiguousarray(q, dtype=_F64)          # _rows, inline: the hot path of small calls
+        shape = q.shape
+        one = len(shape) == 1
+        if not 0 < len(shape) < 3 or shape[-1] != self.nq:
+            raise ValueError(f"expected configurations of shape ({self.nq},) or (B, {self.nq}), got {shape}")
         if one:
             q = q[None]
         if self._G is None:
@@ -167,9 +175,12 @@ class CompiledCalls:
         """``x (B, nv_all)`` (``P x``), or ``_NONE`` for None (zero)."""
         if x is None:
             return _NONE
-        x = _rows(x, self.nv, what)
-        if x.ndim == 1:
+        x = np.ascontiguousarray(x, dtype=_F64)
+        shape = x.shape
+        if len(shape) == 1 and shape[0] == self.nv:
             x = x[None]
+        elif len(shape) != 2 or shape[1] != self.nv:
+            raise ValueError(f"expected {what} of shape ({self.nv},) or (B, {self.nv}), got {shape}")
         if x.shape[0] != B:
             raise ValueError(f"expected {what} of {B} samples (as q), got {x.shape[0]}")
         return x if self._P is None else x @ self._Pt
@@ -203,7 +214,7 @@ class CompiledCalls:
         va, aa = self._v(v, B), self._v(a, B)
         res = _target(out, self._shape(one, B, (self.nv,)))
         tau = _batch(res, one) if self._P is None else np.empty((B, self._nv_all))
-        self._k.rnea_kernel(*self._consts, qa, va, aa, self._gravity(gravity), self._armature, self.floating, tau)
+        _K.rnea_kernel(*self._consts, qa, va, aa, self._gravity(gravity), self._armature, self.floating, tau)
         if damping:
             self._add_damping(tau, va, 1.0)
         if self._P is not None:
@@ -216,10 +227,10 @@ class CompiledCalls:
         B = qa.shape[0]
         res = _target(out, self._shape(one, B, (self.nv, self.nv)))
         if self._P is None:
-            self._k.crba_kernel(*self._consts, qa, self._armature, self.floating, _batch(res, one))
+            _K.crba_kernel(*self._consts, qa, self._armature, self.floating, _batch(res, one))
             return res
         M = np.empty((B, self._nv_all, self._nv_all))
-        self._k.crba_kernel(*self._consts, qa, self._armature, self.floating, M)
+        _K.crba_kernel(*self._consts, qa, self._armature, self.floating, M)
         np.matmul(self._Pt, M @ self._P, out=_batch(res, one))
         return res
 
@@ -245,7 +256,7 @@ class CompiledCalls:
         if damping:
             ta = ta.copy()
             self._add_damping(ta, va, -1.0)
-        self._k.aba_kernel(*self._consts, qa, va, ta, self._gravity(gravity), self._armature, self.floating,
+        _K.aba_kernel(*self._consts, qa, va, ta, self._gravity(gravity), self._armature, self.floating,
                            _batch(res, one))
         return res
 
@@ -255,7 +266,7 @@ class CompiledCalls:
         qa, one = self._q(q)
         B, L = qa.shape[0], len(self.link_names)
         res = _target(out, self._shape(one, B, (L, 4, 4)))
-        self._k.fk_kernel(*self._chain, self._link_body, self._link_offset, qa, self.floating,
+        _K.fk_kernel(*self._chain, self._link_body, self._link_offset, qa, self.floating,
                           _batch(res, one))
         return res
 
@@ -265,7 +276,7 @@ class CompiledCalls:
         qa, one = self._q(q)
         B = qa.shape[0]
         res = _target(out, self._shape(one, B, (4, 4)))
-        self._k.fk_kernel(*self._chain, body, offset, qa, self.floating, res.reshape(B, 1, 4, 4))
+        _K.fk_kernel(*self._chain, body, offset, qa, self.floating, res.reshape(B, 1, 4, 4))
         return res
 
     def jacobian(self, q, link, point=None, out=None) -> np.ndarray:
@@ -279,19 +290,21 @@ class CompiledCalls:
             pa = np.ascontiguousarray(np.broadcast_to(np.asarray(point, dtype=_F64), (B, 3)))
         res = _target(out, self._shape(one, B, (6, self.nv)))
         J = _batch(res, one) if self._P is None else np.empty((B, 6, self._nv_all))
-        self._k.jacobian_kernel(self._chain[0], self._chain[1], self._chain[2], self._S, self._rev, self._chain[3],
+        _K.jacobian_kernel(self._chain[0], self._chain[1], self._chain[2], self._S, self._rev, self._chain[3],
                                 self._link_body_int[l], self._link_offset[l], pa, qa, self.floating, J)
         if self._P is not None:
             np.matmul(J, self._P, out=_batch(res, one))
         return res
 
     # ---------------------------------------------------------------- derivatives
-    def _derivative_kernels(self):
-        if self._dk is None:
+    @staticmethod
+    def _derivative_kernels():
+        global _DK
+        if _DK is None:
             from engine.robots import derivative_kernels
 
-            self._dk = derivative_kernels
-        return self._dk
+            _DK = derivative_kernels
+        return _DK
 
     def _zeros_if_none(self, x, B: int):
         return np.zeros((B, self._nv_all)) if x is _NONE else x
