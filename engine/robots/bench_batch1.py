@@ -14,7 +14,7 @@ kernel, not the kernel, sets the time. For each algorithm, in this process, inte
 Algorithms: ``rnea``, ``crba``, ``aba``, ``fk_jacobian`` (every link's pose and the end link's
 Jacobian; Pinocchio: ``framesForwardKinematics`` + ``computeFrameJacobian``), ``rnea_derivs``
 and ``aba_derivs`` (``computeRNEADerivatives`` / ``computeABADerivatives``; the plain calls are
-``model.rnea_derivatives`` / ``aba_derivatives``, which the shortcut does not serve).
+``model.rnea_derivatives`` / ``aba_derivatives``).
 """
 
 from __future__ import annotations
@@ -50,8 +50,7 @@ def batch1_calls(model, end_link: str, q, v, a) -> dict:
                 compiled_shortcut.ENABLED = before
         return call
 
-    out = {"plain": plain, "routed": {k: routed(f) for k, f in plain.items() if not k.endswith("_derivs")},
-           "thin": {}}
+    out = {"plain": plain, "routed": {k: routed(f) for k, f in plain.items()}, "thin": {}}
     if unavailable_reason(model) is None:
         c = CompiledCalls(model)
         q, v, a = (np.ascontiguousarray(x, dtype=np.float64) for x in (q, v, a))

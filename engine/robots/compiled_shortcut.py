@@ -29,7 +29,7 @@ from engine.robots import compiled_dynamics as cdyn
 from engine.robots.backends import compiled_switched_off, transformed
 from engine.robots.compiled_calls import CompiledCalls
 
-__all__ = ["ENABLED", "SHORTCUTS", "model_calls", "run_shortcut"]
+__all__ = ["ENABLED", "SHORTCUTS", "model_calls", "run_shortcut", "shortcut_call"]
 
 ENABLED = os.environ.get("LAGRANGE_COMPILED_SHORTCUT", "1") != "0"
 
@@ -102,7 +102,17 @@ def run_shortcut(fn, model, q, args, kwargs):
         out = fn(model_calls(model), qa, *xs, **kw)
     except (ValueError, KeyError, TypeError):     # shapes, names or arguments the model's route reports
         return None
+    if isinstance(out, tuple):
+        return tuple(torch.from_numpy(x) for x in out)
     return None if out is None else torch.from_numpy(out)
+
+
+def shortcut_call(name: str, model, q, args: tuple, kwargs: dict):
+    """``SHORTCUTS[name]`` for a method that :func:`engine.robots.call_policy.call_policy` does
+    not wrap (the derivatives): its result, or None where the model's route serves the call."""
+    if not isinstance(q, torch.Tensor) or not q.is_cpu or q.dim() == 0 or torch.is_inference_mode_enabled():
+        return None
+    return run_shortcut(SHORTCUTS[name], model, q, args, kwargs)
 
 
 def _fd(calls, q, qd, tau, gravity=True, damping=False, method="auto"):
@@ -121,5 +131,10 @@ SHORTCUTS = {
     "forward_kinematics": lambda c, q: c.fk(q),
     "link_pose": lambda c, q, link: c.link_pose(q, link) if isinstance(link, str) else None,
     "jacobian": lambda c, q, link, point=None: c.jacobian(q, link, point) if isinstance(link, str) else None,
+    "rnea_derivatives": lambda c, q, qd, qdd, gravity=True, damping=False: c.rnea_derivatives(q, qd, qdd, gravity,
+                                                                                             damping),
+    "aba_derivatives": lambda c, q, qd, tau, gravity=True, damping=False: c.aba_derivatives(q, qd, tau, gravity,
+                                                                                            damping),
+    "regressor": lambda c, q, qd, qdd, gravity=True: c.regressor(q, qd, qdd, gravity),
 }
 

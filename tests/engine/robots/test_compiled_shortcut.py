@@ -1,9 +1,9 @@
 """The model's shortcut to its CompiledCalls for simple calls (engine.robots.compiled_shortcut):
 when it is taken and when not, and that it changes no number, error or result type.
 
-The compiled route itself meets Pinocchio in test_backends, test_rbd_paths and
-test_compiled_calls; here each shortcut call is held against the same call through the
-model's backends (the shortcut switched off) to 1e-12.
+CompiledCalls meets Pinocchio in test_compiled_calls, the backends in test_backends; here each
+shortcut call (values, derivatives, regressor) is held against the same call through the
+model's own route (the shortcut switched off) to 1e-12, so both routes answer to Pinocchio.
 """
 
 from __future__ import annotations
@@ -57,14 +57,16 @@ def _every_call(m, q, v, a):
     return [m.inverse_dynamics(q, v, a), m.inverse_dynamics(q, v, a, gravity=False, damping=True),
             m.bias_forces(q, v), m.gravity_torques(q), m.mass_matrix(q), m.forward_dynamics(q, v, a),
             m.forward_dynamics(q, v, a, damping=True, method="articulated"), m.forward_kinematics(q),
-            m.link_pose(q, last), m.jacobian(q, last), m.jacobian(q, last, point=q[..., :3] * 0.1)]
+            m.link_pose(q, last), m.jacobian(q, last), m.jacobian(q, last, point=q[..., :3] * 0.1),
+            *m.rnea_derivatives(q, v, a, damping=True), *m.aba_derivatives(q, v, a, gravity=False),
+            m.regressor(q, v, a)]
 
 
 @pytest.mark.parametrize("batch_shape", [(), (1,), (3,)])
 def test_same_numbers_as_the_backends(model, batch_shape, taken, monkeypatch):
     q, v, a = _state(model, batch_shape)
     ours = _every_call(model, q, v, a)
-    assert taken[0] == len(ours)
+    assert taken[0] == len(ours) - 4                  # the derivatives: one call for three results
     monkeypatch.setattr(compiled_shortcut, "ENABLED", False)
     ref = _every_call(model, q, v, a)
     for k, (x, y) in enumerate(zip(ours, ref, strict=True)):
