@@ -257,7 +257,7 @@ class CompiledCalls:
             ta = ta.copy()
             self._add_damping(ta, va, -1.0)
         _K.aba_kernel(*self._consts, qa, va, ta, self._gravity(gravity), self._armature, self.floating,
-                           _batch(res, one))
+                      _batch(res, one))
         return res
 
     # ---------------------------------------------------------------- kinematics
@@ -266,8 +266,7 @@ class CompiledCalls:
         qa, one = self._q(q)
         B, L = qa.shape[0], len(self.link_names)
         res = _target(out, self._shape(one, B, (L, 4, 4)))
-        _K.fk_kernel(*self._chain, self._link_body, self._link_offset, qa, self.floating,
-                          _batch(res, one))
+        _K.fk_kernel(*self._chain, self._link_body, self._link_offset, qa, self.floating, _batch(res, one))
         return res
 
     def link_pose(self, q, link, out=None) -> np.ndarray:
@@ -291,7 +290,7 @@ class CompiledCalls:
         res = _target(out, self._shape(one, B, (6, self.nv)))
         J = _batch(res, one) if self._P is None else np.empty((B, 6, self._nv_all))
         _K.jacobian_kernel(self._chain[0], self._chain[1], self._chain[2], self._S, self._rev, self._chain[3],
-                                self._link_body_int[l], self._link_offset[l], pa, qa, self.floating, J)
+                           self._link_body_int[l], self._link_offset[l], pa, qa, self.floating, J)
         if self._P is not None:
             np.matmul(J, self._P, out=_batch(res, one))
         return res

@@ -43,15 +43,18 @@ def _versions(b) -> tuple:
         b["_a0"]._version
 
 
-def model_calls(model) -> CompiledCalls:
+def model_calls(model) -> CompiledCalls | None:
     """The model's :class:`CompiledCalls`, kept with its backends (built again after ``.to()``)
-    and rebuilt after an in-place edit of a copied buffer. For models without learnable link
-    parameters (a snapshot would not follow them)."""
+    and rebuilt after an in-place edit of a copied buffer; None where it cannot serve the model
+    (not float64 on the CPU, no movable joint). For models without learnable link parameters (a
+    snapshot would not follow them)."""
     backends = model._backends()
     versions = _versions(model._buffers)
     cached = backends.get("compiled-calls")
     if cached is None or cached[0] != versions:
-        cached = backends["compiled-calls"] = (versions, CompiledCalls(model))
+        c0 = model._buffers["_C0"]         # the kernels' availability is the caller's check, per call
+        calls = CompiledCalls(model) if c0.dtype is _F64 and c0.is_cpu and model._n else None
+        cached = backends["compiled-calls"] = (versions, calls)
     return cached[1]
 
 
@@ -62,10 +65,9 @@ def _plain(model) -> bool:
 
 
 def _model_ready(model) -> bool:
-    """The model and the thread allow the compiled kernels without a gradient to carry."""
-    c0 = model._buffers["_C0"]
-    return (c0.dtype is _F64 and c0.is_cpu and model._n > 0 and _plain(model) and not compiled_switched_off()
-            and not transformed() and cdyn.available())
+    """The model and the thread allow the compiled kernels without a gradient to carry (the
+    model's dtype and device: :func:`model_calls`)."""
+    return _plain(model) and not compiled_switched_off() and not transformed() and cdyn.available()
 
 
 def _array(x, dim: int, B: int, grad: bool):
@@ -92,14 +94,26 @@ def run_shortcut(fn, model, q, args, kwargs):
     B = q.shape[0] if dim == 2 else 0
     try:               # numpy() refuses sparse and other layouts (TypeError)
         qa = _array(q, dim, B, grad)
-        xs = [_array(x, dim, B, grad) for x in args]
-        kw = {k: _array(x, dim, B, grad) for k, x in kwargs.items()} if kwargs else kwargs
+        xs = []
+        for x in args:
+            x = _array(x, dim, B, grad)
+            if x is _REFUSED:
+                return None
+            xs.append(x)
+        kw = {}
+        for k, x in kwargs.items():
+            x = kw[k] = _array(x, dim, B, grad)
+            if x is _REFUSED:
+                return None
     except TypeError:
         return None
-    if qa is _REFUSED or any(x is _REFUSED for x in xs) or any(x is _REFUSED for x in kw.values()):
+    if qa is _REFUSED:
+        return None
+    calls = model_calls(model)
+    if calls is None:
         return None
     try:
-        out = fn(model_calls(model), qa, *xs, **kw)
+        out = fn(calls, qa, *xs, **kw)
     except (ValueError, KeyError, TypeError):     # shapes, names or arguments the model's route reports
         return None
     if isinstance(out, tuple):
