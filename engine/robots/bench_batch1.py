@@ -11,6 +11,11 @@ kernel, not the kernel, sets the time. For each algorithm, in this process, inte
   the backend choice, coordinate mapping and tensor wrapping of every call, as before it;
 - ``pinocchio``: one call of Pinocchio's Python binding on its own vectors.
 
+Times are the calling thread's CPU time per call (``time.thread_time``), the best of the
+repeats, interleaved: a one-sample call runs on the calling thread alone (no intra-op
+parallelism at this size, single-threaded kernels), so that is its cost on an idle machine,
+without the waits of a shared one (wall-clock medians there can be two to three times higher).
+
 Algorithms: ``rnea``, ``crba``, ``aba``, ``fk_jacobian`` (every link's pose and the end link's
 Jacobian; Pinocchio: ``framesForwardKinematics`` + ``computeFrameJacobian``), ``rnea_derivs``
 and ``aba_derivs`` (``computeRNEADerivatives`` / ``computeABADerivatives``; the plain calls are
@@ -19,10 +24,13 @@ and ``aba_derivs`` (``computeRNEADerivatives`` / ``computeABADerivatives``; the 
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
-__all__ = ["BATCH1_ALGORITHMS", "batch1_calls", "format_batch1_rows", "pinocchio_batch1_calls"]
+__all__ = ["BATCH1_ALGORITHMS", "batch1_calls", "cpu_time_per_call", "format_batch1_rows",
+           "pinocchio_batch1_calls"]
 
 BATCH1_ALGORITHMS = ("rnea", "crba", "aba", "fk_jacobian", "rnea_derivs", "aba_derivs")
 
@@ -61,6 +69,30 @@ def batch1_calls(model, end_link: str, q, v, a) -> dict:
     return out
 
 
+def cpu_time_per_call(fns: dict, repeats: int = 5, min_time_s: float = 0.2) -> dict:
+    """``{name: us}``: the calling thread's CPU time per call of each function, the best of
+    ``repeats`` interleaved measurements of about ``min_time_s / repeats`` each (at least 100 calls);
+    a function that raises gives None."""
+    calls, out = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()
+            t0 = time.perf_counter()
+            fn()
+            calls[name] = max(100, int(min_time_s / repeats / max(time.perf_counter() - t0, 1e-7)))
+        except Exception:  # a library that cannot run this case is reported as null
+            out[name] = None
+    best = {name: float("inf") for name in calls}
+    for _ in range(repeats):
+        for name, n in calls.items():
+            fn = fns[name]
+            t0 = time.thread_time()
+            for _ in range(n):
+                fn()
+            best[name] = min(best[name], (time.thread_time() - t0) / n * 1e6)
+    return out | best
+
+
 def pinocchio_batch1_calls(pm, pd, fid, q, v, a) -> dict:
     """Pinocchio's calls on one sample (its own vectors): ``{algorithm: fn}``."""
     import pinocchio as pin
@@ -79,8 +111,9 @@ def pinocchio_batch1_calls(pm, pd, fid, q, v, a) -> dict:
 
 def format_batch1_rows(rows: list[dict]) -> str:
     """Text rows: us per call, and Pinocchio's time / ours (> 1: we are faster)."""
-    lines = ["one sample per call (us; thin: CompiledCalls on numpy, plain: the model's method on tensors, "
-             "routed: plain without the shortcut; x = pinocchio / ours)",
+    lines = ["one sample per call (CPU us of the calling thread, best of the repeats; thin: CompiledCalls on "
+             "numpy, plain: the model's method on tensors, routed: plain without the shortcut; "
+             "x = pinocchio / ours)",
              f"{'algorithm':<12}{'thin':>8}{'plain':>8}{'routed':>8}{'pinocchio':>11}{'x thin':>8}{'x plain':>9}"]
 
     def cell(v, width):

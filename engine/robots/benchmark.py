@@ -418,9 +418,10 @@ def _batch1_rows(cfg: RbdBenchConfig, model: RobotModel, end: str, pin_: _Pinocc
         fns["pinocchio"] = b1.pinocchio_batch1_calls(pin_.pm, pin_.pd, pin_.fid, qp, vp, ap)
     rows = []
     for alg in b1.BATCH1_ALGORITHMS:
-        times = _time_interleaved({name: f[alg] for name, f in fns.items() if alg in f}, cfg)
-        rows.append({"algorithm": alg} | {f"{name}_us": None if times.get(name) is None else times[name] * 1e3
-                                          for name in ("thin", "plain", "routed", "pinocchio")})
+        times = b1.cpu_time_per_call({name: f[alg] for name, f in fns.items() if alg in f}, cfg.repeats,
+                                     cfg.min_time_s)
+        rows.append({"algorithm": alg} | {f"{name}_us": times.get(name) for name in ("thin", "plain", "routed",
+                                                                                      "pinocchio")})
     return rows
 
 
