@@ -61,7 +61,8 @@ def model_calls(model) -> CompiledCalls | None:
 def _plain(model) -> bool:
     """No parameter or learnable anywhere in the model (RobotModel's one submodule, empty)."""
     modules = model._modules
-    return not model._learnable and not model._parameters and len(modules) == 1 and not modules["learnable"]._modules
+    return (not model._learnable and not model._parameters and len(modules) == 1 and "learnable" in modules
+            and not modules["learnable"]._modules)
 
 
 def _model_ready(model) -> bool:

@@ -8,6 +8,8 @@ model's own route (the shortcut switched off) to 1e-12, so both routes answer to
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -129,3 +131,24 @@ def test_edits_and_moves_of_the_model_are_followed(taken):
     out = m32.inverse_dynamics(q.float(), v.float(), a.float())
     assert taken[0] == 2 and out.dtype == torch.float32
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_threads_share_one_model():
+    """The GUI and a worker calling one model at once: each call writes only its own result."""
+    m = load_robot("solo12")
+    states = [_state(m, (), seed=s) for s in range(8)]
+    with torch_only():
+        ref = [m.forward_dynamics(*x) for x in states]
+    out: dict = {}
+
+    def work(k):
+        for _ in range(200):
+            out[k] = m.forward_dynamics(*states[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(states))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, r in enumerate(ref):
+        torch.testing.assert_close(out[k], r, rtol=1e-12, atol=1e-12)
