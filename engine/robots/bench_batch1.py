@@ -73,7 +73,8 @@ def cpu_time_per_call(fns: dict, repeats: int = 5, min_time_s: float = 0.2) -> d
     """``{name: us}``: the calling thread's CPU time per call of each function, the best of
     ``repeats`` interleaved measurements of about ``min_time_s / repeats`` each (at least 100 calls);
     a function that raises gives None."""
-    calls, out = {}, {}
+    calls: dict[str, int] = {}
+    out: dict[str, float | None] = {}
     for name, fn in fns.items():
         try:
             fn()
@@ -90,7 +91,8 @@ def cpu_time_per_call(fns: dict, repeats: int = 5, min_time_s: float = 0.2) -> d
             for _ in range(n):
                 fn()
             best[name] = min(best[name], (time.thread_time() - t0) / n * 1e6)
-    return out | best
+    out.update(best)
+    return out
 
 
 def pinocchio_batch1_calls(pm, pd, fid, q, v, a) -> dict:
