@@ -55,10 +55,11 @@ __all__ = ["CompiledCalls", "unavailable_reason"]
 
 _NONE = np.empty((0, 0))
 _F64 = np.dtype(np.float64)
-# engine.robots.compiled_kernels and derivative_kernels, imported on first use (they import numba);
-# module globals, not attributes, so that a CompiledCalls deep-copies with the model that keeps one
+# engine.robots.compiled_kernels, derivative_kernels and regressor_kernels, imported on first use (they
+# import numba); module globals, not attributes, so that a CompiledCalls deep-copies with the model
 _K: Any = None
 _DK: Any = None
+_RK: Any = None
 
 
 def unavailable_reason(model) -> str | None:
@@ -305,6 +306,15 @@ class CompiledCalls:
             _DK = derivative_kernels
         return _DK
 
+    @staticmethod
+    def _regressor_kernels():
+        global _RK
+        if _RK is None:
+            from engine.robots import regressor_kernels
+
+            _RK = regressor_kernels
+        return _RK
+
     def _zeros_if_none(self, x, B: int):
         return np.zeros((B, self._nv_all)) if x is _NONE else x
 
@@ -364,7 +374,7 @@ class CompiledCalls:
 
     def regressor(self, q, v, a, gravity=True, out=None) -> np.ndarray:
         """The joint-torque regressor ``(..., nv, 10 N)`` (``model.regressor``; no armature)."""
-        dk = self._derivative_kernels()
+        rk = self._regressor_kernels()
         qa, one = self._q(q)
         B, na = qa.shape[0], self._nv_all
         va, aa = self._zeros_if_none(self._v(v, B), B), self._zeros_if_none(self._v(a, B), B)
@@ -372,7 +382,7 @@ class CompiledCalls:
         res = _target(out, self._shape(one, B, (self.nv, cols)))
         Y = _batch(res, one) if self._P is None else np.empty((B, na, cols))
         parent, C0, C, perm = self._chain
-        dk.regressor_kernel(parent, C0, C, self._S, perm, qa, va, aa, self._gravity(gravity), self.floating, Y)
+        rk.regressor_kernel(parent, C0, C, self._S, perm, qa, va, aa, self._gravity(gravity), self.floating, Y)
         if self._P is not None:
             np.matmul(self._Pt, Y, out=_batch(res, one))
         return res
