@@ -2,17 +2,19 @@
 
 A plain call that the compiled kernels serve (float64 CPU tensors, nothing to differentiate)
 spends most of its time at batch 1 in choosing a backend, flattening and mapping its inputs and
-wrapping the result: about 25 us around a 2 to 3 us kernel on a 7-DoF arm. Where such a call's
-inputs are simple, :func:`engine.robots.call_policy.call_policy` hands it instead to the
-model's :class:`engine.robots.compiled_calls.CompiledCalls` (built once, kept with the model's
-backends) on the tensors' numpy views, and returns its array as a tensor (sharing memory).
+wrapping the result: about 30 us (CPU time) around a 2 to 3 us kernel on a 7-DoF arm. Where such
+a call's inputs are simple, :func:`engine.robots.call_policy.call_policy` (and, for the
+derivatives and the regressor, :func:`shortcut_call`) hands it instead to the model's
+:class:`engine.robots.compiled_calls.CompiledCalls` (built once, kept with the model's backends)
+on the tensors' numpy views, and returns its array as a tensor (sharing memory): about 10 us.
 
 When: every tensor argument float64 on the CPU, strided, of one leading shape ``()`` or ``(B,)``
 (no broadcasting), none requiring a gradient in grad mode; not inside
 :class:`engine.robots.backends.torch_only`, a torch.func transform or forward-mode AD; the
 compiled kernels available; the model without learnable link parameters (its values change
 between calls) and without other parameters or submodules. The numbers are the compiled
-backend's (the same kernels), so the model's results do not depend on the route. The
+backend's (the same kernels; to rounding where armature, damping or a mimic projection is
+applied in another order), so the model's results do not depend on the route. The
 snapshot's constants are rebuilt when the model's buffers are replaced (``.to()``) or its
 inertials, damping or gravity are edited in place (their version counters).
 ``LAGRANGE_COMPILED_SHORTCUT=0`` (or :data:`ENABLED` set False) sends every call through the
