@@ -95,7 +95,7 @@ def run_shortcut(fn, model, q, args, kwargs):
         return None
     grad = torch.is_grad_enabled()
     B = q.shape[0] if dim == 2 else 0
-    try:               # numpy() refuses sparse and other layouts (TypeError)
+    try:               # numpy() refuses other layouts (TypeError) and a negative bit (RuntimeError)
         qa = _array(q, dim, B, grad)
         xs = []
         for x in args:
@@ -108,7 +108,7 @@ def run_shortcut(fn, model, q, args, kwargs):
             x = kw[k] = _array(x, dim, B, grad)
             if x is _REFUSED:
                 return None
-    except TypeError:
+    except (TypeError, RuntimeError):
         return None
     if qa is _REFUSED:
         return None

@@ -87,11 +87,15 @@ def test_when_it_is_not_taken(taken):
         lambda: m.inverse_dynamics(q.detach(), v.numpy(), a),               # arrays: the model converts them
         lambda: m.inverse_dynamics(q.detach().float(), v, a),               # another dtype
         lambda: m.inverse_dynamics(q.detach()[None], v[None], a[None]),     # more than one batch dimension
+        lambda: m.inverse_dynamics(q.detach(), v, torch.complex(a, a).conj().imag),   # a negative bit
         lambda: m.mass_matrix(q.detach()),
     ]
     for call in refused[:-1]:
         call()
     assert taken[0] == 0
+    negative_bit = torch.complex(a, a).conj().imag                   # -a, read through a negative bit
+    torch.testing.assert_close(m.inverse_dynamics(q.detach(), v, negative_bit), m.inverse_dynamics(q.detach(), v, -a))
+    taken[0] = 0
     with torch_only():
         refused[-1]()
     assert taken[0] == 0
