@@ -2,7 +2,8 @@
 
 Times FK + Jacobian, RNEA, CRBA and ABA of the rigid-body engine against Pinocchio (a
 Python loop over the samples), pytorch_kinematics and differentiable-robot-model, in this
-process, and prints the ratios; the analytic derivatives and backward passes against
+process, and prints the ratios; one sample per call against Pinocchio's per-call time (thin
+numpy entry, plain API; ``--no-batch1`` skips them); the analytic derivatives and backward passes against
 Pinocchio's derivatives (``--derivative-batch 1,1024``, the default); then the same against
 Pinocchio for floating-base robots (``--floating solo12,talos``, the default). The work lives
 in engine.robots.benchmark.
@@ -10,6 +11,7 @@ in engine.robots.benchmark.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from engine.cli._common import add_device_option, print_json
@@ -38,6 +40,7 @@ def _run(args) -> int:
         floating=floating,
         device=args.device,
         derivative_batches=() if args.derivative_batch.strip() == "none" else _batches(args.derivative_batch),
+        batch1=args.batch1,
     )
 
     def progress(fraction, message):
@@ -47,7 +50,8 @@ def _run(args) -> int:
     result = run_rbd_benchmark(cfg, progress=progress)
     plain = _plain_rows(args, result, progress)
     if args.json:
-        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows", "floating_rows", "derivative_rows")}
+        print_json({k: result[k] for k in ("robot", "dof", "threads", "rows", "floating_rows", "derivative_rows",
+                                          "batch1_rows")}
                    | {"urdf": result["urdf"]}
                    | ({"plain_api": plain[0], "plain_api_torch": plain[1]} if plain else {}))
     else:
@@ -95,6 +99,9 @@ def register_bench(subparsers) -> None:
     p.add_argument("--derivative-batch", default=",".join(map(str, d.derivative_batches)),
                    help="batch sizes of the analytic-derivative rows (RNEA/ABA derivatives and backward passes "
                         "against Pinocchio's computeRNEADerivatives/computeABADerivatives); 'none' skips them")
+    p.add_argument("--batch1", action=argparse.BooleanOptionalAction, default=d.batch1,
+                   help="rows of one sample per call: CompiledCalls (numpy), the plain API and Pinocchio's "
+                        "per-call time (--no-batch1 skips them)")
     add_device_option(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)

@@ -78,6 +78,7 @@ class RbdBenchConfig:
     floating: tuple[str, ...] = ("solo12", "talos")   # floating-base robots timed against Pinocchio
     device: str = "cpu"                       # where ours runs (cpu, cuda, auto); float64 everywhere
     derivative_batches: tuple[int, ...] = (1, 1024)   # rows of the analytic derivatives (bench_derivatives)
+    batch1: bool = True                       # rows of one sample per call (bench_batch1)
 
     def __post_init__(self):
         who = "benchmark setting"
@@ -361,6 +362,8 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
             if progress is not None:
                 progress(done / total, f"{alg} batch {batch}")
     derivative_rows = _derivative_rows(cfg, model, cast("_Pinocchio | None", others.get("pinocchio")), rng)
+    batch1_rows = _batch1_rows(cfg, model, end, cast("_Pinocchio | None", others.get("pinocchio")), rng) \
+        if cfg.batch1 else []
     floating_rows = []
     for name in cfg.floating:
         try:
@@ -370,7 +373,7 @@ def run_rbd_benchmark(cfg: RbdBenchConfig, progress: Callable[[float, str], None
     return {"robot": str(cfg.robot), "urdf": str(path), "dof": model.dof, "threads": cfg.threads,
             "device": str(model.device),
             "end_link": end, "malloc_tuned": malloc_tuned, "rows": rows, "floating_rows": floating_rows,
-            "derivative_rows": derivative_rows}
+            "derivative_rows": derivative_rows, "batch1_rows": batch1_rows}
 
 
 def _derivative_rows(cfg: RbdBenchConfig, model: RobotModel, pin_: _Pinocchio | None, rng) -> list[dict]:
@@ -397,6 +400,28 @@ def _derivative_rows(cfg: RbdBenchConfig, model: RobotModel, pin_: _Pinocchio | 
             times = _time_interleaved({name: f[alg] for name, f in fns.items()}, cfg)
             rows.append({"algorithm": alg, "batch": batch, "ours_ms": times.get("ours"),
                          "ours_torch_ms": times.get("ours_torch"), "pinocchio_ms": times.get("pinocchio")})
+    return rows
+
+
+def _batch1_rows(cfg: RbdBenchConfig, model: RobotModel, end: str, pin_: _Pinocchio | None, rng) -> list[dict]:
+    """Rows ``{algorithm, thin_us, plain_us, routed_us, pinocchio_us}`` of one sample per call
+    (:mod:`engine.robots.bench_batch1`)."""
+    from engine.robots import bench_batch1 as b1
+
+    lo = np.maximum(model.joint_limits.lower.cpu().numpy(), -np.pi)
+    hi = np.minimum(model.joint_limits.upper.cpu().numpy(), np.pi)
+    q, v, a = rng.uniform(lo, hi), rng.normal(size=model.dof), rng.normal(size=model.dof)
+    fns = b1.batch1_calls(model, end, q, v, a)
+    if pin_ is not None:
+        qp, vp, ap = (np.zeros(model.dof) for _ in range(3))
+        qp[pin_.perm], vp[pin_.perm], ap[pin_.perm] = q, v, a
+        fns["pinocchio"] = b1.pinocchio_batch1_calls(pin_.pm, pin_.pd, pin_.fid, qp, vp, ap)
+    rows = []
+    for alg in b1.BATCH1_ALGORITHMS:
+        times = b1.cpu_time_per_call({name: f[alg] for name, f in fns.items() if alg in f}, cfg.repeats,
+                                     cfg.min_time_s)
+        rows.append({"algorithm": alg} | {f"{name}_us": times.get(name) for name in ("thin", "plain", "routed",
+                                                                                      "pinocchio")})
     return rows
 
 
@@ -508,6 +533,10 @@ def format_table(result: dict) -> str:
         lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"
                      f"{cell(r, 'pinocchio_ms', 11)}{ratio(r, 'pinocchio_ms', 7)}"
                      f"{ratio(r, 'pinocchio_ms', 6, 'ours_torch_ms')}")
+    if result.get("batch1_rows"):
+        from engine.robots.bench_batch1 import format_batch1_rows
+
+        lines.append(format_batch1_rows(result["batch1_rows"]))
     robot = None
     for r in result.get("floating_rows", []):
         if r["robot"] != robot:

@@ -8,6 +8,7 @@ import functools
 import torch
 
 from engine.robots.backends import needs_grad
+from engine.robots.compiled_shortcut import SHORTCUTS, run_shortcut
 from engine.runtime import intra_op_threads
 
 __all__ = ["call_policy"]
@@ -37,14 +38,23 @@ def call_policy(result_per_sample):
       tracking) costs each of the hundreds of small operations a share, 10 to 20 % of a call
       at batch 1. The result is copied out, so callers get a normal tensor; cached constants
       are built outside inference mode (``torch.inference_mode(False)`` where they are made).
+    - A shortcut for calls that the compiled kernels serve on simple inputs (one sample or one
+      flat batch, float64, nothing to differentiate): the model's
+      :class:`engine.robots.compiled_calls.CompiledCalls` on numpy views, without choosing a
+      backend or wrapping tensors per step (:mod:`engine.robots.compiled_shortcut`; the methods
+      named in its ``SHORTCUTS``). Same kernels, same numbers.
     """
 
     def decorate(method):
+        fast = SHORTCUTS.get(method.__name__)
+
         @functools.wraps(method)
         def run(self, q, *args, **kwargs):
-            if not isinstance(q, torch.Tensor) or q.device.type != "cpu" or q.dim() == 0 \
+            if not isinstance(q, torch.Tensor) or not q.is_cpu or q.dim() == 0 \
                     or torch.is_inference_mode_enabled():
                 return method(self, q, *args, **kwargs)
+            if fast is not None and (out := run_shortcut(fast, self, q, args, kwargs)) is not None:
+                return out
             B = q.numel() // max(q.shape[-1], 1)
             work = B * max(self._n, 1)
             one_thread = _ONE_THREAD_WORK[0] <= work < _ONE_THREAD_WORK[1] and torch.get_num_threads() > 1

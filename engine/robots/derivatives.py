@@ -42,6 +42,7 @@ from engine.robots import compiled_dynamics as cdyn
 from engine.robots.backends import compiled_autograd as cag
 from engine.robots.backends import compiled_switched_off, needs_grad, torch_only, transformed
 from engine.robots.backends.tree import Inertials
+from engine.robots.compiled_shortcut import shortcut_call
 from engine.spatial import quaternion_multiply, quaternion_to_rotation
 
 __all__ = ["DerivativeMethods", "aba_derivatives", "compiled_backend_for", "dynamic_parameters", "regressor",
@@ -218,19 +219,23 @@ def _torch_regressor(model: Any, q, qd, qdd, gravity):
 
 
 class DerivativeMethods:
-    """The model's derivative methods (mixed into :class:`engine.robots.model.RobotModel`)."""
+    """The model's derivative methods (mixed into :class:`engine.robots.model.RobotModel`); plain
+    calls on simple inputs take the model's CompiledCalls (:mod:`engine.robots.compiled_shortcut`)."""
 
     def rnea_derivatives(self, q, qd, qdd, gravity=True, damping: bool = False):
         """``(dtau/dq, dtau/dqd, dtau/dqdd)`` ``(..., nv, nv)``: :func:`engine.robots.derivatives.rnea_derivatives`."""
-        return rnea_derivatives(self, q, qd, qdd, gravity, damping)
+        fast = shortcut_call("rnea_derivatives", self, q, (qd, qdd), {"gravity": gravity, "damping": damping})
+        return fast if fast is not None else rnea_derivatives(self, q, qd, qdd, gravity, damping)
 
     def aba_derivatives(self, q, qd, tau, gravity=True, damping: bool = False):
         """``(dqdd/dq, dqdd/dqd, M^-1)`` ``(..., nv, nv)``: :func:`engine.robots.derivatives.aba_derivatives`."""
-        return aba_derivatives(self, q, qd, tau, gravity, damping)
+        fast = shortcut_call("aba_derivatives", self, q, (qd, tau), {"gravity": gravity, "damping": damping})
+        return fast if fast is not None else aba_derivatives(self, q, qd, tau, gravity, damping)
 
     def regressor(self, q, qd, qdd, gravity=True) -> torch.Tensor:
         """``Y (..., nv, 10 N)``, ``tau = Y pi``: :func:`engine.robots.derivatives.regressor`."""
-        return regressor(self, q, qd, qdd, gravity)
+        fast = shortcut_call("regressor", self, q, (qd, qdd), {"gravity": gravity})
+        return fast if fast is not None else regressor(self, q, qd, qdd, gravity)
 
     def _compiled_for(self, tensors, batch_last_from: int):
         """:func:`engine.robots.derivatives.compiled_backend_for` (the model's backend choice)."""

@@ -21,7 +21,8 @@ __all__ = ["CompiledBackend"]
 
 
 def _np(x):
-    return x.detach().numpy()
+    x = x.detach()
+    return (x.resolve_neg() if x.is_neg() else x).numpy()    # a negative bit (z.conj().imag): numpy() refuses it
 
 
 def _tensor(x: np.ndarray) -> torch.Tensor:

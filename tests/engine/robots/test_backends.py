@@ -18,7 +18,7 @@ from pinocchio_pair import close as _close
 from robots_testdata import example_robot_data
 from test_mimic import GRIPPER
 
-from engine.robots import RobotModel
+from engine.robots import RobotModel, compiled_shortcut
 from engine.robots import dynamics_batch_last as dyn_bl
 
 TOL = 1e-9
@@ -84,8 +84,9 @@ def pair(request, tmp_path_factory):
 
 @pytest.fixture(params=BACKENDS)
 def backend(request, pair, monkeypatch):
-    """Every call of the pair's model runs this backend."""
+    """Every call of the pair's model runs this backend (not the model's CompiledCalls shortcut)."""
     m = pair.model
+    monkeypatch.setattr(compiled_shortcut, "ENABLED", False)
     chosen = m._compiled() if request.param == "compiled" else m._backends()[request.param]
     assert chosen.name == request.param
     monkeypatch.setattr(m, "_backend_for", lambda *tensors: chosen)

@@ -35,6 +35,10 @@ def test_bench_rbd_json(capsys):
         (a, 2) for a in ("rnea_derivs", "aba_derivs", "id_backward", "fd_backward")]
     for r in derivs:
         assert r["ours_ms"] > 0 and r["ours_torch_ms"] > 0 and r["pinocchio_ms"] > 0
+    one = out["batch1_rows"]                        # one sample per call: thin entry, plain API, Pinocchio
+    assert [r["algorithm"] for r in one] == ["rnea", "crba", "aba", "fk_jacobian", "rnea_derivs", "aba_derivs"]
+    for r in one:
+        assert r["thin_us"] > 0 and r["plain_us"] > 0 and r["routed_us"] > 0 and r["pinocchio_us"] > 0
     for key in ("plain_api", "plain_api_torch"):   # in a fresh process without the CLI's settings
         plain = out[key]
         assert plain["path"] == ("torch" if key == "plain_api_torch" else "default")

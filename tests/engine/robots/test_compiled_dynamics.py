@@ -16,23 +16,26 @@ import pytest
 import torch
 from robots_testdata import SMALL_TREE
 
-from engine.robots import RobotModel, compiled_dynamics
+from engine.robots import RobotModel, compiled_dynamics, compiled_kernels
 from engine.robots.backends import compiled_autograd, torch_only
 from engine.robots.library import load_robot
 
 
 def _calls(monkeypatch):
-    """Counts the kernel calls of each algorithm (after the build's own test calls)."""
+    """Counts the kernel calls of each algorithm (after the build's own test calls), whichever
+    route reaches them (the compiled backend, or the model's CompiledCalls shortcut)."""
     assert compiled_dynamics.available()
     counts = {"rnea": 0, "crba": 0, "aba": 0, "link_poses": 0, "jacobian": 0}
-    for name in counts:
-        inner = getattr(compiled_dynamics, name)
+    kernels = {"rnea": "rnea_kernel", "crba": "crba_kernel", "aba": "aba_kernel", "link_poses": "fk_kernel",
+               "jacobian": "jacobian_kernel"}
+    for name, kernel in kernels.items():
+        inner = getattr(compiled_kernels, kernel)
 
         def spy(*args, _inner=inner, _name=name, **kwargs):
             counts[_name] += 1
             return _inner(*args, **kwargs)
 
-        monkeypatch.setattr(compiled_dynamics, name, spy)
+        monkeypatch.setattr(compiled_kernels, kernel, spy)
     return counts
 
 
