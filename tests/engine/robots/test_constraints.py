@@ -5,6 +5,8 @@ follow MuJoCo's (stiff) simulation of the same file."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -321,3 +323,21 @@ def test_constrained_dynamics_is_batched_and_differentiable(tmp_path):
            - constrained_forward_dynamics(model, cons, q[0], v[0], torch.zeros(3)).qdd[0]).item() / 1e-6
           for j in range(3)]
     np.testing.assert_allclose(tau.grad[0].numpy(), dq, atol=1e-6)
+
+
+def test_robot_info_lists_every_constraint(tmp_path, capsys):
+    from engine.cli import main
+
+    path = _linkage(tmp_path)
+    assert main(["robot", "info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    by_name = {c["name"]: c for c in info["constraints"]}
+    assert by_name["tips"] == {"name": "tips", "kind": "weld", "bodies": ["l2", "arm"], "rows": 6}
+    assert by_name["sites"] == {"name": "sites", "kind": "connect", "bodies": ["pin2", "palm"], "rows": 3}
+    assert by_name["mirror"] == {"name": "mirror", "kind": "tendon", "joints": {"fl": 1.0, "fr": 1.0},
+                                 "tendons": ["left_t", "right_t"], "rows": 1}
+    assert not any("<weld>" in line or "<connect>" in line for line in info["not_modelled"])
+    assert main(["robot", "info", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "constraint tips: weld (l2 - arm), 6 rows" in text
+    assert "constraint mirror: tendon (1 fl + 1 fr), 1 row" in text
