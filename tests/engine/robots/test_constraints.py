@@ -341,3 +341,41 @@ def test_robot_info_lists_every_constraint(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "constraint tips: weld (l2 - arm), 6 rows" in text
     assert "constraint mirror: tendon (1 fl + 1 fr), 1 row" in text
+
+
+FLOATING = """<mujoco model="floatloop">
+  <option><flag contact="disable"/></option>
+  <worldbody>
+    <body name="box" pos="0 0 1">
+      <freejoint/>
+      <geom type="box" size="0.1 0.05 0.05" mass="1"/>
+      <body name="arm" pos="0.1 0 0">
+        <joint name="h" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.3"/>
+      </body>
+    </body>
+  </worldbody>
+  <equality><connect name="hang" body1="arm" body2="world" anchor="0.3 0 0"/></equality>
+</mujoco>"""
+
+
+def test_a_floating_body_hung_from_the_world(tmp_path, one_thread):
+    """A free box hangs by its arm's tip from a point of the world: the Jacobian is the residual's
+    derivative along ``q (+) t v`` (the base's twist in its own frame), and 2 s of falling and
+    swinging keep the tip on the point."""
+    path = tmp_path / "float.xml"
+    path.write_text(FLOATING)
+    model = RobotModel.from_file(path)
+    cons = model.description.constraints
+    assert model.floating and cons[0].body2 is None and cons[0].anchor2 == pytest.approx((0.4, 0.0, 1.0))
+    q0 = model.neutral().clone()
+    q0[2] = 1.0
+    assert float(constraint_residual(model, cons, q0).abs().max()) < 1e-15
+    v = torch.tensor(np.random.default_rng(2).normal(size=model.nv))
+    eps = 1e-6
+    fd = (constraint_residual(model, cons, model.integrate(q0, eps * v))
+          - constraint_residual(model, cons, model.integrate(q0, -eps * v))) / (2 * eps)
+    np.testing.assert_allclose((constraint_jacobian(model, cons, q0) @ v).numpy(), fd.numpy(), atol=1e-8)
+    result = simulate(model, q0.numpy(), options=SimulationOptions(duration=2.0, dt=0.002, frame_rate=10))
+    assert float(constraint_residual(model, cons, torch.tensor(result.q)).abs().max()) < 1e-6
+    assert abs(result.q[-1, 2] - 1.0) > 0.1                  # the box fell and swings below the point
