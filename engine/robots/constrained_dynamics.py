@@ -33,7 +33,13 @@ import torch
 
 from engine.robots.constraints import constraint_drift, constraint_terms
 
-__all__ = ["Baumgarte", "ConstrainedAcceleration", "constrained_forward_dynamics", "project_state"]
+__all__ = [
+    "Baumgarte",
+    "ConstrainedAcceleration",
+    "check_constraints_hold",
+    "constrained_forward_dynamics",
+    "project_state",
+]
 
 _PROXIMAL_ITERATIONS = 8
 _RELATIVE_DAMPING = 1e-10
@@ -139,3 +145,17 @@ def project_state(model, constraints, q, v, tol: float = 1e-12,
         lam = _solve_forces(J @ MinvJt, (J @ v[..., None])[..., 0])
         v = v - (MinvJt @ lam[..., None])[..., 0]
     return q.reshape(shape + (model.nq,)), v.reshape(shape + (model.nv,))
+
+
+def check_constraints_hold(model, constraints, q, tol: float = 1e-6) -> None:
+    """ValueError naming the constraint whose residual at ``q (nq,)`` exceeds ``tol`` (m or
+    rad-like): a configuration the loops cannot close from (the mechanism cannot reach it)."""
+    r = constraint_terms(model, constraints, q)[0].reshape(-1)
+    start = 0
+    for c in constraints:
+        err = float(r[start:start + c.rows].abs().max())
+        if not err <= tol:
+            raise ValueError(f"robot {model.name!r}: constraint {c.name!r} ({c.kind}) cannot be closed from this "
+                             f"configuration (error {err:.3g} after projection); start from a pose where the "
+                             "loop closes, such as the file's own (all joints at their reference)")
+        start += c.rows

@@ -28,7 +28,11 @@ import numpy as np
 import torch
 
 from engine.integrators import rk4_step_t
-from engine.robots.constrained_dynamics import constrained_forward_dynamics, project_state
+from engine.robots.constrained_dynamics import (
+    check_constraints_hold,
+    constrained_forward_dynamics,
+    project_state,
+)
 from engine.robots.gravcomp import gravity_compensation, has_gravity_compensation
 
 __all__ = [
@@ -177,8 +181,9 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     if constraints and held:
         raise ValueError(f"robot {model.name!r} has constraints (loop closures): holding its base is not "
                          "supported; simulate it with the base free")
-    if constraints:
-        q, qd = project_state(model, constraints, q, qd)
+    if constraints:         # start on the constraints (a pose set joint by joint leaves loops open)
+        q, qd = project_state(model, constraints, q, qd, iterations=50)
+        check_constraints_hold(model, constraints, q)
 
     def accel(t, q_, qd_):
         tau = tau_const

@@ -379,3 +379,18 @@ def test_a_floating_body_hung_from_the_world(tmp_path, one_thread):
     result = simulate(model, q0.numpy(), options=SimulationOptions(duration=2.0, dt=0.002, frame_rate=10))
     assert float(constraint_residual(model, cons, torch.tensor(result.q)).abs().max()) < 1e-6
     assert abs(result.q[-1, 2] - 1.0) > 0.1                  # the box fell and swings below the point
+
+
+def test_simulation_starts_on_the_constraints_or_says_why_not(tmp_path):
+    model = RobotModel.from_file(_four_bar(tmp_path))
+    cons = model.description.constraints
+    result = simulate(model, np.array([0.2, 0.0, 0.0]), options=SimulationOptions(duration=0.02, dt=0.002))
+    assert float(constraint_residual(model, cons, torch.tensor(result.q[0])).abs().max()) < 1e-12
+    assert np.abs(result.q[0] - [0.2, 0.0, 0.0]).max() < 0.2      # moved less than back to the file pose
+    far = tmp_path / "far.xml"        # a pendulum's tip pinned to a point it cannot reach
+    far.write_text("""<mujoco><worldbody><site name="post" pos="1 0 0"/>
+      <body name="p"><joint name="j" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.01" mass="0.2"/><site name="tip" pos="0.3 0 0"/>
+      </body></worldbody><equality><connect name="reach" site1="tip" site2="post"/></equality></mujoco>""")
+    with pytest.raises(ValueError, match="constraint 'reach' \\(connect\\) cannot be closed"):
+        simulate(RobotModel.from_file(far), np.zeros(1), options=SimulationOptions(duration=0.02, dt=0.002))
