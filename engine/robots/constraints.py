@@ -31,6 +31,7 @@ __all__ = [
     "LoopConstraint",
     "TendonConstraint",
     "WeldConstraint",
+    "constraint_anchors",
     "constraint_drift",
     "constraint_jacobian",
     "constraint_residual",
@@ -243,3 +244,24 @@ def constraint_drift(model, constraints, q, v, method: str = "auto") -> torch.Te
         B = qf.shape[0]
         out = (Jv2[:B] - Jv2[B:]) / (2.0 * eps[:, None])
     return out.reshape(shape + out.shape[-1:])
+
+
+def constraint_anchors(model, constraints, q) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """``[(name, p1 (3,), p2 (3,)), ...]``: the world points (m) each loop or weld holds together
+    at one configuration ``q (nq,)`` (what a viewer draws; tendon equalities have no point)."""
+    q = torch.as_tensor(q, dtype=model.dtype, device=model.device).reshape(1, model.nq)
+    poses = model.forward_kinematics(q)[0]              # (n_links, 4, 4)
+    out = []
+    for c in constraints:
+        if isinstance(c, TendonConstraint):
+            continue
+        ends = []
+        for body, anchor in ((c.body1, c.anchor1), (c.body2, c.anchor2)):
+            a = q.new_tensor(anchor)
+            if body is None:
+                ends.append(a)
+            else:
+                T = poses[model.link_names.index(body)]
+                ends.append(T[:3, :3] @ a + T[:3, 3])
+        out.append((c.name, ends[0], ends[1]))
+    return out

@@ -394,3 +394,22 @@ def test_simulation_starts_on_the_constraints_or_says_why_not(tmp_path):
       </body></worldbody><equality><connect name="reach" site1="tip" site2="post"/></equality></mujoco>""")
     with pytest.raises(ValueError, match="constraint 'reach' \\(connect\\) cannot be closed"):
         simulate(RobotModel.from_file(far), np.zeros(1), options=SimulationOptions(duration=0.02, dt=0.002))
+
+
+def test_anchor_points_are_mujocos_for_drawing(tmp_path):
+    from engine.robots.constraints import constraint_anchors
+
+    path = _linkage(tmp_path)
+    model = RobotModel.from_file(path)
+    q = np.random.default_rng(5).uniform(-0.5, 0.5, model.nq)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    drawn = constraint_anchors(model, model.description.constraints, torch.tensor(q))
+    anchors = {name: (p1.numpy(), p2.numpy()) for name, p1, p2 in drawn}
+    assert set(anchors) == {"tips", "sites"}                # the tendon coupling has no point
+    np.testing.assert_allclose(anchors["sites"][0], d.site("tip2").xpos, atol=1e-12)
+    np.testing.assert_allclose(anchors["sites"][1], d.site("socket").xpos, atol=1e-12)
+    arm = d.body("arm")
+    np.testing.assert_allclose(anchors["tips"][1], arm.xpos + arm.xmat.reshape(3, 3) @ [0.3, 0, 0], atol=1e-12)
