@@ -95,7 +95,8 @@ def _load(args):
 
 def robot_info(name_or_path, xacro_args=None, tree: str | None = None) -> dict:
     """Summary of a robot: dof, joints (type, limits), links (mass), total mass, springs, gravity
-    (m/s^2) and what the file holds that the model does not (``not_modelled``, one line per kind)."""
+    (m/s^2), the constraints that close loops (``constraints``: name, kind, bodies or joints, rows)
+    and what the file holds that the model does not (``not_modelled``, one line per kind)."""
     from engine.robots.files import file_format
     from engine.robots.library import joint_springs, load_robot, resolve_robot
 
@@ -131,8 +132,18 @@ def robot_info(name_or_path, xacro_args=None, tree: str | None = None) -> dict:
         "floating_base": bool(desc.floating_base),
         "gravity": [float(g) for g in model.gravity.tolist()],
         "gravcomp": {l.name: l.gravcomp for l in desc.links if l.gravcomp},
+        "constraints": [constraint_summary(c) for c in desc.constraints],
         "not_modelled": list(desc.not_modelled),
     }
+
+
+def constraint_summary(c) -> dict:
+    """One constraint for ``robot info``: name, kind (connect, weld, tendon), what it joins, rows."""
+    if c.kind == "tendon":
+        joins = {"joints": dict(zip(c.joints, c.coefficients)), "tendons": list(c.tendons)}
+    else:
+        joins = {"bodies": [c.body1 or "world", c.body2 or "world"]}
+    return {"name": c.name, "kind": c.kind, **joins, "rows": c.rows}
 
 
 def _cmd_info(args) -> int:
@@ -158,6 +169,9 @@ def _cmd_info(args) -> int:
         print(f"  gravity {' '.join(f'{g:g}' for g in info['gravity'])} m/s^2")
     for name, c in info["gravcomp"].items():
         print(f"  gravity compensation of {name}: {c:g} of its weight")
+    for c in info["constraints"]:
+        what = " - ".join(c["bodies"]) if "bodies" in c else " + ".join(f"{k:g} {j}" for j, k in c["joints"].items())
+        print(f"  constraint {c['name']}: {c['kind']} ({what}), {c['rows']} row{'s' if c['rows'] > 1 else ''}")
     for line in info["not_modelled"]:
         print(f"  not modelled: {line}")
     return 0

@@ -19,8 +19,12 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from engine.robots.constraints import Constraint
 
 __all__ = [
     "MOVABLE_JOINT_TYPES",
@@ -199,6 +203,10 @@ class RobotDescription:
     # (MJCF tendons, equality constraints, actuators, contacts...): said once in a warning at load,
     # listed by `robot info` and shown by the app
     not_modelled: tuple[str, ...] = ()
+    # holonomic constraints closing loops in the tree (MJCF <equality connect/weld/tendon>):
+    # :mod:`engine.robots.constraints`; forward dynamics and simulation honour them
+    # (:mod:`engine.robots.constrained_dynamics`)
+    constraints: tuple[Constraint, ...] = ()
 
     # name -> object indices, built on first use (a frozen dataclass still has a __dict__, and
     # cached_property writes there, not through __setattr__; not fields: eq, hash, replace ignore them)

@@ -21,6 +21,8 @@ geoms, ...), so what we read is what MuJoCo simulates:
   body ``gravcomp`` -> ``Link.gravcomp`` and joint ``actuatorgravcomp`` ->
   ``Joint.actuator_gravcomp`` (the forces: :mod:`engine.robots.gravcomp`);
 - linear ``<equality joint>`` couplings -> mimic joints (:mod:`engine.robots.mjcf_couplings`);
+- ``<equality connect|weld>`` and linear fixed-tendon equalities -> ``RobotDescription.constraints``
+  (hard holonomic constraints: :mod:`engine.robots.mjcf_constraints`);
 - everything else that changes the dynamics (equality constraints, tendons, actuators, springs,
   contacts...) is named in ``RobotDescription.not_modelled`` and once in a warning
   (:mod:`engine.robots.mjcf_inventory`);
@@ -48,6 +50,7 @@ from engine.robots.description import (
     Visual,
     massless_moving_subtrees,
 )
+from engine.robots.mjcf_constraints import mujoco_constraints, softness_line
 from engine.robots.mjcf_couplings import joint_couplings
 from engine.robots.mjcf_error import MJCFError
 from engine.robots.mjcf_inventory import not_modelled
@@ -430,12 +433,14 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
             if last and child != names[b]:        # back from the hinge's anchor to the body frame
                 joints.append(Joint(name=f"{names[b]}__frame", type="fixed", parent=child, child=names[b],
                                     origin=_origin(_trans(-p))))
-    missing = tuple(other_trees_line(trees, chosen) + not_modelled(m, kept, skip_equalities=coupled_eqs))
+    constraints, constraint_eqs = mujoco_constraints(m, names, joint_names, kept, kept_joints)
+    missing = tuple(other_trees_line(trees, chosen) + softness_line(constraints)
+                    + not_modelled(m, kept, skip_equalities=coupled_eqs | constraint_eqs))
     if missing:
         log.warning("%s: not modelled: %s", path, "; ".join(missing))
     desc = RobotDescription(name=_model_name(m, path), links=tuple(links), joints=tuple(joints),
                             root=names[root_body], source=str(path), floating_base=floating,
-                            gravity=mujoco_gravity(m), not_modelled=missing)
+                            gravity=mujoco_gravity(m), not_modelled=missing, constraints=constraints)
     bad = massless_moving_subtrees(desc, limit=1)
     if bad:
         joint, moved = bad[0]

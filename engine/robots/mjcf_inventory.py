@@ -67,7 +67,20 @@ def _equality_lines(m, skip: set[int]) -> list[str]:
     return [f"equality constraints <{k}>: {len(v)} {what}: {named_list(v)}" for (k, what), v in by_kind.items()]
 
 
-def _tendon_line(m) -> list[str]:
+def _only_in_equalities(m, t: int, equalities: Collection[int]) -> bool:
+    """Tendon ``t`` does nothing but appear in the modelled ``equalities`` (no limit, spring,
+    damping, friction or actuator of its own)."""
+    import mujoco
+
+    in_eq = any(int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_TENDON) and t in (int(m.eq_obj1id[e]), int(m.eq_obj2id[e]))
+                for e in equalities)
+    acted = any(int(m.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_TENDON) and int(m.actuator_trnid[a][0]) == t
+                for a in range(m.nu))
+    return in_eq and not (m.tendon_limited[t] or float(m.tendon_stiffness[t]) or float(m.tendon_damping[t])
+                          or float(m.tendon_frictionloss[t]) or acted)
+
+
+def _tendon_line(m, modelled_equalities: Collection[int] = ()) -> list[str]:
     import mujoco
 
     if not m.ntendon:
@@ -75,11 +88,15 @@ def _tendon_line(m) -> list[str]:
     fixed: list[str] = []
     spatial: list[str] = []
     for t in range(m.ntendon):
+        if _only_in_equalities(m, t, modelled_equalities):
+            continue
         adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
         name = mujoco_name(m, "tendon", t) or f"tendon {t}"
         joint_only = all(int(m.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT) for w in range(adr, adr + num))
         (fixed if joint_only else spatial).append(name)
     parts = [f"{len(v)} {k} ({named_list(v)})" for k, v in (("fixed", fixed), ("spatial", spatial)) if v]
+    if not parts:
+        return []
     return [f"tendons (their lengths, limits, springs and the forces through them): {'; '.join(parts)}"]
 
 
@@ -101,7 +118,7 @@ def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: Collec
     it models (joint couplings as mimic joints)."""
     import mujoco
 
-    lines = _equality_lines(m, set(skip_equalities)) + _tendon_line(m)
+    lines = _equality_lines(m, set(skip_equalities)) + _tendon_line(m, skip_equalities)
     if m.nu:
         names = [mujoco_name(m, "actuator", a) or _unnamed_actuator(m, a) for a in range(m.nu)]
         lines.append(f"actuators ({m.nu}; the model takes joint forces, not controls): {named_list(names)}")

@@ -8,6 +8,10 @@ viewer shows for one state (end-effector pose, gravity torques, mass matrix, man
   the RK4 in the tangent space at the step's start, ``q = integrate(q_k, delta)``, with
   ``d delta / dt = dexp^-1(v) = v + ad_delta v / 2 + ad_delta^2 v / 12`` on the base's twist
   (Munthe-Kaas' RK4; fourth order), then moves the base by ``exp`` of the step.
+- A robot whose description carries constraints (loop closures, welds, tendon equalities:
+  :mod:`engine.robots.constraints`) is integrated with the constrained dynamics (Baumgarte-
+  stabilised KKT, :mod:`engine.robots.constrained_dynamics`) and projected back onto the
+  constraints after every step, so the loop stays closed to rounding.
 - :func:`readouts`: :class:`Readouts` of one state.
 
 Both are plain functions (no Qt, no stored state); the CLI (``python -m engine robot
@@ -24,6 +28,11 @@ import numpy as np
 import torch
 
 from engine.integrators import rk4_step_t
+from engine.robots.constrained_dynamics import (
+    check_constraints_hold,
+    constrained_forward_dynamics,
+    project_state,
+)
 from engine.robots.gravcomp import gravity_compensation, has_gravity_compensation
 
 __all__ = [
@@ -168,6 +177,13 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         damping[n - d.numel():] = d
 
     compensated = has_gravity_compensation(model)
+    constraints = tuple(getattr(getattr(model, "description", None), "constraints", ()) or ())
+    if constraints and held:
+        raise ValueError(f"robot {model.name!r} has constraints (loop closures): holding its base is not "
+                         "supported; simulate it with the base free")
+    if constraints:         # start on the constraints (a pose set joint by joint leaves loops open)
+        q, qd = project_state(model, constraints, q, qd, iterations=50)
+        check_constraints_hold(model, constraints, q)
 
     def accel(t, q_, qd_):
         tau = tau_const
@@ -189,6 +205,8 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
                     torch.linalg.solve(M[6:, 6:], (tau - h)[6:]),
                 ]
             )
+        if constraints:
+            return constrained_forward_dynamics(model, constraints, q_, qd_, tau).qdd
         return model.forward_dynamics(q_, qd_, tau)
 
     h = float(options.dt)
@@ -218,6 +236,8 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
             if at_limit.any():
                 q = torch.cat([q[:b], torch.clamp(qj, lo, hi)])
                 qd = torch.cat([qd[:n - vj.numel()], torch.where(at_limit, torch.zeros_like(vj), vj)])
+            if constraints:
+                q, qd = project_state(model, constraints, q, qd)
             x = torch.cat([q, qd])
             if not torch.isfinite(x).all():
                 raise FloatingPointError(f"simulation diverged at t = {(k + 1) * h:.3f} s (NaN state); "

@@ -106,7 +106,10 @@ def _load_model(path: Path, xacro_args=None, options=None):
         try:
             model = RobotModel.from_file(str(path), dtype=torch.float64, **kwargs)
             missing = model.description.not_modelled     # each line is in the log (the loader's warning)
-            return model, notes + ([f"not modelled: {', '.join(line_kind(l) for l in missing)}"] if missing else [])
+            cons = model.description.constraints          # loop closures the simulation keeps closed
+            closed = [f"constraints: {', '.join(f'{c.kind} {c.name!r}' for c in cons)}"] if cons else []
+            return model, notes + closed + ([f"not modelled: {', '.join(line_kind(l) for l in missing)}"]
+                                            if missing else [])
         except URDFError as exc:
             remedy = exc.remedy or {}
             if remedy.get("strict", True) is False and "strict" not in kwargs:

@@ -1,0 +1,267 @@
+"""Holonomic constraints that close loops in a kinematic tree: what they are and their residuals.
+
+A :class:`RobotDescription` is a tree; loop closures and couplings that a tree cannot express are
+carried beside it as ``RobotDescription.constraints`` (MJCF ``<equality connect/weld/tendon>``:
+:mod:`engine.robots.mjcf_constraints`). Each constraint is ``r(q) = 0`` with rows as MuJoCo
+defines them (``mj_instantiateEquality``):
+
+- :class:`LoopConstraint` (``connect``, 3 rows): ``p1 - p2`` (m, world frame), ``p_i`` the anchor
+  ``anchor_i`` (m, in link ``body_i``'s frame) moved with its link;
+- :class:`WeldConstraint` (``weld``, 6 rows): the same 3 position rows, then ``torquescale *
+  imag(q_e)`` with ``q_e = conj(q2 f2) q1 f1`` (``q_i`` the links' world orientations, ``f_i``
+  the constant ``frame_i`` quaternions: MuJoCo's ``relpose`` on body1, or the sites' frames);
+  zero when the frames coincide;
+- :class:`TendonConstraint` (a linear fixed-tendon equality, 1 row): ``sum_j c_j q_j - offset``.
+
+``body = None`` is the world. The functions here are batched (``q (..., nq)``), torch and
+differentiable: :func:`constraint_residual` ``(..., m)``, :func:`constraint_jacobian` ``(..., m, nv)``
+(``d r / dt = J v``; from the model's frame Jacobians) and :func:`constraint_drift`
+``(..., m)`` (``J-dot v``, the rows' acceleration at zero ``qdd``, along the motion ``q (+) t v``: by
+forward-mode AD when gradients are asked for, else by a central difference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "Constraint",
+    "LoopConstraint",
+    "TendonConstraint",
+    "WeldConstraint",
+    "constraint_anchors",
+    "constraint_drift",
+    "constraint_jacobian",
+    "constraint_residual",
+    "constraint_rows",
+    "constraint_terms",
+]
+
+Vec3 = tuple[float, float, float]
+Quat = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class LoopConstraint:
+    """Points ``anchor1`` of ``body1`` and ``anchor2`` of ``body2`` (m, each in its link's frame)
+    coincide: a ball joint closing a loop (MJCF ``<equality connect>``). 3 rows."""
+
+    name: str
+    body1: str | None
+    body2: str | None
+    anchor1: Vec3 = (0.0, 0.0, 0.0)
+    anchor2: Vec3 = (0.0, 0.0, 0.0)
+    kind = "connect"
+    rows = 3
+
+
+@dataclass(frozen=True)
+class WeldConstraint:
+    """``body1``'s frame ``frame1`` (a quaternion w x y z in its link frame) at point ``anchor1``
+    stays on ``body2``'s frame ``frame2`` at ``anchor2``: the relative pose is fixed (MJCF
+    ``<equality weld>``, ``relpose`` folded into ``anchor1`` and ``frame1``). 6 rows; the last
+    three scaled by ``torquescale`` (MuJoCo's; zero leaves only the point coincident)."""
+
+    name: str
+    body1: str | None
+    body2: str | None
+    anchor1: Vec3 = (0.0, 0.0, 0.0)
+    anchor2: Vec3 = (0.0, 0.0, 0.0)
+    frame1: Quat = (1.0, 0.0, 0.0, 0.0)
+    frame2: Quat = (1.0, 0.0, 0.0, 0.0)
+    torquescale: float = 1.0
+    kind = "weld"
+    rows = 6
+
+
+@dataclass(frozen=True)
+class TendonConstraint:
+    """``sum_j coefficients[j] * q[joints[j]] = offset`` (rad or m): a linear coupling of fixed
+    tendons (MJCF ``<equality tendon>`` with a linear ``polycoef``). 1 row. ``joints`` may name
+    mimic joints (they follow their masters)."""
+
+    name: str
+    joints: tuple[str, ...]
+    coefficients: tuple[float, ...]
+    offset: float = 0.0
+    tendons: tuple[str, ...] = ()
+    kind = "tendon"
+    rows = 1
+
+
+Constraint = LoopConstraint | WeldConstraint | TendonConstraint
+
+
+def constraint_rows(constraints) -> int:
+    """The number of scalar rows ``m`` of ``constraints``."""
+    return sum(c.rows for c in constraints)
+
+
+def _quat_matrix(wxyz, like: torch.Tensor) -> torch.Tensor:
+    w, x, y, z = (float(v) for v in wxyz)
+    s = 2.0 / (w * w + x * x + y * y + z * z)
+    return like.new_tensor([
+        [1.0 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)],
+        [s * (x * y + z * w), 1.0 - s * (x * x + z * z), s * (y * z - x * w)],
+        [s * (x * z - y * w), s * (y * z + x * w), 1.0 - s * (x * x + y * y)],
+    ])
+
+
+def _skew(a: torch.Tensor) -> torch.Tensor:
+    """``[a]x`` ``(..., 3, 3)`` of ``a (..., 3)``."""
+    z = torch.zeros_like(a[..., 0])
+    return torch.stack([torch.stack([z, -a[..., 2], a[..., 1]], -1),
+                        torch.stack([a[..., 2], z, -a[..., 0]], -1),
+                        torch.stack([-a[..., 1], a[..., 0], z], -1)], -2)
+
+
+def _rotation_quat_parts(R: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(w (...,), v (..., 3))`` of the unit quaternion of rotations ``R (..., 3, 3)``, ``w >= 0``
+    (MuJoCo's error quaternion near the satisfied constraint)."""
+    tr = R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]
+    w = 0.5 * torch.sqrt(torch.clamp(1.0 + tr, min=1e-12))
+    vee = torch.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], -1)
+    return w, vee / (4.0 * w[..., None])
+
+
+def _bodies(constraints) -> list[str]:
+    out: list[str] = []
+    for c in constraints:
+        for b in (getattr(c, "body1", None), getattr(c, "body2", None)):
+            if b is not None and b not in out:
+                out.append(b)
+    return out
+
+
+def _tendon_row(model, c: TendonConstraint, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Residual ``(B,)`` and Jacobian row ``(B, nv)`` of a tendon equality over flat ``q (B, nq)``."""
+    names = list(model._full_joint_names)
+    f = 7 if model.floating else 0
+    fv = 6 if model.floating else 0
+    a = q.new_zeros(len(names))
+    for j, coef in zip(c.joints, c.coefficients):
+        if j not in names:
+            raise ValueError(f"tendon constraint {c.name!r}: robot {model.name!r} has no joint {j!r}")
+        a[names.index(j)] += float(coef)
+    q_all = model._all_q(q)[:, f:]
+    r = q_all @ a - float(c.offset)
+    row = torch.cat([q.new_zeros(fv), a])
+    J = model._project(row[None, :]).expand(q.shape[0], -1)
+    return r, J
+
+
+def constraint_terms(model, constraints, q) -> tuple[torch.Tensor, torch.Tensor]:
+    """Residuals ``r (..., m)`` and Jacobians ``J (..., m, nv)`` (``d r / dt = J v``) of
+    ``constraints`` at ``q (..., nq)``, from one kinematics pass (see the module docstring)."""
+    q = torch.as_tensor(q, dtype=model.dtype, device=model.device)
+    shape = q.shape[:-1]
+    qf = q.reshape(-1, model.nq)
+    B = qf.shape[0]
+    links = _bodies(constraints)
+    poses = J6 = None
+    if links:
+        poses, J6 = model.frame_jacobians(qf, links)          # (B, L, 4, 4), (B, L, 6, nv)
+    eye = qf.new_zeros(B, 4, 4) + torch.eye(4, dtype=qf.dtype, device=qf.device)
+    zero = qf.new_zeros(B, 6, model.nv)
+
+    def frame(body):
+        if body is None:
+            return eye, zero
+        i = links.index(body)
+        return poses[:, i], J6[:, i]
+
+    rs, Js = [], []
+    for c in constraints:
+        if isinstance(c, TendonConstraint):
+            r, J = _tendon_row(model, c, qf)
+            rs.append(r[:, None])
+            Js.append(J[:, None, :])
+            continue
+        (T1, J1), (T2, J2) = frame(c.body1), frame(c.body2)
+        a1 = T1[:, :3, :3] @ qf.new_tensor(c.anchor1)          # (B, 3) lever arms, world frame
+        a2 = T2[:, :3, :3] @ qf.new_tensor(c.anchor2)
+        p1, p2 = T1[:, :3, 3] + a1, T2[:, :3, 3] + a2
+        Jp1 = J1[:, :3] - _skew(a1) @ J1[:, 3:]
+        Jp2 = J2[:, :3] - _skew(a2) @ J2[:, 3:]
+        rs.append(p1 - p2)
+        Js.append(Jp1 - Jp2)
+        if isinstance(c, WeldConstraint):
+            F1, F2 = _quat_matrix(c.frame1, qf), _quat_matrix(c.frame2, qf)
+            G2 = T2[:, :3, :3] @ F2
+            Re = G2.transpose(-1, -2) @ T1[:, :3, :3] @ F1
+            w, v = _rotation_quat_parts(Re)
+            ts = float(c.torquescale)
+            rs.append(ts * v)
+            L = 0.5 * (w[:, None, None] * torch.eye(3, dtype=qf.dtype, device=qf.device) - _skew(v))
+            Js.append(ts * (L @ G2.transpose(-1, -2) @ (J1[:, 3:] - J2[:, 3:])))
+    if not rs:
+        return qf.new_zeros(shape + (0,)), qf.new_zeros(shape + (0, model.nv))
+    r = torch.cat(rs, dim=-1)
+    J = torch.cat(Js, dim=-2)
+    return r.reshape(shape + r.shape[-1:]), J.reshape(shape + J.shape[-2:])
+
+
+def constraint_residual(model, constraints, q) -> torch.Tensor:
+    """``r(q) (..., m)``: zero where every constraint holds (m or rad-like units, see the module docstring)."""
+    return constraint_terms(model, constraints, q)[0]
+
+
+def constraint_jacobian(model, constraints, q) -> torch.Tensor:
+    """``J(q) (..., m, nv)`` with ``d r / dt = J v``."""
+    return constraint_terms(model, constraints, q)[1]
+
+
+def constraint_drift(model, constraints, q, v, method: str = "auto") -> torch.Tensor:
+    """``J-dot(q, v) v (..., m)``: the rows' second time derivative at ``qdd = 0``, the derivative
+    of ``J(q (+) t v) v`` at ``t = 0``. ``method``: ``"ad"`` forward-mode AD (exact; follows
+    gradients exactly, slower), ``"difference"`` a central difference in ``t`` with step
+    ``1e-5 / max(1, |v|)`` s (relative error ~1e-10; runs on the compiled kernels), ``"auto"``:
+    AD when ``q`` or ``v`` requires a gradient, else the difference."""
+    q = torch.as_tensor(q, dtype=model.dtype, device=model.device)
+    v = torch.as_tensor(v, dtype=model.dtype, device=model.device)
+    shape = torch.broadcast_shapes(q.shape[:-1], v.shape[:-1])
+    qf = q.expand(shape + q.shape[-1:]).reshape(-1, model.nq)
+    vf = v.expand(shape + v.shape[-1:]).reshape(-1, model.nv)
+    if method == "auto":
+        method = "ad" if torch.is_grad_enabled() and (q.requires_grad or v.requires_grad) else "difference"
+    if method not in ("ad", "difference"):
+        raise ValueError(f"constraint drift method {method!r}: use 'auto', 'ad' or 'difference'")
+
+    def Jv(t):
+        J = constraint_jacobian(model, constraints, model.integrate(qf, vf * t[:, None]))
+        return (J @ vf[:, :, None])[..., 0]
+
+    if method == "ad":
+        t0 = qf.new_zeros(qf.shape[0])
+        out = torch.func.jvp(Jv, (t0,), (torch.ones_like(t0),))[1]
+    else:
+        eps = 1e-5 / vf.abs().amax(-1).clamp(min=1.0)
+        qs = model.integrate(torch.cat([qf, qf]), torch.cat([vf * eps[:, None], -vf * eps[:, None]]))
+        J = constraint_jacobian(model, constraints, qs)
+        Jv2 = (J @ torch.cat([vf, vf])[:, :, None])[..., 0]
+        B = qf.shape[0]
+        out = (Jv2[:B] - Jv2[B:]) / (2.0 * eps[:, None])
+    return out.reshape(shape + out.shape[-1:])
+
+
+def constraint_anchors(model, constraints, q) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """``[(name, p1 (3,), p2 (3,)), ...]``: the world points (m) each loop or weld holds together
+    at one configuration ``q (nq,)`` (what a viewer draws; tendon equalities have no point)."""
+    q = torch.as_tensor(q, dtype=model.dtype, device=model.device).reshape(1, model.nq)
+    poses = model.forward_kinematics(q)[0]              # (n_links, 4, 4)
+    out = []
+    for c in constraints:
+        if isinstance(c, TendonConstraint):
+            continue
+        ends = []
+        for body, anchor in ((c.body1, c.anchor1), (c.body2, c.anchor2)):
+            a = q.new_tensor(anchor)
+            if body is None:
+                ends.append(a)
+            else:
+                T = poses[model.link_names.index(body)]
+                ends.append(T[:3, :3] @ a + T[:3, 3])
+        out.append((c.name, ends[0], ends[1]))
+    return out
