@@ -34,7 +34,8 @@ class RobotToolRow(QHBoxLayout):
         self.picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.picker.setMinimumContentsLength(28)
         self.picker.view().setMinimumWidth(420)
-        self.picker.setToolTip("Robots of the library (shipped, installed packages) and recent files")
+        self.picker.currentIndexChanged.connect(self._picker_tooltip)   # the whole name, however narrow
+        self._picker_tooltip()
         self.addWidget(expanding(self.picker), 2)    # spare width shared 2:1 with the status line
         self.open_button = QPushButton("Open robot…")
         self.open_button.setToolTip("Open a URDF, xacro (.xacro, .urdf.xacro) or MuJoCo MJCF (.xml) file")
@@ -66,6 +67,12 @@ class RobotToolRow(QHBoxLayout):
         self.addWidget(self.fit_button)
 
     # -- the picker ----------------------------------------------------------------------------
+    def _picker_tooltip(self, *_args) -> None:
+        """The picker's tooltip: what it lists, and the chosen entry in full (elided in a narrow row)."""
+        text = "Robots of the library (shipped, installed packages) and recent files"
+        current = self.picker.currentText()
+        self.picker.setToolTip(f"{current}\n\n{text}" if current else text)
+
     def fill_picker(self, settings) -> None:
         """The library's robots, then the recent robot files kept in ``settings``."""
         picker = self.picker

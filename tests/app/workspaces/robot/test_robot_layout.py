@@ -43,6 +43,13 @@ def test_robot_workspace_fits_every_screen(make_window, qtbot):
     # a long status does not widen the page
     page._status("x" * 2000)
     assert layout_problems(window, 1366, 768, page=page) == []
+    # the picker may elide a long entry at 1366; its tooltip says the chosen one in full, and its
+    # list opens wide enough for whole names
+    picker = page.tool_row.picker
+    longest = max(range(picker.count()), key=lambda i: len(picker.itemText(i)))
+    picker.setCurrentIndex(longest)
+    assert picker.toolTip().splitlines()[0] == picker.itemText(longest)
+    assert picker.view().minimumWidth() >= 420
 
 
 def test_the_3d_view_has_half_the_window_at_1400_x_900(make_window, qtbot):
