@@ -278,7 +278,7 @@ class ComparePanel(QWidget):
         chosen = chosen or (runs[0] if runs else None)
         source = dict(self.source)
         comparison = self.state.robot_comparison
-        if comparison is not None and chosen is not None and chosen in comparison.entries:
+        if comparison is not None and any(chosen is e for e in comparison.entries):
             # the log's robot as the comparison named it, the columns in its joint order (as the models saw them)
             source["robot"], source["mapping"] = comparison.robot, comparison.mapping
         self.show_on_robot.emit(source, chosen.model if chosen else None, chosen.name if chosen else "")

@@ -215,6 +215,7 @@ class ModelLabPage(QWidget):
                             "runs": self.runs_panel.session_state(),
                             "parallel": self.runs_panel.parallel.value(),
                             "signal": self.compare_panel.signal.currentIndex(),
+                            "robot": self.state.robot,
                             "splitter": list(self.splitter.sizes())})
 
     def restore_session_state(self, state: dict) -> None:
@@ -242,6 +243,7 @@ class ModelLabPage(QWidget):
                 ),
             ),
             ("data source", lambda: self.data_panel.restore(state.get("source"))),
+            ("robot", lambda: self._restore_robot(state.get("robot"))),
         ]
         for what, restore in parts:
             try:
@@ -252,6 +254,12 @@ class ModelLabPage(QWidget):
         if skipped:
             self.ctx.show_error("Session partly restored",
                                 "Model lab: skipped " + "; ".join(skipped) + ". The rest was restored.")
+
+    def _restore_robot(self, robot) -> None:
+        if robot is not None and not isinstance(robot, str):
+            raise ValueError(f"field 'robot' must be a robot name or file, got {type(robot).__name__}")
+        if robot:
+            self.state.set_robot(robot)
 
     def _restore_splitter(self, sizes: list[int] | None) -> None:
         if sizes is not None:

@@ -54,7 +54,7 @@ def robot_named_like(log_path: str | Path) -> str | None:
     return next((n for n in names if stem.startswith(n.lower())), None)
 
 
-@dataclass
+@dataclass(eq=False)
 class CompareEntry:
     """One model of a robot comparison, shaped as the compare view's runs are."""
 

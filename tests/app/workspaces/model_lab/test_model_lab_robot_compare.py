@@ -162,8 +162,16 @@ def test_the_tab_fits_1366_and_use_identified_robot_loads_it(make_window, qtbot,
     assert torque_plot.isVisible()
     bars = [i for i in torque_plot.getPlotItem().items if type(i).__name__ == "BarGraphItem"]
     assert len(bars) == 3                  # urdf, rigid-body and the noise level; node-rk4 has none
-    assert panel.use_button.isEnabled()
+    # Show on robot with the identified rigid body selected: the log's robot loads, its model is the ghost
+    rigid = next(e for e in compared.robot_comparison.entries if e.name == "rigid-body")
+    table.selectRow(next(i for i in range(table.rowCount()) if table.item(i, 0).text() == "rigid-body"))
+    qtbot.mouseClick(page.compare_panel.robot_button, qtbot_left())
     robot_page = window.page("robot")
+    qtbot.waitUntil(lambda: robot_page.replay.state.ghost_model is rigid.model, timeout=60_000)
+    assert robot_page.robot.source == str(mujoco_arm.URDF)
+    assert robot_page.replay.state.replay is not None and robot_page.replay.state.ghost_name == "rigid-body"
+    window.show_workspace("model_lab")
+    assert panel.use_button.isEnabled()
     with qtbot.waitSignal(robot_page.robot_loaded, timeout=60_000):
         qtbot.mouseClick(panel.use_button, qtbot_left())
     loaded = robot_page.robot
