@@ -95,10 +95,22 @@ class RobotComparePanel(QWidget):
 
         ev = self.state.events
         ev.robot.connect(self._show_robot)
+        ev.robot.connect(lambda *_: self._update_ready())
+        ev.data.connect(lambda *_: self._update_ready())
         ev.compare_busy.connect(self.run_row.set_running)
         ev.compare_progress.connect(self._progress)
         ev.robot_comparison.connect(self._on_comparison)
         self._show_robot(self.state.robot)
+        self._update_ready()
+
+    def _update_ready(self) -> None:
+        data = self.state.data
+        if data is None or not data.is_log:
+            self.run_row.set_ready(False, "open a hardware log first")
+        elif not self.state.robot:
+            self.run_row.set_ready(False, "choose the robot whose log this is")
+        else:
+            self.run_row.set_ready(True)
 
     # -- robot -----------------------------------------------------------------------------
     def _show_robot(self, source: str | None) -> None:

@@ -147,7 +147,11 @@ def test_the_tab_fits_1366_and_use_identified_robot_loads_it(make_window, qtbot,
     window = make_window()
     settle()
     page = window.show_workspace("model_lab")
+    run_button = page.robot_compare.run_row.run_button
+    assert not run_button.isEnabled() and run_button.toolTip() == "open a hardware log first"
     page.data_panel.set_dataset(*log_data)
+    page.state.set_robot(str(mujoco_arm.URDF))
+    assert run_button.isEnabled()
     page.data_panel.tabs.setCurrentIndex(1)
     panel = page.robot_compare
     assert panel.isVisible() and {"urdf", "rigid-body", "hybrid-rk4", "robot-rk4", "node-rk4"} <= {
