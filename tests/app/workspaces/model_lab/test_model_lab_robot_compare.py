@@ -188,3 +188,36 @@ def qtbot_left():
     from PySide6.QtCore import Qt
 
     return Qt.MouseButton.LeftButton
+
+
+def test_the_robot_picker_lists_the_library_and_opens_a_robot_file(qtbot, monkeypatch, log_data):
+    from PySide6.QtWidgets import QFileDialog
+
+    from app.workspaces.model_lab.robot_compare_panel import OPEN_ROBOT, RobotComparePanel
+
+    state = ModelLabState(SyncRunner())
+    panel = RobotComparePanel(state)
+    qtbot.addWidget(panel)
+    box = panel.robot
+    assert box.findData("panda") > 0 and box.itemData(box.count() - 1) == OPEN_ROBOT
+    box.setCurrentIndex(box.findData("panda"))
+    box.activated.emit(box.findData("panda"))
+    assert state.robot == "panda"
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(mujoco_arm.URDF), ""))
+    box.activated.emit(box.count() - 1)
+    assert state.robot == str(mujoco_arm.URDF)
+    assert box.currentText() == "arm3.urdf" and box.toolTip() == str(mujoco_arm.URDF)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: ("", ""))
+    box.activated.emit(box.count() - 1)                 # cancelled: the robot stays
+    assert state.robot == str(mujoco_arm.URDF) and box.currentText() == "arm3.urdf"
+
+
+def test_the_robot_shown_in_the_robot_workspace_is_the_default():
+    state = ModelLabState(SyncRunner())
+    seen = []
+    state.events.robot.connect(seen.append)
+    state.set_shown_robot("panda")              # the shell tells the lab what the Robot workspace shows
+    assert state.robot == "panda" and seen == ["panda"]
+    state.set_robot(str(mujoco_arm.URDF))      # the user's choice wins over a later shown robot
+    state.set_shown_robot("iiwa")
+    assert state.robot == str(mujoco_arm.URDF) and state.default_robot() == "iiwa"
