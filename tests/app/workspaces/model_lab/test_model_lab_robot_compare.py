@@ -139,7 +139,7 @@ def test_the_robot_models_play_as_the_ghost(compared):
     assert rms["rigid-body"] < 0.5 * rms["urdf"]
 
 
-def test_the_tab_fits_1366_and_use_identified_robot_loads_it(make_window, qtbot, compared, log_data):
+def test_the_tab_fits_1366_and_use_identified_robot_loads_it(make_window, qtbot, compared, log_data, tmp_path):
     from app.main import _make_application
     from tests.app.geometry import layout_problems, settle
 
@@ -166,6 +166,9 @@ def test_the_tab_fits_1366_and_use_identified_robot_loads_it(make_window, qtbot,
     assert torque_plot.isVisible()
     bars = [i for i in torque_plot.getPlotItem().items if type(i).__name__ == "BarGraphItem"]
     assert len(bars) == 3                  # urdf, rigid-body and the noise level; node-rk4 has none
+    files = page.compare_panel.export_report(tmp_path / "report")    # both metrics reach the report
+    csv = next(f for f in files if f.suffix == ".csv").read_text()
+    assert "torque_rmse" in csv.splitlines()[0] and "rollout_rmse_0.1" in csv.splitlines()[0]
     # Show on robot with the identified rigid body selected: the log's robot loads, its model is the ghost
     rigid = next(e for e in compared.robot_comparison.entries if e.name == "rigid-body")
     table.selectRow(next(i for i in range(table.rowCount()) if table.item(i, 0).text() == "rigid-body"))
