@@ -265,7 +265,27 @@ class MainWindow(QMainWindow):
         request = getattr(page, "show_on_robot_requested", None)
         if request is not None:
             request.connect(self.show_log_on_robot)
+        use = getattr(page, "use_robot_requested", None)
+        if use is not None:
+            use.connect(self.use_robot)
+        loaded = getattr(page, "robot_loaded", None)
+        if loaded is not None:      # the Model lab takes the robot shown as its logs' robot
+            loaded.connect(lambda robot: self._tell_shown_robot(robot.source))
+        shown = getattr(self.pages.get("robot"), "robot", None)
+        if hasattr(page, "set_shown_robot") and shown is not None:
+            page.set_shown_robot(shown.source)
         return page
+
+    def _tell_shown_robot(self, source: str) -> None:
+        for page in self.pages.values():
+            if hasattr(page, "set_shown_robot"):
+                page.set_shown_robot(source)
+
+    def use_robot(self, path: str) -> None:
+        """The Model lab's "Use identified robot": the robot file (URDF, its actuation JSON beside it)
+        loaded in the Robot workspace, whose simulation and torque readouts then use it."""
+        robot_page = self.show_workspace("robot")
+        robot_page.load_robot(str(path))
 
     def show_log_on_robot(self, source: dict, model=None, name: str = "") -> None:
         """The Model lab's "Show on robot": its log played in the Robot workspace (with ``model``'s
@@ -281,10 +301,11 @@ class MainWindow(QMainWindow):
         def show(*_args):
             robot_page.replay.show_log(source["path"], mapping, model=model, model_name=name)
 
-        if shown is not None and n_q is not None and shown.model.dof == n_q:
+        named = source.get("robot")       # the robot a comparison on the log named
+        if shown is not None and (shown.source == named if named else n_q is not None and shown.model.dof == n_q):
             show()
             return
-        candidate = _robot_named_like(Path(source["path"]).stem)
+        candidate = named or _robot_named_like(Path(source["path"]).stem)
         if candidate is None:
             show()          # the replay panel says plainly why the log does not fit
             return

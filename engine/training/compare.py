@@ -193,7 +193,7 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
                    config: LogCompareConfig | None = None, ctx=None, runs_dir=None,
-                   robot: str | None = None, identify=None) -> list[dict]:
+                   robot: str | None = None, identify=None, keep: dict | None = None) -> list[dict]:
     """Read, map and prepare a log, train each model type on it, and return the compare table.
 
     ``models``: model type names (``engine.models.model_names()``), or one comma-separated string;
@@ -213,7 +213,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     fails is one row with its ``error``; the others still get theirs. ``identify``: the
     identification behind the ``rigid-body`` row (see
     :func:`~engine.training.robot_compare.rigid_body_row`; the CLI passes
-    :func:`engine.identification.from_log.identify_from_log`).
+    :func:`engine.identification.from_log.identify_from_log`). ``keep``: a dict that receives
+    each model that ends well and its plot data, ``{model: {"model", "curves"}}`` (the app's
+    Show on robot plays them).
     """
     if isinstance(models, str):
         models = [m.strip() for m in models.split(",") if m.strip()]
@@ -266,7 +268,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                     assert setup is not None and samples is not None   # check_models
                     source = setup.source if name == "urdf" else identified_file(i)
                     row = rigid_body_row(name, setup, source, data, samples,
-                                         identified.get("seconds", 0.0) if name != "urdf" else 0.0)
+                                         identified.get("seconds", 0.0) if name != "urdf" else 0.0, keep)
                     if name != "urdf":
                         row.update(identified["report"], saved_urdf=identified["path"] if runs_dir else None)
                 else:
@@ -278,6 +280,8 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                                              progress_span=(i * span, (i + 1) * span),
                                              run_dir=None if runs_dir is None else Path(runs_dir) / name)
                     row = dict(out["row"])
+                    if keep is not None:
+                        keep[name] = {"model": out["model"], "curves": out["curves"]}
                     if samples is not None:
                         row.update(torque_columns(out["model"], samples))
             except (ValueError, RuntimeError, TrainingDiverged) as exc:   # one row with its reason

@@ -162,17 +162,20 @@ def identify_robot_file(setup: RobotSetup, prepared_id, folder: Path, identify, 
     return str(path), report
 
 
-def rigid_body_row(name: str, setup: RobotSetup, source: str, dataset, samples: dict, seconds: float = 0.0) -> dict:
+def rigid_body_row(name: str, setup: RobotSetup, source: str, dataset, samples: dict, seconds: float = 0.0,
+                   keep: dict | None = None) -> dict:
     """The row of ``name`` (``"urdf"``, ``"rigid-body"``) for the robot file ``source`` rolled
     out as a robot model (nothing trained), with both metrics; ``seconds``: time already spent
-    (the identification)."""
+    (the identification); ``keep``: a dict that receives ``{name: {"model", "curves"}}``."""
     from engine.models import ModelSpec, build_model
 
     t0 = time.perf_counter()
     spec = ModelSpec.for_system(dataset.system, dataset.h, **{
         **setup.spec_overrides, "robot": source, "robot_learn": ("mass",), "robot_perturb": 0.0})
     model = build_model("robot-rk4", spec)
-    metrics, _ = evaluate_model(model, dataset)
+    metrics, curves = evaluate_model(model, dataset)
+    if keep is not None:
+        keep[name] = {"model": model, "curves": curves}
     row = metrics_row(name, dataset, None, metrics, seconds + time.perf_counter() - t0)
     row.update(torque_columns(model, samples))
     return row

@@ -49,6 +49,7 @@ from app.widgets.layout import SidePanel
 from app.widgets.plots import color, export_png_svg, make_plot, shade_region
 from app.workspaces.model_lab import lab_jobs
 from app.workspaces.model_lab.state import SIZE_METRICS, ModelLabState
+from app.workspaces.model_lab.torque_plot import draw_torque_bars
 
 __all__ = ["TABLE_COLUMNS", "ComparePanel"]
 
@@ -62,10 +63,18 @@ TABLE_COLUMNS = (
     ("integration_mse", "integration MSE"),
     ("energy_mse", "energy MSE"),
     ("inertia_mse", "inertia MSE"),
+    ("torque_rmse", "torque RMSE [N m]"),
+    ("noise_level", "noise [N m]"),
+    ("rollout_rmse_0.1", "rollout RMSE 0.1 s [rad]"),
+    ("rollout_rmse_0.5", "0.5 s [rad]"),
+    ("rollout_rmse_1", "1 s [rad]"),
     ("seconds", "wall time [s]"),
     ("epochs", "epochs"),
+    ("note", "note"),
 )
-FIGURES = ("rollout", "phase", "energy", "horizon", "inertia", "size")
+# the columns of a comparison on a robot's log: shown only when a row has them
+ROBOT_COLUMNS = ("torque_rmse", "noise_level", "rollout_rmse_0.1", "rollout_rmse_0.5", "rollout_rmse_1", "note")
+FIGURES = ("rollout", "phase", "energy", "horizon", "inertia", "size", "torque")
 
 
 def rows_height(table: QTableWidget, rows: int) -> int:
@@ -202,6 +211,7 @@ class ComparePanel(QWidget):
             "horizon": make_plot("Error vs horizon", "horizon [s]", "MSE of q", log_y=True),
             "inertia": make_plot("Inertia", "t [s]", "H"),
             "size": make_plot("Error vs N", "trajectories N", "MSE"),
+            "torque": make_plot("Torque RMSE per joint (validation)", "joint", "RMSE [N m]"),
         }
         self.plots["size"].getPlotItem().setLogMode(x=True, y=True)
         for key, plot in self.plots.items():
@@ -266,8 +276,12 @@ class ComparePanel(QWidget):
             name = self.table.item(rows[0], 0).text() if self.table.item(rows[0], 0) else ""
             chosen = next((r for r in runs if r.name == name), None)
         chosen = chosen or (runs[0] if runs else None)
-        self.show_on_robot.emit(dict(self.source), chosen.model if chosen else None,
-                                chosen.name if chosen else "")
+        source = dict(self.source)
+        comparison = self.state.robot_comparison
+        if comparison is not None and any(chosen is e for e in comparison.entries):
+            # the log's robot as the comparison named it, the columns in its joint order (as the models saw them)
+            source["robot"], source["mapping"] = comparison.robot, comparison.mapping
+        self.show_on_robot.emit(source, chosen.model if chosen else None, chosen.name if chosen else "")
 
     def _choice(self, **kw) -> None:
         self.state.set_choices(**kw)
@@ -333,6 +347,9 @@ class ComparePanel(QWidget):
                 if key == "model":
                     item.setForeground(QColor(color(run.index)))
                 self.table.setItem(i, j, item)
+        for j, (key, _) in enumerate(TABLE_COLUMNS):
+            if key in ROBOT_COLUMNS:
+                self.table.setColumnHidden(j, not any(run.row.get(key) is not None for run in self.runs))
         self.table.setSortingEnabled(True)
 
     def _fill_signal_table(self) -> None:
@@ -378,6 +395,7 @@ class ComparePanel(QWidget):
         else:
             self._draw_generated(j)
         self._draw_sizes()
+        draw_torque_bars(self.plots["torque"], self.runs, self.state.joint_names())
         for key in ("rollout", "phase", "energy", "inertia"):
             _focus_on_reference(self.plots[key])
 

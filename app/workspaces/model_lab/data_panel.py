@@ -87,6 +87,7 @@ class DataSourcePanel(QGroupBox):
                       "and u in the next dialog.")
         hint.setWordWrap(True)
         lv.addWidget(hint)
+        self.log_layout = lv          # the page adds the comparison on a robot below the hint
         lv.addStretch(1)
         self.tabs.addTab(logw, "Hardware log")
         layout.addWidget(self.tabs)

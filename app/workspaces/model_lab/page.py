@@ -28,6 +28,7 @@ from app.workspaces.model_lab import lab_jobs
 from app.workspaces.model_lab.compare_panel import ComparePanel, rows_height
 from app.workspaces.model_lab.data_panel import DataSourcePanel
 from app.workspaces.model_lab.empty_state import EmptyState
+from app.workspaces.model_lab.robot_compare_panel import RobotComparePanel
 from app.workspaces.model_lab.robot_panel import RobotIdentificationPanel
 from app.workspaces.model_lab.runs_panel import RunsPanel
 from app.workspaces.model_lab.state import ModelLabState
@@ -86,6 +87,11 @@ class ModelLabPage(QWidget):
         self.show_on_robot_requested = self.compare_panel.show_on_robot
         self.robot_panel = RobotIdentificationPanel(ctx)
         self.empty_state = EmptyState()
+        # the hardware-log tab compares models on the log's robot; the shell loads the identified robot
+        self.state.compare_folder = runs_folder(settings)
+        self.robot_compare = RobotComparePanel(self.state)
+        self.data_panel.log_layout.insertWidget(self.data_panel.log_layout.count() - 1, self.robot_compare)
+        self.use_robot_requested = self.robot_compare.use_robot_requested
 
         # the runs panel's table shows five rows and its loss plot a usable height; the whole
         # left column scrolls vertically when the window is shorter than that
@@ -139,6 +145,10 @@ class ModelLabPage(QWidget):
         self._show_empty_or_compare()
         if problems:
             self.ctx.status(f"Model lab: {len(problems)} kept run(s) could not be read ({problems[0]})")
+
+    def set_shown_robot(self, source: str | None) -> None:
+        """The robot the Robot workspace shows (the shell calls this): the log's robot by default."""
+        self.state.set_shown_robot(source)
 
     def _show_empty_or_compare(self) -> None:
         self.compare_stack.setCurrentWidget(self.empty_state if self.state.is_empty else self.compare_panel)
@@ -205,6 +215,7 @@ class ModelLabPage(QWidget):
                             "runs": self.runs_panel.session_state(),
                             "parallel": self.runs_panel.parallel.value(),
                             "signal": self.compare_panel.signal.currentIndex(),
+                            "robot": self.state.robot,
                             "splitter": list(self.splitter.sizes())})
 
     def restore_session_state(self, state: dict) -> None:
@@ -232,6 +243,7 @@ class ModelLabPage(QWidget):
                 ),
             ),
             ("data source", lambda: self.data_panel.restore(state.get("source"))),
+            ("robot", lambda: self._restore_robot(state.get("robot"))),
         ]
         for what, restore in parts:
             try:
@@ -242,6 +254,12 @@ class ModelLabPage(QWidget):
         if skipped:
             self.ctx.show_error("Session partly restored",
                                 "Model lab: skipped " + "; ".join(skipped) + ". The rest was restored.")
+
+    def _restore_robot(self, robot) -> None:
+        if robot is not None and not isinstance(robot, str):
+            raise ValueError(f"field 'robot' must be a robot name or file, got {type(robot).__name__}")
+        if robot:
+            self.state.set_robot(robot)
 
     def _restore_splitter(self, sizes: list[int] | None) -> None:
         if sizes is not None:
@@ -308,6 +326,7 @@ class ModelLabPage(QWidget):
 
     def shutdown(self) -> None:
         self.state.cancel_example()
+        self.state.cancel_compare()
         self.runs_panel.cancel_all()
         self.data_panel.cancel()
         self.robot_panel.cancel()

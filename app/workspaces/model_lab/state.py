@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.widgets.events import Events
-from app.workspaces.model_lab import lab_jobs
+from app.workspaces.model_lab import lab_jobs, robot_compare
 from engine.jobs import ProgressSpan
 from engine.logs import LogMapping, PrepareConfig
 from engine.logs.units import si_unit
@@ -31,7 +32,7 @@ __all__ = ["EXAMPLE_LOG", "EXAMPLE_MODELS", "PLOTS", "DataSource", "ExampleCompa
 
 EXAMPLE_LOG = "pendulum_friction"
 EXAMPLE_MODELS = ("node-rk4", "lnode-rk4")
-PLOTS = ("rollout", "phase", "energy", "horizon", "inertia", "size")
+PLOTS = ("rollout", "phase", "energy", "horizon", "inertia", "size", "torque")
 SIZE_METRICS = ("integration_mse", "test_mse", "train_mse", "energy_mse", "inertia_mse")
 
 
@@ -118,15 +119,26 @@ class ModelLabState:
     - ``plots(dict name -> reason or None)``: which plots apply (None = shown; a reason = hidden);
     - ``example_busy(bool)``, ``example_progress(fraction or None, message)``,
       ``example(ExampleComparison)``: the one-click example;
+    - ``robot(source or None)``: the robot a comparison on the log uses;
+    - ``compare_busy(bool)``, ``compare_progress(fraction or None, message)``,
+      ``robot_comparison(RobotComparison)``: the comparison on a robot's log
+      (:mod:`~app.workspaces.model_lab.robot_compare`);
     - ``message(text)``, ``error(title, message)``.
     """
 
     def __init__(self, runner=None):
         self.events = Events("data", "runs", "plots", "example_busy", "example_progress", "example",
+                             "robot", "compare_busy", "compare_progress", "robot_comparison",
                              "message", "error")
         self.runner = runner
         self.data: DataSource | None = None
         self.runs: list = []                 # objects with name, model_type, index, row, curves
+        self._trained: list = []             # the runs panel's runs (the comparison's entries follow them)
+        self.robot: str | None = None        # the robot of the log (library name or robot file)
+        self.shown_robot: str | None = None  # the robot the Robot workspace shows (the shell tells)
+        self.robot_comparison = None         # RobotComparison
+        self.compare_handle = None
+        self.compare_folder: Path | None = None
         self.signal = 0
         self.learned = "inertia"
         self.size_metric = SIZE_METRICS[0]
@@ -142,14 +154,22 @@ class ModelLabState:
         return self.data is None and not self.runs
 
     def set_data(self, dataset, source: dict, prepared=None) -> None:
+        new_log = self.data is None or self.data.source.get("path") != source.get("path")
         self.data = DataSource(dataset, dict(source), prepared)
         self.signal = 0
+        if new_log and self.robot_comparison is not None:   # its rows are of another log
+            self.robot_comparison = None
         self.events.data.emit(self.data)
-        self.events.plots.emit(self.applicable_plots())
+        if self.data.is_log and self.robot is None:
+            self.set_robot(self.default_robot())
+        self.set_runs(self._trained)
 
     def set_runs(self, runs: list) -> None:
-        """The runs to compare (those without results are left out)."""
-        self.runs = [r for r in runs if getattr(r, "row", None) is not None]
+        """The runs to compare (those without results are left out); the robot comparison's
+        models follow them."""
+        self._trained = list(runs)
+        entries = self.robot_comparison.entries if self.robot_comparison is not None else []
+        self.runs = [r for r in self._trained if getattr(r, "row", None) is not None] + list(entries)
         self.events.runs.emit(self.runs)
         self.events.plots.emit(self.applicable_plots())
 
@@ -161,6 +181,10 @@ class ModelLabState:
         names = getattr(ds, "q_names", None) or [f"q[{i}]" for i in range(ds.system.dof)]
         units = ((self.data.source.get("mapping") or {}).get("units") or {}) if self.data.is_log else None
         return signal_labels(list(names), units)
+
+    def joint_names(self) -> list[str]:
+        """The robot's joints, in the order of the comparison's per-joint values ([] without one)."""
+        return list(self.robot_comparison.joint_names) if self.robot_comparison is not None else []
 
     def sizes(self) -> list[int]:
         """The distinct training-set sizes N of the compared runs that have the size metric."""
@@ -187,6 +211,8 @@ class ModelLabState:
                 out["inertia"] = "no model here learns one"
         if len(self.sizes()) < 2:
             out["size"] = "needs runs at two or more N (Add sweep)"
+        if not any(r.row.get("torque_rmse_per_joint") for r in self.runs):
+            out["torque"] = "no model here gives joint torques (compare on a robot in the Hardware log tab)"
         return out
 
     def set_choices(
@@ -252,6 +278,91 @@ class ModelLabState:
     def _on_example_cancelled(self) -> None:
         self._example_ended()
         self.events.message.emit("Example cancelled.")
+
+    # ------------------------------------------------------------------ comparing on a robot
+    def default_robot(self) -> str | None:
+        """The robot for the log: the one the Robot workspace shows, else a library robot named like
+        the log (``panda_joints.csv`` -> panda), else None (the user picks one)."""
+        if self.shown_robot:
+            return self.shown_robot
+        if self.data is not None and self.data.is_log and self.data.source.get("path"):
+            return robot_compare.robot_named_like(self.data.source["path"])
+        return None
+
+    def set_robot(self, source: str | None) -> None:
+        """The robot whose log this is: a library name or a URDF, xacro or MJCF path."""
+        self.robot = str(source).strip() if source else None
+        self.events.robot.emit(self.robot)
+
+    def set_shown_robot(self, source: str | None) -> None:
+        """The robot the Robot workspace shows (the shell tells); it becomes the log's robot when
+        the user has chosen none."""
+        self.shown_robot = str(source) if source else None
+        if self.robot is None and self.shown_robot:
+            self.set_robot(self.shown_robot)
+
+    @property
+    def comparing(self) -> bool:
+        return self.compare_handle is not None
+
+    def compare_on_robot(self, models, epochs: int | None = None) -> bool:
+        """Compare ``models`` on the log with :attr:`robot` in one job (progress, cancel). Bad input
+        is one plain ``error`` event before any work; returns whether the job started."""
+        if self.comparing:
+            return False
+        try:
+            if self.data is None or not self.data.is_log:
+                raise ValueError("open a hardware log first (Hardware log tab)")
+            if not self.robot:
+                raise ValueError("choose the robot whose log this is")
+            folder = Path(self.compare_folder or Path.cwd()) / time.strftime("robot_compare_%Y%m%d_%H%M%S")
+            first = 1 + max((getattr(r, "index", 0) for r in self._trained), default=0)
+            job = robot_compare.robot_compare_job(self.data.source, self.robot, list(models), folder, epochs,
+                                                  first_index=first)
+        except ValueError as exc:
+            self.events.error.emit("Compare on the robot", str(exc))
+            return False
+        self.compare_handle = _PENDING
+        self.events.compare_busy.emit(True)
+        self.events.compare_progress.emit(0.0, "starting")
+        handle = self.runner.submit(job, name=f"Compare models on {Path(self.robot).name}",
+                                    on_result=self._on_compared, on_error=self._on_compare_error,
+                                    on_progress=lambda u: self.events.compare_progress.emit(u.fraction, u.message),
+                                    on_cancelled=self._on_compare_cancelled)
+        if self.compare_handle is _PENDING:
+            self.compare_handle = handle
+        return True
+
+    def cancel_compare(self) -> None:
+        if self.compare_handle is not None and self.compare_handle is not _PENDING:
+            self.compare_handle.cancel()
+
+    def _compare_ended(self) -> None:
+        self.compare_handle = None
+        self.events.compare_busy.emit(False)
+
+    def _on_compared(self, result) -> None:
+        self._compare_ended()
+        self.robot_comparison = result
+        self.events.robot_comparison.emit(result)
+        self.set_runs(self._trained)
+        failed = [r["model"] for r in result.rows if r.get("error")]
+        self.events.message.emit(
+            f"Compared {len(result.rows)} models on {Path(result.robot).name} in {result.seconds:.0f} s"
+            + (f"; {', '.join(failed)} failed (the table says why)" if failed else ""))
+
+    def _on_compare_error(self, message: str, _tb: str = "") -> None:
+        self._compare_ended()
+        self.events.error.emit("Compare on the robot", message)
+
+    def _on_compare_cancelled(self) -> None:
+        self._compare_ended()
+        self.events.message.emit("Comparison on the robot cancelled.")
+
+    def identified_robot(self) -> str | None:
+        """The robot file identified by the last comparison (URDF, its actuation JSON beside it)."""
+        c = self.robot_comparison
+        return c.identified if c is not None else None
 
 
 _PENDING = object()
