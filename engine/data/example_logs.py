@@ -17,6 +17,8 @@ Logs:
   arena; t, x, y, yaw (wrapped), throttle, steering at the 120 Hz motion-capture rate.
 - ``panda_joints``: the Panda arm (``urdf/panda.urdf``) under sine motions, with torque
   noise (needs ``engine.robots``' dynamics).
+- ``panda_friction``: the Panda simulated by MuJoCo with joint friction, armature and masses off
+  (``engine/data/mujoco_logs.py``).
 """
 
 from __future__ import annotations
@@ -638,7 +640,14 @@ EXAMPLES: dict[str, Callable[[], ExampleLog]] = {
     "cartpole": cartpole_log,
     "rc_car_mocap": rc_car_log,
     "panda_joints": panda_log,
+    "panda_friction": lambda: _panda_friction_log(),
 }
+
+
+def _panda_friction_log() -> ExampleLog:
+    from engine.data.mujoco_logs import panda_friction_log   # it imports this module
+
+    return panda_friction_log()
 
 
 def write_example(example: ExampleLog, out_dir: str | os.PathLike) -> list[Path]:
