@@ -645,7 +645,7 @@ EXAMPLES: dict[str, Callable[[], ExampleLog]] = {
 
 
 def _panda_friction_log() -> ExampleLog:
-    from engine.data.mujoco_logs import panda_friction_log   # it imports this module
+    from engine.data.mujoco_logs import panda_friction_log  # it imports this module
 
     return panda_friction_log()
 
