@@ -29,6 +29,8 @@ def test_the_experiment_runs_on_a_tiny_log_and_writes_its_report(tmp_path):
     # on a log with friction and armature the identified robot's torques beat the URDF's
     assert rows["rigid-body"]["torque_rmse"] < rows["urdf"]["torque_rmse"]
     assert math.isfinite(report["identify"]["torque_rmse_validation"]["learned"])
+    # physically consistent: a mass the fit drives below zero is held at the URDF's (from_log)
+    assert all(p["identified"] > 0 for p in report["identify"]["parameters"] if p["kind"] == "mass")
     readme = (out / "README.md").read_text()
     assert "| panda_joint1 |" in readme and "load average" in readme and "| mlp |" in readme
 
