@@ -92,6 +92,10 @@ def _rows(compare) -> list[dict]:
     return list(compare)
 
 
+def _num(x) -> str:
+    return "none" if x is None else f"{x:.4g}"
+
+
 def _goal(goal: str, met: bool | None, figure: str) -> dict:
     return {"goal": goal, "met": met, "figure": figure}
 
@@ -127,7 +131,8 @@ def evaluate_goals(report: dict) -> list[dict]:
         ht, rt = h.get("torque_rmse"), r.get("torque_rmse")
         met = None if ht is None or rt is None else ht <= rt and (at("hybrid-rk4") or 0) <= (at("rigid-body") or 0)
         goals.append(_goal("hybrid no worse than the rigid body (torque RMSE and 1 s rollout)", met,
-                           f"torque {ht} vs {rt} N m; 1 s rollout {at('hybrid-rk4')} vs {at('rigid-body')} rad"))
+                           f"torque {_num(ht)} vs {_num(rt)} N m; 1 s rollout {_num(at('hybrid-rk4'))} vs "
+                           f"{_num(at('rigid-body'))} rad"))
     else:
         goals.append(_goal("hybrid no worse than the rigid body", None, "not run"))
     s1 = {m: at(m) for m in STRUCTURED if m in rows}
@@ -184,7 +189,8 @@ def write_readme(report: dict, path: Path) -> None:
         t = report["timing"]
         lines += ["", f"Timing: {t['log_seconds']:g} s at {t['rate']:g} Hz of the 7-DOF Panda (same generator): "
                   f"identification {t['identification_s']:.1f} s ({t['samples_train']} training samples; "
-                  f"the CLI's whole run {t['cli_wall_s']:.1f} s with start-up and the black-box baseline)."]
+                  f"the CLI's whole run {t['cli_wall_s']:.1f} s with the interpreter's start-up and reading the "
+                  "log)."]
     rows = _rows(report.get("compare", []))
     if rows:
         lines += ["", f"## Comparison (`{report['compare_command']}`)", "",
@@ -204,7 +210,9 @@ def write_readme(report: dict, path: Path) -> None:
         m = report[key]
         lines += ["", f"Machine ({label}): {m['cpu']}, {m['cores']} cores, {m['platform']}, Python {m['python']}; "
                   f"load average (1/5/15 min) {m['load_average_1_5_15']}."]
-    lines += [""] + report.get("notes", [])
+    notes = report.get("notes", [])
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -229,7 +237,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="length of the generated log the identification is timed on (0: skip)")
     p.add_argument("--skip-compare", action="store_true")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "robot_learning")
+    p.add_argument("--readme-from", type=Path, default=None,
+                   help="only rewrite README.md (goals judged again) from this robot_learning.json")
     args = p.parse_args(argv)
+    if args.readme_from is not None:
+        report = json.loads(args.readme_from.read_text())
+        report["goals"] = evaluate_goals(report)
+        args.readme_from.write_text(json.dumps(report, indent=2, default=float) + "\n")
+        write_readme(report, args.readme_from.parent / "README.md")
+        return 0
     truth = json.loads(args.params.read_text())
     report: dict = {"log": os.path.relpath(args.log, ROOT), "robot": args.robot, "truth": truth,
                     "machine_before": machine()}
@@ -263,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--epochs", str(args.epochs)]
         print(f"comparing {args.models} ...", flush=True)
         report["compare"], report["compare_wall_s"] = run_cli(cmd)
-        report["compare_command"] = "python -m engine " + " ".join(cmd)
+        report["compare_command"] = "python -m engine " + " ".join(
+            os.path.relpath(c, ROOT) if c.startswith(str(ROOT)) else c for c in cmd)
         report["compare_epochs"] = args.epochs
     report["machine_after"] = machine()
     report["goals"] = evaluate_goals(report)
