@@ -26,11 +26,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engine.data.example_log_types import ExampleLog, params_table
 from engine.logs.mapping import LogMapping
 from engine.logs.writers import write_csv
 
@@ -50,20 +51,6 @@ __all__ = [
     "smooth_random_signal",
     "write_example",
 ]
-
-
-@dataclass
-class ExampleLog:
-    """A generated log: ordered ``columns`` (name -> (N,) array), the printf format of each,
-    the :class:`LogMapping` that reads it, README text and the comment lines of the file."""
-
-    name: str
-    columns: dict[str, np.ndarray]
-    formats: dict[str, str]
-    mapping: LogMapping
-    readme: str
-    comments: list[str] = field(default_factory=list)
-    truth: dict = field(default_factory=dict)
 
 
 def smooth_random_signal(rng: np.random.Generator, amplitude: float, components: int,
@@ -93,10 +80,6 @@ def _jittered_times(rng, duration: float, rate: float, jitter: float) -> np.ndar
 
 def _quantise(x: np.ndarray, step: float) -> np.ndarray:
     return np.round(x / step) * step
-
-
-def _params_table(obj) -> str:
-    return "\n".join(f"| `{k}` | {v} |" for k, v in asdict(obj).items())
 
 
 # -- pendulum ----------------------------------------------------------------------------------
@@ -194,7 +177,7 @@ not in the frictionless model: a learned model that fits this log well must abso
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = [
         "pendulum with friction (simulated by engine/data/example_logs.py, see pendulum_friction.README.md)",
@@ -318,7 +301,7 @@ The mapping `cartpole.mapping.json` converts ms -> s, mm -> m, deg -> rad.
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = ["cart-pole with friction (simulated by engine/data/example_logs.py, see cartpole.README.md)",
                 "time [ms], cart position [mm], pole angle [deg from upright], force [N]"]
@@ -440,7 +423,7 @@ Mapping: `rc_car_mocap.mapping.json` (q = x, y, yaw; u = throttle, steering). Pr
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = [
         "RC car, motion capture (simulated by engine/data/example_logs.py, see rc_car_mocap.README.md)",
@@ -601,7 +584,7 @@ change any joint torque (its centre of mass lies on the joint-1 axis) and cannot
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = [
         "Franka Panda joint log (simulated by engine/data/example_logs.py, see panda_joints.README.md)",

@@ -11,7 +11,7 @@ are judged against.
   steps at 1 ms (RK4, contacts off, so the links' primitives never touch) and every 5 ms (200 Hz)
   the log records q, qd and the commanded torque with sensor noise.
 
-:func:`panda_friction_log` returns an :class:`~engine.data.example_logs.ExampleLog`; its README is
+:func:`panda_friction_log` returns an :class:`~engine.data.example_log_types.ExampleLog`; its README is
 written from :class:`PandaFrictionLogConfig`, so the shipped description always matches the
 generator (``python -m engine logs make-examples --out resources/logs --only panda_friction``).
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.data.example_logs import ExampleLog, _params_table
+from engine.data.example_log_types import ExampleLog, params_table
 from engine.logs.mapping import LogMapping
 
 __all__ = ["PANDA_JOINTS", "PANDA_LINKS", "PandaFrictionLogConfig", "panda_friction_log", "panda_friction_truth",
@@ -212,7 +212,7 @@ centre of mass lies on the joint-1 axis) and cannot be identified from any motio
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = ["Franka Panda with friction and motor inertia (simulated by MuJoCo, engine/data/mujoco_logs.py, "
                 "see panda_friction.README.md)", "t [s], q [rad], qd [rad/s], tau [N m] (commanded)"]
