@@ -103,7 +103,9 @@ GUIDED_EXAMPLES = [
      "targets; Play runs it on the simulator.", plan_car_manoeuvre),
     ("model_lab", "Compare models on a log",
      "Open a pendulum log recorded with friction, train learned models on it and compare "
-     "their predictions with what was measured.", compare_models_on_a_log),
+     "their predictions with what was measured. For a robot with friction and motor inertia, open "
+     "resources/logs/panda_friction.csv (Panda, simulated by MuJoCo; robot: panda) in the hardware-log "
+     "tab.", compare_models_on_a_log),
 ]
 
 

@@ -17,6 +17,8 @@ Logs:
   arena; t, x, y, yaw (wrapped), throttle, steering at the 120 Hz motion-capture rate.
 - ``panda_joints``: the Panda arm (``urdf/panda.urdf``) under sine motions, with torque
   noise (needs ``engine.robots``' dynamics).
+- ``panda_friction``: the Panda simulated by MuJoCo with joint friction, armature and masses off
+  (``engine/data/mujoco_logs.py``).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from engine.data.example_log_types import ExampleLog, params_table
 from engine.logs.mapping import LogMapping
 from engine.logs.writers import write_csv
 
@@ -48,20 +51,6 @@ __all__ = [
     "smooth_random_signal",
     "write_example",
 ]
-
-
-@dataclass
-class ExampleLog:
-    """A generated log: ordered ``columns`` (name -> (N,) array), the printf format of each,
-    the :class:`LogMapping` that reads it, README text and the comment lines of the file."""
-
-    name: str
-    columns: dict[str, np.ndarray]
-    formats: dict[str, str]
-    mapping: LogMapping
-    readme: str
-    comments: list[str] = field(default_factory=list)
-    truth: dict = field(default_factory=dict)
 
 
 def smooth_random_signal(rng: np.random.Generator, amplitude: float, components: int,
@@ -91,10 +80,6 @@ def _jittered_times(rng, duration: float, rate: float, jitter: float) -> np.ndar
 
 def _quantise(x: np.ndarray, step: float) -> np.ndarray:
     return np.round(x / step) * step
-
-
-def _params_table(obj) -> str:
-    return "\n".join(f"| `{k}` | {v} |" for k, v in asdict(obj).items())
 
 
 # -- pendulum ----------------------------------------------------------------------------------
@@ -192,7 +177,7 @@ not in the frictionless model: a learned model that fits this log well must abso
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = [
         "pendulum with friction (simulated by engine/data/example_logs.py, see pendulum_friction.README.md)",
@@ -316,7 +301,7 @@ The mapping `cartpole.mapping.json` converts ms -> s, mm -> m, deg -> rad.
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = ["cart-pole with friction (simulated by engine/data/example_logs.py, see cartpole.README.md)",
                 "time [ms], cart position [mm], pole angle [deg from upright], force [N]"]
@@ -438,7 +423,7 @@ Mapping: `rc_car_mocap.mapping.json` (q = x, y, yaw; u = throttle, steering). Pr
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = [
         "RC car, motion capture (simulated by engine/data/example_logs.py, see rc_car_mocap.README.md)",
@@ -599,7 +584,7 @@ change any joint torque (its centre of mass lies on the joint-1 axis) and cannot
 
 | parameter | value |
 |---|---|
-{_params_table(cfg)}
+{params_table(cfg)}
 """
     comments = [
         "Franka Panda joint log (simulated by engine/data/example_logs.py, see panda_joints.README.md)",
@@ -638,7 +623,14 @@ EXAMPLES: dict[str, Callable[[], ExampleLog]] = {
     "cartpole": cartpole_log,
     "rc_car_mocap": rc_car_log,
     "panda_joints": panda_log,
+    "panda_friction": lambda: _panda_friction_log(),
 }
+
+
+def _panda_friction_log() -> ExampleLog:
+    from engine.data.mujoco_logs import panda_friction_log  # it imports this module
+
+    return panda_friction_log()
 
 
 def write_example(example: ExampleLog, out_dir: str | os.PathLike) -> list[Path]:

@@ -377,6 +377,7 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     # 3. the fit: link parameters on a copy of the rigid body, joint terms from their closed form
     learner = rigid.clone()
     ridge: list = []   # (module, start) of the masses identifiable only in combination
+    mass_modules: dict = {}   # link -> its PreconditionedMass
     for l in links:
         for k in kinds:
             if bad.get((l, k), "").startswith("no effect"):
@@ -388,6 +389,7 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
                 module = learner.make_learnable(
                     l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
                 )
+                mass_modules[l] = module
                 if (l, k) in bad:
                     ridge.append((module, learner.link_mass(l).detach().clone()))
             else:
@@ -417,7 +419,9 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         return loss + RIDGE * penalty
 
     history: list[float] = []
-    if params and config.epochs:
+    held: dict[str, float] = {}   # masses the fit drove to zero or below: kept at the nominal value, refitted
+
+    def fit(params):
         opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
                                 tolerance_grad=1e-12, tolerance_change=1e-15)
 
@@ -438,6 +442,20 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
                          {"loss": loss})
             if len(history) > 2 and abs(history[-2] - loss) <= 1e-12 * max(loss, 1e-30):
                 break
+
+    if params and config.epochs:
+        fit(params)
+        # physical consistency: a mass fitted to zero or below is held at its nominal value and the
+        # rest is fitted again without it
+        for l, module in mass_modules.items():
+            if float(module().detach()) <= 0:
+                held[l] = float(module().detach())
+                with torch.no_grad():
+                    module.raw.zero_()
+                module.raw.requires_grad_(False)
+        if held:
+            history.clear()
+            fit([p for p in params if p.requires_grad])
 
     # 4. the black box
     feats = torch.cat([q, qd, qdd], dim=-1)
@@ -473,7 +491,10 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         for k in kinds:
             reason = bad.get((l, k), "")
             identified = _current(learner, l, k)
-            if k == "mass" and not reason and float(identified.detach()) <= 0:
+            if k == "mass" and l in held:
+                reason = (f"the fit drove it to {held[l]:.3g} kg (not physical): held at the nominal value, "
+                          "the other parameters refitted")
+            elif k == "mass" and not reason and float(identified.detach()) <= 0:
                 reason = "the fitted mass is not positive: not physical"
             reports.append(LogParameter(link=l, kind=k, nominal=_value(_current(model, l, k)),
                                         identified=_value(identified), identifiable=(l, k) not in bad,
