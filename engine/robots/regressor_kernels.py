@@ -15,7 +15,9 @@ import numpy as np
 
 from engine.robots.compiled_kernels import (
     _add_cross_force,
+    _add_cross_motion,
     _force_to_parent,
+    _gravity_in_base,
     _inertia_times,
     _inline,
     _jit,
@@ -74,9 +76,7 @@ def regressor_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, Y):
         Y[b] = 0.0
         if floating:
             _quaternion_rotation(q, b, R[0])
-            for i in range(3):
-                g[i] = R[0, 0, i] * a0[0] + R[0, 1, i] * a0[1] + R[0, 2, i] * a0[2]
-                g[3 + i] = R[0, 0, i] * a0[3] + R[0, 1, i] * a0[4] + R[0, 2, i] * a0[5]
+            _gravity_in_base(R[0], a0, g)
             for i in range(3):
                 v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
                 a[0, i], a[0, 3 + i] = g[i] + qdd[b, 3 + i], g[3 + i] + qdd[b, i]
@@ -96,7 +96,7 @@ def regressor_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, Y):
                 sv[i] = S[k - 1, i] * x
                 v[k, i] += sv[i]
                 a[k, i] += S[k - 1, i] * y
-            _cross_into_add(v[k], sv, a[k])
+            _add_cross_motion(v[k], sv, a[k])
         for k in range(0 if floating else 1, n + 1):
             # Phi: the body's force I a + v x* I v, one column per parameter
             _parameter_forces(v[k], a[k], Phi, hu, Iu, col, t)
@@ -123,17 +123,6 @@ def regressor_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, Y):
                     for i in range(3):
                         Y[b, i, blk + cidx] = Phi[3 + i, cidx]
                         Y[b, 3 + i, blk + cidx] = Phi[i, cidx]
-
-
-@_inline
-def _cross_into_add(v, x, out):
-    """out += v x x (motion)."""
-    out[0] += v[1] * x[2] - v[2] * x[1]
-    out[1] += v[2] * x[0] - v[0] * x[2]
-    out[2] += v[0] * x[1] - v[1] * x[0]
-    out[3] += v[1] * x[5] - v[2] * x[4] + v[4] * x[2] - v[5] * x[1]
-    out[4] += v[2] * x[3] - v[0] * x[5] + v[5] * x[0] - v[3] * x[2]
-    out[5] += v[0] * x[4] - v[1] * x[3] + v[3] * x[1] - v[4] * x[0]
 
 
 @_inline
@@ -172,9 +161,7 @@ def regressor_vjp_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, w, ou
         out[b] = 0.0
         if floating:
             _quaternion_rotation(q, b, R[0])
-            for i in range(3):
-                g[i] = R[0, 0, i] * a0[0] + R[0, 1, i] * a0[1] + R[0, 2, i] * a0[2]
-                g[3 + i] = R[0, 0, i] * a0[3] + R[0, 1, i] * a0[4] + R[0, 2, i] * a0[5]
+            _gravity_in_base(R[0], a0, g)
             for i in range(3):
                 v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
                 a[0, i], a[0, 3 + i] = g[i] + qdd[b, 3 + i], g[3 + i] + qdd[b, i]
@@ -198,7 +185,7 @@ def regressor_vjp_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, w, ou
                 v[k, i] += sv[i]
                 a[k, i] += S[k - 1, i] * y
                 lam[k, i] += S[k - 1, i] * w[b, fv + jk]
-            _cross_into_add(v[k], sv, a[k])
+            _add_cross_motion(v[k], sv, a[k])
         for k in range(0 if floating else 1, n + 1):
             # lam . f = lam^T I a - mu^T I v with mu = v x lam: bilinear in the parameters
             _cross_motion(v[k], lam[k], t)
