@@ -12,6 +12,17 @@ from app.errors import job_title
 from app.widgets.text import error_html
 
 
+def show_fraction(bar: QProgressBar, fraction: float | None, text: str) -> None:
+    """A job's progress on ``bar``: ``fraction`` in [0, 1], or None for a busy indicator; ``text``
+    on the bar."""
+    if fraction is None:
+        bar.setRange(0, 0)
+    else:
+        bar.setRange(0, 1000)
+        bar.setValue(int(1000 * fraction))
+    bar.setFormat(text)
+
+
 class PanelJob(QObject):
     """Runs a panel's jobs through ``ctx.jobs``. A newer job cancels and supersedes an older
     one, whose late callbacks are then ignored. Errors go to the summary label (in red) and
@@ -52,12 +63,7 @@ class PanelJob(QObject):
         def on_progress(update):
             if not current():
                 return
-            if update.fraction is None:
-                self.progress.setRange(0, 0)
-            else:
-                self.progress.setRange(0, 1000)
-                self.progress.setValue(int(1000 * update.fraction))
-            self.progress.setFormat(f"{name}: {update.message}" if update.message else name)
+            show_fraction(self.progress, update.fraction, f"{name}: {update.message}" if update.message else name)
 
         def finish(label: str) -> bool:
             if not current():

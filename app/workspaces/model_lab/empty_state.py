@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from app.widgets.job_progress import show_fraction
 from app.widgets.run_row import RunRow
 from app.workspaces.model_lab.state import EXAMPLE_LOG, ExampleSettings
 
@@ -52,10 +53,4 @@ class EmptyState(QWidget):
         layout.addStretch(2)
 
     def show_progress(self, fraction, message: str) -> None:
-        bar = self.row.progress
-        if fraction is None:
-            bar.setRange(0, 0)
-        else:
-            bar.setRange(0, 1000)
-            bar.setValue(int(1000 * fraction))
-        bar.setFormat(message or "working")
+        show_fraction(self.row.progress, fraction, message or "working")

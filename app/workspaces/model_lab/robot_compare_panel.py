@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.widgets.job_progress import show_fraction
 from app.widgets.run_row import RunRow
 from app.workspaces.model_lab.robot_compare import (
     DEFAULT_MODELS,
@@ -145,13 +146,7 @@ class RobotComparePanel(QWidget):
         return self.state.compare_on_robot(self.checked_models(), self.epochs.value())
 
     def _progress(self, fraction, message: str) -> None:
-        bar = self.run_row.progress
-        if fraction is None:
-            bar.setRange(0, 0)
-        else:
-            bar.setRange(0, 1000)
-            bar.setValue(int(1000 * fraction))
-        bar.setFormat(message or "working")
+        show_fraction(self.run_row.progress, fraction, message or "working")
 
     def _on_comparison(self, result) -> None:
         self.use_button.setEnabled(result.identified is not None)
