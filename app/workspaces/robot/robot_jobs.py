@@ -24,6 +24,7 @@ from app.viewer.geometry import (
     load_robot_geometry,
 )
 from engine.robots.ik_outcome import IKOutcome, IKRequest, solve_targets
+from engine.robots.reference_poses import standing_joint_positions
 from engine.robots.simulate import (
     Readouts,
     SimulationOptions,
@@ -73,6 +74,7 @@ class LoadedRobot:
     inertia_boxes: dict = field(
         default_factory=dict
     )  # link -> (T in the link frame, extents): equivalent boxes
+    standing: np.ndarray | None = None  # (dof,) a floating robot's published standing pose (SRDF), if any
 
     @property
     def name(self) -> str:
@@ -232,6 +234,7 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
             notes,
             dict(xacro_args or {}),
             inertia_boxes(model),
+            standing_joint_positions(path, model.joint_names) if model.floating else None,
         )
 
     return job

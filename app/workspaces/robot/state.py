@@ -34,7 +34,6 @@ from engine.robots.balance import Balance, balance, contact_points, default_cont
 from engine.robots.end_effector import default_end_effector
 from engine.robots.ik import neutral_configuration
 from engine.robots.ik_outcome import IKOutcome, IKRequest
-from engine.robots.reference_poses import standing_joint_positions
 from engine.robots.simulate import Readouts, SimulationResult
 
 __all__ = ["RobotChange", "RobotState", "TargetSpec", "describe_ik"]
@@ -177,8 +176,7 @@ class RobotState:
         if self.floating:       # legged robots and humanoids stand in their published standing pose
             self.contact_links = default_contact_links(model)
             self._foot_points = self._contact_geometry(loaded)
-            joints = standing_joint_positions(loaded.path, model.joint_names) if loaded.path else None
-            joints = np.zeros(model.dof) if joints is None else joints   # none published: joints at zero
+            joints = np.zeros(model.dof) if loaded.standing is None else loaded.standing  # none: joints at 0
             self.neutral = self._standing(np.clip(joints, self.lower, self.upper))
         else:                   # an arm: the middle of its limits (well conditioned, not stretched)
             self.neutral = np.clip(neutral_configuration(model).numpy(), self.lower, self.upper)
