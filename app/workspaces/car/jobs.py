@@ -118,11 +118,15 @@ class Pacer:
     ``achieved_hz`` (cycles per wall-clock second over the last ``window`` cycles).
 
     When the work takes longer than ``dt`` the loop runs as fast as it can and the schedule
-    restarts from now (no catching up in a burst).
+    restarts from now (no catching up in a burst). ``clock`` (seconds) and ``sleep`` are the
+    wall clock's; tests pass a fake pair.
     """
 
-    def __init__(self, dt: float, real_time: bool = True, ctx=None, window: int = 20):
+    def __init__(self, dt: float, real_time: bool = True, ctx=None, window: int = 20,
+                 clock=time.perf_counter, sleep=time.sleep):
         self.dt = float(dt)
+        self._clock = clock
+        self._sleep = sleep
         self.real_time = real_time
         self.ctx = ctx
         self._t0 = None
@@ -133,14 +137,14 @@ class Pacer:
 
     def _sleep_until(self, target: float) -> None:
         while True:
-            left = target - time.perf_counter()
+            left = target - self._clock()
             if left <= 0 or (self.ctx is not None and self.ctx.cancelled):
                 return
-            time.sleep(min(left, 0.02))
+            self._sleep(min(left, 0.02))
 
     def cycle(self, step: int) -> dict:
         """Call once per control cycle ``step`` (1, 2, ...) when its work is done."""
-        now = time.perf_counter()
+        now = self._clock()
         if self._t0 is None:
             self._t0 = now - step * self.dt
             self.first = now - self.dt
@@ -152,7 +156,7 @@ class Pacer:
                 self._sleep_until(target)
             elif now > target + self.dt:
                 self._t0 = now - step * self.dt
-        end = time.perf_counter()
+        end = self._clock()
         self._ends.append(end)
         self._last_end = end
         n = len(self._ends) - 1

@@ -2,7 +2,6 @@
 profile and the control-rate readout."""
 
 import math
-import time
 
 import pytest
 from PySide6.QtCore import Qt
@@ -14,22 +13,59 @@ from app.workspaces.car.jobs import Pacer
 def page(car_page):
     return car_page
 
-def test_pacer_holds_a_fast_loop_to_real_time_and_reports_slow_ones():
-    dt = 0.01
-    pacer = Pacer(dt, real_time=True)
-    t0 = time.perf_counter()
+class FakeClock:
+    """A wall clock that moves only when slept on or told to (work of a known length)."""
+
+    def __init__(self):
+        self.now = 100.0
+        self.slept = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.slept += seconds
+
+    def work(self, seconds):
+        self.now += seconds
+
+
+def test_pacer_holds_a_fast_loop_to_real_time():
+    dt, clock = 0.01, FakeClock()
+    pacer = Pacer(dt, real_time=True, clock=clock, sleep=clock.sleep)
+    start = clock.now
     for k in range(1, 16):
+        clock.work(0.002)               # 2 ms of work per 10 ms cycle: the rest is slept
         info = pacer.cycle(k)
-    # never faster than one cycle per dt (a lower bound on the time: sleeping only adds)
-    assert time.perf_counter() - t0 >= 14 * dt * 0.99
-    assert info["achieved_hz"] <= 1.0 / dt * 1.05
+    assert clock.now - start == pytest.approx(0.002 + 14 * dt)      # the first cycle sets the schedule
+    assert clock.slept == pytest.approx(14 * (dt - 0.002))
+    assert info["achieved_hz"] == pytest.approx(1.0 / dt)
+    assert info["compute_ms"] == pytest.approx(2.0)
     assert info["target_hz"] == pytest.approx(100.0)
-    free = Pacer(dt, real_time=False)
+
+
+def test_pacer_reports_a_slow_loop_without_sleeping_or_catching_up():
+    dt, clock = 0.01, FakeClock()
+    free = Pacer(dt, real_time=True, clock=clock, sleep=clock.sleep)
     for k in range(1, 6):
-        time.sleep(2 * dt)              # work slower than real time: no sleeping, the rate shows it
+        clock.work(2 * dt)              # work slower than real time: no sleeping, the rate shows it
         info = free.cycle(k)
-    assert info["achieved_hz"] < 0.6 / dt
-    assert info["compute_ms"] >= 2 * dt * 1000 * 0.9
+    assert clock.slept == 0.0
+    assert info["achieved_hz"] == pytest.approx(0.5 / dt)
+    assert info["compute_ms"] == pytest.approx(2 * dt * 1000)
+    clock.work(0.001)                   # fast again: the schedule restarted from the slow cycles, no burst
+    free.cycle(6)
+    assert clock.slept == pytest.approx(dt - 0.001)
+
+
+def test_pacer_off_real_time_never_sleeps():
+    dt, clock = 0.01, FakeClock()
+    free = Pacer(dt, real_time=False, clock=clock, sleep=clock.sleep)
+    for k in range(1, 6):
+        clock.work(0.001)
+        info = free.cycle(k)
+    assert clock.slept == 0.0 and info["achieved_hz"] == pytest.approx(1000.0)
 
 
 def test_drive_a_drawn_track_at_real_time_pace(page, qtbot, ctx):
