@@ -27,6 +27,7 @@ from app.viewer.scene import RobotView
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
 from app.widgets.layout import SidePanel, collapse_button, remember_splitter
+from app.workspaces.robot.constraint_overlay import ConstraintOverlay
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.ik_control import FOLLOW_IK, TargetsIK
@@ -131,6 +132,7 @@ class RobotPage(QWidget):
         self.view = RobotView()
         self.floating_base = FloatingBaseView(self.view, self.state, make_job=ik_job, overrides=FOLLOW_IK)
         self.view.link_clicked.connect(self._on_link_clicked)
+        self.constraint_overlay = ConstraintOverlay(self.view, self.state)    # loops, welds, tendons drawn
         self.view.gizmo_pressed.connect(lambda gizmo: self.ik.gizmo_pressed(gizmo))
         self.replay = LogReplayPanel(self.ctx, self.view)   # a joint log played on the robot, under the view
         split.addWidget(self.replay.view_splitter())
