@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph.opengl as gl
 import shiboken6
+from OpenGL import GL
 from PySide6.QtGui import QAction, QColor
 
 __all__ = ["SETTINGS_KEY", "TOLERANCE", "ConstraintsLayer", "DrawnMark", "add_show_constraints_action",
@@ -34,6 +35,11 @@ TOLERANCE = 1e-3                 # m or rad: green within, red beyond
 OK_RGBA = (0.25, 1.0, 0.45, 1.0)
 BAD_RGBA = (1.0, 0.25, 0.25, 1.0)
 TENDON_RGBA = (0.35, 0.85, 1.0, 1.0)     # a satisfied tendon's dots and line (told apart from loops)
+DRAWN_LAST = 10                          # GL depth value: after the meshes, which would cover the marks
+# no depth test (anchors inside a body stay visible), plain alpha blending (additive would wash
+# the colours out to white over a light mesh)
+OVER_EVERYTHING = {GL.GL_DEPTH_TEST: False, GL.GL_BLEND: True, GL.GL_CULL_FACE: False,
+                   "glBlendFunc": (GL.GL_SRC_ALPHA, GL.GL_ONE_MINUS_SRC_ALPHA)}
 
 _shown = True
 _layers: weakref.WeakSet = weakref.WeakSet()
@@ -73,7 +79,8 @@ class ConstraintsLayer:
         self.axes = gl.GLLinePlotItem(pos=np.zeros((2, 3)), width=2, mode="lines")
         self.labels: list[gl.GLTextItem] = []
         for item in (self.lines, self.axes, self.dots):
-            item.setGLOptions("additive")
+            item.setGLOptions(OVER_EVERYTHING)
+            item.setDepthValue(DRAWN_LAST)
             item.setVisible(False)
             view.addItem(item)
         _layers.add(self)
@@ -113,6 +120,7 @@ class ConstraintsLayer:
             self.view.removeItem(self.labels.pop())
         while len(self.labels) < len(self.marks):
             label = gl.GLTextItem()
+            label.setDepthValue(DRAWN_LAST)
             self.labels.append(label)
             self.view.addItem(label)
         for label, m in zip(self.labels, self.marks):

@@ -108,16 +108,22 @@ def test_show_constraints_hides_them_and_is_remembered(page, tmp_path):
 
 
 def test_drawn_constraints_show_in_the_rendered_view(page, qtbot):
-    """Pixels of the satisfied-constraint green are in the view's image when shown, not when hidden."""
+    """The connect's dot is drawn over the links that meet there (the marks are drawn after the
+    meshes), in the satisfied colour; hidden, the pixel is the robot's again."""
     from tests.app.workspaces.robot.test_robot_workspace import _pixels
 
-    page.view.fit_to_robot()
+    view = page.view
+    view.fit_to_robot()
+    anchor = _drawn(page)["four_bar"].points[0]
+    (x, y), = view.project(anchor[None])[0]
+    ratio = view.screenshot().width() / view.width()
 
-    def green_pixels():
-        img = _pixels(page.view.screenshot())
-        return int(((img[..., 1] > 200) & (img[..., 0] < 120) & (img[..., 2] < 160)).sum())
+    def colour_there():
+        img = _pixels(view.screenshot())
+        return img[int(round(y * ratio)), int(round(x * ratio))]
 
-    shown = green_pixels()
+    shown = colour_there()
+    np.testing.assert_allclose(shown, np.array(constraints_layer.OK_RGBA[:3]) * 255, atol=40)
     constraints_layer.set_shown(False)
-    hidden = green_pixels()
-    assert shown > 20 and hidden < shown / 4, (shown, hidden)
+    hidden = colour_there()
+    assert np.abs(hidden - shown).max() > 60, (shown, hidden)
