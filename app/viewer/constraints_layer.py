@@ -8,8 +8,9 @@ configuration):
 - a weld: the same, plus both frames' axes (red x, green y, blue z; the second frame's shorter);
 - a tendon equality or limit: a dot on each coupled joint and a line through them;
 
-each labelled with its name, coloured by its violation: green within :data:`TOLERANCE` (m or
-rad), red beyond. Drawn over the meshes (no depth test), so anchors inside a body stay visible.
+each labelled with its name (a tendon's with its length, a violated one's with its violation),
+coloured by its violation: green (a tendon: blue) within :data:`TOLERANCE` (m or rad), red beyond.
+Drawn over the meshes (no depth test), so anchors inside a body stay visible.
 
 View > Show Constraints turns the layer on and off in every 3D view; the choice is kept in the
 app's QSettings under :data:`SETTINGS_KEY` (on by default) and applied to the views open and to
@@ -25,7 +26,7 @@ import numpy as np
 import pyqtgraph.opengl as gl
 import shiboken6
 from OpenGL import GL
-from PySide6.QtGui import QAction, QColor
+from PySide6.QtGui import QAction, QColor, QFont
 
 __all__ = ["SETTINGS_KEY", "TOLERANCE", "ConstraintsLayer", "DrawnMark", "add_show_constraints_action",
            "load", "register", "set_shown", "shown"]
@@ -35,6 +36,7 @@ TOLERANCE = 1e-3                 # m or rad: green within, red beyond
 OK_RGBA = (0.25, 1.0, 0.45, 1.0)
 BAD_RGBA = (1.0, 0.25, 0.25, 1.0)
 TENDON_RGBA = (0.35, 0.85, 1.0, 1.0)     # a satisfied tendon's dots and line (told apart from loops)
+LABEL_POINTS = 9
 DRAWN_LAST = 10                          # GL depth value: after the meshes, which would cover the marks
 # no depth test (anchors inside a body stay visible), plain alpha blending (additive would wash
 # the colours out to white over a light mesh)
@@ -47,13 +49,15 @@ _layers: weakref.WeakSet = weakref.WeakSet()
 
 @dataclass
 class DrawnMark:
-    """One constraint as drawn: ``points (k, 3)`` (m), ``frames (2, 3, 3)`` or None, ``violation``."""
+    """One constraint as drawn: ``points (k, 3)`` (m), ``frames (2, 3, 3)`` or None, ``violation``,
+    ``value`` a tendon's length (None for a connect or weld)."""
 
     name: str
     kind: str
     points: np.ndarray
     violation: float
     frames: np.ndarray | None = None
+    value: float | None = None
 
     @property
     def satisfied(self) -> bool:
@@ -91,8 +95,9 @@ class ConstraintsLayer:
 
     def set_marks(self, marks) -> None:
         """Draw ``marks`` (DrawnMark, or anything with name, kind, points, violation, frames)."""
-        self.marks = [m if isinstance(m, DrawnMark) else DrawnMark(m.name, m.kind, np.asarray(m.points, float),
-                                                                   float(m.violation), m.frames) for m in marks]
+        self.marks = [m if isinstance(m, DrawnMark) else DrawnMark(
+            m.name, m.kind, np.asarray(m.points, float), float(m.violation), m.frames,
+            None if getattr(m, "value", None) is None else float(m.value)) for m in marks]
         dots, dot_rgba, seg, seg_rgba, ax, ax_rgba = [], [], [], [], [], []
         for m in self.marks:
             rgba = _colour(m)
@@ -119,7 +124,7 @@ class ConstraintsLayer:
         while len(self.labels) > len(self.marks):
             self.view.removeItem(self.labels.pop())
         while len(self.labels) < len(self.marks):
-            label = gl.GLTextItem()
+            label = gl.GLTextItem(font=QFont("Sans Serif", LABEL_POINTS))
             label.setDepthValue(DRAWN_LAST)
             self.labels.append(label)
             self.view.addItem(label)
@@ -127,7 +132,9 @@ class ConstraintsLayer:
             pts = np.asarray(m.points, float).reshape(-1, 3)
             at = pts.mean(0) if len(pts) else np.zeros(3)
             r, g, b, _ = _colour(m)
-            text = m.name if m.satisfied else f"{m.name} ({m.violation:.2g})"
+            text = m.name if m.value is None else f"{m.name} = {m.value:.3g}"     # a tendon: its length
+            if not m.satisfied:
+                text += f" ({m.violation:.2g} off)"
             label.setData(pos=at + [0.0, 0.0, 0.2 * self.axis_size], text=text,
                           color=QColor.fromRgbF(r, g, b, 1.0))
             label.setVisible(self.visible)

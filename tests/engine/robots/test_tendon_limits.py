@@ -120,7 +120,7 @@ def test_projection_brings_a_length_into_range_and_stops_the_motion_out_of_it(tm
                          torch.tensor([[1.0, 0.5], [1.0, 0.5]], dtype=torch.float64))
     L, a = limit_terms(model, cons, q)
     assert float(L[0, 0]) == pytest.approx(0.5, abs=1e-12)              # beyond: back to the bound
-    assert float((a[0, 0] @ v[0])) == pytest.approx(0.0, abs=1e-12)     # no velocity out of range
+    assert float(a[0, 0] @ v[0]) == pytest.approx(0.0, abs=1e-12)     # no velocity out of range
     np.testing.assert_allclose(q[1].numpy(), [0.1, 0.0])                 # inside: untouched
     np.testing.assert_allclose(v[1].numpy(), [1.0, 0.5])
     (mark,) = constraint_marks(model, cons, torch.tensor([[0.6, 0.2], [0.1, 0.0]], dtype=torch.float64))

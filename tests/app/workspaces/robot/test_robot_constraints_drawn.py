@@ -59,9 +59,9 @@ def _drawn(page):
 def test_markers_are_where_mujoco_puts_them_and_follow_the_pose(page):
     layer = page.view.constraints
     marks = _drawn(page)
-    assert set(marks) == {"four_bar", "tips", "mirror"}
+    assert set(marks) == {"four_bar", "tips", "mirror", "left_t"}
     assert all(m.satisfied for m in marks.values())         # the file's pose closes every loop
-    assert {"four_bar", "tips", "mirror"} == {item.text for item in layer.labels}
+    assert {"four_bar", "tips", "mirror = 0", "left_t = 0"} == {item.text for item in layer.labels}
     names = list(page.robot.model.joint_names)
     q = np.zeros(len(names))
     q[names.index("a")], q[names.index("h1")], q[names.index("fl")] = 0.4, -0.3, 0.02
@@ -77,7 +77,12 @@ def test_markers_are_where_mujoco_puts_them_and_follow_the_pose(page):
     np.testing.assert_allclose(marks["tips"].frames[0], d.body("l2").xmat.reshape(3, 3), atol=1e-9)
     np.testing.assert_allclose(marks["tips"].frames[1], arm.xmat.reshape(3, 3), atol=1e-9)
     np.testing.assert_allclose(marks["mirror"].points, [d.body("left").xpos, d.body("right").xpos], atol=1e-9)
-    assert not any(m.satisfied for m in marks.values())      # red: every constraint is now violated
+    assert not any(m.satisfied for m in marks.values() if m.kind != "tendon limit")   # red: violated
+    assert marks["left_t"].satisfied and marks["left_t"].value == pytest.approx(0.02)  # in its range
+    q[names.index("fl")] = 0.03                                     # beyond the tendon's range [-0.025, 0.025]
+    page.set_q(q)
+    assert _drawn(page)["left_t"].violation == pytest.approx(0.005)
+    assert "left_t = 0.03 (0.005 off)" in {lab.text for lab in layer.labels}
     np.testing.assert_allclose(layer.dots.pos[0], d.site("coupler_end").xpos, atol=1e-6)   # what GL holds
     assert tuple(layer.dots.color[0]) == constraints_layer.BAD_RGBA
     assert "four_bar (" in next(lab.text for lab in layer.labels if lab.text.startswith("four_bar"))
