@@ -128,9 +128,14 @@ class ConstraintsLayer:
             label.setDepthValue(DRAWN_LAST)
             self.labels.append(label)
             self.view.addItem(label)
+        placed: list[np.ndarray] = []
         for label, m in zip(self.labels, self.marks):
             pts = np.asarray(m.points, float).reshape(-1, 3)
             at = pts.mean(0) if len(pts) else np.zeros(3)
+            # labels of nearby constraints (a gripper's coupling and its limit) stacked upwards
+            near = sum(1 for p in placed if np.linalg.norm(p[:2] - at[:2]) < self.axis_size)
+            placed.append(at)
+            at = at + [0.0, 0.0, 0.6 * self.axis_size * near]
             r, g, b, _ = _colour(m)
             text = m.name if m.value is None else f"{m.name} = {m.value:.3g}"     # a tendon: its length
             if not m.satisfied:
