@@ -45,6 +45,7 @@ __all__ = [
     "constraint_rows",
     "constraint_terms",
     "equalities",
+    "joint_limit_constraints",
     "limit_terms",
     "tendon_limits",
 ]
@@ -122,6 +123,15 @@ Constraint = LoopConstraint | WeldConstraint | TendonConstraint | TendonLimit
 def equalities(constraints) -> tuple:
     """The equality constraints (connect, weld, tendon) of ``constraints``: the rows of :func:`constraint_terms`."""
     return tuple(c for c in constraints if not isinstance(c, TendonLimit))
+
+
+def joint_limit_constraints(model) -> tuple[TendonLimit, ...]:
+    """The finite limits of ``model``'s joints as one-sided rows (``joint <name>``: ``L = q_j``),
+    for a robot whose constraints must share the joints' limits with its loops (simulation)."""
+    lo = model.joint_limits.lower.detach().cpu().tolist()
+    hi = model.joint_limits.upper.detach().cpu().tolist()
+    return tuple(TendonLimit(f"joint {j}", (j,), (1.0,), float(a), float(b))
+                 for j, a, b in zip(model.joint_names, lo, hi) if a > float("-inf") or b < float("inf"))
 
 
 def tendon_limits(constraints) -> tuple[TendonLimit, ...]:

@@ -157,7 +157,7 @@ def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: Collec
     limited = [joint_names[j] for j in range(m.njnt) if m.jnt_limited[j]]
     if limited:
         lines.append(f"joint limits as MuJoCo's soft constraints (solref, solimp; the engine's simulation "
-                     f"clamps at the limits): {named_list(limited)}")
+                     f"holds them at hard limits): {named_list(limited)}")
     disabled = int(m.opt.disableflags)
     if not disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT):
         colliding = [g for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]]

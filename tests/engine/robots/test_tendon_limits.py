@@ -1,7 +1,8 @@
 """Fixed-tendon limits (MJCF ``<fixed limited="true" range>``) as one-sided constraints: read from
 the file, listed by ``robot info``, no longer named as not modelled; the force only pushes (an
 analytic pendulum resting on its limit, a release when gravity pulls back into range); a double
-pendulum falling into its limit follows MuJoCo's (stiff) simulation of the same file."""
+pendulum falling into its limit follows MuJoCo's (stiff) simulation of the same file. A robot
+with loops simulates its joint limits the same way (one-sided rows beside the loops)."""
 
 from __future__ import annotations
 
@@ -160,3 +161,63 @@ def test_a_double_pendulum_falling_into_its_limit_follows_mujoco(tmp_path, one_t
     assert np.abs(L - L_mj)[on_bound].max() < 1e-4 and dq[on_bound].max() < 0.01
     assert np.abs(L - L_mj).max() < 0.02 and dq.max() < 0.04
     assert (L_mj > 0.499).any() and (L_mj < -0.499).any()       # both bounds reached
+
+
+# two branches welded at their tips; the carriage's slide is limited to [-0.2, 0.2], which the
+# falling linkage reaches: the joint limit must hold together with the weld
+WELDED = """<mujoco model="welded">
+  <option timestep="0.0001"><flag contact="disable"/></option>
+  <worldbody>
+    <body name="l1">
+      <joint name="h1" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.015" mass="0.5"/>
+      <body name="l2" pos="0.3 0 0">
+        <joint name="h2" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 0.3" size="0.015" mass="0.4"/>
+      </body>
+    </body>
+    <body name="carriage" pos="0 0 0.3">
+      <joint name="s" type="slide" axis="1 0 0" range="-0.2 0.2" SOFT/>
+      <geom type="box" size="0.03 0.03 0.03" mass="0.3"/>
+      <body name="arm">
+        <joint name="h3" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.015" mass="0.3"/>
+      </body>
+    </body>
+  </worldbody>
+  <equality><weld name="tips" body1="l2" body2="arm" anchor="0.3 0 0" SOFTEQ/></equality>
+</mujoco>"""
+
+
+def test_joint_limits_hold_with_the_loops_in_simulation(tmp_path, one_thread):
+    """A welded linkage falling until its carriage reaches its slide's limit: the limit is a
+    one-sided row beside the weld (a clamp after the loops' projection pushed the slide 1.3 mm past
+    it, or opened the weld), so both hold. MuJoCo (stiff limit and weld) is the reference: measured,
+    identical (1e-6) until the carriage hits the limit at ~0.25 s, then MuJoCo's soft limit rebounds
+    (up to 0.02 rad / m apart) while ours stops, and both come to rest at the same pose on the limit
+    (to 1e-5) by 0.4 s."""
+    from engine.robots.constraints import constraint_residual
+
+    stiff = 'solreflimit="0.0002 1" solimplimit="0.9999 0.9999 0.001 0.5 2"'
+    path = _file(tmp_path, WELDED.replace("SOFTEQ", 'solref="0.0002 1" solimp="0.9999 0.9999 0.001 0.5 2"')
+                 .replace("SOFT", stiff))
+    model = RobotModel.from_file(path)
+    res = simulate(model, np.zeros(model.nq), options=SimulationOptions(duration=0.6, dt=0.001, damping=False,
+                                                                         frame_rate=50))
+    s = res.q[:, model.joint_names.index("s")]
+    assert s.max() == pytest.approx(0.2, abs=1e-9)                 # it reaches the limit and stays within
+    assert float(constraint_residual(model, model.description.constraints, torch.tensor(res.q)).abs().max()) < 1e-6
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    d = mujoco.MjData(m)
+    diff = {}
+    for step in range(1, 6001):
+        mujoco.mj_step(m, d)
+        if step % 200 == 0:
+            k = int(np.argmin(np.abs(res.t - step * 1e-4)))
+            assert abs(res.t[k] - step * 1e-4) < 1e-9
+            diff[round(step * 1e-4, 4)] = float(np.abs(res.q[k] - d.qpos).max())
+    assert max(v for t, v in diff.items() if t <= 0.24) < 1e-6          # before the impact
+    assert max(diff.values()) < 0.03                                     # MuJoCo's rebound
+    assert max(v for t, v in diff.items() if t >= 0.4) < 1e-5            # at rest on the limit, both
+    assert np.abs(res.qd[-1]).max() < 1e-6

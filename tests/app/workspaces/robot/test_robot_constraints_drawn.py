@@ -132,3 +132,22 @@ def test_drawn_constraints_show_in_the_rendered_view(page, qtbot):
     constraints_layer.set_shown(False)
     hidden = colour_there()
     assert np.abs(hidden - shown).max() > 60, (shown, hidden)
+
+
+def test_markers_follow_a_simulation_that_keeps_the_loops_closed(page, qtbot):
+    """A free fall simulated from the page and played back: at every frame shown, the drawn
+    anchors are the engine's at that pose and every constraint holds (the simulation keeps the
+    loops closed), while the four-bar's anchor moves."""
+    seen = []
+    page.state.events.q.connect(lambda q: seen.append({m.name: m for m in page.view.constraints.marks}))
+    start = _drawn(page)["four_bar"].points[0].copy()
+    page.motion.mode_box.setCurrentIndex(page.motion.mode_box.findData("free_fall"))
+    page.motion.duration_spin.setValue(0.3)
+    with qtbot.waitSignal(page.motion.q_requested, timeout=120_000):
+        page.simulate(page.motion.simulation_options())
+    qtbot.waitUntil(lambda: not page.motion.playing, timeout=20_000)
+    assert len(seen) > 5
+    assert all(m.violation < 1e-6 for frame in seen for m in frame.values())
+    assert np.linalg.norm(seen[-1]["four_bar"].points[0] - start) > 0.01
+    engine = {m.name: m for m in page.state.constraint_marks()}
+    np.testing.assert_allclose(_drawn(page)["tips"].points, engine["tips"].points, atol=1e-12)
