@@ -154,28 +154,33 @@ def constrained_forward_dynamics(model, constraints, q, v, tau, gains: Baumgarte
     constraints = equalities(constraints)
     r, J = constraint_terms(model, constraints, q)
     m, k = r.shape[-1], len(limits)
-    if m + k == 0:
+    forces_along = r.new_zeros(r.shape[0], k)
+    near = torch.zeros(k, dtype=torch.bool, device=r.device)
+    if k:                   # the limits' rows are linear in q (no drift term); only those at a bound count
+        g, Jg, s = _limit_gaps(model, limits, q)
+        candidate = g <= ACTIVE_GAP
+        near = candidate.any(0)
+        g, Jg, s, candidate = g[:, near], Jg[:, near], s[:, near], candidate[:, near]
+    if m + int(near.sum()) == 0:
         return ConstrainedAcceleration(qdd_free.reshape(shape + (model.nv,)), r.reshape(shape + (0,)),
-                                       r.reshape(shape + (0,)), r.reshape(shape + (0,)))
+                                       r.reshape(shape + (0,)), forces_along.reshape(shape + (k,)))
     gamma = -constraint_drift(model, constraints, q, v) if m else r
     if gains is not None:
         gamma = gamma - gains.kd * (J @ v[..., None])[..., 0] - gains.kp * r
-    s = candidate = r.new_zeros(r.shape[0], 0)
-    if k:                   # the limits' rows are linear in q (no drift term)
-        g, Jg, s = _limit_gaps(model, limits, q)
+    if bool(near.any()):
         gamma_g = torch.zeros_like(g)
         if gains is not None:
             gamma_g = -gains.kd * (Jg @ v[..., None])[..., 0] - gains.kp * g
         J, gamma = torch.cat([J, Jg], -2), torch.cat([gamma, gamma_g], -1)
-        candidate = g <= ACTIVE_GAP
-    MinvJt = torch.cholesky_solve(J.transpose(-1, -2), Lm)            # (B, nv, m + k)
+    MinvJt = torch.cholesky_solve(J.transpose(-1, -2), Lm)            # (B, nv, m + limits at a bound)
     A = J @ MinvJt
     b = gamma - (J @ qdd_free[..., None])[..., 0]
-    lam = _solve_forces(A, b) if not k else _active_set_solve(A, b, m, candidate)
+    lam = _active_set_solve(A, b, m, candidate) if bool(near.any()) else _solve_forces(A, b)
     qdd = qdd_free + (MinvJt @ lam[..., None])[..., 0]
-    along = lam[:, m:] * s
+    if bool(near.any()):
+        forces_along[:, near] = lam[:, m:] * s
     return ConstrainedAcceleration(qdd.reshape(shape + (model.nv,)), lam[:, :m].reshape(shape + (m,)),
-                                   r.reshape(shape + (m,)), along.reshape(shape + (k,)))
+                                   r.reshape(shape + (m,)), forces_along.reshape(shape + (k,)))
 
 
 def project_state(model, constraints, q, v, tol: float = 1e-12,
@@ -215,8 +220,10 @@ def project_state(model, constraints, q, v, tol: float = 1e-12,
     if limits:
         g, Jg, _ = _limit_gaps(model, limits, q)
         candidate = (g <= ACTIVE_GAP) & ((Jg @ v[..., None])[..., 0] < 0)     # at a bound, moving out
-        J = torch.cat([J, Jg], -2)
-    if m or (candidate is not None and bool(candidate.any())):
+        near = candidate.any(0)
+        candidate = candidate[:, near] if bool(near.any()) else None
+        J = torch.cat([J, Jg[:, near]], -2)
+    if m or candidate is not None:
         M = model.mass_matrix(q)
         Lm = _cholesky(M, "mass matrix")
         MinvJt = torch.cholesky_solve(J.transpose(-1, -2), Lm)

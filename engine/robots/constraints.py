@@ -299,11 +299,18 @@ def limit_terms(model, limits, q) -> tuple[torch.Tensor, torch.Tensor]:
     q = torch.as_tensor(q, dtype=model.dtype, device=model.device)
     shape = q.shape[:-1]
     qf = q.reshape(-1, model.nq)
-    rows = [_tendon_row(model, c, qf) for c in limits]
-    if not rows:
+    if not limits:
         return qf.new_zeros(shape + (0,)), qf.new_zeros(shape + (0, model.nv))
-    L = torch.stack([r for r, _ in rows], -1)
-    J = torch.stack([j for _, j in rows], -2)
+    names = list(model._full_joint_names)
+    f, fv = (7, 6) if model.floating else (0, 0)
+    a = qf.new_zeros(len(limits), len(names))            # one kinematics-free pass for every limit
+    for i, c in enumerate(limits):
+        for j, coef in zip(c.joints, c.coefficients):
+            if j not in names:
+                raise ValueError(f"{c.kind} {c.name!r}: robot {model.name!r} has no joint {j!r}")
+            a[i, names.index(j)] += float(coef)
+    L = model._all_q(qf)[:, f:] @ a.T
+    J = model._project(torch.cat([qf.new_zeros(len(limits), fv), a], -1)).expand(qf.shape[0], -1, -1)
     return L.reshape(shape + L.shape[-1:]), J.reshape(shape + J.shape[-2:])
 
 
