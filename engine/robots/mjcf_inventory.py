@@ -119,7 +119,8 @@ def _tendon_line(m, modelled_equalities: Collection[int] = (), kept_joints: Coll
     parts = [f"{len(v)} {k} ({named_list(v)})" for k, v in (("fixed", fixed), ("spatial", spatial)) if v]
     if not parts:
         return []
-    return [f"tendons (their lengths, limits, springs and the forces through them): {'; '.join(parts)}"]
+    return [f"tendons (their springs, damping, friction and the forces through them; a spatial tendon's "
+            f"length and limits): {'; '.join(parts)}"]
 
 
 def _unnamed_actuator(m, a: int) -> str:
