@@ -105,6 +105,11 @@ def test_a_pendulum_resting_on_its_limit_is_held_by_the_static_torque(tmp_path):
     assert out.limit_forces.item() == 0.0                     # released: it would have to pull
     inertia = 2.0 * 0.4 ** 2 + 0.4 * 2.0 * 0.01 ** 2           # the point mass, and the sphere's own
     assert out.qdd.item() == pytest.approx(2.0 * 9.81 * 0.4 * np.cos(-0.5) / inertia, rel=1e-9)
+    # batched: each state its own active set (held at the upper bound, released at the lower)
+    both = constrained_forward_dynamics(model, cons, torch.tensor([[0.3], [-0.5]], dtype=torch.float64),
+                                        torch.zeros(2, 1), torch.zeros(2, 1))
+    np.testing.assert_allclose(both.limit_forces[:, 0].numpy(), [-torque / 2.0, 0.0], rtol=1e-9)
+    np.testing.assert_allclose(both.qdd[:, 0].numpy(), [0.0, out.qdd.item()], atol=1e-9)
     # simulated from the bound at rest: it stays there
     res = simulate(model, np.array([0.3]), options=SimulationOptions(duration=0.5, dt=0.002, damping=False))
     assert np.abs(res.q[:, 0] - 0.3).max() < 1e-9
