@@ -151,3 +151,20 @@ def test_markers_follow_a_simulation_that_keeps_the_loops_closed(page, qtbot):
     assert np.linalg.norm(seen[-1]["four_bar"].points[0] - start) > 0.01
     engine = {m.name: m for m in page.state.constraint_marks()}
     np.testing.assert_allclose(_drawn(page)["tips"].points, engine["tips"].points, atol=1e-12)
+
+
+def test_the_main_windows_view_menu_holds_show_constraints(make_window, settings_path):
+    """View > Show Constraints in the app's menu bar: unticked, the Robot workspace's layer hides
+    and the next window starts with it off (the settings file keeps it)."""
+    window = make_window({"robot": str(FILE), "workspace": "robot"})
+    action = window.constraints_action
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    assert action in view_menu.actions() and action.isChecked()
+    try:
+        action.trigger()
+        assert not constraints_layer.shown()
+        window.settings.sync()
+        second = make_window(path=settings_path)
+        assert not second.constraints_action.isChecked()
+    finally:
+        constraints_layer.set_shown(True)
