@@ -132,7 +132,6 @@ class RobotPage(QWidget):
         self.view = RobotView()
         self.floating_base = FloatingBaseView(self.view, self.state, make_job=ik_job, overrides=FOLLOW_IK)
         self.view.link_clicked.connect(self._on_link_clicked)
-        self.constraint_overlay = ConstraintOverlay(self.view, self.state)    # loops, welds, tendons drawn
         self.view.gizmo_pressed.connect(lambda gizmo: self.ik.gizmo_pressed(gizmo))
         self.replay = LogReplayPanel(self.ctx, self.view)   # a joint log played on the robot, under the view
         split.addWidget(self.replay.view_splitter())
@@ -142,6 +141,7 @@ class RobotPage(QWidget):
             self.state.full_q(old), self.state.full_q(new), text))
         self.targets = TargetsPanel(self.view, self.state)
         self.dynamics = DynamicsPanel()
+        self.constraint_overlay = ConstraintOverlay(self.view, self.state, self.dynamics.constraints_label)
         self.motion = MotionPanel(lambda: self.q)
         self.motion.q_requested.connect(lambda q: self.set_q(q))
         self.motion.simulate_requested.connect(self.simulate)

@@ -62,6 +62,9 @@ def test_markers_are_where_mujoco_puts_them_and_follow_the_pose(page):
     assert set(marks) == {"four_bar", "tips", "mirror", "left_t"}
     assert all(m.satisfied for m in marks.values())         # the file's pose closes every loop
     assert {"four_bar", "tips", "mirror = 0", "left_t = 0"} == {item.text for item in layer.labels}
+    listed = page.dynamics.constraints_label                 # and listed under the Dynamics readouts
+    assert not listed.isHidden() and "connect &#x27;four_bar&#x27; (holds)" in listed.text()
+    assert "tendon limit &#x27;left_t&#x27;: length 0 (in range)" in listed.text()
     names = list(page.robot.model.joint_names)
     q = np.zeros(len(names))
     q[names.index("a")], q[names.index("h1")], q[names.index("fl")] = 0.4, -0.3, 0.02
@@ -83,6 +86,9 @@ def test_markers_are_where_mujoco_puts_them_and_follow_the_pose(page):
     page.set_q(q)
     assert _drawn(page)["left_t"].violation == pytest.approx(0.005)
     assert "left_t = 0.03 (0.005 off)" in {lab.text for lab in layer.labels}
+    text = listed.text()
+    assert f"connect &#x27;four_bar&#x27; (off by {gap:.3g})</span>" in text
+    assert "tendon limit &#x27;left_t&#x27;: length 0.03 (0.005 beyond its range)</span>" in text
     np.testing.assert_allclose(layer.dots.pos[0], d.site("coupler_end").xpos, atol=1e-6)   # what GL holds
     assert tuple(layer.dots.color[0]) == constraints_layer.BAD_RGBA
     assert "four_bar (" in next(lab.text for lab in layer.labels if lab.text.startswith("four_bar"))
