@@ -33,6 +33,7 @@ from app.context import AppContext
 from app.errors import describe_exception, dialog_title, plain_message, show_error_dialog
 from app.jobs import JobRunner
 from app.logging_setup import QtLogRelay
+from app.viewer.constraints_layer import add_show_constraints_action
 from app.viewer.orbit_speed import add_orbit_speed_menu
 from app.widgets.device_menu import add_device_menu
 from app.widgets.file_dialogs import example_folder, open_file_name
@@ -223,6 +224,7 @@ class MainWindow(QMainWindow):
         view_menu.addSeparator()
         self.device_menu = add_device_menu(view_menu, self.settings, self.show_status)  # cpu / auto / cuda
         self.orbit_menu = add_orbit_speed_menu(view_menu, self.settings, self.show_status)
+        self.constraints_action = add_show_constraints_action(view_menu, self.settings, self.show_status)
 
         self.workspace_menu = menubar.addMenu("&Workspace")
         self.workspace_menu.aboutToShow.connect(self._fill_workspace_menu)

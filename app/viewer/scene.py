@@ -3,7 +3,8 @@
 One GLMeshItem per link (its visuals merged on load, see :mod:`app.viewer.geometry`) whose
 transform is set from the link's world pose each frame: nothing is re-uploaded while the
 robot moves or the camera orbits. Overlays: link frames, joint axes, centres of mass and
-collision geometry, each toggled on and off. Target gizmos (:class:`TargetGizmo`) are
+collision geometry, each toggled on and off; the constraints (``constraints``:
+:mod:`app.viewer.constraints_layer`, View > Show Constraints). Target gizmos (:class:`TargetGizmo`) are
 dragged with the left mouse button; elsewhere the left button orbits, the middle button
 (or Ctrl+left) pans, the wheel zooms, and a click without a drag picks a link
 (``link_clicked``).
@@ -23,6 +24,7 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QImage
 
 from app.viewer import orbit_speed
+from app.viewer.constraints_layer import ConstraintsLayer
 from app.viewer.geometry import MeshPart, RobotGeometry, _part_from_trimesh
 from app.viewer.gizmo import TargetGizmo, matrix_to_qt
 from app.viewer.shaders import robot_shader
@@ -135,6 +137,7 @@ class RobotView(gl.GLViewWidget):
         self._moved = False
         self._programs: dict[str, int | None] = {}
         self._auto_fit = False            # framed by fit_to_robot and not moved by the user since
+        self.constraints = ConstraintsLayer(self)     # loop closures, welds, tendons (View > Show Constraints)
         self.reset_camera()
 
     # ----------------------------------------------------------------- robot
@@ -155,6 +158,7 @@ class RobotView(gl.GLViewWidget):
         self._bounds_local = {}
         self._ray_meshes = {}
         self.geometry_data = None
+        self.constraints.clear()
         self.update()
 
     def set_robot(self, geometry: RobotGeometry, joint_axes: Mapping[str, np.ndarray] | None = None,
@@ -168,6 +172,7 @@ class RobotView(gl.GLViewWidget):
         all_v = [g.visual.vertices for g in geometry.links.values() if g.visual is not None]
         extent = float(np.ptp(np.concatenate(all_v), axis=0).max()) if all_v else 0.5
         size = frame_size or max(0.03, 0.08 * extent)
+        self.constraints.axis_size = size
         for name, g in geometry.links.items():
             if g.visual is not None:
                 item = _mesh_item(g.visual)

@@ -138,8 +138,12 @@ def robot_info(name_or_path, xacro_args=None, tree: str | None = None) -> dict:
 
 
 def constraint_summary(c) -> dict:
-    """One constraint for ``robot info``: name, kind (connect, weld, tendon), what it joins, rows."""
-    if c.kind == "tendon":
+    """One constraint for ``robot info``: name, kind (connect, weld, tendon, tendon limit), what it
+    joins, rows (a tendon limit: its range (null for an open side), one-sided, no equality row)."""
+    if c.kind == "tendon limit":
+        finite = [None if abs(x) == float("inf") else float(x) for x in (c.lower, c.upper)]
+        joins = {"joints": dict(zip(c.joints, c.coefficients)), "range": finite}
+    elif c.kind == "tendon":
         joins = {"joints": dict(zip(c.joints, c.coefficients)), "tendons": list(c.tendons)}
     else:
         joins = {"bodies": [c.body1 or "world", c.body2 or "world"]}
@@ -171,6 +175,11 @@ def _cmd_info(args) -> int:
         print(f"  gravity compensation of {name}: {c:g} of its weight")
     for c in info["constraints"]:
         what = " - ".join(c["bodies"]) if "bodies" in c else " + ".join(f"{k:g} {j}" for j, k in c["joints"].items())
+        if "range" in c:
+            lo, hi = ("-inf" if c["range"][0] is None else f"{c['range'][0]:g}",
+                      "inf" if c["range"][1] is None else f"{c['range'][1]:g}")
+            print(f"  constraint {c['name']}: {c['kind']} ({what} in [{lo}, {hi}]), one-sided")
+            continue
         print(f"  constraint {c['name']}: {c['kind']} ({what}), {c['rows']} row{'s' if c['rows'] > 1 else ''}")
     for line in info["not_modelled"]:
         print(f"  not modelled: {line}")

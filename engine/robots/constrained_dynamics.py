@@ -23,6 +23,14 @@ others; rank-deficient ``J``, singular ``A``): ``A`` is regularised by ``mu = 1e
 and refined by proximal iterations ``lambda += (A + mu I)^-1 (b - A lambda)`` (Pinocchio's proximal
 solver), which converge to the least-squares ``lambda`` of the consistent system: the motion is
 exact; the split of force between redundant rows is the minimum-norm one (not unique physically).
+
+**Tendon limits** (:class:`~engine.robots.constraints.TendonLimit`, unilateral): each limit's
+nearer bound gives a row ``g = L - lower >= 0`` (or ``upper - L``), active when the tendon is at
+or beyond it (``g <= ACTIVE_GAP``). An active row is solved with the equalities (target
+acceleration ``-kd g-dot - kp g``); its force must push (``lambda >= 0``): a row that would
+pull is released and the system solved again (an active-set step, at most one round per limit:
+the linear complementarity problem of a hard contact). Simulation's projection keeps lengths in
+range and removes the velocity out of it (an inelastic stop at the bound), with the same sign rule.
 """
 
 from __future__ import annotations
@@ -31,7 +39,13 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.robots.constraints import constraint_drift, constraint_terms
+from engine.robots.constraints import (
+    constraint_drift,
+    constraint_terms,
+    equalities,
+    limit_terms,
+    tendon_limits,
+)
 
 __all__ = [
     "Baumgarte",
@@ -43,6 +57,7 @@ __all__ = [
 
 _PROXIMAL_ITERATIONS = 8
 _RELATIVE_DAMPING = 1e-10
+ACTIVE_GAP = 1e-9           # m or rad: a tendon this close to a bound (or beyond) may be pushed
 
 
 @dataclass(frozen=True)
@@ -55,11 +70,14 @@ class Baumgarte:
 
 @dataclass
 class ConstrainedAcceleration:
-    """qdd ``(..., nv)``; forces ``(..., m)`` (lambda, see the module docstring); residual ``(..., m)``."""
+    """qdd ``(..., nv)``; forces ``(..., m)`` (lambda of the equality rows, see the module
+    docstring); residual ``(..., m)``; ``limit_forces (..., k)``: each tendon limit's force along
+    its tendon (N or N m; positive lengthens it: pushing at the lower bound; 0 when inactive)."""
 
     qdd: torch.Tensor
     forces: torch.Tensor
     residual: torch.Tensor
+    limit_forces: torch.Tensor | None = None
 
 
 def _cholesky(A: torch.Tensor, what: str) -> torch.Tensor:
@@ -85,6 +103,36 @@ def _solve_forces(A: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return lam
 
 
+def _limit_gaps(model, limits, q) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each limit's gap to its nearer bound ``g (B, k)`` (>= 0 in range), the row ``dg/dq (B, k, nv)``
+    and the side ``s (B, k)`` (+1 lower, -1 upper)."""
+    L, a = limit_terms(model, limits, q)
+    lo = L.new_tensor([float(c.lower) for c in limits])
+    hi = L.new_tensor([float(c.upper) for c in limits])
+    lower = (L - lo) <= (hi - L)
+    s = torch.where(lower, 1.0, -1.0).to(L.dtype)
+    g = torch.where(lower, L - lo, hi - L)
+    return g, s[..., None] * a, s
+
+
+def _active_set_solve(A: torch.Tensor, b: torch.Tensor, n_eq: int, candidate: torch.Tensor) -> torch.Tensor:
+    """``lambda (B, m + k)`` of ``A lambda = b`` over the equality rows and the ``candidate (B, k)``
+    unilateral rows, every unilateral ``lambda >= 0``: rows that would pull are released (their
+    lambda 0, their equation dropped) and the system solved again until none does."""
+    active = candidate.clone()
+    k = active.shape[-1]
+    lam = b.new_zeros(b.shape)
+    for _ in range(k + 1):
+        keep = torch.cat([active.new_ones(active.shape[:-1] + (n_eq,)), active], -1).to(A.dtype)
+        A_m = A * keep[:, :, None] * keep[:, None, :] + torch.diag_embed(1.0 - keep)
+        lam = _solve_forces(A_m, b * keep)
+        pulling = active & (lam[:, n_eq:] < 0)
+        if not bool(pulling.any()):
+            break
+        active = active & ~pulling
+    return lam
+
+
 def constrained_forward_dynamics(model, constraints, q, v, tau, gains: Baumgarte | None = Baumgarte(),
                                  gravity=True, damping: bool = False) -> ConstrainedAcceleration:
     """Accelerations and constraint forces of ``model`` closed by ``constraints`` at ``q (..., nq)``,
@@ -102,21 +150,37 @@ def constrained_forward_dynamics(model, constraints, q, v, tau, gains: Baumgarte
         f = f - model._damping_forces(v)
     Lm = _cholesky(M, "mass matrix")
     qdd_free = torch.cholesky_solve(f[..., None], Lm)[..., 0]
+    limits = tendon_limits(constraints)
+    constraints = equalities(constraints)
     r, J = constraint_terms(model, constraints, q)
-    if r.shape[-1] == 0:
+    m, k = r.shape[-1], len(limits)
+    forces_along = r.new_zeros(r.shape[0], k)
+    near = torch.zeros(k, dtype=torch.bool, device=r.device)
+    if k:                   # the limits' rows are linear in q (no drift term); only those at a bound count
+        g, Jg, s = _limit_gaps(model, limits, q)
+        candidate = g <= ACTIVE_GAP
+        near = candidate.any(0)
+        g, Jg, s, candidate = g[:, near], Jg[:, near], s[:, near], candidate[:, near]
+    if m + int(near.sum()) == 0:
         return ConstrainedAcceleration(qdd_free.reshape(shape + (model.nv,)), r.reshape(shape + (0,)),
-                                       r.reshape(shape + (0,)))
-    gamma = -constraint_drift(model, constraints, q, v)
+                                       r.reshape(shape + (0,)), forces_along.reshape(shape + (k,)))
+    gamma = -constraint_drift(model, constraints, q, v) if m else r
     if gains is not None:
         gamma = gamma - gains.kd * (J @ v[..., None])[..., 0] - gains.kp * r
-    MinvJt = torch.cholesky_solve(J.transpose(-1, -2), Lm)            # (B, nv, m)
+    if bool(near.any()):
+        gamma_g = torch.zeros_like(g)
+        if gains is not None:
+            gamma_g = -gains.kd * (Jg @ v[..., None])[..., 0] - gains.kp * g
+        J, gamma = torch.cat([J, Jg], -2), torch.cat([gamma, gamma_g], -1)
+    MinvJt = torch.cholesky_solve(J.transpose(-1, -2), Lm)            # (B, nv, m + limits at a bound)
     A = J @ MinvJt
     b = gamma - (J @ qdd_free[..., None])[..., 0]
-    lam = _solve_forces(A, b)
+    lam = _active_set_solve(A, b, m, candidate) if bool(near.any()) else _solve_forces(A, b)
     qdd = qdd_free + (MinvJt @ lam[..., None])[..., 0]
-    m = r.shape[-1]
-    return ConstrainedAcceleration(qdd.reshape(shape + (model.nv,)), lam.reshape(shape + (m,)),
-                                   r.reshape(shape + (m,)))
+    if bool(near.any()):
+        forces_along[:, near] = lam[:, m:] * s
+    return ConstrainedAcceleration(qdd.reshape(shape + (model.nv,)), lam[:, :m].reshape(shape + (m,)),
+                                   r.reshape(shape + (m,)), forces_along.reshape(shape + (k,)))
 
 
 def project_state(model, constraints, q, v, tol: float = 1e-12,
@@ -124,32 +188,57 @@ def project_state(model, constraints, q, v, tol: float = 1e-12,
     """``(q, v)`` moved onto the constraints: Gauss-Newton steps ``q (+)= -J^+ r`` until
     ``|r| < tol`` (at most ``iterations``), then ``v -= M^-1 J^T (J M^-1 J^T)^+ J v`` (the
     mass-weighted projection: the kinetic energy removed is the least). ``q (..., nq)``,
-    ``v (..., nv)``; used by simulation after every step."""
+    ``v (..., nv)``; used by simulation after every step. Tendon limits: a length beyond its
+    range is brought back to the bound, and a velocity out of the range at the bound removed
+    (with the equalities; an impulse that would pull the tendon back into range is released)."""
     dt, dev = model.dtype, model.device
     q = torch.as_tensor(q, dtype=dt, device=dev)
     v = torch.as_tensor(v, dtype=dt, device=dev)
     shape = q.shape[:-1]
     q, v = q.reshape(-1, model.nq), v.reshape(-1, model.nv)
-    for _ in range(iterations):
+    limits = tendon_limits(constraints)
+    constraints = equalities(constraints)
+
+    def terms(q):
         r, J = constraint_terms(model, constraints, q)
+        if not limits:
+            return r, J
+        g, Jg, _ = _limit_gaps(model, limits, q)
+        out = g < 0                                      # beyond the range: back to the bound
+        return torch.cat([r, torch.where(out, g, 0.0)], -1), torch.cat([J, Jg * out[..., None]], -2)
+
+    for _ in range(iterations):
+        r, J = terms(q)
         if r.shape[-1] == 0 or float(r.abs().max()) < tol:
             break
         step = torch.linalg.lstsq(J, -r[..., None], rcond=None, driver="gelsd").solution[..., 0] \
             if q.device.type == "cpu" else (torch.linalg.pinv(J) @ -r[..., None])[..., 0]
         q = model.integrate(q, step)
     r, J = constraint_terms(model, constraints, q)
-    if r.shape[-1]:
+    m = r.shape[-1]
+    candidate = None
+    if limits:
+        g, Jg, _ = _limit_gaps(model, limits, q)
+        candidate = (g <= ACTIVE_GAP) & ((Jg @ v[..., None])[..., 0] < 0)     # at a bound, moving out
+        near = candidate.any(0)
+        candidate = candidate[:, near] if bool(near.any()) else None
+        J = torch.cat([J, Jg[:, near]], -2)
+    if m or candidate is not None:
         M = model.mass_matrix(q)
         Lm = _cholesky(M, "mass matrix")
         MinvJt = torch.cholesky_solve(J.transpose(-1, -2), Lm)
-        lam = _solve_forces(J @ MinvJt, (J @ v[..., None])[..., 0])
-        v = v - (MinvJt @ lam[..., None])[..., 0]
+        b = -(J @ v[..., None])[..., 0]
+        A = J @ MinvJt
+        mu = _solve_forces(A, b) if candidate is None else _active_set_solve(A, b, m, candidate)
+        v = v + (MinvJt @ mu[..., None])[..., 0]
     return q.reshape(shape + (model.nq,)), v.reshape(shape + (model.nv,))
 
 
 def check_constraints_hold(model, constraints, q, tol: float = 1e-6) -> None:
     """ValueError naming the constraint whose residual at ``q (nq,)`` exceeds ``tol`` (m or
-    rad-like): a configuration the loops cannot close from (the mechanism cannot reach it)."""
+    rad-like): a configuration the loops cannot close from (the mechanism cannot reach it).
+    Tendon limits are not checked here (the projection brings lengths into range)."""
+    constraints = equalities(constraints)
     r = constraint_terms(model, constraints, q)[0].reshape(-1)
     start = 0
     for c in constraints:

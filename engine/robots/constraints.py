@@ -11,13 +11,18 @@ defines them (``mj_instantiateEquality``):
   imag(q_e)`` with ``q_e = conj(q2 f2) q1 f1`` (``q_i`` the links' world orientations, ``f_i``
   the constant ``frame_i`` quaternions: MuJoCo's ``relpose`` on body1, or the sites' frames);
   zero when the frames coincide;
-- :class:`TendonConstraint` (a linear fixed-tendon equality, 1 row): ``sum_j c_j q_j - offset``.
+- :class:`TendonConstraint` (a linear fixed-tendon equality, 1 row): ``sum_j c_j q_j - offset``;
+- :class:`TendonLimit` (a fixed tendon's range, unilateral): ``lower <= L(q) = sum_j c_j q_j <= upper``;
+  no equality row (``rows = 0``): :func:`limit_terms` gives its length and Jacobian, and
+  :mod:`engine.robots.constrained_dynamics` pushes at a bound the tendon reaches.
 
 ``body = None`` is the world. The functions here are batched (``q (..., nq)``), torch and
 differentiable: :func:`constraint_residual` ``(..., m)``, :func:`constraint_jacobian` ``(..., m, nv)``
 (``d r / dt = J v``; from the model's frame Jacobians) and :func:`constraint_drift`
 ``(..., m)`` (``J-dot v``, the rows' acceleration at zero ``qdd``, along the motion ``q (+) t v``: by
 forward-mode AD when gradients are asked for, else by a central difference).
+:func:`constraint_marks` gives what a viewer draws (world anchor points and frames, the coupled
+joints' positions, each constraint's violation) for a batch of configurations.
 """
 
 from __future__ import annotations
@@ -31,12 +36,18 @@ __all__ = [
     "LoopConstraint",
     "TendonConstraint",
     "WeldConstraint",
-    "constraint_anchors",
+    "ConstraintMark",
+    "TendonLimit",
+    "constraint_marks",
     "constraint_drift",
     "constraint_jacobian",
     "constraint_residual",
     "constraint_rows",
     "constraint_terms",
+    "equalities",
+    "joint_limit_constraints",
+    "limit_terms",
+    "tendon_limits",
 ]
 
 Vec3 = tuple[float, float, float]
@@ -91,7 +102,41 @@ class TendonConstraint:
     rows = 1
 
 
-Constraint = LoopConstraint | WeldConstraint | TendonConstraint
+@dataclass(frozen=True)
+class TendonLimit:
+    """A fixed tendon's range: ``lower <= L = sum_j coefficients[j] * q[joints[j]] <= upper``
+    (m or rad; ``-inf``/``inf`` for an open side; MJCF ``<tendon><fixed limited="true" range>``).
+    Unilateral: no equality row (``rows = 0``); at a bound the constraint force only pushes."""
+
+    name: str
+    joints: tuple[str, ...]
+    coefficients: tuple[float, ...]
+    lower: float = float("-inf")
+    upper: float = float("inf")
+    kind = "tendon limit"
+    rows = 0
+
+
+Constraint = LoopConstraint | WeldConstraint | TendonConstraint | TendonLimit
+
+
+def equalities(constraints) -> tuple:
+    """The equality constraints (connect, weld, tendon) of ``constraints``: the rows of :func:`constraint_terms`."""
+    return tuple(c for c in constraints if not isinstance(c, TendonLimit))
+
+
+def joint_limit_constraints(model) -> tuple[TendonLimit, ...]:
+    """The finite limits of ``model``'s joints as one-sided rows (``joint <name>``: ``L = q_j``),
+    for a robot whose constraints must share the joints' limits with its loops (simulation)."""
+    lo = model.joint_limits.lower.detach().cpu().tolist()
+    hi = model.joint_limits.upper.detach().cpu().tolist()
+    return tuple(TendonLimit(f"joint {j}", (j,), (1.0,), float(a), float(b))
+                 for j, a, b in zip(model.joint_names, lo, hi) if a > float("-inf") or b < float("inf"))
+
+
+def tendon_limits(constraints) -> tuple[TendonLimit, ...]:
+    """The unilateral tendon limits of ``constraints``."""
+    return tuple(c for c in constraints if isinstance(c, TendonLimit))
 
 
 def constraint_rows(constraints) -> int:
@@ -135,18 +180,19 @@ def _bodies(constraints) -> list[str]:
     return out
 
 
-def _tendon_row(model, c: TendonConstraint, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Residual ``(B,)`` and Jacobian row ``(B, nv)`` of a tendon equality over flat ``q (B, nq)``."""
+def _tendon_row(model, c: TendonConstraint | TendonLimit, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Residual ``(B,)`` and Jacobian row ``(B, nv)`` of a tendon equality over flat ``q (B, nq)``
+    (of a tendon limit: its length ``L``)."""
     names = list(model._full_joint_names)
     f = 7 if model.floating else 0
     fv = 6 if model.floating else 0
     a = q.new_zeros(len(names))
     for j, coef in zip(c.joints, c.coefficients):
         if j not in names:
-            raise ValueError(f"tendon constraint {c.name!r}: robot {model.name!r} has no joint {j!r}")
+            raise ValueError(f"{c.kind} {c.name!r}: robot {model.name!r} has no joint {j!r}")
         a[names.index(j)] += float(coef)
     q_all = model._all_q(q)[:, f:]
-    r = q_all @ a - float(c.offset)
+    r = q_all @ a - float(getattr(c, "offset", 0.0))
     row = torch.cat([q.new_zeros(fv), a])
     J = model._project(row[None, :]).expand(q.shape[0], -1)
     return r, J
@@ -154,7 +200,9 @@ def _tendon_row(model, c: TendonConstraint, q: torch.Tensor) -> tuple[torch.Tens
 
 def constraint_terms(model, constraints, q) -> tuple[torch.Tensor, torch.Tensor]:
     """Residuals ``r (..., m)`` and Jacobians ``J (..., m, nv)`` (``d r / dt = J v``) of
-    ``constraints`` at ``q (..., nq)``, from one kinematics pass (see the module docstring)."""
+    ``constraints`` at ``q (..., nq)``, from one kinematics pass (see the module docstring); tendon
+    limits have no row here (:func:`limit_terms`)."""
+    constraints = equalities(constraints)
     q = torch.as_tensor(q, dtype=model.dtype, device=model.device)
     shape = q.shape[:-1]
     qf = q.reshape(-1, model.nq)
@@ -246,22 +294,86 @@ def constraint_drift(model, constraints, q, v, method: str = "auto") -> torch.Te
     return out.reshape(shape + out.shape[-1:])
 
 
-def constraint_anchors(model, constraints, q) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """``[(name, p1 (3,), p2 (3,)), ...]``: the world points (m) each loop or weld holds together
-    at one configuration ``q (nq,)`` (what a viewer draws; tendon equalities have no point)."""
-    q = torch.as_tensor(q, dtype=model.dtype, device=model.device).reshape(1, model.nq)
-    poses = model.forward_kinematics(q)[0]              # (n_links, 4, 4)
+def limit_terms(model, limits, q) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lengths ``L (..., k)`` and Jacobians ``dL/dq (..., k, nv)`` of the tendon ``limits`` at ``q (..., nq)``."""
+    q = torch.as_tensor(q, dtype=model.dtype, device=model.device)
+    shape = q.shape[:-1]
+    qf = q.reshape(-1, model.nq)
+    if not limits:
+        return qf.new_zeros(shape + (0,)), qf.new_zeros(shape + (0, model.nv))
+    names = list(model._full_joint_names)
+    f, fv = (7, 6) if model.floating else (0, 0)
+    a = qf.new_zeros(len(limits), len(names))            # one kinematics-free pass for every limit
+    for i, c in enumerate(limits):
+        for j, coef in zip(c.joints, c.coefficients):
+            if j not in names:
+                raise ValueError(f"{c.kind} {c.name!r}: robot {model.name!r} has no joint {j!r}")
+            a[i, names.index(j)] += float(coef)
+    L = model._all_q(qf)[:, f:] @ a.T
+    J = model._project(torch.cat([qf.new_zeros(len(limits), fv), a], -1)).expand(qf.shape[0], -1, -1)
+    return L.reshape(shape + L.shape[-1:]), J.reshape(shape + J.shape[-2:])
+
+
+@dataclass
+class ConstraintMark:
+    """What a viewer draws of one constraint over a batch of ``B`` configurations.
+
+    ``points (B, k, 3)`` world points (m): a connect's or weld's two anchors (``body1``'s, then
+    ``body2``'s), a tendon's coupled joints' origins (the joints' child links' origins, in the
+    order of ``joints``); ``frames (B, 2, 3, 3)`` a weld's two frames' world orientations
+    (columns the axes), else None; ``violation (B,)``: how far it is from holding (m for a
+    connect, the larger of the anchors' distance (m) and the frames' angle (rad) for a weld,
+    ``|r|`` for a tendon equality, the length beyond the range for a tendon limit, 0 inside);
+    ``value (B,)``: a tendon's length ``sum c_j q_j`` (None for a connect or weld)."""
+
+    name: str
+    kind: str
+    points: torch.Tensor
+    violation: torch.Tensor
+    frames: torch.Tensor | None = None
+    joints: tuple[str, ...] = ()
+    value: torch.Tensor | None = None
+
+
+def constraint_marks(model, constraints, q) -> list[ConstraintMark]:
+    """One :class:`ConstraintMark` per constraint at ``q (B, nq)`` or ``(nq,)`` (then ``B = 1``),
+    from one forward-kinematics pass: the world anchors, frames and coupled joints a viewer
+    draws, with each constraint's violation."""
+    q = torch.as_tensor(q, dtype=model.dtype, device=model.device).reshape(-1, model.nq)
+    poses = model.forward_kinematics(q)                       # (B, n_links, 4, 4)
+    B = q.shape[0]
+    eye = torch.eye(3, dtype=q.dtype, device=q.device).expand(B, 3, 3)
+    child = {j.name: j.child for j in model.description.joints}
+
+    def frame(body):
+        if body is None:
+            return eye, q.new_zeros(B, 3)
+        T = poses[:, model.link_names.index(body)]
+        return T[:, :3, :3], T[:, :3, 3]
+
     out = []
     for c in constraints:
-        if isinstance(c, TendonConstraint):
-            continue
-        ends = []
-        for body, anchor in ((c.body1, c.anchor1), (c.body2, c.anchor2)):
-            a = q.new_tensor(anchor)
-            if body is None:
-                ends.append(a)
+        if isinstance(c, (TendonConstraint, TendonLimit)):
+            pts = torch.stack([frame(child[j])[1] for j in c.joints], 1) if c.joints else q.new_zeros(B, 0, 3)
+            L = _tendon_row(model, c, q)[0]
+            if isinstance(c, TendonLimit):
+                viol = torch.clamp(float(c.lower) - L, min=0.0) + torch.clamp(L - float(c.upper), min=0.0)
             else:
-                T = poses[model.link_names.index(body)]
-                ends.append(T[:3, :3] @ a + T[:3, 3])
-        out.append((c.name, ends[0], ends[1]))
+                viol = L.abs()
+                L = L + float(c.offset)
+            out.append(ConstraintMark(c.name, c.kind, pts, viol, joints=tuple(c.joints), value=L))
+            continue
+        (R1, t1), (R2, t2) = frame(c.body1), frame(c.body2)
+        p1 = t1 + R1 @ q.new_tensor(c.anchor1)
+        p2 = t2 + R2 @ q.new_tensor(c.anchor2)
+        viol = torch.linalg.vector_norm(p1 - p2, dim=-1)
+        frames = None
+        if isinstance(c, WeldConstraint):
+            F1 = R1 @ _quat_matrix(c.frame1, q)
+            F2 = R2 @ _quat_matrix(c.frame2, q)
+            frames = torch.stack([F1, F2], 1)
+            rel = F2.transpose(-1, -2) @ F1
+            w, v = _rotation_quat_parts(rel)
+            viol = torch.maximum(viol, 2.0 * torch.atan2(torch.linalg.vector_norm(v, dim=-1), w))
+        out.append(ConstraintMark(c.name, c.kind, torch.stack([p1, p2], 1), viol, frames=frames))
     return out

@@ -8,17 +8,26 @@ MuJoCo's compiler fills ``eq_data`` so that each constraint holds at ``qpos0`` (
   on it, ``data[6:10]`` the relative orientation (``relpose``, or the one at ``qpos0`` when its
   quaternion is zero), ``data[10]`` ``torquescale``; (site semantic) the sites' frames;
 - ``tendon``: ``L1 - L1_0 = c0 + c1 (L2 - L2_0) + ...`` over fixed tendons (``L = sum coef_j q_j``);
-  kept when linear (``c2 = c3 = c4 = 0``).
+  kept when linear (``c2 = c3 = c4 = 0``);
+- a fixed tendon's ``limited="true" range="a b"`` (``tendon_range``): a unilateral
+  :class:`TendonLimit` (a joint-coupling tendon over hinges and slides of the tree).
 
-Enforced as hard constraints: MuJoCo's softness (``solref``, ``solimp``) is named in
-``not_modelled``. Left out (and so still listed as not modelled): inactive equalities, ones
+Enforced as hard constraints: MuJoCo's softness (``solref``, ``solimp``; a limit's ``solreflimit``,
+``solimplimit`` and ``margin``) is named in ``not_modelled``. Left out (and so still listed as not
+modelled): inactive equalities, ones
 between bodies outside the loaded tree, tendon equalities over spatial tendons or non-linear.
 """
 
 from __future__ import annotations
 
-from engine.robots.constraints import Constraint, LoopConstraint, TendonConstraint, WeldConstraint
-from engine.robots.mjcf_inventory import mujoco_name, named_list
+from engine.robots.constraints import (
+    Constraint,
+    LoopConstraint,
+    TendonConstraint,
+    TendonLimit,
+    WeldConstraint,
+)
+from engine.robots.mjcf_inventory import fixed_tendon, mujoco_name, named_list
 
 __all__ = ["mujoco_constraints", "softness_line"]
 
@@ -29,22 +38,6 @@ def _vec(a) -> tuple[float, float, float]:
 
 def _quat(a) -> tuple[float, float, float, float]:
     return (float(a[0]), float(a[1]), float(a[2]), float(a[3]))
-
-
-def _fixed_tendon(m, t: int, kept_joints: set[int]) -> dict[int, float] | None:
-    """``{joint id: coefficient}`` of fixed tendon ``t`` over hinge/slide joints of the tree, else None."""
-    import mujoco
-
-    out: dict[int, float] = {}
-    for w in range(int(m.tendon_adr[t]), int(m.tendon_adr[t]) + int(m.tendon_num[t])):
-        if int(m.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT):
-            return None
-        j = int(m.wrap_objid[w])
-        if j not in kept_joints or int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
-                                                              int(mujoco.mjtJoint.mjJNT_SLIDE)):
-            return None
-        out[j] = out.get(j, 0.0) + float(m.wrap_prm[w])
-    return out
 
 
 def _name(m, e: int, kind: str, a: str | None, b: str | None) -> str:
@@ -87,8 +80,8 @@ def mujoco_constraints(m, body_names: list[str], joint_names: list[str], kept_bo
         elif kind == int(E.mjEQ_TENDON):
             if any(float(c) for c in data[2:5]):
                 continue
-            t1 = _fixed_tendon(m, a, kept_joints)
-            t2 = _fixed_tendon(m, b, kept_joints) if b >= 0 else {}
+            t1 = fixed_tendon(m, a, kept_joints)
+            t2 = fixed_tendon(m, b, kept_joints) if b >= 0 else {}
             if t1 is None or t2 is None:
                 continue
             c0, c1 = float(data[0]), float(data[1])
@@ -102,12 +95,22 @@ def mujoco_constraints(m, body_names: list[str], joint_names: list[str], kept_bo
                                         tuple(joint_names[j] for j in coef), tuple(coef.values()), offset,
                                         tendons))
             used.add(e)
+    for t in range(m.ntendon):
+        limit = fixed_tendon(m, t, kept_joints) if m.tendon_limited[t] else None
+        if limit:
+            lo, hi = (float(x) for x in m.tendon_range[t])
+            out.append(TendonLimit(mujoco_name(m, "tendon", t) or f"tendon {t}", tuple(joint_names[j] for j in limit),
+                                   tuple(limit.values()), lo, hi))
     return tuple(out), used
 
 
 def softness_line(constraints) -> list[str]:
-    """The not-modelled line for MuJoCo's constraint softness, when there are modelled constraints."""
-    if not constraints:
-        return []
-    return [f"equality constraint softness (solref, solimp; modelled as hard constraints): "
-            f"{named_list([c.name for c in constraints])}"]
+    """The not-modelled lines for MuJoCo's constraint softness, when there are modelled constraints."""
+    eqs = [c.name for c in constraints if not isinstance(c, TendonLimit)]
+    limits = [c.name for c in constraints if isinstance(c, TendonLimit)]
+    lines = [f"equality constraint softness (solref, solimp; modelled as hard constraints): "
+             f"{named_list(eqs)}"] if eqs else []
+    if limits:
+        lines.append(f"tendon limit softness (solreflimit, solimplimit, margin; modelled as hard one-sided "
+                     f"constraints): {named_list(limits)}")
+    return lines

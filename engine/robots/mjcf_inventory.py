@@ -3,7 +3,8 @@
 :func:`not_modelled` returns one plain line per kind (equality constraints by type, tendons,
 actuators, joint springs, dry friction, soft joint limits, contacts, fluid forces, flexes, mocap
 bodies), each naming the elements (the first few, then a count). The MJCF loader puts the lines
-on ``RobotDescription.not_modelled``, says them once in a warning, and ``robot info --json`` and
+on ``RobotDescription.not_modelled``, says them once in a warning (tendons only used by modelled
+equalities and limits are not named), and ``robot info --json`` and
 the app list them: the tree's mass matrix and bias forces are MuJoCo's, but forward dynamics,
 simulation and IK are not the file's whole model, and the user is told what differs.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-__all__ = ["line_kind", "mujoco_name", "named_list", "not_modelled"]
+__all__ = ["fixed_tendon", "line_kind", "mujoco_name", "named_list", "not_modelled"]
 
 _SHOWN = 6          # elements named per line; the rest are counted
 
@@ -42,6 +43,23 @@ def mujoco_name(m, kind: str, i: int) -> str | None:
     return name or None
 
 
+def fixed_tendon(m, t: int, kept_joints: Collection[int] | None = None) -> dict[int, float] | None:
+    """``{joint id: coefficient}`` of fixed tendon ``t`` when it runs over hinge and slide joints
+    only (of ``kept_joints``; None: any), else None: its length is ``sum coef_j q_j``."""
+    import mujoco
+
+    out: dict[int, float] = {}
+    movable = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    for w in range(int(m.tendon_adr[t]), int(m.tendon_adr[t]) + int(m.tendon_num[t])):
+        if int(m.wrap_type[w]) != int(mujoco.mjtWrap.mjWRAP_JOINT):
+            return None
+        j = int(m.wrap_objid[w])
+        if (kept_joints is not None and j not in kept_joints) or int(m.jnt_type[j]) not in movable:
+            return None
+        out[j] = out.get(j, 0.0) + float(m.wrap_prm[w])
+    return out
+
+
 def _equality_lines(m, skip: set[int]) -> list[str]:
     import mujoco
 
@@ -67,20 +85,24 @@ def _equality_lines(m, skip: set[int]) -> list[str]:
     return [f"equality constraints <{k}>: {len(v)} {what}: {named_list(v)}" for (k, what), v in by_kind.items()]
 
 
-def _only_in_equalities(m, t: int, equalities: Collection[int]) -> bool:
-    """Tendon ``t`` does nothing but appear in the modelled ``equalities`` (no limit, spring,
-    damping, friction or actuator of its own)."""
+def _modelled_tendon(m, t: int, equalities: Collection[int], kept_joints: Collection[int] | None) -> bool:
+    """Tendon ``t`` does nothing but appear in the modelled ``equalities`` and, a fixed tendon
+    over the tree's hinges and slides, limit its length (a modelled TendonLimit): no spring,
+    damping, friction or actuator of its own."""
     import mujoco
 
     in_eq = any(int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_TENDON) and t in (int(m.eq_obj1id[e]), int(m.eq_obj2id[e]))
                 for e in equalities)
+    limit = bool(m.tendon_limited[t])
+    if limit and not fixed_tendon(m, t, kept_joints):
+        return False                      # a spatial tendon's limit, or one over joints left out
     acted = any(int(m.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_TENDON) and int(m.actuator_trnid[a][0]) == t
                 for a in range(m.nu))
-    return in_eq and not (m.tendon_limited[t] or float(m.tendon_stiffness[t]) or float(m.tendon_damping[t])
-                          or float(m.tendon_frictionloss[t]) or acted)
+    return (in_eq or limit) and not (float(m.tendon_stiffness[t]) or float(m.tendon_damping[t])
+                                     or float(m.tendon_frictionloss[t]) or acted)
 
 
-def _tendon_line(m, modelled_equalities: Collection[int] = ()) -> list[str]:
+def _tendon_line(m, modelled_equalities: Collection[int] = (), kept_joints: Collection[int] | None = None) -> list[str]:
     import mujoco
 
     if not m.ntendon:
@@ -88,7 +110,7 @@ def _tendon_line(m, modelled_equalities: Collection[int] = ()) -> list[str]:
     fixed: list[str] = []
     spatial: list[str] = []
     for t in range(m.ntendon):
-        if _only_in_equalities(m, t, modelled_equalities):
+        if _modelled_tendon(m, t, modelled_equalities, kept_joints):
             continue
         adr, num = int(m.tendon_adr[t]), int(m.tendon_num[t])
         name = mujoco_name(m, "tendon", t) or f"tendon {t}"
@@ -97,7 +119,8 @@ def _tendon_line(m, modelled_equalities: Collection[int] = ()) -> list[str]:
     parts = [f"{len(v)} {k} ({named_list(v)})" for k, v in (("fixed", fixed), ("spatial", spatial)) if v]
     if not parts:
         return []
-    return [f"tendons (their lengths, limits, springs and the forces through them): {'; '.join(parts)}"]
+    return [f"tendons (their springs, damping, friction and the forces through them; a spatial tendon's "
+            f"length and limits): {'; '.join(parts)}"]
 
 
 def _unnamed_actuator(m, a: int) -> str:
@@ -118,7 +141,8 @@ def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: Collec
     it models (joint couplings as mimic joints)."""
     import mujoco
 
-    lines = _equality_lines(m, set(skip_equalities)) + _tendon_line(m, skip_equalities)
+    kept_joints = None if kept_bodies is None else {j for j in range(m.njnt) if int(m.jnt_bodyid[j]) in kept_bodies}
+    lines = _equality_lines(m, set(skip_equalities)) + _tendon_line(m, skip_equalities, kept_joints)
     if m.nu:
         names = [mujoco_name(m, "actuator", a) or _unnamed_actuator(m, a) for a in range(m.nu)]
         lines.append(f"actuators ({m.nu}; the model takes joint forces, not controls): {named_list(names)}")
@@ -134,7 +158,7 @@ def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: Collec
     limited = [joint_names[j] for j in range(m.njnt) if m.jnt_limited[j]]
     if limited:
         lines.append(f"joint limits as MuJoCo's soft constraints (solref, solimp; the engine's simulation "
-                     f"clamps at the limits): {named_list(limited)}")
+                     f"holds them at hard limits): {named_list(limited)}")
     disabled = int(m.opt.disableflags)
     if not disabled & int(mujoco.mjtDisableBit.mjDSBL_CONTACT):
         colliding = [g for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]]

@@ -8,10 +8,11 @@ viewer shows for one state (end-effector pose, gravity torques, mass matrix, man
   the RK4 in the tangent space at the step's start, ``q = integrate(q_k, delta)``, with
   ``d delta / dt = dexp^-1(v) = v + ad_delta v / 2 + ad_delta^2 v / 12`` on the base's twist
   (Munthe-Kaas' RK4; fourth order), then moves the base by ``exp`` of the step.
-- A robot whose description carries constraints (loop closures, welds, tendon equalities:
-  :mod:`engine.robots.constraints`) is integrated with the constrained dynamics (Baumgarte-
+- A robot whose description carries constraints (loop closures, welds, tendon equalities and
+  limits: :mod:`engine.robots.constraints`) is integrated with the constrained dynamics (Baumgarte-
   stabilised KKT, :mod:`engine.robots.constrained_dynamics`) and projected back onto the
-  constraints after every step, so the loop stays closed to rounding.
+  constraints after every step, so the loop stays closed to rounding; its joint limits are
+  one-sided rows beside the loops (clamping a joint would open them).
 - :func:`readouts`: :class:`Readouts` of one state.
 
 Both are plain functions (no Qt, no stored state); the CLI (``python -m engine robot
@@ -33,6 +34,7 @@ from engine.robots.constrained_dynamics import (
     constrained_forward_dynamics,
     project_state,
 )
+from engine.robots.constraints import joint_limit_constraints
 from engine.robots.gravcomp import gravity_compensation, has_gravity_compensation
 
 __all__ = [
@@ -181,6 +183,8 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     if constraints and held:
         raise ValueError(f"robot {model.name!r} has constraints (loop closures): holding its base is not "
                          "supported; simulate it with the base free")
+    if constraints:         # the joints' limits are one-sided rows beside the loops (a clamp would open them)
+        constraints += joint_limit_constraints(model)
     if constraints:         # start on the constraints (a pose set joint by joint leaves loops open)
         q, qd = project_state(model, constraints, q, qd, iterations=50)
         check_constraints_hold(model, constraints, q)

@@ -1,5 +1,5 @@
 """Dynamics readouts of the current state: end-effector pose, gravity torques (bars),
-mass matrix (heatmap) and manipulability."""
+mass matrix (heatmap) and manipulability; a robot's constraints (``constraints_label``)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,13 @@ class DynamicsPanel(QWidget):
         self.manip_label.setObjectName("manipulability")
         for label in (self.pose_label, self.manip_label):    # the side column's width, not the text's
             label.setWordWrap(True)
+        # the robot's constraints (loops, welds, tendons), filled by the page's ConstraintOverlay
+        self.constraints_label = QLabel(objectName="constraints")
+        self.constraints_label.setWordWrap(True)
+        self.constraints_label.setVisible(False)
         layout.addWidget(self.pose_label)
         layout.addWidget(self.manip_label)
+        layout.addWidget(self.constraints_label)
         self.gravity_plot = pg.PlotWidget(title="gravity torques")
         self.gravity_plot.setLabel("left", "τ_g", units="N·m")
         self.gravity_plot.setLabel("bottom", "joint")

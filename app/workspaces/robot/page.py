@@ -27,6 +27,7 @@ from app.viewer.scene import RobotView
 from app.widgets.file_dialogs import example_folder, open_file_name
 from app.widgets.latest_job import LatestJob
 from app.widgets.layout import SidePanel, collapse_button, remember_splitter
+from app.workspaces.robot.constraint_overlay import ConstraintOverlay
 from app.workspaces.robot.dynamics_panel import DynamicsPanel
 from app.workspaces.robot.floating_base import FloatingBaseView
 from app.workspaces.robot.ik_control import FOLLOW_IK, TargetsIK
@@ -140,6 +141,7 @@ class RobotPage(QWidget):
             self.state.full_q(old), self.state.full_q(new), text))
         self.targets = TargetsPanel(self.view, self.state)
         self.dynamics = DynamicsPanel()
+        self.constraint_overlay = ConstraintOverlay(self.view, self.state, self.dynamics.constraints_label)
         self.motion = MotionPanel(lambda: self.q)
         self.motion.q_requested.connect(lambda q: self.set_q(q))
         self.motion.simulate_requested.connect(self.simulate)

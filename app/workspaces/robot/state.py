@@ -21,7 +21,7 @@ Events (each ``connect(callback)`` / ``disconnect(callback)``):
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -31,6 +31,7 @@ from app.widgets.events import Events
 from app.widgets.undo import UndoHistory
 from app.workspaces.robot.robot_jobs import LoadedRobot, slider_limits
 from engine.robots.balance import Balance, balance, contact_points, default_contact_links
+from engine.robots.constraints import constraint_marks
 from engine.robots.end_effector import default_end_effector
 from engine.robots.ik import neutral_configuration
 from engine.robots.ik_outcome import IKOutcome, IKRequest
@@ -229,6 +230,20 @@ class RobotState:
         q = self.q if q is None else q
         with torch.no_grad():
             return self.model.link_pose(torch.as_tensor(np.asarray(q, float)), link).numpy()
+
+    def constraint_marks(self, q=None) -> list:
+        """The robot's constraints as drawn at q (default: the current pose): the engine's
+        ConstraintMark of one configuration, as numpy (points (k, 3), frames (2, 3, 3) or None,
+        violation a float); [] without constraints."""
+        constraints = getattr(self.model.description, "constraints", ()) if self.robot is not None else ()
+        if not constraints:
+            return []
+        q = self.q if q is None else q
+        with torch.no_grad():
+            marks = constraint_marks(self.model, constraints, torch.as_tensor(np.asarray(q, float)))
+        return [replace(m, points=m.points[0].numpy(), violation=float(m.violation[0]),
+                        frames=None if m.frames is None else m.frames[0].numpy(),
+                        value=None if m.value is None else float(m.value[0])) for m in marks]
 
     def extent(self) -> float:
         """The robot's size at the current pose (m, at least 0.1): spread of its link origins."""

@@ -396,23 +396,45 @@ def test_simulation_starts_on_the_constraints_or_says_why_not(tmp_path):
         simulate(RobotModel.from_file(far), np.zeros(1), options=SimulationOptions(duration=0.02, dt=0.002))
 
 
-def test_anchor_points_are_mujocos_for_drawing(tmp_path):
-    from engine.robots.constraints import constraint_anchors
+def test_drawn_marks_are_mujocos_sites_anchors_and_residuals(tmp_path):
+    """constraint_marks over a batch: the connect's anchors are MuJoCo's sites, the weld's second
+    anchor is MuJoCo's point on body2 and its frames coincide at MuJoCo's qpos0, each violation is
+    the size of MuJoCo's equality rows (efc_pos), and a tendon's joints sit on their moving bodies."""
+    from engine.robots.constraints import constraint_marks
 
     path = _linkage(tmp_path)
     model = RobotModel.from_file(path)
-    q = np.random.default_rng(5).uniform(-0.5, 0.5, model.nq)
+    qs = np.random.default_rng(5).uniform(-0.5, 0.5, (4, model.nq))
+    marks = {mk.name: mk for mk in constraint_marks(model, model.description.constraints, torch.tensor(qs))}
+    assert set(marks) == {"tips", "mirror", "sites"}
+    assert marks["tips"].frames.shape == (4, 2, 3, 3) and marks["sites"].frames is None
     m = mujoco.MjModel.from_xml_path(str(path))
     d = mujoco.MjData(m)
-    d.qpos[:] = q
-    mujoco.mj_forward(m, d)
-    drawn = constraint_anchors(model, model.description.constraints, torch.tensor(q))
-    anchors = {name: (p1.numpy(), p2.numpy()) for name, p1, p2 in drawn}
-    assert set(anchors) == {"tips", "sites"}                # the tendon coupling has no point
-    np.testing.assert_allclose(anchors["sites"][0], d.site("tip2").xpos, atol=1e-12)
-    np.testing.assert_allclose(anchors["sites"][1], d.site("socket").xpos, atol=1e-12)
-    arm = d.body("arm")
-    np.testing.assert_allclose(anchors["tips"][1], arm.xpos + arm.xmat.reshape(3, 3) @ [0.3, 0, 0], atol=1e-12)
+    for b, q in enumerate(qs):
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(marks["sites"].points[b, 0], d.site("tip2").xpos, atol=1e-12)
+        np.testing.assert_allclose(marks["sites"].points[b, 1], d.site("socket").xpos, atol=1e-12)
+        arm = d.body("arm")
+        np.testing.assert_allclose(marks["tips"].points[b, 1], arm.xpos + arm.xmat.reshape(3, 3) @ [0.3, 0, 0],
+                                   atol=1e-12)
+        rows = {}
+        for k in np.flatnonzero(d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY):
+            rows.setdefault(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_EQUALITY, d.efc_id[k]), []).append(d.efc_pos[k])
+        assert float(marks["sites"].violation[b]) == pytest.approx(np.linalg.norm(rows["sites"]), abs=1e-12)
+        angle = 2 * np.arcsin(min(1.0, np.linalg.norm(rows["tips"][3:]) / 2.0))       # torquescale 2
+        assert float(marks["tips"].violation[b]) == pytest.approx(max(np.linalg.norm(rows["tips"][:3]), angle),
+                                                                  abs=1e-9)
+        assert float(marks["mirror"].violation[b]) == pytest.approx(abs(rows["mirror"][0]), abs=1e-12)
+        assert marks["mirror"].joints == ("fl", "fr")
+        np.testing.assert_allclose(marks["mirror"].points[b], [d.body("left").xpos, d.body("right").xpos],
+                                   atol=1e-12)          # the slides' moving bodies (joints at their origins)
+    d.qpos[:] = m.qpos0
+    at_rest = constraint_marks(model, model.description.constraints, torch.tensor(m.qpos0))
+    for mk in at_rest:                           # MuJoCo's compiler closes every constraint at qpos0
+        assert float(mk.violation[0]) < 1e-12, mk.name
+    tips = next(mk for mk in at_rest if mk.name == "tips")
+    np.testing.assert_allclose(tips.frames[0, 0], tips.frames[0, 1], atol=1e-12)
 
 
 def test_baumgarte_closes_an_open_loop_as_a_critically_damped_spring(tmp_path, one_thread):

@@ -94,7 +94,8 @@ def test_what_is_not_modelled_is_named_once_carried_and_listed(tmp_path, caplog,
         "'box', 'ball'",
         "equality constraints <joint>: 1 joint coupling(s) (a polynomial of another joint): 'j3-j2'",  # quadratic
         "equality constraints <connect>: 1 loop closure(s) at a point: 'loop'",
-        "tendons (their lengths, limits, springs and the forces through them): 1 fixed ('split')",
+        "tendons (their springs, damping, friction and the forces through them; a spatial tendon's length and "
+        "limits): 1 fixed ('split')",
         "actuators (1; the model takes joint forces, not controls): 'm2'",
     ]
     for line in expected:
