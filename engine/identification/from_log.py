@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import torch
 
+from engine.identification.closed_form import closed_form_fit, closed_form_unsupported
 from engine.identification.joint_terms import JOINT_KINDS, joint_columns, joint_terms_start
 from engine.identification.synthetic import (
     ParameterLookup,
@@ -129,6 +130,7 @@ class LogIdentificationConfig:
     seed: int = 0
     device: str = "cpu"     # where the robot model is loaded and fitted (cpu, cuda, auto; float64 everywhere)
     coulomb_velocity_scale: float = COULOMB_VELOCITY_SCALE   # rad/s, v_s of tanh(qd / v_s)
+    method: str = "closed_form"   # closed_form (weighted least squares, base parameters) or gradient (L-BFGS)
 
     def validate(self) -> None:
         if not self.learn:
@@ -136,6 +138,8 @@ class LogIdentificationConfig:
         for k in self.learn:
             if k not in LEARNABLE_KINDS:
                 raise ValueError(f"learn: unknown parameter kind {k!r}; expected some of {LEARNABLE_KINDS}")
+        if self.method not in ("closed_form", "gradient"):
+            raise ValueError(f"method must be 'closed_form' or 'gradient', got {self.method!r}")
         if self.weighting not in ("noise", "variance"):
             raise ValueError(f"weighting must be 'noise' or 'variance', got {self.weighting!r}")
         if self.trim < 0 or self.epochs < 0 or self.max_train_samples < 10 or self.blackbox_steps < 0:
@@ -208,6 +212,7 @@ class LogIdentificationResult(ParameterLookup):
     joint_values: dict = field(default_factory=dict)
     velocity_scale: float = COULOMB_VELOCITY_SCALE
     warnings: list[str] = field(default_factory=list)
+    base_parameters: list[dict] = field(default_factory=list)
     model: RobotModel | None = field(default=None, repr=False)
     validation: dict = field(default_factory=dict, repr=False)
 
@@ -293,6 +298,119 @@ def _train_blackbox(x_tr, y_tr, config: LogIdentificationConfig, ctx, progress_s
 
 # --------------------------------------------------------------------------- the fit
 
+def _gradient_fit(config, ctx, prepared, rigid, links, kinds, jkinds, labels, nominal_joint, v_s, q, qd, qdd, tau,
+                  tr, noise_t, weight):
+    """The gradient fit (``method="gradient"``; module doc, steps 2-4): ``(learner, joint, bad,
+    history, held)``, the fitted rigid body, its :class:`JointFriction`, the unidentifiable
+    parameters, the loss per L-BFGS step and the masses held at their nominal values."""
+    dof, dtype, device = rigid.dof, rigid.dtype, rigid.device
+
+    def tensor(a):
+        return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
+
+    # 2. identifiability from the nominal model's regressor on the training motion
+    ctx.progress(0.03, "identifiability")
+    ctx.check_cancelled()
+    motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
+    base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
+    Y0, names0 = (
+        regressor(rigid, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
+    )
+    Y1, names1 = _extra_columns(rigid, motion, links, kinds)
+    sub = torch.linspace(0, tr.numel() - 1, min(tr.numel(), 400), device=device).round().long()
+    Y2, names2 = joint_columns(qd[tr][sub], qdd[tr][sub], jkinds, labels, v_s, tau[tr].std(0).clamp_min(1e-9))
+    Y = np.concatenate([Y0, Y1, Y2], axis=1)
+    names = list(names0) + list(names1) + list(names2)
+    bad = identifiability(Y, names, config.identifiability_tol)
+    norms = np.linalg.norm(Y, axis=0) if Y.size else np.zeros(0)
+    top = float(norms.max()) if norms.size and norms.max() > 0 else 1.0
+    rel_mass = {l: float(n / top) for (l, k, _), n in zip(names, norms) if k == "mass"}
+
+    # 3. the fit: link parameters on a copy of the rigid body, joint terms from their closed form
+    learner = rigid.clone()
+    ridge: list = []   # (module, start) of the masses identifiable only in combination
+    mass_modules: dict = {}   # link -> its PreconditionedMass
+    for l in links:
+        for k in kinds:
+            if bad.get((l, k), "").startswith("no effect"):
+                continue  # the data do not act on it: it keeps the nominal value
+            # parameters identifiable only in combination are fitted too, with a small ridge on
+            # their change (RIDGE): the identifiable combinations move, the null space keeps its
+            # nominal part; the report flags them
+            if k == "mass":
+                module = learner.make_learnable(
+                    l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
+                )
+                mass_modules[l] = module
+                if (l, k) in bad:
+                    ridge.append((module, learner.link_mass(l).detach().clone()))
+            else:
+                learner.make_learnable(l, k)
+    q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
+    with torch.no_grad():
+        residual = tau_tr - rigid.inverse_dynamics(q_tr, qd_tr, qdd_tr)
+    start = joint_terms_start(residual, qd_tr, qdd_tr, jkinds, nominal_joint, v_s)
+    for i, label in enumerate(labels):   # a term the motion does not act on keeps its nominal value
+        for k in jkinds:
+            if bad.get((label, k), "").startswith("no effect"):
+                start[k][i] = nominal_joint[k][i]
+    joint = JointFriction(dof, start, learn=jkinds, velocity_scale=v_s, offset_scale=noise_t.clamp_min(1e-6),
+                          dtype=dtype, device=device)
+    params = [p for p in learner.parameters() if p.requires_grad] + list(joint.parameters())
+    joint_ridge = [(getattr(joint, f"_{k}_raw"), i, getattr(joint, f"_{k}_raw").detach()[i].clone())
+                   for k in jkinds for i, label in enumerate(labels) if (label, k) in bad]
+
+    rigid_torque = _rigid_torque(rigid, learner, links, kinds, q_tr, qd_tr, qdd_tr)
+
+    def loss_fn():
+        pred = rigid_torque() + joint.torque(qd_tr, qdd_tr)
+        loss = (((pred - tau_tr) / weight) ** 2).mean()
+        penalty = sum((mod() / m0 - 1.0) ** 2 for mod, m0 in ridge) + sum((p[i] - p0) ** 2
+                                                                          for p, i, p0 in joint_ridge)
+        return loss + RIDGE * penalty
+
+    history: list[float] = []
+    held: dict[str, float] = {}   # masses the fit drove to zero or below: kept at the nominal value, refitted
+
+    def fit(params):
+        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
+                                tolerance_grad=1e-12, tolerance_change=1e-15)
+
+        def closure():
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+
+        for epoch in range(config.epochs):
+            ctx.check_cancelled()
+            loss = float(opt.step(closure).detach())
+            if not math.isfinite(loss):
+                raise ValueError("identify_from_log: the fit diverged (the loss is not finite); check the "
+                                 "log's units and joint order")
+            history.append(loss)
+            ctx.progress(0.05 + 0.55 * (epoch + 1) / config.epochs, f"fit: step {epoch + 1}/{config.epochs}",
+                         {"loss": loss})
+            if len(history) > 2 and abs(history[-2] - loss) <= 1e-12 * max(loss, 1e-30):
+                break
+
+    if params and config.epochs:
+        fit(params)
+        # physical consistency: a mass fitted to zero or below is held at its nominal value and the
+        # rest is fitted again without it
+        for l, module in mass_modules.items():
+            if float(module().detach()) <= 0:
+                held[l] = float(module().detach())
+                with torch.no_grad():
+                    module.raw.zero_()
+                module.raw.requires_grad_(False)
+        if held:
+            history.clear()
+            fit([p for p in params if p.requires_grad])
+
+    return learner, joint, bad, history, held
+
+
 def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIdentificationConfig(),
                       ctx: JobContext | None = None, friction_start: dict | None = None) -> LogIdentificationResult:
     """Fit ``model``'s inertial parameters (and damping) to a prepared joint log (module doc).
@@ -356,106 +474,28 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     noise_t = tensor(noise).clamp_min(1e-9 * max(float(noise.max()), 1e-30) + 1e-12)
     weight = noise_t if config.weighting == "noise" else tau[tr].std(0).clamp_min(1e-9)
 
-    # 2. identifiability from the nominal model's regressor on the training motion
-    ctx.progress(0.03, "identifiability")
-    ctx.check_cancelled()
-    motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
-    base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
-    Y0, names0 = (
-        regressor(rigid, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
-    )
-    Y1, names1 = _extra_columns(rigid, motion, links, kinds)
-    sub = torch.linspace(0, tr.numel() - 1, min(tr.numel(), 400), device=device).round().long()
-    Y2, names2 = joint_columns(qd[tr][sub], qdd[tr][sub], jkinds, labels, v_s, tau[tr].std(0).clamp_min(1e-9))
-    Y = np.concatenate([Y0, Y1, Y2], axis=1)
-    names = list(names0) + list(names1) + list(names2)
-    bad = identifiability(Y, names, config.identifiability_tol)
-    norms = np.linalg.norm(Y, axis=0) if Y.size else np.zeros(0)
-    top = float(norms.max()) if norms.size and norms.max() > 0 else 1.0
-    rel_mass = {l: float(n / top) for (l, k, _), n in zip(names, norms) if k == "mass"}
-
-    # 3. the fit: link parameters on a copy of the rigid body, joint terms from their closed form
-    learner = rigid.clone()
-    ridge: list = []   # (module, start) of the masses identifiable only in combination
-    mass_modules: dict = {}   # link -> its PreconditionedMass
-    for l in links:
-        for k in kinds:
-            if bad.get((l, k), "").startswith("no effect"):
-                continue  # the data do not act on it: it keeps the nominal value
-            # parameters identifiable only in combination are fitted too, with a small ridge on
-            # their change (RIDGE): the identifiable combinations move, the null space keeps its
-            # nominal part; the report flags them
-            if k == "mass":
-                module = learner.make_learnable(
-                    l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
-                )
-                mass_modules[l] = module
-                if (l, k) in bad:
-                    ridge.append((module, learner.link_mass(l).detach().clone()))
-            else:
-                learner.make_learnable(l, k)
-    q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
-    with torch.no_grad():
-        residual = tau_tr - rigid.inverse_dynamics(q_tr, qd_tr, qdd_tr)
-    start = joint_terms_start(residual, qd_tr, qdd_tr, jkinds, nominal_joint, v_s)
-    for i, label in enumerate(labels):   # a term the motion does not act on keeps its nominal value
-        for k in jkinds:
-            if bad.get((label, k), "").startswith("no effect"):
-                start[k][i] = nominal_joint[k][i]
-    joint = JointFriction(dof, start, learn=jkinds, velocity_scale=v_s, offset_scale=noise_t.clamp_min(1e-6),
-                          dtype=dtype, device=device)
+    # 2.-3. the fit: the closed form (default) or the gradient fit
+    base_parameters: list[dict] = []
+    unsupported = closed_form_unsupported(model, links, kinds) if config.method == "closed_form" else ""
+    warnings = [f"identify_from_log: {unsupported}; fitted by gradient instead"] if unsupported else []
+    if config.method == "closed_form" and not unsupported:
+        ctx.progress(0.03, "closed-form weighted least squares")
+        ctx.check_cancelled()
+        tr_all = torch.as_tensor(np.flatnonzero(train_mask), device=device)
+        cf = closed_form_fit(rigid, q[tr_all], qd[tr_all], qdd[tr_all], tau[tr_all], weight.cpu().numpy(), links,
+                             labels, kinds, jkinds, nominal_joint, v_s, config.identifiability_tol)
+        learner = rigid.with_link_params(mass=cf.masses, com=cf.coms or None, inertia=cf.inertias or None)
+        joint = JointFriction(dof, cf.joint_values, velocity_scale=v_s, dtype=dtype, device=device)
+        bad, history, held, base_parameters = cf.unidentifiable, [], {}, cf.base_parameters
+        n_fit = int(tr_all.numel())
+        warnings += [f"identify_from_log: the closed form's {l} was not physically consistent: refitted with a "
+                     "positive semidefinite pseudo-inertia" for l in cf.repaired]
+    else:
+        learner, joint, bad, history, held = _gradient_fit(config, ctx, prepared, rigid, links, kinds, jkinds, labels,
+                                                           nominal_joint, v_s, q, qd, qdd, tau, tr, noise_t, weight)
+        n_fit = int(tr.numel())
     nominal_terms = JointFriction(dof, nominal_joint, velocity_scale=v_s, dtype=dtype, device=device)
-    params = [p for p in learner.parameters() if p.requires_grad] + list(joint.parameters())
-    joint_ridge = [(getattr(joint, f"_{k}_raw"), i, getattr(joint, f"_{k}_raw").detach()[i].clone())
-                   for k in jkinds for i, label in enumerate(labels) if (label, k) in bad]
-
-    rigid_torque = _rigid_torque(rigid, learner, links, kinds, q_tr, qd_tr, qdd_tr)
-
-    def loss_fn():
-        pred = rigid_torque() + joint.torque(qd_tr, qdd_tr)
-        loss = (((pred - tau_tr) / weight) ** 2).mean()
-        penalty = sum((mod() / m0 - 1.0) ** 2 for mod, m0 in ridge) + sum((p[i] - p0) ** 2
-                                                                          for p, i, p0 in joint_ridge)
-        return loss + RIDGE * penalty
-
-    history: list[float] = []
-    held: dict[str, float] = {}   # masses the fit drove to zero or below: kept at the nominal value, refitted
-
-    def fit(params):
-        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
-                                tolerance_grad=1e-12, tolerance_change=1e-15)
-
-        def closure():
-            opt.zero_grad()
-            loss = loss_fn()
-            loss.backward()
-            return loss
-
-        for epoch in range(config.epochs):
-            ctx.check_cancelled()
-            loss = float(opt.step(closure).detach())
-            if not math.isfinite(loss):
-                raise ValueError("identify_from_log: the fit diverged (the loss is not finite); check the "
-                                 "log's units and joint order")
-            history.append(loss)
-            ctx.progress(0.05 + 0.55 * (epoch + 1) / config.epochs, f"fit: step {epoch + 1}/{config.epochs}",
-                         {"loss": loss})
-            if len(history) > 2 and abs(history[-2] - loss) <= 1e-12 * max(loss, 1e-30):
-                break
-
-    if params and config.epochs:
-        fit(params)
-        # physical consistency: a mass fitted to zero or below is held at its nominal value and the
-        # rest is fitted again without it
-        for l, module in mass_modules.items():
-            if float(module().detach()) <= 0:
-                held[l] = float(module().detach())
-                with torch.no_grad():
-                    module.raw.zero_()
-                module.raw.requires_grad_(False)
-        if held:
-            history.clear()
-            fit([p for p in params if p.requires_grad])
+    q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
 
     # 4. the black box
     feats = torch.cat([q, qd, qdd], dim=-1)
@@ -522,14 +562,15 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         noise_level=float(np.sqrt(np.mean(noise**2))),
         noise_level_per_joint=[float(v) for v in noise],
         loss_history=history,
-        samples_train=int(tr.numel()),
+        samples_train=n_fit,
         samples_validation=int(va.numel()),
         seconds=time.monotonic() - t_start,
         config=config.to_dict(),
         joint_values=values,
         velocity_scale=v_s,
-        warnings=[w for w in [torque_scale_warning(tau_tr.cpu().numpy(), preds_tr["nominal"].cpu().numpy(),
-                                                   list(model.joint_names))] if w],
+        warnings=warnings + [w for w in [torque_scale_warning(tau_tr.cpu().numpy(), preds_tr["nominal"].cpu().numpy(),
+                                                              list(model.joint_names))] if w],
+        base_parameters=base_parameters,
         model=_with_joint_values(learner, values),
         validation=validation,
     )
