@@ -102,11 +102,14 @@ class ClosedFormResult:
     """What :func:`closed_form_fit` found (module doc).
 
     masses ``{link: kg}``; coms ``{link: (3,) m}`` and inertias ``{link: (3, 3) kg m^2 about the
-    com}`` (full links only), of the links the data act on (the others keep their values); joint_values ``{kind: (dof,) floats}`` (every kind; those not learned
-    at their nominal values); unidentifiable ``{(link, kind): reason}``; base_parameters: one
-    ``{"expression", "value", "parameters"}`` per base parameter (units of its first parameter);
-    rank / columns of the stacked regressor; condition: its condition number over the kept
-    columns (normalised); repaired: links refitted for a PSD pseudo-inertia; seconds: wall time.
+    com}`` (full links only), of the links the data act on (the others keep their values);
+    joint_values ``{kind: (dof,) floats}`` (every kind; those not learned at their nominal values);
+    unidentifiable ``{(link, kind): reason}``; weakly_excited ``{(link, kind): note}``: identifiable
+    alone, with a standard deviation over 10 % of the value; base_parameters: one ``{"expression",
+    "value", "std", "parameters"}`` per base parameter (units of its first parameter; std: one
+    standard deviation from the residual's variance); rank / columns of the stacked regressor;
+    condition: its condition number over the kept columns (normalised); repaired: links refitted
+    for a PSD pseudo-inertia; seconds: wall time.
     """
 
     masses: dict[str, float]
@@ -114,6 +117,7 @@ class ClosedFormResult:
     inertias: dict[str, np.ndarray]
     joint_values: dict[str, list[float]]
     unidentifiable: dict[tuple[str, str], str]
+    weakly_excited: dict[tuple[str, str], str]
     base_parameters: list[dict]
     rank: int
     columns: int
@@ -142,7 +146,7 @@ def _words(link: str, kind: str, index: int, joint: str | None) -> str:
 
 
 def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds, nominal_joint: dict,
-                    velocity_scale: float, tol: float = 3e-4) -> ClosedFormResult:
+                    velocity_scale: float, tol: float = 3e-4, min_speed: float = 0.0) -> ClosedFormResult:
     """The closed-form identification of the module doc.
 
     rigid: the nominal rigid body (:class:`RobotModel`, no joint terms); q, qd, qdd, tau: (N, n)
@@ -150,7 +154,10 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
     torque noise (N m); links: the links whose ``kinds`` (``mass`` or ``mass, com, inertia``) are
     fitted; labels: (n,) the child link of each joint (the regressor's bodies); jkinds: the joint
     kinds fitted, the others held at ``nominal_joint`` ``{kind: (n,)}``; velocity_scale: ``v_s``
-    (rad/s); tol: relative column norm and singular value below which a direction is not seen.
+    (rad/s); tol: relative column norm and singular value below which a direction is not seen;
+    min_speed: joint ``i``'s rows where ``|qd_i|`` is below it (rad/s) are left out (near rest a dry
+    friction sticks, which no smooth Coulomb model follows; the common practice of friction
+    identification).
     """
     from scipy.linalg import qr, solve_triangular
     from scipy.optimize import lsq_linear
@@ -207,6 +214,8 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
     x_nom_a = np.maximum(x_nom_a, lower_a)
     w = np.asarray(weight, dtype=float)[None, :]
     tau_np = tau.detach().cpu().numpy()
+    # rows left out: infinite weight (their residual and regressor rows become 0)
+    w = np.where(np.abs(qd.detach().cpu().numpy()) < min_speed, np.inf, w)
     const = Y @ pi_fixed.reshape(-1) + Yj @ theta_fixed
     P = len(cols)
     if P == 0:
@@ -267,9 +276,17 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
 
     # 5. the report
     unident: dict[tuple[str, str], str] = {}
+    weak: dict[tuple[str, str], str] = {}
     base = []
     words = [_words(*nm) for nm in names]
     xs = x
+    # standard deviations of the base parameters: sigma^2 (R11^T R11)^-1 in the normalised coordinates,
+    # sigma^2 the weighted residual's variance (1 for white noise at the estimated level; larger with
+    # model errors, which it then includes)
+    zk = (x[ki] - x_nom_a[ki]) / scale_a[ki]
+    dof_left = max(int(np.isfinite(np.broadcast_to(w, tau_np.shape)).sum()) - rank, 1)   # rows used - rank
+    sigma2 = max(float(r @ r - qtr @ qtr + np.sum((M @ zk - qtr) ** 2)), 0.0) / dof_left
+    Rinv = solve_triangular(R[:rank, :rank], np.eye(rank)) if rank else np.zeros((0, 0))
     for j in range(rank):
         i = ki[piv[j]]
         terms = [(1.0, i)]
@@ -279,8 +296,13 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
                 coef = beta[j, d] * (scale_a[i] / norms[i]) * (norms[dcol] / scale_a[dcol])
                 terms.append((float(coef), dcol))
         expr = words[i] + "".join(f" {'+' if c >= 0 else '-'} {abs(c):.4g} x {words[d]}" for c, d in terms[1:])
-        base.append({"expression": expr, "value": float(sum(c * xs[d] for c, d in terms)),
-                     "parameters": [words[d] for _, d in terms]})
+        value = float(sum(c * xs[d] for c, d in terms))
+        std = float(np.sqrt(sigma2) * np.linalg.norm(Rinv[j]) * scale_a[i] / norms[i])
+        base.append({"expression": expr, "value": value, "std": std, "parameters": [words[d] for _, d in terms]})
+        link, kind = names[i][0], names[i][1]
+        if len(terms) == 1 and std > 0.1 * abs(value) and kind != "offset":
+            weak[(link, kind)] = (f"weakly excited: {words[i]} {value:.4g} +- {std:.2g} (one standard deviation, "
+                                  f"{100 * std / max(abs(value), 1e-300):.0f} %)")
     groups: dict[tuple[str, str], list[int]] = {}
     for c, (link, kind, _, _) in enumerate(names):
         groups.setdefault((link, kind), []).append(c)
@@ -309,9 +331,9 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
         if joint is not None:
             values[kind][idx] = float(x[c])
     cond = float(s[0] / s[rank - 1]) if rank else float("inf")
-    return ClosedFormResult(masses=masses, coms=coms, inertias=inertias, joint_values=values, unidentifiable=unident,
-                            base_parameters=base, rank=rank, columns=P, condition=cond, repaired=repaired,
-                            seconds=time.monotonic() - t0)
+    return ClosedFormResult(masses=masses, coms=coms, inertias=inertias, joint_values=values,
+                            unidentifiable=unident, weakly_excited=weak, base_parameters=base, rank=rank, columns=P,
+                            condition=cond, repaired=repaired, seconds=time.monotonic() - t0)
 
 
 def _psd_refit(x, bad_links, starts, M, qtr, eps, ki, x_nom, scale, lower):

@@ -9,25 +9,28 @@ measured joint torques, a train / validation split) and a nominal :class:`RobotM
    Savitzky-Golay fit of each torque, divided by ``sqrt(1 - c0)`` (``c0`` the filter's centre
    coefficient: for white noise of standard deviation ``sigma`` the residual's is
    ``sigma sqrt(1 - c0)``; the smooth motion itself passes the filter);
-2. computes the structural identifiability of the learned parameters from the regressor
-   (:func:`engine.identification.synthetic.regressor` / :func:`identifiability`) on the
-   training part: the Panda's link-1 mass, whose centre of mass lies on the joint-1 axis,
-   acts on no torque and is reported unidentifiable;
-3. splits the nominal model into its rigid body and its per-joint friction and actuation
+2. splits the nominal model into its rigid body and its per-joint friction and actuation
    (:func:`engine.models.robot_source.split_rigid_body`): the torque model is
    ``tau = RNEA(q, qd, qdd) + Fv qd + Fc tanh(qd / v_s) + Ia qdd + tau0``
    (:class:`engine.models.joint_friction.JointFriction`; ``v_s`` the config's
-   ``coulomb_velocity_scale``); the learned joint kinds (damping, coulomb, armature, offset,
-   on every joint) start from a per-joint non-negative least squares of the torque the nominal
-   rigid body leaves unexplained (:func:`engine.identification.joint_terms.joint_terms_start`);
-4. makes the link parameters learnable on a copy of the rigid body
-   (:meth:`RobotModel.make_learnable`; masses preconditioned by their sensitivity,
-   :class:`PreconditionedMass`, as in the identification loop) and fits them with the joint
-   terms (softplus: damping, Coulomb friction and armature stay non-negative) by L-BFGS to the
-   training torques, each joint's error weighted by its estimated noise (a weighted least
-   squares: the torques are linear in the masses and the joint terms); parameters that act on
-   no torque keep their nominal values, those identifiable only in combination with others are
-   fitted from the nominal start (only the identifiable combinations move) and flagged;
+   ``coulomb_velocity_scale``), linear in the masses (or the ten inertial parameters of each
+   link) and the joint terms;
+3. ``method="closed_form"`` (the default; :mod:`engine.identification.closed_form`): stacks the
+   regressor of every training sample (joint ``i``'s rows left out where ``|qd_i| < min_speed``,
+   where a dry friction sticks), weights each joint by its noise, finds the base parameters by a
+   QR with column pivoting (parameters with no effect keep their nominal values; those
+   identifiable only in combination are flagged and the combinations reported in plain words,
+   ``base_parameters``, with their standard deviations), solves the weighted least squares and
+   keeps the result physical (masses > 0, damping, Coulomb friction, armature >= 0, PSD
+   pseudo-inertias), nearest the URDF along what the data do not see. The Panda's link-1 mass,
+   whose centre of mass lies on the joint-1 axis, acts on no torque and is reported so;
+4. ``method="gradient"``: the structural identifiability from the regressor
+   (:func:`engine.identification.synthetic.identifiability`), the joint terms started from a
+   per-joint non-negative least squares
+   (:func:`engine.identification.joint_terms.joint_terms_start`), then L-BFGS on a learnable copy
+   of the rigid body (masses preconditioned by their sensitivity, :class:`PreconditionedMass`)
+   and the joint terms (softplus: non-negative), the same noise-weighted loss, a small ridge
+   towards the nominal values on the parameters identifiable only in combination;
 5. trains a black-box MLP ``(q, qd, qdd) -> tau`` on the same training samples;
 6. reports the validation torque RMSE (N m) of the learned model, of the nominal model (its
    URDF damping, friction and armature included) and of the black box, with the noise level.
@@ -105,8 +108,11 @@ class LogIdentificationConfig:
     trim: samples dropped at each end of the log (filter edge effects). weighting:
     ``"noise"`` (each joint's error divided by its estimated noise: weighted least squares)
     or ``"variance"`` (divided by its torque standard deviation, the paper's normalised MSE).
-    epochs: L-BFGS outer steps (20 inner iterations each). max_train_samples: training samples
-    used by the fit (evenly spaced; all when fewer). identifiability_tol: see
+    method: ``"closed_form"`` (weighted least squares on the base parameters, every training
+    sample) or ``"gradient"`` (L-BFGS; module doc). min_speed: rad/s, the closed form leaves out
+    joint ``i``'s rows where ``|qd_i|`` is below it. epochs: L-BFGS outer steps (20 inner
+    iterations each). max_train_samples: training samples used by the gradient fit (evenly
+    spaced; all when fewer). identifiability_tol: see
     :func:`engine.identification.synthetic.identifiability`. noise_window, noise_polyorder: the
     Savitzky-Golay filter of the noise estimate. blackbox_*: the MLP's width, depth,
     full-batch Adam steps and learning rate (0 steps: no black box). seed: the MLP's
@@ -131,6 +137,7 @@ class LogIdentificationConfig:
     device: str = "cpu"     # where the robot model is loaded and fitted (cpu, cuda, auto; float64 everywhere)
     coulomb_velocity_scale: float = COULOMB_VELOCITY_SCALE   # rad/s, v_s of tanh(qd / v_s)
     method: str = "closed_form"   # closed_form (weighted least squares, base parameters) or gradient (L-BFGS)
+    min_speed: float = 0.1   # rad/s: closed form, joint i's rows with |qd_i| below it left out (dry friction sticks)
 
     def validate(self) -> None:
         if not self.learn:
@@ -150,6 +157,8 @@ class LogIdentificationConfig:
             or not 0 <= self.noise_polyorder < self.noise_window
         ):
             raise ValueError("noise_window must be odd >= 3 and noise_polyorder in [0, noise_window)")
+        if not self.min_speed >= 0:
+            raise ValueError(f"min_speed must be >= 0 rad/s, got {self.min_speed!r}")
         if not self.coulomb_velocity_scale > 0:
             raise ValueError(f"coulomb_velocity_scale must be > 0 rad/s, got {self.coulomb_velocity_scale!r}")
         if self.blackbox_hidden < 1 or self.blackbox_layers < 1 or self.blackbox_lr <= 0:
@@ -190,7 +199,9 @@ class LogIdentificationResult(ParameterLookup):
     over all joints (N m; blackbox None when not trained); the ``*_per_joint`` forms give
     ``(dof,)`` lists. noise_level: the estimated torque noise, RMS over joints (N m), and
     per joint. loss_history: the weighted loss per L-BFGS step. samples_train /
-    samples_validation: sample counts. seconds: wall time. model: the learned
+    samples_validation: sample counts. seconds: wall time. base_parameters (closed form): the base
+    parameters, ``{"expression", "value", "std", "parameters"}`` (see
+    :class:`engine.identification.closed_form.ClosedFormResult`). model: the learned
     :class:`RobotModel` (not in :meth:`to_dict`). validation: ``{"t": (M,), "tau": (M, dof),
     "learned", "nominal", "blackbox": (M, dof)}`` arrays for plots (not in :meth:`to_dict`).
     """
@@ -483,10 +494,12 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         ctx.check_cancelled()
         tr_all = torch.as_tensor(np.flatnonzero(train_mask), device=device)
         cf = closed_form_fit(rigid, q[tr_all], qd[tr_all], qdd[tr_all], tau[tr_all], weight.cpu().numpy(), links,
-                             labels, kinds, jkinds, nominal_joint, v_s, config.identifiability_tol)
+                             labels, kinds, jkinds, nominal_joint, v_s, config.identifiability_tol,
+                             config.min_speed)
         learner = rigid.with_link_params(mass=cf.masses, com=cf.coms or None, inertia=cf.inertias or None)
         joint = JointFriction(dof, cf.joint_values, velocity_scale=v_s, dtype=dtype, device=device)
         bad, history, held, base_parameters = cf.unidentifiable, [], {}, cf.base_parameters
+        notes = cf.weakly_excited
         n_fit = int(tr_all.numel())
         warnings += [f"identify_from_log: the closed form's {l} was not physically consistent: refitted with a "
                      "positive semidefinite pseudo-inertia" for l in cf.repaired]
@@ -494,6 +507,7 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         learner, joint, bad, history, held = _gradient_fit(config, ctx, prepared, rigid, links, kinds, jkinds, labels,
                                                            nominal_joint, v_s, q, qd, qdd, tau, tr, noise_t, weight)
         n_fit = int(tr.numel())
+        notes = {}
     nominal_terms = JointFriction(dof, nominal_joint, velocity_scale=v_s, dtype=dtype, device=device)
     q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
 
@@ -529,7 +543,7 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     reports = []
     for l in links:
         for k in kinds:
-            reason = bad.get((l, k), "")
+            reason = bad.get((l, k), notes.get((l, k), ""))
             identified = _current(learner, l, k)
             if k == "mass" and l in held:
                 reason = (f"the fit drove it to {held[l]:.3g} kg (not physical): held at the nominal value, "
@@ -543,8 +557,8 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     for i, (name, label) in enumerate(zip(model.joint_names, labels)):
         for k in jkinds:
             reports.append(LogParameter(link=label, kind=k, nominal=nominal_joint[k][i], identified=values[k][i],
-                                        identifiable=(label, k) not in bad, reason=bad.get((label, k), ""),
-                                        joint=name))
+                                        identifiable=(label, k) not in bad,
+                                        reason=bad.get((label, k), notes.get((label, k), "")), joint=name))
     unidentifiable = {f"{l}/{k}": r for (l, k), r in bad.items()}
     for l in fixed:
         unidentifiable[l] = "never moves (attached to the fixed base): no effect on the joint torques"
