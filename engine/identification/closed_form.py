@@ -25,9 +25,11 @@ m c, I about the joint origin]``), ``Y_joint`` the per-joint columns (viscous ``
    parameters whenever that point is physical;
 4. with all ten inertial parameters of a link learned, its pseudo-inertia ``J = [[Sigma, h], [h^T,
    m]]`` (``Sigma = tr(I)/2 1 - I``) must be positive semidefinite (a mass distribution exists:
-   positive mass, triangle inequalities); a link whose solution is not is refitted in the
-   log-Cholesky parametrisation ``J = L L^T`` (Rucker and Wensing 2022) by
-   ``scipy.optimize.least_squares`` from its nearest PSD projection, same objective.
+   positive mass, triangle inequalities); the links whose solution is not are projected onto it
+   (eigenvalues clipped) and refitted, same objective, by block coordinate descent: their ten
+   parameters in the log-Cholesky form ``J = L L^T`` (Rucker and Wensing 2022;
+   ``scipy.optimize.least_squares``), then every other parameter by the bounded linear least
+   squares, a few rounds; until no link is left out of the set (a local answer, not an SDP).
 
 Supported link kinds: the mass alone (centre of mass and inertia about it kept: the torques are
 affine in it) or mass, com and inertia together (the ten ``pi`` of each link). A link must be the
@@ -336,16 +338,20 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
                             condition=cond, repaired=repaired, seconds=time.monotonic() - t0)
 
 
-def _psd_refit(x, bad_links, starts, M, qtr, eps, ki, x_nom, scale, lower):
-    """Refit with the ``bad_links``' ten parameters in the log-Cholesky form ``J = L L^T`` (every
-    other parameter within its bounds), same objective, from the nearest PSD projections."""
-    from scipy.optimize import least_squares
+def _psd_refit(x, bad_links, starts, M, qtr, eps, ki, x_nom, scale, lower, rounds: int = 4):
+    """The same objective with the ``bad_links``' pseudo-inertias kept PSD, by block coordinate
+    descent from their nearest PSD projections (eigenvalues clipped): in turn, (1) those links' ten
+    parameters in the log-Cholesky form ``J = L L^T`` (``scipy.optimize.least_squares``, 10 unknowns
+    per link, the rest held) and (2) every other parameter by the bounded linear least squares with
+    those links held. Each step lowers the objective; ``rounds`` rounds."""
+    from scipy.optimize import least_squares, lsq_linear
 
+    x = x.copy()
     blocks = [starts[l] for l in bad_links]
     in_block = np.zeros(len(x), dtype=bool)
     for i in blocks:
         in_block[i:i + 10] = True
-    free = np.flatnonzero(~in_block)
+    free, held = np.flatnonzero(~in_block), np.flatnonzero(in_block)
     tril = np.tril_indices(4)
     diag = np.flatnonzero(tril[0] == tril[1])
 
@@ -356,46 +362,47 @@ def _psd_refit(x, bad_links, starts, M, qtr, eps, ki, x_nom, scale, lower):
         L[tril] = v
         return _from_pseudo(L @ L.T)
 
-    def unpack(p):
-        out = x.copy()
-        out[free] = p[:len(free)]
-        for k, i in enumerate(blocks):
-            out[i:i + 10] = block(p[len(free) + 10 * k:len(free) + 10 * (k + 1)])
-        return out
-
     sel = np.zeros((len(ki), len(x)))
     sel[np.arange(len(ki)), ki] = 1.0
-    G = np.vstack([M @ sel, np.sqrt(eps) * np.eye(len(x))]) / scale[None, :]   # d residual / d x
-
-    def residual(p):
-        z = (unpack(p) - x_nom) / scale
-        return np.concatenate([M @ z[ki] - qtr, np.sqrt(eps) * z])
-
-    def jacobian(p):
-        dx = np.zeros((len(x), len(p)))
-        dx[free, np.arange(len(free))] = 1.0
-        for k, i in enumerate(blocks):
-            a = len(free) + 10 * k
-            v = p[a:a + 10]
-            for c in range(10):   # central differences of the 10 -> 10 map (a quadratic in L: exact)
-                e = np.zeros(10)
-                e[c] = 1e-6
-                dx[i:i + 10, a + c] = (block(v + e) - block(v - e)) / 2e-6
-        return G @ dx
-
-    p0 = [x[free]]
-    for i in blocks:
-        J = pseudo_inertia(x[i:i + 10])
-        lam, V = np.linalg.eigh(J)
+    G = np.vstack([M @ sel, np.sqrt(eps) * np.eye(len(x))]) / scale[None, :]   # residual = G (x - x_nom) - c
+    c = np.concatenate([qtr, np.zeros(len(x))])
+    p = []
+    for i in blocks:   # the nearest PSD pseudo-inertias, as log-Cholesky factors
+        lam, V = np.linalg.eigh(pseudo_inertia(x[i:i + 10]))
         lam = np.maximum(lam, 1e-6 * max(float(lam.max()), 1e-12))
-        L = np.linalg.cholesky((V * lam) @ V.T)
-        v = L[tril].copy()
+        v = np.linalg.cholesky((V * lam) @ V.T)[tril]
         v[diag] = np.log(v[diag])
-        p0.append(v)
-    lo = np.concatenate([lower[free], np.full(10 * len(blocks), -np.inf)])
-    start = np.concatenate(p0)
-    start[:len(free)] = np.maximum(start[:len(free)], lo[:len(free)])
-    # lsmr: no dense SVD per step (OpenBLAS's threads thrash on small matrices when the cores are busy)
-    sol = least_squares(residual, start, jac=jacobian, bounds=(lo, np.full(len(start), np.inf)), method="trf",
-                        tr_solver="lsmr", x_scale="jac")
-    return unpack(sol.x)
+        p.append(v)
+        x[i:i + 10] = block(v)
+    pv = np.concatenate(p)
+
+    def unpack(pv):
+        out = x[held].copy()
+        for k in range(len(blocks)):
+            out[10 * k:10 * (k + 1)] = block(pv[10 * k:10 * (k + 1)])
+        return out
+
+    for _ in range(rounds):
+        target = c - G[:, free] @ (x[free] - x_nom[free])
+
+        def residual(pv, target=target):
+            return G[:, held] @ (unpack(pv) - x_nom[held]) - target
+
+        def jacobian(pv):
+            d = np.zeros((len(held), len(pv)))
+            for k in range(len(blocks)):
+                for j in range(10):   # central differences of the 10 -> 10 map (quadratic in L: exact)
+                    e = np.zeros(len(pv))
+                    e[10 * k + j] = 1e-6
+                    d[10 * k:10 * (k + 1), 10 * k + j] = (block(pv[10 * k:10 * (k + 1)] + e[10 * k:10 * (k + 1)])
+                                                          - block(pv[10 * k:10 * (k + 1)] - e[10 * k:10 * (k + 1)])
+                                                          ) / 2e-6
+            return G[:, held] @ d
+
+        pv = least_squares(residual, pv, jac=jacobian, method="trf", max_nfev=100).x
+        x[held] = unpack(pv)
+        rhs = c - G[:, held] @ (x[held] - x_nom[held])
+        lo = lower[free] - x_nom[free]
+        x[free] = x_nom[free] + lsq_linear(G[:, free], rhs, bounds=(lo, np.full(len(free), np.inf)),
+                                           method="bvls", tol=1e-12).x
+    return x
