@@ -183,3 +183,15 @@ def test_full_inertial_fit_flags_combinations_and_still_predicts_at_the_noise_le
     sigma = np.asarray(params["torque_noise"])
     assert result.torque_rmse_validation["learned"] <= 1.1 * float(np.sqrt(np.mean(sigma ** 2)))
     assert result.torque_rmse_validation["nominal"] > 5 * result.torque_rmse_validation["learned"]
+
+
+def test_the_gradient_method_is_still_there_and_agrees_on_the_masses(panda):
+    params, prepared, model, closed = panda
+    config = replace(QUICK, method="gradient", blackbox_steps=0, epochs=6, max_train_samples=1000)
+    result = identify_from_log(prepared, model, config)
+    assert result.config["method"] == "gradient" and result.loss_history and not result.base_parameters
+    true = dict(zip(params["links"], params["mass"]))
+    for link in params["links"][2:]:
+        assert result.parameter(link).identified == pytest.approx(true[link], rel=0.10), link
+        assert closed.parameter(link).identified == pytest.approx(true[link], rel=0.10), link
+    assert "no effect" in result.parameter("panda_link1").reason
