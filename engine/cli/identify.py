@@ -140,7 +140,8 @@ def register(subparsers) -> None:
                    help="comma-separated kinds to fit: per link mass, com, inertia; per joint damping, coulomb "
                         "(or friction), armature, offset (default: mass)")
     p.add_argument("--links", default=None, help="comma-separated links to fit (default: every moving body)")
-    p.add_argument("--epochs", type=int, default=d.epochs, help=f"L-BFGS steps (default: {d.epochs})")
+    p.add_argument("--epochs", type=int, default=d.epochs,
+                   help=f"L-BFGS steps of --method gradient (default: {d.epochs})")
     p.add_argument("--blackbox-steps", type=int, default=d.blackbox_steps,
                    help=f"Adam steps of the black-box MLP, 0 for none (default: {d.blackbox_steps})")
     p.add_argument("--method", default=d.method, choices=("closed_form", "gradient"),

@@ -133,6 +133,9 @@ def closed_form_unsupported(model, links, kinds) -> str:
     lk = set(kinds) & _FULL
     if lk and lk != {"mass"} and lk != _FULL:
         return (f"the closed form fits the mass alone or mass, com and inertia together, not {sorted(lk)}")
+    if model.dynamic_parameters().numel() != 10 * model.dof:
+        return ("the closed form needs one regressor body per joint (no floating base, no coupled mimic "
+                "joints)")
     child = {j.name: j.child for j in model.description.joints}
     bodies = {child[n] for n in model.joint_names}
     other = [l for l in links if l not in bodies]

@@ -325,7 +325,7 @@ def _gradient_fit(config, ctx, prepared, rigid, links, kinds, jkinds, labels, no
     motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
     base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
     Y0, names0 = (
-        regressor(rigid, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
+        regressor(rigid, motion, links, base_kinds) if base_kinds else (np.zeros((min(tr.numel(), 400) * dof, 0)), [])
     )
     Y1, names1 = _extra_columns(rigid, motion, links, kinds)
     sub = torch.linspace(0, tr.numel() - 1, min(tr.numel(), 400), device=device).round().long()

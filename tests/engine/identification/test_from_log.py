@@ -195,3 +195,11 @@ def test_the_gradient_method_is_still_there_and_agrees_on_the_masses(panda):
         assert result.parameter(link).identified == pytest.approx(true[link], rel=0.10), link
         assert closed.parameter(link).identified == pytest.approx(true[link], rel=0.10), link
     assert "no effect" in result.parameter("panda_link1").reason
+
+
+def test_kinds_the_closed_form_does_not_take_are_fitted_by_gradient_with_a_warning(panda):
+    _, prepared, model, _ = panda
+    result = identify_from_log(prepared, model, replace(QUICK, learn=("com",), blackbox_steps=0, epochs=2,
+                                                        max_train_samples=300))
+    assert any("fitted by gradient instead" in w for w in result.warnings)
+    assert result.loss_history and np.asarray(result.parameter("panda_link3", "com").identified).shape == (3,)
