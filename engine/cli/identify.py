@@ -24,6 +24,7 @@ def _config(args):
         weighting=args.weighting,
         method=args.method,
         coulomb_velocity_scale=args.coulomb_velocity_scale,
+        fit_velocity_scale=args.fit_velocity_scale,
         seed=args.seed,
         device=args.device,
     )
@@ -149,6 +150,8 @@ def register(subparsers) -> None:
                         f"gradient: L-BFGS from the URDF (default: {d.method})")
     p.add_argument("--coulomb-velocity-scale", type=float, default=d.coulomb_velocity_scale,
                    help=f"v_s of the Coulomb term Fc tanh(qd / v_s), rad/s (default: {d.coulomb_velocity_scale:g})")
+    p.add_argument("--fit-velocity-scale", action="store_true",
+                   help="choose v_s among 0.005-0.2 rad/s by the training fit (closed form)")
     p.add_argument("--weighting", default=d.weighting, choices=("noise", "variance"),
                    help=f"per-joint weighting of the torque errors (default: {d.weighting})")
     p.add_argument(

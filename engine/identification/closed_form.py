@@ -111,7 +111,8 @@ class ClosedFormResult:
     "value", "std", "parameters"}`` per base parameter (units of its first parameter; std: one
     standard deviation from the residual's variance); rank / columns of the stacked regressor;
     condition: its condition number over the kept columns (normalised); repaired: links refitted
-    for a PSD pseudo-inertia; seconds: wall time.
+    for a PSD pseudo-inertia; residual_rms: the fit's noise-weighted residual, RMS over the rows
+    used (about 1 when the model explains the torques to the noise); seconds: wall time.
     """
 
     masses: dict[str, float]
@@ -125,6 +126,7 @@ class ClosedFormResult:
     columns: int
     condition: float
     repaired: list[str] = field(default_factory=list)
+    residual_rms: float = 0.0
     seconds: float = 0.0
 
 
@@ -338,7 +340,8 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
     cond = float(s[0] / s[rank - 1]) if rank else float("inf")
     return ClosedFormResult(masses=masses, coms=coms, inertias=inertias, joint_values=values,
                             unidentifiable=unident, weakly_excited=weak, base_parameters=base, rank=rank, columns=P,
-                            condition=cond, repaired=repaired, seconds=time.monotonic() - t0)
+                            condition=cond, repaired=repaired, residual_rms=float(np.sqrt(sigma2)),
+                            seconds=time.monotonic() - t0)
 
 
 def _psd_refit(x, bad_links, starts, M, qtr, eps, ki, x_nom, scale, lower, rounds: int = 4):

@@ -93,6 +93,8 @@ LINK_KINDS = ("mass", "com", "inertia")
 # (a mass's relative change; a joint term's raw parameter, about its log change): the data term,
 # normalised by the noise, is about 1 at the optimum and far stiffer along identifiable directions
 RIDGE = 1e-3
+# rad/s: the Coulomb velocity scales fit_velocity_scale tries (with the configured one)
+VELOCITY_SCALES = (0.005, 0.01, 0.02, 0.035, 0.05, 0.1, 0.2)
 
 
 @dataclass(frozen=True)
@@ -110,9 +112,12 @@ class LogIdentificationConfig:
     or ``"variance"`` (divided by its torque standard deviation, the paper's normalised MSE).
     method: ``"closed_form"`` (weighted least squares on the base parameters, every training
     sample) or ``"gradient"`` (L-BFGS; module doc). min_speed: rad/s, the closed form leaves out
-    joint ``i``'s rows where ``|qd_i|`` is below it. epochs: L-BFGS outer steps (20 inner
-    iterations each). max_train_samples: training samples used by the gradient fit (evenly
-    spaced; all when fewer). identifiability_tol: see
+    joint ``i``'s rows where ``|qd_i|`` is below it. fit_velocity_scale: the closed form chooses
+    ``v_s`` among :data:`VELOCITY_SCALES` and the configured one by the error on every training
+    sample (the result's ``velocity_scale``; a lower ``v_s`` makes the friction stiffer at rest
+    for rollouts).
+    epochs: L-BFGS outer steps (20 inner iterations each). max_train_samples: training samples
+    used by the gradient fit (evenly spaced; all when fewer). identifiability_tol: see
     :func:`engine.identification.synthetic.identifiability`. noise_window, noise_polyorder: the
     Savitzky-Golay filter of the noise estimate. blackbox_*: the MLP's width, depth,
     full-batch Adam steps and learning rate (0 steps: no black box). seed: the MLP's
@@ -138,6 +143,7 @@ class LogIdentificationConfig:
     coulomb_velocity_scale: float = COULOMB_VELOCITY_SCALE   # rad/s, v_s of tanh(qd / v_s)
     method: str = "closed_form"   # closed_form (weighted least squares, base parameters) or gradient (L-BFGS)
     min_speed: float = 0.1   # rad/s: closed form, joint i's rows with |qd_i| below it left out (dry friction sticks)
+    fit_velocity_scale: bool = False   # closed form: choose v_s from VELOCITY_SCALES by the training fit
 
     def validate(self) -> None:
         if not self.learn:
@@ -493,9 +499,27 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         ctx.progress(0.03, "closed-form weighted least squares")
         ctx.check_cancelled()
         tr_all = torch.as_tensor(np.flatnonzero(train_mask), device=device)
-        cf = closed_form_fit(rigid, q[tr_all], qd[tr_all], qdd[tr_all], tau[tr_all], weight.cpu().numpy(), links,
-                             labels, kinds, jkinds, nominal_joint, v_s, config.identifiability_tol,
-                             config.min_speed)
+        args = (rigid, q[tr_all], qd[tr_all], qdd[tr_all], tau[tr_all], weight.cpu().numpy(), links, labels, kinds,
+                jkinds, nominal_joint)
+        cf = closed_form_fit(*args, v_s, config.identifiability_tol, config.min_speed)
+        if config.fit_velocity_scale and "coulomb" in jkinds:
+            # v_s is the model's one nonlinear parameter: the closed form on a grid, kept the one whose
+            # weighted error on every training sample (the slow ones too) is lowest
+            def train_error(fit, v):
+                with torch.no_grad():
+                    m = rigid.with_link_params(mass=fit.masses, com=fit.coms or None, inertia=fit.inertias or None)
+                    pred = m.inverse_dynamics(*args[1:4]) + JointFriction(
+                        dof, fit.joint_values, velocity_scale=v, dtype=dtype, device=device).torque(*args[2:4])
+                return float((((pred - args[4]) / weight) ** 2).mean())
+
+            best = train_error(cf, v_s)
+            for i, v in enumerate(VELOCITY_SCALES):
+                ctx.progress(0.03 + 0.5 * i / len(VELOCITY_SCALES), f"Coulomb velocity scale {v:g} rad/s")
+                ctx.check_cancelled()
+                other = closed_form_fit(*args, v, config.identifiability_tol, config.min_speed)
+                err = train_error(other, v)
+                if err < best:
+                    cf, v_s, best = other, v, err
         learner = rigid.with_link_params(mass=cf.masses, com=cf.coms or None, inertia=cf.inertias or None)
         joint = JointFriction(dof, cf.joint_values, velocity_scale=v_s, dtype=dtype, device=device)
         bad, history, held, base_parameters = cf.unidentifiable, [], {}, cf.base_parameters

@@ -155,3 +155,16 @@ def test_a_weakly_excited_mass_is_reported_with_its_standard_deviation(mujoco_pa
     assert "panda_link2 mass" in base and base["panda_link2 mass"]["std"] > 0
     if base["panda_link2 mass"]["std"] > 0.1 * abs(base["panda_link2 mass"]["value"]):
         assert link2.identifiable and link2.reason.startswith("weakly excited")
+
+
+def test_fitting_the_coulomb_velocity_scale_keeps_the_parameters_and_fits_the_slow_samples_better(mujoco_panda):
+    from engine.identification.from_log import VELOCITY_SCALES, identify_from_log
+
+    result, truth, prepared = mujoco_panda
+    config = replace(LogIdentificationConfig(**{**result.config, "learn": tuple(result.config["learn"]),
+                                                "links": None}), fit_velocity_scale=True)
+    fitted = identify_from_log(prepared, load_robot("panda"), config)
+    assert fitted.velocity_scale in VELOCITY_SCALES and fitted.velocity_scale < 0.05   # MuJoCo's friction is sharp
+    assert fitted.torque_rmse_validation["learned"] < result.torque_rmse_validation["learned"]
+    for kind in ("damping", "coulomb", "armature"):
+        assert fitted.joint_values[kind][:4] == pytest.approx(truth[kind][:4], rel=0.2), kind
