@@ -164,7 +164,7 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
     (rad/s); tol: relative column norm and singular value below which a direction is not seen;
     min_speed: joint ``i``'s rows where ``|qd_i|`` is below it (rad/s) are left out (near rest a dry
     friction sticks, which no smooth Coulomb model follows; the common practice of friction
-    identification).
+    identification), unless that is over 80 % of them (a slow motion keeps every row).
     """
     from scipy.linalg import qr, solve_triangular
     from scipy.optimize import lsq_linear
@@ -221,8 +221,11 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
     x_nom_a = np.maximum(x_nom_a, lower_a)
     w = np.asarray(weight, dtype=float)[None, :]
     tau_np = tau.detach().cpu().numpy()
-    # rows left out: infinite weight (their residual and regressor rows become 0)
-    w = np.where(np.abs(qd.detach().cpu().numpy()) < min_speed, np.inf, w)
+    # rows left out: infinite weight (their residual and regressor rows become 0); a joint that is
+    # slower than min_speed on most samples keeps all its rows (a slow motion: nothing else to fit)
+    slow = np.abs(qd.detach().cpu().numpy()) < min_speed
+    slow[:, slow.mean(0) > 0.8] = False
+    w = np.where(slow, np.inf, w)
     const = Y @ pi_fixed.reshape(-1) + Yj @ theta_fixed
     P = len(cols)
     if P == 0:
@@ -234,8 +237,14 @@ def closed_form_fit(rigid, q, qd, qdd, tau, weight, links, labels, kinds, jkinds
     # 2. base parameters: no-effect columns, then QR with column pivoting of the normalised others
     norms = np.linalg.norm(As, axis=0)
     top = float(norms.max()) if norms.max() > 0 else 1.0
-    kept = norms >= tol * top
+    kept = norms >= tol * top if norms.max() > 0 else np.zeros(P, dtype=bool)
     ki = np.flatnonzero(kept)
+    if not len(ki):   # nothing acts on the torques (no motion): every parameter keeps its value
+        still = {(l, k): "no effect on the joint torques (the motion does not act on it)" for l, k, _, _ in names}
+        values = {k: [float(v) for v in nominal_joint[k]] for k in JOINT_KINDS}
+        return ClosedFormResult(masses={}, coms={}, inertias={}, joint_values=values, unidentifiable=still,
+                                weakly_excited={}, base_parameters=[], rank=0, columns=P, condition=float("inf"),
+                                seconds=time.monotonic() - t0)
     # one QR of [A_n | r] (R alone, Q never formed), then the pivoted QR of its small R: the same
     # R, pivots and Q^T r as a pivoted QR of the tall A_n
     Rr = cast(np.ndarray, np.linalg.qr(np.hstack([As[:, ki] / norms[ki], r[:, None]]), mode="r"))

@@ -101,6 +101,31 @@ def test_full_inertial_closed_form_is_physical_and_names_the_combinations(panda)
     assert r.unidentifiable[("panda_link1", "mass")].startswith("no effect")
 
 
+def test_a_joint_that_does_not_move_is_reported_and_keeps_its_terms(panda):
+    """Too little excitation (issue 30, item 8): joint 3 held still, its friction and armature act on
+    no torque; a motionless log leaves every parameter at its nominal value, all reported."""
+    rigid, nominal, labels, truth, (q, qd, qdd, _) = panda
+    q, qd, qdd = q.clone(), qd.clone(), qdd.clone()
+    q[:, 2], qd[:, 2], qdd[:, 2] = 0.3, 0.0, 0.0
+    joint = JointFriction(7, TRUE_JOINT, velocity_scale=0.05, dtype=torch.float64)
+    with torch.no_grad():
+        tau = truth.inverse_dynamics(q, qd, qdd) + joint.torque(qd, qdd)
+    r = closed_form_fit(rigid, q, qd, qdd, tau, np.full(7, 0.05), labels, labels, ("mass",), JOINT_KINDS, nominal,
+                        0.05, min_speed=0.1)
+    for kind in ("damping", "coulomb", "armature"):
+        assert r.unidentifiable[("panda_link3", kind)].startswith("no effect"), kind
+        assert r.joint_values[kind][2] == nominal[kind][2]
+        assert r.joint_values[kind][3] == pytest.approx(TRUE_JOINT[kind][3], rel=1e-8)
+    # the offset of joint 3 still acts (a constant torque): found from the gravity-loaded rows
+    assert r.joint_values["offset"][2] == pytest.approx(TRUE_JOINT["offset"][2], abs=1e-8)
+    still = torch.zeros_like(q)
+    with torch.no_grad():
+        zero = rigid.inverse_dynamics(still, still, still) * 0
+    r = closed_form_fit(rigid, still, still, still, zero, np.full(7, 0.05), labels, labels, ("mass",),
+                        ("damping",), nominal, 0.05)
+    assert r.rank == 0 or all(k[1] != "damping" or v.startswith("no effect") for k, v in r.unidentifiable.items())
+
+
 def test_config_rejects_an_unknown_method_in_one_line():
     with pytest.raises(ValueError, match="method must be 'closed_form' or 'gradient', got 'newton'"):
         replace(LogIdentificationConfig(), method="newton").validate()
