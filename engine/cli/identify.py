@@ -22,6 +22,9 @@ def _config(args):
         epochs=args.epochs,
         blackbox_steps=args.blackbox_steps,
         weighting=args.weighting,
+        method=args.method,
+        coulomb_velocity_scale=args.coulomb_velocity_scale,
+        fit_velocity_scale=args.fit_velocity_scale,
         seed=args.seed,
         device=args.device,
     )
@@ -80,6 +83,7 @@ def _log(args) -> int:
         "noise_level": out["noise_level"],
         "noise_level_per_joint": out["noise_level_per_joint"],
         "unidentifiable": out["unidentifiable"],
+        "base_parameters": out["base_parameters"],
         "samples_train": out["samples_train"],
         "samples_validation": out["samples_validation"],
         "seconds": out["seconds"],
@@ -137,9 +141,17 @@ def register(subparsers) -> None:
                    help="comma-separated kinds to fit: per link mass, com, inertia; per joint damping, coulomb "
                         "(or friction), armature, offset (default: mass)")
     p.add_argument("--links", default=None, help="comma-separated links to fit (default: every moving body)")
-    p.add_argument("--epochs", type=int, default=d.epochs, help=f"L-BFGS steps (default: {d.epochs})")
+    p.add_argument("--epochs", type=int, default=d.epochs,
+                   help=f"L-BFGS steps of --method gradient (default: {d.epochs})")
     p.add_argument("--blackbox-steps", type=int, default=d.blackbox_steps,
                    help=f"Adam steps of the black-box MLP, 0 for none (default: {d.blackbox_steps})")
+    p.add_argument("--method", default=d.method, choices=("closed_form", "gradient"),
+                   help="closed_form: weighted least squares on the base parameters, physically consistent; "
+                        f"gradient: L-BFGS from the URDF (default: {d.method})")
+    p.add_argument("--coulomb-velocity-scale", type=float, default=d.coulomb_velocity_scale,
+                   help=f"v_s of the Coulomb term Fc tanh(qd / v_s), rad/s (default: {d.coulomb_velocity_scale:g})")
+    p.add_argument("--fit-velocity-scale", action="store_true",
+                   help="choose v_s among 0.005-0.2 rad/s by the training fit (closed form)")
     p.add_argument("--weighting", default=d.weighting, choices=("noise", "variance"),
                    help=f"per-joint weighting of the torque errors (default: {d.weighting})")
     p.add_argument(

@@ -9,25 +9,28 @@ measured joint torques, a train / validation split) and a nominal :class:`RobotM
    Savitzky-Golay fit of each torque, divided by ``sqrt(1 - c0)`` (``c0`` the filter's centre
    coefficient: for white noise of standard deviation ``sigma`` the residual's is
    ``sigma sqrt(1 - c0)``; the smooth motion itself passes the filter);
-2. computes the structural identifiability of the learned parameters from the regressor
-   (:func:`engine.identification.synthetic.regressor` / :func:`identifiability`) on the
-   training part: the Panda's link-1 mass, whose centre of mass lies on the joint-1 axis,
-   acts on no torque and is reported unidentifiable;
-3. splits the nominal model into its rigid body and its per-joint friction and actuation
+2. splits the nominal model into its rigid body and its per-joint friction and actuation
    (:func:`engine.models.robot_source.split_rigid_body`): the torque model is
    ``tau = RNEA(q, qd, qdd) + Fv qd + Fc tanh(qd / v_s) + Ia qdd + tau0``
    (:class:`engine.models.joint_friction.JointFriction`; ``v_s`` the config's
-   ``coulomb_velocity_scale``); the learned joint kinds (damping, coulomb, armature, offset,
-   on every joint) start from a per-joint non-negative least squares of the torque the nominal
-   rigid body leaves unexplained (:func:`engine.identification.joint_terms.joint_terms_start`);
-4. makes the link parameters learnable on a copy of the rigid body
-   (:meth:`RobotModel.make_learnable`; masses preconditioned by their sensitivity,
-   :class:`PreconditionedMass`, as in the identification loop) and fits them with the joint
-   terms (softplus: damping, Coulomb friction and armature stay non-negative) by L-BFGS to the
-   training torques, each joint's error weighted by its estimated noise (a weighted least
-   squares: the torques are linear in the masses and the joint terms); parameters that act on
-   no torque keep their nominal values, those identifiable only in combination with others are
-   fitted from the nominal start (only the identifiable combinations move) and flagged;
+   ``coulomb_velocity_scale``), linear in the masses (or the ten inertial parameters of each
+   link) and the joint terms;
+3. ``method="closed_form"`` (the default; :mod:`engine.identification.closed_form`): stacks the
+   regressor of every training sample (joint ``i``'s rows left out where ``|qd_i| < min_speed``,
+   where a dry friction sticks), weights each joint by its noise, finds the base parameters by a
+   QR with column pivoting (parameters with no effect keep their nominal values; those
+   identifiable only in combination are flagged and the combinations reported in plain words,
+   ``base_parameters``, with their standard deviations), solves the weighted least squares and
+   keeps the result physical (masses > 0, damping, Coulomb friction, armature >= 0, PSD
+   pseudo-inertias), nearest the URDF along what the data do not see. The Panda's link-1 mass,
+   whose centre of mass lies on the joint-1 axis, acts on no torque and is reported so;
+4. ``method="gradient"``: the structural identifiability from the regressor
+   (:func:`engine.identification.synthetic.identifiability`), the joint terms started from a
+   per-joint non-negative least squares
+   (:func:`engine.identification.joint_terms.joint_terms_start`), then L-BFGS on a learnable copy
+   of the rigid body (masses preconditioned by their sensitivity, :class:`PreconditionedMass`)
+   and the joint terms (softplus: non-negative), the same noise-weighted loss, a small ridge
+   towards the nominal values on the parameters identifiable only in combination;
 5. trains a black-box MLP ``(q, qd, qdd) -> tau`` on the same training samples;
 6. reports the validation torque RMSE (N m) of the learned model, of the nominal model (its
    URDF damping, friction and armature included) and of the black box, with the noise level.
@@ -54,6 +57,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import torch
 
+from engine.identification.closed_form import closed_form_fit, closed_form_unsupported
 from engine.identification.joint_terms import JOINT_KINDS, joint_columns, joint_terms_start
 from engine.identification.synthetic import (
     ParameterLookup,
@@ -89,6 +93,8 @@ LINK_KINDS = ("mass", "com", "inertia")
 # (a mass's relative change; a joint term's raw parameter, about its log change): the data term,
 # normalised by the noise, is about 1 at the optimum and far stiffer along identifiable directions
 RIDGE = 1e-3
+# rad/s: the Coulomb velocity scales fit_velocity_scale tries (with the configured one)
+VELOCITY_SCALES = (0.005, 0.01, 0.02, 0.035, 0.05, 0.1, 0.2)
 
 
 @dataclass(frozen=True)
@@ -104,8 +110,14 @@ class LogIdentificationConfig:
     trim: samples dropped at each end of the log (filter edge effects). weighting:
     ``"noise"`` (each joint's error divided by its estimated noise: weighted least squares)
     or ``"variance"`` (divided by its torque standard deviation, the paper's normalised MSE).
+    method: ``"closed_form"`` (weighted least squares on the base parameters, every training
+    sample) or ``"gradient"`` (L-BFGS; module doc). min_speed: rad/s, the closed form leaves out
+    joint ``i``'s rows where ``|qd_i|`` is below it. fit_velocity_scale: the closed form chooses
+    ``v_s`` among :data:`VELOCITY_SCALES` and the configured one by the error on every training
+    sample (the result's ``velocity_scale``; a lower ``v_s`` makes the friction stiffer at rest
+    for rollouts).
     epochs: L-BFGS outer steps (20 inner iterations each). max_train_samples: training samples
-    used by the fit (evenly spaced; all when fewer). identifiability_tol: see
+    used by the gradient fit (evenly spaced; all when fewer). identifiability_tol: see
     :func:`engine.identification.synthetic.identifiability`. noise_window, noise_polyorder: the
     Savitzky-Golay filter of the noise estimate. blackbox_*: the MLP's width, depth,
     full-batch Adam steps and learning rate (0 steps: no black box). seed: the MLP's
@@ -129,6 +141,9 @@ class LogIdentificationConfig:
     seed: int = 0
     device: str = "cpu"     # where the robot model is loaded and fitted (cpu, cuda, auto; float64 everywhere)
     coulomb_velocity_scale: float = COULOMB_VELOCITY_SCALE   # rad/s, v_s of tanh(qd / v_s)
+    method: str = "closed_form"   # closed_form (weighted least squares, base parameters) or gradient (L-BFGS)
+    min_speed: float = 0.1   # rad/s: closed form, joint i's rows with |qd_i| below it left out (dry friction sticks)
+    fit_velocity_scale: bool = False   # closed form: choose v_s from VELOCITY_SCALES by the training fit
 
     def validate(self) -> None:
         if not self.learn:
@@ -136,6 +151,8 @@ class LogIdentificationConfig:
         for k in self.learn:
             if k not in LEARNABLE_KINDS:
                 raise ValueError(f"learn: unknown parameter kind {k!r}; expected some of {LEARNABLE_KINDS}")
+        if self.method not in ("closed_form", "gradient"):
+            raise ValueError(f"method must be 'closed_form' or 'gradient', got {self.method!r}")
         if self.weighting not in ("noise", "variance"):
             raise ValueError(f"weighting must be 'noise' or 'variance', got {self.weighting!r}")
         if self.trim < 0 or self.epochs < 0 or self.max_train_samples < 10 or self.blackbox_steps < 0:
@@ -146,6 +163,8 @@ class LogIdentificationConfig:
             or not 0 <= self.noise_polyorder < self.noise_window
         ):
             raise ValueError("noise_window must be odd >= 3 and noise_polyorder in [0, noise_window)")
+        if not self.min_speed >= 0:
+            raise ValueError(f"min_speed must be >= 0 rad/s, got {self.min_speed!r}")
         if not self.coulomb_velocity_scale > 0:
             raise ValueError(f"coulomb_velocity_scale must be > 0 rad/s, got {self.coulomb_velocity_scale!r}")
         if self.blackbox_hidden < 1 or self.blackbox_layers < 1 or self.blackbox_lr <= 0:
@@ -186,7 +205,9 @@ class LogIdentificationResult(ParameterLookup):
     over all joints (N m; blackbox None when not trained); the ``*_per_joint`` forms give
     ``(dof,)`` lists. noise_level: the estimated torque noise, RMS over joints (N m), and
     per joint. loss_history: the weighted loss per L-BFGS step. samples_train /
-    samples_validation: sample counts. seconds: wall time. model: the learned
+    samples_validation: sample counts. seconds: wall time. base_parameters (closed form): the base
+    parameters, ``{"expression", "value", "std", "parameters"}`` (see
+    :class:`engine.identification.closed_form.ClosedFormResult`). model: the learned
     :class:`RobotModel` (not in :meth:`to_dict`). validation: ``{"t": (M,), "tau": (M, dof),
     "learned", "nominal", "blackbox": (M, dof)}`` arrays for plots (not in :meth:`to_dict`).
     """
@@ -208,6 +229,7 @@ class LogIdentificationResult(ParameterLookup):
     joint_values: dict = field(default_factory=dict)
     velocity_scale: float = COULOMB_VELOCITY_SCALE
     warnings: list[str] = field(default_factory=list)
+    base_parameters: list[dict] = field(default_factory=list)
     model: RobotModel | None = field(default=None, repr=False)
     validation: dict = field(default_factory=dict, repr=False)
 
@@ -293,6 +315,119 @@ def _train_blackbox(x_tr, y_tr, config: LogIdentificationConfig, ctx, progress_s
 
 # --------------------------------------------------------------------------- the fit
 
+def _gradient_fit(config, ctx, prepared, rigid, links, kinds, jkinds, labels, nominal_joint, v_s, q, qd, qdd, tau,
+                  tr, noise_t, weight):
+    """The gradient fit (``method="gradient"``; module doc, steps 2-4): ``(learner, joint, bad,
+    history, held)``, the fitted rigid body, its :class:`JointFriction`, the unidentifiable
+    parameters, the loss per L-BFGS step and the masses held at their nominal values."""
+    dof, dtype, device = rigid.dof, rigid.dtype, rigid.device
+
+    def tensor(a):
+        return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
+
+    # 2. identifiability from the nominal model's regressor on the training motion
+    ctx.progress(0.03, "identifiability")
+    ctx.check_cancelled()
+    motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
+    base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
+    Y0, names0 = (
+        regressor(rigid, motion, links, base_kinds) if base_kinds else (np.zeros((min(tr.numel(), 400) * dof, 0)), [])
+    )
+    Y1, names1 = _extra_columns(rigid, motion, links, kinds)
+    sub = torch.linspace(0, tr.numel() - 1, min(tr.numel(), 400), device=device).round().long()
+    Y2, names2 = joint_columns(qd[tr][sub], qdd[tr][sub], jkinds, labels, v_s, tau[tr].std(0).clamp_min(1e-9))
+    Y = np.concatenate([Y0, Y1, Y2], axis=1)
+    names = list(names0) + list(names1) + list(names2)
+    bad = identifiability(Y, names, config.identifiability_tol)
+    norms = np.linalg.norm(Y, axis=0) if Y.size else np.zeros(0)
+    top = float(norms.max()) if norms.size and norms.max() > 0 else 1.0
+    rel_mass = {l: float(n / top) for (l, k, _), n in zip(names, norms) if k == "mass"}
+
+    # 3. the fit: link parameters on a copy of the rigid body, joint terms from their closed form
+    learner = rigid.clone()
+    ridge: list = []   # (module, start) of the masses identifiable only in combination
+    mass_modules: dict = {}   # link -> its PreconditionedMass
+    for l in links:
+        for k in kinds:
+            if bad.get((l, k), "").startswith("no effect"):
+                continue  # the data do not act on it: it keeps the nominal value
+            # parameters identifiable only in combination are fitted too, with a small ridge on
+            # their change (RIDGE): the identifiable combinations move, the null space keeps its
+            # nominal part; the report flags them
+            if k == "mass":
+                module = learner.make_learnable(
+                    l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
+                )
+                mass_modules[l] = module
+                if (l, k) in bad:
+                    ridge.append((module, learner.link_mass(l).detach().clone()))
+            else:
+                learner.make_learnable(l, k)
+    q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
+    with torch.no_grad():
+        residual = tau_tr - rigid.inverse_dynamics(q_tr, qd_tr, qdd_tr)
+    start = joint_terms_start(residual, qd_tr, qdd_tr, jkinds, nominal_joint, v_s)
+    for i, label in enumerate(labels):   # a term the motion does not act on keeps its nominal value
+        for k in jkinds:
+            if bad.get((label, k), "").startswith("no effect"):
+                start[k][i] = nominal_joint[k][i]
+    joint = JointFriction(dof, start, learn=jkinds, velocity_scale=v_s, offset_scale=noise_t.clamp_min(1e-6),
+                          dtype=dtype, device=device)
+    params = [p for p in learner.parameters() if p.requires_grad] + list(joint.parameters())
+    joint_ridge = [(getattr(joint, f"_{k}_raw"), i, getattr(joint, f"_{k}_raw").detach()[i].clone())
+                   for k in jkinds for i, label in enumerate(labels) if (label, k) in bad]
+
+    rigid_torque = _rigid_torque(rigid, learner, links, kinds, q_tr, qd_tr, qdd_tr)
+
+    def loss_fn():
+        pred = rigid_torque() + joint.torque(qd_tr, qdd_tr)
+        loss = (((pred - tau_tr) / weight) ** 2).mean()
+        penalty = sum((mod() / m0 - 1.0) ** 2 for mod, m0 in ridge) + sum((p[i] - p0) ** 2
+                                                                          for p, i, p0 in joint_ridge)
+        return loss + RIDGE * penalty
+
+    history: list[float] = []
+    held: dict[str, float] = {}   # masses the fit drove to zero or below: kept at the nominal value, refitted
+
+    def fit(params):
+        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
+                                tolerance_grad=1e-12, tolerance_change=1e-15)
+
+        def closure():
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+
+        for epoch in range(config.epochs):
+            ctx.check_cancelled()
+            loss = float(opt.step(closure).detach())
+            if not math.isfinite(loss):
+                raise ValueError("identify_from_log: the fit diverged (the loss is not finite); check the "
+                                 "log's units and joint order")
+            history.append(loss)
+            ctx.progress(0.05 + 0.55 * (epoch + 1) / config.epochs, f"fit: step {epoch + 1}/{config.epochs}",
+                         {"loss": loss})
+            if len(history) > 2 and abs(history[-2] - loss) <= 1e-12 * max(loss, 1e-30):
+                break
+
+    if params and config.epochs:
+        fit(params)
+        # physical consistency: a mass fitted to zero or below is held at its nominal value and the
+        # rest is fitted again without it
+        for l, module in mass_modules.items():
+            if float(module().detach()) <= 0:
+                held[l] = float(module().detach())
+                with torch.no_grad():
+                    module.raw.zero_()
+                module.raw.requires_grad_(False)
+        if held:
+            history.clear()
+            fit([p for p in params if p.requires_grad])
+
+    return learner, joint, bad, history, held
+
+
 def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIdentificationConfig(),
                       ctx: JobContext | None = None, friction_start: dict | None = None) -> LogIdentificationResult:
     """Fit ``model``'s inertial parameters (and damping) to a prepared joint log (module doc).
@@ -356,106 +491,49 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     noise_t = tensor(noise).clamp_min(1e-9 * max(float(noise.max()), 1e-30) + 1e-12)
     weight = noise_t if config.weighting == "noise" else tau[tr].std(0).clamp_min(1e-9)
 
-    # 2. identifiability from the nominal model's regressor on the training motion
-    ctx.progress(0.03, "identifiability")
-    ctx.check_cancelled()
-    motion = SineMotion(tensor(prepared.t)[tr], q[tr], qd[tr], qdd[tr], tau[tr])
-    base_kinds = tuple(k for k in ("mass", "inertia") if k in kinds)
-    Y0, names0 = (
-        regressor(rigid, motion, links, base_kinds) if base_kinds else (np.zeros((tr.numel() * dof, 0)), [])
-    )
-    Y1, names1 = _extra_columns(rigid, motion, links, kinds)
-    sub = torch.linspace(0, tr.numel() - 1, min(tr.numel(), 400), device=device).round().long()
-    Y2, names2 = joint_columns(qd[tr][sub], qdd[tr][sub], jkinds, labels, v_s, tau[tr].std(0).clamp_min(1e-9))
-    Y = np.concatenate([Y0, Y1, Y2], axis=1)
-    names = list(names0) + list(names1) + list(names2)
-    bad = identifiability(Y, names, config.identifiability_tol)
-    norms = np.linalg.norm(Y, axis=0) if Y.size else np.zeros(0)
-    top = float(norms.max()) if norms.size and norms.max() > 0 else 1.0
-    rel_mass = {l: float(n / top) for (l, k, _), n in zip(names, norms) if k == "mass"}
-
-    # 3. the fit: link parameters on a copy of the rigid body, joint terms from their closed form
-    learner = rigid.clone()
-    ridge: list = []   # (module, start) of the masses identifiable only in combination
-    mass_modules: dict = {}   # link -> its PreconditionedMass
-    for l in links:
-        for k in kinds:
-            if bad.get((l, k), "").startswith("no effect"):
-                continue  # the data do not act on it: it keeps the nominal value
-            # parameters identifiable only in combination are fitted too, with a small ridge on
-            # their change (RIDGE): the identifiable combinations move, the null space keeps its
-            # nominal part; the report flags them
-            if k == "mass":
-                module = learner.make_learnable(
-                    l, k, PreconditionedMass(learner.link_mass(l).detach(), rel_mass.get(l, 1.0))
-                )
-                mass_modules[l] = module
-                if (l, k) in bad:
-                    ridge.append((module, learner.link_mass(l).detach().clone()))
-            else:
-                learner.make_learnable(l, k)
-    q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
-    with torch.no_grad():
-        residual = tau_tr - rigid.inverse_dynamics(q_tr, qd_tr, qdd_tr)
-    start = joint_terms_start(residual, qd_tr, qdd_tr, jkinds, nominal_joint, v_s)
-    for i, label in enumerate(labels):   # a term the motion does not act on keeps its nominal value
-        for k in jkinds:
-            if bad.get((label, k), "").startswith("no effect"):
-                start[k][i] = nominal_joint[k][i]
-    joint = JointFriction(dof, start, learn=jkinds, velocity_scale=v_s, offset_scale=noise_t.clamp_min(1e-6),
-                          dtype=dtype, device=device)
-    nominal_terms = JointFriction(dof, nominal_joint, velocity_scale=v_s, dtype=dtype, device=device)
-    params = [p for p in learner.parameters() if p.requires_grad] + list(joint.parameters())
-    joint_ridge = [(getattr(joint, f"_{k}_raw"), i, getattr(joint, f"_{k}_raw").detach()[i].clone())
-                   for k in jkinds for i, label in enumerate(labels) if (label, k) in bad]
-
-    rigid_torque = _rigid_torque(rigid, learner, links, kinds, q_tr, qd_tr, qdd_tr)
-
-    def loss_fn():
-        pred = rigid_torque() + joint.torque(qd_tr, qdd_tr)
-        loss = (((pred - tau_tr) / weight) ** 2).mean()
-        penalty = sum((mod() / m0 - 1.0) ** 2 for mod, m0 in ridge) + sum((p[i] - p0) ** 2
-                                                                          for p, i, p0 in joint_ridge)
-        return loss + RIDGE * penalty
-
-    history: list[float] = []
-    held: dict[str, float] = {}   # masses the fit drove to zero or below: kept at the nominal value, refitted
-
-    def fit(params):
-        opt = torch.optim.LBFGS(params, lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe",
-                                tolerance_grad=1e-12, tolerance_change=1e-15)
-
-        def closure():
-            opt.zero_grad()
-            loss = loss_fn()
-            loss.backward()
-            return loss
-
-        for epoch in range(config.epochs):
-            ctx.check_cancelled()
-            loss = float(opt.step(closure).detach())
-            if not math.isfinite(loss):
-                raise ValueError("identify_from_log: the fit diverged (the loss is not finite); check the "
-                                 "log's units and joint order")
-            history.append(loss)
-            ctx.progress(0.05 + 0.55 * (epoch + 1) / config.epochs, f"fit: step {epoch + 1}/{config.epochs}",
-                         {"loss": loss})
-            if len(history) > 2 and abs(history[-2] - loss) <= 1e-12 * max(loss, 1e-30):
-                break
-
-    if params and config.epochs:
-        fit(params)
-        # physical consistency: a mass fitted to zero or below is held at its nominal value and the
-        # rest is fitted again without it
-        for l, module in mass_modules.items():
-            if float(module().detach()) <= 0:
-                held[l] = float(module().detach())
+    # 2.-3. the fit: the closed form (default) or the gradient fit
+    base_parameters: list[dict] = []
+    unsupported = closed_form_unsupported(model, links, kinds) if config.method == "closed_form" else ""
+    warnings = [f"identify_from_log: {unsupported}; fitted by gradient instead"] if unsupported else []
+    if config.method == "closed_form" and not unsupported:
+        ctx.progress(0.03, "closed-form weighted least squares")
+        ctx.check_cancelled()
+        tr_all = torch.as_tensor(np.flatnonzero(train_mask), device=device)
+        args = (rigid, q[tr_all], qd[tr_all], qdd[tr_all], tau[tr_all], weight.cpu().numpy(), links, labels, kinds,
+                jkinds, nominal_joint)
+        cf = closed_form_fit(*args, v_s, config.identifiability_tol, config.min_speed)
+        if config.fit_velocity_scale and "coulomb" in jkinds:
+            # v_s is the model's one nonlinear parameter: the closed form on a grid, kept the one whose
+            # weighted error on every training sample (the slow ones too) is lowest
+            def train_error(fit, v):
                 with torch.no_grad():
-                    module.raw.zero_()
-                module.raw.requires_grad_(False)
-        if held:
-            history.clear()
-            fit([p for p in params if p.requires_grad])
+                    m = rigid.with_link_params(mass=fit.masses, com=fit.coms or None, inertia=fit.inertias or None)
+                    pred = m.inverse_dynamics(*args[1:4]) + JointFriction(
+                        dof, fit.joint_values, velocity_scale=v, dtype=dtype, device=device).torque(*args[2:4])
+                return float((((pred - args[4]) / weight) ** 2).mean())
+
+            best = train_error(cf, v_s)
+            for i, v in enumerate(VELOCITY_SCALES):
+                ctx.progress(0.03 + 0.5 * i / len(VELOCITY_SCALES), f"Coulomb velocity scale {v:g} rad/s")
+                ctx.check_cancelled()
+                other = closed_form_fit(*args, v, config.identifiability_tol, config.min_speed)
+                err = train_error(other, v)
+                if err < best:
+                    cf, v_s, best = other, v, err
+        learner = rigid.with_link_params(mass=cf.masses, com=cf.coms or None, inertia=cf.inertias or None)
+        joint = JointFriction(dof, cf.joint_values, velocity_scale=v_s, dtype=dtype, device=device)
+        bad, history, held, base_parameters = cf.unidentifiable, [], {}, cf.base_parameters
+        notes = cf.weakly_excited
+        n_fit = int(tr_all.numel())
+        warnings += [f"identify_from_log: the closed form's {l} was not physically consistent: refitted with a "
+                     "positive semidefinite pseudo-inertia" for l in cf.repaired]
+    else:
+        learner, joint, bad, history, held = _gradient_fit(config, ctx, prepared, rigid, links, kinds, jkinds, labels,
+                                                           nominal_joint, v_s, q, qd, qdd, tau, tr, noise_t, weight)
+        n_fit = int(tr.numel())
+        notes = {}
+    nominal_terms = JointFriction(dof, nominal_joint, velocity_scale=v_s, dtype=dtype, device=device)
+    q_tr, qd_tr, qdd_tr, tau_tr = q[tr], qd[tr], qdd[tr], tau[tr]
 
     # 4. the black box
     feats = torch.cat([q, qd, qdd], dim=-1)
@@ -489,7 +567,7 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     reports = []
     for l in links:
         for k in kinds:
-            reason = bad.get((l, k), "")
+            reason = bad.get((l, k), notes.get((l, k), ""))
             identified = _current(learner, l, k)
             if k == "mass" and l in held:
                 reason = (f"the fit drove it to {held[l]:.3g} kg (not physical): held at the nominal value, "
@@ -503,8 +581,8 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     for i, (name, label) in enumerate(zip(model.joint_names, labels)):
         for k in jkinds:
             reports.append(LogParameter(link=label, kind=k, nominal=nominal_joint[k][i], identified=values[k][i],
-                                        identifiable=(label, k) not in bad, reason=bad.get((label, k), ""),
-                                        joint=name))
+                                        identifiable=(label, k) not in bad,
+                                        reason=bad.get((label, k), notes.get((label, k), "")), joint=name))
     unidentifiable = {f"{l}/{k}": r for (l, k), r in bad.items()}
     for l in fixed:
         unidentifiable[l] = "never moves (attached to the fixed base): no effect on the joint torques"
@@ -522,14 +600,15 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         noise_level=float(np.sqrt(np.mean(noise**2))),
         noise_level_per_joint=[float(v) for v in noise],
         loss_history=history,
-        samples_train=int(tr.numel()),
+        samples_train=n_fit,
         samples_validation=int(va.numel()),
         seconds=time.monotonic() - t_start,
         config=config.to_dict(),
         joint_values=values,
         velocity_scale=v_s,
-        warnings=[w for w in [torque_scale_warning(tau_tr.cpu().numpy(), preds_tr["nominal"].cpu().numpy(),
-                                                   list(model.joint_names))] if w],
+        warnings=warnings + [w for w in [torque_scale_warning(tau_tr.cpu().numpy(), preds_tr["nominal"].cpu().numpy(),
+                                                              list(model.joint_names))] if w],
+        base_parameters=base_parameters,
         model=_with_joint_values(learner, values),
         validation=validation,
     )

@@ -5,8 +5,10 @@ The joint torque of :class:`engine.models.joint_friction.JointFriction`,
 ``Fv qd + Fc tanh(qd / v_s) + Ia qdd + tau0``, is linear in ``(Fv, Fc, Ia, tau0)`` and acts
 on its own joint only, so
 
-- :func:`joint_columns` gives its regressor columns (for the identifiability analysis, scaled
-  like :func:`engine.identification.synthetic.regressor`'s: the torque of a typical value);
+- :func:`joint_regressor` gives its columns of the joint-torque regressor, beside
+  :meth:`RobotModel.regressor`'s inertial ones: ``tau = Y(q, qd, qdd) pi + Y_joint(qd, qdd) theta``;
+- :func:`joint_columns` gives the same columns flattened and scaled for the identifiability
+  analysis (like :func:`engine.identification.synthetic.regressor`'s: the torque of a typical value);
 - :func:`joint_terms_start` solves, joint by joint, a non-negative least squares
   (``scipy.optimize.nnls``; the offset as the difference of two non-negative columns) of the
   torque the rigid body leaves unexplained, a physically consistent start for the joint fit.
@@ -17,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.models.joint_friction import FRICTION_KINDS, smooth_sign
+from engine.models.joint_friction import COULOMB_VELOCITY_SCALE, FRICTION_KINDS, smooth_sign
 
-__all__ = ["JOINT_KINDS", "TYPICAL", "joint_columns", "joint_terms_start"]
+__all__ = ["JOINT_KINDS", "TYPICAL", "joint_columns", "joint_regressor", "joint_terms_start"]
 
 JOINT_KINDS = FRICTION_KINDS   # damping, coulomb, armature, offset
 
@@ -37,6 +39,30 @@ def _basis(kind: str, qd: torch.Tensor, qdd: torch.Tensor, velocity_scale: float
     if kind == "armature":
         return qdd
     return torch.ones_like(qd)
+
+
+def joint_regressor(qd: torch.Tensor, qdd: torch.Tensor, kinds=JOINT_KINDS,
+                    velocity_scale: float = COULOMB_VELOCITY_SCALE) -> torch.Tensor:
+    """The joint-torque regressor of the per-joint terms, ``(..., n, K n)`` for ``K`` kinds.
+
+    qd, qdd: (..., n) in rad/s, rad/s^2 (m/s, m/s^2 for prismatic joints); kinds: some of
+    :data:`JOINT_KINDS`, taken in that order; velocity_scale: ``v_s`` of the Coulomb sign (rad/s).
+    Column ``k n + i`` is kind ``k`` of joint ``i`` and is nonzero on joint ``i``'s row only:
+    ``qd_i`` (damping, N m s/rad), ``tanh(qd_i / v_s)`` (Coulomb, N m), ``qdd_i`` (armature,
+    kg m^2), ``1`` (offset, N m). With ``theta = [values[k][i] for k in kinds for i in range(n)]``,
+    ``Y_joint @ theta`` is :meth:`JointFriction.torque` of those values (the kinds not listed at 0).
+    """
+    unknown = [k for k in kinds if k not in JOINT_KINDS]
+    if unknown:
+        raise ValueError(f"joint_regressor: unknown kind(s) {unknown}; expected some of {JOINT_KINDS}")
+    if qd.shape != qdd.shape:
+        raise ValueError(f"joint_regressor: qd {tuple(qd.shape)} and qdd {tuple(qdd.shape)} differ in shape")
+    n = qd.shape[-1]
+    eye = torch.eye(n, dtype=qd.dtype, device=qd.device)
+    blocks = [_basis(k, qd, qdd, velocity_scale)[..., :, None] * eye for k in JOINT_KINDS if k in kinds]
+    if not blocks:
+        return qd.new_zeros(qd.shape + (0,))
+    return torch.cat(blocks, dim=-1)
 
 
 def joint_columns(qd: torch.Tensor, qdd: torch.Tensor, kinds, labels: list[str], velocity_scale: float,

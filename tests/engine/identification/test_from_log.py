@@ -172,7 +172,9 @@ def test_full_inertial_fit_flags_combinations_and_still_predicts_at_the_noise_le
     result = identify_from_log(prepared, model, config)
     # the full inertial parameters are not all identifiable: link 1 acts on no torque, and the
     # others enter the torques only through base-parameter combinations
-    assert result.unidentifiable["panda_link1/inertia"].startswith("no effect")
+    # link 1 turns about its z axis alone: of its inertia only Izz acts, in one sum with link 2's
+    reason = result.unidentifiable["panda_link1/inertia"]
+    assert "combination" in reason and "panda_link1 Izz" in reason and "no effect: panda_link1 Ixx" in reason
     assert result.unidentifiable["panda_link1/com"].startswith("no effect")
     assert "combination" in result.parameter("panda_link4", "mass").reason
     assert result.parameter("panda_link1", "com").identified == result.parameter("panda_link1", "com").nominal
@@ -181,3 +183,23 @@ def test_full_inertial_fit_flags_combinations_and_still_predicts_at_the_noise_le
     sigma = np.asarray(params["torque_noise"])
     assert result.torque_rmse_validation["learned"] <= 1.1 * float(np.sqrt(np.mean(sigma ** 2)))
     assert result.torque_rmse_validation["nominal"] > 5 * result.torque_rmse_validation["learned"]
+
+
+def test_the_gradient_method_is_still_there_and_agrees_on_the_masses(panda):
+    params, prepared, model, closed = panda
+    config = replace(QUICK, method="gradient", blackbox_steps=0, epochs=6, max_train_samples=1000)
+    result = identify_from_log(prepared, model, config)
+    assert result.config["method"] == "gradient" and result.loss_history and not result.base_parameters
+    true = dict(zip(params["links"], params["mass"]))
+    for link in params["links"][2:]:
+        assert result.parameter(link).identified == pytest.approx(true[link], rel=0.10), link
+        assert closed.parameter(link).identified == pytest.approx(true[link], rel=0.10), link
+    assert "no effect" in result.parameter("panda_link1").reason
+
+
+def test_kinds_the_closed_form_does_not_take_are_fitted_by_gradient_with_a_warning(panda):
+    _, prepared, model, _ = panda
+    result = identify_from_log(prepared, model, replace(QUICK, learn=("com",), blackbox_steps=0, epochs=2,
+                                                        max_train_samples=300))
+    assert any("fitted by gradient instead" in w for w in result.warnings)
+    assert result.loss_history and np.asarray(result.parameter("panda_link3", "com").identified).shape == (3,)

@@ -119,3 +119,25 @@ def test_identify_cli_lists_joint_kinds_and_writes_the_robot_back(tmp_path, caps
     # the URDF itself carries damping, friction and armature (for other readers: no offsets there)
     text = out.read_text()
     assert text.count("<dynamics") == 3 and "armature=" in text
+
+
+def test_identify_cli_with_every_kind_lists_the_joint_terms_and_the_base_parameters(tmp_path, capsys):
+    """identify log --learn mass,com,inertia,damping,coulomb,armature,offset --json (issue 30, item 5)."""
+    import json
+
+    from engine.cli import main
+
+    csv, mapping = mujoco_arm.write_log(tmp_path, seconds=8.0, shuffle=True)
+    assert main(["identify", "log", str(csv), "--mapping", str(mapping), "--robot", str(mujoco_arm.URDF),
+                 "--learn", "mass,com,inertia,damping,coulomb,armature,offset", "--blackbox-steps", "0",
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    kinds = {(p["joint"], p["kind"]) for p in summary["parameters"] if p["joint"]}
+    assert kinds == {(j, k) for j in mujoco_arm.JOINTS for k in ("damping", "coulomb", "armature", "offset")}
+    assert summary["config"]["method"] == "closed_form"
+    base = summary["base_parameters"]
+    assert base and all({"expression", "value", "std", "parameters"} <= set(b) for b in base)
+    # joint 1 turns link 1 about the vertical: its armature only in one sum with the links' inertias
+    assert not next(p for p in summary["parameters"] if p["joint"] == "joint1" and p["kind"] == "armature")[
+        "identifiable"]
+    assert all(p["identified"] > 0 for p in summary["parameters"] if p["kind"] == "mass")
