@@ -107,6 +107,7 @@ from engine.robots.backends.batch_last import BatchLastBackend
 from engine.robots.backends.body_major import BodyMajorBackend
 from engine.robots.backends.compiled import CompiledBackend
 from engine.robots.backends.tree import DenseTreeMasks
+from engine.robots.ball import BallMap
 from engine.robots.call_policy import call_policy
 from engine.robots.description import RobotDescription
 from engine.robots.model_build import model_constants
@@ -157,11 +158,16 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         self._full_joint_names = list(topo.joint_names)
         self._dof_of_child = {link: k for k, link in enumerate(topo.child_link_of_dof)}
 
-        joints = [description.joint(j) for j in self._full_joint_names]
-        self.joint_names = [j.name for j in joints if j.mimic is None]
+        joints = [description.joint(j) for j in self._full_joint_names]     # one per dof (a ball: 3)
+        self.joint_names = list(dict.fromkeys(j.name for j in joints if j.mimic is None))
         self.mimic_joint_names = [j.name for j in joints if j.mimic is not None]
-        self.dof = len(self.joint_names)
-        self.nq = self.dof + (7 if self.floating else 0)
+        self.dof = sum(1 for j in joints if j.mimic is None)     # joint velocity coordinates
+        # ball joints (engine.robots.ball): each ball's first q and v column after the base's
+        self._balls = (tuple(int(c) for c in topo.q_columns()[list(topo.ball_dofs)]), topo.ball_dofs)
+        if topo.ball_dofs and self.mimic_joint_names:
+            raise ValueError(f"robot {description.name!r}: ball joints and coupled (mimic) joints in one "
+                             "model are not supported; load with mimic='independent'")
+        self.nq = self.dof + len(topo.ball_dofs) + (7 if self.floating else 0)
         self.nv = self.dof + (6 if self.floating else 0)
         self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
         gravity = description.gravity if gravity is None else gravity   # None: the file's (URDF: -9.81 z)
@@ -258,7 +264,8 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
             offset_links=self._offset_links, offset_bodies=self._offset_bodies, offset_T=self._offset_T,
             link_src=None if self._link_src_identity else self._link_src, armature_int=self._armature_int,
             armature_v=self._armature_v,
-            armature_diag=None if self._armature_v is None else torch.diag(self._armature_v))
+            armature_diag=None if self._armature_v is None else torch.diag(self._armature_v),
+            ball=BallMap(*(getattr(self, name) for name in self._ball_names)) if self._ball_names else None)
 
     def _backends(self) -> dict:
         """``{"body-major", "batch-last", "compiled" (a factory: built on first use)}`` over this
@@ -291,7 +298,8 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below.
         """
         t = tensors[0]
-        if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
+        if (self._n and not self._ball_names and t.dtype == torch.float64 and t.device.type == "cpu"
+                and not compiled_switched_off()
                 and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None):
             return chosen
         backends = self._backends()
@@ -475,18 +483,18 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
 
     def neutral(self) -> torch.Tensor:
         """The neutral configuration ``(nq,)``: joints at zero, the base at the origin, unrotated."""
-        return neutral_configuration(self.nq, self.floating, self.dtype, self.device)
+        return neutral_configuration(self.nq, self.floating, self.dtype, self.device, self._balls)
 
     def integrate(self, q, v, dt=1.0) -> torch.Tensor:
         """The configuration reached from ``q (..., nq)`` moving at ``v (..., nv)`` for ``dt``
         (``pinocchio.integrate(model, q, v * dt)``: the base moves by ``exp`` of its twist)."""
         shape, (q, v) = self._flat(q, v, kinds="qv")
-        return integrate_configuration(q, v * dt, self.floating).reshape(shape + (self.nq,))
+        return integrate_configuration(q, v * dt, self.floating, self._balls).reshape(shape + (self.nq,))
 
     def difference(self, q0, q1) -> torch.Tensor:
         """The velocity ``(..., nv)`` that takes ``q0`` to ``q1`` in unit time (``pinocchio.difference``)."""
         shape, (q0, q1) = self._flat(q0, q1)
-        return difference_configuration(q0, q1, self.floating).reshape(shape + (self.nv,))
+        return difference_configuration(q0, q1, self.floating, self._balls).reshape(shape + (self.nv,))
 
     def joints_moving(self, links) -> list[int]:
         """Indices (``joint_names`` order) of the joints that move at least one of ``links``."""

@@ -13,6 +13,7 @@ import math
 import torch
 
 from engine.robots import floating as fl
+from engine.robots.ball import difference_balls, integrate_balls, neutral_balls
 
 __all__ = ["difference_configuration", "flat_batch", "integrate_configuration", "neutral_configuration"]
 
@@ -37,25 +38,31 @@ def flat_batch(xs, kinds: str, nq: int, nv: int, dtype: torch.dtype, device: tor
     return shape, [t if t.dim() == 2 else t.reshape(B, t.shape[-1]) for t in ts]
 
 
-def neutral_configuration(nq: int, floating: bool, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """``(nq,)``: joints at zero, a floating base at the origin, unrotated."""
+def neutral_configuration(nq: int, floating: bool, dtype: torch.dtype, device: torch.device,
+                          balls=((), ())) -> torch.Tensor:
+    """``(nq,)``: joints at zero (ball joints: the identity quaternion), a floating base at the
+    origin, unrotated. balls: ``(q_starts, v_starts)``, each ball joint's first configuration and
+    velocity column in the joint part (:mod:`engine.robots.ball`)."""
     q = torch.zeros(nq, dtype=dtype, device=device)
+    f = 7 if floating else 0
     if floating:
         q[6] = 1.0
+    neutral_balls(q[f:], balls[0])
     return q
 
 
-def integrate_configuration(q: torch.Tensor, v: torch.Tensor, floating: bool) -> torch.Tensor:
+def integrate_configuration(q: torch.Tensor, v: torch.Tensor, floating: bool, balls=((), ())) -> torch.Tensor:
     """Flat ``q (B, nq)`` moved by ``v (B, nv)`` (``pinocchio.integrate``: the base by ``exp`` of its
-    twist) -> ``(B, nq)``."""
+    twist, a ball joint by ``exp`` of its angular velocity) -> ``(B, nq)``."""
     if not floating:
-        return q + v
-    return torch.cat([fl.integrate(q[:, :7], v[:, :6]), q[:, 7:] + v[:, 6:]], dim=-1)
+        return integrate_balls(q, v, *balls)
+    return torch.cat([fl.integrate(q[:, :7], v[:, :6]), integrate_balls(q[:, 7:], v[:, 6:], *balls)], dim=-1)
 
 
-def difference_configuration(q0: torch.Tensor, q1: torch.Tensor, floating: bool) -> torch.Tensor:
+def difference_configuration(q0: torch.Tensor, q1: torch.Tensor, floating: bool, balls=((), ())) -> torch.Tensor:
     """The velocity ``(B, nv)`` that takes flat ``q0`` to ``q1 (B, nq)`` in unit time
     (``pinocchio.difference``)."""
     if not floating:
-        return q1 - q0
-    return torch.cat([fl.difference(q0[:, :7], q1[:, :7]), q1[:, 7:] - q0[:, 7:]], dim=-1)
+        return difference_balls(q0, q1, *balls)
+    return torch.cat([fl.difference(q0[:, :7], q1[:, :7]), difference_balls(q0[:, 7:], q1[:, 7:], *balls)],
+                     dim=-1)

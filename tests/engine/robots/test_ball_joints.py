@@ -1,0 +1,233 @@
+"""Ball (spherical) joints (:mod:`engine.robots.ball`) against MuJoCo's ball joint and Pinocchio's
+JointModelSpherical on the same MJCF files: a fixed-base chain (anchored balls, a tilted hinge, a
+slide on a branch, armature on a ball) and a free-flying torso with two balls. Body poses,
+mj_fullM, qfrc_bias and qacc (forward dynamics from qfrc_applied), pin.rnea / crba / aba, frame
+Jacobians, integrate and difference, on both torch layouts (body-major, batch-last) and the
+default route; derivatives against finite differences on the manifold.
+
+Conventions: our ball q is (x, y, z, w), MuJoCo's (w, x, y, z); both velocities are the child's
+angular velocity in its frame. MuJoCo's free joint velocity is linear in the world frame
+(``v_mj = T v``, ``T = diag(R, 1, ...)``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+import torch
+
+import engine.robots.model as model_module
+from engine.robots import RobotModel
+from engine.robots.backends import torch_only
+
+HERE = Path(__file__).parent / "mjcf"
+CHAIN = HERE / "ball_chain.xml"
+FLOATING = HERE / "ball_floating.xml"
+
+
+def t(x):
+    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+def _full_m(mm, md):
+    M = np.zeros((mm.nv, mm.nv))
+    try:
+        mujoco.mj_fullM(mm, md, M)          # MuJoCo >= 4
+    except TypeError:
+        mujoco.mj_fullM(mm, M, md.qM)       # MuJoCo 3
+    return M
+
+
+def _to_mujoco_qpos(model, mm, q):
+    """Our q (x, y, z, w quaternions) -> MuJoCo's qpos (w, x, y, z)."""
+    out = []
+    i = 0
+    for j in range(mm.njnt):
+        kind = mm.jnt_type[j]
+        if kind == mujoco.mjtJoint.mjJNT_FREE:
+            out += list(q[i:i + 3]) + [q[i + 6]] + list(q[i + 3:i + 6])
+            i += 7
+        elif kind == mujoco.mjtJoint.mjJNT_BALL:
+            out += [q[i + 3]] + list(q[i:i + 3])
+            i += 4
+        else:
+            out.append(q[i])
+            i += 1
+    return np.array(out)
+
+
+def _random_q(model, rng):
+    q = rng.normal(size=model.nq)
+    f = 7 if model.floating else 0
+    if model.floating:
+        q[3:7] /= np.linalg.norm(q[3:7])
+    for qs in model._balls[0]:
+        q[f + qs:f + qs + 4] /= np.linalg.norm(q[f + qs:f + qs + 4])
+    return q
+
+
+@pytest.fixture(params=["default", "body-major", "batch-last"])
+def path(request, monkeypatch):
+    """Each test through the model's default route and each torch layout."""
+    if request.param == "default":
+        yield request.param
+        return
+    monkeypatch.setattr(model_module, "BATCH_LAST_BATCH", 1 if request.param == "batch-last" else 10**9)
+    with torch_only():
+        yield request.param
+
+
+def test_layout_and_description():
+    model = RobotModel.from_file(CHAIN)
+    assert model.joint_names == ["shoulder", "elbow", "wrist", "thumb"]
+    assert (model.nq, model.nv, model.dof) == (10, 8, 8)
+    assert model.description.joint("shoulder").type == "ball"
+    np.testing.assert_array_equal(model.neutral().numpy(), [0, 0, 0, 1, 0, 0, 0, 0, 1, 0])
+    floating = RobotModel.from_file(FLOATING)
+    assert floating.floating and (floating.nq, floating.nv) == (7 + 4 + 1 + 4, 6 + 3 + 1 + 3)
+    assert floating.neutral().numpy()[[6, 10, 15]].tolist() == [1, 1, 1]
+
+
+def test_fixed_base_exact_against_mujoco(path):
+    model = RobotModel.from_file(CHAIN)
+    mm = mujoco.MjModel.from_xml_path(str(CHAIN))
+    md = mujoco.MjData(mm)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        q = _random_q(model, rng)
+        v, tau, a = rng.normal(size=(3, model.nv))
+        md.qpos[:], md.qvel[:], md.qfrc_applied[:] = _to_mujoco_qpos(model, mm, q), v, tau
+        mujoco.mj_forward(mm, md)
+        poses = model.forward_kinematics(t(q)).numpy()
+        for b in range(1, mm.nbody):
+            P = poses[model.link_names.index(mm.body(b).name)]
+            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
+            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+        M = _full_m(mm, md)
+        np.testing.assert_allclose(model.mass_matrix(t(q)).numpy(), M, atol=1e-12)
+        np.testing.assert_allclose(model.bias_forces(t(q), t(v)).numpy(), md.qfrc_bias, atol=1e-12)
+        for method in ("articulated", "composite"):
+            qdd = model.forward_dynamics(t(q), t(v), t(tau), method=method).numpy()
+            np.testing.assert_allclose(M @ qdd, M @ md.qacc, atol=1e-10)
+        np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(), M @ a + md.qfrc_bias,
+                                   atol=1e-11)
+        v0 = np.zeros(model.nv)
+        md.qvel[:] = 0.0
+        mujoco.mj_forward(mm, md)
+        np.testing.assert_allclose(model.gravity_torques(t(q)).numpy(), md.qfrc_bias, atol=1e-12)
+        np.testing.assert_allclose(model.bias_forces(t(q), t(v0)).numpy(), md.qfrc_bias, atol=1e-12)
+
+
+def test_floating_base_exact_against_mujoco_and_pinocchio(path):
+    model = RobotModel.from_file(FLOATING)
+    mm = mujoco.MjModel.from_xml_path(str(FLOATING))
+    md = mujoco.MjData(mm)
+    pm = pin.buildModelFromMJCF(str(FLOATING))
+    pd = pm.createData()
+    assert (pm.nq, pm.nv) == (model.nq, model.nv)
+    assert [pm.joints[i].shortname() for i in range(2, pm.njoints)] == [
+        "JointModelSpherical", "JointModelRY", "JointModelSpherical"]
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        q = _random_q(model, rng)
+        v, a, tau = rng.normal(size=(3, model.nv))
+        # Pinocchio: the same coordinates (free flyer and spherical quaternions x, y, z, w)
+        tau_pin = pin.rnea(pm, pd, q, v, a)
+        np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(), tau_pin, atol=1e-10)
+        Mp = pin.crba(pm, pd, q)
+        M = model.mass_matrix(t(q)).numpy()
+        np.testing.assert_allclose(M, np.triu(Mp) + np.triu(Mp, 1).T, atol=1e-10)
+        np.testing.assert_allclose(model.forward_dynamics(t(q), t(v), t(tau)).numpy(),
+                                   pin.aba(pm, pd, q, v, tau), atol=1e-9)
+        # MuJoCo: v_mj = T v; its equations give tau = T^T (M_mj (T a + Tdot v) + bias_mj)
+        R = pin.Quaternion(q[6], *q[3:6]).toRotationMatrix()
+        T = np.eye(model.nv)
+        T[:3, :3] = R
+        md.qpos[:], md.qvel[:] = _to_mujoco_qpos(model, mm, q), T @ v
+        mujoco.mj_forward(mm, md)
+        M_mj = _full_m(mm, md)
+        np.testing.assert_allclose(M, T.T @ M_mj @ T, atol=1e-12)
+        Tdot_v = np.zeros(model.nv)
+        Tdot_v[:3] = R @ np.cross(v[3:6], v[:3])
+        np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(),
+                                   T.T @ (M_mj @ (T @ a + Tdot_v) + md.qfrc_bias), atol=1e-10)
+        poses = model.forward_kinematics(t(q)).numpy()
+        for b in range(1, mm.nbody):
+            P = poses[model.link_names.index(mm.body(b).name)]
+            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
+            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+
+
+def test_jacobians_against_pinocchio(path):
+    model = RobotModel.from_file(CHAIN)
+    pm = pin.buildModelFromMJCF(str(CHAIN))
+    pd = pm.createData()
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q = _random_q(model, rng)
+        pin.computeJointJacobians(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+        for link in ("upper", "fore", "hand", "thumb"):
+            fid = pm.getFrameId(link, pin.BODY)
+            Jp = pin.getFrameJacobian(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)
+            np.testing.assert_allclose(model.jacobian(t(q), link).numpy(), Jp, atol=1e-12)
+            np.testing.assert_allclose(model.link_pose(t(q), link).numpy(), pd.oMf[fid].homogeneous, atol=1e-12)
+
+
+def test_fixed_base_against_pinocchio(path):
+    model = RobotModel.from_file(CHAIN)
+    pm = pin.buildModelFromMJCF(str(CHAIN))
+    pd = pm.createData()
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        q = _random_q(model, rng)
+        v, a, tau = rng.normal(size=(3, model.nv))
+        np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(), pin.rnea(pm, pd, q, v, a),
+                                   atol=1e-10)
+        np.testing.assert_allclose(model.forward_dynamics(t(q), t(v), t(tau)).numpy(), pin.aba(pm, pd, q, v, tau),
+                                   rtol=1e-9, atol=1e-8)
+
+
+def test_integrate_difference_against_pinocchio():
+    model = RobotModel.from_file(FLOATING)
+    pm = pin.buildModelFromMJCF(str(FLOATING))
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q0, q1 = _random_q(model, rng), _random_q(model, rng)
+        v = rng.normal(size=model.nv)
+        np.testing.assert_allclose(model.integrate(t(q0), t(v), 0.3).numpy(), pin.integrate(pm, q0, 0.3 * v),
+                                   atol=1e-12)
+        np.testing.assert_allclose(model.difference(t(q0), t(q1)).numpy(), pin.difference(pm, q0, q1), atol=1e-10)
+    batch = model.integrate(t(np.stack([q0, q1])), t(np.stack([v, -v])))
+    assert batch.shape == (2, model.nq)
+
+
+def test_derivatives_against_finite_differences_on_the_manifold():
+    model = RobotModel.from_file(FLOATING)
+    rng = np.random.default_rng(2)
+    q, v, a = t(_random_q(model, rng)), t(rng.normal(size=model.nv)), t(rng.normal(size=model.nv))
+    dq, dv, da = model.rnea_derivatives(q, v, a)
+    eps = 1e-6
+    fd = torch.stack([(model.inverse_dynamics(model.integrate(q, e * eps), v, a)
+                       - model.inverse_dynamics(model.integrate(q, -e * eps), v, a)) / (2 * eps)
+                      for e in torch.eye(model.nv, dtype=torch.float64)], dim=-1)
+    np.testing.assert_allclose(dq.numpy(), fd.numpy(), atol=1e-6)
+    np.testing.assert_allclose(da.numpy(), model.mass_matrix(q).numpy(), atol=1e-12)
+    # the Jacobian maps v to the link's velocity: d/dt of its pose along q(t) = integrate(q, v t)
+    J = model.jacobian(q, "shin")
+    p = lambda s: model.link_pose(model.integrate(q, v * s), "shin")  # noqa: E731
+    dp = (p(eps) - p(-eps)) / (2 * eps)
+    np.testing.assert_allclose((J[:3] @ v).numpy(), dp[:3, 3].numpy(), atol=1e-7)
+
+
+def test_gradients_flow_through_ball_models():
+    model = RobotModel.from_file(CHAIN)
+    rng = np.random.default_rng(4)
+    q = t(_random_q(model, rng)).requires_grad_(True)
+    v = t(rng.normal(size=model.nv)).requires_grad_(True)
+    tau = model.inverse_dynamics(q, v, torch.zeros(model.nv, dtype=torch.float64))
+    tau.square().sum().backward()
+    assert torch.isfinite(q.grad).all() and torch.isfinite(v.grad).all() and v.grad.abs().sum() > 0
