@@ -364,6 +364,11 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
                   "load with mimic='coupled' or 'independent'", f"<joint name={jn!r}>")
     if mimic == "independent":
         coupled, coupled_eqs = {}, set()
+    balls = [j for j in sorted(kept_joints) if m.jnt_type[j] == J.mjJNT_BALL]
+    if coupled and balls:
+        jn = joint_names[next(iter(coupled))]
+        raise err(f"ball joint {joint_names[balls[0]]!r} and joint {jn!r} coupled by an <equality joint> in one "
+                  "tree are not supported together; load with mimic='independent'", f"<joint name={jn!r}>")
     if floating and m.body_geomnum[0]:
         log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
 

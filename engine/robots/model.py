@@ -481,6 +481,18 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         g = torch.as_tensor(gravity, dtype=self.dtype, device=self.device)
         return torch.cat([torch.zeros_like(g), -g])
 
+    def joint_coordinates(self, joint: str) -> tuple[slice, slice]:
+        """``(q slice, v slice)`` of an independent joint in ``q (nq,)`` and ``v (nv,)`` (a floating
+        base's coordinates before it): one column each, a ball joint four (quaternion x, y, z, w)
+        and three (angular velocity in the child frame, rad/s)."""
+        qc, vc = (7, 6) if self.floating else (0, 0)
+        for name in self.joint_names:
+            wq, wv = (4, 3) if self.description.joint(name).type == "ball" else (1, 1)
+            if name == joint:
+                return slice(qc, qc + wq), slice(vc, vc + wv)
+            qc, vc = qc + wq, vc + wv
+        raise KeyError(f"no independent movable joint named {joint!r} in robot {self.name!r}")
+
     def neutral(self) -> torch.Tensor:
         """The neutral configuration ``(nq,)``: joints at zero, the base at the origin, unrotated."""
         return neutral_configuration(self.nq, self.floating, self.dtype, self.device, self._balls)
