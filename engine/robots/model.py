@@ -295,7 +295,10 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
           analytic backwards where inputs or learnable inertials need a gradient
           (:func:`engine.robots.derivatives.compiled_backend_for`), unless switched off
           (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
-        - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below.
+        - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below;
+        - a model with ball joints (:mod:`engine.robots.ball`): always a torch backend (the compiled
+          kernels, the compiled shortcut and the analytic derivative kernels do not know ball
+          joints; derivatives are then autograd's through the torch algorithms).
         """
         t = tensors[0]
         if (self._n and not self._ball_names and t.dtype == torch.float64 and t.device.type == "cpu"
@@ -480,6 +483,11 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
             return self._a0
         g = torch.as_tensor(gravity, dtype=self.dtype, device=self.device)
         return torch.cat([torch.zeros_like(g), -g])
+
+    @property
+    def ball_joint_names(self) -> list[str]:
+        """The ball (spherical) joints, ``joint_names`` order (:mod:`engine.robots.ball`)."""
+        return [name for name in self.joint_names if self.description.joint(name).type == "ball"]
 
     def joint_coordinates(self, joint: str) -> tuple[slice, slice]:
         """``(q slice, v slice)`` of an independent joint in ``q (nq,)`` and ``v (nv,)`` (a floating

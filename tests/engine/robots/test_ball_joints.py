@@ -231,3 +231,59 @@ def test_gradients_flow_through_ball_models():
     tau = model.inverse_dynamics(q, v, torch.zeros(model.nv, dtype=torch.float64))
     tau.square().sum().backward()
     assert torch.isfinite(q.grad).all() and torch.isfinite(v.grad).all() and v.grad.abs().sum() > 0
+
+
+def test_ball_models_are_served_by_the_torch_backends():
+    """The compiled kernels do not know ball joints: every call of a ball model takes a torch
+    backend (values checked against MuJoCo above on the default route), the shortcut too."""
+    from engine.robots.compiled_shortcut import model_calls
+
+    model = RobotModel.from_file(CHAIN)
+    q = model.neutral()[None]
+    assert model._backend_for(q).name == "body-major"
+    assert model._backend_for(q.expand(200, -1)).name == "batch-last"
+    assert model_calls(model) is None
+    dq, dv, da = model.rnea_derivatives(model.neutral(), torch.zeros(model.nv, dtype=torch.float64),
+                                        torch.zeros(model.nv, dtype=torch.float64))
+    np.testing.assert_allclose(da.numpy(), model.mass_matrix(model.neutral()).numpy(), atol=1e-12)
+
+
+def test_simulation_integrates_ball_quaternions_like_mujoco():
+    """Free fall of the ball chain: our RK4 on the manifold against MuJoCo's RK4 (its ball
+    quaternions integrated on the sphere too) at a fine step; quaternions stay unit, energy holds."""
+    from engine.robots.simulate import SimulationOptions, simulate
+
+    model = RobotModel.from_file(CHAIN)
+    mm = mujoco.MjModel.from_xml_path(str(CHAIN))
+    mm.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    mm.opt.timestep = 1e-3
+    mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_LIMIT
+    md = mujoco.MjData(mm)
+    rng = np.random.default_rng(8)
+    q0, v0 = _random_q(model, rng), rng.normal(size=model.nv)
+    md.qpos[:], md.qvel[:] = _to_mujoco_qpos(model, mm, q0), v0
+    for _ in range(200):
+        mujoco.mj_step(mm, md)
+    res = simulate(model, t(q0), t(v0), SimulationOptions(mode="free_fall", duration=0.2, dt=1e-3, damping=False,
+                                                          frame_rate=50.0))
+    qT, vT = res.q[-1], res.qd[-1]
+    np.testing.assert_allclose(_to_mujoco_qpos(model, mm, qT), md.qpos, atol=1e-7)
+    np.testing.assert_allclose(vT, md.qvel, atol=1e-6)
+    for qs in model._balls[0]:
+        assert abs(np.linalg.norm(qT[qs:qs + 4]) - 1.0) < 1e-12
+    energy = [float(model.kinetic_energy(t(q), t(v)) + model.potential_energy(t(q))) for q, v in zip(res.q, res.qd)]
+    assert max(energy) - min(energy) < 1e-6
+
+
+def test_simulation_of_a_floating_base_with_ball_joints_keeps_energy_and_unit_quaternions():
+    from engine.robots.simulate import SimulationOptions, simulate
+
+    model = RobotModel.from_file(FLOATING)
+    rng = np.random.default_rng(12)
+    q0, v0 = _random_q(model, rng), rng.normal(size=model.nv)
+    res = simulate(model, t(q0), t(v0), SimulationOptions(mode="free_fall", duration=0.1, dt=1e-3, damping=False,
+                                                          frame_rate=100.0))
+    energy = [float(model.kinetic_energy(t(q), t(v)) + model.potential_energy(t(q))) for q, v in zip(res.q, res.qd)]
+    assert max(energy) - min(energy) < 1e-7
+    for s in (slice(3, 7), slice(7, 11), slice(12, 16)):
+        assert abs(np.linalg.norm(res.q[-1][s]) - 1.0) < 1e-12
