@@ -26,7 +26,7 @@ import torch
 
 from engine.spatial import quaternion_multiply, quaternion_to_rotation, se3_exp, se3_log
 
-__all__ = ["BallMap", "ball_arrays", "difference_balls", "integrate_balls", "neutral_balls"]
+__all__ = ["BallMap", "ball_arrays", "compiled_joints", "difference_balls", "integrate_balls", "neutral_balls"]
 
 
 def ball_arrays(topo) -> dict[str, np.ndarray] | None:
@@ -51,6 +51,17 @@ def ball_arrays(topo) -> dict[str, np.ndarray] | None:
         "quat_cols": np.array([[cols[k] + i for i in range(4)] for k in topo.ball_dofs], dtype=np.int64),
         "bias_src": src,
     }
+
+
+def compiled_joints(topo) -> np.ndarray:
+    """``(n, 2)`` int64, internal body order: each body's configuration column (joint part) and
+    kind for the compiled kernels (:func:`engine.robots.compiled_kernels._joint_pose`): 0 a scalar
+    joint, 1, 2, 3 a ball joint's first, second and third sub-body."""
+    cols = topo.q_columns()
+    kind = np.zeros(topo.n_bodies, dtype=np.int64)
+    for k in topo.ball_dofs:
+        kind[k:k + 3] = (1, 2, 3)
+    return np.ascontiguousarray(np.stack([cols[topo.body_dof], kind[topo.body_dof]], axis=1).reshape(-1, 2))
 
 
 @dataclass(frozen=True, eq=False)

@@ -55,8 +55,7 @@ def model_calls(model) -> CompiledCalls | None:
     cached = backends.get("compiled-calls")
     if cached is None or cached[0] != versions:
         c0 = model._buffers["_C0"]         # the kernels' availability is the caller's check, per call
-        calls = (CompiledCalls(model) if c0.dtype is _F64 and c0.is_cpu and model._n and not model._ball_names
-                 else None)
+        calls = CompiledCalls(model) if c0.dtype is _F64 and c0.is_cpu and model._n else None
         cached = backends["compiled-calls"] = (versions, calls)
     return cached[1]
 

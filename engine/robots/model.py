@@ -265,7 +265,8 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
             link_src=None if self._link_src_identity else self._link_src, armature_int=self._armature_int,
             armature_v=self._armature_v,
             armature_diag=None if self._armature_v is None else torch.diag(self._armature_v),
-            ball=BallMap(*(getattr(self, name) for name in self._ball_names)) if self._ball_names else None)
+            ball=BallMap(*(getattr(self, name) for name in self._ball_names)) if self._ball_names else None,
+            joints=self._compiled_joints)
 
     def _backends(self) -> dict:
         """``{"body-major", "batch-last", "compiled" (a factory: built on first use)}`` over this
@@ -296,14 +297,14 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
           (:func:`engine.robots.derivatives.compiled_backend_for`), unless switched off
           (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
         - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below;
-        - a model with ball joints (:mod:`engine.robots.ball`): always a torch backend (the compiled
-          kernels, the compiled shortcut and the analytic derivative kernels do not know ball
-          joints; derivatives are then autograd's through the torch algorithms).
+        - a model with ball joints (:mod:`engine.robots.ball`): the compiled kernels for values, a
+          torch backend where a gradient is needed (the analytic derivative kernels do not know
+          ball joints; derivatives are then autograd's through the torch algorithms).
         """
         t = tensors[0]
-        if (self._n and not self._ball_names and t.dtype == torch.float64 and t.device.type == "cpu"
-                and not compiled_switched_off()
-                and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None):
+        if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
+                and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None
+                and (chosen.name == "compiled" or not self._ball_names)):
             return chosen
         backends = self._backends()
         return backends["batch-last" if t.shape[0] >= BATCH_LAST_BATCH and self._n > 0 else "body-major"]

@@ -21,7 +21,7 @@ import torch
 
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
-from engine.robots.ball import BallMap, ball_arrays
+from engine.robots.ball import BallMap, ball_arrays, compiled_joints
 
 if TYPE_CHECKING:
     from engine.robots.topology import Topology
@@ -78,6 +78,7 @@ class Tree:
     armature_v: torch.Tensor | None
     armature_diag: torch.Tensor | None
     ball: BallMap | None = None       # ball joints (:mod:`engine.robots.ball`), None without
+    joints: np.ndarray | None = None  # (n, 2) the compiled kernels' configuration column and kind per body
 
     @property
     def base(self) -> tuple[int, int]:
@@ -225,6 +226,7 @@ class ModelBuffers:
     _a0: torch.Tensor
     _limits: np.ndarray  # (dof, 4): lower, upper, velocity, effort
     _ball_names: list[str]  # buffers of the BallMap (empty without ball joints)
+    _compiled_joints: np.ndarray  # (n, 2): engine.robots.ball.compiled_joints
     _backend_cache: tuple[torch.Tensor | None, dict[str, object]] | None
 
 
@@ -315,6 +317,7 @@ def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
     buf("_link_src", link_src, torch.long)
     values["_link_src_identity"] = link_src == list(range(len(link_src)))
     values["_ball_names"] = []
+    values["_compiled_joints"] = compiled_joints(topo)
     for name, value in (ball_arrays(topo) or {}).items():
         buf(f"_ball_{name}", value.reshape(-1, 1) if name == "angle_mask" else value,
             None if name == "angle_mask" else torch.long)

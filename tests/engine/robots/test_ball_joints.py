@@ -233,19 +233,30 @@ def test_gradients_flow_through_ball_models():
     assert torch.isfinite(q.grad).all() and torch.isfinite(v.grad).all() and v.grad.abs().sum() > 0
 
 
-def test_ball_models_are_served_by_the_torch_backends():
-    """The compiled kernels do not know ball joints: every call of a ball model takes a torch
-    backend (values checked against MuJoCo above on the default route), the shortcut too."""
+def test_ball_models_take_the_compiled_kernels_for_values_and_torch_for_gradients():
+    """The compiled value kernels know ball joints (the default route above is checked against
+    MuJoCo); the analytic derivative kernels do not: a gradient or a derivative call of a ball
+    model takes the torch algorithms (autograd), the compiled shortcut declines derivatives."""
     from engine.robots.compiled_shortcut import model_calls
 
     model = RobotModel.from_file(CHAIN)
-    q = model.neutral()[None]
-    assert model._backend_for(q).name == "body-major"
-    assert model._backend_for(q.expand(200, -1)).name == "batch-last"
-    assert model_calls(model) is None
-    dq, dv, da = model.rnea_derivatives(model.neutral(), torch.zeros(model.nv, dtype=torch.float64),
-                                        torch.zeros(model.nv, dtype=torch.float64))
-    np.testing.assert_allclose(da.numpy(), model.mass_matrix(model.neutral()).numpy(), atol=1e-12)
+    q = t(_random_q(model, np.random.default_rng(6)))[None]
+    assert model._backend_for(q).name == "compiled"
+    assert model._backend_for(q.clone().requires_grad_(True)).name == "body-major"
+    calls = model_calls(model)
+    v = np.ones(model.nv)
+    with pytest.raises(ValueError, match="ball joints"):
+        calls.rnea_derivatives(q[0].numpy(), v, v)
+    np.testing.assert_allclose(calls.crba(q[0].numpy()), model.mass_matrix(q[0]).numpy(), atol=1e-14)
+    with torch_only():
+        M = model.mass_matrix(q[0]).numpy()
+        h = model.bias_forces(q[0], t(v)).numpy()
+        J = model.jacobian(q[0], "hand", point=t([0.1, 0.2, 0.3])).numpy()
+    np.testing.assert_allclose(calls.crba(q[0].numpy()), M, atol=1e-13)
+    np.testing.assert_allclose(calls.rnea(q[0].numpy(), v, None), h, atol=1e-13)
+    np.testing.assert_allclose(model.jacobian(q[0], "hand", point=t([0.1, 0.2, 0.3])).numpy(), J, atol=1e-13)
+    dq, dv, da = model.rnea_derivatives(q[0], t(v), t(v))
+    np.testing.assert_allclose(da.numpy(), M, atol=1e-12)
 
 
 def test_simulation_integrates_ball_quaternions_like_mujoco():
