@@ -15,7 +15,8 @@ import torch
 from engine.robots import floating as fl
 from engine.robots.ball import difference_balls, integrate_balls, neutral_balls
 
-__all__ = ["difference_configuration", "flat_batch", "integrate_configuration", "neutral_configuration"]
+__all__ = ["difference_configuration", "flat_batch", "integrate_configuration", "limited_coordinates",
+           "neutral_configuration"]
 
 
 def flat_batch(xs, kinds: str, nq: int, nv: int, dtype: torch.dtype, device: torch.device):
@@ -66,3 +67,22 @@ def difference_configuration(q0: torch.Tensor, q1: torch.Tensor, floating: bool,
         return difference_balls(q0, q1, *balls)
     return torch.cat([fl.difference(q0[:, :7], q1[:, :7]), difference_balls(q0[:, 7:], q1[:, 7:], *balls)],
                      dim=-1)
+
+
+def limited_coordinates(model) -> tuple[list[int], list[int], list[int]]:
+    """``(q columns, v columns, joint_limits rows)`` of the scalar joints (revolute, prismatic: the
+    ones joint limits hold) of a model; a floating base's and ball joints' coordinates are not
+    among them (a ball's cone is not modelled). Duck-typed: a model without ``ball_joint_names``
+    has every joint scalar (``q[nq - dof:]``, ``v[nv - dof:]``)."""
+    nq, nv, dof = int(model.nq), int(model.nv), int(model.dof)
+    balls = set(getattr(model, "ball_joint_names", ()))
+    if not balls:
+        return list(range(nq - dof, nq)), list(range(nv - dof, nv)), list(range(dof))
+    f = nv - dof
+    qs, vs = [], []
+    for name in model.joint_names:
+        if name not in balls:
+            sq, sv = model.joint_coordinates(name)
+            qs.append(sq.start)
+            vs.append(sv.start)
+    return qs, vs, [v - f for v in vs]

@@ -37,6 +37,7 @@ from engine.robots.constrained_dynamics import (
     project_state,
 )
 from engine.robots.gravcomp import gravity_compensation, has_gravity_compensation
+from engine.robots.model_coords import limited_coordinates
 
 __all__ = [
     "Readouts",
@@ -157,22 +158,6 @@ def _dexp_inv(delta: torch.Tensor, v: torch.Tensor, floating: bool = True, balls
     return out
 
 
-def _scalar_joint_columns(model, nq: int, nv: int) -> tuple[list[int], list[int], list[int]]:
-    """``(q columns, v columns, limit rows)`` of the joints held at their limits: every joint of a
-    model without ball joints; with them, the scalar joints (a ball's rows are left free)."""
-    b, f = (7, 6) if getattr(model, "floating", False) else (0, 0)
-    balls = list(getattr(model, "ball_joint_names", ()))
-    if not balls:
-        return list(range(b, nq)), list(range(nv - (nq - b), nv)), list(range(nq - b))
-    qs, vs = [], []
-    for name in model.joint_names:
-        sq, sv = model.joint_coordinates(name)
-        if name not in balls:
-            qs.append(sq.start)
-            vs.append(sv.start)
-    return qs, vs, [v - f for v in vs]
-
-
 def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions(),
              keyframe_times: Sequence[float] = (), keyframe_poses: Sequence[np.ndarray] = (),
              progress: Callable[[float, str], None] | None = None,
@@ -198,7 +183,7 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     tau_const = tau_const.to(dev)
     balls = [model.joint_coordinates(j)[1] for j in getattr(model, "ball_joint_names", ())]   # their v slices
     manifold = floating or bool(balls)      # q moves by integrate, not by addition
-    sq, sv, rows = _scalar_joint_columns(model, nq, n)
+    sq, sv, rows = limited_coordinates(model)
     lo = model.joint_limits.lower.detach().to(torch.float64).to(dev)[rows]
     hi = model.joint_limits.upper.detach().to(torch.float64).to(dev)[rows]
     damping = torch.zeros(n, dtype=torch.float64, device=dev)

@@ -298,3 +298,18 @@ def test_simulation_of_a_floating_base_with_ball_joints_keeps_energy_and_unit_qu
     assert max(energy) - min(energy) < 1e-7
     for s in (slice(3, 7), slice(7, 11), slice(12, 16)):
         assert abs(np.linalg.norm(res.q[-1][s]) - 1.0) < 1e-12
+
+
+def test_ik_reaches_a_pose_through_ball_joints():
+    """solve_ik takes a ball model to the manifold solver: q stays with unit quaternions, and the
+    hand reaches a pose the chain can take (two balls and a hinge: the pose of a random q)."""
+    from engine.robots.ik import solve_ik
+
+    model = RobotModel.from_file(CHAIN)
+    goal_q = t(_random_q(model, np.random.default_rng(13)))
+    target = model.link_pose(goal_q, "hand")
+    r = solve_ik(model, {"hand": target}, tol_pos=1e-9, tol_rot=1e-9)
+    assert bool(r.converged) and r.q.shape == (model.nq,)
+    np.testing.assert_allclose(model.link_pose(r.q, "hand").numpy(), target.numpy(), atol=1e-8)
+    for qs in model._balls[0]:
+        assert abs(float(r.q[qs:qs + 4].norm()) - 1.0) < 1e-12
