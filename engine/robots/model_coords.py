@@ -14,9 +14,10 @@ import torch
 
 from engine.robots import floating as fl
 from engine.robots.ball import difference_balls, integrate_balls, neutral_balls
+from engine.spatial import se3_exp, se3_log
 
-__all__ = ["difference_configuration", "flat_batch", "integrate_configuration", "limited_coordinates",
-           "neutral_configuration"]
+__all__ = ["difference_configuration", "flat_batch", "integrate_configuration", "joint_configuration",
+           "joint_positions", "limited_coordinates", "neutral_configuration"]
 
 
 def flat_batch(xs, kinds: str, nq: int, nv: int, dtype: torch.dtype, device: torch.device):
@@ -86,3 +87,46 @@ def limited_coordinates(model) -> tuple[list[int], list[int], list[int]]:
             qs.append(sq.start)
             vs.append(sv.start)
     return qs, vs, [v - f for v in vs]
+
+
+def _ball_slices(model) -> list[tuple[slice, slice]]:
+    """Each ball joint's (q slice, v slice) in the joint part of q and v (the base's excluded)."""
+    b, f = int(model.nq) - int(model.dof) - len(getattr(model, "ball_joint_names", ())), int(model.nv) - int(model.dof)
+    out = []
+    for name in getattr(model, "ball_joint_names", ()):
+        sq, sv = model.joint_coordinates(name)
+        out.append((slice(sq.start - b, sq.stop - b), slice(sv.start - f, sv.stop - f)))
+    return out
+
+
+def joint_positions(model, qj: torch.Tensor) -> torch.Tensor:
+    """The joints' configurations ``qj (..., nq - base)`` as one number per joint velocity
+    coordinate ``(..., dof)`` (what a joint slider shows): a scalar joint's position, a ball
+    joint's rotation vector (rad, ``log`` of its quaternion, in the joint frame)."""
+    balls = _ball_slices(model)
+    if not balls:
+        return qj
+    parts, qc = [], 0
+    for sq, _ in balls:
+        parts.append(qj[..., qc:sq.start])
+        quat = qj[..., sq]
+        parts.append(se3_log(quat / quat.norm(dim=-1, keepdim=True), torch.zeros_like(quat[..., :3]))[1])
+        qc = sq.stop
+    parts.append(qj[..., qc:])
+    return torch.cat(parts, dim=-1)
+
+
+def joint_configuration(model, x: torch.Tensor) -> torch.Tensor:
+    """The inverse of :func:`joint_positions`: ``(..., dof)`` -> ``(..., nq - base)`` (a ball's
+    rotation vector to its unit quaternion x, y, z, w)."""
+    balls = _ball_slices(model)
+    if not balls:
+        return x
+    parts, vc = [], 0
+    for _, sv in balls:
+        parts.append(x[..., vc:sv.start])
+        w = x[..., sv]
+        parts.append(se3_exp(torch.zeros_like(w), w)[0])
+        vc = sv.stop
+    parts.append(x[..., vc:])
+    return torch.cat(parts, dim=-1)

@@ -1,0 +1,51 @@
+"""The Robot workspace's state with ball joints (MJCF ``ball``): one slider per velocity
+coordinate, a ball's three sliders its rotation vector (rad), q holding its unit quaternion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from app.workspaces.robot.robot_jobs import load_robot_job
+from app.workspaces.robot.state import RobotState
+from engine.jobs import NullJobContext
+
+MJCF = Path(__file__).parents[3] / "engine" / "robots" / "mjcf"
+
+
+@pytest.mark.parametrize("name", ["ball_chain.xml", "ball_floating.xml"])
+def test_sliders_and_configuration_of_ball_joints(name):
+    loaded = load_robot_job(str(MJCF / name))(NullJobContext())
+    model = loaded.model
+    s = RobotState()
+    s.set_robot(loaded)
+    assert s.q.shape == (model.nq,) and s.joint_q.shape == (model.dof,) == s.lower.shape
+    names = s.slider_names()
+    assert len(names) == model.dof == len(s.joint_types())
+    ball = model.ball_joint_names[0]
+    assert names[names.index(f"{ball} rx"):][:3] == [f"{ball} rx", f"{ball} ry", f"{ball} rz"]
+    # a ball's sliders: its rotation vector; moving them gives the rotation exp(r)
+    x = s.joint_q
+    sl = model.joint_coordinates(ball)[1]
+    f = 6 if model.floating else 0
+    r = np.array([0.3, -0.2, 0.5])
+    x[sl.start - f:sl.stop - f] = r
+    s.set_joint_q(x)
+    np.testing.assert_allclose(s.joint_q, x, atol=1e-12)
+    quat = s.q[model.joint_coordinates(ball)[0]]
+    angle = np.linalg.norm(r)
+    np.testing.assert_allclose(quat, [*(np.sin(angle / 2) * r / angle), np.cos(angle / 2)], atol=1e-12)
+    # set_q keeps quaternions unit and the poses follow the engine's
+    q = s.q.copy()
+    q[model.joint_coordinates(ball)[0]] *= 2.0
+    s.set_q(q)
+    np.testing.assert_allclose(s.q[model.joint_coordinates(ball)[0]], quat, atol=1e-12)
+    poses = s.link_poses()
+    with torch.no_grad():
+        ref = model.forward_kinematics(torch.as_tensor(s.q)).numpy()
+    np.testing.assert_allclose(poses[model.link_names[-1]], ref[-1], atol=1e-12)
+    with pytest.raises(ValueError, match="joint coordinates"):
+        s.set_q(np.zeros(model.nq - 1))
