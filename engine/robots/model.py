@@ -518,7 +518,8 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         return difference_configuration(q0, q1, self.floating, self._balls).reshape(shape + (self.nv,))
 
     def joints_moving(self, links) -> list[int]:
-        """Indices (``joint_names`` order) of the joints that move at least one of ``links``."""
+        """Indices of the joint velocity coordinates (``joint_names`` order, the base's not counted)
+        that move at least one of ``links``: one per joint, a ball joint's three."""
         idx = torch.tensor([self._link_idx(link) for link in links], dtype=torch.long)
         mask = ((self._link_rev_mask + self._link_pri_mask).cpu().index_select(0, idx).sum(0) > 0).numpy()
         full = sorted(int(self._body_dof[i]) for i in np.flatnonzero(mask))      # tree joint order

@@ -354,3 +354,19 @@ def test_log_replay_reads_ball_quaternion_columns(tmp_path):
     # MuJoCo's Euler step moves q by the next velocity: a central difference is the mean of two
     qvel = np.array(qvel)
     np.testing.assert_allclose(replay.qd[10:50], 0.5 * (qvel[10:50] + qvel[11:51]), atol=1e-4)
+
+
+def test_what_urdf_and_the_model_cannot_say_about_ball_joints_is_said(tmp_path):
+    from engine.robots.urdf_export import save_urdf
+
+    model = RobotModel.from_file(CHAIN)
+    with pytest.raises(ValueError, match="joint 'shoulder' is a ball joint, which URDF cannot express"):
+        save_urdf(model, tmp_path / "chain.urdf")
+    assert model.joints_moving(["fore"]) == [0, 1, 2, 3]           # the shoulder's three, the elbow
+    assert model.joints_moving(["thumb"]) == [0, 1, 2, 3, 7]
+    cone = tmp_path / "cone.xml"
+    cone.write_text('<mujoco><worldbody><body name="a"><joint name="s" type="ball" range="0 0.5"/>'
+                    '<geom size="0.1 0.2 0.3" type="box" mass="1"/></body></worldbody></mujoco>')
+    lines = RobotModel.from_file(cone).description.not_modelled
+    assert any(line.startswith("ball joint ranges") and "'s'" in line for line in lines)
+    assert not any(line.startswith("joint limits") for line in lines)
