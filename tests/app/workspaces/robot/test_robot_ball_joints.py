@@ -49,3 +49,37 @@ def test_sliders_and_configuration_of_ball_joints(name):
     np.testing.assert_allclose(poses[model.link_names[-1]], ref[-1], atol=1e-12)
     with pytest.raises(ValueError, match="joint coordinates"):
         s.set_q(np.zeros(model.nq - 1))
+
+
+def test_the_workspace_shows_a_ball_robot_and_its_sliders_turn_the_ball(qtbot, tmp_path):
+    """In a real window: the MJCF floating robot with two ball joints loads, its joints panel has
+    one slider per velocity coordinate, dragging a ball's rx slider turns the ball (unit
+    quaternion), the readouts follow and a short simulation plays."""
+    from tests.app.workspaces.robot.test_robot_workspace import LOAD_MS, Env
+
+    env = Env(qtbot, tmp_path)
+    try:
+        page = env.page()
+        path = str(MJCF / "ball_floating.xml")
+        page.load_robot(path)
+        qtbot.waitUntil(lambda: page.robot is not None and page.robot.path == path or bool(env.errors),
+                        timeout=LOAD_MS)
+        assert not env.errors, env.errors
+        model = page.robot.model
+        names = page.state.slider_names()
+        i = names.index("hip rx")
+        assert len(page.joints._sliders) == model.dof
+        before = page.q[model.joint_coordinates("hip")[0]].copy()
+        slider = page.joints.slider(i)
+        slider.setValue(slider.value() + 300)
+        quat = page.q[model.joint_coordinates("hip")[0]]
+        assert not np.allclose(quat, before) and abs(np.linalg.norm(quat) - 1.0) < 1e-12
+        qtbot.waitUntil(lambda: page.dynamics.readouts is not None, timeout=30_000)
+        from engine.robots.simulate import SimulationOptions
+
+        page.simulate(SimulationOptions(mode="free_fall", duration=0.05, dt=0.005))
+        qtbot.waitUntil(lambda: page.state.simulation is not None, timeout=120_000)
+        assert page.state.simulation.q.shape[1] == model.nq
+    finally:
+        env.runner.cancel_all()
+        env.runner.wait_for_done(60_000)
