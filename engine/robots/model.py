@@ -15,7 +15,10 @@ Pinocchio's free-flyer convention, ``q = [base xyz in the world, base quaternion
 joints]`` (``nq = dof + 7``) and ``v = [base linear, base angular velocity, both in the base
 frame, joints]`` (``nv = dof + 6``; the first six forces are the base wrench in the base
 frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
-:mod:`engine.robots.floating`.
+:mod:`engine.robots.floating`. A ball joint (MJCF ``ball``, ``ball_joint_names``) has four
+configuration numbers, its unit quaternion (x, y, z, w), and three velocity coordinates, the
+child's angular velocity in its frame (``dof`` counts velocity coordinates; ``joint_coordinates(
+joint)`` gives a joint's q and v slices; :mod:`engine.robots.ball`).
 
 =======================================  ==============================================
 ``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order

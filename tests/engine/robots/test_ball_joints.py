@@ -370,3 +370,54 @@ def test_what_urdf_and_the_model_cannot_say_about_ball_joints_is_said(tmp_path):
     lines = RobotModel.from_file(cone).description.not_modelled
     assert any(line.startswith("ball joint ranges") and "'s'" in line for line in lines)
     assert not any(line.startswith("joint limits") for line in lines)
+
+
+def test_a_description_built_in_python_against_pinocchios_spherical_joint_built_by_hand():
+    """The Python API (Joint(type="ball")) against a Pinocchio model assembled joint by joint:
+    JointModelSpherical at a rotated placement, a revolute below it, a free flyer above."""
+    from engine.robots.description import Inertial, Joint, Link, Origin, RobotDescription
+
+    inertials = {
+        "base": Inertial(2.0, Origin((0.01, 0.02, -0.03), (0.1, 0.0, 0.2)), (0.05, 0.001, 0.0, 0.06, 0.002, 0.07)),
+        "arm": Inertial(1.1, Origin((0.1, 0.03, 0.0), (0.0, 0.3, 0.0)), (0.01, 0.0, 0.001, 0.02, 0.0, 0.015)),
+        "hand": Inertial(0.4, Origin((0.05, 0.0, 0.02)), (0.002, 0.0, 0.0, 0.003, 0.0, 0.001)),
+    }
+    ball = Origin((0.2, -0.1, 0.05), (0.3, -0.2, 0.4))
+    hinge = Origin((0.25, 0.0, 0.0), (0.0, 0.1, 0.0))
+    desc = RobotDescription(
+        name="hand_built", root="base", floating_base=True,
+        links=tuple(Link(name, inertial=i) for name, i in inertials.items()),
+        joints=(Joint("shoulder", "ball", "base", "arm", origin=ball),
+                Joint("wrist", "continuous", "arm", "hand", origin=hinge, axis=(0.0, 0.6, 0.8))))
+    model = RobotModel.from_description(desc)
+
+    pm = pin.Model()
+    pm.gravity.linear = np.array([0.0, 0.0, -9.81])
+
+    def inertia(i):
+        return pin.Inertia(i.mass, np.array(i.origin.xyz), i.inertia_in_link_frame())
+
+    def se3(o):
+        return pin.SE3(o.rotation(), np.array(o.xyz))
+
+    j0 = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "base")
+    pm.appendBodyToJoint(j0, inertia(inertials["base"]), pin.SE3.Identity())
+    j1 = pm.addJoint(j0, pin.JointModelSpherical(), se3(ball), "shoulder")
+    pm.appendBodyToJoint(j1, inertia(inertials["arm"]), pin.SE3.Identity())
+    j2 = pm.addJoint(j1, pin.JointModelRevoluteUnaligned(np.array([0.0, 0.6, 0.8])), se3(hinge), "wrist")
+    pm.appendBodyToJoint(j2, inertia(inertials["hand"]), pin.SE3.Identity())
+    pd = pm.createData()
+    assert (pm.nq, pm.nv) == (model.nq, model.nv) == (12, 10)
+    rng = np.random.default_rng(17)
+    for path in ("compiled", "torch"):
+        for _ in range(3):
+            q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+            v, a, tau = rng.normal(size=(3, pm.nv))
+            with torch_only() if path == "torch" else torch.no_grad():
+                np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(), pin.rnea(pm, pd, q, v, a),
+                                           atol=1e-10)
+                Mp = pin.crba(pm, pd, q)
+                np.testing.assert_allclose(model.mass_matrix(t(q)).numpy(), np.triu(Mp) + np.triu(Mp, 1).T,
+                                           atol=1e-10)
+                np.testing.assert_allclose(model.forward_dynamics(t(q), t(v), t(tau)).numpy(),
+                                           pin.aba(pm, pd, q, v, tau), atol=1e-9)
