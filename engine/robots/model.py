@@ -379,9 +379,12 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
 
     def _joint_damping_full(self) -> torch.Tensor:
         """Viscous damping of every movable joint (mimic joints included, topology order), ``(n,)``."""
-        return joint_damping_values(self._damping, [(self._dof_of_child[link], self.learnable[key]())
-                                                    for (link, kind), key in self._learnable.items()
-                                                    if kind == "damping"])
+        learned = [(link, self.learnable[key]()) for (link, kind), key in self._learnable.items() if kind == "damping"]
+        # a ball joint's damping acts on its three velocity coordinates (dofs k - 2, k - 1, k)
+        width = {link: 3 if getattr(self.description.parent_joint(link), "type", "") == "ball" else 1
+                 for link, _ in learned}
+        return joint_damping_values(self._damping, [(self._dof_of_child[link] - i, value) for link, value in learned
+                                                    for i in range(width[link])])
 
     def joint_damping(self) -> torch.Tensor:
         """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)`` (a master joint

@@ -421,3 +421,22 @@ def test_a_description_built_in_python_against_pinocchios_spherical_joint_built_
                                            atol=1e-10)
                 np.testing.assert_allclose(model.forward_dynamics(t(q), t(v), t(tau)).numpy(),
                                            pin.aba(pm, pd, q, v, tau), atol=1e-9)
+
+
+def test_learnable_damping_of_a_ball_joint_acts_on_its_three_coordinates():
+    model = RobotModel.from_file(FLOATING)
+    sv = model.joint_coordinates("shoulder")[1]
+    k = slice(sv.start - 6, sv.stop - 6)                     # in joint_damping(), without the base
+    model.make_learnable("arm", "damping")
+    module = model.learnable_parameters()[("arm", "damping")]
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.5)
+    d = model.joint_damping()
+    assert d.shape == (model.dof,) and float(d[k][0]) > 0 and torch.allclose(d[k], d[k][0].expand(3))
+    assert float(d[:k.start].abs().sum()) == 0.0
+    v = torch.ones(model.nv, dtype=torch.float64)
+    q = model.neutral()
+    tau = (model.inverse_dynamics(q, v, torch.zeros_like(v), gravity=False, damping=True)
+           - model.inverse_dynamics(q, v, torch.zeros_like(v), gravity=False))
+    np.testing.assert_allclose(tau[6:].detach().numpy(), d.detach().numpy(), atol=1e-12)
