@@ -152,6 +152,12 @@ class LogReplay:
     notes: list[str] = field(default_factory=list)
     episode: int | None = None
     n_episodes: int = 0
+    coordinate_names: list[str] = field(default_factory=list)   # per q column; empty: joint_names
+
+    @property
+    def column_names(self) -> list[str]:
+        """The name of each column of ``q`` (dof,): a joint's, a ball joint's three ``name rx/ry/rz``."""
+        return self.coordinate_names or self.joint_names
 
     @property
     def n(self) -> int:
@@ -317,7 +323,16 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
     )
     return LogReplay(t=t - t0, q=q, qd=qd, tau=tau, u=u, base=base, joint_names=list(robot.joint_names),
                      mapped=mapped, qd_logged=m.qd is not None, source=src, t_offset=t0, notes=notes,
-                     episode=episode, n_episodes=len(have))
+                     episode=episode, n_episodes=len(have), coordinate_names=_coordinate_names(robot))
+
+
+def _coordinate_names(robot) -> list[str]:
+    """One name per joint velocity coordinate; empty for a robot without ball joints."""
+    balls = set(getattr(robot, "ball_joint_names", ()))
+    if not balls:
+        return []
+    return [f"{n} {a}" if n in balls else n for n in robot.joint_names
+            for a in (("rx", "ry", "rz") if n in balls else ("",))]
 
 
 def _ball_replay(robot, joint: str, k: int, columns: list, t, src: str, q, qd, mapped) -> None:

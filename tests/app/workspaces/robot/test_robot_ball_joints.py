@@ -83,3 +83,41 @@ def test_the_workspace_shows_a_ball_robot_and_its_sliders_turn_the_ball(qtbot, t
     finally:
         env.runner.cancel_all()
         env.runner.wait_for_done(60_000)
+
+
+def test_log_replay_state_plays_a_log_of_ball_quaternions(tmp_path):
+    """The workspace's log replay (Qt-free state) on the ball chain: a log with each ball's
+    qw qx qy qz columns is matched, plotted per coordinate (rx/ry/rz) and shows the logged poses;
+    a remap from the mapping dialog keeps the ball columns."""
+    from app.workspaces.robot.log_replay_state import LogReplayState
+    from engine.robots import RobotModel
+
+    model = RobotModel.from_file(MJCF / "ball_chain.xml")
+    t = np.linspace(0.0, 1.0, 21)
+    rows = []
+    for ti in t:
+        q = model.neutral().numpy()
+        for name in model.ball_joint_names:
+            s = model.joint_coordinates(name)[0]
+            axis = np.array([1.0, 2.0, -1.0]) / np.sqrt(6.0)
+            q[s] = [*(np.sin(0.4 * ti) * axis), np.cos(0.4 * ti)]
+        q[model.joint_coordinates("elbow")[0]] = 0.3 * ti
+        rows.append(q)
+    rows = np.array(rows)
+    cols = ["time", "shoulder_qw", "shoulder_qx", "shoulder_qy", "shoulder_qz", "elbow",
+            "wrist_qw", "wrist_qx", "wrist_qy", "wrist_qz", "thumb"]
+    data = np.column_stack([t, rows[:, [3, 0, 1, 2]], rows[:, 4], rows[:, [8, 5, 6, 7]], np.zeros(21)])
+    path = tmp_path / "log.csv"
+    np.savetxt(path, data, delimiter=",", header=",".join(cols), comments="")
+    s = LogReplayState()
+    s.set_robot(model)
+    replay = s.open_file(path)
+    assert replay.mapped.all() and s.rmap.balls["wrist"] == cols[6:10]
+    labels = s.series()["q"][2]
+    assert labels[:3] == ["shoulder rx", "shoulder ry", "shoulder rz"] and labels[3] == "elbow"
+    poses = s.link_poses_at(0.5)
+    with torch.no_grad():
+        ref = model.forward_kinematics(torch.as_tensor(rows[10])).numpy()
+    np.testing.assert_allclose(poses["hand"], ref[model.link_names.index("hand")], atol=1e-12)
+    s.set_mapping(s.rmap.mapping)                  # as the mapping dialog hands it back
+    assert s.rmap.balls["shoulder"] == cols[1:5] and s.replay.mapped.all()
