@@ -84,18 +84,29 @@ def _state(model, mm, md, rng):
         R = Rotation.from_quat(q[3:7]).as_matrix()
         di += list(range(d, d + 6))
     movable = [j.name for j in desc.movable_joints]
-    P = np.zeros((f + len(movable), model.nv))
-    P[:f, :f] = np.eye(f)
-    index = {name: i for i, name in enumerate(model.joint_names)}
-    for row, name in enumerate(movable):
+    rows = []                  # each movable joint's rows of P (a ball joint: three)
+    for name in movable:
+        if desc.joint(name).type == "ball":     # quaternion x y z w here, w x y z in MuJoCo; v the same
+            sq, sv = model.joint_coordinates(name)
+            quat = rng.normal(size=4)
+            q[sq] = quat / np.linalg.norm(quat)
+            adr = mm.joint(name).qposadr[0]
+            md.qpos[adr], md.qpos[adr + 1:adr + 4] = q[sq][3], q[sq][:3]
+            rows += [(sv.start + i, 1.0) for i in range(3)]
+            di += [int(mm.joint(name).dofadr[0]) + i for i in range(3)]
+            continue
         master, a, b = _chain(desc, name)
-        k = index[master]
-        P[f + row, f + k] = a
-        md.qpos[mm.joint(name).qposadr[0]] = a * q[(7 if model.floating else 0) + k] + b
+        sq, sv = model.joint_coordinates(master)
+        rows.append((sv.start, a))
+        md.qpos[mm.joint(name).qposadr[0]] = a * q[sq.start] + b
         di.append(int(mm.joint(name).dofadr[0]))
-    T = np.eye(f + len(movable))
+    P = np.zeros((f + len(rows), model.nv))
+    P[:f, :f] = np.eye(f)
+    for row, (col, a) in enumerate(rows):
+        P[f + row, col] = a
+    T = np.eye(f + len(rows))
     T[:f // 2, :f // 2] = R[:f // 2, :f // 2]                       # the identity on a fixed base
-    dTv = np.zeros(f + len(movable))
+    dTv = np.zeros(f + len(rows))
     if model.floating:
         dTv[:3] = R @ np.cross(v[3:6], v[:3])
     dofs = np.array(di, dtype=int)

@@ -9,8 +9,17 @@
     ghost.q, ghost.error                                 # (K, dof) each
 
 A :class:`ReplayMapping` is a :class:`~engine.logs.mapping.LogMapping` (columns and units) plus
-the robot joint of each position column, the base pose columns of a floating-base robot and
-the episode to read; it is JSON (``to_dict``/``from_dict``) so a session keeps it.
+the robot joint of each position column, the base pose columns of a floating-base robot, the
+four quaternion columns of each ball joint and the episode to read; it is JSON
+(``to_dict``/``from_dict``) so a session keeps it.
+
+Ball joints (:mod:`engine.robots.ball`): a log gives each one's orientation as four columns
+``qw qx qy qz`` (found by :meth:`ReplayMapping.auto` as ``<joint>_qw``... or ``<joint>_w``...);
+in the replay's ``q`` (one entry per joint velocity coordinate, as the Robot workspace's
+sliders) it is the rotation vector (rad), its ``qd`` the angular velocity in the child frame
+(central differences on the rotation group), and :meth:`LogReplay.configuration` gives the
+robot's ``q`` with the quaternion back (exact at the samples; between them the rotation
+vectors are interpolated).
 """
 
 from __future__ import annotations
@@ -29,7 +38,9 @@ from engine.logs.joint_match import match_joints
 from engine.logs.mapping import LogMapping, apply_mapping
 from engine.logs.reader import episodes, select_episode
 from engine.logs.table import LogTable
+from engine.robots.ball import difference_balls
 from engine.robots.model import RobotModel
+from engine.robots.model_coords import joint_configuration, joint_positions, limited_coordinates
 
 __all__ = ["GhostRollout", "LogReplay", "ReplayMapping", "make_replay", "rollout_ghost"]
 
@@ -47,6 +58,7 @@ class ReplayMapping:
     base: list[str] = field(default_factory=list)
     episode: int | None = None
     notes: list[str] = field(default_factory=list)
+    balls: dict[str, list[str]] = field(default_factory=dict)     # ball joint -> [qw, qx, qy, qz] columns
 
     def __post_init__(self):
         if len(self.joints) != len(self.mapping.q):
@@ -57,30 +69,43 @@ class ReplayMapping:
             raise LogError("a joint is mapped twice", column="joints")
         if len(self.base) not in (0, 3, 7):
             raise LogError("base pose: give x y z, or x y z qw qx qy qz columns", column="base")
+        for joint, cols in self.balls.items():
+            if len(cols) != 4:
+                raise LogError(f"ball joint {joint!r}: give its qw qx qy qz columns", column="balls")
+            if joint in self.joints:
+                raise LogError(f"ball joint {joint!r} is mapped as a position column too", column="joints")
 
     @classmethod
     def auto(cls, table: LogTable, robot: RobotModel) -> ReplayMapping:
         """Match the table's columns to the robot's joints by name (see engine.logs.joint_match)."""
         limits = robot.joint_limits
-        lim = np.stack([limits.lower.cpu().numpy(), limits.upper.cpu().numpy()], -1) if robot.dof else None
-        revolute = [robot.description.joint(j).type in ("revolute", "continuous") for j in robot.joint_names]
+        _, _, rows = limited_coordinates(robot)
+        balls = _ball_columns(table.columns, list(getattr(robot, "ball_joint_names", ())))
+        scalar = [j for j in robot.joint_names if j not in getattr(robot, "ball_joint_names", ())]
+        lim = (np.stack([limits.lower.cpu().numpy(), limits.upper.cpu().numpy()], -1)[rows] if scalar
+               else None)
+        revolute = [robot.description.joint(j).type in ("revolute", "continuous") for j in scalar]
         floating = bool(getattr(robot, "floating", False))
-        m = match_joints(table.columns, robot.joint_names, data=table.data, limits=lim, revolute=revolute,
+        taken = {c for cols in balls.values() for c in cols}
+        columns = [c for c in table.columns if c not in taken]
+        m = match_joints(columns, scalar, data=table.data, limits=lim, revolute=revolute,
                          floating_base=floating)
         have = episodes(table)
         episode = have[0] if len(have) > 1 else None   # episodes restart their clocks: one at a time
-        return cls(mapping=m.mapping, joints=m.joints, base=m.base, episode=episode, notes=list(m.notes))
+        return cls(mapping=m.mapping, joints=m.joints, base=m.base, episode=episode, notes=list(m.notes),
+                   balls=balls)
 
     def to_dict(self) -> dict:
         return {"mapping": self.mapping.to_dict(), "joints": list(self.joints), "base": list(self.base),
-                "episode": self.episode}
+                "episode": self.episode, "balls": {k: list(v) for k, v in self.balls.items()}}
 
     @classmethod
     def from_dict(cls, d: dict, *, source: str | None = None) -> ReplayMapping:
         if not isinstance(d, dict) or "mapping" not in d or "joints" not in d:
             raise LogError("a replay mapping is a JSON object with 'mapping' and 'joints'", path=source)
         return cls(mapping=LogMapping.from_dict(d["mapping"], source=source), joints=list(d["joints"]),
-                   base=list(d.get("base") or []), episode=d.get("episode"))
+                   base=list(d.get("base") or []), episode=d.get("episode"),
+                   balls={str(k): list(v) for k, v in (d.get("balls") or {}).items()})
 
     @classmethod
     def load(cls, path: str | os.PathLike, robot: RobotModel | None = None) -> ReplayMapping:
@@ -127,6 +152,12 @@ class LogReplay:
     notes: list[str] = field(default_factory=list)
     episode: int | None = None
     n_episodes: int = 0
+    coordinate_names: list[str] = field(default_factory=list)   # per q column; empty: joint_names
+
+    @property
+    def column_names(self) -> list[str]:
+        """The name of each column of ``q`` (dof,): a joint's, a ball joint's three ``name rx/ry/rz``."""
+        return self.coordinate_names or self.joint_names
 
     @property
     def n(self) -> int:
@@ -175,6 +206,8 @@ class LogReplay:
         """The robot's configuration (K, nq) at ``times``: for a floating base Pinocchio's
         ``[x y z, qx qy qz qw, joints]`` (the base at the origin when the log has no pose)."""
         q = self.sample(times, "q")
+        if getattr(robot, "ball_joint_names", None):       # rotation vectors -> quaternions
+            q = joint_configuration(robot, torch.as_tensor(q)).numpy()
         if not getattr(robot, "floating", False):
             return q
         b = (
@@ -207,10 +240,29 @@ def _dense(values: np.ndarray, t: np.ndarray, name: str, source: str) -> np.ndar
     return out
 
 
+def _ball_columns(columns: list[str], balls: list[str]) -> dict[str, list[str]]:
+    """Each ball joint's four quaternion columns ``[qw, qx, qy, qz]`` named ``<joint>_qw`` (or
+    ``.qw``, ``/qw``, ``_w``...), where all four are there."""
+    out: dict[str, list[str]] = {}
+    lower = {c.lower(): c for c in columns}
+    for joint in balls:
+        for sep in ("_", ".", "/", ":"):
+            for fields_ in (("qw", "qx", "qy", "qz"), ("w", "x", "y", "z"), ("quat_w", "quat_x", "quat_y", "quat_z")):
+                names = [f"{joint}{sep}{f}".lower() for f in fields_]
+                if all(n in lower for n in names):
+                    out[joint] = [lower[n] for n in names]
+                    break
+            if joint in out:
+                break
+    return out
+
+
 def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogReplay:
-    """The replay of ``table`` on ``robot`` under ``rmap`` (SI units, robot joint order)."""
-    index = {j: i for i, j in enumerate(robot.joint_names)}
-    unknown = [j for j in rmap.joints if j not in index]
+    """The replay of ``table`` on ``robot`` under ``rmap`` (SI units, robot joint order; a ball
+    joint's entries its rotation vector, see the module docstring)."""
+    f = int(robot.nv) - int(robot.dof)
+    index = {j: robot.joint_coordinates(j)[1].start - f for j in robot.joint_names}
+    unknown = [j for j in list(rmap.joints) + list(rmap.balls) if j not in index]
     if unknown:
         raise LogError(f"the robot {robot.name!r} has no joint {unknown[0]!r}", path=table.source or None,
                        column="joints")
@@ -253,6 +305,9 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
         tau = np.zeros((n, dof))
         tau[:, ids] = _dense(m.u[order], t, "u", src)
     u = _dense(m.u[order], t, "u", src) if m.u.shape[1] else np.zeros((n, 0))
+    for joint, quat_cols in rmap.balls.items():
+        _ball_replay(robot, joint, index[joint], [table.column(c)[m.rows][order] for c in quat_cols], t, src, q,
+                     qd, mapped)
     base = None
     if rmap.base:
         b = np.stack([table.column(c)[m.rows][order] for c in rmap.base], 1)
@@ -268,7 +323,44 @@ def make_replay(table: LogTable, rmap: ReplayMapping, robot: RobotModel) -> LogR
     )
     return LogReplay(t=t - t0, q=q, qd=qd, tau=tau, u=u, base=base, joint_names=list(robot.joint_names),
                      mapped=mapped, qd_logged=m.qd is not None, source=src, t_offset=t0, notes=notes,
-                     episode=episode, n_episodes=len(have))
+                     episode=episode, n_episodes=len(have), coordinate_names=_coordinate_names(robot))
+
+
+def _coordinate_names(robot) -> list[str]:
+    """One name per joint velocity coordinate; empty for a robot without ball joints."""
+    balls = set(getattr(robot, "ball_joint_names", ()))
+    if not balls:
+        return []
+    return [f"{n} {a}" if n in balls else n for n in robot.joint_names
+            for a in (("rx", "ry", "rz") if n in balls else ("",))]
+
+
+def _ball_replay(robot, joint: str, k: int, columns: list, t, src: str, q, qd, mapped) -> None:
+    """Write one ball joint's logged quaternion (columns qw qx qy qz) into ``q[:, k:k + 3]`` as its
+    rotation vector and its angular velocity (child frame; central differences on the rotation
+    group) into ``qd[:, k:k + 3]``; ``mapped`` marks the three."""
+    wxyz = _dense(np.stack(columns, 1), t, f"{joint} quaternion", src)
+    norm = np.linalg.norm(wxyz, axis=1, keepdims=True)
+    if not np.all(norm > 1e-9):
+        raise LogError(f"ball joint {joint!r}: a quaternion of zero length", path=src or None, column=joint)
+    quat = torch.as_tensor(np.concatenate([wxyz[:, 1:], wxyz[:, :1]], 1) / norm)       # x y z w
+    one = _OneBall()
+    q[:, k:k + 3] = joint_positions(one, quat).numpy()
+    i0 = np.maximum(np.arange(len(t)) - 1, 0)
+    i1 = np.minimum(np.arange(len(t)) + 1, len(t) - 1)
+    w = difference_balls(quat[i0], quat[i1], (0,), (0,)).numpy()
+    qd[:, k:k + 3] = w / (t[i1] - t[i0])[:, None]
+    mapped[k:k + 3] = True
+
+
+class _OneBall:
+    """A stand-in model with a single ball joint (for :func:`joint_positions` on one quaternion)."""
+
+    nq, nv, dof, joint_names, ball_joint_names = 4, 3, 3, ["ball"], ["ball"]
+
+    @staticmethod
+    def joint_coordinates(_name):
+        return slice(0, 4), slice(0, 3)
 
 
 def _factor(mapping: LogMapping, column: str) -> float:
@@ -370,6 +462,9 @@ def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integr
             )
         if list(model.joint_names) != list(replay.joint_names):
             raise ValueError("the rigid-body model's joints differ from the replayed robot's")
+        if getattr(model, "ball_joint_names", None):
+            raise ValueError(f"the rigid-body ghost of a robot with ball joints ({model.ball_joint_names[0]!r}...) "
+                             "is not supported yet; choose a learned model of the joints")
         step = float(h or replay.dt)
         steps = max(1, int(round(horizon / step)))
         times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator, ctx)

@@ -124,6 +124,10 @@ class CompiledCalls:
         self._link_index = dict(model._link_index)
         self._f = 6 if self.floating else 0
         self._consts = (parent, C0, C, cb._S) + parts + (perm,)
+        # each body's configuration column and kind (ball joints: engine.robots.ball.compiled_joints)
+        self._joints = np.ascontiguousarray(cb.tree.joints if cb.tree.joints is not None
+                                            else np.stack([perm, np.zeros_like(perm)], axis=1))
+        self._ball = bool(model._ball_names)      # the derivative kernels do not know ball joints
         self._chain = cb._chain
         self._S, self._rev = cb._S, cb._rev
         self._armature = cb._armature.copy()
@@ -215,7 +219,8 @@ class CompiledCalls:
         va, aa = self._v(v, B), self._v(a, B)
         res = _target(out, self._shape(one, B, (self.nv,)))
         tau = _batch(res, one) if self._P is None else np.empty((B, self._nv_all))
-        _K.rnea_kernel(*self._consts, qa, va, aa, self._gravity(gravity), self._armature, self.floating, tau)
+        _K.rnea_kernel(*self._consts, qa, va, aa, self._gravity(gravity), self._armature, self.floating, tau,
+                       self._joints)
         if damping:
             self._add_damping(tau, va, 1.0)
         if self._P is not None:
@@ -228,10 +233,10 @@ class CompiledCalls:
         B = qa.shape[0]
         res = _target(out, self._shape(one, B, (self.nv, self.nv)))
         if self._P is None:
-            _K.crba_kernel(*self._consts, qa, self._armature, self.floating, _batch(res, one))
+            _K.crba_kernel(*self._consts, qa, self._armature, self.floating, _batch(res, one), self._joints)
             return res
         M = np.empty((B, self._nv_all, self._nv_all))
-        _K.crba_kernel(*self._consts, qa, self._armature, self.floating, M)
+        _K.crba_kernel(*self._consts, qa, self._armature, self.floating, M, self._joints)
         np.matmul(self._Pt, M @ self._P, out=_batch(res, one))
         return res
 
@@ -258,7 +263,7 @@ class CompiledCalls:
             ta = ta.copy()
             self._add_damping(ta, va, -1.0)
         _K.aba_kernel(*self._consts, qa, va, ta, self._gravity(gravity), self._armature, self.floating,
-                      _batch(res, one))
+                      _batch(res, one), self._joints)
         return res
 
     # ---------------------------------------------------------------- kinematics
@@ -267,7 +272,8 @@ class CompiledCalls:
         qa, one = self._q(q)
         B, L = qa.shape[0], len(self.link_names)
         res = _target(out, self._shape(one, B, (L, 4, 4)))
-        _K.fk_kernel(*self._chain, self._link_body, self._link_offset, qa, self.floating, _batch(res, one))
+        _K.fk_kernel(*self._chain, self._link_body, self._link_offset, qa, self.floating, _batch(res, one),
+                     self._joints)
         return res
 
     def link_pose(self, q, link, out=None) -> np.ndarray:
@@ -276,7 +282,7 @@ class CompiledCalls:
         qa, one = self._q(q)
         B = qa.shape[0]
         res = _target(out, self._shape(one, B, (4, 4)))
-        _K.fk_kernel(*self._chain, body, offset, qa, self.floating, res.reshape(B, 1, 4, 4))
+        _K.fk_kernel(*self._chain, body, offset, qa, self.floating, res.reshape(B, 1, 4, 4), self._joints)
         return res
 
     def jacobian(self, q, link, point=None, out=None) -> np.ndarray:
@@ -291,7 +297,7 @@ class CompiledCalls:
         res = _target(out, self._shape(one, B, (6, self.nv)))
         J = _batch(res, one) if self._P is None else np.empty((B, 6, self._nv_all))
         _K.jacobian_kernel(self._chain[0], self._chain[1], self._chain[2], self._S, self._rev, self._chain[3],
-                           self._link_body_int[l], self._link_offset[l], pa, qa, self.floating, J)
+                           self._link_body_int[l], self._link_offset[l], pa, qa, self.floating, J, self._joints)
         if self._P is not None:
             np.matmul(J, self._P, out=_batch(res, one))
         return res
@@ -328,6 +334,9 @@ class CompiledCalls:
     def rnea_derivatives(self, q, v, a, gravity=True, damping: bool = False, out=None):
         """``(dtau/dq, dtau/dv, dtau/da)`` ``(..., nv, nv)`` each (``model.rnea_derivatives``;
         a free flyer's q-derivatives in the tangent space)."""
+        if self._ball:
+            raise ValueError(f"robot {self.name!r} has ball joints, which the derivative kernels do not "
+                             "model; call the model's method")
         dk = self._derivative_kernels()
         qa, one = self._q(q)
         B, nv, na = qa.shape[0], self.nv, self._nv_all
@@ -348,6 +357,9 @@ class CompiledCalls:
     def aba_derivatives(self, q, v, tau, gravity=True, damping: bool = False, out=None):
         """``(dqdd/dq, dqdd/dv, dqdd/dtau = M^-1)`` ``(..., nv, nv)`` each at ``qdd = aba(q, v, tau)``
         (``model.aba_derivatives``)."""
+        if self._ball:
+            raise ValueError(f"robot {self.name!r} has ball joints, which the derivative kernels do not "
+                             "model; call the model's method")
         if self._P is not None:       # coupled joints: -M^-1 times the projected RNEA derivatives
             qdd = self.aba(q, v, tau, gravity=gravity, damping=damping)
             dq, dv, M = self.rnea_derivatives(q, v, qdd, gravity=gravity, damping=damping)
@@ -374,6 +386,9 @@ class CompiledCalls:
 
     def regressor(self, q, v, a, gravity=True, out=None) -> np.ndarray:
         """The joint-torque regressor ``(..., nv, 10 N)`` (``model.regressor``; no armature)."""
+        if self._ball:
+            raise ValueError(f"robot {self.name!r} has ball joints, which the derivative kernels do not "
+                             "model; call the model's method")
         rk = self._regressor_kernels()
         qa, one = self._q(q)
         B, na = qa.shape[0], self._nv_all

@@ -95,36 +95,45 @@ def _c(x):
 _NONE = np.empty((0, 0))
 
 
-def rnea(consts, q, qd, qdd, a0, armature, floating: bool):
+def _joints(perm, joints):
+    """The kernels' ``(n, 2)`` configuration column and kind per body (:func:`engine.robots.ball.
+    compiled_joints`); None: no ball joint (each body's column is its joint's, ``perm``)."""
+    if joints is not None:
+        return joints
+    return np.ascontiguousarray(np.stack([perm, np.zeros_like(perm)], axis=1))
+
+
+def rnea(consts, q, qd, qdd, a0, armature, floating: bool, joints=None):
     """Generalised forces ``(B, nv)`` (armature included; floating: the base wrench first,
     ``[force; moment]`` in the base frame).
 
     consts: ``(parent, C0, C, S, m, c, Ic, perm)`` (perm ``(n,)``: the user index of each
-    internal body's joint); q ``(B, nq)``, qd, qdd ``(B, nv)`` in the user's order (None: zero).
+    internal body's joint); q ``(B, nq)``, qd, qdd ``(B, nv)`` in the user's order (None: zero);
+    joints: see :func:`_joints` (ball joints).
     """
     q = _c(q)
-    out = np.empty((q.shape[0], q.shape[1] - (1 if floating else 0)))
+    out = np.empty((q.shape[0], consts[-1].shape[0] + (6 if floating else 0)))
     _get().rnea_kernel(*consts, q, _NONE if qd is None else _c(qd), _NONE if qdd is None else _c(qdd), _c(a0),
-                       _c(armature), floating, out)
+                       _c(armature), floating, out, _joints(consts[-1], joints))
     return out
 
 
-def crba(consts, q, armature, floating: bool):
+def crba(consts, q, armature, floating: bool, joints=None):
     """The mass matrix ``(B, nv, nv)`` (floating: base rows first, ``[linear; angular]``),
     armature on the joints' diagonal."""
     q = _c(q)
-    nv = q.shape[1] - (1 if floating else 0)
+    nv = consts[-1].shape[0] + (6 if floating else 0)
     M = np.empty((q.shape[0], nv, nv))
-    _get().crba_kernel(*consts, q, _c(armature), floating, M)
+    _get().crba_kernel(*consts, q, _c(armature), floating, M, _joints(consts[-1], joints))
     return M
 
 
-def aba(consts, q, qd, tau, a0, armature, floating: bool):
+def aba(consts, q, qd, tau, a0, armature, floating: bool, joints=None):
     """Generalised accelerations ``(B, nv)`` (floating: the base's spatial acceleration in its
     frame first, ``[linear; angular]``)."""
     q = _c(q)
-    qdd = np.empty((q.shape[0], q.shape[1] - (1 if floating else 0)))
-    _get().aba_kernel(*consts, q, _c(qd), _c(tau), _c(a0), _c(armature), floating, qdd)
+    qdd = np.empty((q.shape[0], consts[-1].shape[0] + (6 if floating else 0)))
+    _get().aba_kernel(*consts, q, _c(qd), _c(tau), _c(a0), _c(armature), floating, qdd, _joints(consts[-1], joints))
     return qdd
 
 
@@ -193,23 +202,23 @@ def regressor_vjp(consts, q, qd, qdd, a0, floating: bool, w):
     return out
 
 
-def link_poses(chain, q, link_body, link_offset, floating: bool):
+def link_poses(chain, q, link_body, link_offset, floating: bool, joints=None):
     """World poses ``(B, L, 4, 4)`` of the links: chain ``(parent, C0, C, perm)``, link_body
     ``(L,)`` (0: the root), link_offset ``(L, 4, 4)`` (each link's frame in its body)."""
     q = _c(q)
     out = np.empty((q.shape[0], link_body.shape[0], 4, 4))
-    _get().fk_kernel(*chain, link_body, _c(link_offset), q, floating, out)
+    _get().fk_kernel(*chain, link_body, _c(link_offset), q, floating, out, _joints(chain[-1], joints))
     return out
 
 
-def jacobian(chain, S, rev, q, body: int, offset, point, floating: bool):
+def jacobian(chain, S, rev, q, body: int, offset, point, floating: bool, joints=None):
     """World Jacobian ``(B, 6, nv)`` (linear, angular; floating: base columns first) of the
     link welded at ``offset (4, 4)`` to ``body``, at its origin or at ``point (B, 3)`` (its frame)."""
     parent, C0, C, perm = chain
     q = _c(q)
-    out = np.empty((q.shape[0], 6, q.shape[1] - (1 if floating else 0)))
+    out = np.empty((q.shape[0], 6, perm.shape[0] + (6 if floating else 0)))
     _get().jacobian_kernel(parent, C0, C, S, _c(rev), perm, int(body), _c(offset),
-                           _NONE if point is None else _c(point), q, floating, out)
+                           _NONE if point is None else _c(point), q, floating, out, _joints(perm, joints))
     return out
 
 

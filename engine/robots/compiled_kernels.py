@@ -45,6 +45,38 @@ def _local_pose(C0, C, k, qk, R, p):
                 p[r] = x
 
 
+@_inline
+def _joint_pose(C0, C, k, q, b, col, kind, R, p):
+    """Pose of body k+1 in its parent (R, p written) from the configuration ``q[b]``: kind 0 a
+    scalar joint at column ``col``; a ball joint's sub-bodies (:mod:`engine.robots.ball`): kind 1
+    the first, its tree transform turned by the quaternion ``q[b, col:col + 4]`` (x, y, z, w), kinds
+    2 and 3 the others (angle zero)."""
+    if kind == 0:
+        _local_pose(C0, C, k, q[b, col], R, p)
+        return
+    _local_pose(C0, C, k, 0.0, R, p)
+    if kind == 1:
+        x, y, z, w = q[b, col], q[b, col + 1], q[b, col + 2], q[b, col + 3]
+        r00, r01, r02 = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w)
+        r10, r11, r12 = 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w)
+        r20, r21, r22 = 2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)
+        for r in range(3):
+            a0, a1, a2 = R[r, 0], R[r, 1], R[r, 2]
+            R[r, 0] = a0 * r00 + a1 * r10 + a2 * r20
+            R[r, 1] = a0 * r01 + a1 * r11 + a2 * r21
+            R[r, 2] = a0 * r02 + a1 * r12 + a2 * r22
+
+
+@_inline
+def _add_ball_bias(qd, b, col, out):
+    """out += the velocity-product term a ball joint's chain of three revolutes misses, on its last
+    sub-body: ``(-wy wz, wx wz, -wx wy)`` angular, ``(wx, wy, wz) = qd[b, col - 2:col + 1]``."""
+    wx, wy, wz = qd[b, col - 2], qd[b, col - 1], qd[b, col]
+    out[0] -= wy * wz
+    out[1] += wx * wz
+    out[2] -= wx * wy
+
+
 @_jit
 def _origin_inertias(m, c, Ic):
     """Each body's rotational inertia about its origin ``Io (n+1, 3, 3)`` and first moment ``h = m c``."""
@@ -151,8 +183,9 @@ def _gravity_in_base(R0, a0, out):
 
 
 @_jit
-def rnea_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, out):
-    """Inverse dynamics, see :func:`engine.robots.compiled_dynamics.rnea`."""
+def rnea_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, out, joints):
+    """Inverse dynamics, see :func:`engine.robots.compiled_dynamics.rnea` (joints ``(n, 2)``: each
+    body's configuration column and kind, :func:`_joint_pose`)."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -182,7 +215,8 @@ def rnea_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floa
                 a[0, i] = a0[i]
         for k in range(1, n + 1):
             jk = perm[k - 1]
-            _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
+            kind = joints[k - 1, 1]
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], kind, R[k], p[k])
             j = parent[k]
             _motion_to_child(R[k], p[k], v[j], v[k])
             _motion_to_child(R[k], p[k], a[j], a[k])
@@ -193,6 +227,8 @@ def rnea_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floa
                 v[k, i] += sv[i]
                 a[k, i] += S[k - 1, i] * y
             _add_cross_motion(v[k], sv, a[k])
+            if kind == 3 and has_qd:
+                _add_ball_bias(qd, b, fv + jk, a[k])
         for k in range(0 if floating else 1, n + 1):
             _inertia_times(m[k], h[k], Io[k], a[k], f[k])
             _inertia_times(m[k], h[k], Io[k], v[k], t)
@@ -233,7 +269,7 @@ def _composite_to_parent(R, p, mk, hk, Iok, mj, hj, Ioj, hr, RI):
 
 
 @_jit
-def crba_kernel(parent, C0, C, S, m, c, Ic, perm, q, armature, floating, M):
+def crba_kernel(parent, C0, C, S, m, c, Ic, perm, q, armature, floating, M, joints):
     """Mass matrix, see :func:`engine.robots.compiled_dynamics.crba`."""
     B = q.shape[0]
     n = perm.shape[0]
@@ -251,7 +287,7 @@ def crba_kernel(parent, C0, C, S, m, c, Ic, perm, q, armature, floating, M):
     off = 6 if floating else 0
     for b in range(B):
         for k in range(1, n + 1):
-            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], R[k], p[k])
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], joints[k - 1, 1], R[k], p[k])
         cm[:] = m
         ch[:] = h
         cI[:] = Io
@@ -375,7 +411,7 @@ def _solve_spd6(A, r, x, L):
 
 
 @_jit
-def aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, tau, a0, armature, floating, qdd):
+def aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, tau, a0, armature, floating, qdd, joints):
     """Forward dynamics, see :func:`engine.robots.compiled_dynamics.aba`."""
     B = q.shape[0]
     n = perm.shape[0]
@@ -415,7 +451,7 @@ def aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, tau, a0, armature, float
         else:
             v[0, :] = 0.0
         for k in range(1, n + 1):
-            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], R[k], p[k])
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], joints[k - 1, 1], R[k], p[k])
             _motion_to_child(R[k], p[k], v[parent[k]], v[k])
             x = qd[b, fv + perm[k - 1]]
             for i in range(6):
@@ -423,6 +459,8 @@ def aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, tau, a0, armature, float
                 v[k, i] += sv[i]
                 cb[k, i] = 0.0
             _add_cross_motion(v[k], sv, cb[k])
+            if joints[k - 1, 1] == 3:
+                _add_ball_bias(qd, b, fv + perm[k - 1], cb[k])
             IA[k] = I6[k]
             _inertia_times(m[k], h[k], Io[k], v[k], t)
             pA[k, :] = 0.0
@@ -476,7 +514,7 @@ def aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, tau, a0, armature, float
 
 
 @_inline
-def _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl):
+def _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl, joints):
     """World poses of the root (row 0) and the bodies of sample b: Rw (n+1, 3, 3), pw (n+1, 3)
     (Rl (3, 3), pl (3,): scratch)."""
     n = perm.shape[0]
@@ -490,7 +528,7 @@ def _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl):
             for j in range(3):
                 Rw[0, i, j] = 1.0 if i == j else 0.0
     for k in range(1, n + 1):
-        _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], Rl, pl)
+        _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], joints[k - 1, 1], Rl, pl)
         j = parent[k]
         for r in range(3):
             for col in range(3):
@@ -499,7 +537,7 @@ def _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl):
 
 
 @_jit
-def fk_kernel(parent, C0, C, perm, link_body, link_offset, q, floating, out):
+def fk_kernel(parent, C0, C, perm, link_body, link_offset, q, floating, out, joints):
     """World poses of every link ``out (B, L, 4, 4)``: its body's pose times its fixed offset."""
     B = q.shape[0]
     n = perm.shape[0]
@@ -509,7 +547,7 @@ def fk_kernel(parent, C0, C, perm, link_body, link_offset, q, floating, out):
     Rl = np.empty((3, 3))
     pl = np.empty(3)
     for b in range(B):
-        _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl)
+        _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl, joints)
         for l in range(link_body.shape[0]):
             k = link_body[l]
             for r in range(3):
@@ -521,7 +559,7 @@ def fk_kernel(parent, C0, C, perm, link_body, link_offset, q, floating, out):
 
 
 @_jit
-def jacobian_kernel(parent, C0, C, S, rev, perm, body, offset, point, q, floating, out):
+def jacobian_kernel(parent, C0, C, S, rev, perm, body, offset, point, q, floating, out, joints):
     """World Jacobian ``out (B, 6, nv)`` (rows linear then angular velocity; floating: base
     columns first) of a point fixed to ``body``: ``offset (4, 4)`` its link's frame in the body,
     ``point (B, 3)`` in that frame or ``(0, 0)`` (the link's origin)."""
@@ -537,7 +575,7 @@ def jacobian_kernel(parent, C0, C, S, rev, perm, body, offset, point, q, floatin
     Rl = np.empty((3, 3))
     pl = np.empty(3)
     for b in range(B):
-        _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl)
+        _world_poses(parent, C0, C, perm, q, b, fq, floating, Rw, pw, Rl, pl, joints)
         for i in range(3):
             loc[i] = offset[i, 3]
             if has_point:

@@ -50,7 +50,8 @@ __all__ = ["DerivativeMethods", "aba_derivatives", "compiled_backend_for", "dyna
 
 
 def _compiled_ok(model: Any, t: torch.Tensor) -> bool:
-    return (model._n > 0 and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
+    return (model._n > 0 and not model._ball_names          # ball joints: torch (engine.robots.ball)
+            and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
             and cdyn.available())
 
 
@@ -139,6 +140,8 @@ def aba_derivatives(model: Any, q, qd, tau, gravity=True, damping: bool = False)
 def _retract(model: Any, q, dx):
     """``q (+) dx`` to first order (exact derivative at ``dx = 0``): joints ``q + dx``; a floating
     base moved by ``M exp(dx_b)``: ``p + R dx_lin``, ``quat (x) [dx_ang / 2, 1]``."""
+    if model._ball_names:           # ball joints: q exp(dx) on every quaternion (engine.robots.ball)
+        return model.integrate(q, dx)
     if not model.floating:
         return q + dx
     quat = q[:, 3:7]

@@ -43,7 +43,10 @@ __all__ = [
     "rpy_to_matrix",
 ]
 
-MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic")
+# "ball": a 3-DoF spherical joint (MJCF ``ball``, Pinocchio's JointModelSpherical); URDF has none.
+# Its configuration is a unit quaternion (x, y, z, w) of the child frame in the joint frame, its
+# velocity the child's angular velocity in the child frame (rad/s); ``axis`` is unused
+MOVABLE_JOINT_TYPES = ("revolute", "continuous", "prismatic", "ball")
 SUPPORTED_JOINT_TYPES = MOVABLE_JOINT_TYPES + ("fixed",)
 
 

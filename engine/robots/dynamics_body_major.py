@@ -140,7 +140,7 @@ def motion_subspaces(T_bodies, axis4, rev, pri):
     return torch.cat([z * r, torch.linalg.cross(p, z) * r + z * s], dim=-1), z, p
 
 
-def rnea(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False):
+def rnea(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False, bias_src=None):
     """Inverse dynamics ``tau (n, B)`` for ``qd, qdd (n, B)`` (None = zero); ``a0 (6,)``, ``(B, 6)`` or None.
 
     inertials: ``(m (n,), c_w (n, B, 3), Ic_w (n, B, 3, 3))`` from :func:`world_inertia_terms`.
@@ -160,7 +160,7 @@ def rnea(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bo
             v = tree_down(anc, sqd, chain)
             if v0 is not None:
                 v = v + v0
-            acc = cross_motion(v, sqd)
+            acc = cross_motion(v if bias_src is None else v.index_select(0, bias_src), sqd)
             if qdd is not None:
                 acc = acc + S * qdd.unsqueeze(-1)
     a = tree_down(anc, acc, chain) if acc is not None else None
@@ -220,6 +220,7 @@ def aba(
     method: str = "auto",
     armature=None,
     root=None,
+    bias_src=None,
 ):
     """Forward dynamics ``qdd (n, B)``; I ``(n, B, 6, 6)`` the world spatial inertias.
 
@@ -238,14 +239,14 @@ def aba(
     if method == "auto":
         method = dyn_bl.auto_fd_method(S.shape[0], len(levels))
     if method == "composite":
-        return _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain, armature)
+        return _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain, armature, bias_src)
     if method != "articulated":
         raise ValueError(f"unknown forward dynamics method {method!r}")
     sqd = S * qd.unsqueeze(-1)
     v = tree_down(anc, sqd, chain)
     if root is not None:
         v = v + root[2]
-    c = cross_motion(v, sqd)
+    c = cross_motion(v if bias_src is None else v.index_select(0, bias_src), sqd)
     pA = cross_force(v, (I * v.unsqueeze(-2)).sum(-1))
     depth = len(levels)
     sizes = [e - s for s, e in levels]
@@ -296,12 +297,12 @@ def aba(
     return qdd if root is None else (qdd, qdd_base)
 
 
-def _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain: bool, armature=None):
+def _forward_dynamics_composite(S, I, qd, tau, a0, anc, chain: bool, armature=None, bias_src=None):
     """``M^-1 (tau - b)`` from 6x6 world inertias ``I (n, B, 6, 6)`` (small batches)."""
     n = S.shape[0]
     sqd = S * qd.unsqueeze(-1)
     v = tree_down(anc, sqd, chain)
-    a = tree_down(anc, cross_motion(v, sqd), chain)
+    a = tree_down(anc, cross_motion(v if bias_src is None else v.index_select(0, bias_src), sqd), chain)
     if a0 is not None:
         a = a + a0
     # small products as broadcast multiply-and-sum, as in the recursion below (no BLAS calls,

@@ -26,7 +26,7 @@ Jacobian pass of the model's backend for every target; the compiled kernels wher
 derivative is needed), the columns restricted to the joints that move a target
 (:meth:`RobotModel.joints_moving`). Nothing is cached or stored on the model.
 
-Floating-base robots and robots with coupled mimic joints are solved by
+Floating-base robots, robots with coupled mimic joints and robots with ball joints are solved by
 :func:`engine.robots.ik_floating.solve_whole_body_ik` (on the configuration manifold, the
 base free or fixed, chosen links held in place): ``solve_ik(model, targets, q0, hold=(...),
 base="free")`` dispatches there and returns q ``(*B, nq)``.
@@ -379,7 +379,8 @@ def solve_ik(model, targets: Mapping[str, object], q0=None, *, position_only: bo
         raise TypeError(f"solve_ik: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
     hold, base = overrides.pop("hold", ()), overrides.pop("base", "free")
     opts = replace(opts, **{k: v for k, v in overrides.items() if v is not None})
-    if getattr(model, "floating", False) or getattr(model, "mimic_joint_names", None):
+    if (getattr(model, "floating", False) or getattr(model, "mimic_joint_names", None)
+            or getattr(model, "ball_joint_names", None)):
         if opts.position_only:
             targets = {k: (torch.as_tensor(t)[..., :3, 3] if torch.as_tensor(t).shape[-2:] == (4, 4) else t)
                        for k, t in targets.items()}

@@ -1,5 +1,6 @@
 """Whole-body inverse kinematics: several link targets at once, chosen links held in place,
-for floating-base robots (the base free or fixed) and robots with coupled mimic joints.
+for floating-base robots (the base free or fixed), robots with coupled mimic joints and robots with
+ball joints (their quaternions move by ``integrate``, no limits).
 
 ``solve_whole_body_ik(model, {"left_hand": pose, ...}, q0, hold=("left_foot", "right_foot"))``
 runs Levenberg-Marquardt (damped least squares) on the configuration manifold, batched:
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.robots.model_coords import limited_coordinates
 from engine.spatial import rotation_error_vector
 
 __all__ = ["WholeBodyIKResult", "solve_whole_body_ik"]
@@ -115,8 +117,9 @@ def solve_whole_body_ik(
     N = int(torch.Size(shape).numel())
     q = q0.expand(shape + (model.nq,)).reshape(N, model.nq).clone()
     lim = model.joint_limits
-    k0 = model.nq - model.dof                                   # the joints' first index in q
-    q[:, k0:] = torch.maximum(torch.minimum(q[:, k0:], lim.upper), lim.lower)
+    sq, sv, rows = (torch.tensor(x, dtype=torch.long, device=device) for x in limited_coordinates(model))
+    lower, upper = lim.lower.index_select(0, rows), lim.upper.index_select(0, rows)   # the scalar joints'
+    q[:, sq] = torch.maximum(torch.minimum(q[:, sq], upper), lower)
     all_links = links + hold
     with torch.no_grad():
         if hold:
@@ -135,9 +138,9 @@ def solve_whole_body_ik(
         cols = torch.arange(6 if (model.floating and base == "fixed") else 0, model.nv, device=device)
         n = cols.numel()
         eye = torch.eye(n, dtype=dtype, device=device)
-        inf = torch.full((model.nv - model.dof,), torch.inf, dtype=dtype, device=device)
-        lo_c = torch.cat([-inf, lim.lower]).index_select(0, cols)
-        hi_c = torch.cat([inf, lim.upper]).index_select(0, cols)
+        lo_c = torch.full((model.nv,), -torch.inf, dtype=dtype, device=device).index_copy(0, sv, lower)
+        hi_c = torch.full((model.nv,), torch.inf, dtype=dtype, device=device).index_copy(0, sv, upper)
+        lo_c, hi_c = lo_c.index_select(0, cols), hi_c.index_select(0, cols)
 
         def evaluate(q_):
             poses, J = model.frame_jacobians(q_, all_links)
@@ -147,7 +150,7 @@ def solve_whole_body_ik(
             return e, J.index_select(-1, cols), e_p.norm(dim=-1), theta * rot_mask
 
         def clamp(q_):
-            q_[:, k0:] = torch.maximum(torch.minimum(q_[:, k0:], lim.upper), lim.lower)
+            q_[:, sq] = torch.maximum(torch.minimum(q_[:, sq], upper), lower)
             return q_
 
         e, J, perr, rerr = evaluate(q)
@@ -162,7 +165,7 @@ def solve_whole_body_ik(
             JtW = Jf.transpose(-1, -2) * W
             g = (JtW @ e.reshape(N, -1, 1))[..., 0]
             # active set: a joint at a limit that the gradient pushes outwards is held still
-            qc = torch.cat([q.new_zeros(N, model.nv - model.dof), q[:, k0:]], dim=1).index_select(1, cols)
+            qc = q.new_zeros(N, model.nv).index_copy(1, sv, q[:, sq]).index_select(1, cols)
             free = (~(((qc <= lo_c) & (g < 0)) | ((qc >= hi_c) & (g > 0)))).to(dtype)
             JtW, g = JtW * free[..., None], g * free
             A = torch.baddbmm((mu * cost + damping)[:, None, None] * eye, JtW, Jf * free[:, None, :])

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from engine.robots.ball import rotate_first, rotate_first_bl
+
 # from this batch size on, products with per-body constants are one BLAS matrix product per
 # body; below it, small per-sample products (cheaper to dispatch, never threaded)
 _GEMM_BATCH = 256
@@ -50,19 +52,23 @@ def joint_transform_basis(tree: torch.Tensor, axis: torch.Tensor, revolute: torc
     return tree.reshape(n, 1, 16).clone(), C
 
 
-def local_transforms(q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
-    """q ``(n, B)`` -> local joint transforms ``(n, B, 4, 4)`` (parent body -> body)."""
+def local_transforms(q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, ball=None) -> torch.Tensor:
+    """q ``(n, B)`` -> local joint transforms ``(n, B, 4, 4)`` (parent body -> body); ball: the ball
+    joints' rotations ``(first (k,), R (k, B, 3, 3))`` (:mod:`engine.robots.ball`) or None."""
     n, B = q.shape
     coef = torch.stack([torch.sin(q), 1.0 - torch.cos(q), q], dim=-1)           # (n, B, 3)
     if B < _GEMM_BATCH:      # small: per-sample products (no BLAS threading for tiny work)
-        return (torch.matmul(coef.unsqueeze(-2), C.unsqueeze(1)).squeeze(-2) + C0).view(n, B, 4, 4)
-    return torch.baddbmm(C0, coef, C).view(n, B, 4, 4)
+        local = (torch.matmul(coef.unsqueeze(-2), C.unsqueeze(1)).squeeze(-2) + C0).view(n, B, 4, 4)
+    else:
+        local = torch.baddbmm(C0, coef, C).view(n, B, 4, 4)
+    return rotate_first(local, ball)
 
 
-def body_poses(q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, jumps: list) -> torch.Tensor:
-    """World poses of all bodies by pointer jumping. q ``(n, B)`` -> ``(n + 1, B, 4, 4)``, root first."""
+def body_poses(q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, jumps: list, ball=None) -> torch.Tensor:
+    """World poses of all bodies by pointer jumping. q ``(n, B)`` -> ``(n + 1, B, 4, 4)``, root first
+    (ball: see :func:`local_transforms`)."""
     B = q.shape[1]
-    local = local_transforms(q, C0, C)
+    local = local_transforms(q, C0, C, ball)
     eye = torch.eye(4, dtype=q.dtype, device=q.device).expand(1, B, 4, 4)
     T = torch.cat([eye, local], dim=0)
     for anc in jumps:
@@ -71,11 +77,11 @@ def body_poses(q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, jumps: list) 
 
 
 def body_poses_by_level(
-    q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, levels, level_parents
+    q: torch.Tensor, C0: torch.Tensor, C: torch.Tensor, levels, level_parents, ball=None
 ) -> torch.Tensor:
     """As :func:`body_poses`, one depth at a time (``n`` products instead of ``n log D``)."""
     B = q.shape[1]
-    local = local_transforms(q, C0, C)
+    local = local_transforms(q, C0, C, ball)
     parts = [torch.eye(4, dtype=q.dtype, device=q.device).expand(1, B, 4, 4)]
     prev = None
     for (s, e), lp in zip(levels, level_parents):
@@ -167,11 +173,12 @@ def _e4(dtype, device) -> torch.Tensor:
     return e4
 
 
-def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root_top=None) -> torch.Tensor:
+def body_poses_bl(q: torch.Tensor, Ct4: torch.Tensor, levels, level_parents, root_top=None,
+                  ball=None) -> torch.Tensor:
     """World poses of the movable bodies, top rows ``(n, 3, 4, B)``, one depth at a time;
     root_top: the top rows of the root's pose, batch-last ``(3, 4, B)`` (a floating base; None:
-    the identity), composed with the first depth only."""
-    local = local_transforms_bl(q, Ct4)
+    the identity), composed with the first depth only; ball: see :func:`local_transforms`."""
+    local = rotate_first_bl(local_transforms_bl(q, Ct4), ball)
     e4 = _e4(q.dtype, q.device)
     chunks = list(local.split([e - s for s, e in levels])) if len(levels) > 1 else [local]
     if root_top is not None:    # the first depth hangs from the root (no copy of the rest)

@@ -349,14 +349,6 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
         return MJCFError(message, file=str(path), element=element)
 
     free = _free_bodies(m, names, path)
-    for j in range(m.njnt):
-        if m.jnt_type[j] == J.mjJNT_BALL:
-            jn = joint_names[j]
-            raise err(
-                f"ball joint {jn!r} in body {names[m.jnt_bodyid[j]]!r} is not supported (3-DoF spherical "
-                "joints have no counterpart here); replace it by three hinges",
-                f"<joint name={jn!r}>",
-            )
     trees = mujoco_trees(m, names, free)
     chosen = choose_tree(trees, tree, names, path)
     floating = chosen.floating
@@ -372,6 +364,11 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
                   "load with mimic='coupled' or 'independent'", f"<joint name={jn!r}>")
     if mimic == "independent":
         coupled, coupled_eqs = {}, set()
+    balls = [j for j in sorted(kept_joints) if m.jnt_type[j] == J.mjJNT_BALL]
+    if coupled and balls:
+        jn = joint_names[next(iter(coupled))]
+        raise err(f"ball joint {joint_names[balls[0]]!r} and joint {jn!r} coupled by an <equality joint> in one "
+                  "tree are not supported together; load with mimic='independent'", f"<joint name={jn!r}>")
     if floating and m.body_geomnum[0]:
         log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
 
@@ -408,22 +405,23 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
         for k, j in enumerate(body_joints):
             jname = joint_names[j]
             hinge = m.jnt_type[j] == J.mjJNT_HINGE
-            p = np.asarray(m.jnt_pos[j], float) if hinge else np.zeros(3)
+            ball = m.jnt_type[j] == J.mjJNT_BALL     # about its anchor; q: a quaternion, qpos0 the identity
+            p = np.asarray(m.jnt_pos[j], float) if hinge or ball else np.zeros(3)
             origin = (T_prev if prev_anchor is None else _trans(-prev_anchor)) @ _trans(p)
             axis = np.asarray(m.jnt_axis[j], float) / np.linalg.norm(m.jnt_axis[j])
-            ref = float(m.qpos0[m.jnt_qposadr[j]])          # the file's pose is at q = ref, not at 0
+            ref = 0.0 if ball else float(m.qpos0[m.jnt_qposadr[j]])   # the file's pose is at q = ref, not at 0
             if ref:
                 origin = origin @ (_T(np.zeros(3), _axis_angle(axis, -ref)) if hinge else _trans(-ref * axis))
             last = k == len(body_joints) - 1
             child = names[b] if last and not np.any(p) else f"{names[b]}__{jname}"
             if child != names[b]:
                 links.append(Link(name=child))
-            limited = bool(m.jnt_limited[j])
+            limited = bool(m.jnt_limited[j]) and not ball     # a ball's range (a cone) is not modelled
             lo, hi = (
                 (float(m.jnt_range[j][0]), float(m.jnt_range[j][1])) if limited else (-math.inf, math.inf)
             )
             dof = int(m.jnt_dofadr[j])
-            jtype = ("revolute" if limited else "continuous") if hinge else "prismatic"
+            jtype = "ball" if ball else ("revolute" if limited else "continuous") if hinge else "prismatic"
             joints.append(Joint(name=jname, type=jtype, parent=prev_link, child=child, origin=_origin(origin),
                                 axis=cast("tuple[float, float, float]", tuple(float(a) for a in axis)),
                                 limit=Limit(lower=lo, upper=hi), damping=float(m.dof_damping[dof]),

@@ -155,7 +155,11 @@ def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: Collec
     if friction:
         lines.append(f"dry joint friction (frictionloss; kept as Joint.friction, not in the dynamics): "
                      f"{named_list(friction)}")
-    limited = [joint_names[j] for j in range(m.njnt) if m.jnt_limited[j]]
+    ball = int(mujoco.mjtJoint.mjJNT_BALL)
+    cones = [joint_names[j] for j in range(m.njnt) if m.jnt_limited[j] and int(m.jnt_type[j]) == ball]
+    if cones:
+        lines.append(f"ball joint ranges (a cone of rotation; no limit is applied): {named_list(cones)}")
+    limited = [joint_names[j] for j in range(m.njnt) if m.jnt_limited[j] and int(m.jnt_type[j]) != ball]
     if limited:
         lines.append(f"joint limits as MuJoCo's soft constraints (solref, solimp; the engine's simulation "
                      f"holds them at hard limits): {named_list(limited)}")

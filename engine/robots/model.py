@@ -15,7 +15,10 @@ Pinocchio's free-flyer convention, ``q = [base xyz in the world, base quaternion
 joints]`` (``nq = dof + 7``) and ``v = [base linear, base angular velocity, both in the base
 frame, joints]`` (``nv = dof + 6``; the first six forces are the base wrench in the base
 frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
-:mod:`engine.robots.floating`.
+:mod:`engine.robots.floating`. A ball joint (MJCF ``ball``, ``ball_joint_names``) has four
+configuration numbers, its unit quaternion (x, y, z, w), and three velocity coordinates, the
+child's angular velocity in its frame (``dof`` counts velocity coordinates; ``joint_coordinates(
+joint)`` gives a joint's q and v slices; :mod:`engine.robots.ball`).
 
 =======================================  ==============================================
 ``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order
@@ -107,6 +110,7 @@ from engine.robots.backends.batch_last import BatchLastBackend
 from engine.robots.backends.body_major import BodyMajorBackend
 from engine.robots.backends.compiled import CompiledBackend
 from engine.robots.backends.tree import DenseTreeMasks
+from engine.robots.ball import BallMap
 from engine.robots.call_policy import call_policy
 from engine.robots.description import RobotDescription
 from engine.robots.model_build import model_constants
@@ -157,11 +161,16 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         self._full_joint_names = list(topo.joint_names)
         self._dof_of_child = {link: k for k, link in enumerate(topo.child_link_of_dof)}
 
-        joints = [description.joint(j) for j in self._full_joint_names]
-        self.joint_names = [j.name for j in joints if j.mimic is None]
+        joints = [description.joint(j) for j in self._full_joint_names]     # one per dof (a ball: 3)
+        self.joint_names = list(dict.fromkeys(j.name for j in joints if j.mimic is None))
         self.mimic_joint_names = [j.name for j in joints if j.mimic is not None]
-        self.dof = len(self.joint_names)
-        self.nq = self.dof + (7 if self.floating else 0)
+        self.dof = sum(1 for j in joints if j.mimic is None)     # joint velocity coordinates
+        # ball joints (engine.robots.ball): each ball's first q and v column after the base's
+        self._balls = (tuple(int(c) for c in topo.q_columns()[list(topo.ball_dofs)]), topo.ball_dofs)
+        if topo.ball_dofs and self.mimic_joint_names:
+            raise ValueError(f"robot {description.name!r}: ball joints and coupled (mimic) joints in one "
+                             "model are not supported; load with mimic='independent'")
+        self.nq = self.dof + len(topo.ball_dofs) + (7 if self.floating else 0)
         self.nv = self.dof + (6 if self.floating else 0)
         self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
         gravity = description.gravity if gravity is None else gravity   # None: the file's (URDF: -9.81 z)
@@ -258,7 +267,9 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
             offset_links=self._offset_links, offset_bodies=self._offset_bodies, offset_T=self._offset_T,
             link_src=None if self._link_src_identity else self._link_src, armature_int=self._armature_int,
             armature_v=self._armature_v,
-            armature_diag=None if self._armature_v is None else torch.diag(self._armature_v))
+            armature_diag=None if self._armature_v is None else torch.diag(self._armature_v),
+            ball=BallMap(*(getattr(self, name) for name in self._ball_names)) if self._ball_names else None,
+            joints=self._compiled_joints)
 
     def _backends(self) -> dict:
         """``{"body-major", "batch-last", "compiled" (a factory: built on first use)}`` over this
@@ -288,11 +299,15 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
           analytic backwards where inputs or learnable inertials need a gradient
           (:func:`engine.robots.derivatives.compiled_backend_for`), unless switched off
           (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
-        - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below.
+        - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below;
+        - a model with ball joints (:mod:`engine.robots.ball`): the compiled kernels for values, a
+          torch backend where a gradient is needed (the analytic derivative kernels do not know
+          ball joints; derivatives are then autograd's through the torch algorithms).
         """
         t = tensors[0]
         if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
-                and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None):
+                and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None
+                and (chosen.name == "compiled" or not self._ball_names)):
             return chosen
         backends = self._backends()
         return backends["batch-last" if t.shape[0] >= BATCH_LAST_BATCH and self._n > 0 else "body-major"]
@@ -364,9 +379,12 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
 
     def _joint_damping_full(self) -> torch.Tensor:
         """Viscous damping of every movable joint (mimic joints included, topology order), ``(n,)``."""
-        return joint_damping_values(self._damping, [(self._dof_of_child[link], self.learnable[key]())
-                                                    for (link, kind), key in self._learnable.items()
-                                                    if kind == "damping"])
+        learned = [(link, self.learnable[key]()) for (link, kind), key in self._learnable.items() if kind == "damping"]
+        # a ball joint's damping acts on its three velocity coordinates (dofs k - 2, k - 1, k)
+        width = {link: 3 if getattr(self.description.parent_joint(link), "type", "") == "ball" else 1
+                 for link, _ in learned}
+        return joint_damping_values(self._damping, [(self._dof_of_child[link] - i, value) for link, value in learned
+                                                    for i in range(width[link])])
 
     def joint_damping(self) -> torch.Tensor:
         """Current viscous damping of every joint (N m s/rad or N s/m), ``(dof,)`` (a master joint
@@ -473,23 +491,41 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         g = torch.as_tensor(gravity, dtype=self.dtype, device=self.device)
         return torch.cat([torch.zeros_like(g), -g])
 
+    @property
+    def ball_joint_names(self) -> list[str]:
+        """The ball (spherical) joints, ``joint_names`` order (:mod:`engine.robots.ball`)."""
+        return [name for name in self.joint_names if self.description.joint(name).type == "ball"]
+
+    def joint_coordinates(self, joint: str) -> tuple[slice, slice]:
+        """``(q slice, v slice)`` of an independent joint in ``q (nq,)`` and ``v (nv,)`` (a floating
+        base's coordinates before it): one column each, a ball joint four (quaternion x, y, z, w)
+        and three (angular velocity in the child frame, rad/s)."""
+        qc, vc = (7, 6) if self.floating else (0, 0)
+        for name in self.joint_names:
+            wq, wv = (4, 3) if self.description.joint(name).type == "ball" else (1, 1)
+            if name == joint:
+                return slice(qc, qc + wq), slice(vc, vc + wv)
+            qc, vc = qc + wq, vc + wv
+        raise KeyError(f"no independent movable joint named {joint!r} in robot {self.name!r}")
+
     def neutral(self) -> torch.Tensor:
         """The neutral configuration ``(nq,)``: joints at zero, the base at the origin, unrotated."""
-        return neutral_configuration(self.nq, self.floating, self.dtype, self.device)
+        return neutral_configuration(self.nq, self.floating, self.dtype, self.device, self._balls)
 
     def integrate(self, q, v, dt=1.0) -> torch.Tensor:
         """The configuration reached from ``q (..., nq)`` moving at ``v (..., nv)`` for ``dt``
         (``pinocchio.integrate(model, q, v * dt)``: the base moves by ``exp`` of its twist)."""
         shape, (q, v) = self._flat(q, v, kinds="qv")
-        return integrate_configuration(q, v * dt, self.floating).reshape(shape + (self.nq,))
+        return integrate_configuration(q, v * dt, self.floating, self._balls).reshape(shape + (self.nq,))
 
     def difference(self, q0, q1) -> torch.Tensor:
         """The velocity ``(..., nv)`` that takes ``q0`` to ``q1`` in unit time (``pinocchio.difference``)."""
         shape, (q0, q1) = self._flat(q0, q1)
-        return difference_configuration(q0, q1, self.floating).reshape(shape + (self.nv,))
+        return difference_configuration(q0, q1, self.floating, self._balls).reshape(shape + (self.nv,))
 
     def joints_moving(self, links) -> list[int]:
-        """Indices (``joint_names`` order) of the joints that move at least one of ``links``."""
+        """Indices of the joint velocity coordinates (``joint_names`` order, the base's not counted)
+        that move at least one of ``links``: one per joint, a ball joint's three."""
         idx = torch.tensor([self._link_idx(link) for link in links], dtype=torch.long)
         mask = ((self._link_rev_mask + self._link_pri_mask).cpu().index_select(0, idx).sum(0) > 0).numpy()
         full = sorted(int(self._body_dof[i]) for i in np.flatnonzero(mask))      # tree joint order

@@ -35,7 +35,8 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
     """
     n = topo.n_bodies
     floating = bool(description.floating_base)
-    dof = len(joint_names)
+    independent = set(joint_names)
+    dof = sum(1 for j in joints if j.name in independent)    # a ball joint: three rows
     tensors: dict[str, torch.Tensor | None] = {}
 
     def buf(name, value, dtype_=None):
@@ -85,7 +86,6 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
     tensors.update(zip(("_bc_m", "_bc_c1", "_bc_Ic4"), dyn.body_constants(mb, cb, Ib)))
     buf("_damping", [j.damping for j in joints])
     buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
-    independent = set(joint_names)
     values["_limits"] = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort]
                                   for j in joints if j.name in independent], dtype=float).reshape(dof, 4)
     return tensors, values

@@ -7,7 +7,10 @@ viewer shows for one state (end-effector pose, gravity torques, mass matrix, man
   (no contacts: it flies freely) is integrated on its configuration manifold: each step runs
   the RK4 in the tangent space at the step's start, ``q = integrate(q_k, delta)``, with
   ``d delta / dt = dexp^-1(v) = v + ad_delta v / 2 + ad_delta^2 v / 12`` on the base's twist
-  (Munthe-Kaas' RK4; fourth order), then moves the base by ``exp`` of the step.
+  (Munthe-Kaas' RK4; fourth order), then moves the base by ``exp`` of the step. Ball joints
+  (quaternions, :mod:`engine.robots.ball`) are integrated the same way, with ``d delta / dt =
+  w + delta x w / 2 + delta x (delta x w) / 12`` on their angular velocity; joint limits hold the
+  scalar joints only (a ball's cone is not modelled).
 - A robot whose description carries constraints (loop closures, welds, tendon equalities and
   limits: :mod:`engine.robots.constraints`) is integrated with the constrained dynamics (Baumgarte-
   stabilised KKT, :mod:`engine.robots.constrained_dynamics`) and projected back onto the
@@ -36,6 +39,7 @@ from engine.robots.constrained_dynamics import (
 )
 from engine.robots.constraints import joint_limit_constraints
 from engine.robots.gravcomp import gravity_compensation, has_gravity_compensation
+from engine.robots.model_coords import limited_coordinates
 
 __all__ = [
     "Readouts",
@@ -140,11 +144,20 @@ def _ad(d: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     )
 
 
-def _dexp_inv(delta: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """``d delta / dt`` for ``q = q_k exp(delta)`` moving at body velocity ``v`` (base rows; the
-    joints' rows commute): ``v + ad v / 2 + ad^2 v / 12``, enough for fourth order."""
-    a1 = _ad(delta[:6], v[:6])
-    return torch.cat([v[:6] + 0.5 * a1 + _ad(delta[:6], a1) / 12.0, v[6:]])
+def _dexp_inv(delta: torch.Tensor, v: torch.Tensor, floating: bool = True, balls: Sequence[slice] = ()
+              ) -> torch.Tensor:
+    """``d delta / dt`` for ``q = q_k exp(delta)`` moving at body velocity ``v (nv,)``: on the base's
+    rows ``v + ad v / 2 + ad^2 v / 12`` (enough for fourth order), on each ball joint's rows
+    (``balls``: their v slices) the same with the cross product; the other joints' rows commute."""
+    out = v
+    if floating:
+        a1 = _ad(delta[:6], v[:6])
+        out = torch.cat([v[:6] + 0.5 * a1 + _ad(delta[:6], a1) / 12.0, v[6:]])
+    for sl in balls:
+        d, w = delta[sl], v[sl]
+        c1 = torch.linalg.cross(d, w)
+        out = torch.cat([out[:sl.start], w + 0.5 * c1 + torch.linalg.cross(d, c1) / 12.0, out[sl.stop:]])
+    return out
 
 
 def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions(),
@@ -159,7 +172,6 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         raise ValueError("PD to keyframes needs at least one keyframe")
     floating = bool(getattr(model, "floating", False))
     nq, n = int(getattr(model, "nq", model.dof)), int(getattr(model, "nv", model.dof))
-    b = 7 if floating else 0            # configuration entries before the joints
     dev = getattr(model, "device", torch.device("cpu"))  # the model's device (--device); float64 on all
     held = floating and options.hold_base
     q = _vector(q0, nq, "initial configuration q0")
@@ -171,8 +183,11 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         torch.zeros(n, dtype=torch.float64) if len(options.tau) == 0 else _vector(options.tau, n, "tau")
     )
     tau_const = tau_const.to(dev)
-    lo = model.joint_limits.lower.detach().to(torch.float64).to(dev)
-    hi = model.joint_limits.upper.detach().to(torch.float64).to(dev)
+    balls = [model.joint_coordinates(j)[1] for j in getattr(model, "ball_joint_names", ())]   # their v slices
+    manifold = floating or bool(balls)      # q moves by integrate, not by addition
+    sq, sv, rows = limited_coordinates(model)
+    lo = model.joint_limits.lower.detach().to(torch.float64).to(dev)[rows]
+    hi = model.joint_limits.upper.detach().to(torch.float64).to(dev)[rows]
     damping = torch.zeros(n, dtype=torch.float64, device=dev)
     if options.damping:
         d = model.joint_damping().detach().to(torch.float64).reshape(-1)
@@ -195,7 +210,7 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
             tau = tau + model.gravity_torques(q_)   # holds the robot: the file's compensation included
             if options.mode == "pd_keyframes":
                 ref = torch.as_tensor(interpolate_keyframes(keyframe_times, keyframe_poses, t), device=dev)
-                err = model.difference(q_, ref) if floating else ref - q_
+                err = model.difference(q_, ref) if manifold else ref - q_
                 a = options.kp * err - options.kd * qd_
                 tau = tau + model.mass_matrix(q_) @ a
         elif compensated:                           # the file's body gravcomp, as MuJoCo's passive force
@@ -219,12 +234,12 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     ts, qs, qds = [0.0], [q.cpu().numpy().copy()], [qd.cpu().numpy().copy()]
     with torch.no_grad():
         for k in range(steps):
-            if floating:      # RK4 in the tangent space at q_k (see the module docstring)
+            if manifold:      # RK4 in the tangent space at q_k (see the module docstring)
                 qk = q
 
                 def field(t, x, qk=qk):
                     delta, v = x[:n], x[n:]
-                    return torch.cat([_dexp_inv(delta, v), accel(t, model.integrate(qk, delta), v)])
+                    return torch.cat([_dexp_inv(delta, v, floating, balls), accel(t, model.integrate(qk, delta), v)])
 
                 x = rk4_step_t(
                     field, k * h, torch.cat([torch.zeros(n, dtype=torch.float64, device=dev), qd]), h
@@ -235,11 +250,12 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
                     lambda t, x: torch.cat([x[n:], accel(t, x[:n], x[n:])]), k * h, torch.cat([q, qd]), h
                 )
                 q, qd = x[:n], x[n:]
-            qj, vj = q[b:], qd[n - (nq - b):]
+            qj, vj = q[sq], qd[sv]
             at_limit = (qj <= lo) | (qj >= hi)
             if at_limit.any():
-                q = torch.cat([q[:b], torch.clamp(qj, lo, hi)])
-                qd = torch.cat([qd[:n - vj.numel()], torch.where(at_limit, torch.zeros_like(vj), vj)])
+                q, qd = q.clone(), qd.clone()
+                q[sq] = torch.clamp(qj, lo, hi)
+                qd[sv] = torch.where(at_limit, torch.zeros_like(vj), vj)
             if constraints:
                 q, qd = project_state(model, constraints, q, qd)
             x = torch.cat([q, qd])

@@ -7,6 +7,13 @@ contiguous range and the recursions of ABA run one vectorised step per depth. Th
 joint order (``joint_names``, the order of ``q``) is depth first from the root, the order
 Pinocchio uses; ``dof_of_body``/``body_of_dof`` map between the two.
 
+A ball (spherical) joint is three bodies, three dofs: revolute sub-joints about the x, y and z
+axes of the child frame, the first two bodies massless with identity transforms to the next. Its
+configuration is one unit quaternion (x, y, z, w): the first sub-body's joint rotation is the
+whole rotation, the other two sub-joints' angles are zero (:mod:`engine.robots.ball`), so the
+three motion subspaces are the child's axes and ``v`` is the child's angular velocity in its
+frame (Pinocchio's JointModelSpherical, MuJoCo's ball joint). ``nq = n + 4 - 3`` per ball.
+
 Everything here is numpy, computed once; :class:`RobotModel` turns it into buffers.
 """
 
@@ -25,7 +32,7 @@ __all__ = ["Topology", "build_topology"]
 @dataclass(frozen=True)
 class Topology:
     link_names: tuple[str, ...]           # depth-first from the root
-    joint_names: tuple[str, ...]          # movable joints, depth-first (the order of q)
+    joint_names: tuple[str, ...]          # joint of each dof, depth-first (the order of v; a ball: 3 times)
     n_bodies: int                         # movable bodies (= dof); body 0 (root) not counted
     body_parent: np.ndarray               # (n+1,) internal parent index, root -> 0
     body_depth: np.ndarray                # (n+1,) root 0
@@ -40,6 +47,27 @@ class Topology:
     jumps: tuple[np.ndarray, ...]         # pointer-jumping ancestor tables for forward kinematics
     joint_of_dof: tuple[str, ...]         # = joint_names
     child_link_of_dof: tuple[str, ...]    # child link of each movable joint, dof order
+    ball_dofs: tuple[int, ...] = ()       # first of the three dofs of each ball joint, dof order
+
+    @property
+    def nq(self) -> int:
+        """Configuration coordinates of the joints: one per dof, four per ball joint (not three)."""
+        return self.n_bodies + len(self.ball_dofs)
+
+    def q_columns(self) -> np.ndarray:
+        """(n,) the configuration column (joint part) of each dof: its angle or position, or for
+        the three dofs of a ball joint the first of its quaternion's four columns."""
+        cols = np.zeros(self.n_bodies, dtype=np.int64)
+        balls = set(self.ball_dofs)
+        c, k = 0, 0
+        while k < self.n_bodies:
+            if k in balls:
+                cols[k:k + 3] = c
+                c, k = c + 4, k + 3
+            else:
+                cols[k] = c
+                c, k = c + 1, k + 1
+        return cols
 
     @cached_property
     def ancestors(self) -> np.ndarray:
@@ -72,8 +100,13 @@ def build_topology(desc: RobotDescription) -> Topology:
             dof_joints.append(joint)
         for j in reversed(children[link]):
             stack.append((j.child, j))
+    # a ball joint is three dofs (sub-bodies) of the same joint
+    dof_joints = [j for j in dof_joints for _ in range(3 if j.type == "ball" else 1)]
     n = len(dof_joints)
-    dof_index = {j.name: k for k, j in enumerate(dof_joints)}
+    dof_index: dict[str, int] = {}
+    for k, j in enumerate(dof_joints):
+        dof_index.setdefault(j.name, k)
+    ball_dofs = tuple(k for k, j in enumerate(dof_joints) if j.type == "ball" and dof_index[j.name] == k)
 
     # each link's body (the nearest movable joint above it) and its pose in that body
     link_dof: dict[str, int] = {}           # -1 = root body
@@ -91,6 +124,12 @@ def build_topology(desc: RobotDescription) -> Topology:
                 parent_dof[k] = link_dof[link]
                 depth_of_dof[k] = 1 + (depth_of_dof[link_dof[link]] if link_dof[link] >= 0 else 0)
                 tree[k] = T
+                if j.type == "ball":        # sub-bodies 2 and 3 hang from 1 and 2, at identity
+                    for sub in (1, 2):
+                        parent_dof[k + sub] = k + sub - 1
+                        depth_of_dof[k + sub] = depth_of_dof[k] + sub
+                        tree[k + sub] = np.eye(4)
+                    k += 2
                 link_dof[j.child] = k
                 link_in_body[j.child] = np.eye(4)
             else:
@@ -110,8 +149,9 @@ def build_topology(desc: RobotDescription) -> Topology:
         body_parent[b] = body_of_dof[parent_dof[k]] if parent_dof[k] >= 0 else 0
         body_depth[b] = depth_of_dof[k]
 
-    axis = np.array([dof_joints[k].axis for k in body_dof], dtype=float).reshape(n, 3)
-    revolute = np.array([dof_joints[k].type in ("revolute", "continuous") for k in body_dof], dtype=bool)
+    ball_axis = {k + sub: np.eye(3)[sub] for k in ball_dofs for sub in range(3)}
+    axis = np.array([ball_axis.get(k, dof_joints[k].axis) for k in body_dof], dtype=float).reshape(n, 3)
+    revolute = np.array([dof_joints[k].type in ("revolute", "continuous", "ball") for k in body_dof], dtype=bool)
     tree_body = tree[body_dof] if n else np.zeros((0, 4, 4))
 
     # bodies 1..n are sorted by depth, so each depth is one contiguous range
@@ -137,4 +177,5 @@ def build_topology(desc: RobotDescription) -> Topology:
         tree_transform=tree_body, axis=axis, revolute=revolute, link_body=link_body, link_offset=link_offset,
         levels=tuple(levels), jumps=tuple(jumps),
         joint_of_dof=tuple(j.name for j in dof_joints), child_link_of_dof=tuple(j.child for j in dof_joints),
+        ball_dofs=ball_dofs,
     )

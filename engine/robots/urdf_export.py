@@ -78,6 +78,9 @@ def _geometry_el(parent, g: Geometry) -> bool:
 
 def description_to_urdf(desc: RobotDescription) -> bytes:
     """A URDF document of a description (every link, joint, inertial, visual and collision)."""
+    ball = next((j.name for j in desc.joints if j.type == "ball"), None)
+    if ball is not None:
+        raise ValueError(f"joint {ball!r} is a ball joint, which URDF cannot express; keep the robot as MJCF")
     robot = etree.Element("robot", name=desc.name)
     if desc.floating_base:
         robot.append(etree.Comment(f" {desc.root} is a floating base: load with floating_base=True "))

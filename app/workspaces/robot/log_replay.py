@@ -373,7 +373,7 @@ class LogReplayPanel(QWidget):
                 self.plots.remove_plot("error")
             self._clear_ghost_items()
             return
-        labels = [r.joint_names[i] for i in ids]
+        labels = [r.column_names[i] for i in ids]
         self.plots.set_overlay("q", ghost.t, ghost.q[:, ids], labels)
         if "qd" in self.plots.plots:
             self.plots.set_overlay("qd", ghost.t, ghost.qd[:, ids], labels)

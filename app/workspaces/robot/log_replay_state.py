@@ -105,7 +105,8 @@ class LogReplayState:
             return mapping
         if not isinstance(mapping, LogMapping):
             raise LogError("a mapping is a LogMapping or a ReplayMapping")
-        names = list(self.robot.joint_names)
+        balls = set(getattr(self.robot, "ball_joint_names", ()))      # their quaternion columns: self.rmap.balls
+        names = [n for n in self.robot.joint_names if n not in balls]
         if len(mapping.q) > len(names):
             raise LogError(f"{len(mapping.q)} position columns for {self.robot.name}'s {len(names)} joints",
                            column="q")
@@ -118,7 +119,8 @@ class LogReplayState:
             pass
         episode = self.rmap.episode if self.rmap is not None else None
         return ReplayMapping(
-            mapping=mapping, joints=joints, base=self.rmap.base if self.rmap else [], episode=episode
+            mapping=mapping, joints=joints, base=self.rmap.base if self.rmap else [], episode=episode,
+            balls=dict(self.rmap.balls) if self.rmap else {},
         )
 
     def set_mapping(self, mapping) -> None:
@@ -130,7 +132,8 @@ class LogReplayState:
     def set_episode(self, episode: int | None) -> None:
         if self.rmap is None:
             return
-        rmap = ReplayMapping(self.rmap.mapping, list(self.rmap.joints), list(self.rmap.base), episode)
+        rmap = ReplayMapping(self.rmap.mapping, list(self.rmap.joints), list(self.rmap.base), episode,
+                             balls=dict(self.rmap.balls))
         self._apply(rmap)
 
     def _apply(self, rmap: ReplayMapping) -> None:
@@ -258,7 +261,7 @@ class LogReplayState:
             return {}
         r = self.replay
         ids = np.flatnonzero(r.mapped)
-        names = [r.joint_names[i] for i in ids]
+        names = [r.column_names[i] for i in ids]
         out = {"q": (r.t, r.q[:, ids], names), "qd": (r.t, r.qd[:, ids], names)}
         if r.tau is not None:
             out["tau"] = (r.t, r.tau[:, ids], names)

@@ -267,8 +267,8 @@ class RobotPage(QWidget):
 
     def _on_state_robot(self, loaded) -> None:
         state, model = self.state, loaded.model
-        self.joints.set_robot(model.joint_names, state.joint_types(), state.lower, state.upper,
-                              state.neutral[state.base_size:])
+        self.joints.set_robot(state.slider_names(), state.joint_types(), state.lower, state.upper,
+                              state.slider_q(state.neutral))
         self.targets.set_robot(model.link_names, state.end_effector,
                                gizmo_size=max(0.03, 0.12 * state.extent()))
         self.targets.set_whole_body(state.floating, model.link_names, state.held_links, state.ik_base)
@@ -277,7 +277,7 @@ class RobotPage(QWidget):
         self.floating_base.setup(gizmo_size=max(0.05, 0.2 * state.extent()))
 
     def _on_state_q(self, q) -> None:
-        self.joints.set_q(q[self.state.base_size:], emit=False)
+        self.joints.set_q(self.state.slider_q(q), emit=False)
         if self.robot is not None:
             self.view.set_link_poses(self.state.link_poses(q))
             self.floating_base.refresh()

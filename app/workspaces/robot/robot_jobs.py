@@ -220,7 +220,8 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
         coms = {l.name: np.asarray(l.inertial.origin.xyz, dtype=float) for l in desc.links
                 if l.inertial is not None and l.inertial.mass > 0}
         by_name = {j.name: j for j in desc.joints}
-        damping = np.array([float(getattr(by_name.get(n), "damping", 0.0) or 0.0) for n in model.joint_names])
+        damping = np.array([float(getattr(by_name.get(n), "damping", 0.0) or 0.0) for n in model.joint_names
+                            for _ in range(3 if by_name[n].type == "ball" else 1)])    # per slider (dof,)
         _warm_up_ik(model)
         ctx.progress(1.0, f"loaded {model.name}: {model.dof} joints, {geometry.triangles} triangles")
         return LoadedRobot(

@@ -35,6 +35,7 @@ from engine.robots.constraints import constraint_marks
 from engine.robots.end_effector import default_end_effector
 from engine.robots.ik import neutral_configuration
 from engine.robots.ik_outcome import IKOutcome, IKRequest
+from engine.robots.model_coords import joint_configuration, joint_positions, limited_coordinates
 from engine.robots.simulate import Readouts, SimulationResult
 
 __all__ = ["RobotChange", "RobotState", "TargetSpec", "describe_ik"]
@@ -131,14 +132,28 @@ class RobotState:
 
     @property
     def joint_q(self) -> np.ndarray:
-        """The joints' positions (dof,), without the base."""
-        return self.q[self.base_size:].copy()
+        """The joints' positions (dof,), without the base: one per slider (a ball joint: its
+        rotation vector, rad; :func:`engine.robots.model_coords.joint_positions`)."""
+        return self.slider_q(self.q)
+
+    def slider_q(self, q) -> np.ndarray:
+        """The joint sliders' values (dof,) at a configuration q (nq,)."""
+        qj = torch.as_tensor(np.asarray(q, dtype=float)[self.base_size:])
+        return joint_positions(self.model, qj).numpy().copy()
 
     def full_q(self, joint_q) -> np.ndarray:
-        """The configuration with the current base and the given joint positions (dof,)."""
+        """The configuration with the current base and the given joint positions (dof,: the
+        sliders' values, a ball joint's rotation vector turned into its quaternion)."""
         q = self.q.copy()
-        q[self.base_size:] = np.asarray(joint_q, dtype=float).reshape(-1)
+        x = torch.as_tensor(np.asarray(joint_q, dtype=float).reshape(-1))
+        q[self.base_size:] = joint_configuration(self.model, x).numpy()
         return q
+
+    def slider_names(self) -> list[str]:
+        """One name per joint slider (dof,): the joint's, a ball joint's three ``name rx/ry/rz``."""
+        balls = set(getattr(self.model, "ball_joint_names", ()))
+        return [f"{n} {a}" if n in balls else n for n in self.model.joint_names
+                for a in (("rx", "ry", "rz") if n in balls else ("",))]
 
     def set_joint_q(self, joint_q) -> None:
         """Move the joints (dof,), the base staying where it is."""
@@ -150,7 +165,7 @@ class RobotState:
         link origin) at z = 0."""
         model = self.model
         q = np.asarray(model.neutral().detach().cpu().numpy(), dtype=float).copy()
-        q[7:] = joints
+        q[7:] = joint_configuration(model, torch.as_tensor(np.asarray(joints, dtype=float))).numpy()
         z = self.lowest_contact_z(q)
         if z is None:
             with torch.no_grad():
@@ -180,7 +195,8 @@ class RobotState:
             joints = np.zeros(model.dof) if loaded.standing is None else loaded.standing  # none: joints at 0
             self.neutral = self._standing(np.clip(joints, self.lower, self.upper))
         else:                   # an arm: the middle of its limits (well conditioned, not stretched)
-            self.neutral = np.clip(neutral_configuration(model).numpy(), self.lower, self.upper)
+            joints = np.clip(neutral_configuration(model).numpy(), self.lower, self.upper)
+            self.neutral = joint_configuration(model, torch.as_tensor(joints)).numpy()
         self.q = self.neutral.copy()
         self.end_effector = default_end_effector(model) if model.link_names else ""
         if not self.floating:
@@ -196,9 +212,11 @@ class RobotState:
         self.events.history.emit()
 
     def joint_types(self) -> list[bool]:
-        """For each joint of q: True when it turns (revolute, continuous), False when it slides."""
+        """For each joint slider: True when it turns (revolute, continuous, a ball's three), False
+        when it slides."""
         by_name = {j.name: j for j in self.model.description.joints}
-        return [by_name[n].type in ("revolute", "continuous") for n in self.model.joint_names]
+        return [by_name[n].type in ("revolute", "continuous", "ball") for n in self.model.joint_names
+                for _ in range(3 if by_name[n].type == "ball" else 1)]
 
     # ------------------------------------------------------------------ pose
     def set_q(self, q) -> None:
@@ -208,12 +226,20 @@ class RobotState:
             return
         q = np.asarray(q, dtype=float).reshape(-1).copy()
         b = self.base_size
-        if q.shape != (b + self.lower.size,):
-            what = f"a base (7) and {self.lower.size} joints" if b else f"{self.lower.size} joints"
+        nq = int(getattr(self.model, "nq", b + self.lower.size))
+        if q.shape != (nq,):
+            n = nq - b
+            n_text = (f"{n} joint coordinates (4 per ball joint)" if getattr(self.model, "ball_joint_names", ())
+                      else f"{n} joints")
+            what = f"a base (7) and {n_text}" if b else n_text
             raise ValueError(f"{self.robot.name} has {what}, got {q.size} values")
-        q[b:] = np.clip(q[b:], self.lower, self.upper)
+        sq, _, rows = limited_coordinates(self.model)
+        q[sq] = np.clip(q[sq], self.lower[rows], self.upper[rows])
         if b:
             q[3:7] /= np.linalg.norm(q[3:7]) or 1.0
+        for name in getattr(self.model, "ball_joint_names", ()):      # unit quaternions (x y z w)
+            s = self.model.joint_coordinates(name)[0]
+            q[s] /= np.linalg.norm(q[s]) or 1.0
         if np.array_equal(q, self.q):
             return
         self.q = q

@@ -33,15 +33,16 @@ class BatchLastBackend:
     def __init__(self, tree: Tree):
         self.tree = tree
 
-    def _poses(self, q_int, root_top=None):
-        """``(n, B)`` -> world poses of the movable bodies, top rows ``(n, 3, 4, B)`` (root_top: the
-        root's ``(3, 4, B)``)."""
+    def _poses(self, qj, root_top=None):
+        """Joint configurations ``(B, nq_joints)`` -> world poses of the movable bodies, top rows
+        ``(n, 3, 4, B)`` (root_top: the root's ``(3, 4, B)``)."""
         t = self.tree
-        return kin.body_poses_bl(q_int, t.Ct4, t.levels, t.level_parents, root_top)
+        q_int, ball = t.joint_config(qj)
+        return kin.body_poses_bl(q_int, t.Ct4, t.levels, t.level_parents, root_top, ball)
 
     def _joint_poses(self, q):
         """Body poses relative to the root (a floating base: in the base frame)."""
-        return self._poses(self.tree.to_internal(q[:, 7:] if self.tree.floating else q))
+        return self._poses(q[:, 7:] if self.tree.floating else q)
 
     def _terms(self, W, inertials: Inertials):
         """Motion subspaces ``(n, 6, B)`` and world inertials from body poses ``W``."""
@@ -61,9 +62,9 @@ class BatchLastBackend:
     def fk(self, q) -> torch.Tensor:
         t = self.tree
         if not t.floating:
-            return kin.link_poses_bl(self._poses(t.to_internal(q)), t.link_src, t.offset_bodies, t.offset_T)
+            return kin.link_poses_bl(self._poses(q), t.link_src, t.offset_bodies, t.offset_T)
         T0 = fl.base_pose(q[:, :7])
-        W = self._poses(t.to_internal(q[:, 7:]), T0[:, :3].permute(1, 2, 0).contiguous())
+        W = self._poses(q[:, 7:], T0[:, :3].permute(1, 2, 0).contiguous())
         return kin.link_poses_bl(W, t.link_src, t.offset_bodies, t.offset_T, root=T0)
 
     def jacobians(self, q, links, point=None, with_poses: bool = False):
@@ -71,9 +72,9 @@ class BatchLastBackend:
         top = None
         if t.floating:
             top = fl.base_pose(q[:, :7])[:, :3].permute(1, 2, 0).contiguous()          # (3, 4, B)
-            W = self._poses(t.to_internal(q[:, 7:]), top)
+            W = self._poses(q[:, 7:], top)
         else:
-            W = self._poses(t.to_internal(q))
+            W = self._poses(q)
         B = W.shape[-1]
         z = kin.axes_bl(W, t.axis3)
         o = W[:, :, 3]
@@ -119,7 +120,7 @@ class BatchLastBackend:
         aj = None if a is None else t.to_internal(a[:, f:])
         S, iw = self._terms(self._joint_poses(q), inertials)
         if not t.floating:
-            tau = dyn_bl.rnea_bl(S, iw, vj, aj, a0, t.anc, t.chain, levels=t.level_sums())
+            tau = dyn_bl.rnea_bl(S, iw, vj, aj, a0, t.anc, t.chain, levels=t.level_sums(), bias_src=t.bias_src)
             return t.to_joint_order(tau).t()
         # in the base frame: the base's motion subspace swaps halves, gravity turns with the base
         B = q.shape[0]
@@ -129,7 +130,7 @@ class BatchLastBackend:
         if a0 is not None:
             ar = ar + fbl.gravity_in_base_bl(q, a0)
         tau, fsum = dyn_bl.rnea_bl(
-            S, iw, vj, aj, ar, t.anc, t.chain, v0=v0, total=True, levels=t.level_sums()
+            S, iw, vj, aj, ar, t.anc, t.chain, v0=v0, total=True, levels=t.level_sums(), bias_src=t.bias_src
         )
         f0 = dyn_bl.body_forces_bl(root[0][:, None], root[1], root[2], ar[:, None],
                                    None if v0 is None else v0[:, None])[:, 0]
@@ -171,6 +172,7 @@ class BatchLastBackend:
                 t.chain,
                 method=method,
                 armature=t.armature_int,
+                bias_src=t.bias_src,
             )
             return t.to_joint_order(qdd).t()
         if method == "auto":
@@ -185,5 +187,5 @@ class BatchLastBackend:
         qdd, qdd_b = dyn_bl.aba_bl(S, iw, t.to_internal(v[:, 6:]), t.to_internal(tau[:, 6:]),
                                    None if a0 is None else fbl.gravity_in_base_bl(q, a0), t.anc, t.levels,
                                    t.level_parents, t.chain, method="articulated", armature=t.armature_int,
-                                   root=root)
+                                   root=root, bias_src=t.bias_src)
         return torch.cat([qdd_b, t.to_joint_order(qdd)], 0).t()

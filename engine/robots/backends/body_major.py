@@ -51,18 +51,20 @@ class BodyMajorBackend:
         self.tree = tree
 
     # ---------------------------------------------------------------- kinematics
-    def _poses(self, q_int):
+    def _poses(self, qj):
+        """Joint configurations ``(B, nq_joints)`` -> body poses relative to the root ``(n + 1, B, 4, 4)``."""
         t = self.tree
+        q_int, ball = t.joint_config(qj)
         if q_int.shape[1] >= SEQUENTIAL_FK_BATCH and len(t.levels) > 1:
-            return kin.body_poses_by_level(q_int, t.C0, t.C, t.levels, t.level_parents)
-        return kin.body_poses(q_int, t.C0, t.C, t.jumps)
+            return kin.body_poses_by_level(q_int, t.C0, t.C, t.levels, t.level_parents, ball)
+        return kin.body_poses(q_int, t.C0, t.C, t.jumps, ball)
 
     def body_poses(self, q) -> torch.Tensor:
         """World poses of the root and the bodies, ``(n + 1, B, 4, 4)``."""
         t = self.tree
         if not t.floating:
-            return self._poses(t.to_internal(q))
-        return small_matmul(fl.base_pose(q[:, :7]), self._poses(t.to_internal(q[:, 7:])))
+            return self._poses(q)
+        return small_matmul(fl.base_pose(q[:, :7]), self._poses(q[:, 7:]))
 
     def fk(self, q) -> torch.Tensor:
         t = self.tree
@@ -108,7 +110,7 @@ class BodyMajorBackend:
         aj = None if a is None else t.to_internal(a[:, f:])
         T, S, iw = self._terms(q, inertials)
         if not t.floating:
-            return t.to_joint_order(dyn.rnea(S, iw, vj, aj, a0, t.anc, t.chain)).t()
+            return t.to_joint_order(dyn.rnea(S, iw, vj, aj, a0, t.anc, t.chain, bias_src=t.bias_src)).t()
         # the base as the root of the recursion, in the world frame
         T0 = T[0]
         S0 = fl.base_motion_subspace(T0)
@@ -116,7 +118,7 @@ class BodyMajorBackend:
         ar = q.new_zeros(q.shape[0], 6) if a is None else (S0 * a[:, None, :6]).sum(-1)
         if a0 is not None:
             ar = ar + a0
-        tau, fsum = dyn.rnea(S, iw, vj, aj, ar, t.anc, t.chain, v0=v0, total=True)
+        tau, fsum = dyn.rnea(S, iw, vj, aj, ar, t.anc, t.chain, v0=v0, total=True, bias_src=t.bias_src)
         wrench = fsum + fl.root_force(fl.root_inertial_world(T0, *inertials.root), ar, v0)
         tau_b = (S0 * wrench.unsqueeze(-1)).sum(-2)
         return torch.cat([tau_b, t.to_joint_order(tau).t()], dim=-1)
@@ -145,7 +147,8 @@ class BodyMajorBackend:
                 return tau
             _, S, iw = self._terms(q, inertials)
             qdd = dyn.aba(S, dyn.spatial_inertia_world(*iw), t.to_internal(v), t.to_internal(tau), a0, t.anc,
-                          t.levels, t.level_parents, t.chain, method=method, armature=t.armature_int)
+                          t.levels, t.level_parents, t.chain, method=method, armature=t.armature_int,
+                          bias_src=t.bias_src)
             return t.to_joint_order(qdd).t()
         if method == "auto":
             method = dyn_bl.auto_fd_method(t.n + 6, len(t.levels) + 1)
@@ -170,5 +173,6 @@ class BodyMajorBackend:
             method="articulated",
             armature=t.armature_int,
             root=root,
+            bias_src=t.bias_src,
         )
         return torch.cat([qdd_b, t.to_joint_order(qdd).t()], dim=-1)

@@ -57,6 +57,7 @@ class CompiledBackend:
         self._no_armature = np.zeros(n)
         self._armature = self._no_armature if tree.armature_int is None else np.ascontiguousarray(
             _np(tree.armature_int))
+        self._joints = None if tree.ball is None else tree.joints     # ball joints: the kernels' layout
         self._link_body = np.ascontiguousarray(_np(tree.link_body), dtype=np.int64)
         self._link_offset = np.ascontiguousarray(_np(tree.link_offset))
         # (key, numpy parts) of the model's constant inertials
@@ -81,7 +82,7 @@ class CompiledBackend:
     # ---------------------------------------------------------------- kinematics
     def fk(self, q) -> torch.Tensor:
         return _tensor(
-            cdyn.link_poses(self._chain, _np(q), self._link_body, self._link_offset, self.tree.floating)
+            cdyn.link_poses(self._chain, _np(q), self._link_body, self._link_offset, self.tree.floating, self._joints)
         )
 
     def jacobians(self, q, links, point=None, with_poses: bool = False):
@@ -89,7 +90,7 @@ class CompiledBackend:
         pn = None if point is None else _np(point)
         t = self.tree
         Js = [cdyn.jacobian(self._chain, self._S, self._rev, qn, t.link_body_int[l], self._link_offset[l], pn,
-                            t.floating) for l in links]
+                            t.floating, self._joints) for l in links]
         J = _tensor(Js[0][:, None] if len(Js) == 1 else np.stack(Js, axis=1))
         if not with_poses:
             return J
@@ -99,10 +100,11 @@ class CompiledBackend:
     def rnea(self, q, v, a, a0, inertials: Inertials) -> torch.Tensor:
         return _tensor(cdyn.rnea(self._constants(inertials), _np(q), None if v is None else _np(v),
                                  None if a is None else _np(a), self._gravity(a0), self._no_armature,
-                                 self.tree.floating))
+                                 self.tree.floating, self._joints))
 
     def crba(self, q, inertials: Inertials) -> torch.Tensor:
-        return _tensor(cdyn.crba(self._constants(inertials), _np(q), self._no_armature, self.tree.floating))
+        return _tensor(cdyn.crba(self._constants(inertials), _np(q), self._no_armature, self.tree.floating,
+                                 self._joints))
 
     def derivatives(self, q, v, a, a0, inertials: Inertials, mode: str, armature: bool = True, damping=None,
                     g=None) -> tuple[np.ndarray, ...]:
@@ -131,4 +133,4 @@ class CompiledBackend:
     def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto") -> torch.Tensor:
         """The articulated-body algorithm whatever the method."""
         return _tensor(cdyn.aba(self._constants(inertials), _np(q), _np(v), _np(tau), self._gravity(a0),
-                                self._armature, self.tree.floating))
+                                self._armature, self.tree.floating, self._joints))

@@ -21,6 +21,7 @@ import torch
 
 from engine.robots import dynamics_body_major as dyn
 from engine.robots import kinematics as kin
+from engine.robots.ball import BallMap, ball_arrays, compiled_joints
 
 if TYPE_CHECKING:
     from engine.robots.topology import Topology
@@ -76,6 +77,8 @@ class Tree:
     armature_int: torch.Tensor | None
     armature_v: torch.Tensor | None
     armature_diag: torch.Tensor | None
+    ball: BallMap | None = None       # ball joints (:mod:`engine.robots.ball`), None without
+    joints: np.ndarray | None = None  # (n, 2) the compiled kernels' configuration column and kind per body
 
     @property
     def base(self) -> tuple[int, int]:
@@ -93,6 +96,19 @@ class Tree:
     def to_internal(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, n)`` tree joint order -> ``(n, B)`` internal (body-major) order."""
         return x.t().index_select(0, self.body_dof) if self.permuted else x.t().contiguous()
+
+    def joint_config(self, qj: torch.Tensor):
+        """Joint configurations ``(B, nq_joints)`` (the base's excluded) -> ``(angles (n, B)``
+        internal order, ball rotations ``(first (k,), R (k, B, 3, 3))`` or None without ball joints)."""
+        if self.ball is None:
+            return self.to_internal(qj), None
+        return self.ball.joint_config(qj)
+
+    @property
+    def bias_src(self) -> torch.Tensor | None:
+        """``(n,)`` the body whose velocity enters each body's velocity product ``v x S qd`` (a
+        ball's three bodies: its child's), or None (every body its own: no ball joint)."""
+        return None if self.ball is None else self.ball.bias_src
 
     def to_joint_order(self, x: torch.Tensor) -> torch.Tensor:
         """``(n, B, ...)`` internal order -> ``(n, B, ...)`` tree joint order."""
@@ -209,6 +225,8 @@ class ModelBuffers:
     _damping: torch.Tensor
     _a0: torch.Tensor
     _limits: np.ndarray  # (dof, 4): lower, upper, velocity, effort
+    _ball_names: list[str]  # buffers of the BallMap (empty without ball joints)
+    _compiled_joints: np.ndarray  # (n, 2): engine.robots.ball.compiled_joints
     _backend_cache: tuple[torch.Tensor | None, dict[str, object]] | None
 
 
@@ -298,4 +316,10 @@ def tree_constants(topo, dtype, device) -> tuple[dict, dict]:
         link_src[l] = n + 1 + j
     buf("_link_src", link_src, torch.long)
     values["_link_src_identity"] = link_src == list(range(len(link_src)))
+    values["_ball_names"] = []
+    values["_compiled_joints"] = compiled_joints(topo)
+    for name, value in (ball_arrays(topo) or {}).items():
+        buf(f"_ball_{name}", value.reshape(-1, 1) if name == "angle_mask" else value,
+            None if name == "angle_mask" else torch.long)
+        values["_ball_names"].append(f"_ball_{name}")
     return arrays, values

@@ -75,19 +75,20 @@ def auto_fd_method(n: int, depth: int) -> str:
 
 
 def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False, method: str = "auto",
-           armature=None, root=None):
+           armature=None, root=None, bias_src=None):
     """Forward dynamics batch-last: ``S (6, n, B)``, ``qd, tau (n, B)`` -> ``qdd (n, B)``.
 
     method: "articulated" (the articulated-body algorithm, as :func:`aba`), "composite"
     (``M qdd = tau - b`` with :func:`crba_bl`'s M, the RNEA bias b and
     :func:`solve_mass_matrix_bl`) or "auto" (composite for small, deep trees). root: a floating
     base (articulated only), ``(I0 (6, 6, 1 or B), v0 (6, B), tau0 (6, B))``, all in the base
-    frame (see :func:`root_acceleration_bl`) -> ``(qdd, qdd_base (6, B))``.
+    frame (see :func:`root_acceleration_bl`) -> ``(qdd, qdd_base (6, B))``. bias_src: see
+    :func:`rnea_bl`.
     """
     if method == "auto":
         method = auto_fd_method(S.shape[1], len(levels))
     if method == "composite":
-        bias = rnea_bl(S, inertials, qd, None, a0, anc, chain)
+        bias = rnea_bl(S, inertials, qd, None, a0, anc, chain, bias_src=bias_src)
         M = _mass_matrix_bl(S, inertials, anc, chain)
         if armature is not None:
             M = M + torch.diag(armature)[..., None]
@@ -97,11 +98,11 @@ def aba_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = 
     m, c, Ic = inertials
     body_major = (m, c.transpose(0, 1).contiguous(), Ic.permute(2, 0, 1, 3).contiguous())
     return _aba_recursion_bl(S.transpose(0, 1).contiguous(), body_major, qd, tau, a0, anc, levels,
-                             level_parents, chain, armature, root)
+                             level_parents, chain, armature, root, bias_src)
 
 
 def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, chain: bool = False,
-                      armature=None, root=None):
+                      armature=None, root=None, bias_src=None):
     """The articulated-body algorithm on body-major tensors: ``S (n, 6, B)``, inertials
     ``(m (n,), c_w (n, 3, B), Ic_w (n, 3, 3, B))``; one vectorised step per depth.
 
@@ -115,7 +116,7 @@ def _aba_recursion_bl(S, inertials, qd, tau, a0, anc, levels, level_parents, cha
     if root is not None:
         v = v + root[1]
     vv = _doubled6(v)
-    c = _cross_motion_bl(v, sqd, vv)
+    c = _cross_motion_bl(v, sqd, vv) if bias_src is None else _cross_motion_bl(v.index_select(0, bias_src), sqd)
     pA = _cross_force_bl(v, _mv6(I, v), vv)
     depth = len(levels)
     sizes = [e - s for s, e in levels]

@@ -69,12 +69,14 @@ def body_forces_bl(m, c, Ic, a, v):
     return torch.cat([torch.addcmul(n_, cg, m), g * m])
 
 
-def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False, levels=None):
+def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total: bool = False, levels=None,
+            bias_src=None):
     """As :func:`engine.robots.dynamics_body_major.rnea`, batch-last: ``S (6, n, B)``, ``qd, qdd
     (n, B)`` (None = zero), ``a0 (6,)`` or ``(6, B)`` -> ``tau (n, B)``; inertials from
     :func:`world_inertials_bl`. A moving root: ``v0 (6, B)``; ``total``: also the sum of the
     body forces ``(6, B)``. levels: ``(levels, level_parents)``: tree sums one depth at a time
-    (wide trees; see :func:`_tree_down_levels`)."""
+    (wide trees; see :func:`_tree_down_levels`). bias_src ``(n,)``: the body whose velocity enters
+    each body's ``v x S qd`` (ball joints, :mod:`engine.robots.ball`; None: its own)."""
     m, c, Ic = inertials
     acc = None if qdd is None else S * qdd
     v = None
@@ -83,7 +85,7 @@ def rnea_bl(S, inertials, qd, qdd, a0, anc, chain: bool = False, v0=None, total:
         v = _tree_down_cm(anc, sqd, chain, levels)
         if v0 is not None:
             v = v + v0[:, None]
-        acc = _velocity_product_cm(v, sqd, acc)
+        acc = _velocity_product_cm(v if bias_src is None else v.index_select(1, bias_src), sqd, acc)
     elif v0 is not None:
         v = v0[:, None].expand(S.shape)
     a = None if acc is None else _tree_down_cm(anc, acc, chain, levels)
