@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.robots.model_coords import limited_coordinates
+
 __all__ = [
     "Constraint",
     "LoopConstraint",
@@ -130,8 +132,11 @@ def joint_limit_constraints(model) -> tuple[TendonLimit, ...]:
     for a robot whose constraints must share the joints' limits with its loops (simulation)."""
     lo = model.joint_limits.lower.detach().cpu().tolist()
     hi = model.joint_limits.upper.detach().cpu().tolist()
-    return tuple(TendonLimit(f"joint {j}", (j,), (1.0,), float(a), float(b))
-                 for j, a, b in zip(model.joint_names, lo, hi) if a > float("-inf") or b < float("inf"))
+    balls = set(getattr(model, "ball_joint_names", ()))
+    scalar = [j for j in model.joint_names if j not in balls]    # a ball's cone is not modelled
+    rows = limited_coordinates(model)[2]
+    return tuple(TendonLimit(f"joint {j}", (j,), (1.0,), float(lo[r]), float(hi[r]))
+                 for j, r in zip(scalar, rows) if lo[r] > float("-inf") or hi[r] < float("inf"))
 
 
 def tendon_limits(constraints) -> tuple[TendonLimit, ...]:
@@ -183,6 +188,9 @@ def _bodies(constraints) -> list[str]:
 def _tendon_row(model, c: TendonConstraint | TendonLimit, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Residual ``(B,)`` and Jacobian row ``(B, nv)`` of a tendon equality over flat ``q (B, nq)``
     (of a tendon limit: its length ``L``)."""
+    if getattr(model, "ball_joint_names", ()):
+        aq, av = _ball_model_tendon(model, c, q)
+        return q @ aq - float(getattr(c, "offset", 0.0)), av.expand(q.shape[0], -1)
     names = list(model._full_joint_names)
     f = 7 if model.floating else 0
     fv = 6 if model.floating else 0
@@ -196,6 +204,23 @@ def _tendon_row(model, c: TendonConstraint | TendonLimit, q: torch.Tensor) -> tu
     row = torch.cat([q.new_zeros(fv), a])
     J = model._project(row[None, :]).expand(q.shape[0], -1)
     return r, J
+
+
+def _ball_model_tendon(model, c, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A tendon's coefficients on the flat ``q (nq,)`` and ``v (nv,)`` of a model with ball joints
+    (whose quaternions make ``nq != nv``; such models have no mimic coupling). A tendon over a
+    ball joint is refused (MuJoCo's fixed tendons take scalar joints only)."""
+    aq, av = q.new_zeros(model.nq), q.new_zeros(model.nv)
+    for j, coef in zip(c.joints, c.coefficients):
+        if j not in model.joint_names:
+            raise ValueError(f"{c.kind} {c.name!r}: robot {model.name!r} has no joint {j!r}")
+        if j in model.ball_joint_names:
+            raise ValueError(f"{c.kind} {c.name!r}: joint {j!r} is a ball joint; a tendon over a ball joint "
+                             "is not supported")
+        sq, sv = model.joint_coordinates(j)
+        aq[sq.start] += float(coef)
+        av[sv.start] += float(coef)
+    return aq, av
 
 
 def constraint_terms(model, constraints, q) -> tuple[torch.Tensor, torch.Tensor]:
@@ -301,6 +326,11 @@ def limit_terms(model, limits, q) -> tuple[torch.Tensor, torch.Tensor]:
     qf = q.reshape(-1, model.nq)
     if not limits:
         return qf.new_zeros(shape + (0,)), qf.new_zeros(shape + (0, model.nv))
+    if getattr(model, "ball_joint_names", ()):
+        rows = [_ball_model_tendon(model, c, qf) for c in limits]
+        aq, av = torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows])
+        L, J = qf @ aq.T, av.expand(qf.shape[0], -1, -1)
+        return L.reshape(shape + L.shape[-1:]), J.reshape(shape + J.shape[-2:])
     names = list(model._full_joint_names)
     f, fv = (7, 6) if model.floating else (0, 0)
     a = qf.new_zeros(len(limits), len(names))            # one kinematics-free pass for every limit

@@ -226,3 +226,63 @@ def test_joint_limits_hold_with_the_loops_in_simulation(tmp_path, one_thread):
     assert max(diff.values()) < 0.03                                     # MuJoCo's rebound
     assert max(v for t, v in diff.items() if t >= 0.4) < 1e-5            # at rest on the limit, both
     assert np.abs(res.qd[-1]).max() < 1e-6
+
+
+def test_tendons_and_joint_limits_of_a_robot_with_ball_joints_follow_mujoco(tmp_path):
+    """Ball joints make nq != nv: a tendon's length reads the scalar joints' q columns and its row
+    their v columns (MuJoCo's ten_length and ten_J), and the joint-limit rows of simulation name
+    the scalar joints with their own limits (a ball's cone is not modelled)."""
+    from pathlib import Path
+
+    from engine.robots.constraints import joint_limit_constraints
+
+    text = (Path(__file__).parent / "mjcf" / "ball_chain.xml").read_text()
+    text = text.replace('axis="0.2 1 0.1" pos="0.01 0 0"', 'axis="0.2 1 0.1" pos="0.01 0 0" range="-1 1.2"')
+    text = text.replace('axis="0 1 0"/>', 'axis="0 1 0" range="-0.03 0.04"/>')
+    text = text.replace("</worldbody>", """</worldbody>
+  <tendon>
+    <fixed name="pair" limited="true" range="-0.6 0.7">
+      <joint joint="elbow" coef="1"/><joint joint="thumb" coef="-2"/>
+    </fixed>
+  </tendon>""")
+    path = _file(tmp_path, text.replace(
+        '<option gravity="0 0 -9.81"/>', '<option gravity="0 0 -9.81"/><compiler autolimits="true" angle="radian"/>'))
+    model = RobotModel.from_file(path)
+    assert (model.nq, model.nv) == (10, 8)
+    limits = joint_limit_constraints(model)
+    assert [(c.name, c.lower, c.upper) for c in limits] == [("joint elbow", -1.0, 1.2), ("joint thumb", -0.03, 0.04)]
+    tendon = [c for c in model.description.constraints if isinstance(c, TendonLimit)]
+    assert [c.name for c in tendon] == ["pair"]
+
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        qpos = rng.normal(size=m.nq)
+        for a in (0, 5):                                  # MuJoCo's quaternions (w, x, y, z)
+            qpos[a:a + 4] /= np.linalg.norm(qpos[a:a + 4])
+        d.qpos[:] = qpos
+        mujoco.mj_forward(m, d)
+        ours = qpos.copy()                                # ours: (x, y, z, w)
+        for a in (0, 5):
+            ours[a:a + 4] = np.r_[qpos[a + 1:a + 4], qpos[a]]
+        L, J = limit_terms(model, tendon + list(limits), torch.tensor(ours))
+        assert float(L[0]) == pytest.approx(float(d.ten_length[0]), abs=1e-12)
+        row = np.zeros(m.nv)                              # MuJoCo's tendon Jacobian (sparse or dense)
+        if d.ten_J.size == m.ntendon * m.nv:
+            row[:] = np.asarray(d.ten_J).reshape(m.ntendon, m.nv)[0]
+        else:
+            adr, nnz = m.ten_J_rowadr[0], m.ten_J_rownnz[0]
+            row[m.ten_J_colind[adr:adr + nnz]] = d.ten_J[adr:adr + nnz]
+        assert np.allclose(J[0].numpy(), row, atol=1e-12) and row[3] == 1.0 and row[7] == -2.0
+        assert np.allclose(L[1:].numpy(), [ours[4], ours[9]])
+
+    # simulated: the loop-free chain falls with its tendon and joints held in range
+    q0 = model.neutral().reshape(-1)
+    res = simulate(model, q0, options=SimulationOptions(mode="free_fall", duration=0.3, dt=0.001))
+    q = torch.as_tensor(res.q)
+    L, _ = limit_terms(model, tendon + list(limits), q)
+    lo = torch.tensor([c.lower for c in tendon + list(limits)], dtype=L.dtype)
+    hi = torch.tensor([c.upper for c in tendon + list(limits)], dtype=L.dtype)
+    assert bool(((L >= lo - 1e-6) & (L <= hi + 1e-6)).all())
+    assert torch.allclose(q[:, :4].norm(dim=-1), torch.ones(len(q), dtype=q.dtype), atol=1e-9)
