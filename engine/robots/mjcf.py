@@ -12,11 +12,13 @@ geoms, ...), so what we read is what MuJoCo simulates:
   body origin, becomes a chain through massless frames named ``<body>__<joint>`` (URDF joints
   turn about their frame's origin), so every link named after a body has MuJoCo's body frame;
 - a free joint on a child of the world body -> ``floating_base=True`` (the world's own geoms,
-  such as a floor, are dropped then); a free joint deeper in the tree and ball joints are
-  refused with a message naming them;
-- several kinematic trees (a robot and free objects): one is loaded, the one named by ``tree``
-  (:mod:`engine.robots.mjcf_trees`; :func:`load_mjcf_trees` loads each); without ``tree`` the
-  largest (the robot before the objects it handles), the others named in ``not_modelled``;
+  such as a floor, are dropped then); a free joint deeper in the tree is refused with a message
+  naming it; ball joints load (a quaternion each, :mod:`engine.robots.ball`);
+- several kinematic trees (a robot and free objects): without ``tree`` the largest (the robot
+  before the objects it handles) and, when it is fixed to the world, the free bodies beside it
+  (each as three world slides and a ball joint: MuJoCo's free joint); the one named by ``tree``
+  otherwise (:mod:`engine.robots.mjcf_trees`; :func:`load_mjcf_trees` loads each); trees left
+  out are named in ``not_modelled``;
 - ``<option gravity>`` -> ``RobotDescription.gravity`` (zero with ``<flag gravity="disable">``);
   body ``gravcomp`` -> ``Link.gravcomp`` and joint ``actuatorgravcomp`` ->
   ``Joint.actuator_gravcomp`` (the forces: :mod:`engine.robots.gravcomp`);
@@ -54,7 +56,7 @@ from engine.robots.mjcf_constraints import mujoco_constraints, softness_line
 from engine.robots.mjcf_couplings import joint_couplings
 from engine.robots.mjcf_error import MJCFError
 from engine.robots.mjcf_inventory import not_modelled
-from engine.robots.mjcf_trees import choose_tree, mujoco_trees, other_trees_line
+from engine.robots.mjcf_trees import choose_tree, free_objects, mujoco_trees, other_trees_line
 
 __all__ = ["MJCFError", "compile_mjcf", "load_mjcf", "load_mjcf_trees", "mujoco_gravity", "mujoco_joint_names"]
 
@@ -353,11 +355,17 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
     chosen = choose_tree(trees, tree, names, path)
     floating = chosen.floating
     root_body = chosen.root
-    kept = set(chosen.bodies)
     if mimic not in ("coupled", "independent", "error"):
         raise ValueError(f"mimic must be 'coupled', 'independent' or 'error', not {mimic!r}")
+    objects = free_objects(trees, chosen, tree)         # free bodies kept beside a fixed robot
+    kept = set(chosen.bodies).union(*(t.bodies for t in objects))
     kept_joints = {j for j in range(m.njnt) if int(m.jnt_bodyid[j]) in kept}
     coupled, coupled_eqs = joint_couplings(m, joint_names, kept_joints)
+    left_out = ""
+    if objects and coupled and mimic != "independent":   # coupled joints do not combine with ball joints yet
+        objects, kept = [], set(chosen.bodies)
+        kept_joints = {j for j in range(m.njnt) if int(m.jnt_bodyid[j]) in kept}
+        left_out = "free objects are kept only beside a robot without joints coupled by <equality joint>"
     if mimic == "error" and coupled:
         jn = joint_names[next(iter(coupled))]
         raise err(f"joint {jn!r} is coupled to {coupled[next(iter(coupled))].joint!r} by an <equality joint>; "
@@ -394,6 +402,9 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
         links.append(Link(name=names[b], inertial=inertial, visuals=tuple(visuals),
                           gravcomp=float(m.body_gravcomp[b])))
         if b == 0 or b == root_body:
+            continue
+        if any(b == t.root for t in objects):
+            joints += _free_object_joints(m, b, names, joint_names[int(m.body_jntadr[b])], links)
             continue
         parent = int(m.body_parentid[b])
         T_pb = _T(m.body_pos[b], _quat_matrix(m.body_quat[b]))
@@ -432,7 +443,7 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
                 joints.append(Joint(name=f"{names[b]}__frame", type="fixed", parent=child, child=names[b],
                                     origin=_origin(_trans(-p))))
     constraints, constraint_eqs = mujoco_constraints(m, names, joint_names, kept, kept_joints)
-    missing = tuple(other_trees_line(trees, chosen) + softness_line(constraints)
+    missing = tuple(other_trees_line(trees, chosen, objects, left_out) + softness_line(constraints)
                     + not_modelled(m, kept, skip_equalities=coupled_eqs | constraint_eqs))
     if missing:
         log.warning("%s: not modelled: %s", path, "; ".join(missing))
@@ -445,6 +456,30 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
         raise err(f"joint {joint!r} moves bodies {', '.join(map(repr, moved[:6]))} that have no mass and no "
                   f"inertia", f"<joint name={joint!r}>")
     return desc
+
+
+def _free_object_joints(m, b: int, names: list[str], jname: str, links: list) -> list[Joint]:
+    """A free body ``b`` kept beside a fixed robot: slides ``<joint>_x``, ``_y``, ``_z`` along the
+    world axes from the body's initial position, then the ball ``<joint>`` turning it from its
+    initial orientation (massless frames ``<body>__x``, ``__y``, ``__z`` between). This is MuJoCo's
+    free joint: its ``qpos[:3]`` = initial position + the slides, its quaternion = initial
+    quaternion times the ball's, its velocity (world linear, body angular) = the slides' and the
+    ball's; ``q = 0`` is where the file puts the body. Appends the frames to ``links``."""
+    d = int(m.jnt_dofadr[m.body_jntadr[b]])
+    frames = [f"{names[b]}__{a}" for a in "xyz"]
+    links.extend(Link(name=f) for f in frames)
+    parents = [names[0]] + frames[:2]
+    origins = [_trans(m.body_pos[b]), np.eye(4), np.eye(4)]
+    out = [Joint(name=f"{jname}_{a}", type="prismatic", parent=p, child=f, origin=_origin(T),
+                 axis=cast("tuple[float, float, float]", tuple(float(x) for x in np.eye(3)[i])),
+                 damping=float(m.dof_damping[d + i]), friction=float(m.dof_frictionloss[d + i]),
+                 armature=float(m.dof_armature[d + i]))
+           for i, (a, p, f, T) in enumerate(zip("xyz", parents, frames, origins))]
+    out.append(Joint(name=jname, type="ball", parent=frames[2], child=names[b],
+                     origin=_origin(_T(np.zeros(3), _quat_matrix(m.body_quat[b]))),
+                     damping=float(m.dof_damping[d + 3]), friction=float(m.dof_frictionloss[d + 3]),
+                     armature=float(m.dof_armature[d + 3])))
+    return out
 
 
 def _model_name(m, path: Path) -> str:

@@ -6,20 +6,25 @@ fixed-base robot, or two arms) form one tree, named ``"world"``; every body with
 (a Panda scene with a free cube: ``"world"`` with the arm's 9 joints and ``"cube"`` with 6
 DoF). A :class:`RobotDescription` holds one tree, so :func:`choose_tree` takes the one asked
 for, or else the largest (the robot before the objects it handles: a user opening a Panda scene
-sees the Panda); the trees left out are named in the description's ``not_modelled`` lines and in
-the load warning, which say how to pick another (``tree="NAME"``, the CLI's ``--tree NAME``): a
-tree is never dropped silently.
+sees the Panda). When that tree is fixed to the world and no tree is named, the free bodies are
+kept beside it (:func:`free_objects`): each becomes three slides along the world axes and a ball
+joint, MuJoCo's free joint exactly (position in the world, angular velocity in the body frame).
+Trees left out (beside a floating robot, or beside joints coupled by ``<equality joint>``, whose
+coupling does not yet combine with ball joints) are named in the description's ``not_modelled``
+lines and in the load warning, which say how to pick another (``tree="NAME"``, the CLI's
+``--tree NAME``): a tree is never dropped silently.
 :func:`mujoco_trees` lists them; :func:`engine.robots.mjcf.load_mjcf_trees` loads each.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.robots.mjcf_error import MJCFError
 from engine.robots.mjcf_inventory import named_list
 
-__all__ = ["MujocoTree", "choose_tree", "mujoco_trees", "other_trees_line"]
+__all__ = ["MujocoTree", "choose_tree", "free_objects", "mujoco_trees", "other_trees_line"]
 
 
 @dataclass(frozen=True)
@@ -77,10 +82,22 @@ def choose_tree(trees: list[MujocoTree], tree: str | None, names: list[str], pat
     raise MJCFError(f"no tree named {tree!r}; the trees are {listed}", file=str(path), element="<worldbody>")
 
 
-def other_trees_line(trees: list[MujocoTree], chosen: MujocoTree) -> list[str]:
-    """The not-modelled line naming the trees left out when ``chosen`` is loaded (or none)."""
-    others = [t.name for t in trees if t is not chosen]
+def free_objects(trees: list[MujocoTree], chosen: MujocoTree, tree: str | None) -> list[MujocoTree]:
+    """The free bodies kept beside ``chosen`` when no ``tree`` was named and ``chosen`` is fixed to
+    the world (a robot and the objects it handles); none beside a floating robot (one floating
+    root per model)."""
+    if tree is not None or chosen.floating:
+        return []
+    return [t for t in trees if t is not chosen and t.floating]
+
+
+def other_trees_line(trees: list[MujocoTree], chosen: MujocoTree, kept: Sequence[MujocoTree] = (),
+                     reason: str = "") -> list[str]:
+    """The not-modelled line naming the trees left out when ``chosen`` (and the free objects
+    ``kept``) are loaded, or none; ``reason``: why free objects were not kept."""
+    others = [t.name for t in trees if t is not chosen and t not in kept]
     if not others:
         return []
+    why = f"; {reason}" if reason else ""
     return [f"other kinematic trees of the file, not in this model (load one with tree='NAME', the CLI's "
-            f"--tree NAME): {named_list(others)}"]
+            f"--tree NAME{why}): {named_list(others)}"]
