@@ -1,14 +1,17 @@
-"""The compiled backend with a backward: values by the numba kernels, gradients by the analytic
-derivatives (:mod:`engine.robots.derivative_kernels`), as ``torch.autograd.Function`` s.
+"""The compiled backend with a backward: values by the numba kernels, gradients by the O(n)
+vector-Jacobian kernel (:mod:`engine.robots.compiled_vjp`, :mod:`engine.robots.vjp_kernels`),
+as ``torch.autograd.Function`` s.
 
 Chosen by :func:`engine.robots.derivatives.compiled_backend_for` for float64 CPU calls that
 need a gradient in grad mode, where no torch.func transform or forward-mode AD is active, and
 :data:`ENABLED`. RNEA's backward is ``g^T dtau/dq, g^T dtau/dv, g^T dtau/da`` and, for learnable
 link inertials, ``g^T Y`` (the regressor) with respect to each body's inertial parameters ``pi``
 (:func:`inertial_parameters`, computed from the call's inertials by torch, so autograd carries
-it on to the learnable modules); one O(n) kernel call each. ABA's is ``-lambda^T dtau/dq,
--lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA result, ``lambda = M^-1 g``. CRBA,
-kinematics and Jacobians stay on the torch backends.
+it on to the learnable modules): one reverse (adjoint) pass of RNEA per sample, no ``(nv, nv)``
+matrix. ABA's is ``-lambda^T dtau/dq, -lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA
+result, ``lambda = M^-1 g``: the forward computes the accelerations as ``M^-1 (tau - h)`` and
+keeps the ``L^T D L`` factors of ``M`` for the backward's solve. CRBA, kinematics and Jacobians
+stay on the torch backends.
 
 A free-flyer base: the kernels depend on the base pose only through gravity in the base frame
 (``R(quat)^T a0``), so the configuration gradient is the tangent one on the joints, zero on
@@ -24,9 +27,11 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
-from engine.robots.backends.compiled import CompiledBackend
+from engine.robots import compiled_vjp
+from engine.robots.backends.compiled import CompiledBackend, _np
 from engine.robots.backends.tree import Inertials
 from engine.spatial import quaternion_to_rotation
 
@@ -44,11 +49,6 @@ def inertial_parameters(m, c, Ic) -> torch.Tensor:
     Io = Ic + m[:, None, None] * ((c * c).sum(-1)[:, None, None] * eye - c[:, :, None] * c[:, None, :])
     Io = 0.5 * (Io + Io.transpose(-1, -2))
     return torch.cat([m[:, None], m[:, None] * c, Io[:, [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]], dim=-1)
-
-
-def _parameter_grad(bk, q, v, a, a0, w):
-    """``sum_b w_b^T Y_b`` per body ``(n + 1, 10)`` (internal order)."""
-    return _t(bk.compiled.regressor_vjp(q, v, a, a0, w.contiguous()).sum(axis=0))
 
 
 def _no_second_order(pi):
@@ -107,15 +107,9 @@ class _Rnea(torch.autograd.Function):
         if torch.is_grad_enabled():
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 4
-        g = g.contiguous()
         need = ctx.needs_input_grad
-        gq = gv = ga = gpi = None
-        if any(need[:3]):
-            gq, gv, ga = (_t(x) for x in bk.compiled.derivatives(q, v, a, ctx.a0, ctx.inertials, "rnea_vjp",
-                                                                   armature=False, g=g))
-            gq = _q_grad(bk.floating, q, gq, ga, ctx.a0) if need[0] else None
-        if need[3]:
-            gpi = _parameter_grad(bk, q, v, a, ctx.a0, g)
+        gq, gv, ga, gpi = bk.vjp("rnea", q, v, a, ctx.a0, ctx.inertials, g, need[3])
+        gq = _q_grad(bk.floating, q, gq, ga, ctx.a0) if need[0] else None
         return (gq, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
 
 
@@ -123,7 +117,7 @@ class _Aba(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, v, tau, pi, backend, a0, inertials):
         ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
-        qdd = backend.compiled.aba(q, v, tau, a0, inertials)
+        qdd, ctx.factors = backend.aba_factored(q, v, tau, a0, inertials)
         ctx.save_for_backward(q, v, tau, pi, qdd)
         return qdd
 
@@ -134,10 +128,8 @@ class _Aba(torch.autograd.Function):
         if torch.is_grad_enabled():
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 4
-        g = g.contiguous()
-        gq, gv, lam = (_t(x) for x in bk.compiled.derivatives(q, v, qdd, ctx.a0, ctx.inertials, "aba_vjp", g=g))
         need = ctx.needs_input_grad
-        gpi = _parameter_grad(bk, q, v, qdd, ctx.a0, -lam) if need[3] else None
+        gq, gv, lam, gpi = bk.vjp("aba", q, v, qdd, ctx.a0, ctx.inertials, g, need[3], ctx.factors)
         return (_q_grad(bk.floating, q, gq, -g, ctx.a0) if need[0] else None, gv if need[1] else None,
                 lam if need[2] else None, gpi, None, None, None)
 
@@ -162,6 +154,30 @@ class CompiledAutogradBackend:
 
     def crba(self, q, inertials: Inertials):
         return self.torch_backend(q).crba(q, inertials)
+
+    def aba_factored(self, q, v, tau, a0, inertials: Inertials):
+        """``(qdd, factors)``: ABA's accelerations as ``M^-1 (tau - h)`` and the factors of ``M``
+        (numpy, ``(B, nv_all, nv_all)``) that the backward's solve reuses."""
+        c = self.compiled
+        qdd, H = compiled_vjp.aba_forward(c._constants(inertials), _np(q), _np(v), _np(tau), c._gravity(a0),
+                                          c._armature, self.floating)
+        return _t(qdd), H
+
+    def vjp(self, algorithm: str, q, v, a, a0, inertials: Inertials, g, want_pi: bool, factors=None):
+        """``(gq (tangent), gv, ga, gpi)`` tensors: ``g^T`` times RNEA's derivatives at ``a``
+        (``algorithm`` "rnea"), or ABA's at its result ``a`` (``"aba"``: ``-lam^T dtau/dq``, ``-lam^T
+        dtau/dv``, ``lam``); ``gpi`` the regressor products per body ``(n + 1, 10)`` summed over the
+        batch (None without ``want_pi``). :mod:`engine.robots.compiled_vjp`, one O(n) pass."""
+        c = self.compiled
+        qn = _np(q)
+        zero = np.zeros((qn.shape[0], g.shape[-1]))
+        args = (c._constants(inertials), qn, zero if v is None else _np(v), zero if a is None else _np(a),
+                c._gravity(a0))
+        if algorithm == "rnea":
+            out = compiled_vjp.rnea_vjp(*args, c._no_armature, self.floating, _np(g), want_pi)
+        else:
+            out = compiled_vjp.aba_vjp(*args, c._armature, self.floating, _np(g), want_pi, factors)
+        return tuple(None if x is None else _t(x) for x in out)
 
     @staticmethod
     def _parameters(inertials: Inertials):
