@@ -10,8 +10,9 @@ link inertials, ``g^T Y`` (the regressor) with respect to each body's inertial p
 it on to the learnable modules): one reverse (adjoint) pass of RNEA per sample, no ``(nv, nv)``
 matrix. ABA's is ``-lambda^T dtau/dq, -lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA
 result, ``lambda = M^-1 g``: the forward computes the accelerations as ``M^-1 (tau - h)`` and
-keeps the ``L^T D L`` factors of ``M`` for the backward's solve. CRBA, kinematics and Jacobians
-stay on the torch backends.
+keeps the ``L^T D L`` factors of ``M`` for the backward's solve. CRBA's backward is RNEA's
+product at the unit accelerations (see :class:`_Crba`). Kinematics and Jacobians stay on the
+torch backends.
 
 A free-flyer base: the kernels depend on the base pose only through gravity in the base frame
 (``R(quat)^T a0``), so the configuration gradient is the tangent one on the joints, zero on
@@ -134,8 +135,35 @@ class _Aba(torch.autograd.Function):
                 lam if need[2] else None, gpi, None, None, None)
 
 
+class _Crba(torch.autograd.Function):
+    """CRBA (no armature) with ``sum_ij G_ij dM_ij/d(q, pi)`` as its backward: ``M e_j`` is RNEA at
+    zero velocity and gravity with ``qdd = e_j``, so the product is the RNEA vector-Jacobian
+    product of ``G[:, :, j]`` at those ``nv`` accelerations per sample (``B nv`` O(n) passes)."""
+
+    @staticmethod
+    def forward(ctx, q, pi, backend, inertials):
+        ctx.backend, ctx.inertials = backend, inertials
+        ctx.save_for_backward(q, pi)
+        return backend.compiled.crba(q, inertials)
+
+    @staticmethod
+    def backward(ctx, G):
+        q, pi = ctx.saved_tensors
+        bk = ctx.backend
+        if torch.is_grad_enabled():
+            _no_second_order(pi)
+            return _torch_vjp(bk.torch_backend(q).crba, (q,), (ctx.inertials,), G) + (None,) * 3
+        need = ctx.needs_input_grad
+        B, nv = G.shape[0], G.shape[-1]
+        eye = torch.eye(nv, dtype=G.dtype).repeat(B, 1)
+        gq, _, _, gpi = bk.vjp("rnea", q.repeat_interleave(nv, 0), None, eye, None, ctx.inertials,
+                               G.transpose(1, 2).reshape(B * nv, nv), need[1])
+        gq = _q_grad(bk.floating, q, gq.reshape(B, nv, nv).sum(1), None, None) if need[0] else None
+        return gq, gpi, None, None
+
+
 class CompiledAutogradBackend:
-    """rnea and aba by the kernels with analytic backwards; fk, jacobians and crba by the torch
+    """rnea, aba and crba by the kernels with analytic backwards; fk and jacobians by the torch
     backend that ``torch_backend(q)`` picks (see the module docstring)."""
 
     name = "compiled-autograd"
@@ -153,7 +181,7 @@ class CompiledAutogradBackend:
         return self.torch_backend(q).jacobians(q, links, point, with_poses)
 
     def crba(self, q, inertials: Inertials):
-        return self.torch_backend(q).crba(q, inertials)
+        return _Crba.apply(q, self._parameters(inertials), self, inertials)
 
     def aba_factored(self, q, v, tau, a0, inertials: Inertials):
         """``(qdd, factors)``: ABA's accelerations as ``M^-1 (tau - h)`` and the factors of ``M``

@@ -152,3 +152,31 @@ def test_gradcheck_with_coupled_joints(tmp_path):
             ref = torch.autograd.grad((fn(q, v, a, damping=True) * w).sum(), (q, v, a))
         for x, y in zip(ours, ref):
             close(x.numpy(), y.numpy())
+
+
+@pytest.mark.parametrize("name", ["fixed", "floating", "mimic"])
+def test_mass_matrix_backward(name, tmp_path):
+    """mass_matrix on inputs or learnable inertials that need a gradient: the compiled CRBA with
+    RNEA's products as its backward; gradcheck in q, and the gradients of the torch path for q
+    and the learnable mass, centre of mass and inertia."""
+    if name == "mimic":
+        path = tmp_path / "gripper.urdf"
+        path.write_text(GRIPPER)
+        m = RobotModel.from_urdf(path)
+    else:
+        m = _with_armature(name == "floating")
+        m.make_learnable("c", "mass")
+        m.make_learnable("b", "com")
+        m.make_learnable("d", "inertia")
+    q = _state(m, 3, seed=24)[0].requires_grad_(True)
+    assert m._backend_for(q).name == "compiled-autograd"
+    assert torch.autograd.gradcheck(m.mass_matrix, (q,))
+    G = torch.randn(3, m.nv, m.nv, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    leaves = [q, *m.parameters()]
+    ours = torch.autograd.grad((m.mass_matrix(q) * G).sum(), leaves)
+    with torch_only():
+        ref = torch.autograd.grad((m.mass_matrix(q) * G).sum(), leaves)
+    if m.floating:      # the quaternion's gradient is zero on both sides' unit sphere
+        ours, ref = ((torch.cat([g[0][:, :3], g[0][:, 7:]], -1), *g[1:]) for g in (ours, ref))
+    for x, y in zip(ours, ref):
+        close(x.numpy(), y.numpy())
