@@ -31,17 +31,20 @@ def _call(mode, consts, q, qd, qdd, a0, armature, floating, g, want_pi, H):
     nv = q.shape[1] - (1 if floating else 0)
     outs = [np.empty((B, nv)) for _ in range(3)]
     gpi = np.zeros((consts[-1].shape[0] + 1, 10))
+    gquat = np.zeros((B, 4))
     _kernels().vjp_kernel(*consts, q, c(qd), c(qdd), c(a0), c(armature), floating, mode,
-                          cdyn._NONE if g is None else c(g), want_pi, *outs, gpi, _NONE3 if H is None else H)
-    return outs, gpi
+                          cdyn._NONE if g is None else c(g), want_pi, *outs, gpi, _NONE3 if H is None else H, gquat)
+    return outs, gpi, gquat
 
 
 def rnea_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False):
-    """``(g^T dtau/dq, g^T dtau/dqd, g^T dtau/dqdd, g^T Y or None)`` at ``(q, qd, qdd)``: ``(B, nv)``
-    each and, with ``want_pi``, the regressor product per body summed over the batch ``(n + 1,
-    10)`` (internal order, root first). ``armature (n,)`` as RNEA's (zeros: none)."""
-    (gq, gv, ga), gpi = _call(_kernels().RNEA_VJP, consts, q, qd, qdd, a0, armature, floating, g, want_pi, None)
-    return gq, gv, ga, (gpi if want_pi else None)
+    """``(g^T dtau/dq, g^T dtau/dqd, g^T dtau/dqdd, g^T Y or None, g^T dtau/dquat)`` at ``(q, qd,
+    qdd)``: ``(B, nv)`` each; with ``want_pi`` the regressor product per body summed over the batch
+    ``(n + 1, 10)`` (internal order, root first); a floating base's quaternion gradient ``(B, 4)``
+    (zeros on a fixed base). ``armature (n,)`` as RNEA's (zeros: none)."""
+    (gq, gv, ga), gpi, gquat = _call(_kernels().RNEA_VJP, consts, q, qd, qdd, a0, armature, floating, g, want_pi,
+                                     None)
+    return gq, gv, ga, (gpi if want_pi else None), gquat
 
 
 def aba_forward(consts, q, qd, tau, a0, armature, floating: bool):
@@ -50,14 +53,15 @@ def aba_forward(consts, q, qd, tau, a0, armature, floating: bool):
     q = cdyn._c(q)
     nv = q.shape[1] - (1 if floating else 0)
     H = np.zeros((q.shape[0], nv, nv))
-    (_, _, qdd), _ = _call(_kernels().ABA_FORWARD, consts, q, qd, tau, a0, armature, floating, None, False, H)
+    (_, _, qdd), _, _ = _call(_kernels().ABA_FORWARD, consts, q, qd, tau, a0, armature, floating, None, False, H)
     return qdd, H
 
 
 def aba_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False, H=None):
-    """``(-lam^T dtau/dq, -lam^T dtau/dqd, lam, -lam^T Y or None)`` at the ABA result ``qdd``,
-    ``lam = M^-1 g`` (``H``: :func:`aba_forward`'s factors; None: ``M`` computed here)."""
+    """``(-lam^T dtau/dq, -lam^T dtau/dqd, lam, -lam^T Y or None, g^T dqdd/dquat)`` at the ABA
+    result ``qdd``, ``lam = M^-1 g`` (``H``: :func:`aba_forward`'s factors; None: ``M`` computed
+    here)."""
     vk = _kernels()
     mode = vk.ABA_VJP_M if H is None else vk.ABA_VJP
-    (gq, gv, lam), gpi = _call(mode, consts, q, qd, qdd, a0, armature, floating, g, want_pi, H)
-    return gq, gv, lam, (gpi if want_pi else None)
+    (gq, gv, lam), gpi, gquat = _call(mode, consts, q, qd, qdd, a0, armature, floating, g, want_pi, H)
+    return gq, gv, lam, (gpi if want_pi else None), gquat

@@ -97,9 +97,30 @@ def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, c
                 M[i, 3 + j] = M[3 + j, i]
 
 
+@_inline
+def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, out):
+    """out[b] = d/d quat of ``w . g_base``, ``g_base = [R^T a0_lin; R^T a0_ang]`` with R(quat) the
+    kernels' (Eigen's) formula, off the unit sphere too; ``w = [wl; wa]``: ``sum_ij C_ij dR_ij``,
+    ``C_ij = a0_lin,i wl_j + a0_ang,i wa_j``."""
+    x, y, z, w = q[b, 3], q[b, 4], q[b, 5], q[b, 6]
+    wl = (wl0, wl1, wl2)
+    wa = (wa0, wa1, wa2)
+    C = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            C[i, j] = a0[3 + i] * wl[j] + a0[i] * wa[j]
+    out[b, 0] = (2.0 * (y * (C[0, 1] + C[1, 0]) + z * (C[0, 2] + C[2, 0]) + w * (C[2, 1] - C[1, 2]))
+                 - 4.0 * x * (C[1, 1] + C[2, 2]))
+    out[b, 1] = (2.0 * (x * (C[0, 1] + C[1, 0]) + w * (C[0, 2] - C[2, 0]) + z * (C[1, 2] + C[2, 1]))
+                 - 4.0 * y * (C[0, 0] + C[2, 2]))
+    out[b, 2] = (2.0 * (w * (C[1, 0] - C[0, 1]) + x * (C[0, 2] + C[2, 0]) + y * (C[1, 2] + C[2, 1]))
+                 - 4.0 * z * (C[0, 0] + C[1, 1]))
+    out[b, 3] = 2.0 * (z * (C[1, 0] - C[0, 1]) + y * (C[0, 2] - C[2, 0]) + x * (C[2, 1] - C[1, 2]))
+
+
 @_jit
 def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, mode, g, want_pi,
-               gq, gv, ga, gpi, H):
+               gq, gv, ga, gpi, H, gquat):
     """By ``mode``, in the user's order:
 
     - RNEA_VJP: ``g^T`` times RNEA's derivatives at ``(q, qd, qdd)`` into ``gq`` (tangent),
@@ -110,7 +131,8 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
       ``ga`` and the factors of ``M`` into ``H`` (what ABA_VJP takes), nothing else.
 
     With ``want_pi`` (VJP modes) ``gpi (n + 1, 10)`` += the regressor products (internal body
-    order, summed over the batch)."""
+    order, summed over the batch). A floating base: ``gquat (B, 4)`` the gradient with respect to
+    the quaternion's four numbers (it acts only through gravity in the base frame)."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -272,3 +294,7 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
             gq[b, 3] = s * (ab[0, 1] * gb[2] - ab[0, 2] * gb[1] + ab[0, 4] * gb[5] - ab[0, 5] * gb[4])
             gq[b, 4] = s * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
             gq[b, 5] = s * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
+            if solve:       # qdd_base + g_base does not depend on g_base
+                _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], gquat)
+            else:           # dtau/dg_base = dtau/dqdd_base
+                _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], gquat)

@@ -17,7 +17,7 @@ torch backends.
 A free-flyer base: the kernels depend on the base pose only through gravity in the base frame
 (``R(quat)^T a0``), so the configuration gradient is the tangent one on the joints, zero on
 the base position and, on the quaternion, ``dtau/dg`` (the base columns of ``M``) through Eigen's
-quaternion formula: the derivative of the computed value in every direction, off the unit sphere
+quaternion formula, in the kernel: the derivative of the computed value in every direction, off the unit sphere
 too (the torch algorithms, in the world frame, agree with it along the sphere).
 A backward that must itself be differentiable (``create_graph=True``) differentiates the torch
 algorithms instead; with learnable inertials it raises (use ``LAGRANGE_COMPILED_BACKWARD=0`` or
@@ -34,7 +34,6 @@ import torch
 from engine.robots import compiled_vjp
 from engine.robots.backends.compiled import CompiledBackend, _np
 from engine.robots.backends.tree import Inertials
-from engine.spatial import quaternion_to_rotation
 
 __all__ = ["ENABLED", "CompiledAutogradBackend", "inertial_parameters"]
 
@@ -59,25 +58,12 @@ def _no_second_order(pi):
                            "engine.robots.backends.torch_only()")
 
 
-def _quaternion_grad(quat, a0, w):
-    """``sum_i w_i d(g_base)_i / d quat`` ``(B, 4)``: ``g_base = [R^T a0_ang; R^T a0_lin]`` (the
-    kernels' gravity in the base frame), ``w (B, 6)`` in velocity order ``[linear; angular]``."""
-    if a0 is None:
-        return torch.zeros_like(quat)
-    with torch.enable_grad():
-        x = quat.detach().requires_grad_(True)
-        R = quaternion_to_rotation(x)
-        lin = torch.einsum("bji,j->bi", R, a0[3:])
-        ang = torch.einsum("bji,j->bi", R, a0[:3])
-        (grad,) = torch.autograd.grad((lin * w[:, :3]).sum() + (ang * w[:, 3:6]).sum(), x)
-    return grad
-
-
-def _q_grad(floating: bool, q, gq_tangent, w, a0):
-    """The configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)``."""
+def _q_grad(floating: bool, gq_tangent, gquat):
+    """The configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)`` and, for a
+    floating base, the kernel's quaternion gradient ``(B, 4)`` (the position's is zero)."""
     if not floating:
         return gq_tangent
-    return torch.cat([torch.zeros_like(q[:, :3]), _quaternion_grad(q[:, 3:7], a0, w), gq_tangent[:, 6:]], dim=-1)
+    return torch.cat([torch.zeros_like(gquat[:, :3]), gquat, gq_tangent[:, 6:]], dim=-1)
 
 
 def _torch_vjp(fn, xs, rest, g):
@@ -109,8 +95,8 @@ class _Rnea(torch.autograd.Function):
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 4
         need = ctx.needs_input_grad
-        gq, gv, ga, gpi = bk.vjp("rnea", q, v, a, ctx.a0, ctx.inertials, g, need[3])
-        gq = _q_grad(bk.floating, q, gq, ga, ctx.a0) if need[0] else None
+        gq, gv, ga, gpi, gquat = bk.vjp("rnea", q, v, a, ctx.a0, ctx.inertials, g, need[3])
+        gq = _q_grad(bk.floating, gq, gquat) if need[0] else None
         return (gq, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
 
 
@@ -130,8 +116,8 @@ class _Aba(torch.autograd.Function):
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 4
         need = ctx.needs_input_grad
-        gq, gv, lam, gpi = bk.vjp("aba", q, v, qdd, ctx.a0, ctx.inertials, g, need[3], ctx.factors)
-        return (_q_grad(bk.floating, q, gq, -g, ctx.a0) if need[0] else None, gv if need[1] else None,
+        gq, gv, lam, gpi, gquat = bk.vjp("aba", q, v, qdd, ctx.a0, ctx.inertials, g, need[3], ctx.factors)
+        return (_q_grad(bk.floating, gq, gquat) if need[0] else None, gv if need[1] else None,
                 lam if need[2] else None, gpi, None, None, None)
 
 
@@ -156,9 +142,10 @@ class _Crba(torch.autograd.Function):
         need = ctx.needs_input_grad
         B, nv = G.shape[0], G.shape[-1]
         eye = torch.eye(nv, dtype=G.dtype).repeat(B, 1)
-        gq, _, _, gpi = bk.vjp("rnea", q.repeat_interleave(nv, 0), None, eye, None, ctx.inertials,
-                               G.transpose(1, 2).reshape(B * nv, nv), need[1])
-        gq = _q_grad(bk.floating, q, gq.reshape(B, nv, nv).sum(1), None, None) if need[0] else None
+        gq, _, _, gpi, _ = bk.vjp("rnea", q.repeat_interleave(nv, 0), None, eye, None, ctx.inertials,
+                                  G.transpose(1, 2).reshape(B * nv, nv), need[1])
+        # M does not depend on the base's pose: zero on its position and quaternion
+        gq = _q_grad(bk.floating, gq.reshape(B, nv, nv).sum(1), torch.zeros_like(q[:, :4])) if need[0] else None
         return gq, gpi, None, None
 
 
@@ -192,10 +179,11 @@ class CompiledAutogradBackend:
         return _t(qdd), H
 
     def vjp(self, algorithm: str, q, v, a, a0, inertials: Inertials, g, want_pi: bool, factors=None):
-        """``(gq (tangent), gv, ga, gpi)`` tensors: ``g^T`` times RNEA's derivatives at ``a``
+        """``(gq (tangent), gv, ga, gpi, gquat)`` tensors: ``g^T`` times RNEA's derivatives at ``a``
         (``algorithm`` "rnea"), or ABA's at its result ``a`` (``"aba"``: ``-lam^T dtau/dq``, ``-lam^T
         dtau/dv``, ``lam``); ``gpi`` the regressor products per body ``(n + 1, 10)`` summed over the
-        batch (None without ``want_pi``). :mod:`engine.robots.compiled_vjp`, one O(n) pass."""
+        batch (None without ``want_pi``), ``gquat`` a floating base's quaternion gradient ``(B, 4)``.
+        :mod:`engine.robots.compiled_vjp`, one O(n) pass."""
         c = self.compiled
         qn = _np(q)
         zero = np.zeros((qn.shape[0], g.shape[-1]))

@@ -45,7 +45,7 @@ def test_products_equal_the_full_derivatives_contracted(floating):
     for arm in (cb._no_armature, cb._armature):
         full = cb.derivatives(qt, vt, at, m._a0, inert, "rnea", armature=arm is cb._armature)
         out = cv.rnea_vjp(consts, qn, vn, an, a0, arm, fl, g, want_pi=True)
-        for X, p in zip(full, out):
+        for X, p in zip(full, out[:3]):
             close(p, np.einsum("bi,bij->bj", g, X), 1e-12)
         close(out[3], cb.regressor_vjp(qt, vt, at, m._a0, torch.from_numpy(g)).sum(0), 1e-12)
     qdd, H = cv.aba_forward(consts, qn, vn, tau, a0, cb._armature, fl)
@@ -53,7 +53,7 @@ def test_products_equal_the_full_derivatives_contracted(floating):
     full = cb.derivatives(qt, vt, torch.from_numpy(tau), m._a0, inert, "aba")
     for factors in (None, H):
         out = cv.aba_vjp(consts, qn, vn, qdd, a0, cb._armature, fl, g, True, factors)
-        for X, p in zip(full, out):
+        for X, p in zip(full, out[:3]):
             close(p, np.einsum("bi,bij->bj", g, X), 1e-11)
         close(out[3], -cb.regressor_vjp(qt, vt, torch.from_numpy(qdd), m._a0, torch.from_numpy(out[2])).sum(0),
               1e-11)
