@@ -23,7 +23,10 @@ composite is 22 numbers. A free-flyer base is a joint of six columns ``S_c = X_0
 velocity ``[linear; angular]`` in its frame) whose parent is the world (``psi_c = 0``, ``psi2_c
 = a_g x S_c``; its own ``dS/dt = v_0 x S_c`` enters ``dtau/dv``); derivatives with respect to
 ``q`` are then taken in the tangent space (``q (+) dq``: the base moves by ``M exp(dq)``), as
-Pinocchio does. ABA's derivatives are ``-M^-1`` times these at the ABA result, ``M`` factorised
+Pinocchio does. With a free-flyer base the "world" of these recursions is the base's frame
+(the root at the origin, gravity ``R^T a_g`` rotated into it): the dynamics in base
+coordinates depend on the base's pose only through that gravity, and the base's columns are
+unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's derivatives are ``-M^-1`` times these at the ABA result, ``M`` factorised
 as ``L^T D L`` along the tree (Featherstone 2008, table 6.3).
 Importing this module imports numba.
 """
