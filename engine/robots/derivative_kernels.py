@@ -26,8 +26,9 @@ velocity ``[linear; angular]`` in its frame) whose parent is the world (``psi_c 
 Pinocchio does. With a free-flyer base the "world" of these recursions is the base's frame
 (the root at the origin, gravity ``R^T a_g`` rotated into it): the dynamics in base
 coordinates depend on the base's pose only through that gravity, and the base's columns are
-unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's derivatives are ``-M^-1`` times these at the ABA result, ``M`` factorised
-as ``L^T D L`` along the tree (Featherstone 2008, table 6.3).
+unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's derivatives are
+``-M^-1`` times these at the ABA result, ``M`` factorised as ``L^T D L`` along the tree
+(Featherstone 2008, table 6.3).
 Importing this module imports numba.
 """
 
