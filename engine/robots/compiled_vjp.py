@@ -12,7 +12,7 @@ import numpy as np
 
 from engine.robots import compiled_dynamics as cdyn
 
-__all__ = ["aba_forward", "aba_vjp", "rnea_vjp"]
+__all__ = ["aba_forward", "aba_vjp", "crba_vjp", "rnea_vjp"]
 
 _NONE3 = np.empty((0, 0, 0))
 
@@ -65,3 +65,14 @@ def aba_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool =
     mode = vk.ABA_VJP_M if H is None else vk.ABA_VJP
     (gq, gv, lam), gpi, gquat = _call(mode, consts, q, qd, qdd, a0, armature, floating, g, want_pi, H)
     return gq, gv, lam, (gpi if want_pi else None), gquat
+
+
+def crba_vjp(consts, q, floating: bool, G, want_pi: bool = False):
+    """``(sum_ij G_ij dM_ij/dq (B, nv) tangent, sum_ij G_ij dM_ij/dpi (n + 1, 10) or None)`` for
+    ``G (B, nv, nv)``, ``M`` the mass matrix without armature (:func:`engine.robots.vjp_kernels.crba_vjp_kernel`)."""
+    c = cdyn._c
+    q = c(q)
+    gq = np.empty((q.shape[0], q.shape[1] - (1 if floating else 0)))
+    gpi = np.zeros((consts[-1].shape[0] + 1, 10))
+    _kernels().crba_vjp_kernel(*consts, q, floating, c(G), want_pi, gq, gpi)
+    return gq, (gpi if want_pi else None)

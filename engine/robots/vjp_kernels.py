@@ -298,3 +298,97 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
                 _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], gquat)
             else:           # dtau/dg_base = dtau/dqdd_base
                 _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], gquat)
+
+
+@_jit
+def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, gq, gpi):
+    """``sum_ij G_ij dM_ij/dq`` (tangent, ``gq (B, nv)``; zero on a floating base's rows: ``M``
+    does not depend on its pose) and, with ``want_pi``, ``gpi (n + 1, 10)`` += ``sum_ij G_ij
+    dM_ij/dpi`` summed over the batch, for ``G (B, nv, nv)`` (user order; ``M`` without armature).
+    Column ``j`` of ``M`` is RNEA at zero velocity and gravity with ``qdd = e_j``: per column one
+    reverse pass of :func:`vjp_kernel`'s without its velocity terms, the poses computed once per
+    sample and each column's accelerations only on the subtree that moves."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    R = np.zeros((n + 1, 3, 3))
+    p = np.zeros((n + 1, 3))
+    a = np.zeros((n + 1, 6))
+    Xa = np.zeros((n + 1, 6))
+    F = np.zeros((n + 1, 6))
+    Fb = np.zeros((n + 1, 6))
+    ab = np.zeros((n + 1, 6))
+    moving = np.zeros(n + 1, dtype=np.bool_)
+    t = np.empty(6)
+    t2 = np.empty(6)
+    x = np.zeros(nv)
+    user = np.empty(nv, dtype=np.int64)
+    for i in range(fv):
+        user[i] = i
+    for k in range(1, n + 1):
+        user[fv + k - 1] = fv + perm[k - 1]
+    for b in range(B):
+        for k in range(1, n + 1):
+            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], R[k], p[k])
+        for d in range(nv):
+            gq[b, d] = 0.0
+        for col in range(nv):
+            jb = 0 if col < fv else col - fv + 1
+            uc = user[col]
+            for d in range(nv):
+                x[d] = G[b, user[d], uc]
+            # accelerations of the bodies that move (the subtree of the column's joint), forces
+            for i in range(6):
+                a[0, i] = 0.0
+                F[0, i] = 0.0
+            moving[0] = col < fv
+            if col < fv:
+                a[0, (col + 3) % 6] = 1.0
+                _inertia_times(m[0], h[0], Io[0], a[0], F[0])
+            for k in range(1, n + 1):
+                j = parent[k]
+                moving[k] = k == jb or moving[j]
+                if moving[k]:
+                    _motion_to_child(R[k], p[k], a[j], Xa[k])
+                    for i in range(6):
+                        a[k, i] = Xa[k, i] + (S[k - 1, i] if k == jb else 0.0)
+                    _inertia_times(m[k], h[k], Io[k], a[k], F[k])
+                else:
+                    for i in range(6):
+                        Xa[k, i] = 0.0
+                        a[k, i] = 0.0
+                        F[k, i] = 0.0
+            for k in range(n, 0, -1):
+                if parent[k] != 0 or floating:
+                    _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
+            # the weights, root to leaves; ab = I Fb
+            for i in range(6):
+                Fb[0, i] = 0.0
+            if floating:
+                for i in range(3):
+                    Fb[0, i], Fb[0, 3 + i] = x[3 + i], x[i]
+                _inertia_times(m[0], h[0], Io[0], Fb[0], ab[0])
+            for k in range(1, n + 1):
+                _motion_to_child(R[k], p[k], Fb[parent[k]], Fb[k])
+                for i in range(6):
+                    Fb[k, i] += S[k - 1, i] * x[fv + k - 1]
+                _inertia_times(m[k], h[k], Io[k], Fb[k], ab[k])
+                if want_pi and moving[k]:
+                    _add_bilinear_parameters(Fb[k], a[k], 1.0, gpi[k])
+            if want_pi and floating and col < fv:
+                _add_bilinear_parameters(Fb[0], a[0], 1.0, gpi[0])
+            # leaves to root: dq_k = -S_k . (Xa_k x* ab_k + X_k Fb_j x* F_k)
+            for k in range(n, 0, -1):
+                d = fv + k - 1
+                for i in range(6):
+                    t[i] = 0.0
+                    t2[i] = Fb[k, i] - S[k - 1, i] * x[d]
+                if moving[k]:
+                    _add_cross_force(Xa[k], ab[k], t)
+                _add_cross_force(t2, F[k], t)
+                gq[b, user[d]] -= _dot6(S[k - 1], t)
+                j = parent[k]
+                if j != 0 or floating:
+                    _force_to_parent(R[k], p[k], ab[k], ab[j], True)

@@ -123,8 +123,9 @@ class _Aba(torch.autograd.Function):
 
 class _Crba(torch.autograd.Function):
     """CRBA (no armature) with ``sum_ij G_ij dM_ij/d(q, pi)`` as its backward: ``M e_j`` is RNEA at
-    zero velocity and gravity with ``qdd = e_j``, so the product is the RNEA vector-Jacobian
-    product of ``G[:, :, j]`` at those ``nv`` accelerations per sample (``B nv`` O(n) passes)."""
+    zero velocity and gravity with ``qdd = e_j``, so the product is RNEA's vector-Jacobian product
+    of ``G[:, :, j]`` at those ``nv`` accelerations per sample
+    (:func:`engine.robots.compiled_vjp.crba_vjp`: the poses once per sample, O(n) per column)."""
 
     @staticmethod
     def forward(ctx, q, pi, backend, inertials):
@@ -140,13 +141,11 @@ class _Crba(torch.autograd.Function):
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).crba, (q,), (ctx.inertials,), G) + (None,) * 3
         need = ctx.needs_input_grad
-        B, nv = G.shape[0], G.shape[-1]
-        eye = torch.eye(nv, dtype=G.dtype).repeat(B, 1)
-        gq, _, _, gpi, _ = bk.vjp("rnea", q.repeat_interleave(nv, 0), None, eye, None, ctx.inertials,
-                                  G.transpose(1, 2).reshape(B * nv, nv), need[1])
+        c = bk.compiled
+        gq, gpi = compiled_vjp.crba_vjp(c._constants(ctx.inertials), _np(q), bk.floating, _np(G), need[1])
         # M does not depend on the base's pose: zero on its position and quaternion
-        gq = _q_grad(bk.floating, gq.reshape(B, nv, nv).sum(1), torch.zeros_like(q[:, :4])) if need[0] else None
-        return gq, gpi, None, None
+        gq = _q_grad(bk.floating, _t(gq), torch.zeros_like(q[:, :4])) if need[0] else None
+        return gq, None if gpi is None else _t(gpi), None, None
 
 
 class CompiledAutogradBackend:
