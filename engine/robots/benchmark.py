@@ -526,8 +526,8 @@ def format_table(result: dict) -> str:
             f"{cell(r, 'drm_ms', 10)}{ratio(r, 'drm_ms', 8)}{ratio(r, 'drm_ms', 7, 'ours_torch_ms')}"
         )
     if result.get("derivative_rows"):
-        lines.append("analytic derivatives (full matrices; *_backward: forward + backward of a weighted sum) "
-                     "against Pinocchio's computeRNEADerivatives / computeABADerivatives loop")
+        lines.append("analytic derivatives (full matrices; *_backward: forward + backward of a weighted sum; *_vjp: "
+                     "the backward alone) against Pinocchio's computeRNEADerivatives / computeABADerivatives loop")
         lines.append(f"{'algorithm':<12}{'batch':>6}{'ours':>9}{'torch':>9}{'pinocchio':>11}{'x':>7}{'xt':>6}")
     for r in result.get("derivative_rows", []):
         lines.append(f"{r['algorithm']:<12}{r['batch']:>6}{cell(r, 'ours_ms', 9)}{cell(r, 'ours_torch_ms', 9)}"

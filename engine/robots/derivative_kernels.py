@@ -23,8 +23,12 @@ composite is 22 numbers. A free-flyer base is a joint of six columns ``S_c = X_0
 velocity ``[linear; angular]`` in its frame) whose parent is the world (``psi_c = 0``, ``psi2_c
 = a_g x S_c``; its own ``dS/dt = v_0 x S_c`` enters ``dtau/dv``); derivatives with respect to
 ``q`` are then taken in the tangent space (``q (+) dq``: the base moves by ``M exp(dq)``), as
-Pinocchio does. ABA's derivatives are ``-M^-1`` times these at the ABA result, ``M`` factorised
-as ``L^T D L`` along the tree (Featherstone 2008, table 6.3).
+Pinocchio does. With a free-flyer base the "world" of these recursions is the base's frame
+(the root at the origin, gravity ``R^T a_g`` rotated into it): the dynamics in base
+coordinates depend on the base's pose only through that gravity, and the base's columns are
+unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's derivatives are
+``-M^-1`` times these at the ABA result, ``M`` factorised as ``L^T D L`` along the tree
+(Featherstone 2008, table 6.3).
 Importing this module imports numba.
 """
 
@@ -34,6 +38,7 @@ import numpy as np
 
 from engine.robots.compiled_kernels import (
     _add_cross_force,
+    _gravity_in_base,
     _inline,
     _jit,
     _local_pose,
@@ -422,6 +427,8 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     Aw = np.zeros((n + 1, 3))
     Lam = np.zeros((n + 1, 6))
     e6 = np.zeros(6)
+    ab = np.zeros(6)
+    Rq = np.zeros((3, 3))
     x = np.zeros(nv)
     user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
     lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
@@ -437,24 +444,19 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     solve = mode == ABA
     vjp = mode == RNEA_VJP or mode == ABA_VJP
     for b in range(B):
-        if floating:
-            _quaternion_rotation(q, b, Rw[0])
+        if floating:    # computed in the base's frame (the root at the origin), gravity rotated into it
+            _quaternion_rotation(q, b, Rq)
+            _gravity_in_base(Rq, a0, ab)
+            for col in range(6):
+                Sw[col, :] = 0.0
+                Sw[col, (col + 3) % 6] = 1.0    # velocity [linear; angular] -> spatial [angular; linear]
             for i in range(3):
-                pw[0, i] = q[b, i]
-            for col in range(6):
-                e6[:] = 0.0
-                e6[(col + 3) % 6] = 1.0         # velocity [linear; angular] -> spatial [angular; linear]
-                _to_world(Rw[0], pw[0], e6, Sw[col])
-            for i in range(6):
-                v[0, i] = 0.0
-                a[0, i] = a0[i]
-            for col in range(6):
-                for i in range(6):
-                    v[0, i] += Sw[col, i] * qd[b, col]
-                    a[0, i] += 0.0 if solve else Sw[col, i] * qdd[b, col]
+                v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
+                a[0, i] = ab[i] + (0.0 if solve else qdd[b, 3 + i])
+                a[0, 3 + i] = ab[3 + i] + (0.0 if solve else qdd[b, i])
             for col in range(6):
                 Pd[col, :] = 0.0
-                _cross_motion(a0, Sw[col], Pdd[col])
+                _cross_motion(ab, Sw[col], Pdd[col])
                 _cross_motion(v[0], Sw[col], Phi[col])
             _body_terms(Rw[0], pw[0], m[0], c[0], Ic[0], v[0], a[0], cm[0], ch[0], cI[0], cQ[0], cn[0], cL[0], F[0])
         else:
@@ -496,11 +498,14 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
                 elif aba:                       # M only: the vector-Jacobian products are O(n) below
                     DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
                 i = parent[i]
-            for e in range(fv):
+            for e in range(fv):         # the base's columns S_e: unit vectors (base frame), psi_e = 0
+                r = (e + 3) % 6
+                DM[d, e] = DM[e, d] = U[d, r]
                 if not vjp:
-                    _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
-                elif aba:
-                    DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
+                    DQ[d, e] = _dot6(U[d], Pdd[e])
+                    DV[d, e] = _dot6(U[d], Phi[e]) + (W[d, e - 3] if e >= 3 else 0.0)
+                    DQ[e, d] = Y[d, r]
+                    DV[e, d] = Z[d, r]
             DM[d, d] += armature[k - 1]
             j = parent[k]
             if j != 0 or floating:

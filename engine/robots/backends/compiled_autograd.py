@@ -1,19 +1,23 @@
-"""The compiled backend with a backward: values by the numba kernels, gradients by the analytic
-derivatives (:mod:`engine.robots.derivative_kernels`), as ``torch.autograd.Function`` s.
+"""The compiled backend with a backward: values by the numba kernels, gradients by the O(n)
+vector-Jacobian kernel (:mod:`engine.robots.compiled_vjp`, :mod:`engine.robots.vjp_kernels`),
+as ``torch.autograd.Function`` s.
 
 Chosen by :func:`engine.robots.derivatives.compiled_backend_for` for float64 CPU calls that
 need a gradient in grad mode, where no torch.func transform or forward-mode AD is active, and
 :data:`ENABLED`. RNEA's backward is ``g^T dtau/dq, g^T dtau/dv, g^T dtau/da`` and, for learnable
 link inertials, ``g^T Y`` (the regressor) with respect to each body's inertial parameters ``pi``
 (:func:`inertial_parameters`, computed from the call's inertials by torch, so autograd carries
-it on to the learnable modules); one O(n) kernel call each. ABA's is ``-lambda^T dtau/dq,
--lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA result, ``lambda = M^-1 g``. CRBA,
-kinematics and Jacobians stay on the torch backends.
+it on to the learnable modules): one reverse (adjoint) pass of RNEA per sample, no ``(nv, nv)``
+matrix. ABA's is ``-lambda^T dtau/dq, -lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA
+result, ``lambda = M^-1 g``: the forward computes the accelerations as ``M^-1 (tau - h)`` and
+keeps the ``L^T D L`` factors of ``M`` for the backward's solve. CRBA's backward is RNEA's
+product at the unit accelerations (see :class:`_Crba`). Kinematics and Jacobians stay on the
+torch backends.
 
 A free-flyer base: the kernels depend on the base pose only through gravity in the base frame
 (``R(quat)^T a0``), so the configuration gradient is the tangent one on the joints, zero on
 the base position and, on the quaternion, ``dtau/dg`` (the base columns of ``M``) through Eigen's
-quaternion formula: the derivative of the computed value in every direction, off the unit sphere
+quaternion formula, in the kernel: the derivative of the computed value in every direction, off the unit sphere
 too (the torch algorithms, in the world frame, agree with it along the sphere).
 A backward that must itself be differentiable (``create_graph=True``) differentiates the torch
 algorithms instead; with learnable inertials it raises (use ``LAGRANGE_COMPILED_BACKWARD=0`` or
@@ -24,11 +28,12 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
-from engine.robots.backends.compiled import CompiledBackend
+from engine.robots import compiled_vjp
+from engine.robots.backends.compiled import CompiledBackend, _np
 from engine.robots.backends.tree import Inertials
-from engine.spatial import quaternion_to_rotation
 
 __all__ = ["ENABLED", "CompiledAutogradBackend", "inertial_parameters"]
 
@@ -46,11 +51,6 @@ def inertial_parameters(m, c, Ic) -> torch.Tensor:
     return torch.cat([m[:, None], m[:, None] * c, Io[:, [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]], dim=-1)
 
 
-def _parameter_grad(bk, q, v, a, a0, w):
-    """``sum_b w_b^T Y_b`` per body ``(n + 1, 10)`` (internal order)."""
-    return _t(bk.compiled.regressor_vjp(q, v, a, a0, w.contiguous()).sum(axis=0))
-
-
 def _no_second_order(pi):
     if pi is not None and pi.requires_grad:
         raise RuntimeError("second-order gradients (create_graph) through the compiled backward do not reach "
@@ -58,25 +58,12 @@ def _no_second_order(pi):
                            "engine.robots.backends.torch_only()")
 
 
-def _quaternion_grad(quat, a0, w):
-    """``sum_i w_i d(g_base)_i / d quat`` ``(B, 4)``: ``g_base = [R^T a0_ang; R^T a0_lin]`` (the
-    kernels' gravity in the base frame), ``w (B, 6)`` in velocity order ``[linear; angular]``."""
-    if a0 is None:
-        return torch.zeros_like(quat)
-    with torch.enable_grad():
-        x = quat.detach().requires_grad_(True)
-        R = quaternion_to_rotation(x)
-        lin = torch.einsum("bji,j->bi", R, a0[3:])
-        ang = torch.einsum("bji,j->bi", R, a0[:3])
-        (grad,) = torch.autograd.grad((lin * w[:, :3]).sum() + (ang * w[:, 3:6]).sum(), x)
-    return grad
-
-
-def _q_grad(floating: bool, q, gq_tangent, w, a0):
-    """The configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)``."""
+def _q_grad(floating: bool, gq_tangent, gquat):
+    """The configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)`` and, for a
+    floating base, the kernel's quaternion gradient ``(B, 4)`` (the position's is zero)."""
     if not floating:
         return gq_tangent
-    return torch.cat([torch.zeros_like(q[:, :3]), _quaternion_grad(q[:, 3:7], a0, w), gq_tangent[:, 6:]], dim=-1)
+    return torch.cat([torch.zeros_like(gquat[:, :3]), gquat, gq_tangent[:, 6:]], dim=-1)
 
 
 def _torch_vjp(fn, xs, rest, g):
@@ -107,15 +94,9 @@ class _Rnea(torch.autograd.Function):
         if torch.is_grad_enabled():
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 4
-        g = g.contiguous()
         need = ctx.needs_input_grad
-        gq = gv = ga = gpi = None
-        if any(need[:3]):
-            gq, gv, ga = (_t(x) for x in bk.compiled.derivatives(q, v, a, ctx.a0, ctx.inertials, "rnea_vjp",
-                                                                   armature=False, g=g))
-            gq = _q_grad(bk.floating, q, gq, ga, ctx.a0) if need[0] else None
-        if need[3]:
-            gpi = _parameter_grad(bk, q, v, a, ctx.a0, g)
+        gq, gv, ga, gpi, gquat = bk.vjp("rnea", q, v, a, ctx.a0, ctx.inertials, g, need[3])
+        gq = _q_grad(bk.floating, gq, gquat) if need[0] else None
         return (gq, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
 
 
@@ -123,7 +104,7 @@ class _Aba(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, v, tau, pi, backend, a0, inertials):
         ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
-        qdd = backend.compiled.aba(q, v, tau, a0, inertials)
+        qdd, ctx.factors = backend.aba_factored(q, v, tau, a0, inertials)
         ctx.save_for_backward(q, v, tau, pi, qdd)
         return qdd
 
@@ -134,16 +115,41 @@ class _Aba(torch.autograd.Function):
         if torch.is_grad_enabled():
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 4
-        g = g.contiguous()
-        gq, gv, lam = (_t(x) for x in bk.compiled.derivatives(q, v, qdd, ctx.a0, ctx.inertials, "aba_vjp", g=g))
         need = ctx.needs_input_grad
-        gpi = _parameter_grad(bk, q, v, qdd, ctx.a0, -lam) if need[3] else None
-        return (_q_grad(bk.floating, q, gq, -g, ctx.a0) if need[0] else None, gv if need[1] else None,
+        gq, gv, lam, gpi, gquat = bk.vjp("aba", q, v, qdd, ctx.a0, ctx.inertials, g, need[3], ctx.factors)
+        return (_q_grad(bk.floating, gq, gquat) if need[0] else None, gv if need[1] else None,
                 lam if need[2] else None, gpi, None, None, None)
 
 
+class _Crba(torch.autograd.Function):
+    """CRBA (no armature) with ``sum_ij G_ij dM_ij/d(q, pi)`` as its backward: ``M e_j`` is RNEA at
+    zero velocity and gravity with ``qdd = e_j``, so the product is RNEA's vector-Jacobian product
+    of ``G[:, :, j]`` at those ``nv`` accelerations per sample
+    (:func:`engine.robots.compiled_vjp.crba_vjp`: the poses once per sample, O(n) per column)."""
+
+    @staticmethod
+    def forward(ctx, q, pi, backend, inertials):
+        ctx.backend, ctx.inertials = backend, inertials
+        ctx.save_for_backward(q, pi)
+        return backend.compiled.crba(q, inertials)
+
+    @staticmethod
+    def backward(ctx, G):
+        q, pi = ctx.saved_tensors
+        bk = ctx.backend
+        if torch.is_grad_enabled():
+            _no_second_order(pi)
+            return _torch_vjp(bk.torch_backend(q).crba, (q,), (ctx.inertials,), G) + (None,) * 3
+        need = ctx.needs_input_grad
+        c = bk.compiled
+        gq, gpi = compiled_vjp.crba_vjp(c._constants(ctx.inertials), _np(q), bk.floating, _np(G), need[1])
+        # M does not depend on the base's pose: zero on its position and quaternion
+        gq = _q_grad(bk.floating, _t(gq), torch.zeros_like(q[:, :4])) if need[0] else None
+        return gq, None if gpi is None else _t(gpi), None, None
+
+
 class CompiledAutogradBackend:
-    """rnea and aba by the kernels with analytic backwards; fk, jacobians and crba by the torch
+    """rnea, aba and crba by the kernels with analytic backwards; fk and jacobians by the torch
     backend that ``torch_backend(q)`` picks (see the module docstring)."""
 
     name = "compiled-autograd"
@@ -161,7 +167,32 @@ class CompiledAutogradBackend:
         return self.torch_backend(q).jacobians(q, links, point, with_poses)
 
     def crba(self, q, inertials: Inertials):
-        return self.torch_backend(q).crba(q, inertials)
+        return _Crba.apply(q, self._parameters(inertials), self, inertials)
+
+    def aba_factored(self, q, v, tau, a0, inertials: Inertials):
+        """``(qdd, factors)``: ABA's accelerations as ``M^-1 (tau - h)`` and the factors of ``M``
+        (numpy, ``(B, nv_all, nv_all)``) that the backward's solve reuses."""
+        c = self.compiled
+        qdd, H = compiled_vjp.aba_forward(c._constants(inertials), _np(q), _np(v), _np(tau), c._gravity(a0),
+                                          c._armature, self.floating)
+        return _t(qdd), H
+
+    def vjp(self, algorithm: str, q, v, a, a0, inertials: Inertials, g, want_pi: bool, factors=None):
+        """``(gq (tangent), gv, ga, gpi, gquat)`` tensors: ``g^T`` times RNEA's derivatives at ``a``
+        (``algorithm`` "rnea"), or ABA's at its result ``a`` (``"aba"``: ``-lam^T dtau/dq``, ``-lam^T
+        dtau/dv``, ``lam``); ``gpi`` the regressor products per body ``(n + 1, 10)`` summed over the
+        batch (None without ``want_pi``), ``gquat`` a floating base's quaternion gradient ``(B, 4)``.
+        :mod:`engine.robots.compiled_vjp`, one O(n) pass."""
+        c = self.compiled
+        qn = _np(q)
+        zero = np.zeros((qn.shape[0], g.shape[-1]))
+        args = (c._constants(inertials), qn, zero if v is None else _np(v), zero if a is None else _np(a),
+                c._gravity(a0))
+        if algorithm == "rnea":
+            out = compiled_vjp.rnea_vjp(*args, c._no_armature, self.floating, _np(g), want_pi)
+        else:
+            out = compiled_vjp.aba_vjp(*args, c._armature, self.floating, _np(g), want_pi, factors)
+        return tuple(None if x is None else _t(x) for x in out)
 
     @staticmethod
     def _parameters(inertials: Inertials):

@@ -32,7 +32,7 @@ def test_bench_rbd_json(capsys):
         assert (r["pytorch_kinematics_ms"] is None) == (r["algorithm"] != "fk_jacobian")
     derivs = out["derivative_rows"]
     assert [(r["algorithm"], r["batch"]) for r in derivs] == [
-        (a, 2) for a in ("rnea_derivs", "aba_derivs", "id_backward", "fd_backward")]
+        (a, 2) for a in ("rnea_derivs", "aba_derivs", "id_backward", "fd_backward", "id_vjp", "fd_vjp")]
     for r in derivs:
         assert r["ours_ms"] > 0 and r["ours_torch_ms"] > 0 and r["pinocchio_ms"] > 0
     one = out["batch1_rows"]                        # one sample per call: thin entry, plain API, Pinocchio

@@ -1,0 +1,394 @@
+"""Numba kernel of the vector-Jacobian products of RNEA and ABA: the backward of
+``inverse_dynamics`` / ``forward_dynamics`` (:mod:`engine.robots.backends.compiled_autograd`).
+
+Same constants and conventions as :mod:`engine.robots.compiled_kernels` (bodies ``1..n`` in
+the internal order, spatial vectors ``[angular; linear]`` in body frames, ``X_k`` the motion
+transform from body k's parent ``j``). RNEA is
+
+    v_k = X_k v_j + S_k qd_k,  a_k = X_k a_j + S_k qdd_k + v_k x S_k qd_k,
+    f_k = I_k a_k + v_k x* I_k v_k,  F_k = f_k + sum_children X_c^T F_c,  tau_k = S_k . F_k,
+
+and its reverse (adjoint) pass for a cotangent ``g`` is O(n) per sample, without the
+``(nv, nv)`` derivative matrices: ``Fb_k = X_k Fb_j + S_k g_k`` (root to leaves: the weights of
+the forces), then from the leaves ``ab_k = I_k Fb_k + sum X_c^T ab_c``, ``vb_k = I_k (Fb_k x v_k) -
+Fb_k x* I_k v_k + (S_k qd_k) x* ab_k + sum X_c^T vb_c`` and
+
+    g^T dtau/dqdd_k = S_k . ab_k,   g^T dtau/dqd_k = S_k . vb_k + ab_k . (v_k x S_k),
+    g^T dtau/dq_k = -S_k . (X_k v_j x* vb_k + X_k a_j x* ab_k + X_k Fb_j x* F_k)
+
+(``d(X_k y)/dq_k = -S_k x X_k y``). A free-flyer base: ``vb_0, ab_0`` are the base's rows
+(``[linear; angular]``); the pose enters only through gravity in the base frame ``gb = R^T a0``,
+so the tangent configuration row is zero on the position and ``ab_ang x gb_ang + ab_lin x
+gb_lin`` on the rotation (``q (+) dq``, Pinocchio's convention). With ``want_pi`` the products
+with the regressor, ``g^T Y`` per body, summed over the batch: ``Fb_k^T I_k a_k + (Fb_k x
+v_k)^T I_k v_k``, bilinear in the body's ``pi = [m, h, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``.
+
+ABA (``solve``): at ``qdd`` the ABA result, ``lam = M^-1 g`` (``M`` by the composite inertias,
+armature on its diagonal, factorised ``L^T D L`` along the tree), then ``-lam^T dtau/dq``,
+``-lam^T dtau/dv``, ``lam`` and ``-lam^T Y``. Importing this module imports numba.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.robots.compiled_kernels import (
+    _add_cross_force,
+    _add_cross_motion,
+    _composite_to_parent,
+    _force_to_parent,
+    _gravity_in_base,
+    _inertia_times,
+    _inline,
+    _jit,
+    _local_pose,
+    _motion_to_child,
+    _origin_inertias,
+    _quaternion_rotation,
+)
+from engine.robots.derivative_kernels import _ltdl, _ltdl_solve
+from engine.robots.regressor_kernels import _add_bilinear_parameters
+
+# what a call of vjp_kernel does (its ``mode``)
+RNEA_VJP, ABA_VJP, ABA_VJP_M, ABA_FORWARD = 0, 1, 2, 3
+
+
+@_inline
+def _dot6(x, y):
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
+
+
+@_inline
+def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, M):
+    """The joint-space inertia ``M (nv, nv)`` (internal order) of the poses ``R, p`` by the
+    composite inertias (``cm, ch, cI`` scratch; CRBA, Featherstone 2008 table 6.2)."""
+    for k in range(n + 1):
+        cm[k] = m[k]
+        ch[k] = h[k]
+        cI[k] = Io[k]
+    for k in range(n, 0, -1):
+        d = fv + k - 1
+        _inertia_times(cm[k], ch[k], cI[k], S[k - 1], Fc)
+        M[d, d] = _dot6(S[k - 1], Fc) + armature[k - 1]
+        i = k
+        while parent[i] != 0:
+            _force_to_parent(R[i], p[i], Fc, Fc, False)
+            i = parent[i]
+            e = fv + i - 1
+            M[d, e] = M[e, d] = _dot6(S[i - 1], Fc)
+        if floating:
+            _force_to_parent(R[i], p[i], Fc, Fc, False)
+            for c in range(6):
+                M[d, c] = M[c, d] = Fc[(c + 3) % 6]        # base rows [linear; angular]
+        j = parent[k]
+        if j != 0 or floating:
+            cm[j] = _composite_to_parent(R[k], p[k], cm[k], ch[k], cI[k], cm[j], ch[j], cI[j], hr, RI)
+    if floating:        # the base block [[m 1, -[h]x], [[h]x, Io]]
+        m0, h0 = cm[0], ch[0]
+        for i in range(3):
+            for j in range(3):
+                M[i, j] = m0 if i == j else 0.0
+                M[3 + i, 3 + j] = cI[0, i, j]
+            M[3 + i, i] = 0.0
+        M[4, 0], M[5, 0], M[3, 1] = h0[2], -h0[1], -h0[2]
+        M[5, 1], M[3, 2], M[4, 2] = h0[0], h0[1], -h0[0]
+        for i in range(3):
+            for j in range(3):
+                M[i, 3 + j] = M[3 + j, i]
+
+
+@_inline
+def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, out):
+    """out[b] = d/d quat of ``w . g_base``, ``g_base = [R^T a0_lin; R^T a0_ang]`` with R(quat) the
+    kernels' (Eigen's) formula, off the unit sphere too; ``w = [wl; wa]``: ``sum_ij C_ij dR_ij``,
+    ``C_ij = a0_lin,i wl_j + a0_ang,i wa_j``."""
+    x, y, z, w = q[b, 3], q[b, 4], q[b, 5], q[b, 6]
+    wl = (wl0, wl1, wl2)
+    wa = (wa0, wa1, wa2)
+    C = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            C[i, j] = a0[3 + i] * wl[j] + a0[i] * wa[j]
+    out[b, 0] = (2.0 * (y * (C[0, 1] + C[1, 0]) + z * (C[0, 2] + C[2, 0]) + w * (C[2, 1] - C[1, 2]))
+                 - 4.0 * x * (C[1, 1] + C[2, 2]))
+    out[b, 1] = (2.0 * (x * (C[0, 1] + C[1, 0]) + w * (C[0, 2] - C[2, 0]) + z * (C[1, 2] + C[2, 1]))
+                 - 4.0 * y * (C[0, 0] + C[2, 2]))
+    out[b, 2] = (2.0 * (w * (C[1, 0] - C[0, 1]) + x * (C[0, 2] + C[2, 0]) + y * (C[1, 2] + C[2, 1]))
+                 - 4.0 * z * (C[0, 0] + C[1, 1]))
+    out[b, 3] = 2.0 * (z * (C[1, 0] - C[0, 1]) + y * (C[0, 2] - C[2, 0]) + x * (C[2, 1] - C[1, 2]))
+
+
+@_jit
+def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, mode, g, want_pi,
+               gq, gv, ga, gpi, H, gquat):
+    """By ``mode``, in the user's order:
+
+    - RNEA_VJP: ``g^T`` times RNEA's derivatives at ``(q, qd, qdd)`` into ``gq`` (tangent),
+      ``gv``, ``ga`` ``(B, nv)``; ``armature (n,)``: RNEA's ``armature * qdd`` (zeros: none);
+    - ABA_VJP: ABA's at its result ``qdd``, ``H (B, nv, nv)`` the factors ABA_FORWARD wrote
+      (``M`` with ``armature`` on its diagonal); ABA_VJP_M the same, ``M`` computed here;
+    - ABA_FORWARD: ``qdd`` holds the applied forces; the accelerations ``M^-1 (tau - h)`` into
+      ``ga`` and the factors of ``M`` into ``H`` (what ABA_VJP takes), nothing else.
+
+    With ``want_pi`` (VJP modes) ``gpi (n + 1, 10)`` += the regressor products (internal body
+    order, summed over the batch). A floating base: ``gquat (B, 4)`` the gradient with respect to
+    the quaternion's four numbers (it acts only through gravity in the base frame)."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    R = np.zeros((n + 1, 3, 3))
+    p = np.zeros((n + 1, 3))
+    v = np.zeros((n + 1, 6))
+    a = np.zeros((n + 1, 6))
+    Xv = np.zeros((n + 1, 6))       # X_k v_j, X_k a_j
+    Xa = np.zeros((n + 1, 6))
+    F = np.zeros((n + 1, 6))
+    Fb = np.zeros((n + 1, 6))
+    ab = np.zeros((n + 1, 6))
+    vb = np.zeros((n + 1, 6))
+    sv = np.empty(6)
+    t = np.empty(6)
+    t2 = np.empty(6)
+    gb = np.zeros(6)
+    x = np.zeros(nv)
+    user = np.empty(nv, dtype=np.int64)
+    lam = np.empty(nv, dtype=np.int64)
+    cm = np.zeros(n + 1)
+    ch = np.zeros((n + 1, 3))
+    cI = np.zeros((n + 1, 3, 3))
+    hr = np.empty(3)
+    RI = np.empty((3, 3))
+    M = np.zeros((nv, nv))
+    for i in range(fv):
+        user[i] = i
+        lam[i] = i - 1
+    for k in range(1, n + 1):
+        user[fv + k - 1] = fv + perm[k - 1]
+        lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
+    for i in range(3):
+        R[0, i, i] = 1.0
+    solve = mode != RNEA_VJP
+    forward = mode == ABA_FORWARD
+    sign = -1.0 if solve else 1.0
+    for b in range(B):
+        # ---- RNEA's forward pass
+        if floating:
+            _quaternion_rotation(q, b, R[0])
+            _gravity_in_base(R[0], a0, gb)
+            for i in range(3):
+                v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
+                a[0, i] = gb[i] + (0.0 if forward else qdd[b, 3 + i])
+                a[0, 3 + i] = gb[3 + i] + (0.0 if forward else qdd[b, i])
+        else:
+            for i in range(6):
+                v[0, i] = 0.0
+                a[0, i] = a0[i]
+        for k in range(1, n + 1):
+            jk = perm[k - 1]
+            _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
+            j = parent[k]
+            _motion_to_child(R[k], p[k], v[j], Xv[k])
+            _motion_to_child(R[k], p[k], a[j], Xa[k])
+            xd = qd[b, fv + jk]
+            y = 0.0 if forward else qdd[b, fv + jk]
+            for i in range(6):
+                sv[i] = S[k - 1, i] * xd
+                v[k, i] = Xv[k, i] + sv[i]
+                a[k, i] = Xa[k, i] + S[k - 1, i] * y
+            _add_cross_motion(v[k], sv, a[k])
+        for k in range(0 if floating else 1, n + 1):
+            _inertia_times(m[k], h[k], Io[k], a[k], F[k])
+            _inertia_times(m[k], h[k], Io[k], v[k], t)
+            _add_cross_force(v[k], t, F[k])
+        for k in range(n, 0, -1):
+            if parent[k] != 0 or floating:
+                _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
+        # ---- the weights: g, or lam = M^-1 g
+        if forward or mode == ABA_VJP_M:
+            Mb = H[b] if forward else M
+            _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Mb)
+            _ltdl(Mb, lam)
+        if forward:     # qdd = M^-1 (tau - h)
+            for k in range(1, n + 1):
+                d = fv + k - 1
+                x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
+            for i in range(3 if floating else 0):
+                x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
+            _ltdl_solve(H[b], lam, x)
+            for d in range(nv):
+                ga[b, user[d]] = x[d]
+            continue
+        for d in range(nv):
+            x[d] = g[b, user[d]]
+        if solve:
+            _ltdl_solve(M if mode == ABA_VJP_M else H[b], lam, x)
+        # ---- the adjoint: force weights root to leaves
+        for i in range(6):
+            Fb[0, i] = 0.0
+        if floating:
+            for i in range(3):
+                Fb[0, i], Fb[0, 3 + i] = x[3 + i], x[i]
+        for k in range(0 if floating else 1, n + 1):
+            if k > 0:
+                _motion_to_child(R[k], p[k], Fb[parent[k]], t2)      # X_k Fb_j, kept in Xv's partner below
+                d = fv + k - 1
+                for i in range(6):
+                    Fb[k, i] = t2[i] + S[k - 1, i] * x[d]
+            _inertia_times(m[k], h[k], Io[k], Fb[k], ab[k])             # ab = I Fb
+            # vb = I (Fb x v) - Fb x* I v
+            for i in range(6):
+                sv[i] = 0.0
+                t2[i] = 0.0
+            _inertia_times(m[k], h[k], Io[k], v[k], t)
+            _add_cross_force(Fb[k], t, t2)
+            _add_cross_motion(Fb[k], v[k], sv)
+            _inertia_times(m[k], h[k], Io[k], sv, vb[k])
+            for i in range(6):
+                vb[k, i] -= t2[i]
+            if want_pi:
+                _add_bilinear_parameters(Fb[k], a[k], sign, gpi[k])
+                _add_bilinear_parameters(sv, v[k], sign, gpi[k])
+        # ---- leaves to root
+        for k in range(n, 0, -1):
+            d = fv + k - 1
+            u = user[d]
+            jk = perm[k - 1]
+            xd = qd[b, fv + jk]
+            Sk = S[k - 1]
+            for i in range(6):
+                sv[i] = Sk[i] * xd
+            _add_cross_force(sv, ab[k], vb[k])                          # vb += (S qd) x* ab
+            # dq: -S . (Xv x* vb + Xa x* ab + (Fb_k - S x) x* F_k)
+            for i in range(6):
+                t[i] = 0.0
+                t2[i] = Fb[k, i] - Sk[i] * x[d]
+            _add_cross_force(Xv[k], vb[k], t)
+            _add_cross_force(Xa[k], ab[k], t)
+            _add_cross_force(t2, F[k], t)
+            sq = -_dot6(Sk, t)
+            sa = _dot6(Sk, ab[k]) + armature[k - 1] * x[d]
+            for i in range(6):
+                t[i] = 0.0
+            _add_cross_motion(v[k], Sk, t)
+            sdv = _dot6(Sk, vb[k]) + _dot6(ab[k], t)
+            if solve:
+                gq[b, u], gv[b, u], ga[b, u] = -sq, -sdv, x[d]
+            else:
+                gq[b, u], gv[b, u], ga[b, u] = sq, sdv, sa
+            j = parent[k]
+            if j != 0 or floating:
+                _force_to_parent(R[k], p[k], ab[k], ab[j], True)
+                _force_to_parent(R[k], p[k], vb[k], vb[j], True)
+        if floating:
+            s = -1.0 if solve else 1.0
+            for i in range(3):
+                gq[b, i] = 0.0
+                gv[b, i], gv[b, 3 + i] = s * vb[0, 3 + i], s * vb[0, i]
+                if solve:
+                    ga[b, i], ga[b, 3 + i] = x[i], x[3 + i]
+                else:
+                    ga[b, i], ga[b, 3 + i] = ab[0, 3 + i], ab[0, i]
+            # rotation: ab_ang x gb_ang + ab_lin x gb_lin
+            gq[b, 3] = s * (ab[0, 1] * gb[2] - ab[0, 2] * gb[1] + ab[0, 4] * gb[5] - ab[0, 5] * gb[4])
+            gq[b, 4] = s * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
+            gq[b, 5] = s * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
+            if solve:       # qdd_base + g_base does not depend on g_base
+                _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], gquat)
+            else:           # dtau/dg_base = dtau/dqdd_base
+                _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], gquat)
+
+
+@_jit
+def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, gq, gpi):
+    """``sum_ij G_ij dM_ij/dq`` (tangent, ``gq (B, nv)``; zero on a floating base's rows: ``M``
+    does not depend on its pose) and, with ``want_pi``, ``gpi (n + 1, 10)`` += ``sum_ij G_ij
+    dM_ij/dpi`` summed over the batch, for ``G (B, nv, nv)`` (user order; ``M`` without armature).
+    Column ``j`` of ``M`` is RNEA at zero velocity and gravity with ``qdd = e_j``: per column one
+    reverse pass of :func:`vjp_kernel`'s without its velocity terms, the poses computed once per
+    sample and each column's accelerations only on the subtree that moves."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    R = np.zeros((n + 1, 3, 3))
+    p = np.zeros((n + 1, 3))
+    a = np.zeros((n + 1, 6))
+    Xa = np.zeros((n + 1, 6))
+    F = np.zeros((n + 1, 6))
+    Fb = np.zeros((n + 1, 6))
+    ab = np.zeros((n + 1, 6))
+    moving = np.zeros(n + 1, dtype=np.bool_)
+    t = np.empty(6)
+    t2 = np.empty(6)
+    x = np.zeros(nv)
+    user = np.empty(nv, dtype=np.int64)
+    for i in range(fv):
+        user[i] = i
+    for k in range(1, n + 1):
+        user[fv + k - 1] = fv + perm[k - 1]
+    for b in range(B):
+        for k in range(1, n + 1):
+            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], R[k], p[k])
+        for d in range(nv):
+            gq[b, d] = 0.0
+        for col in range(nv):
+            jb = 0 if col < fv else col - fv + 1
+            uc = user[col]
+            for d in range(nv):
+                x[d] = G[b, user[d], uc]
+            # accelerations of the bodies that move (the subtree of the column's joint), forces
+            for i in range(6):
+                a[0, i] = 0.0
+                F[0, i] = 0.0
+            moving[0] = col < fv
+            if col < fv:
+                a[0, (col + 3) % 6] = 1.0
+                _inertia_times(m[0], h[0], Io[0], a[0], F[0])
+            for k in range(1, n + 1):
+                j = parent[k]
+                moving[k] = k == jb or moving[j]
+                if moving[k]:
+                    _motion_to_child(R[k], p[k], a[j], Xa[k])
+                    for i in range(6):
+                        a[k, i] = Xa[k, i] + (S[k - 1, i] if k == jb else 0.0)
+                    _inertia_times(m[k], h[k], Io[k], a[k], F[k])
+                else:
+                    for i in range(6):
+                        Xa[k, i] = 0.0
+                        a[k, i] = 0.0
+                        F[k, i] = 0.0
+            for k in range(n, 0, -1):
+                if parent[k] != 0 or floating:
+                    _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
+            # the weights, root to leaves; ab = I Fb
+            for i in range(6):
+                Fb[0, i] = 0.0
+            if floating:
+                for i in range(3):
+                    Fb[0, i], Fb[0, 3 + i] = x[3 + i], x[i]
+                _inertia_times(m[0], h[0], Io[0], Fb[0], ab[0])
+            for k in range(1, n + 1):
+                _motion_to_child(R[k], p[k], Fb[parent[k]], Fb[k])
+                for i in range(6):
+                    Fb[k, i] += S[k - 1, i] * x[fv + k - 1]
+                _inertia_times(m[k], h[k], Io[k], Fb[k], ab[k])
+                if want_pi and moving[k]:
+                    _add_bilinear_parameters(Fb[k], a[k], 1.0, gpi[k])
+            if want_pi and floating and col < fv:
+                _add_bilinear_parameters(Fb[0], a[0], 1.0, gpi[0])
+            # leaves to root: dq_k = -S_k . (Xa_k x* ab_k + X_k Fb_j x* F_k)
+            for k in range(n, 0, -1):
+                d = fv + k - 1
+                for i in range(6):
+                    t[i] = 0.0
+                    t2[i] = Fb[k, i] - S[k - 1, i] * x[d]
+                if moving[k]:
+                    _add_cross_force(Xa[k], ab[k], t)
+                _add_cross_force(t2, F[k], t)
+                gq[b, user[d]] -= _dot6(S[k - 1], t)
+                j = parent[k]
+                if j != 0 or floating:
+                    _force_to_parent(R[k], p[k], ab[k], ab[j], True)
