@@ -27,7 +27,9 @@ from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
 from engine.training.robot_compare import (
     ON_IDENTIFIED,
+    REFINE_IDENTIFIED,
     RIGID_BODY_MODELS,
+    ROBOT_LEARNING_RATES,
     check_models,
     identify_robot_file,
     rigid_body_row,
@@ -45,9 +47,10 @@ from engine.training.trainer import (
     recording,
     write_model_files,
 )
+from engine.training_loop import format_time_left
 from engine.validation import InputError
 
-__all__ = ["LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
+__all__ = ["ROBOT_DEFAULTS", "LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
            "train_and_evaluate", "train_config_for"]
 
 
@@ -60,6 +63,15 @@ class LogCompareConfig:
     ``epochs``, ``learning_rate``, ``hidden`` (neurons per layer), ``layers``, ``seed``: the
     training defaults on a log (the SyMo protocol's values are per analytic system; a log has
     none, so these stand in for them).
+
+    How long each model trains and which weights are kept (None: the default of the kind of
+    comparison, :data:`ROBOT_DEFAULTS` with a robot, off without; 0: off):
+    ``time_budget`` (s): the wall time of the whole comparison's training, shared out as it goes
+    (each trained model gets what is left divided by the models left to train, so a model that
+    stops early leaves its time to the next); ``holdout``: the fraction of training chunks held
+    out for model selection; ``select_every``: epochs between held-out scores (the best weights,
+    the start included, are the ones kept); ``stop_patience``: scores without a better one that
+    stop a model early.
     """
 
     steps: int = 32
@@ -70,12 +82,27 @@ class LogCompareConfig:
     layers: int = 2
     seed: int = 0
     device: str = "cpu"     # where the models train: cpu, cuda, cuda:N or auto (engine/devices.py)
+    time_budget: float | None = None
+    holdout: float | None = None
+    select_every: int | None = None
+    stop_patience: int | None = None
 
     def __post_init__(self):
         for name in ("steps", "horizon", "epochs", "hidden", "layers"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise InputError(f"expected a positive whole number, got {v!r}", owner="LogCompareConfig",
+                                 field=name)
+        if self.time_budget is not None and not self.time_budget >= 0:
+            raise InputError(f"expected seconds (0: no budget), got {self.time_budget!r}",
+                             owner="LogCompareConfig", field="time_budget", flag="--time-budget")
+        if self.holdout is not None and not 0 <= self.holdout <= 0.5:
+            raise InputError(f"expected a fraction from 0 to 0.5, got {self.holdout!r}", owner="LogCompareConfig",
+                             field="holdout")
+        for name in ("select_every", "stop_patience"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 0):
+                raise InputError(f"expected a whole number from 0, got {v!r}", owner="LogCompareConfig",
                                  field=name)
         if not self.learning_rate > 0:
             raise InputError(
@@ -87,6 +114,23 @@ class LogCompareConfig:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def resolved(self, robot: bool) -> LogCompareConfig:
+        """This config with every None of the selection and budget settings filled: the robot
+        comparison's defaults (:data:`ROBOT_DEFAULTS`) with ``robot``, else 0 (off)."""
+        d = self.to_dict()
+        for k, v in ROBOT_DEFAULTS.items():
+            if d[k] is None:
+                d[k] = v if robot else type(v)(0)
+        return LogCompareConfig(**d)
+
+
+# what a robot-log comparison does unless told otherwise (LogCompareConfig's doc): the whole
+# comparison's training within 8 minutes, so that with the identification, the evaluations and
+# the interpreter's start the seven-model comparison of a 7-DOF log of 20 s at 200 Hz ends within
+# 10 minutes on 2 cores; 1 training chunk in 7 held out; a held-out score every 5 epochs; a model
+# stops after 8 scores (40 epochs) without a better one
+ROBOT_DEFAULTS: dict = {"time_budget": 480.0, "holdout": 1 / 7, "select_every": 5, "stop_patience": 8}
 
 
 def model_spec_for(system, h: float, **overrides):
@@ -108,6 +152,9 @@ def train_config_for(model: str, dataset, config: LogCompareConfig | None = None
         overrides.setdefault("trajectories", len(dataset.train_x))
         for key in ("epochs", "learning_rate", "hidden", "layers", "seed", "device"):
             overrides.setdefault(key, getattr(c, key))
+        for key in ("holdout", "select_every", "stop_patience"):
+            if getattr(c, key) is not None:
+                overrides.setdefault(key, getattr(c, key))
         overrides["log"] = dataset.system.name
         return TrainConfig(model=model, **overrides)
     overrides.setdefault("system", dataset.config.system)
@@ -166,6 +213,9 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
         ctx.progress(lo + 0.9 * (hi - lo), f"{model_type}: evaluating")
     metrics, curves = evaluate_model(model, dataset, train_config.trajectories)
     row = metrics_row(model_type, dataset, train_config, metrics, seconds)
+    held = result.best_score or (None, None)
+    row.update(epochs_trained=result.epochs, best_epoch=result.best_epoch, holdout_mse=held[0],
+               holdout_torque_mse=held[1], stopped=result.stopped)
     losses = [float(r["loss"]) for r in run.metrics] if run is not None else list(result.losses)
     row["final_loss"] = as_float(losses[-1]) if losses else None
     if run is not None:
@@ -189,6 +239,43 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
         "curves": curves,  # handed back on the CPU
         "run_dir": None if run is None else str(run.path),
     }
+
+
+class _Clock:
+    """The comparison's job context: the parent's, with the whole comparison's time left added to
+    every message. With a budget (s of training): what is left of it, plus ~5 s per model left
+    for its evaluation (an upper bound: a model that stops early leaves its time unused); without
+    one: the time so far scaled by the fraction of the bar still to fill."""
+
+    def __init__(self, ctx, budget: float | None, n_models: int):
+        self.ctx, self.budget, self.t0 = ctx, budget, time.perf_counter()
+        self.models_left = n_models
+
+    def budget_left(self) -> float:
+        assert self.budget is not None
+        return self.budget - (time.perf_counter() - self.t0)
+
+    def time_left(self, fraction: float | None) -> float | None:
+        if self.budget is not None:
+            return max(self.budget_left(), 0.0) + 5.0 * self.models_left
+        spent = time.perf_counter() - self.t0
+        if fraction is None or fraction < 0.02 or spent < 5.0:
+            return None
+        return spent / fraction * (1.0 - fraction)
+
+    def progress(self, fraction, message: str = "", metrics=None) -> None:
+        left = self.time_left(fraction)
+        if left is not None and (fraction is None or fraction < 1.0):
+            word = "at most " if self.budget is not None else "about "
+            message = f"{message} | comparison: {word}{format_time_left(left)}"
+        self.ctx.progress(fraction, message, metrics)
+
+    def check_cancelled(self) -> None:
+        self.ctx.check_cancelled()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.ctx.cancelled
 
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
@@ -227,7 +314,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     if not models:
         raise ValueError("give at least one model type")
     check_models(models, robot)
-    config = config or LogCompareConfig()
+    config = (config or LogCompareConfig()).resolved(robot is not None)
     if epochs is not None:
         config = LogCompareConfig(**{**config.to_dict(), "epochs": int(epochs)})
     mapping = LogMapping.load(mapping_path)
@@ -247,6 +334,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
             setup.notes.append(f"warning: {warning}")
     rows = []
     span = 1.0 / len(models)
+    trained_left = len([m for m in models if m not in RIGID_BODY_MODELS])
+    clock = _Clock(ctx, config.time_budget or None, len(models))
+    ctx = clock if ctx is not None else None
     with tempfile.TemporaryDirectory() as tmp:
         identified: dict = {}   # the identified robot file, once, for rigid-body and hybrid-rk4
 
@@ -263,6 +353,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
 
         for i, name in enumerate(models):
             t0 = time.perf_counter()
+            clock.models_left = len(models) - i
             try:
                 if name in RIGID_BODY_MODELS:
                     assert setup is not None and samples is not None   # check_models
@@ -275,7 +366,15 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                     overrides = dict(setup.spec_overrides) if setup else None
                     if name in ON_IDENTIFIED and overrides is not None:
                         overrides.update(robot=identified_file(i), robot_learn=("mass",))
-                    tc = train_config_for(name, data, config)
+                    elif name in REFINE_IDENTIFIED and overrides is not None and identify is not None:
+                        overrides.update(robot=identified_file(i))    # identify, then refine by rollouts
+                    extra = {}
+                    if setup is not None and name in ROBOT_LEARNING_RATES:
+                        extra["learning_rate"] = ROBOT_LEARNING_RATES[name] * config.learning_rate
+                    if config.time_budget:
+                        extra["time_budget"] = max(clock.budget_left() / max(trained_left, 1), 1.0)
+                    trained_left -= 1
+                    tc = train_config_for(name, data, config, **extra)
                     out = train_and_evaluate(name, data, tc, overrides, ctx=ctx,
                                              progress_span=(i * span, (i + 1) * span),
                                              run_dir=None if runs_dir is None else Path(runs_dir) / name)
