@@ -50,8 +50,8 @@ from engine.training.trainer import (
 from engine.training_loop import format_time_left
 from engine.validation import InputError
 
-__all__ = ["ROBOT_DEFAULTS", "LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
-           "train_and_evaluate", "train_config_for"]
+__all__ = ["ROBOT_DEFAULTS", "TRAIN_COST", "LogCompareConfig", "build_learned_model", "compare_on_log",
+           "model_spec_for", "train_and_evaluate", "train_config_for"]
 
 
 @dataclass
@@ -67,9 +67,9 @@ class LogCompareConfig:
     How long each model trains and which weights are kept (None: the default of the kind of
     comparison, :data:`ROBOT_DEFAULTS` with a robot, off without; 0: off):
     ``time_budget`` (s): the wall time of the whole comparison's training, shared out as it goes
-    (each trained model gets what is left divided by the models left to train, so a model that
-    stops early leaves its time to the next); ``holdout``: the fraction of training chunks held
-    out for model selection; ``select_every``: epochs between held-out scores (the best weights,
+    (each trained model gets what is left times its share, :data:`TRAIN_COST`, of the models left
+    to train, so a model that stops early leaves its time to the next); ``holdout``: the fraction
+    of training chunks held out for model selection; ``select_every``: epochs between held-out scores (the best weights,
     the start included, are the ones kept); ``stop_patience``: scores without a better one that
     stop a model early.
     """
@@ -131,6 +131,13 @@ class LogCompareConfig:
 # 10 minutes on 2 cores; 1 training chunk in 7 held out; a held-out score every 5 epochs; a model
 # stops after 8 scores (40 epochs) without a better one
 ROBOT_DEFAULTS: dict = {"time_budget": 480.0, "holdout": 1 / 7, "select_every": 5, "stop_patience": 8}
+
+
+# the share of the time budget each model gets, relative (what its epoch costs on a 7-DOF log of
+# 200 Hz, roughly: the robot models integrate 4 RK4 substeps of the rigid body, E2E-SyMo solves its
+# implicit step in training); what a model leaves unused goes to the models after it
+TRAIN_COST = {"mlp": 0.2, "node-rk4": 0.5, "node-midpoint": 0.4, "symo": 0.7, "lnode-rk4": 1.0,
+              "lnode-midpoint": 0.8, "e2e-symo": 2.0, "robot-rk4": 1.5, "robot-midpoint": 1.2, "hybrid-rk4": 1.5}
 
 
 def model_spec_for(system, h: float, **overrides):
@@ -334,7 +341,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
             setup.notes.append(f"warning: {warning}")
     rows = []
     span = 1.0 / len(models)
-    trained_left = len([m for m in models if m not in RIGID_BODY_MODELS])
+    weights_left = [TRAIN_COST.get(m, 1.0) for m in models if m not in RIGID_BODY_MODELS]
     clock = _Clock(ctx, config.time_budget or None, len(models))
     ctx = clock if ctx is not None else None
     with tempfile.TemporaryDirectory() as tmp:
@@ -372,8 +379,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                     if setup is not None and name in ROBOT_LEARNING_RATES:
                         extra["learning_rate"] = ROBOT_LEARNING_RATES[name] * config.learning_rate
                     if config.time_budget:
-                        extra["time_budget"] = max(clock.budget_left() / max(trained_left, 1), 1.0)
-                    trained_left -= 1
+                        share = weights_left[0] / sum(weights_left)
+                        extra["time_budget"] = max(clock.budget_left() * share, 1e-6)   # one epoch at least
+                    weights_left.pop(0)
                     tc = train_config_for(name, data, config, **extra)
                     out = train_and_evaluate(name, data, tc, overrides, ctx=ctx,
                                              progress_span=(i * span, (i + 1) * span),

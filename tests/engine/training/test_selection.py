@@ -93,3 +93,35 @@ def test_early_stopping_and_the_time_budget_end_the_run_well(data):
     budget = _cfg(epochs=50, select_every=0, time_budget=1e-6)      # spent within the first epoch
     result = fit(build_for(budget, data).double(), data, budget)
     assert result.epochs == 1 and "time budget" in result.stopped and len(result.losses) == 1
+
+
+def test_a_comparison_shares_its_time_budget_and_says_how_long_is_left():
+    """A budget spent at once: every model stops after its first epoch, says why, and every progress
+    message carries the comparison's time left (no timing is asserted, only what is said)."""
+    from engine.paths import resources_dir
+    from engine.training.compare import LogCompareConfig, compare_on_log
+
+    class Ctx:
+        cancelled = False
+
+        def __init__(self):
+            self.messages = []
+
+        def progress(self, fraction, message="", metrics=None):
+            self.messages.append((fraction, message))
+
+        def check_cancelled(self):
+            pass
+
+    ctx = Ctx()
+    logs = resources_dir() / "logs"
+    config = LogCompareConfig(hidden=8, horizon=10, epochs=50, time_budget=1e-3, select_every=1, holdout=0.2)
+    rows = compare_on_log(logs / "cartpole.csv", logs / "cartpole.mapping.json", "mlp,node-rk4", config=config,
+                          ctx=ctx)
+    assert [r["epochs_trained"] for r in rows] == [1, 1]
+    assert all("time budget" in r["stopped"] and r["best_epoch"] in (0, 1) for r in rows)
+    training = [m for f, m in ctx.messages if "epoch" in m and f is not None and f < 1]
+    assert training and all("comparison: at most" in m for m in training)
+    assert LogCompareConfig().resolved(robot=True).time_budget == 480.0
+    assert LogCompareConfig().resolved(robot=False).time_budget == 0.0
+    assert LogCompareConfig(time_budget=0).resolved(robot=True).time_budget == 0
