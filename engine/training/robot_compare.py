@@ -19,7 +19,9 @@ torque metrics of every row.
   and actuation JSON); :func:`rigid_body_row` rolls a robot file out as a robot model, so the
   identified robot (``rigid-body``) and the robot file unchanged (``urdf``) get the same rollout
   metrics as the learned models; ``hybrid-rk4`` (:mod:`engine.models.hybrid`) trains a residual
-  on top of the identified robot.
+  on top of the identified robot, and ``robot-rk4`` (:data:`REFINE_IDENTIFIED`) starts from the
+  identified robot (when the comparison has an ``identify``) and refines every parameter by
+  rollouts, both with smaller learning rates (:data:`ROBOT_LEARNING_RATES`).
 """
 
 from __future__ import annotations
