@@ -17,7 +17,7 @@ import torch
 from engine.data.windows import Windows
 from engine.integrators import get_stepper, small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
-from engine.models.dissipation import build_dissipation
+from engine.models.dissipation import JointDissipation, build_dissipation
 from engine.models.lagrangian import LagrangianNetworks
 from engine.models.nets import MLP, AngleEmbedding, embed_dim
 
@@ -61,7 +61,7 @@ class LNODE(_StateModel):
         self.integrator = integrator
         self._stepper = get_stepper(integrator)
         self.lagrangian = LagrangianNetworks(
-            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init
+            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init, spec.potential_scale
         )
         self.dissipation = build_dissipation(spec)
 
@@ -91,6 +91,10 @@ class LNODE(_StateModel):
 
     def mass_matrix(self, q):
         return self.lagrangian.mass_matrix(q)
+
+    def migrate_state(self, state: dict) -> dict:
+        """A checkpoint of the dissipation's earlier layout in the current one (the same friction)."""
+        return JointDissipation.migrate_state(state)
 
 
 class BlackBoxMLP(_StateModel):

@@ -30,7 +30,7 @@ import torch
 from engine.data.windows import Windows
 from engine.integrators import small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
-from engine.models.dissipation import build_dissipation
+from engine.models.dissipation import JointDissipation, build_dissipation
 from engine.models.lagrangian import LagrangianNetworks
 
 __all__ = [
@@ -127,12 +127,16 @@ class DiscreteLagrangianModel(LearnedDynamics):
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
         self.lagrangian = LagrangianNetworks(
-            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init
+            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init, spec.potential_scale
         )
         self.dissipation = build_dissipation(spec)
 
     def mass_matrix(self, q):
         return self.lagrangian.mass_matrix(q)
+
+    def migrate_state(self, state: dict) -> dict:
+        """A checkpoint of the dissipation's earlier layout in the current one (the same friction)."""
+        return JointDissipation.migrate_state(state)
 
     def dissipative_force(self, qa, qb):
         """The midpoint discrete force ``h/2 Q((qb - qa)/h)`` (B, n) of the learned dissipation, or 0."""

@@ -50,7 +50,7 @@ from engine.training.trainer import (
 from engine.training_loop import format_time_left
 from engine.validation import InputError
 
-__all__ = ["ROBOT_DEFAULTS", "TRAIN_COST", "LogCompareConfig", "build_learned_model", "compare_on_log",
+__all__ = ["ROBOT_DEFAULTS", "TRAIN_COST", "LogCompareConfig", "build_learned_model", "compare_on_log", "torque_scale",
            "model_spec_for", "train_and_evaluate", "train_config_for"]
 
 
@@ -166,6 +166,13 @@ def train_config_for(model: str, dataset, config: LogCompareConfig | None = None
         return TrainConfig(model=model, **overrides)
     overrides.setdefault("system", dataset.config.system)
     return TrainConfig(model=model, **overrides)
+
+
+def torque_scale(dataset) -> float:
+    """The RMS of a log's training torques (N m, 3 significant digits; 1 when they are all zero):
+    the potential scale of the Lagrangian models in a robot comparison (``ModelSpec.potential_scale``)."""
+    rms = float(np.sqrt(np.mean(np.square(dataset.train_u))))
+    return float(f"{rms:.3g}") if rms > 0 and np.isfinite(rms) else 1.0
 
 
 def build_learned_model(model: str, dataset, train_config, spec_overrides: dict | None = None):
@@ -371,6 +378,8 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                         row.update(identified["report"], saved_urdf=identified["path"] if runs_dir else None)
                 else:
                     overrides = dict(setup.spec_overrides) if setup else None
+                    if overrides is not None:   # the Lagrangian models' potential at the log's torques
+                        overrides["potential_scale"] = torque_scale(data)
                     if name in ON_IDENTIFIED and overrides is not None:
                         overrides.update(robot=identified_file(i), robot_learn=("mass",))
                     elif name in REFINE_IDENTIFIED and overrides is not None and identify is not None:
@@ -391,6 +400,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                         keep[name] = {"model": out["model"], "curves": out["curves"]}
                     if samples is not None:
                         row.update(torque_columns(out["model"], samples))
+                    diss = getattr(out["model"], "dissipation", None)
+                    if diss is not None:   # the Lagrangian models' learned friction (N m s/rad, N m)
+                        row["learned_dissipation"] = diss.values()
             except (ValueError, RuntimeError, TrainingDiverged) as exc:   # one row with its reason
                 if setup is None:
                     raise
