@@ -146,6 +146,11 @@ def _add_compare(sub) -> None:
              f"{ROBOT_DEFAULTS['time_budget']:.0f} with --robot, none without). With --robot each model also "
              "keeps its best weights on held-out training chunks and stops early when they stop improving")
     p.add_argument(
+        "--lagrangian-prior", choices=("robot", "none"), default="robot",
+        help="with --robot: 'robot' (default) makes L-NODE's learned Lagrangian a residual on top of the "
+             "rigid body identified from the log (it starts as that robot and learns its own terms); 'none': "
+             "the paper's L-NODE, from scratch")
+    p.add_argument(
         "--out",
         default=None,
         help="folder for compare.csv + compare.json, and runs/<model> (each model's run folder)",
@@ -173,6 +178,7 @@ def _compare(args) -> int:
         seed=args.seed,
         device=args.device,
         time_budget=args.time_budget,
+        lagrangian_prior=args.lagrangian_prior,
     )
     if args.out:
         check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work

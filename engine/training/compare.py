@@ -50,8 +50,8 @@ from engine.training.trainer import (
 from engine.training_loop import format_time_left
 from engine.validation import InputError
 
-__all__ = ["ROBOT_DEFAULTS", "TRAIN_COST", "LogCompareConfig", "build_learned_model", "compare_on_log", "torque_scale",
-           "model_spec_for", "train_and_evaluate", "train_config_for"]
+__all__ = ["PRIOR_MODELS", "ROBOT_DEFAULTS", "TRAIN_COST", "LogCompareConfig", "build_learned_model",
+           "compare_on_log", "model_spec_for", "torque_scale", "train_and_evaluate", "train_config_for"]
 
 
 @dataclass
@@ -72,6 +72,9 @@ class LogCompareConfig:
     of training chunks held out for model selection; ``select_every``: epochs between held-out scores (the best weights,
     the start included, are the ones kept); ``stop_patience``: scores without a better one that
     stop a model early.
+    ``lagrangian_prior``: with a robot and an identification, ``"robot"`` (the default) builds
+    L-NODE (:data:`PRIOR_MODELS`) as a residual on top of the identified rigid body
+    (:mod:`engine.models.lagrangian_prior`), ``"none"`` the paper's model from scratch.
     """
 
     steps: int = 32
@@ -86,6 +89,7 @@ class LogCompareConfig:
     holdout: float | None = None
     select_every: int | None = None
     stop_patience: int | None = None
+    lagrangian_prior: str = "robot"   # with a robot: L-NODE on top of the identified rigid body, or "none"
 
     def __post_init__(self):
         for name in ("steps", "horizon", "epochs", "hidden", "layers"):
@@ -96,6 +100,9 @@ class LogCompareConfig:
         if self.time_budget is not None and not self.time_budget >= 0:
             raise InputError(f"expected seconds (0: no budget), got {self.time_budget!r}",
                              owner="LogCompareConfig", field="time_budget", flag="--time-budget")
+        if self.lagrangian_prior not in ("robot", "none"):
+            raise InputError(f"expected 'robot' or 'none', got {self.lagrangian_prior!r}",
+                             owner="LogCompareConfig", field="lagrangian_prior", flag="--lagrangian-prior")
         if self.holdout is not None and not 0 <= self.holdout <= 0.5:
             raise InputError(f"expected a fraction from 0 to 0.5, got {self.holdout!r}", owner="LogCompareConfig",
                              field="holdout")
@@ -138,6 +145,10 @@ ROBOT_DEFAULTS: dict = {"time_budget": 480.0, "holdout": 1 / 7, "select_every": 
 # implicit step in training); what a model leaves unused goes to the models after it
 TRAIN_COST = {"mlp": 0.2, "node-rk4": 0.5, "node-midpoint": 0.4, "symo": 0.7, "lnode-rk4": 1.0,
               "lnode-midpoint": 0.8, "e2e-symo": 2.0, "robot-rk4": 1.5, "robot-midpoint": 1.2, "hybrid-rk4": 1.5}
+
+
+# the models that take the identified rigid body as their prior (LogCompareConfig.lagrangian_prior)
+PRIOR_MODELS = ("lnode-rk4", "lnode-midpoint")
 
 
 def model_spec_for(system, h: float, **overrides):
@@ -384,6 +395,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                         overrides.update(robot=identified_file(i), robot_learn=("mass",))
                     elif name in REFINE_IDENTIFIED and overrides is not None and identify is not None:
                         overrides.update(robot=identified_file(i))    # identify, then refine by rollouts
+                    elif (name in PRIOR_MODELS and overrides is not None and identify is not None
+                          and config.lagrangian_prior == "robot"):
+                        overrides.update(robot=identified_file(i), lagrangian_prior="robot")
                     extra = {}
                     if setup is not None and name in ROBOT_LEARNING_RATES:
                         extra["learning_rate"] = ROBOT_LEARNING_RATES[name] * config.learning_rate

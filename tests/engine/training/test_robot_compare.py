@@ -60,6 +60,9 @@ def test_compare_with_a_robot_gives_both_metrics_in_one_table(log, tmp_path, cap
     effort = np.loadtxt(csv, delimiter=",", skiprows=1)[:, 7:10]
     spec = json.loads((out / "runs" / "lnode-rk4" / "model.json").read_text())["hyperparameters"]
     assert spec["potential_scale"] == pytest.approx(float(np.sqrt(np.mean(effort ** 2))), rel=0.1)
+    # L-NODE starts on top of the identified rigid body (the default prior) and keeps its best weights
+    assert spec["lagrangian_prior"] == "robot" and spec["robot"] == rb["saved_urdf"]
+    assert rows["lnode-rk4"]["torque_rmse"] < 1.5 * rb["torque_rmse"]
     # --out keeps the identified robot as URDF + actuation JSON beside it
     assert (out / "runs" / "rigid-body" / "rigid_body.urdf").is_file()
     assert (out / "runs" / "rigid-body" / "rigid_body.actuation.json").is_file()
