@@ -147,9 +147,9 @@ def _add_compare(sub) -> None:
              "keeps its best weights on held-out training chunks and stops early when they stop improving")
     p.add_argument(
         "--lagrangian-prior", choices=("robot", "none"), default="robot",
-        help="with --robot: 'robot' (default) makes L-NODE's learned Lagrangian a residual on top of the "
-             "rigid body identified from the log (it starts as that robot and learns its own terms); 'none': "
-             "the paper's L-NODE, from scratch")
+        help="with --robot: 'robot' (default) makes the learned Lagrangian of L-NODE, SyMo and E2E-SyMo a "
+             "residual on top of the rigid body identified from the log (each starts as that robot and learns "
+             "its own terms); 'none': the papers' models, from scratch")
     p.add_argument(
         "--out",
         default=None,

@@ -60,9 +60,10 @@ class ModelSpec:
     (about the learning rate on each weight, whatever the gradient) move it in proportion: 1 for the
     papers' systems; a robot comparison sets the RMS of the log's training torques (a Panda's
     gravity torques are tens of N m, which an unscaled network reaches only after hundreds of steps).
-    ``lagrangian_prior``: ``"robot"`` makes L-NODE's learned Lagrangian a residual on top of the
-    frozen rigid body of ``robot`` (:mod:`engine.models.lagrangian_prior`), ``"none"`` (default)
-    the papers' model; the other models ignore it.
+    ``lagrangian_prior``: ``"robot"`` makes the Lagrangian models' (L-NODE, SyMo, E2E-SyMo) learned
+    Lagrangian a residual on top of the frozen rigid body of ``robot``
+    (:mod:`engine.models.lagrangian_prior`), ``"none"`` (default) the papers' models; the other
+    models ignore it.
     ``robot_substeps``: explicit integrator steps per ``h`` (a stiff Coulomb friction, slope
     ``Fc / v_s`` near rest, may need more than one at a log's step).
     """
@@ -87,7 +88,7 @@ class ModelSpec:
     robot_substeps: int = 1             # robot model: explicit steps per h (stiff Coulomb friction)
     dissipation: str = "none"           # Lagrangian models: "none" or "joint" (engine/models/dissipation.py)
     potential_scale: float = 1.0        # Lagrangian models: V = potential_scale x network (J; dV/dq in N m)
-    lagrangian_prior: str = "none"      # L-NODE: "none" or "robot" (engine/models/lagrangian_prior.py)
+    lagrangian_prior: str = "none"      # Lagrangian models: "none" or "robot" (engine/models/lagrangian_prior.py)
 
     def __post_init__(self):
         self.angle_mask = tuple(bool(a) for a in self.angle_mask)

@@ -1,4 +1,4 @@
-"""A robot-aware prior for L-NODE (``spec.lagrangian_prior = "robot"``): the learned Lagrangian as a
+"""A robot-aware prior for the Lagrangian models (``spec.lagrangian_prior = "robot"``): the learned Lagrangian as a
 residual on top of a fixed rigid body, the physics-informed prior of the field (e.g. residual
 DeLaN-style models on a nominal robot).
 
@@ -15,6 +15,13 @@ the inertia network's last layer is zero and its diagonal starts at ``softplus(-
 positive definite, no ``eps I``), and the friction starts at the robot file's damping and Coulomb
 friction (and offset). So the model starts as the rigid body with its joint friction, and training
 moves it wherever the log says.
+
+SyMo and E2E-SyMo add the prior's discrete Lagrangian ``h [1/2 v^T M_rb(m) v - V_rb(m)]`` the same
+way: its slots need ``M_rb v``, ``v^T dM_rb/dq v`` and ``g_rb`` at the midpoint
+(:meth:`RigidBodyPrior.slot_terms`), so the residual is exact; Newton's Jacobian takes only the
+prior's leading term ``-M_rb/h`` (its ``O(|v| dM/dq)`` and ``O(h dg/dq)`` terms are left out: Newton
+still converges to the exact root, a little slower, and E2E-SyMo's implicit gradients are
+approximate to that order).
 """
 
 from __future__ import annotations
@@ -55,6 +62,24 @@ class RigidBodyPrior(nn.Module):
     def bias_forces(self, q: torch.Tensor, qd: torch.Tensor) -> torch.Tensor:
         arm = self.armature
         return self.robot.bias_forces(q.to(arm.dtype), qd.to(arm.dtype)).to(q.dtype)
+
+
+    def slot_terms(self, m: torch.Tensor, v: torch.Tensor):
+        """``(M, v^T dM/dq_k v, g)`` (B, n, n), (B, n), (B, n) at the midpoint ``m`` with velocity ``v``
+        (``M`` with the armature): the
+        prior's part of the discrete Euler-Lagrange slots (no graph: the prior is fixed).
+        ``v^T dM/dq_k v = 2 dT/dq_k`` with ``T = 1/2 v^T M(q) v``, one backward pass through CRBA;
+        ``g`` the RNEA at rest."""
+        dt = self.armature.dtype
+        v2 = v.detach().to(dt)
+        with torch.enable_grad():
+            mq = m.detach().to(dt).requires_grad_(True)
+            M = self.robot.mass_matrix(mq)
+            Mv = (M @ v2.unsqueeze(-1)).squeeze(-1)
+            (dT,) = torch.autograd.grad(0.5 * (Mv * v2).sum(), mq)
+        M = M.detach() + torch.diag_embed(self.armature.expand(v2.shape))
+        g = self.robot.bias_forces(mq.detach(), torch.zeros_like(v2))
+        return M.to(m.dtype), (2.0 * dT).to(m.dtype), g.to(m.dtype)
 
 
 @torch.no_grad()

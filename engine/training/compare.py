@@ -73,7 +73,7 @@ class LogCompareConfig:
     the start included, are the ones kept); ``stop_patience``: scores without a better one that
     stop a model early.
     ``lagrangian_prior``: with a robot and an identification, ``"robot"`` (the default) builds
-    L-NODE (:data:`PRIOR_MODELS`) as a residual on top of the identified rigid body
+    the Lagrangian models (:data:`PRIOR_MODELS`) as residuals on top of the identified rigid body
     (:mod:`engine.models.lagrangian_prior`), ``"none"`` the paper's model from scratch.
     """
 
@@ -89,7 +89,7 @@ class LogCompareConfig:
     holdout: float | None = None
     select_every: int | None = None
     stop_patience: int | None = None
-    lagrangian_prior: str = "robot"   # with a robot: L-NODE on top of the identified rigid body, or "none"
+    lagrangian_prior: str = "robot"   # with a robot: the Lagrangian models on the identified rigid body, or "none"
 
     def __post_init__(self):
         for name in ("steps", "horizon", "epochs", "hidden", "layers"):
@@ -148,7 +148,7 @@ TRAIN_COST = {"mlp": 0.2, "node-rk4": 0.5, "node-midpoint": 0.4, "symo": 0.7, "l
 
 
 # the models that take the identified rigid body as their prior (LogCompareConfig.lagrangian_prior)
-PRIOR_MODELS = ("lnode-rk4", "lnode-midpoint")
+PRIOR_MODELS = ("lnode-rk4", "lnode-midpoint", "symo", "e2e-symo")
 
 
 def model_spec_for(system, h: float, **overrides):
