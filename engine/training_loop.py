@@ -51,12 +51,16 @@ class EpochOutcome:
     """What one epoch gave: ``loss`` (not finite: a divergence), ``logged`` (the run's
     ``metrics.csv`` values besides epoch, step and wall time; the domain's live metrics too),
     ``steps`` (optimiser steps taken) and ``diverged`` (a reason the domain found itself, e.g. a
-    loss far over the untrained model's; the loop then ends the run as diverged)."""
+    loss far over the untrained model's; the loop then ends the run as diverged); ``stop``: a
+    reason to end the run well after this epoch (early stopping, a time budget spent);
+    ``time_left``: the domain's own bound on the time left (s), e.g. what remains of its budget."""
 
     loss: float
     logged: dict[str, float] = field(default_factory=dict)
     steps: int = 1
     diverged: str | None = None
+    stop: str | None = None
+    time_left: float | None = None
 
 
 class Trainee(Protocol):
@@ -105,13 +109,15 @@ class Trainee(Protocol):
 @dataclass
 class LoopResult:
     """``losses``: this call's epoch losses; ``seconds``: this call's wall time; ``wall_time``
-    (s) and ``step``: over every resume; ``epochs``: the last epoch trained."""
+    (s) and ``step``: over every resume; ``epochs``: the last epoch trained; ``stopped``: why
+    the run ended before ``epochs`` (an :attr:`EpochOutcome.stop`), else None."""
 
     losses: list[float]
     seconds: float
     wall_time: float
     step: int
     epochs: int
+    stopped: str | None = None
 
 
 def format_time_left(seconds: float) -> str:
@@ -144,6 +150,7 @@ def train_epochs(trainee: Trainee, epochs: int, ctx: JobContext | None = None, r
     lo, hi = span
     good, good_epoch = trainee.finite_copy(), first
     losses: list[float] = []
+    stopped, last = None, first
     t0 = time.perf_counter()
     for epoch in range(first + 1, epochs + 1):
         ctx.check_cancelled()
@@ -158,19 +165,26 @@ def train_epochs(trainee: Trainee, epochs: int, ctx: JobContext | None = None, r
         if copy is not None:
             good, good_epoch = copy, epoch
         wall = wall0 + time.perf_counter() - t0
+        last = epoch
         if run is not None:
             run.log(epoch, step, wall, **out.logged)
-            if epoch % every == 0 or epoch == epochs:
+            if epoch % every == 0 or epoch == epochs or out.stop:
                 run.save_state(epoch, trainee.training_state(),
                                {"step": step, "wall_time": wall, **trainee.checkpoint_meta()})
         done = epoch - first
         left = (time.perf_counter() - t0) / done * (epochs - epoch)
+        if out.time_left is not None:
+            left = min(left, max(out.time_left, 0.0))
         message, shown = trainee.report(epoch, epochs, out, step, wall)
+        if out.stop:
+            ctx.progress(hi, f"{message} ({out.stop})", shown)
+            stopped = out.stop
+            break
         ctx.progress(lo + (hi - lo) * epoch / max(epochs, 1),
                      f"{message}, {format_time_left(left)}" if epoch < epochs else message, shown)
     seconds = time.perf_counter() - t0
     return LoopResult(losses=losses, seconds=seconds, wall_time=wall0 + seconds, step=step,
-                      epochs=max(epochs, first))
+                      epochs=last if stopped else max(epochs, first), stopped=stopped)
 
 
 def _diverge(trainee: Trainee, run: Run | None, epoch: int, what: str, good: Any, good_epoch: int,

@@ -118,7 +118,7 @@ def register(subparsers) -> None:
 
 def _add_compare(sub) -> None:
     from engine.models.registry import model_names
-    from engine.training.compare import LogCompareConfig
+    from engine.training.compare import ROBOT_DEFAULTS, LogCompareConfig
 
     defaults = LogCompareConfig()
     p = sub.add_parser("compare", help="train models on a hardware log and compare them (one table)")
@@ -140,6 +140,16 @@ def _add_compare(sub) -> None:
     p.add_argument(
         "--lr", type=float, default=defaults.learning_rate, help=f"(default: {defaults.learning_rate})"
     )
+    p.add_argument(
+        "--time-budget", type=float, default=None, metavar="S",
+        help="seconds of training for the whole comparison, shared out model by model (0: none; default: "
+             f"{ROBOT_DEFAULTS['time_budget']:.0f} with --robot, none without). With --robot each model also "
+             "keeps its best weights on held-out training chunks and stops early when they stop improving")
+    p.add_argument(
+        "--lagrangian-prior", choices=("robot", "none"), default="robot",
+        help="with --robot: 'robot' (default) makes the learned Lagrangian of L-NODE, SyMo and E2E-SyMo a "
+             "residual on top of the rigid body identified from the log (each starts as that robot and learns "
+             "its own terms); 'none': the papers' models, from scratch")
     p.add_argument(
         "--out",
         default=None,
@@ -167,6 +177,8 @@ def _compare(args) -> int:
         layers=args.layers,
         seed=args.seed,
         device=args.device,
+        time_budget=args.time_budget,
+        lagrangian_prior=args.lagrangian_prior,
     )
     if args.out:
         check_output(args.out, "folder", "--out", allow_nonempty_folder=True)  # before the work

@@ -14,6 +14,7 @@ Computations are pure functions of (parameters, inputs): nothing is stored per c
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -54,6 +55,15 @@ class ModelSpec:
     ``dissipation``: the non-conservative force of the Lagrangian models (L-NODE, SyMo,
     E2E-SyMo): ``"none"`` (the papers') or ``"joint"``, learned per-joint viscous and Coulomb
     friction and an offset (:mod:`engine.models.dissipation`); the other models ignore it.
+    ``potential_scale`` (J): the Lagrangian models' potential is ``V = potential_scale x`` its
+    network's output, so ``dV/dq`` starts at the order of ``potential_scale`` N m and Adam's steps
+    (about the learning rate on each weight, whatever the gradient) move it in proportion: 1 for the
+    papers' systems; a robot comparison sets the RMS of the log's training torques (a Panda's
+    gravity torques are tens of N m, which an unscaled network reaches only after hundreds of steps).
+    ``lagrangian_prior``: ``"robot"`` makes the Lagrangian models' (L-NODE, SyMo, E2E-SyMo) learned
+    Lagrangian a residual on top of the frozen rigid body of ``robot``
+    (:mod:`engine.models.lagrangian_prior`), ``"none"`` (default) the papers' models; the other
+    models ignore it.
     ``robot_substeps``: explicit integrator steps per ``h`` (a stiff Coulomb friction, slope
     ``Fc / v_s`` near rest, may need more than one at a log's step).
     """
@@ -77,6 +87,8 @@ class ModelSpec:
     robot: str | None = None            # robot model: library name or robot file (over ``system``)
     robot_substeps: int = 1             # robot model: explicit steps per h (stiff Coulomb friction)
     dissipation: str = "none"           # Lagrangian models: "none" or "joint" (engine/models/dissipation.py)
+    potential_scale: float = 1.0        # Lagrangian models: V = potential_scale x network (J; dV/dq in N m)
+    lagrangian_prior: str = "none"      # Lagrangian models: "none" or "robot" (engine/models/lagrangian_prior.py)
 
     def __post_init__(self):
         self.angle_mask = tuple(bool(a) for a in self.angle_mask)
@@ -123,6 +135,13 @@ class ModelSpec:
         if self.dissipation not in ("none", "joint"):
             raise InputError(f"expected 'none' or 'joint', got {self.dissipation!r}", owner="ModelSpec",
                              field="dissipation")
+        if self.lagrangian_prior not in ("none", "robot"):
+            raise InputError(f"expected 'none' or 'robot', got {self.lagrangian_prior!r}", owner="ModelSpec",
+                             field="lagrangian_prior")
+        self.potential_scale = float(self.potential_scale)
+        if not (math.isfinite(self.potential_scale) and self.potential_scale > 0):
+            raise InputError(f"expected a scale > 0 (J), got {self.potential_scale!r}", owner="ModelSpec",
+                             field="potential_scale")
         if self.robot is not None and (not isinstance(self.robot, str) or not self.robot.strip()):
             raise InputError(f"expected a robot name or file path, or None, got {self.robot!r}",
                              owner="ModelSpec", field="robot", flag="--robot")

@@ -1,7 +1,8 @@
 """Learned Lagrangian ``L = 1/2 qd^T H(q) qd - V(q)``: the Cholesky inertia and the potential networks.
 
 ``H(q) = L(q) L(q)^T + eps I`` with ``L`` lower triangular, its diagonal through softplus
-(Lutter et al. 2019); ``V(q)`` a scalar network. Both see ``q`` through the angle embedding.
+(Lutter et al. 2019); ``V(q)`` a scalar network times ``potential_scale`` (J; 1 by default, see
+:class:`~engine.models.base.ModelSpec`). Both see ``q`` through the angle embedding.
 :meth:`LagrangianNetworks.terms` returns the values and exact derivatives needed by the
 Euler-Lagrange equations (order 1) and by Newton's Jacobian of the discrete ones (order 2).
 
@@ -34,12 +35,14 @@ class LagrangianTerms:
 
 class LagrangianNetworks(nn.Module):
     def __init__(
-        self, angle_mask, hidden: int = 128, layers: int = 2, eps: float = 1e-3, init: str = "xavier"
+        self, angle_mask, hidden: int = 128, layers: int = 2, eps: float = 1e-3, init: str = "xavier",
+        potential_scale: float = 1.0,
     ):
         super().__init__()
         n = len(angle_mask)
         self.n = n
         self.eps = float(eps)
+        self.potential_scale = float(potential_scale)   # V = potential_scale x the network's output
         n_off = n * (n - 1) // 2
         # two independent networks (inertia factor, potential), evaluated in lockstep
         self.nets = StackedConfigurationMLP(angle_mask, (n + n_off, 1), hidden, layers, init)
@@ -82,6 +85,9 @@ class LagrangianNetworks(nn.Module):
     def terms(self, q: torch.Tensor, order: int = 1) -> LagrangianTerms:
         """H, V and their derivatives up to ``order`` (0, 1 or 2) at ``q`` (B, n)."""
         (raw, draw, d2raw), (v, dv, d2v) = self.nets(q, order=order)
+        if self.potential_scale != 1.0:
+            s = self.potential_scale
+            v, dv, d2v = v * s, None if dv is None else dv * s, None if d2v is None else d2v * s
         if self.n == 1:
             return self._terms_1dof(raw, draw, d2raw, v, dv, d2v, order)
         L, dL, d2L = self._cholesky_factor(raw, draw, d2raw)
@@ -107,8 +113,11 @@ class LagrangianNetworks(nn.Module):
         ``1/2 dH/dq = l sigmoid(raw) raw'`` (:meth:`terms` and the general formula, fewer ops)."""
         if self.nets.fast_dual(q):  # training: one autograd node for this formula
             Yh, Yv = self.nets.dual_rows(q)
+            if self.potential_scale != 1.0:
+                Yv = Yv * self.potential_scale
             return _Acceleration1DOF.apply(Yh, Yv, qd, force, self.eps)
         (raw, draw, _), (_, dv, _) = self.nets(q, order=1)
+        dv = dv * self.potential_scale
         l = F.softplus(raw)
         c = l * torch.sigmoid(raw) * draw.reshape(raw.shape) * qd * qd
         return (force - c - dv.reshape(raw.shape)) / (l * l + self.eps)

@@ -69,6 +69,12 @@ def load_model(directory: str | Path, name: str = "model") -> tuple[LearnedDynam
         raise CheckpointError(f"{where}: missing or malformed field ({exc})") from exc
     except ValueError as exc:
         raise CheckpointError(f"{where}: {exc}") from exc
+    migrate = getattr(model, "migrate_state", None)   # an older layout of the same model, brought up to date
+    if callable(migrate):
+        try:
+            state = migrate(state)
+        except ValueError as exc:
+            raise CheckpointError(f"{where}: {exc}") from exc
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:

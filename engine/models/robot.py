@@ -39,6 +39,7 @@ mass, CoM and inertia enter only as ``m c`` and ``m c^2 + I_yy``).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -209,6 +210,35 @@ class RobotDynamics(LearnedDynamics):
                         "inertia": self.robot.link_inertia(l).tolist(),
                         "damping": damping[names.index(joint_of[l])] if joint_of.get(l) in names else 0.0}
                     for l in self.links}
+
+    def migrate_state(self, state: dict) -> dict:
+        """A state dict of the layout before :class:`JointFriction` (the learned damping one
+        softplus scalar per moving link, ``robot.learnable.damping_<link index>.raw``, N m s/rad;
+        no Coulomb friction, armature or offset) in this model's layout: the same damping, the other
+        joint terms zero (as that model had none). Any other state is returned as it is."""
+        prefix = "robot.learnable.damping_"
+        old = {k: v for k, v in state.items() if k.startswith(prefix) and k.endswith(".raw")}
+        if not old:
+            return state
+        if "damping" not in self.friction.learned:
+            raise ValueError("the checkpoint learned the joint damping (old layout) but its robot_learn does not "
+                             "name damping")
+        new = {k: v for k, v in self.state_dict().items()}
+        new.update({k: v for k, v in state.items() if k not in old})
+        joint_of = {j.child: j.name for j in self.robot.description.joints}
+        names = list(self.robot.joint_names)
+        damping = self.friction.value("damping").detach().clone()
+        for link in self.links:
+            key = f"{prefix}{self.robot._link_idx(link)}.raw"
+            if key in old and joint_of.get(link) in names:
+                damping[names.index(joint_of[link])] = torch.nn.functional.softplus(old[key].to(damping.dtype))
+        scale = new["friction._damping_scale"].to(damping.dtype)
+        y = (damping * math.log(2.0) / scale).clamp_min(1e-12)     # softplus(raw) = y
+        new["friction._damping_raw"] = torch.where(y > 30, y, y + torch.log(-torch.expm1(-y)))
+        for kind in ("coulomb", "armature", "offset"):
+            if f"friction._{kind}" in new:
+                new[f"friction._{kind}"] = torch.zeros_like(new[f"friction._{kind}"])
+        return new
 
     def joint_parameters(self) -> dict[str, dict[str, float]]:
         """Current friction and actuation of every joint: ``{joint: {"damping": N m s/rad,

@@ -30,8 +30,9 @@ import torch
 from engine.data.windows import Windows
 from engine.integrators import small_solve
 from engine.models.base import LearnedDynamics, ModelSpec
-from engine.models.dissipation import build_dissipation
+from engine.models.dissipation import JointDissipation, build_dissipation
 from engine.models.lagrangian import LagrangianNetworks
+from engine.models.lagrangian_prior import RigidBodyPrior, start_as_residual
 
 __all__ = [
     "DiscreteLagrangianModel",
@@ -127,12 +128,23 @@ class DiscreteLagrangianModel(LearnedDynamics):
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
         self.lagrangian = LagrangianNetworks(
-            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init
+            spec.angle_mask, spec.hidden, spec.layers, spec.inertia_eps, spec.init, spec.potential_scale
         )
         self.dissipation = build_dissipation(spec)
+        self.prior: RigidBodyPrior | None = None
+        if spec.lagrangian_prior == "robot":   # a residual on a fixed rigid body (engine/models/lagrangian_prior.py)
+            if spec.robot is None:
+                raise ValueError("lagrangian_prior 'robot' needs the spec's robot (a library name or robot file)")
+            self.prior = RigidBodyPrior(spec.robot)
+            start_as_residual(self.lagrangian, self.dissipation, self.prior)
 
     def mass_matrix(self, q):
-        return self.lagrangian.mass_matrix(q)
+        H = self.lagrangian.mass_matrix(q)
+        return H if self.prior is None else H + self.prior.mass_matrix(q)
+
+    def migrate_state(self, state: dict) -> dict:
+        """A checkpoint of the dissipation's earlier layout in the current one (the same friction)."""
+        return JointDissipation.migrate_state(state)
 
     def dissipative_force(self, qa, qb):
         """The midpoint discrete force ``h/2 Q((qb - qa)/h)`` (B, n) of the learned dissipation, or 0."""
@@ -150,6 +162,14 @@ class DiscreteLagrangianModel(LearnedDynamics):
         """``(Hv, dHv, quad, terms, v)`` at the midpoint of (qa, qb): dHv[k] = dH/dq_k v, quad[k] = v^T dH/dq_k v."""
         v = (qb - qa) / self.h
         t = self.lagrangian.terms(0.5 * (qa + qb), order=order)
+        if self.prior is not None:   # the prior's slots; its part of J only -M_rb/h (module doc there)
+            M_rb, quad_rb, g_rb = self.prior.slot_terms(0.5 * (qa + qb), v)
+            t.H = t.H + M_rb
+            t.dV = t.dV + g_rb
+            dHv = (t.dH @ v.unsqueeze(-2).unsqueeze(-1)).squeeze(-1)
+            quad = (dHv @ v.unsqueeze(-1)).squeeze(-1) + quad_rb
+            Hv = (t.H @ v.unsqueeze(-1)).squeeze(-1)
+            return Hv, dHv, quad, t, v
         if self.n == 1:  # scalars: products instead of batched matrix products
             Hv = t.H.reshape(v.shape) * v
             dHv = t.dH.reshape(v.shape) * v
@@ -176,7 +196,7 @@ class DiscreteLagrangianModel(LearnedDynamics):
         ``p_{k+1} = D2 Ld(q_k, q_{k+1}) + fd+(u_k, u_{k+1})`` (B, n): the variational integrator's
         own velocity, second-order accurate (``(q_{k+1} - q_k)/h`` is the midpoint velocity, O(h) off)."""
         p = self.d2_ld(q, q_next) + 0.25 * self.h * self.force(u + u_next) + self.dissipative_force(q, q_next)
-        return small_solve(self.lagrangian.mass_matrix(q_next), p)
+        return small_solve(self.mass_matrix(q_next), p)
 
     def forces(self, u_prev, u, u_next):
         """``fd+ + fd- = h/4 B (u_{k-1} + 2 u_k + u_{k+1})`` (B, n)."""

@@ -2,7 +2,9 @@
 viewer shows for one state (end-effector pose, gravity torques, mass matrix, manipulability).
 
 - :func:`simulate`: free fall, gravity compensation or PD to keyframes from a state, with an
-  optional constant joint torque and the URDF's joint damping; RK4 at a fixed step
+  optional constant joint torque and the joints' friction and actuation (:class:`JointTerms`:
+  the file's damping and Coulomb friction, or an identified robot's actuation file, in the
+  model identification fits); RK4 at a fixed step
   (:func:`engine.integrators.rk4_step_t`), joints held at their limits. A floating-base robot
   (no contacts: it flies freely) is integrated on its configuration manifold: each step runs
   the RK4 in the tangent space at the step's start, ``q = integrate(q_k, delta)``, with
@@ -42,6 +44,8 @@ from engine.robots.gravcomp import gravity_compensation, has_gravity_compensatio
 from engine.robots.model_coords import limited_coordinates
 
 __all__ = [
+    "COULOMB_VELOCITY_SCALE",
+    "JointTerms",
     "Readouts",
     "SimulationOptions",
     "SimulationResult",
@@ -67,6 +71,77 @@ def interpolate_keyframes(times: Sequence[float] | np.ndarray, poses: Sequence[n
     return (1 - s) * Q[i] + s * Q[i + 1]
 
 
+# v_s of the smooth Coulomb sign tanh(qd / v_s), rad/s (m/s): the identification's default
+# (engine.models.joint_friction.COULOMB_VELOCITY_SCALE, a package above this one; a test keeps them equal)
+COULOMB_VELOCITY_SCALE = 0.05
+
+
+@dataclass(frozen=True)
+class JointTerms:
+    """The joints' friction and actuation a simulation applies: the model identification fits
+    (engine/models/joint_friction.py), per movable joint in ``model.joint_names`` order::
+
+        tau_joint = damping qd + coulomb tanh(qd / v_s) + armature qdd + offset    (N m, or N)
+
+    ``damping`` N m s/rad (N s/m), ``coulomb`` N m (N), ``offset`` N m (N), ``armature`` kg m^2
+    (kg) *beyond* the model's own (the robot file's armature is already in its mass matrix),
+    ``velocity_scale`` v_s rad/s (m/s). Empty tuples are zeros. A true dry friction (MuJoCo's
+    ``frictionloss``) sticks; this smooth one lets a joint creep under a torque below ``coulomb``
+    at speeds of order ``v_s``, as the identified model does.
+    """
+
+    damping: tuple = ()
+    coulomb: tuple = ()
+    armature: tuple = ()
+    offset: tuple = ()
+    velocity_scale: float = COULOMB_VELOCITY_SCALE
+
+    @classmethod
+    def of_model(cls, model) -> JointTerms:
+        """The robot file's own: its joints' damping and Coulomb friction (URDF ``<dynamics damping=
+        friction=>``, MJCF ``damping``, ``frictionloss``)."""
+        balls = set(getattr(model, "ball_joint_names", ()))
+        names = [n for n in model.joint_names for _ in range(3 if n in balls else 1)]    # one per dof
+        damping = tuple(float(v) for v in model.joint_damping().detach().cpu().reshape(-1))
+        by_name = {j.name: j for j in model.description.joints}
+        coulomb = tuple(float(getattr(by_name.get(n), "friction", 0.0) or 0.0) for n in names)
+        return cls(damping=damping, coulomb=coulomb if len(coulomb) == len(damping) else ())
+
+    @classmethod
+    def with_actuation(cls, model, joints: dict, velocity_scale: float = COULOMB_VELOCITY_SCALE) -> JointTerms:
+        """The file's own terms with an actuation file's values (``{joint: {kind: value}}``, as
+        ``engine.models.robot_source.read_actuation`` reads them) in their place; its armature
+        replaces the file's (the difference is what :class:`JointTerms` adds)."""
+        base = cls.of_model(model)
+        names = list(model.joint_names)
+        by_name = {j.name: j for j in model.description.joints}
+        n = len(names)
+        vals = {"damping": list(base.damping) or [0.0] * n, "coulomb": list(base.coulomb) or [0.0] * n,
+                "armature": [0.0] * n, "offset": [0.0] * n}
+        for name, kinds in joints.items():
+            i = names.index(name)
+            for kind, v in kinds.items():
+                if kind == "armature":
+                    v = float(v) - float(getattr(by_name.get(name), "armature", 0.0) or 0.0)
+                vals[kind][i] = float(v)
+        return cls(**{k: tuple(v) for k, v in vals.items()}, velocity_scale=float(velocity_scale))
+
+    def vectors(self, nv: int, device=None) -> dict[str, torch.Tensor]:
+        """``{kind: (nv,) float64}``, the joints' values last (a floating base's six rows are 0)."""
+        out = {}
+        for kind in ("damping", "coulomb", "armature", "offset"):
+            v = torch.zeros(nv, dtype=torch.float64)
+            vals = getattr(self, kind)
+            if len(vals):
+                t = _vector(vals, len(vals), f"joint {kind}")
+                v[nv - t.numel():] = t
+            out[kind] = v.to(device)
+        if not self.velocity_scale > 0:
+            raise ValueError(f"joint terms: the Coulomb velocity scale v_s must be > 0 rad/s, got "
+                             f"{self.velocity_scale!r}")
+        return out
+
+
 @dataclass(frozen=True)
 class SimulationOptions:
     """A simulation from a state.
@@ -76,7 +151,8 @@ class SimulationOptions:
     (tau = g(q) + M(q) (kp (q_ref(t) - q) - kd qd), q_ref interpolated from the keyframes:
     a PD on accelerations, so kp (1/s^2) and kd (1/s) mean the same on every joint of every
     robot and a light wrist is not made stiff, which keeps the explicit integration stable).
-    duration and dt in s; RK4 steps; ``damping``: apply the URDF joint damping (tau -= d qd);
+    duration and dt in s; RK4 steps; ``damping``: apply the joints' friction and actuation
+    (:class:`JointTerms`: the robot file's damping and Coulomb friction unless given);
     ``tau``: a constant joint torque (N m or N, one per joint) added in every mode (empty: none).
     ``hold_base``: a floating robot's base is held where it is (its joints move, the base does
     not: the joint rows of ``M a = tau - h`` with zero base acceleration); else it flies freely.
@@ -163,10 +239,13 @@ def _dexp_inv(delta: torch.Tensor, v: torch.Tensor, floating: bool = True, balls
 def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions(),
              keyframe_times: Sequence[float] = (), keyframe_poses: Sequence[np.ndarray] = (),
              progress: Callable[[float, str], None] | None = None,
-             check_cancelled: Callable[[], None] | None = None) -> SimulationResult:
+             check_cancelled: Callable[[], None] | None = None,
+             joint_terms: JointTerms | None = None) -> SimulationResult:
     """Integrate the robot's forward dynamics (the engine's ABA) from ``q0`` (nq,), ``qd0``
     (nv,; default zero) with RK4; joints are clamped to their limits (velocity zeroed there)
-    after every step. Raises FloatingPointError when the state stops being finite."""
+    after every step. ``joint_terms``: the joints' friction and actuation (default: the robot
+    file's, :meth:`JointTerms.of_model`; none with ``options.damping`` off). Raises
+    FloatingPointError when the state stops being finite."""
     options.validate()
     if options.mode == "pd_keyframes" and len(keyframe_times) == 0:
         raise ValueError("PD to keyframes needs at least one keyframe")
@@ -188,16 +267,19 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     sq, sv, rows = limited_coordinates(model)
     lo = model.joint_limits.lower.detach().to(torch.float64).to(dev)[rows]
     hi = model.joint_limits.upper.detach().to(torch.float64).to(dev)[rows]
-    damping = torch.zeros(n, dtype=torch.float64, device=dev)
-    if options.damping:
-        d = model.joint_damping().detach().to(torch.float64).reshape(-1)
-        damping[n - d.numel():] = d
+    terms = (joint_terms or JointTerms.of_model(model) if options.damping else JointTerms()).vectors(n, dev)
+    damping, coulomb, offset, extra = terms["damping"], terms["coulomb"], terms["offset"], terms["armature"]
+    v_s = float(joint_terms.velocity_scale if options.damping and joint_terms else COULOMB_VELOCITY_SCALE)
+    armature = bool(extra.any())
 
     compensated = has_gravity_compensation(model)
     constraints = tuple(getattr(getattr(model, "description", None), "constraints", ()) or ())
     if constraints and held:
         raise ValueError(f"robot {model.name!r} has constraints (loop closures): holding its base is not "
                          "supported; simulate it with the base free")
+    if constraints and armature:
+        raise ValueError(f"robot {model.name!r} has constraints (loop closures): an armature beyond its file's "
+                         "is not supported there; write it into the robot file")
     if constraints:         # the joints' limits are one-sided rows beside the loops (a clamp would open them)
         constraints += joint_limit_constraints(model)
     if constraints:         # start on the constraints (a pose set joint by joint leaves loops open)
@@ -215,9 +297,10 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
                 tau = tau + model.mass_matrix(q_) @ a
         elif compensated:                           # the file's body gravcomp, as MuJoCo's passive force
             tau = tau + gravity_compensation(model, q_)
-        tau = tau - damping * qd_
+        # the joints' friction and offset (the armature is in the mass matrix below)
+        tau = tau - damping * qd_ - coulomb * torch.tanh(qd_ / v_s) - offset
         if held:              # the base held: its acceleration is zero, the joints' rows of M a = tau - h
-            M, h = model.mass_matrix(q_), model.bias_forces(q_, qd_)
+            M, h = model.mass_matrix(q_) + torch.diag(extra), model.bias_forces(q_, qd_)
             return torch.cat(
                 [
                     torch.zeros(6, dtype=q_.dtype, device=q_.device),
@@ -226,6 +309,8 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
             )
         if constraints:
             return constrained_forward_dynamics(model, constraints, q_, qd_, tau).qdd
+        if armature:          # the rotors' inertia on the diagonal: (M + Ia) qdd = tau - h
+            return torch.linalg.solve(model.mass_matrix(q_) + torch.diag(extra), tau - model.bias_forces(q_, qd_))
         return model.forward_dynamics(q_, qd_, tau)
 
     h = float(options.dt)

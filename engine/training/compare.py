@@ -27,7 +27,9 @@ from engine.training.evaluation import evaluate_model, metrics_row
 from engine.training.metrics import as_float
 from engine.training.robot_compare import (
     ON_IDENTIFIED,
+    REFINE_IDENTIFIED,
     RIGID_BODY_MODELS,
+    ROBOT_LEARNING_RATES,
     check_models,
     identify_robot_file,
     rigid_body_row,
@@ -45,10 +47,11 @@ from engine.training.trainer import (
     recording,
     write_model_files,
 )
+from engine.training_loop import format_time_left
 from engine.validation import InputError
 
-__all__ = ["LogCompareConfig", "build_learned_model", "compare_on_log", "model_spec_for",
-           "train_and_evaluate", "train_config_for"]
+__all__ = ["PRIOR_MODELS", "ROBOT_DEFAULTS", "TRAIN_COST", "LogCompareConfig", "build_learned_model",
+           "compare_on_log", "model_spec_for", "torque_scale", "train_and_evaluate", "train_config_for"]
 
 
 @dataclass
@@ -60,6 +63,18 @@ class LogCompareConfig:
     ``epochs``, ``learning_rate``, ``hidden`` (neurons per layer), ``layers``, ``seed``: the
     training defaults on a log (the SyMo protocol's values are per analytic system; a log has
     none, so these stand in for them).
+
+    How long each model trains and which weights are kept (None: the default of the kind of
+    comparison, :data:`ROBOT_DEFAULTS` with a robot, off without; 0: off):
+    ``time_budget`` (s): the wall time of the whole comparison's training, shared out as it goes
+    (each trained model gets what is left times its share, :data:`TRAIN_COST`, of the models left
+    to train, so a model that stops early leaves its time to the next); ``holdout``: the fraction
+    of training chunks held out for model selection; ``select_every``: epochs between held-out scores (the best weights,
+    the start included, are the ones kept); ``stop_patience``: scores without a better one that
+    stop a model early.
+    ``lagrangian_prior``: with a robot and an identification, ``"robot"`` (the default) builds
+    the Lagrangian models (:data:`PRIOR_MODELS`) as residuals on top of the identified rigid body
+    (:mod:`engine.models.lagrangian_prior`), ``"none"`` the paper's model from scratch.
     """
 
     steps: int = 32
@@ -70,12 +85,31 @@ class LogCompareConfig:
     layers: int = 2
     seed: int = 0
     device: str = "cpu"     # where the models train: cpu, cuda, cuda:N or auto (engine/devices.py)
+    time_budget: float | None = None
+    holdout: float | None = None
+    select_every: int | None = None
+    stop_patience: int | None = None
+    lagrangian_prior: str = "robot"   # with a robot: the Lagrangian models on the identified rigid body, or "none"
 
     def __post_init__(self):
         for name in ("steps", "horizon", "epochs", "hidden", "layers"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise InputError(f"expected a positive whole number, got {v!r}", owner="LogCompareConfig",
+                                 field=name)
+        if self.time_budget is not None and not self.time_budget >= 0:
+            raise InputError(f"expected seconds (0: no budget), got {self.time_budget!r}",
+                             owner="LogCompareConfig", field="time_budget", flag="--time-budget")
+        if self.lagrangian_prior not in ("robot", "none"):
+            raise InputError(f"expected 'robot' or 'none', got {self.lagrangian_prior!r}",
+                             owner="LogCompareConfig", field="lagrangian_prior", flag="--lagrangian-prior")
+        if self.holdout is not None and not 0 <= self.holdout <= 0.5:
+            raise InputError(f"expected a fraction from 0 to 0.5, got {self.holdout!r}", owner="LogCompareConfig",
+                             field="holdout")
+        for name in ("select_every", "stop_patience"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 0):
+                raise InputError(f"expected a whole number from 0, got {v!r}", owner="LogCompareConfig",
                                  field=name)
         if not self.learning_rate > 0:
             raise InputError(
@@ -87,6 +121,34 @@ class LogCompareConfig:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+    def resolved(self, robot: bool) -> LogCompareConfig:
+        """This config with every None of the selection and budget settings filled: the robot
+        comparison's defaults (:data:`ROBOT_DEFAULTS`) with ``robot``, else 0 (off)."""
+        d = self.to_dict()
+        for k, v in ROBOT_DEFAULTS.items():
+            if d[k] is None:
+                d[k] = v if robot else type(v)(0)
+        return LogCompareConfig(**d)
+
+
+# what a robot-log comparison does unless told otherwise (LogCompareConfig's doc): the whole
+# comparison's training within 8 minutes, so that with the identification, the evaluations and
+# the interpreter's start the seven-model comparison of a 7-DOF log of 20 s at 200 Hz ends within
+# 10 minutes on 2 cores; 1 training chunk in 7 held out; a held-out score every 5 epochs; a model
+# stops after 8 scores (40 epochs) without a better one
+ROBOT_DEFAULTS: dict = {"time_budget": 480.0, "holdout": 1 / 7, "select_every": 5, "stop_patience": 8}
+
+
+# the share of the time budget each model gets, relative (what its epoch costs on a 7-DOF log of
+# 200 Hz, roughly: the robot models integrate 4 RK4 substeps of the rigid body, E2E-SyMo solves its
+# implicit step in training); what a model leaves unused goes to the models after it
+TRAIN_COST = {"mlp": 0.2, "node-rk4": 0.5, "node-midpoint": 0.4, "symo": 0.7, "lnode-rk4": 1.0,
+              "lnode-midpoint": 0.8, "e2e-symo": 2.0, "robot-rk4": 1.5, "robot-midpoint": 1.2, "hybrid-rk4": 1.5}
+
+
+# the models that take the identified rigid body as their prior (LogCompareConfig.lagrangian_prior)
+PRIOR_MODELS = ("lnode-rk4", "lnode-midpoint", "symo", "e2e-symo")
 
 
 def model_spec_for(system, h: float, **overrides):
@@ -108,10 +170,20 @@ def train_config_for(model: str, dataset, config: LogCompareConfig | None = None
         overrides.setdefault("trajectories", len(dataset.train_x))
         for key in ("epochs", "learning_rate", "hidden", "layers", "seed", "device"):
             overrides.setdefault(key, getattr(c, key))
+        for key in ("holdout", "select_every", "stop_patience"):
+            if getattr(c, key) is not None:
+                overrides.setdefault(key, getattr(c, key))
         overrides["log"] = dataset.system.name
         return TrainConfig(model=model, **overrides)
     overrides.setdefault("system", dataset.config.system)
     return TrainConfig(model=model, **overrides)
+
+
+def torque_scale(dataset) -> float:
+    """The RMS of a log's training torques (N m, 3 significant digits; 1 when they are all zero):
+    the potential scale of the Lagrangian models in a robot comparison (``ModelSpec.potential_scale``)."""
+    rms = float(np.sqrt(np.mean(np.square(dataset.train_u))))
+    return float(f"{rms:.3g}") if rms > 0 and np.isfinite(rms) else 1.0
 
 
 def build_learned_model(model: str, dataset, train_config, spec_overrides: dict | None = None):
@@ -166,6 +238,9 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
         ctx.progress(lo + 0.9 * (hi - lo), f"{model_type}: evaluating")
     metrics, curves = evaluate_model(model, dataset, train_config.trajectories)
     row = metrics_row(model_type, dataset, train_config, metrics, seconds)
+    held = result.best_score or (None, None)
+    row.update(epochs_trained=result.epochs, best_epoch=result.best_epoch, holdout_mse=held[0],
+               holdout_torque_mse=held[1], stopped=result.stopped)
     losses = [float(r["loss"]) for r in run.metrics] if run is not None else list(result.losses)
     row["final_loss"] = as_float(losses[-1]) if losses else None
     if run is not None:
@@ -189,6 +264,43 @@ def train_and_evaluate(model_type: str, dataset, train_config, spec_overrides: d
         "curves": curves,  # handed back on the CPU
         "run_dir": None if run is None else str(run.path),
     }
+
+
+class _Clock:
+    """The comparison's job context: the parent's, with the whole comparison's time left added to
+    every message. With a budget (s of training): what is left of it, plus ~5 s per model left
+    for its evaluation (an upper bound: a model that stops early leaves its time unused); without
+    one: the time so far scaled by the fraction of the bar still to fill."""
+
+    def __init__(self, ctx, budget: float | None, n_models: int):
+        self.ctx, self.budget, self.t0 = ctx, budget, time.perf_counter()
+        self.models_left = n_models
+
+    def budget_left(self) -> float:
+        assert self.budget is not None
+        return self.budget - (time.perf_counter() - self.t0)
+
+    def time_left(self, fraction: float | None) -> float | None:
+        if self.budget is not None:
+            return max(self.budget_left(), 0.0) + 5.0 * self.models_left
+        spent = time.perf_counter() - self.t0
+        if fraction is None or fraction < 0.02 or spent < 5.0:
+            return None
+        return spent / fraction * (1.0 - fraction)
+
+    def progress(self, fraction, message: str = "", metrics=None) -> None:
+        left = self.time_left(fraction)
+        if left is not None and (fraction is None or fraction < 1.0):
+            word = "at most " if self.budget is not None else "about "
+            message = f"{message} | comparison: {word}{format_time_left(left)}"
+        self.ctx.progress(fraction, message, metrics)
+
+    def check_cancelled(self) -> None:
+        self.ctx.check_cancelled()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.ctx.cancelled
 
 
 def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *, prepare=None,
@@ -227,7 +339,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
     if not models:
         raise ValueError("give at least one model type")
     check_models(models, robot)
-    config = config or LogCompareConfig()
+    config = (config or LogCompareConfig()).resolved(robot is not None)
     if epochs is not None:
         config = LogCompareConfig(**{**config.to_dict(), "epochs": int(epochs)})
     mapping = LogMapping.load(mapping_path)
@@ -247,6 +359,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
             setup.notes.append(f"warning: {warning}")
     rows = []
     span = 1.0 / len(models)
+    weights_left = [TRAIN_COST.get(m, 1.0) for m in models if m not in RIGID_BODY_MODELS]
+    clock = _Clock(ctx, config.time_budget or None, len(models))
+    ctx = clock if ctx is not None else None
     with tempfile.TemporaryDirectory() as tmp:
         identified: dict = {}   # the identified robot file, once, for rigid-body and hybrid-rk4
 
@@ -263,6 +378,7 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
 
         for i, name in enumerate(models):
             t0 = time.perf_counter()
+            clock.models_left = len(models) - i
             try:
                 if name in RIGID_BODY_MODELS:
                     assert setup is not None and samples is not None   # check_models
@@ -273,9 +389,23 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                         row.update(identified["report"], saved_urdf=identified["path"] if runs_dir else None)
                 else:
                     overrides = dict(setup.spec_overrides) if setup else None
+                    if overrides is not None:   # the Lagrangian models' potential at the log's torques
+                        overrides["potential_scale"] = torque_scale(data)
                     if name in ON_IDENTIFIED and overrides is not None:
                         overrides.update(robot=identified_file(i), robot_learn=("mass",))
-                    tc = train_config_for(name, data, config)
+                    elif name in REFINE_IDENTIFIED and overrides is not None and identify is not None:
+                        overrides.update(robot=identified_file(i))    # identify, then refine by rollouts
+                    elif (name in PRIOR_MODELS and overrides is not None and identify is not None
+                          and config.lagrangian_prior == "robot"):
+                        overrides.update(robot=identified_file(i), lagrangian_prior="robot")
+                    extra = {}
+                    if setup is not None and name in ROBOT_LEARNING_RATES:
+                        extra["learning_rate"] = ROBOT_LEARNING_RATES[name] * config.learning_rate
+                    if config.time_budget:
+                        share = weights_left[0] / sum(weights_left)
+                        extra["time_budget"] = max(clock.budget_left() * share, 1e-6)   # one epoch at least
+                    weights_left.pop(0)
+                    tc = train_config_for(name, data, config, **extra)
                     out = train_and_evaluate(name, data, tc, overrides, ctx=ctx,
                                              progress_span=(i * span, (i + 1) * span),
                                              run_dir=None if runs_dir is None else Path(runs_dir) / name)
@@ -284,6 +414,9 @@ def compare_on_log(log_path, mapping_path, models, epochs: int | None = None, *,
                         keep[name] = {"model": out["model"], "curves": out["curves"]}
                     if samples is not None:
                         row.update(torque_columns(out["model"], samples))
+                    diss = getattr(out["model"], "dissipation", None)
+                    if diss is not None:   # the Lagrangian models' learned friction (N m s/rad, N m)
+                        row["learned_dissipation"] = diss.values()
             except (ValueError, RuntimeError, TrainingDiverged) as exc:   # one row with its reason
                 if setup is None:
                     raise

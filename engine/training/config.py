@@ -41,6 +41,13 @@ class TrainConfig:
                                         # is fastest for these small networks; more oversubscribes a busy CPU
     device: str = "cpu"                 # cpu, cuda, cuda:N or auto (engine/devices.py; --device)
     robot: str | None = None            # robot models: the robot learned (library name or robot file; --robot)
+    # model selection on held-out training chunks (engine/training/trainer.py Selection): every
+    # round(1 / holdout)-th training chunk is held out (0: none); every select_every epochs (and at
+    # epoch 0 and the last) the held-out rollouts are scored and the best weights are the ones kept
+    holdout: float = 0.0
+    select_every: int = 0               # 0: no selection (the last epoch's weights are kept)
+    stop_patience: int = 0              # stop after this many scores without a better one (0: never)
+    time_budget: float | None = None    # s of training (wall time); stops after the epoch that spends it
 
     def __post_init__(self):
         check_choice("training setting", "system (--system)", self.system, PROTOCOLS)
@@ -76,6 +83,11 @@ class TrainConfig:
                         hint="Adam learning rates are usually 1e-5 to 1e-2")
         if self.threads is not None:
             check_int(who, "threads", self.threads, 1, 4096)
+        check_range(who, "holdout", self.holdout, 0.0, 0.5, hi_open=False)
+        check_int(who, "select_every", self.select_every, 0, 100_000_000)
+        check_int(who, "stop_patience", self.stop_patience, 0, 100_000_000)
+        if self.time_budget is not None:
+            check_range(who, "time_budget (--time-budget)", self.time_budget, 0.0, 1e9, lo_open=True)
         h, n_layers, batch = self.width, self.layers, self.batch_factor * self.trajectories
         # weights, gradients and Adam's two moments in float64; activations of one batch of windows
         # (three points each) through every layer, forward and backward

@@ -19,7 +19,9 @@ torque metrics of every row.
   and actuation JSON); :func:`rigid_body_row` rolls a robot file out as a robot model, so the
   identified robot (``rigid-body``) and the robot file unchanged (``urdf``) get the same rollout
   metrics as the learned models; ``hybrid-rk4`` (:mod:`engine.models.hybrid`) trains a residual
-  on top of the identified robot.
+  on top of the identified robot, and ``robot-rk4`` (:data:`REFINE_IDENTIFIED`) starts from the
+  identified robot (when the comparison has an ``identify``) and refines every parameter by
+  rollouts, both with smaller learning rates (:data:`ROBOT_LEARNING_RATES`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ if TYPE_CHECKING:
     from engine.logs import LogMapping
     from engine.robots.model import RobotModel
 
-__all__ = ["ON_IDENTIFIED", "RIGID_BODY_MODELS", "ROBOT_LEARN", "RobotSetup", "check_models", "identify_robot_file",
+__all__ = ["ON_IDENTIFIED", "REFINE_IDENTIFIED", "RIGID_BODY_MODELS", "ROBOT_LEARNING_RATES", "ROBOT_LEARN",
+           "RobotSetup", "check_models", "identify_robot_file",
            "rigid_body_row", "robot_setup",
            "rollout_rmse", "torque_columns", "torque_samples", "torque_scale_check"]
 
@@ -46,6 +49,12 @@ __all__ = ["ON_IDENTIFIED", "RIGID_BODY_MODELS", "ROBOT_LEARN", "RobotSetup", "c
 RIGID_BODY_MODELS = ("rigid-body", "urdf")
 # models trained on top of the identified robot (engine/models/hybrid.py)
 ON_IDENTIFIED = ("hybrid-rk4",)
+# robot models that start from the identified robot and refine every parameter by rollouts
+# (identify, then refine: the field's practice; from the robot file's values they start far off)
+REFINE_IDENTIFIED = ("robot-rk4", "robot-midpoint")
+# learning rates on a robot's log relative to the comparison's (a residual on top of a good model
+# and parameters that start identified take small steps)
+ROBOT_LEARNING_RATES = {"hybrid-rk4": 0.3, "robot-rk4": 0.1, "robot-midpoint": 0.1}
 # what the robot models learn on a robot's log
 ROBOT_LEARN = ("mass", "com", "inertia", "damping", "coulomb", "armature", "offset")
 # the identification behind the rigid-body row

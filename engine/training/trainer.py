@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from engine.training_loop import EpochOutcome, TrainingDiverged, train_epochs
 
 __all__ = [
     "DynamicsTrainee",
+    "Selection",
     "TrainingBatches",
     "TrainingDiverged",
     "TrainResult",
@@ -44,6 +46,7 @@ __all__ = [
     "check_metrics",
     "data_source_of",
     "fit",
+    "holdout_indices",
     "new_run",
     "recording",
     "train_model",
@@ -57,6 +60,9 @@ class TrainResult:
     losses: list = field(default_factory=list)   # mean training loss per epoch (this call's epochs)
     seconds: float = 0.0                         # wall time of the training loop (this call)
     epochs: int = 0                              # the last epoch trained (over every resume)
+    best_epoch: int | None = None                # the epoch whose weights were kept (with a selection)
+    best_score: tuple | None = None              # its held-out (rollout MSE of q, torque MSE or None)
+    stopped: str | None = None                   # why training ended before config.epochs, else None
 
 
 def build_for(config: TrainConfig, dataset: TrajectoryDataset) -> LearnedDynamics:
@@ -77,6 +83,64 @@ def adam_optimizer(params, lr):
         return torch.optim.Adam(params, lr=lr)
 
 
+def holdout_indices(n_chunks: int, fraction: float) -> list[int]:
+    """The training chunks held out for selection: every ``round(1 / fraction)``-th (the last of
+    each group), none when ``fraction`` is 0 or fewer than 4 chunks would be left to train on."""
+    if fraction <= 0 or n_chunks < 5:
+        return []
+    every = max(2, round(1.0 / fraction))
+    return [i for i in range(n_chunks) if i % every == every - 1]
+
+
+@dataclass
+class Selection:
+    """Held-out training chunks and the model selection on them.
+
+    ``x`` (C, L, 2n) and ``u`` (C, L, m): whole chunks, ``h`` (s) their step. :meth:`score` gives
+    ``(rollout, torque)``: the MSE of ``q`` over rollouts of ``L - 2`` steps from each chunk's
+    start, driven by its measured controls (the comparison's k-step metric, on data the model
+    does not train on), and for a model with inverse dynamics the MSE of its joint forces against
+    ``B u`` at the chunks' inner points (accelerations by central differences of ``qd``), else
+    None. Non-finite scores count as infinitely bad. :meth:`better` says whether a score beats
+    the kept one: a lower rollout error and, where there is a torque score, no higher torque error
+    (so the kept model is no worse than the start on either, e.g. the hybrid than its rigid body).
+    """
+
+    x: torch.Tensor
+    u: torch.Tensor
+    h: float
+
+    @torch.no_grad()
+    def score(self, model: LearnedDynamics) -> tuple[float, float | None]:
+        n = self.x.shape[-1] // 2
+        was_training = model.training
+        model.eval()
+        torque: float | None = None
+        try:
+            q, _ = model.rollout(self.x, self.u, self.x.shape[1] - 2)
+            value = float(((q - self.x[:, 2:, :n]) ** 2).mean())
+            inverse = getattr(model, "inverse_dynamics", None)
+            if callable(inverse):
+                x = self.x
+                qdd = (x[:, 2:, n:] - x[:, :-2, n:]) / (2.0 * self.h)
+                tau = inverse(x[:, 1:-1, :n], x[:, 1:-1, n:], qdd)
+                torque = float(((tau - model.force(self.u[:, 1:-1])) ** 2).mean())
+        except (RuntimeError, ValueError):   # a solve that fails on wild weights: the worst score
+            value = math.inf
+        finally:
+            model.train(was_training)
+        finite = lambda v: v if v is None or math.isfinite(v) else math.inf  # noqa: E731
+        return finite(value), finite(torque)
+
+    @staticmethod
+    def better(new: tuple[float, float | None], kept: tuple[float, float | None] | None) -> bool:
+        if kept is None:
+            return True
+        if new[1] is not None and kept[1] is not None and new[1] > kept[1]:
+            return False
+        return new[0] < kept[0]
+
+
 @dataclass
 class TrainingBatches:
     """One run's training windows, packed (W, F) for one gather per mini-batch, and its sampler."""
@@ -86,14 +150,26 @@ class TrainingBatches:
     batch_size: int
     generator: torch.Generator
 
+    selection: Selection | None = None
+
     @classmethod
     def build(cls, dataset: TrajectoryDataset, config: TrainConfig, dtype, device=None) -> TrainingBatches:
+        """The windows of the first ``config.trajectories`` training trajectories, less the
+        chunks held out (``config.holdout``), which make the :class:`Selection`."""
         data = dataset.subset(config.trajectories)
-        w = make_windows(data.train_x, data.train_u, dataset.system.dof, dtype)
+        x, u = data.train_x, data.train_u
+        held = holdout_indices(len(x), config.holdout) if config.select_every else []
+        selection = None
+        if held:
+            keep = [i for i in range(len(x)) if i not in set(held)]
+            selection = Selection(torch.as_tensor(x[held], dtype=dtype, device=device),
+                                  torch.as_tensor(u[held], dtype=dtype, device=device), float(dataset.h))
+            x, u = x[keep], u[keep]
+        w = make_windows(x, u, dataset.system.dof, dtype)
         packed, widths = w.pack()
         packed = packed.to(device) if device is not None else packed  # the model's device
-        return cls(packed, widths, min(config.batch_factor * config.trajectories, len(w)),
-                   torch.Generator().manual_seed(config.seed))
+        return cls(packed, widths, min(config.batch_factor * len(x), len(w)),
+                   torch.Generator().manual_seed(config.seed), selection)
 
     def __len__(self) -> int:
         return self.packed.shape[0]
@@ -133,7 +209,13 @@ def write_model_files(folder: Path, model: LearnedDynamics, meta: dict, state: d
 
 class DynamicsTrainee:
     """A learned dynamics model's side of :func:`engine.training_loop.train_epochs`: mini-batch
-    Adam steps over the packed windows, ReduceLROnPlateau on the epoch loss."""
+    Adam steps over the packed windows, ReduceLROnPlateau on the epoch loss.
+
+    With a :class:`Selection` (``config.select_every``): the held-out score at the start and every
+    ``select_every`` epochs; the best weights are kept (:meth:`keep_best` puts them back at the
+    end, so a model that starts good, e.g. the hybrid at its identified rigid body, can only stay
+    or get better on the held-out chunks); ``config.stop_patience`` scores without a better one
+    stop the run, and so does ``config.time_budget`` (s of training)."""
 
     def __init__(self, model: LearnedDynamics, dataset, config: TrainConfig, batches: TrainingBatches,
                  run: Run | None):
@@ -143,6 +225,30 @@ class DynamicsTrainee:
                                                                 factor=config.factor)
         self.reference: float | None = None   # the untrained model's loss (the divergence guard's scale)
         self.limit = math.inf
+        self.started = time.perf_counter()
+        self.best: dict | None = None           # the best weights on the held-out chunks, their epoch, score
+        self.best_epoch: int | None = None
+        self.best_score: tuple[float, float | None] | None = None
+        self.since_best = 0
+
+    def select(self, epoch: int) -> tuple[float, float | None] | None:
+        """Score the held-out chunks now and keep the weights if they are better (:meth:`Selection.better`)
+        than the kept ones; None without a selection."""
+        sel = self.batches.selection
+        if sel is None:
+            return None
+        value = sel.score(self.model)
+        if sel.better(value, self.best_score):
+            self.best = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+            self.best_epoch, self.best_score, self.since_best = epoch, value, 0
+        else:
+            self.since_best += 1
+        return value
+
+    def keep_best(self) -> None:
+        """Put the best weights on the held-out chunks back (nothing without a selection)."""
+        if self.best is not None:
+            self.model.load_state_dict(self.best)
 
     def set_reference(self, reference: float | None) -> None:
         self.reference = reference
@@ -173,8 +279,25 @@ class DynamicsTrainee:
                 f"untrained model's was {self.reference:.3g})",
             )
         self.sched.step(epoch_loss)
-        return EpochOutcome(epoch_loss, {"loss": epoch_loss, "lr": opt.param_groups[0]["lr"]},
-                            steps=batches.per_epoch())
+        logged = {"loss": epoch_loss, "lr": opt.param_groups[0]["lr"]}
+        c = self.config
+        stop = None
+        if c.select_every and (epoch % c.select_every == 0 or epoch == c.epochs):
+            score = self.select(epoch)
+            if score is not None:
+                logged["holdout_mse"] = score[0]
+                if score[1] is not None:
+                    logged["holdout_torque_mse"] = score[1]
+                if c.stop_patience and self.since_best >= c.stop_patience:
+                    stop = (f"stopped early: no better on the held-out chunks since epoch {self.best_epoch}")
+        time_left = None
+        if c.time_budget is not None:
+            time_left = c.time_budget - (time.perf_counter() - self.started)
+            if time_left <= 0 and stop is None and epoch < c.epochs:
+                stop = f"time budget of {c.time_budget:.0f} s spent"
+                if self.batches.selection is not None and epoch % max(c.select_every, 1):
+                    self.select(epoch)   # the last weights get their score too
+        return EpochOutcome(epoch_loss, logged, steps=batches.per_epoch(), stop=stop, time_left=time_left)
 
     def training_state(self) -> dict:
         return training_state(self.model, self.opt, self.sched, {"batches": self.batches.generator})
@@ -228,6 +351,7 @@ def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
     trainee = DynamicsTrainee(model, dataset, config, batches, run)
     if not resume:
         trainee.set_reference(_untrained_loss(model, batches))
+        trainee.select(0)    # the starting weights compete too
     result = train_epochs(
         trainee,
         config.epochs,
@@ -237,7 +361,10 @@ def fit(model: LearnedDynamics, dataset: TrajectoryDataset, config: TrainConfig,
         checkpoint_every=config.checkpoint_every,
         span=progress_span,
     )
-    return TrainResult(model=model, losses=result.losses, seconds=result.seconds, epochs=config.epochs)
+    trainee.keep_best()
+    return TrainResult(model=model, losses=result.losses, seconds=result.seconds, epochs=result.epochs,
+                       best_epoch=trainee.best_epoch,
+                       best_score=trainee.best_score, stopped=result.stopped)
 
 
 def cancelled_message(run: Run) -> str:

@@ -31,6 +31,7 @@ KEPT_FIELDS = ("state", "fraction", "eta", "loss", "losses", "history", "row", "
                "data_hash", "data_source", "message", "train_config")
 MODEL_FILE = "model.json"          # a run folder's final model (engine.training writes it)
 REMOVED_MARK = "removed-from-lab"  # a run folder the user removed from the table: not listed again
+COMPARE_PREFIX = "robot_compare_"  # a robot comparison's folder in the lab's folder (state.py names it)
 
 
 @dataclass
@@ -227,13 +228,25 @@ class RunQueue:
         return out
 
     def saved_models(self) -> list[Path]:
-        """The final models (``<run folder>/model.json``) kept in the lab's folder, oldest first;
-        folders marked removed (:meth:`forget`) are left out."""
+        """The final models (``<run folder>/model.json``) kept in the lab's folder, oldest first,
+        then those of its robot comparisons (``robot_compare_<time>/runs/<model>/model.json``, one
+        per trained model, oldest comparison first); folders marked removed (:meth:`forget`) are
+        left out."""
         if self.model_folder is None or not self.model_folder.is_dir():
             return []
         known = {str(Path(r.run_dir)) for r in self.runs.values() if r.run_dir}
-        return [p for p in sorted(self.model_folder.glob(f"*/{MODEL_FILE}"))
-                if not (p.parent / REMOVED_MARK).exists() and str(p.parent) not in known]
+        found = sorted(self.model_folder.glob(f"*/{MODEL_FILE}")) + sorted(
+            self.model_folder.glob(f"{COMPARE_PREFIX}*/runs/*/{MODEL_FILE}"))
+        return [p for p in found if not (p.parent / REMOVED_MARK).exists() and str(p.parent) not in known]
+
+    @staticmethod
+    def saved_name(path: Path) -> str | None:
+        """The table's name of a saved model found by :meth:`saved_models`: ``"<model> (<comparison
+        folder>)"`` for a robot comparison's, else None (the model's own name)."""
+        parts = Path(path).parts
+        if len(parts) >= 4 and parts[-3] == "runs" and parts[-4].startswith(COMPARE_PREFIX):
+            return f"{parts[-2]} ({parts[-4]})"
+        return None
 
     def keep_folder(self, run: Run) -> Path:
         """A new folder in the lab's folder for ``run``'s model (KeyError without a lab folder)."""
@@ -248,7 +261,10 @@ class RunQueue:
         if self.model_folder is None or not run.run_dir:
             return
         folder = Path(run.run_dir)
-        if folder.parent == self.model_folder and folder.is_dir():
+        inside = folder.parent == self.model_folder or (
+            folder.parent.name == "runs" and folder.parent.parent.parent == self.model_folder
+            and folder.parent.parent.name.startswith(COMPARE_PREFIX))
+        if inside and folder.is_dir():
             try:
                 (folder / REMOVED_MARK).write_text("removed from the Model lab's table\n", encoding="utf-8")
             except OSError:

@@ -481,8 +481,9 @@ class RunsPanel(QWidget):
             raise ValueError(f"{run.name} has no trained model to save")
         return lab_jobs.save_trained(path, run.model, self.queue.meta(run, run.data_source))
 
-    def load_model_file(self, path: str | Path) -> Run:
-        """Add a saved model (``.json`` beside its ``.safetensors``) as a run; evaluates it on the data."""
+    def load_model_file(self, path: str | Path, name: str | None = None) -> Run:
+        """Add a saved model (``.json`` beside its ``.safetensors``) as a run (``name``: the table's,
+        default the model's own or the file's stem); evaluates it on the data."""
         model, meta = lab_jobs.load_trained(path)
         tc_dict = dict(meta.get("train_config") or {})
         try:
@@ -493,7 +494,7 @@ class RunsPanel(QWidget):
             model.name,
             tc,
             dataclasses.replace(ModelSpec(), **{f: getattr(model.spec, f) for f in lab_jobs.SPEC_FIELDS}),
-            name=meta.get("name") or Path(path).stem,
+            name=name or meta.get("name") or Path(path).stem,
         )
         run.model, run.state, run.model_path = model, "loaded", str(path)
         run.data_hash, run.data_source = meta.get("data_hash"), meta.get("data_source")
@@ -512,9 +513,9 @@ class RunsPanel(QWidget):
         problems = []
         for path in self.queue.saved_models():
             try:
-                run = self.load_model_file(path)
+                run = self.load_model_file(path, self.queue.saved_name(path))
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                problems.append(f"{path.parent.name}: {exc}")
+                problems.append(f"{self.queue.saved_name(path) or path.parent.name}: {exc}")
                 continue
             if run.state == "loaded":
                 run.state = "finished"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from app.widgets.events import Events
 from app.workspaces.model_lab import lab_jobs, robot_compare
+from app.workspaces.model_lab.run_queue import COMPARE_PREFIX
 from engine.jobs import ProgressSpan
 from engine.logs import LogMapping, PrepareConfig
 from engine.logs.units import si_unit
@@ -315,7 +316,7 @@ class ModelLabState:
                 raise ValueError("open a hardware log first (Hardware log tab)")
             if not self.robot:
                 raise ValueError("choose the robot whose log this is")
-            folder = Path(self.compare_folder or Path.cwd()) / time.strftime("robot_compare_%Y%m%d_%H%M%S")
+            folder = Path(self.compare_folder or Path.cwd()) / time.strftime(f"{COMPARE_PREFIX}%Y%m%d_%H%M%S")
             first = 1 + max((getattr(r, "index", 0) for r in self._trained), default=0)
             job = robot_compare.robot_compare_job(self.data.source, self.robot, list(models), folder, epochs,
                                                   first_index=first)

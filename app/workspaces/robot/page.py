@@ -352,7 +352,8 @@ class RobotPage(QWidget):
         gen = self.state.generation
         handle = self.ctx.jobs.submit(
             simulate_job(self.robot.model, self.q, np.zeros(self.state.nv), options,
-                         list(self.motion.key_times), list(self.motion.key_poses)),
+                         list(self.motion.key_times), list(self.motion.key_poses),
+                         joint_terms=getattr(self.robot, "joint_terms", None)),
             name="robot simulation",
             on_result=lambda res: self._on_simulated(res, gen),
             on_error=lambda msg, tb: say(f"Simulation failed: {msg}"),

@@ -75,6 +75,7 @@ class LoadedRobot:
         default_factory=dict
     )  # link -> (T in the link frame, extents): equivalent boxes
     standing: np.ndarray | None = None  # (dof,) a floating robot's published standing pose (SRDF), if any
+    joint_terms: object | None = None   # engine.robots.simulate.JointTerms of an actuation file beside it, if any
 
     @property
     def name(self) -> str:
@@ -223,6 +224,7 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
         damping = np.array([float(getattr(by_name.get(n), "damping", 0.0) or 0.0) for n in model.joint_names
                             for _ in range(3 if by_name[n].type == "ball" else 1)])    # per slider (dof,)
         _warm_up_ik(model)
+        terms = actuation_terms(model, path, notes)
         ctx.progress(1.0, f"loaded {model.name}: {model.dof} joints, {geometry.triangles} triangles")
         return LoadedRobot(
             source,
@@ -236,9 +238,30 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
             dict(xacro_args or {}),
             inertia_boxes(model),
             standing_joint_positions(path, model.joint_names) if model.floating else None,
+            terms,
         )
 
     return job
+
+
+def actuation_terms(model, path: str | Path, notes: list[str]):
+    """The :class:`~engine.robots.simulate.JointTerms` of the actuation file beside the robot file
+    (an identified robot's damping, Coulomb friction, armature and offset; see
+    engine/models/robot_source.py), so that its simulation is the identified model; None without
+    one. A malformed file is one line in ``notes`` and the robot file's own terms are used."""
+    from engine.models.robot_source import actuation_path, read_actuation
+    from engine.robots.simulate import JointTerms
+
+    side = actuation_path(path)
+    if not side.is_file():
+        return None
+    try:
+        joints, v_s = read_actuation(side, list(model.joint_names))
+    except ValueError as exc:
+        notes.append(f"not simulated with its actuation file: {exc}")
+        return None
+    notes.append(f"simulated with the joint friction and actuation of {side.name}")
+    return JointTerms.with_actuation(model, joints, v_s)
 
 
 # --------------------------------------------------------------------------- IK
@@ -265,15 +288,17 @@ def dynamics_readouts(model, q: np.ndarray, link: str, serial: int = 0):
 
 # --------------------------------------------------------------------------- motion
 def simulate_job(model, q0: np.ndarray, qd0: np.ndarray, options: SimulationOptions,
-                 keyframe_times: Sequence[float] = (), keyframe_poses: Sequence[np.ndarray] = ()):
+                 keyframe_times: Sequence[float] = (), keyframe_poses: Sequence[np.ndarray] = (),
+                 joint_terms=None):
     """A job running the engine's :func:`~engine.robots.simulate.simulate` (RK4 on ABA, joints
-    clamped at their limits). Bad options raise here, before the job is submitted."""
+    clamped at their limits; ``joint_terms``: the joints' friction and actuation, default the
+    robot file's). Bad options raise here, before the job is submitted."""
     options.validate()
     if options.mode == "pd_keyframes" and len(keyframe_times) == 0:
         raise ValueError("PD to keyframes needs at least one keyframe")
 
     def job(ctx) -> SimulationResult:
         return simulate(model, q0, qd0, options, keyframe_times, keyframe_poses,
-                        progress=ctx.progress, check_cancelled=ctx.check_cancelled)
+                        progress=ctx.progress, check_cancelled=ctx.check_cancelled, joint_terms=joint_terms)
 
     return job

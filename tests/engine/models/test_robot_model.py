@@ -297,3 +297,54 @@ def test_learn_train_cli_trains_and_evaluates_the_robot_model(tmp_path, capsys):
     back, meta = load_model(tmp_path / "m")
     assert isinstance(back, RobotDynamics) and meta["hyperparameters"]["system"] == "pendulum"
     assert next(back.parameters()).dtype == F64
+
+
+# -- checkpoints of the layout before JointFriction ---------------------------------------------
+
+
+def _old_layout_checkpoint(folder, damping, learn=("mass", "com", "inertia", "damping")):
+    """A robot-rk4 checkpoint of the acrobot as the model wrote it before the joint friction module:
+    the damping one softplus scalar per moving link (``robot.learnable.damping_<index>.raw``),
+    no ``friction.*`` tensors (safetensors + JSON, written here by hand)."""
+    from engine.io import save_tensors, write_json
+
+    system = _system("acrobot")
+    spec = ModelSpec.for_system(system, 0.01, robot_learn=learn, robot_perturb=0.0)
+    model = build_model("robot-rk4", spec)
+    state = {k: v for k, v in model.state_dict().items() if not k.startswith("friction.")}
+    for link, d in zip(model.links, damping):
+        state[f"robot.learnable.damping_{model.robot._link_idx(link)}.raw"] = torch.tensor(
+            d + math.log(-math.expm1(-d)), dtype=F64)      # softplus(raw) = d
+    save_tensors(folder / "model.safetensors", state)
+    write_json(folder / "model.json", {"type": "robot-rk4", "hyperparameters": spec.to_dict()})
+    return system
+
+
+def test_an_old_checkpoint_with_learned_damping_loads_with_the_same_dynamics(tmp_path):
+    """Reference: the acrobot's Euler-Lagrange equations with the viscous term,
+    qdd = qdd(u, D = 0) - H(q)^-1 D qd (the damping enters linearly)."""
+    damping = [0.3, 0.05]
+    system = _old_layout_checkpoint(tmp_path, damping)
+    model, meta = load_model(tmp_path)
+    assert meta["type"] == "robot-rk4"
+    vals = model.friction.values()
+    assert vals["damping"] == pytest.approx(damping, rel=1e-9)
+    assert vals["coulomb"] == vals["armature"] == vals["offset"] == [0.0, 0.0]
+    q, qd, u = _states(system)
+    D = torch.tensor(damping, dtype=F64)
+    H = system.mass_matrix(q)
+    want = MechanicalSystem.forward_dynamics(system, q, qd, u) - torch.linalg.solve(H, D * qd)
+    with torch.no_grad():
+        got = model.vector_field(torch.cat([q, qd], -1), u)[:, system.dof:]
+    torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_an_old_checkpoint_that_cannot_be_migrated_is_refused_in_one_line(tmp_path):
+    _old_layout_checkpoint(tmp_path, [0.3, 0.05])
+    meta = json.loads((tmp_path / "model.json").read_text())
+    meta["hyperparameters"]["robot_learn"] = ["mass", "com", "inertia"]     # damping not learned
+    (tmp_path / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError) as err:
+        load_model(tmp_path)
+    text = str(err.value)
+    assert "\n" not in text and "model.json" in text and "damping" in text

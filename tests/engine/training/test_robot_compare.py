@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 pytest.importorskip("mujoco")
@@ -51,6 +52,17 @@ def test_compare_with_a_robot_gives_both_metrics_in_one_table(log, tmp_path, cap
     assert rb["identified"]["joints"]["joint2"]["coulomb"] == pytest.approx(0.30, rel=0.15)
     # the hybrid starts as the identified robot (its residual's last layer at zero) and trains the residual only
     assert rows["hybrid-rk4"]["torque_rmse"] < 1.5 * rb["torque_rmse"]
+    # the Lagrangian models report their learned friction, and their potential is scaled to the log's
+    # torques (the RMS of the effort columns, N m; the training part of the log, so within a few %)
+    for name in ("lnode-rk4", "symo"):
+        assert set(rows[name]["learned_dissipation"]) == {"damping", "coulomb", "offset"}
+        assert all(v > 0 for v in rows[name]["learned_dissipation"]["damping"])
+    effort = np.loadtxt(csv, delimiter=",", skiprows=1)[:, 7:10]
+    spec = json.loads((out / "runs" / "lnode-rk4" / "model.json").read_text())["hyperparameters"]
+    assert spec["potential_scale"] == pytest.approx(float(np.sqrt(np.mean(effort ** 2))), rel=0.1)
+    # L-NODE starts on top of the identified rigid body (the default prior) and keeps its best weights
+    assert spec["lagrangian_prior"] == "robot" and spec["robot"] == rb["saved_urdf"]
+    assert rows["lnode-rk4"]["torque_rmse"] < 1.5 * rb["torque_rmse"]
     # --out keeps the identified robot as URDF + actuation JSON beside it
     assert (out / "runs" / "rigid-body" / "rigid_body.urdf").is_file()
     assert (out / "runs" / "rigid-body" / "rigid_body.actuation.json").is_file()

@@ -116,3 +116,30 @@ def test_parallel_slots_start_the_queue_as_they_open(data, tmp_path):
     assert started == ["train first"] and q.queue == ["run2"] and q.busy
     q.parallel = 2                                     # a second slot: the queued run starts
     assert started == ["train first", "train second"] and q.queue == []
+
+
+def test_a_robot_comparisons_trained_models_are_listed_at_the_next_start(tmp_path):
+    """A comparison writes its models under <lab folder>/robot_compare_<time>/runs/<model> (the engine's
+    run folders); the next session's queue lists them by model and comparison, loads them, and a
+    model removed from the table is not listed again."""
+    from engine.paths import resources_dir
+    from engine.training.compare import LogCompareConfig, compare_on_log
+
+    lab = tmp_path / "models"
+    folder = lab / "robot_compare_20260101_120000"
+    logs = resources_dir() / "logs"
+    rows = compare_on_log(logs / "cartpole.csv", logs / "cartpole.mapping.json", "mlp,node-rk4", epochs=1,
+                          config=LogCompareConfig(hidden=8, horizon=10), runs_dir=folder / "runs")
+    assert [r["model"] for r in rows] == ["mlp", "node-rk4"] and not any(r.get("error") for r in rows)
+    q = RunQueue(lambda *a, **k: None, lab)                     # a new session: nothing in its table
+    found = q.saved_models()
+    assert found == [folder / "runs" / "mlp" / "model.json", folder / "runs" / "node-rk4" / "model.json"]
+    assert [q.saved_name(p) for p in found] == ["mlp (robot_compare_20260101_120000)",
+                                                "node-rk4 (robot_compare_20260101_120000)"]
+    model, meta = lab_jobs.load_trained(found[1])
+    assert model.name == "node-rk4" and meta["metrics"]["model"] == "node-rk4"
+    # removed from the table: marked, not listed again; a run folder of the lab's own is still named as before
+    run = Run(key="r", name="mlp", model_type="mlp", train_config=None, spec=None, run_dir=str(found[0].parent))
+    q.forget(run)
+    assert q.saved_models() == [found[1]]
+    assert q.saved_name(lab / "20260101-120000-mlp" / "model.json") is None
