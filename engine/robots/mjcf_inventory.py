@@ -153,8 +153,9 @@ def not_modelled(m, kept_bodies: set[int] | None = None, skip_equalities: Collec
     friction = sorted({joint_names[int(m.dof_jntid[d])] for d in range(m.nv) if float(m.dof_frictionloss[d]) > 0},
                       key=joint_names.index)
     if friction:
-        lines.append(f"dry joint friction (frictionloss; kept as Joint.friction, not in the dynamics): "
-                     f"{named_list(friction)}")
+        lines.append(f"dry joint friction as MuJoCo's constraint (frictionloss: kept as Joint.friction; "
+                     f"simulation applies it as a smooth Coulomb force Fc tanh(qd / v_s), which creeps where "
+                     f"MuJoCo's sticks; not in forward_dynamics): {named_list(friction)}")
     ball = int(mujoco.mjtJoint.mjJNT_BALL)
     cones = [joint_names[j] for j in range(m.njnt) if m.jnt_limited[j] and int(m.jnt_type[j]) == ball]
     if cones:
