@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+from pathlib import Path
 
 from engine.cli._common import add_device_option, add_group, print_json, run_cli_job
 from engine.io import finite_or_none
@@ -298,7 +299,8 @@ def _run_simulate(args) -> int:
     model = _load(args)
     n = model.dof
     nq, nv = int(getattr(model, "nq", n)), int(getattr(model, "nv", n))
-    base = " (a floating base first: x y z, quaternion x y z w)" if nq != n else ""
+    base = " (a floating base first: x y z, quaternion x y z w)" if model.floating else (
+        " (a ball joint: quaternion x y z w; its velocity: 3 values)" if nq != n else "")
     for flag, values, size in (("--q0", args.q0, nq), ("--qd0", args.qd0, nv), ("--tau", args.tau, nv)):
         if values is not None and len(values) != size:
             raise ValueError(f"{flag} needs {size} values{base} (joints of {model.name}: "
@@ -315,8 +317,16 @@ def _run_simulate(args) -> int:
     keyframes = ([0.0], [np.asarray(args.target, float)]) if args.target is not None else ((), ())
     if args.target is not None and len(args.target) != nq:
         raise ValueError(f"--target needs {nq} values{base}, got {len(args.target)}")
-    result = simulate(model, q0, args.qd0, options, *keyframes)
-    out = {"robot": model.name, "joint_names": model.joint_names, "dt": options.dt, **result.to_dict()}
+    notes: list[str] = []
+    terms = None
+    if args.damping and Path(args.robot).is_file():      # an identified robot: the actuation file beside it
+        from engine.models.robot_source import actuation_terms
+
+        terms = actuation_terms(model, args.robot, notes)
+    result = simulate(model, q0, args.qd0, options, keyframe_times=keyframes[0], keyframe_poses=keyframes[1],
+                      joint_terms=terms)
+    out = {"robot": model.name, "joint_names": model.joint_names, "dt": options.dt, "notes": notes,
+           **result.to_dict()}
     if args.json:
         print_json(out)
         return 0
@@ -324,14 +334,21 @@ def _run_simulate(args) -> int:
         f"{model.name}: {options.mode.replace('_', ' ')}, {result.t[-1]:.3f} s in steps of {options.dt:g} s, "
         f"{len(result.t)} samples"
     )
-    if nq != n:
+    if model.floating:
         print(
             f"  base position {np.round(result.q[0, :3], 6).tolist()} -> {np.round(result.q[-1, :3], 6).tolist()} m"
         )
+    for note in notes:
+        print(f"  {note}")
     print(f"  {'joint':<24}{'q0':>12}{'q(end)':>12}{'qd(end)':>12}")
-    for i, name in enumerate(model.joint_names):
-        qi, vi = nq - n + i, nv - n + i
-        print(f"  {name:<24}{result.q[0, qi]:>12.6f}{result.q[-1, qi]:>12.6f}{result.qd[-1, vi]:>12.6f}")
+    balls = set(getattr(model, "ball_joint_names", ()))
+    for name in model.joint_names:
+        sq, sv = model.joint_coordinates(name)
+        if name in balls:       # a quaternion (x y z w) and an angular velocity: their norms' change
+            print(f"  {name + ' (ball, |w|)':<24}{'':>12}{'':>12}{np.linalg.norm(result.qd[-1, sv]):>12.6f}")
+            continue
+        print(f"  {name:<24}{result.q[0, sq.start]:>12.6f}{result.q[-1, sq.start]:>12.6f}"
+              f"{result.qd[-1, sv.start]:>12.6f}")
     return 0
 
 

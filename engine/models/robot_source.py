@@ -42,7 +42,8 @@ from engine.models.joint_friction import COULOMB_VELOCITY_SCALE, FRICTION_KINDS
 if TYPE_CHECKING:
     from engine.robots.model import RobotModel
 
-__all__ = ["ACTUATION_FORMAT", "RigidBodyStart", "actuation_path", "load_rigid_body", "read_actuation",
+__all__ = ["ACTUATION_FORMAT", "RigidBodyStart", "actuation_path", "actuation_terms", "load_rigid_body",
+           "read_actuation",
            "split_rigid_body", "write_actuation"]
 
 ACTUATION_FORMAT = "lagrange-joint-actuation"
@@ -100,6 +101,25 @@ def read_actuation(path: str | Path, joint_names: list[str]) -> tuple[dict[str, 
                                  f"{'' if kind == 'offset' else ' >= 0'}, got {v!r}")
             out[name][kind] = float(v)
     return out, float(v_s)
+
+
+def actuation_terms(model, robot_file: str | Path, notes: list[str]):
+    """The :class:`~engine.robots.simulate.JointTerms` of the actuation file beside ``robot_file``
+    (an identified robot's damping, Coulomb friction, armature and offset), so that a simulation
+    of it is the identified model; None without one. A malformed file is one line in ``notes``
+    (the robot file's own terms are used then); a file found adds a line naming it."""
+    from engine.robots.simulate import JointTerms
+
+    side = actuation_path(robot_file)
+    if not side.is_file():
+        return None
+    try:
+        joints, v_s = read_actuation(side, list(model.joint_names))
+    except ValueError as exc:
+        notes.append(f"not simulated with its actuation file: {exc}")
+        return None
+    notes.append(f"simulated with the joint friction and actuation of {side.name}")
+    return JointTerms.with_actuation(model, joints, v_s)
 
 
 def write_actuation(path: str | Path, joint_names: list[str], values: dict[str, list[float]],

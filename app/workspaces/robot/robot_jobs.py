@@ -245,23 +245,11 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
 
 
 def actuation_terms(model, path: str | Path, notes: list[str]):
-    """The :class:`~engine.robots.simulate.JointTerms` of the actuation file beside the robot file
-    (an identified robot's damping, Coulomb friction, armature and offset; see
-    engine/models/robot_source.py), so that its simulation is the identified model; None without
-    one. A malformed file is one line in ``notes`` and the robot file's own terms are used."""
-    from engine.models.robot_source import actuation_path, read_actuation
-    from engine.robots.simulate import JointTerms
+    """The joint friction and actuation of the actuation file beside the robot file, or None
+    (:func:`engine.models.robot_source.actuation_terms`)."""
+    from engine.models.robot_source import actuation_terms as terms_beside
 
-    side = actuation_path(path)
-    if not side.is_file():
-        return None
-    try:
-        joints, v_s = read_actuation(side, list(model.joint_names))
-    except ValueError as exc:
-        notes.append(f"not simulated with its actuation file: {exc}")
-        return None
-    notes.append(f"simulated with the joint friction and actuation of {side.name}")
-    return JointTerms.with_actuation(model, joints, v_s)
+    return terms_beside(model, path, notes)
 
 
 # --------------------------------------------------------------------------- IK

@@ -89,3 +89,32 @@ def test_an_actuation_file_is_simulated_as_identified(tmp_path):
                      joint_terms=JointTerms.with_actuation(model, {"hinge": {"damping": 1.0, "coulomb": 0.0,
                                                                             "offset": 0.03}}))
     assert still.q[-1, 0] == pytest.approx(np.arcsin(-0.03 / (M * G * L)), abs=1e-6)
+
+
+def test_robot_simulate_on_the_command_line_uses_the_actuation_file_beside_the_robot(tmp_path, capsys):
+    """`robot simulate FILE` simulates an identified robot as identified: with an actuation file
+    beside it the swing loses energy (and the JSON names the file); --no-damping leaves it out."""
+    import json
+
+    from engine.cli import main
+    from engine.models.robot_source import write_actuation
+
+    path = tmp_path / "rigid_body.urdf"
+    path.write_text("""<robot name="pendulum"><link name="base"/>
+      <link name="rod"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
+        <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <joint name="hinge" type="continuous"><parent link="base"/><child link="rod"/><axis xyz="0 1 0"/></joint>
+    </robot>""")
+
+    def swing(*flags):
+        assert main(["robot", "simulate", str(path), "--q0", "0.5", "--duration", "1.0", "--json", *flags]) == 0
+        out = json.loads(capsys.readouterr().out)
+        return min(row[0] for row in out["q"]), out["notes"]
+
+    plain, notes = swing()
+    assert notes == []
+    write_actuation(tmp_path / "rigid_body.actuation.json", ["hinge"],
+                    {"damping": [0.4], "coulomb": [0.1], "armature": [0.0], "offset": [0.0]}, 0.03)
+    identified, notes = swing()
+    assert identified > plain + 0.05 and "rigid_body.actuation.json" in notes[0]
+    assert swing("--no-damping") == (plain, [])
