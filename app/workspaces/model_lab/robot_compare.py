@@ -97,12 +97,14 @@ def table_row(row: dict) -> dict:
 
 
 def robot_compare_job(source: dict, robot: str, models, folder: str | Path, epochs: int | None = None,
-                      first_index: int = 0):
+                      first_index: int = 0, lagrangian_prior: str | None = None):
     """A job ``job(ctx) -> RobotComparison`` comparing ``models`` on the log ``source`` describes
     (the Model lab's ``{"kind": "log", "path", "mapping", "prepare", "compare"}``) with ``robot``
     (a library name or a URDF, xacro or MJCF path). Each model's run folder and the identified
-    robot go under ``folder``. Bad input (joints that do not match, no torques) fails before any
-    training, with the engine's plain message."""
+    robot go under ``folder``. ``lagrangian_prior``: ``"robot"`` (the Lagrangian models as residuals
+    on the identified rigid body) or ``"none"`` (from scratch); None: the log's compare settings.
+    Bad input (joints that do not match, no torques) fails before any training, with the engine's
+    plain message."""
     if source.get("kind") != "log":
         raise ValueError("a robot comparison needs a hardware log: open one in the Hardware log tab")
     if not robot:
@@ -112,7 +114,8 @@ def robot_compare_job(source: dict, robot: str, models, folder: str | Path, epoc
         raise ValueError("choose at least one model to compare")
     mapping = LogMapping.from_dict(source["mapping"])
     prepare = PrepareConfig.from_dict(source["prepare"])
-    config = LogCompareConfig(**source.get("compare", {}))
+    config = LogCompareConfig(**{**source.get("compare", {}),
+                                 **({"lagrangian_prior": lagrangian_prior} if lagrangian_prior else {})})
     folder = Path(folder)
 
     def identify(prepared, model, kinds, ctx):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -80,6 +81,12 @@ class RobotComparePanel(QWidget):
         self.epochs.setToolTip("Training epochs of the learned models (the robot file and the identified "
                                "rigid body train nothing)")
         form.addRow("Epochs", self.epochs)
+        self.prior = QCheckBox("Lagrangian models on the identified robot", objectName="comparePrior")
+        self.prior.setChecked(LogCompareConfig().lagrangian_prior == "robot")
+        self.prior.setToolTip("L-NODE, SyMo and E2E-SyMo learn their mass matrix, potential and friction as "
+                              "residuals on the rigid body identified from this log (they start as it); "
+                              "unchecked: the papers' models, learned from scratch")
+        form.addRow("Prior", self.prior)
         layout.addLayout(form)
         self.run_row = RunRow("Compare on robot", progress=True)
         self.run_row.run_button.setObjectName("compareOnRobot")
@@ -143,7 +150,8 @@ class RobotComparePanel(QWidget):
             item.setCheckState(Qt.CheckState.Checked if item.text() in names else Qt.CheckState.Unchecked)
 
     def run(self) -> bool:
-        return self.state.compare_on_robot(self.checked_models(), self.epochs.value())
+        return self.state.compare_on_robot(self.checked_models(), self.epochs.value(),
+                                           "robot" if self.prior.isChecked() else "none")
 
     def _progress(self, fraction, message: str) -> None:
         show_fraction(self.run_row.progress, fraction, message or "working")

@@ -306,9 +306,11 @@ class ModelLabState:
     def comparing(self) -> bool:
         return self.compare_handle is not None
 
-    def compare_on_robot(self, models, epochs: int | None = None) -> bool:
-        """Compare ``models`` on the log with :attr:`robot` in one job (progress, cancel). Bad input
-        is one plain ``error`` event before any work; returns whether the job started."""
+    def compare_on_robot(self, models, epochs: int | None = None, lagrangian_prior: str | None = None) -> bool:
+        """Compare ``models`` on the log with :attr:`robot` in one job (progress, cancel);
+        ``lagrangian_prior``: "robot" or "none" (LogCompareConfig.lagrangian_prior; None: its
+        default). Bad input is one plain ``error`` event before any work; returns whether the job
+        started."""
         if self.comparing:
             return False
         try:
@@ -319,7 +321,7 @@ class ModelLabState:
             folder = Path(self.compare_folder or Path.cwd()) / time.strftime(f"{COMPARE_PREFIX}%Y%m%d_%H%M%S")
             first = 1 + max((getattr(r, "index", 0) for r in self._trained), default=0)
             job = robot_compare.robot_compare_job(self.data.source, self.robot, list(models), folder, epochs,
-                                                  first_index=first)
+                                                  first_index=first, lagrangian_prior=lagrangian_prior)
         except ValueError as exc:
             self.events.error.emit("Compare on the robot", str(exc))
             return False

@@ -224,3 +224,25 @@ def test_the_robot_shown_in_the_robot_workspace_is_the_default():
     state.set_robot(str(mujoco_arm.URDF))      # the user's choice wins over a later shown robot
     state.set_shown_robot("iiwa")
     assert state.robot == str(mujoco_arm.URDF) and state.default_robot() == "iiwa"
+
+
+def test_the_lagrangian_prior_switch_reaches_the_comparison(log_data, tmp_path, monkeypatch):
+    """The panel's "Lagrangian models on the identified robot" box: unchecked, the comparison's
+    config asks for the papers' models from scratch; by default the prior."""
+    from app.workspaces.model_lab import robot_compare
+    from engine.jobs import NullJobContext
+
+    class Seen(Exception):
+        pass
+
+    def fake_compare(*args, config=None, **kwargs):
+        raise Seen(config.lagrangian_prior)
+
+    monkeypatch.setattr(robot_compare.lc, "compare_on_log", fake_compare)
+    _, source, _ = log_data
+    for prior, expected in ((None, "robot"), ("none", "none"), ("robot", "robot")):
+        job = robot_compare.robot_compare_job(source, str(mujoco_arm.URDF), ["lnode-rk4"], tmp_path / str(prior), 1,
+                                              lagrangian_prior=prior)
+        with pytest.raises(Seen) as seen:
+            job(NullJobContext())
+        assert str(seen.value) == expected
