@@ -22,6 +22,7 @@ import torch
 import engine.robots.model as model_module
 from engine.robots import RobotModel
 from engine.robots.backends import torch_only
+from tests.engine.robots.mjcf_scene import full_mass_matrix
 
 HERE = Path(__file__).parent / "mjcf"
 CHAIN = HERE / "ball_chain.xml"
@@ -30,15 +31,6 @@ FLOATING = HERE / "ball_floating.xml"
 
 def t(x):
     return torch.as_tensor(np.asarray(x), dtype=torch.float64)
-
-
-def _full_m(mm, md):
-    M = np.zeros((mm.nv, mm.nv))
-    try:
-        mujoco.mj_fullM(mm, md, M)          # MuJoCo >= 4
-    except TypeError:
-        mujoco.mj_fullM(mm, M, md.qM)       # MuJoCo 3
-    return M
 
 
 def _to_mujoco_qpos(model, mm, q):
@@ -106,7 +98,7 @@ def test_fixed_base_exact_against_mujoco(path):
             P = poses[model.link_names.index(mm.body(b).name)]
             np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
             np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
-        M = _full_m(mm, md)
+        M = full_mass_matrix(mm, md)
         np.testing.assert_allclose(model.mass_matrix(t(q)).numpy(), M, atol=1e-12)
         np.testing.assert_allclose(model.bias_forces(t(q), t(v)).numpy(), md.qfrc_bias, atol=1e-12)
         for method in ("articulated", "composite"):
@@ -148,7 +140,7 @@ def test_floating_base_exact_against_mujoco_and_pinocchio(path):
         T[:3, :3] = R
         md.qpos[:], md.qvel[:] = _to_mujoco_qpos(model, mm, q), T @ v
         mujoco.mj_forward(mm, md)
-        M_mj = _full_m(mm, md)
+        M_mj = full_mass_matrix(mm, md)
         np.testing.assert_allclose(M, T.T @ M_mj @ T, atol=1e-12)
         Tdot_v = np.zeros(model.nv)
         Tdot_v[:3] = R @ np.cross(v[3:6], v[:3])
