@@ -266,8 +266,10 @@ def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
         f"{label}",
         "",
         "Produced by `python -m experiments.menagerie FOLDER` (see its docstring for the protocol). Files with "
-        "several kinematic trees (a robot and free objects) are loaded tree by tree (`load_mjcf_trees`; "
-        "`load_mjcf` without `tree=` loads the largest, naming the others); joints coupled by a linear "
+        "several kinematic trees (a robot and free objects) are compared tree by tree (`load_mjcf_trees`; "
+        "`load_mjcf` without `tree=` loads a robot fixed to the world with its free objects beside it, each "
+        "as three world slides and a ball joint, unless the robot has coupled joints or floats: then the "
+        "largest tree, naming the others); joints coupled by a linear "
         "`<equality joint>` are mimic joints, compared as `P^T M P`, `P^T h`.",
         "",
         f"- files with a `<mujoco>` root: {s['files']}; status: "
