@@ -58,7 +58,8 @@ from engine.robots.mjcf_error import MJCFError
 from engine.robots.mjcf_inventory import not_modelled
 from engine.robots.mjcf_trees import choose_tree, free_objects, mujoco_trees, other_trees_line
 
-__all__ = ["MJCFError", "compile_mjcf", "load_mjcf", "load_mjcf_trees", "mujoco_gravity", "mujoco_joint_names"]
+__all__ = ["MJCFError", "compile_mjcf", "list_mjcf_trees", "load_mjcf", "load_mjcf_trees", "mujoco_gravity",
+           "mujoco_joint_names"]
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +260,15 @@ def load_mjcf(path: str | Path, tree: str | None = None, mimic: str = "coupled")
     ``<equality joint>`` couplings onto mimic joints (:mod:`engine.robots.mjcf_couplings`),
     ``"independent"`` leaves them out (listed as not modelled), ``"error"`` refuses them."""
     return describe_mujoco_model(compile_mjcf(path), path, tree=tree, mimic=mimic)
+
+
+def list_mjcf_trees(path: str | Path) -> list[tuple[str, str]]:
+    """The kinematic trees of an MJCF file, largest first, as ``(name, summary)`` (a summary:
+    ``"'box' (free body, 7 DoF, 1.1 kg)"``), for a user choosing one (``load_mjcf(path, tree=name)``)."""
+    path = Path(path)
+    m = compile_mjcf(path)
+    names = _body_names(m, path)
+    return [(t.name, t.summary()) for t in mujoco_trees(m, names, _free_bodies(m, names, path))]
 
 
 def load_mjcf_trees(path: str | Path, mimic: str = "coupled") -> dict[str, RobotDescription]:

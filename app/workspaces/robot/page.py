@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QMenu, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from app.viewer.scene import RobotView
 from app.widgets.file_dialogs import example_folder, open_file_name
@@ -118,6 +118,11 @@ class RobotPage(QWidget):
         self.overlay_buttons = bar.overlay_buttons
         self.picker.activated.connect(self._on_picked)
         self.open_button.clicked.connect(self._open_dialog)
+        self.tree_menu = QMenu("Kinematic Tree", self)           # an MJCF scene's trees (Workspace menu)
+        self.tree_menu.setToolTipsVisible(True)
+        self.tree_group = QActionGroup(self)
+        self.tree_group.triggered.connect(lambda action: self.load_tree(action.data()))
+        self.tree_menu.menuAction().setEnabled(False)
         self.log_button.clicked.connect(lambda: self.replay.open_log())
         for key, button in self.overlay_buttons.items():
             button.toggled.connect(lambda on, key=key: self.view.set_overlay(key, on))
@@ -214,6 +219,32 @@ class RobotPage(QWidget):
         if data:
             self.load_robot(str(data))
 
+    def _show_trees(self, trees, tree: str | None) -> None:
+        """Workspace > Kinematic Tree lists an MJCF file's trees (``((name, summary), ...)``;
+        disabled for one): the loader's choice first (data None), then each tree, ``tree`` checked."""
+        self.tree_menu.clear()
+        for action in self.tree_group.actions():
+            self.tree_group.removeAction(action)
+        if len(trees) > 1:
+            entries = [("Robot and Objects", None,
+                        "the robot and the free objects it can keep beside it (else the largest tree)")]
+            entries += [(f"Tree {name}", name, summary) for name, summary in trees]
+            for text, data, tip in entries:
+                action = self.tree_menu.addAction(text)
+                action.setData(data)
+                action.setToolTip(tip)
+                action.setCheckable(True)
+                action.setChecked(data == tree)
+                self.tree_group.addAction(action)
+        self.tree_menu.menuAction().setEnabled(len(trees) > 1)
+
+    def load_tree(self, tree: str | None):
+        """Load another kinematic tree of the MJCF file shown (None: the loader's choice); the
+        tree picker's action."""
+        if self.robot is None:
+            return None
+        return self.loader.load(self.robot.source, why="recent", tree=tree)
+
     def load_robot(self, name_or_path: str, xacro_args: dict | None = None, xacro_allowed: bool = False,
                    why: str = "recent"):
         """Load a library robot or a URDF, xacro or MJCF file as a job; returns its JobHandle (None
@@ -241,6 +272,7 @@ class RobotPage(QWidget):
         self.view.fit_to_robot()
         self.ctx.settings.setValue(LAST_KEY, loaded.source)
         self.tool_row.remember(loaded, self.ctx.settings, self.ctx.add_recent_file)
+        self._show_trees(loaded.trees, loaded.tree)
         warnings = loaded.geometry.warnings
         warn = f" ({len(warnings)} mesh warnings, see the log)" if warnings else ""
         if loaded.notes:
@@ -435,7 +467,7 @@ class RobotPage(QWidget):
         fit.triggered.connect(self.view.fit_to_robot)
         reset = QAction("Reset view", self)
         reset.triggered.connect(self.view.reset_camera)
-        return [self.undo_action, self.redo_action, fit, reset, shot]
+        return [self.undo_action, self.redo_action, fit, reset, self.tree_menu.menuAction(), shot]
 
     def session_state(self) -> dict:
         return robot_session_state(self)

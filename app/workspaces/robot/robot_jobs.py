@@ -76,6 +76,8 @@ class LoadedRobot:
     )  # link -> (T in the link frame, extents): equivalent boxes
     standing: np.ndarray | None = None  # (dof,) a floating robot's published standing pose (SRDF), if any
     joint_terms: object | None = None   # engine.robots.simulate.JointTerms of an actuation file beside it, if any
+    tree: str | None = None             # the kinematic tree asked for (MJCF), None: the loader's choice
+    trees: tuple = ()                   # an MJCF file's trees when it has several: ((name, summary), ...)
 
     @property
     def name(self) -> str:
@@ -91,7 +93,7 @@ def slider_limits(model) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _load_model(path: Path, xacro_args=None, options=None):
+def _load_model(path: Path, xacro_args=None, options=None, tree: str | None = None):
     """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader;
     a viewer is lenient where the engine offers it and the physics allows: inconsistent but
     possible inertials (strict=False; a negative mass or a non-finite inertia never) and mimic
@@ -104,6 +106,8 @@ def _load_model(path: Path, xacro_args=None, options=None):
     kwargs: dict = dict(options or {})  # a library entry's own options (floating_base...); mimic coupled
     if xacro_args:
         kwargs["xacro_args"] = dict(xacro_args)
+    if tree:
+        kwargs["tree"] = tree
     notes: list[str] = []
     for _ in range(3):
         try:
@@ -177,9 +181,11 @@ def xacro_file_of(source: str) -> Path | None:
 
 
 def load_robot_job(source: str, geometry_options: GeometryOptions | None = None, xacro_args=None,
-                   xacro_allowed: bool = False):
+                   xacro_allowed: bool = False, tree: str | None = None):
     """A job (``job(ctx) -> LoadedRobot``) that resolves, validates and loads a robot (a library
-    name, or a URDF, xacro or MJCF file; ``xacro_args``: {name: value} for a xacro file).
+    name, or a URDF, xacro or MJCF file; ``xacro_args``: {name: value} for a xacro file; ``tree``:
+    which kinematic tree of an MJCF file with several, None: the loader's choice, the robot and
+    the free objects beside it where it can).
 
     A xacro file is a program: it is expanded (in the engine's sandbox) only with
     ``xacro_allowed=True``, which the caller passes when the user opened the file or said yes;
@@ -203,7 +209,13 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
         ctx.progress(0.05, f"parsing {path.name}")
         entry = robot_entry(source)
         with xacro_cancellation(ctx.check_cancelled):       # a cancelled load ends the xacro child at once
-            model, notes = _load_model(path, xacro_args, entry.options if entry is not None else None)
+            model, notes = _load_model(path, xacro_args, entry.options if entry is not None else None, tree)
+        trees: tuple = ()
+        if file_format(path) == "mjcf":
+            from engine.robots.mjcf import list_mjcf_trees
+
+            listed = list_mjcf_trees(path)
+            trees = tuple(listed) if len(listed) > 1 else ()
         ctx.check_cancelled()
 
         def progress(fraction, message):
@@ -239,6 +251,8 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
             inertia_boxes(model),
             standing_joint_positions(path, model.joint_names) if model.floating else None,
             terms,
+            tree,
+            trees,
         )
 
     return job

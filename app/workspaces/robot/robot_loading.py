@@ -32,11 +32,12 @@ class RobotLoader(QObject):
         self.handle = None
 
     def load(self, name_or_path: str, xacro_args: dict | None = None, xacro_allowed: bool = False,
-             why: str = "recent"):
+             why: str = "recent", tree: str | None = None):
         """Load a library robot or a robot file as a job; returns its JobHandle (None when the
         user declined to expand a xacro file: without ``xacro_allowed``, the user did not open
-        it, so ``confirm_xacro`` asks first; ``why``: "session" or "recent"). On failure the error
-        is shown (ctx.show_error, quoting the engine) and the robot already shown stays."""
+        it, so ``confirm_xacro`` asks first; ``why``: "session" or "recent"; ``tree``: which
+        kinematic tree of an MJCF file). On failure the error is shown (ctx.show_error, quoting the
+        engine) and the robot already shown stays."""
         xacro_path = None if xacro_allowed else xacro_file_of(str(name_or_path))
         if xacro_path is not None and not self._confirm(str(xacro_path), why):
             self._say(f"Did not expand {xacro_path.name} (a xacro file)")
@@ -52,7 +53,7 @@ class RobotLoader(QObject):
         self.row.select(str(name_or_path))
         self._say(f"Loading {name_or_path}…")
         handle = self.ctx.jobs.submit(
-            load_robot_job(name_or_path, xacro_args=xacro_args, xacro_allowed=xacro_allowed),
+            load_robot_job(name_or_path, xacro_args=xacro_args, xacro_allowed=xacro_allowed, tree=tree),
             name=f"load robot {name_or_path}", on_result=self.loaded.emit,
             on_error=lambda msg, tb, src=name_or_path: self._on_failed(src, msg),
             on_progress=self._on_progress)
