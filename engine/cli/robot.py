@@ -135,6 +135,7 @@ def robot_info(name_or_path, xacro_args=None, tree: str | None = None) -> dict:
         "gravcomp": {l.name: l.gravcomp for l in desc.links if l.gravcomp},
         "constraints": [constraint_summary(c) for c in desc.constraints],
         "not_modelled": list(desc.not_modelled),
+        "trees": [{"name": name, "summary": summary} for name, summary in desc.trees],
     }
 
 

@@ -210,6 +210,9 @@ class RobotDescription:
     # :mod:`engine.robots.constraints`; forward dynamics and simulation honour them
     # (:mod:`engine.robots.constrained_dynamics`)
     constraints: tuple[Constraint, ...] = ()
+    # the kinematic trees of the file when it has several (MJCF: a robot and free objects), largest
+    # first, as (name, summary); a user picks one with load_mjcf(path, tree=name)
+    trees: tuple[tuple[str, str], ...] = ()
 
     # name -> object indices, built on first use (a frozen dataclass still has a __dict__, and
     # cached_property writes there, not through __setattr__; not fields: eq, hash, replace ignore them)

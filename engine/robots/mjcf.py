@@ -58,8 +58,7 @@ from engine.robots.mjcf_error import MJCFError
 from engine.robots.mjcf_inventory import not_modelled
 from engine.robots.mjcf_trees import choose_tree, free_objects, mujoco_trees, other_trees_line
 
-__all__ = ["MJCFError", "compile_mjcf", "list_mjcf_trees", "load_mjcf", "load_mjcf_trees", "mujoco_gravity",
-           "mujoco_joint_names"]
+__all__ = ["MJCFError", "compile_mjcf", "load_mjcf", "load_mjcf_trees", "mujoco_gravity", "mujoco_joint_names"]
 
 log = logging.getLogger(__name__)
 
@@ -262,15 +261,6 @@ def load_mjcf(path: str | Path, tree: str | None = None, mimic: str = "coupled")
     return describe_mujoco_model(compile_mjcf(path), path, tree=tree, mimic=mimic)
 
 
-def list_mjcf_trees(path: str | Path) -> list[tuple[str, str]]:
-    """The kinematic trees of an MJCF file, largest first, as ``(name, summary)`` (a summary:
-    ``"'box' (free body, 7 DoF, 1.1 kg)"``), for a user choosing one (``load_mjcf(path, tree=name)``)."""
-    path = Path(path)
-    m = compile_mjcf(path)
-    names = _body_names(m, path)
-    return [(t.name, t.summary()) for t in mujoco_trees(m, names, _free_bodies(m, names, path))]
-
-
 def load_mjcf_trees(path: str | Path, mimic: str = "coupled") -> dict[str, RobotDescription]:
     """Every kinematic tree of an MJCF file, each as its own description, largest first
     (``{tree name: description}``; see :mod:`engine.robots.mjcf_trees`)."""
@@ -459,7 +449,8 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
         log.warning("%s: not modelled: %s", path, "; ".join(missing))
     desc = RobotDescription(name=_model_name(m, path), links=tuple(links), joints=tuple(joints),
                             root=names[root_body], source=str(path), floating_base=floating,
-                            gravity=mujoco_gravity(m), not_modelled=missing, constraints=constraints)
+                            gravity=mujoco_gravity(m), not_modelled=missing, constraints=constraints,
+                            trees=tuple((t.name, t.summary()) for t in trees) if len(trees) > 1 else ())
     bad = massless_moving_subtrees(desc, limit=1)
     if bad:
         joint, moved = bad[0]

@@ -210,12 +210,7 @@ def load_robot_job(source: str, geometry_options: GeometryOptions | None = None,
         entry = robot_entry(source)
         with xacro_cancellation(ctx.check_cancelled):       # a cancelled load ends the xacro child at once
             model, notes = _load_model(path, xacro_args, entry.options if entry is not None else None, tree)
-        trees: tuple = ()
-        if file_format(path) == "mjcf":
-            from engine.robots.mjcf import list_mjcf_trees
-
-            listed = list_mjcf_trees(path)
-            trees = tuple(listed) if len(listed) > 1 else ()
+        trees = tuple(model.description.trees)        # an MJCF scene's trees, read at its load
         ctx.check_cancelled()
 
         def progress(fraction, message):

@@ -189,6 +189,7 @@ def test_what_is_not_modelled_is_named_once_carried_and_listed(tmp_path, caplog,
     default = json.loads(capsys.readouterr().out)
     assert default["root"] == "world" and default["dof"] == 16
     assert not any(line.startswith("other kinematic trees") for line in default["not_modelled"])
+    assert [t["name"] for t in default["trees"]] == ["world", "box", "ball"]      # what --tree can pick
     assert main(["robot", "info", str(path), "--tree", "cube"]) != 0
     err = capsys.readouterr().err
     assert "no tree named 'cube'" in err and "Traceback" not in err
