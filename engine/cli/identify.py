@@ -80,6 +80,8 @@ def _log(args) -> int:
         "torque_rmse_validation": out["torque_rmse_validation"],
         "torque_rmse_validation_per_joint": out["torque_rmse_validation_per_joint"],
         "torque_rmse_train": out["torque_rmse_train"],
+        "torque_rmse_validation_sliding": out["torque_rmse_validation_sliding"],
+        "torque_rmse_validation_sliding_per_joint": out["torque_rmse_validation_sliding_per_joint"],
         "noise_level": out["noise_level"],
         "noise_level_per_joint": out["noise_level_per_joint"],
         "unidentifiable": out["unidentifiable"],
@@ -109,9 +111,12 @@ def _log(args) -> int:
         fmt = (lambda v: f"{v:12.5g}") if isinstance(p["nominal"], float) else (lambda v: f"{'(vector)':>12}")
         print(f"{p['joint'] or p['link']:<22}{p['kind']:<9}{fmt(p['nominal'])}{fmt(p['identified'])}  "
               f"{'yes' if p['identifiable'] else 'no: ' + p['reason']}")
-    print(f"torque RMSE on the validation part (N m), noise level {summary['noise_level']:.4g}:")
+    print(f"torque RMSE on the validation part (N m), noise level {summary['noise_level']:.4g}; every sample, "
+          "and the sliding ones (|qd| >= 0.1 rad/s: a dry friction's torque near rest is not a function of "
+          "the motion):")
     for key, v in summary["torque_rmse_validation"].items():
-        print(f"  {key:<9}{'-' if v is None else f'{v:.4g}'}")
+        sl = summary["torque_rmse_validation_sliding"].get(key)
+        print(f"  {key:<9}{'-' if v is None else f'{v:.4g}':>10}{'-' if sl is None else f'{sl:.4g}':>10}")
     return 0
 
 

@@ -151,9 +151,12 @@ def _add_compare(sub) -> None:
              "residual on top of the rigid body identified from the log (each starts as that robot and learns "
              "its own terms); 'none': the papers' models, from scratch")
     p.add_argument(
-        "--out",
+        "--out", "--save",
+        dest="out",
         default=None,
-        help="folder for compare.csv + compare.json, and runs/<model> (each model's run folder)",
+        help="folder for compare.csv + compare.json, and runs/<model> (each model's run folder; with --robot "
+             "the identified rigid body also as rigid_body.urdf + rigid_body.actuation.json); --save is the "
+             "same option",
     )
     add_device_option(p)
     p.add_argument("--json", action="store_true")
@@ -217,12 +220,15 @@ def _print_robot_rows(rows) -> None:
               f"{rows[0].get('noise_level', float('nan')):.4g} N m")
         for note in rows[0].get("notes") or []:
             print(note)
-    print(f"{'model':<14}{'torque N m':>11}{'integ. MSE':>11}{'q@0.1s':>10}{'q@0.5s':>10}{'q@1s':>10}"
+        print("torque: RMSE over every validation sample; sliding: over the samples where the joint moves "
+              ">= 0.1 rad/s (a dry friction's torque near rest is not a function of the motion)")
+    print(f"{'model':<14}{'torque N m':>11}{'sliding':>9}{'integ. MSE':>11}{'q@0.1s':>10}{'q@0.5s':>10}{'q@1s':>10}"
           f"{'seconds':>9}  note")
     for r in rows:
         roll = r.get("rollout_rmse") or {}
         note = r.get("error") or r.get("torque_note") or ""
-        print(f"{r['model']:<14}{num(r.get('torque_rmse'), 11)}{num(r.get('integration_mse'), 11)}"
+        print(f"{r['model']:<14}{num(r.get('torque_rmse'), 11)}{num(r.get('torque_rmse_sliding'), 9)}"
+              f"{num(r.get('integration_mse'), 11)}"
               f"{num(roll.get('0.1'))}{num(roll.get('0.5'))}{num(roll.get('1'))}{num(r.get('seconds'), 9)}  {note}")
 
 

@@ -68,7 +68,7 @@ from engine.identification.synthetic import (
     regressor,
 )
 from engine.jobs import JobContext, NullJobContext
-from engine.logs.torques import robot_prepare_config, torque_noise_level, torque_scale_warning
+from engine.logs.torques import robot_prepare_config, sliding_rmse, torque_noise_level, torque_scale_warning
 from engine.models.joint_friction import COULOMB_VELOCITY_SCALE, JointFriction
 from engine.models.nets import MLP
 from engine.models.robot_source import split_rigid_body
@@ -203,7 +203,9 @@ class LogIdentificationResult(ParameterLookup):
     parameters: one entry per learned parameter. unidentifiable: ``{"link/kind": reason}``.
     torque_rmse_validation / torque_rmse_train: ``{"learned", "nominal", "blackbox"}`` RMSE
     over all joints (N m; blackbox None when not trained); the ``*_per_joint`` forms give
-    ``(dof,)`` lists. noise_level: the estimated torque noise, RMS over joints (N m), and
+    ``(dof,)`` lists. torque_rmse_validation_sliding: the same over the sliding validation samples
+    (joint i's where ``|qd_i| >= 0.1``: :func:`engine.logs.torques.sliding_rmse`). noise_level: the
+    estimated torque noise, RMS over joints (N m), and
     per joint. loss_history: the weighted loss per L-BFGS step. samples_train /
     samples_validation: sample counts. seconds: wall time. base_parameters (closed form): the base
     parameters, ``{"expression", "value", "std", "parameters"}`` (see
@@ -219,6 +221,8 @@ class LogIdentificationResult(ParameterLookup):
     torque_rmse_validation: dict[str, float | None]
     torque_rmse_validation_per_joint: dict[str, list[float] | None]
     torque_rmse_train: dict[str, float | None]
+    torque_rmse_validation_sliding: dict[str, float | None]
+    torque_rmse_validation_sliding_per_joint: dict[str, list[float] | None]
     noise_level: float
     noise_level_per_joint: list[float]
     loss_history: list[float]
@@ -557,12 +561,16 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
     rmse_val: dict[str, float | None] = {}
     rmse_val_joint: dict[str, list[float] | None] = {}
     rmse_tr: dict[str, float | None] = {}
+    sliding: dict[str, float | None] = {}
+    sliding_joint: dict[str, list[float] | None] = {}
     for key in ("learned", "nominal", "blackbox"):
         if key in preds_val:
             rmse_val[key], rmse_val_joint[key] = _rmse(preds_val[key], tau[va])
             rmse_tr[key] = _rmse(preds_tr[key], tau_tr)[0]
+            sliding[key], sliding_joint[key] = sliding_rmse((preds_val[key] - tau[va]).cpu().numpy(),
+                                                            qd[va].cpu().numpy())
         else:
-            rmse_val[key] = rmse_val_joint[key] = rmse_tr[key] = None
+            rmse_val[key] = rmse_val_joint[key] = rmse_tr[key] = sliding[key] = sliding_joint[key] = None
 
     reports = []
     for l in links:
@@ -597,6 +605,8 @@ def identify_from_log(prepared, model, config: LogIdentificationConfig = LogIden
         torque_rmse_validation=rmse_val,
         torque_rmse_validation_per_joint=rmse_val_joint,
         torque_rmse_train=rmse_tr,
+        torque_rmse_validation_sliding=sliding,
+        torque_rmse_validation_sliding_per_joint=sliding_joint,
         noise_level=float(np.sqrt(np.mean(noise**2))),
         noise_level_per_joint=[float(v) for v in noise],
         loss_history=history,

@@ -10,7 +10,7 @@ import numpy as np
 
 from engine.logs.prepare import PrepareConfig
 
-__all__ = ["robot_prepare_config", "torque_noise_level", "torque_scale_warning"]
+__all__ = ["SLIDING_SPEED", "robot_prepare_config", "sliding_rmse", "torque_noise_level", "torque_scale_warning"]
 
 
 def robot_prepare_config(**overrides):
@@ -59,3 +59,19 @@ def torque_scale_warning(logged: np.ndarray, modelled: np.ndarray, joint_names: 
     return (f"the logged torques are {overall:.3g} times the robot model's for the same motion (per joint: "
             f"{', '.join(off) or 'all within range'}); check the torque units (N m, not mN m) and whether they "
             "are motor-side (before the gear)")
+
+
+SLIDING_SPEED = 0.1   # rad/s (m/s): below it a joint's dry friction may stick
+
+
+def sliding_rmse(residuals: np.ndarray, qd: np.ndarray, speed: float = SLIDING_SPEED) -> tuple[float, list[float]]:
+    """``(rmse, per joint)`` of torque ``residuals`` (N, n; N m) over the sliding samples: joint i's
+    where ``|qd_i| >= speed`` (rad/s), NaN for a joint that never slides. Near rest a dry friction
+    sticks: any torque inside its band gives the same (zero) motion, so there the torque is not a
+    function of the motion and no inverse-dynamics model, the true one included, predicts it."""
+    slides = np.abs(np.asarray(qd)) >= speed
+    e2 = np.where(slides, np.asarray(residuals, dtype=np.float64) ** 2, 0.0)
+    counts = slides.sum(0)
+    per_joint = [float(np.sqrt(e2[:, i].sum() / c)) if c else float("nan") for i, c in enumerate(counts)]
+    total = float(np.sqrt(e2.sum() / counts.sum())) if counts.sum() else float("nan")
+    return total, per_joint

@@ -29,12 +29,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.logs.torques import sliding_rmse
 from engine.training.evaluation import evaluate_model, metrics_row
-from engine.training.torque_metrics import torque_rmse
+from engine.training.torque_metrics import torque_residuals
 
 if TYPE_CHECKING:
     from engine.logs import LogMapping
@@ -139,12 +140,15 @@ def torque_scale_check(setup: RobotSetup, samples: dict) -> str | None:
 
 
 def torque_columns(model, samples: dict) -> dict:
-    """The torque entries of a compare row for ``model`` (see :func:`torque_rmse`)."""
-    rmse, per_joint, reason = torque_rmse(model, samples["q"], samples["qd"], samples["qdd"], samples["tau"])
-    row: dict[str, Any] = {"torque_rmse": rmse, "torque_rmse_per_joint": per_joint}
-    if reason:
-        row["torque_note"] = reason
-    return row
+    """The torque entries of a compare row for ``model``: the RMSE over every validation sample and
+    over the sliding ones (:mod:`engine.training.torque_metrics`), each overall and per joint."""
+    res, reason = torque_residuals(model, samples["q"], samples["qd"], samples["qdd"], samples["tau"])
+    if res is None:
+        return {"torque_rmse": None, "torque_rmse_per_joint": None, "torque_note": reason}
+    sliding, sliding_joint = sliding_rmse(res, samples["qd"])
+    return {"torque_rmse": float(np.sqrt(np.mean(res ** 2))),
+            "torque_rmse_per_joint": [float(v) for v in np.sqrt(np.mean(res ** 2, axis=0))],
+            "torque_rmse_sliding": sliding, "torque_rmse_sliding_per_joint": sliding_joint}
 
 
 def identify_robot_file(setup: RobotSetup, prepared_id, folder: Path, identify, ctx=None) -> tuple[str, dict]:

@@ -10,6 +10,13 @@ logged torques, for every model that can give them (and why not, for the others)
   neighbouring controls, not one torque per sample.
 
 The controls are ``u = B^+ F`` (``B`` the model's input matrix; the identity on a robot log).
+
+Two RMSEs: over every sample, and over the *sliding* samples (joint i's residuals where
+``|qd_i| >= 0.1`` rad/s: :func:`engine.logs.torques.sliding_rmse`). Near rest a dry friction
+sticks: any torque inside the friction band gives the same (zero) motion, so the torque is not a
+function of the motion there and no inverse-dynamics model - the true one included - predicts it;
+friction identification leaves those samples out for the same reason
+(:mod:`engine.identification.closed_form`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["lagrangian_forces", "torque_predictor", "torque_rmse"]
+__all__ = ["lagrangian_forces", "torque_predictor", "torque_residuals", "torque_rmse"]
 
 NO_TORQUE = {
     "state": "a forward model x_next = f(x, u); it gives no torque for a given motion",
@@ -56,13 +63,13 @@ def torque_predictor(model):
     return predict, None
 
 
-def torque_rmse(model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray,
-                batch: int = 4096) -> tuple[float | None, list[float] | None, str | None]:
-    """``(rmse, per joint, reason)``: the torque RMSE (N m) of ``model`` on samples ``q``, ``qd``,
-    ``qdd``, ``tau`` (N, n) each; ``None``s and the reason when the model gives no torques."""
+def torque_residuals(model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray,
+                     batch: int = 4096) -> tuple[np.ndarray | None, str | None]:
+    """``(residuals, reason)``: predicted minus logged torques (N, n) of ``model`` on samples ``q``,
+    ``qd``, ``qdd``, ``tau`` (N, n) each; ``None`` and the reason when the model gives no torques."""
     predict, reason = torque_predictor(model)
     if predict is None:
-        return None, None, reason
+        return None, reason
     dtype = next(model.parameters()).dtype
     device = next(model.parameters()).device
     preds = []
@@ -70,5 +77,15 @@ def torque_rmse(model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: np.n
         args = [torch.as_tensor(np.asarray(v[a:a + batch]), dtype=dtype, device=device) for v in (q, qd, qdd)]
         with torch.no_grad():   # the Lagrangian terms' derivatives are the networks' own (no autograd)
             preds.append(predict(*args).detach().double().cpu().numpy())
-    e2 = (np.concatenate(preds) - np.asarray(tau, dtype=np.float64)) ** 2
+    return np.concatenate(preds) - np.asarray(tau, dtype=np.float64), None
+
+
+def torque_rmse(model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray,
+                batch: int = 4096) -> tuple[float | None, list[float] | None, str | None]:
+    """``(rmse, per joint, reason)``: the torque RMSE (N m) of ``model`` on samples ``q``, ``qd``,
+    ``qdd``, ``tau`` (N, n) each; ``None``s and the reason when the model gives no torques."""
+    res, reason = torque_residuals(model, q, qd, qdd, tau, batch)
+    if res is None:
+        return None, None, reason
+    e2 = res ** 2
     return float(np.sqrt(e2.mean())), [float(v) for v in np.sqrt(e2.mean(0))], None

@@ -64,6 +64,7 @@ TABLE_COLUMNS = (
     ("energy_mse", "energy MSE"),
     ("inertia_mse", "inertia MSE"),
     ("torque_rmse", "torque RMSE [N m]"),
+    ("torque_rmse_sliding", "sliding [N m]"),
     ("noise_level", "noise [N m]"),
     ("rollout_rmse_0.1", "rollout RMSE 0.1 s [rad]"),
     ("rollout_rmse_0.5", "0.5 s [rad]"),
@@ -73,7 +74,8 @@ TABLE_COLUMNS = (
     ("note", "note"),
 )
 # the columns of a comparison on a robot's log: shown only when a row has them
-ROBOT_COLUMNS = ("torque_rmse", "noise_level", "rollout_rmse_0.1", "rollout_rmse_0.5", "rollout_rmse_1", "note")
+ROBOT_COLUMNS = ("torque_rmse", "torque_rmse_sliding", "noise_level", "rollout_rmse_0.1", "rollout_rmse_0.5",
+                 "rollout_rmse_1", "note")
 FIGURES = ("rollout", "phase", "energy", "horizon", "inertia", "size", "torque")
 
 
@@ -177,6 +179,10 @@ class ComparePanel(QWidget):
         self.table = QTableWidget(0, len(TABLE_COLUMNS))
         self.table.setObjectName("compareTable")
         self.table.setHorizontalHeaderLabels([h for _, h in TABLE_COLUMNS])
+        sliding = self.table.horizontalHeaderItem([k for k, _ in TABLE_COLUMNS].index("torque_rmse_sliding"))
+        sliding.setToolTip("Torque RMSE over the samples where the joint slides (|qd| >= 0.1 rad/s). Near rest a "
+                           "dry friction sticks: the torque is not a function of the motion there, so no model, "
+                           "the true one included, predicts it")
         self.table.verticalHeader().setVisible(False)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

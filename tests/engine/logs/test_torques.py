@@ -1,8 +1,9 @@
-"""The torque-unit warning (engine.logs.torques.torque_scale_warning)."""
+"""The torque-unit warning and the sliding-sample RMSE (engine.logs.torques)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from engine.logs.torques import torque_scale_warning
 
@@ -19,3 +20,16 @@ def test_torques_far_from_the_models_scale_are_named():
     wrong[:, 2] /= 50.0
     msg = torque_scale_warning(wrong, model, names)
     assert msg is not None and "j3 x0.02" in msg and "j1" not in msg.split("per joint:")[1]
+
+
+def test_sliding_rmse_counts_each_joint_where_it_slides():
+    from engine.logs.torques import sliding_rmse
+
+    qd = np.array([[0.0, 1.0], [0.5, -0.05], [-0.2, 0.3], [0.09, -2.0]])
+    res = np.array([[9.0, 1.0], [3.0, 9.0], [4.0, 2.0], [9.0, 2.0]])
+    total, per_joint = sliding_rmse(res, qd)
+    # joint 0 slides in rows 1 and 2 (|qd| >= 0.1), joint 1 in rows 0, 2 and 3; the big residuals are at rest
+    assert per_joint == pytest.approx([np.sqrt((9 + 16) / 2), np.sqrt((1 + 4 + 4) / 3)])
+    assert total == pytest.approx(np.sqrt((9 + 16 + 1 + 4 + 4) / 5))
+    _, never = sliding_rmse(res, np.zeros_like(qd))
+    assert all(np.isnan(v) for v in never)
