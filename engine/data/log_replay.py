@@ -411,6 +411,32 @@ def _rigid_rollout(
     return times, X[:, :n], X[:, n:]
 
 
+def _ball_rollout(robot: RobotModel, replay: LogReplay, t0: float, steps: int, h: float, ctx=None):
+    """The rigid-body ghost of a robot with ball joints: :func:`engine.robots.simulate.simulate`'s
+    RK4 on the configuration manifold (the quaternions stay unit) from the logged state at ``t0``,
+    driven by the logged torques interpolated linearly in time, with the joint damping (the ghost's
+    of the other robots). Returns ``(times, q, qd)`` in the replay's coordinates (a ball's rotation
+    vector and child-frame angular velocity)."""
+    from engine.robots.simulate import JointTerms, SimulationOptions, simulate
+
+    q0 = replay.configuration(robot, [t0])[0]
+    qd0 = replay.sample([t0], "qd")[0]
+    dev = robot.device
+
+    def torque(t: float) -> torch.Tensor:
+        if replay.tau is None:
+            return torch.zeros(robot.dof, dtype=torch.float64, device=dev)
+        return torch.as_tensor(replay.sample([t0 + t], "tau")[0], dtype=torch.float64, device=dev)
+
+    options = SimulationOptions(mode="free_fall", duration=steps * h, dt=h, frame_rate=1.0 / h)
+    progress = (lambda f, msg: ctx.progress(f, f"ghost: {msg}")) if ctx is not None else None
+    damping = JointTerms(damping=JointTerms.of_model(robot).damping)
+    sim = simulate(robot, q0, qd0, options, torque=torque, joint_terms=damping, progress=progress,
+                   check_cancelled=ctx.check_cancelled if ctx is not None else None)
+    q = joint_positions(robot, torch.as_tensor(sim.q)).numpy()
+    return t0 + sim.t, q, sim.qd
+
+
 def _learned_rollout(model, replay: LogReplay, t0: float, steps: int):
     h = float(model.h)
     ids = np.flatnonzero(replay.mapped)
@@ -462,12 +488,12 @@ def rollout_ghost(model, replay: LogReplay, t0: float, horizon: float, *, integr
             )
         if list(model.joint_names) != list(replay.joint_names):
             raise ValueError("the rigid-body model's joints differ from the replayed robot's")
-        if getattr(model, "ball_joint_names", None):
-            raise ValueError(f"the rigid-body ghost of a robot with ball joints ({model.ball_joint_names[0]!r}...) "
-                             "is not supported yet; choose a learned model of the joints")
         step = float(h or replay.dt)
         steps = max(1, int(round(horizon / step)))
-        times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator, ctx)
+        if getattr(model, "ball_joint_names", None):
+            times, q, qd = _ball_rollout(model, replay, t0, steps, step, ctx)
+        else:
+            times, q, qd = _rigid_rollout(model, replay, t0, steps, step, integrator, ctx)
         name = f"{model.name} (rigid body)"
     elif hasattr(model, "rollout") and hasattr(model, "spec"):
         steps = max(1, int(round(horizon / float(model.h))))

@@ -240,12 +240,14 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
              keyframe_times: Sequence[float] = (), keyframe_poses: Sequence[np.ndarray] = (),
              progress: Callable[[float, str], None] | None = None,
              check_cancelled: Callable[[], None] | None = None,
-             joint_terms: JointTerms | None = None) -> SimulationResult:
+             joint_terms: JointTerms | None = None,
+             torque: Callable[[float], torch.Tensor] | None = None) -> SimulationResult:
     """Integrate the robot's forward dynamics (the engine's ABA) from ``q0`` (nq,), ``qd0``
     (nv,; default zero) with RK4; joints are clamped to their limits (velocity zeroed there)
     after every step. ``joint_terms``: the joints' friction and actuation (default: the robot
     file's, :meth:`JointTerms.of_model`; none with ``options.damping`` off). Raises
-    FloatingPointError when the state stops being finite."""
+    FloatingPointError when the state stops being finite. ``torque``: a joint torque (nv,) at time
+    ``t`` (s from the start), added to ``options.tau`` (e.g. a log's torques)."""
     options.validate()
     if options.mode == "pd_keyframes" and len(keyframe_times) == 0:
         raise ValueError("PD to keyframes needs at least one keyframe")
@@ -287,7 +289,7 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
         check_constraints_hold(model, constraints, q)
 
     def accel(t, q_, qd_):
-        tau = tau_const
+        tau = tau_const if torque is None else tau_const + torque(t)
         if options.mode != "free_fall":
             tau = tau + model.gravity_torques(q_)   # holds the robot: the file's compensation included
             if options.mode == "pd_keyframes":
