@@ -45,7 +45,7 @@ from pathlib import Path
 import torch
 
 from engine.data.windows import Windows
-from engine.integrators import get_stepper, small_solve
+from engine.integrators import get_stepper
 from engine.models.base import LearnedDynamics, ModelSpec
 from engine.models.joint_friction import FRICTION_KINDS, JointFriction
 from engine.models.robot_source import load_rigid_body
@@ -163,10 +163,18 @@ class RobotDynamics(LearnedDynamics):
                 f.value("coulomb").any() or f.value("armature").any() or f.value("offset").any()):
             # damping only: ABA, O(n)
             return self.robot.forward_dynamics(q, qd, force - f.value("damping").to(qd.dtype) * qd)
-        M = self.robot.mass_matrix(q) + torch.diag_embed(
-            f.value("armature").to(q.dtype).expand(q.shape))
-        rhs = force - self.robot.bias_forces(q, qd) - f.dissipative_torque(qd)
-        return small_solve(M, rhs)
+        armature = f.value("armature").to(q.dtype)
+        applied = force - f.dissipative_torque(qd)
+        with torch.no_grad():   # the values: (M + Ia) qdd = force - h - tau_friction
+            K = self.robot.mass_matrix(q) + torch.diag_embed(armature.detach().expand(q.shape))
+            lu, pivots, _ = torch.linalg.lu_factor_ex(K)
+            qdd = torch.linalg.lu_solve(lu, pivots, (applied - self.robot.bias_forces(q, qd)).unsqueeze(-1)).squeeze(-1)
+        if not torch.is_grad_enabled():
+            return qdd
+        # the gradient by the implicit function theorem: r = (M + Ia) qdd + h + tau_friction - force = 0 at the
+        # solution, so d qdd = -(M + Ia)^-1 dr; r is one RNEA (O(n) backward), not CRBA's (n, n) backward
+        r = self.robot.inverse_dynamics(q, qd, qdd) + armature * qdd - applied
+        return qdd - torch.linalg.lu_solve(lu, pivots, r.unsqueeze(-1)).squeeze(-1)
 
     def vector_field(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """``(qd, qdd)`` (..., 2n) for states ``x`` (..., 2n) and controls ``u`` (..., m)."""
@@ -181,7 +189,8 @@ class RobotDynamics(LearnedDynamics):
         return x
 
     def loss(self, w: Windows) -> torch.Tensor:
-        return ((self.step(w.x, w.u) - w.x_next) ** 2).mean()
+        with self.robot.inertials_held():       # the learnable inertials once per step, not per stage
+            return ((self.step(w.x, w.u) - w.x_next) ** 2).mean()
 
     def inverse_dynamics(self, q: torch.Tensor, qd: torch.Tensor, qdd: torch.Tensor) -> torch.Tensor:
         """Generalised joint forces ``M qdd + C qd + g + tau_joint(qd, qdd)`` (..., n), N m, for

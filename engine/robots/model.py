@@ -90,6 +90,7 @@ constants are built by :mod:`engine.robots.model_build`, coordinates handled by
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections import namedtuple
 from collections.abc import Mapping
@@ -316,11 +317,27 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         return self._backends()["body-major"]
 
     def _inertials(self) -> Inertials:
-        """The body inertials of this call: the constants, or values of the learnable parameters."""
+        """The body inertials of this call: the constants, or values of the learnable parameters
+        (computed once for a whole :meth:`inertials_held` block)."""
+        held = getattr(self, "_held_inertials", None)
+        if held is not None:
+            return held
         if not any(kind != "damping" for _, kind in self._learnable):
             return Inertials((self._body_m, self._body_c, self._body_Ic),
                              (self._bc_m, self._bc_c1, self._bc_Ic4), fixed=True)
         return Inertials(self._body_parts())
+
+    @contextlib.contextmanager
+    def inertials_held(self):
+        """Within the block every call uses the learnable inertials computed once on entry (a
+        training step's integrator stages and rollout steps), not recomputed per call; gradients
+        flow to the parameters as before. Do not step an optimiser inside the block."""
+        outer = getattr(self, "_held_inertials", None)
+        self._held_inertials = self._inertials() if outer is None else outer
+        try:
+            yield self
+        finally:
+            self._held_inertials = outer
 
     def has_learnable_parameters(self) -> bool:
         """Whether any link parameter was made learnable (:meth:`make_learnable`)."""
