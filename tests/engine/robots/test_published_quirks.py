@@ -16,6 +16,7 @@ from pinocchio_pair import PinocchioPair, close
 from test_urdf_parse import JOINT, LINK, robot
 
 from engine.robots import RobotModel, URDFError, load_urdf, parse_urdf_string
+from engine.robots.compiled_calls import CompiledCalls
 from engine.robots.library import load_robot, robot_entry
 from engine.robots.simulate import SimulationOptions, simulate
 
@@ -120,6 +121,7 @@ def test_a_joint_that_moves_nothing_loads_with_a_warning_and_no_forward_dynamics
     assert torch.isfinite(tau).all() and float(tau[0, 1]) == 0.0
     assert model.link_pose(q, "tool").shape == (1, 4, 4)
     for call in (lambda: model.forward_dynamics(q, torch.zeros_like(q), torch.zeros_like(q)),
+                 lambda: CompiledCalls(model).aba(q.numpy(), np.zeros((1, 2)), np.zeros((1, 2))),
                  lambda: simulate(model, q[0], options=SimulationOptions(duration=0.01))):
         with pytest.raises(ValueError, match=r"forward dynamics is undefined: joint 'wrist' moves no mass"):
             call()
