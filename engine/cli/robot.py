@@ -96,8 +96,9 @@ def _load(args):
 
 def robot_info(name_or_path, xacro_args=None, tree: str | None = None) -> dict:
     """Summary of a robot: dof, joints (type, limits), links (mass), total mass, springs, gravity
-    (m/s^2), the constraints that close loops (``constraints``: name, kind, bodies or joints, rows)
-    and what the file holds that the model does not (``not_modelled``, one line per kind)."""
+    (m/s^2), the constraints that close loops (``constraints``: name, kind, bodies or joints, rows),
+    what the file holds that the model does not (``not_modelled``, one line per kind) and what the
+    loader accepted although it is not physically consistent (``warnings``, one line per kind)."""
     from engine.robots.files import file_format
     from engine.robots.library import joint_springs, load_robot, resolve_robot
 
@@ -135,6 +136,7 @@ def robot_info(name_or_path, xacro_args=None, tree: str | None = None) -> dict:
         "gravcomp": {l.name: l.gravcomp for l in desc.links if l.gravcomp},
         "constraints": [constraint_summary(c) for c in desc.constraints],
         "not_modelled": list(desc.not_modelled),
+        "warnings": list(desc.warnings),
         "trees": [{"name": name, "summary": summary} for name, summary in desc.trees],
     }
 
@@ -185,6 +187,8 @@ def _cmd_info(args) -> int:
         print(f"  constraint {c['name']}: {c['kind']} ({what}), {c['rows']} row{'s' if c['rows'] > 1 else ''}")
     for line in info["not_modelled"]:
         print(f"  not modelled: {line}")
+    for line in info["warnings"]:
+        print(f"  warning: {line}")
     return 0
 
 

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from engine.robots import compiled_dynamics as cdyn
+from engine.robots.model_build import check_forward_dynamics
 
 __all__ = ["CompiledCalls", "unavailable_reason"]
 
@@ -119,6 +120,7 @@ class CompiledCalls:
             a0 = np.array(model._a0.detach().numpy(), dtype=_F64)
         parent, C0, C, perm = cb._chain
         self.name, self.floating = model.name, model.floating
+        self._singular = model.singular_joints          # joints moving no mass: aba refused
         self.nq, self.nv, self.dof = model.nq, model.nv, model.dof
         self.link_names = list(model.link_names)
         self._link_index = dict(model._link_index)
@@ -243,6 +245,7 @@ class CompiledCalls:
     def aba(self, q, v, tau, gravity=True, damping: bool = False, out=None) -> np.ndarray:
         """Joint accelerations ``(..., nv)`` (``model.forward_dynamics``); coupled mimic joints:
         ``M^-1 (tau - h)`` with the projected ``M`` and ``h``, as the model."""
+        check_forward_dynamics(self.name, self._singular)
         qa, one = self._q(q)
         B = qa.shape[0]
         res = _target(out, self._shape(one, B, (self.nv,)))

@@ -46,6 +46,7 @@ from engine.robots.constraints import (
     limit_terms,
     tendon_limits,
 )
+from engine.robots.model_build import check_forward_dynamics
 
 __all__ = [
     "Baumgarte",
@@ -138,6 +139,7 @@ def constrained_forward_dynamics(model, constraints, q, v, tau, gains: Baumgarte
     """Accelerations and constraint forces of ``model`` closed by ``constraints`` at ``q (..., nq)``,
     ``v (..., nv)`` under joint forces ``tau (..., nv)`` (see the module docstring; ``gains=None``:
     no Baumgarte term, the exact acceleration; ``damping``: subtract the joints' ``D v``)."""
+    check_forward_dynamics(model.name, model.singular_joints)
     dt, dev = model.dtype, model.device
     q, v, tau = (torch.as_tensor(x, dtype=dt, device=dev) for x in (q, v, tau))
     shape = torch.broadcast_shapes(q.shape[:-1], v.shape[:-1], tau.shape[:-1])

@@ -206,6 +206,10 @@ class RobotDescription:
     # (MJCF tendons, equality constraints, actuators, contacts...): said once in a warning at load,
     # listed by `robot info` and shown by the app
     not_modelled: tuple[str, ...] = ()
+    # what the loader accepted although it is not physically consistent (inertials kept as written,
+    # joints that move no mass, a mimic joint whose master is absent), one plain line per kind:
+    # said once in a warning at load, listed by `robot info` and shown by the app
+    warnings: tuple[str, ...] = ()
     # holonomic constraints closing loops in the tree (MJCF <equality connect/weld/tendon>):
     # :mod:`engine.robots.constraints`; forward dynamics and simulation honour them
     # (:mod:`engine.robots.constrained_dynamics`)
@@ -286,18 +290,20 @@ class RobotDescription:
 
 
 def massless_moving_subtrees(
-    desc: RobotDescription, limit: int | None = None
+    desc: RobotDescription, limit: int | None = None, links: bool = True
 ) -> list[tuple[str, tuple[str, ...]]]:
     """The movable joints that move nothing with mass or rotational inertia: ``[(joint name,
     (links it moves...)), ...]`` in file order, at most ``limit`` of them (None: all). The mass
-    matrix is singular along such a joint (forward dynamics would divide by zero), so loaders
-    refuse them; a prismatic joint also needs mass (rotational inertia alone does not resist a
+    matrix is singular along such a joint (forward dynamics would divide by zero), so the model
+    refuses forward dynamics along them (the URDF loader names them in a warning; ``strict=True``
+    refuses them); a prismatic joint also needs mass (rotational inertia alone does not resist a
     translation).
 
     Linear in the number of links: one depth-first pass numbers the links so that every subtree
     is a contiguous run, and one pass back sums each subtree's mass and inertia from its
     children's sums. Only the reported joints' link lists are built (pass ``limit=1`` when only
-    the first is shown: an all-massless chain of n links has n nested bad joints).
+    the first is shown, or ``links=False`` for the joint names alone, with empty link tuples: an
+    all-massless chain of n links has n nested bad joints).
     """
     children: dict[str, list[str]] = {}
     is_child = set()
@@ -338,5 +344,5 @@ def massless_moving_subtrees(
             continue
         k = position[j.child]
         if mass[k] <= 0.0 and (j.type == "prismatic" or rot[k] <= 0.0):
-            bad.append((j.name, tuple(order[k:end[k]])))
+            bad.append((j.name, tuple(order[k:end[k]]) if links else ()))
     return bad

@@ -14,8 +14,8 @@ Sources, in the order they are listed (an earlier name wins over a later one):
 - ``ros``: ``<package>/<stem>`` for every ``urdf/*.urdf`` or ``robots/*.urdf`` of the
   packages found on ``ROS_PACKAGE_PATH``.
 
-Some published files need loader options (inertias that break the triangle inequality
-slightly accepted with a warning, a floating base); each entry carries them and
+Some published files need loader options (a moving link with mass 0 and an inertia accepted
+with ``strict=False``, a floating base); each entry carries them and
 :func:`load_robot` applies them. Mimic joints load coupled to their masters, as the files
 say (a gripper's fingers move together; Pinocchio's ``mimic=True`` model).
 
@@ -111,13 +111,11 @@ _ERD_ROBOTS = (
         "allegro-right",
         "Allegro hand, right (16 DoF tree)",
         "allegro_hand_description/urdf/allegro_right_hand.urdf",
-        (("strict", False),),
     ),
     (
         "allegro-left",
         "Allegro hand, left (16 DoF tree)",
         "allegro_hand_description/urdf/allegro_left_hand.urdf",
-        (("strict", False),),
     ),
     ("kinova", "Kinova Gen2 arm", "kinova_description/robots/kinova.urdf"),
     ("xarm7", "UFactory xArm 7", "xarm_description/urdf/xarm7.urdf"),
@@ -140,10 +138,10 @@ _ERD_ROBOTS = (
 )
 
 # Legged robots and humanoids of example-robot-data, with a floating base (free-flyer joint,
-# q = [base xyz, base quaternion xyzw, joints]). strict=False where published inertias are
-# numerically non-positive (1e-22 on a base link, zeros on sensor frames) or break the
-# triangle inequality slightly (camera links), as Pinocchio accepts them.
-_FB, _LENIENT = ('floating_base', True), ('strict', False)
+# q = [base xyz, base quaternion xyzw, joints]). Inertias that are numerically non-positive (a
+# base link, sensor frames) or break the triangle inequality (camera links) load by default with a
+# warning, as Pinocchio loads them; strict=False where a moving link has mass 0 and an inertia.
+_FB, _MASS0 = ('floating_base', True), ('strict', False)
 _ERD_LEGGED = (
     ("solo8", "Solo-8 quadruped (floating base)", "solo_description/robots/solo.urdf", (_FB,)),
     ("solo12", "Solo-12 quadruped (floating base)", "solo_description/robots/solo12.urdf", (_FB,)),
@@ -151,44 +149,44 @@ _ERD_LEGGED = (
         "anymal-b",
         "ANYmal B quadruped (floating base)",
         "anymal_b_simple_description/robots/anymal.urdf",
-        (_FB, _LENIENT),
+        (_FB,),
     ),
     (
         "anymal-c",
         "ANYmal C quadruped (floating base)",
         "anymal_c_simple_description/urdf/anymal.urdf",
-        (_FB, _LENIENT),
+        (_FB,),
     ),
     (
         "anymal-kinova",
         "ANYmal B with a Kinova arm (floating base)",
         "anymal_b_simple_description/robots/anymal-kinova.urdf",
-        (_FB, _LENIENT),
+        (_FB,),
     ),
-    ("go1", "Unitree Go1 quadruped (floating base)", "go1_description/urdf/go1.urdf", (_FB, _LENIENT)),
+    ("go1", "Unitree Go1 quadruped (floating base)", "go1_description/urdf/go1.urdf", (_FB,)),
     ("go2", "Unitree Go2 quadruped (floating base)", "go2_description/urdf/go2.urdf", (_FB,)),
     ("a1", "Unitree A1 quadruped (floating base)", "a1_description/urdf/a1.urdf", (_FB,)),
-    ("b1", "Unitree B1 quadruped (floating base)", "b1_description/urdf/b1.urdf", (_FB, _LENIENT)),
-    ("b1-z1", "Unitree B1 with a Z1 arm (floating base)", "b1_description/urdf/b1-z1.urdf", (_FB, _LENIENT)),
+    ("b1", "Unitree B1 quadruped (floating base)", "b1_description/urdf/b1.urdf", (_FB,)),
+    ("b1-z1", "Unitree B1 with a Z1 arm (floating base)", "b1_description/urdf/b1-z1.urdf", (_FB,)),
     (
         "hyq",
         "IIT HyQ quadruped (floating base)",
         "hyq_description/robots/hyq_no_sensors.urdf",
-        (_FB, _LENIENT),
+        (_FB,),
     ),
     ("laikago", "Unitree Laikago quadruped (floating base)", "laikago_description/urdf/laikago.urdf", (_FB,)),
-    ("bolt", "Bolt biped (floating base)", "bolt_description/robots/bolt.urdf", (_FB, _LENIENT)),
+    ("bolt", "Bolt biped (floating base)", "bolt_description/robots/bolt.urdf", (_FB, _MASS0)),
     (
         "talos",
         "PAL TALOS humanoid, no hands (floating base)",
         "talos_data/robots/talos_reduced.urdf",
-        (_FB, _LENIENT),
+        (_FB,),
     ),
     (
         "talos-full",
         "PAL TALOS humanoid with grippers, coupled mimic fingers (floating base)",
         "talos_data/robots/talos_full_v2.urdf",
-        (_FB, _LENIENT),
+        (_FB,),
     ),
     (
         "g1",
@@ -202,12 +200,12 @@ _ERD_LEGGED = (
         "g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf",
         (_FB,),
     ),
-    ("icub", "iCub humanoid (floating base)", "icub_description/robots/icub.urdf", (_FB, _LENIENT)),
+    ("icub", "iCub humanoid (floating base)", "icub_description/robots/icub.urdf", (_FB,)),
     (
         "icub-reduced",
         "iCub humanoid, reduced (floating base)",
         "icub_description/robots/icub_reduced.urdf",
-        (_FB, _LENIENT),
+        (_FB,),
     ),
     (
         "simple-humanoid",
@@ -221,7 +219,7 @@ _ERD_LEGGED = (
 _PYBULLET_ROBOTS = (
     ("iiwa-bullet", "KUKA LBR iiwa 14 (pybullet_data)", "kuka_iiwa/model.urdf"),
     ("panda-bullet", "Franka Emika Panda (pybullet_data)", "franka_panda/panda.urdf", (('strict', False),)),
-    ("xarm6-bullet", "UFactory xArm 6 (pybullet_data)", "xarm/xarm6_robot.urdf", (('strict', False),)),
+    ("xarm6-bullet", "UFactory xArm 6 (pybullet_data)", "xarm/xarm6_robot.urdf"),
 )
 
 _DRM_ROBOTS = (

@@ -114,7 +114,7 @@ from engine.robots.backends.tree import DenseTreeMasks
 from engine.robots.ball import BallMap
 from engine.robots.call_policy import call_policy
 from engine.robots.description import RobotDescription
-from engine.robots.model_build import model_constants
+from engine.robots.model_build import check_forward_dynamics, model_constants, singular_joints
 from engine.robots.model_coords import (
     difference_configuration,
     flat_batch,
@@ -181,6 +181,7 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         for name, v in values.items():
             setattr(self, name, v)
         self._backend_cache = None                    # (key, backends): see _backends
+        self.singular_joints = singular_joints(description)   # joints moving no mass: no forward dynamics
         self.learnable = nn.ModuleDict()
         self._learnable: dict[tuple[str, str], str] = {}
 
@@ -657,6 +658,7 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         base: ABA with the base as its root step, or composite; coupled mimic joints: composite
         (``M^-1 (tau - h)`` with the projected M and h); the compiled kernels: ABA.
         """
+        check_forward_dynamics(self.name, self.singular_joints)
         shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
         if method not in ("auto", "articulated", "composite"):
             raise ValueError(f"unknown forward dynamics method {method!r}: use 'auto', 'articulated' or "

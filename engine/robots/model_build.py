@@ -12,10 +12,10 @@ import torch
 
 from engine.robots import dynamics_body_major as dyn
 from engine.robots.backends.tree import coupling_matrix, tree_constants
-from engine.robots.description import Joint, RobotDescription
+from engine.robots.description import Joint, RobotDescription, massless_moving_subtrees
 from engine.robots.topology import Topology
 
-__all__ = ["model_constants"]
+__all__ = ["check_forward_dynamics", "model_constants", "singular_joints"]
 
 
 def model_constants(description: RobotDescription, topo: Topology, joints: list[Joint],
@@ -89,3 +89,22 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
     values["_limits"] = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort]
                                   for j in joints if j.name in independent], dtype=float).reshape(dof, 4)
     return tensors, values
+
+
+def singular_joints(description: RobotDescription) -> tuple[str, ...]:
+    """The independent joints that move no mass or inertia (the loader names them in a warning): the
+    mass matrix is singular along them, so forward dynamics is undefined (a mimic joint's row is
+    folded into its master's, so it is not one of them)."""
+    return tuple(j for j, _ in massless_moving_subtrees(description, links=False)
+                 if description.joint(j).mimic is None)
+
+
+def check_forward_dynamics(name: str, joints: tuple[str, ...]) -> None:
+    """Raise ValueError naming ``joints`` (:func:`singular_joints`) when there are any."""
+    if joints:
+        shown = ", ".join(repr(j) for j in joints[:8]) + (f" and {len(joints) - 8} more" if len(joints) > 8
+                                                          else "")
+        raise ValueError(f"robot {name!r}: forward dynamics is undefined: joint{'s' if len(joints) > 1 else ''} "
+                         f"{shown} move{'s' if len(joints) == 1 else ''} no mass or inertia, so the mass matrix "
+                         "is singular along them; give a link they move a mass, or make the joints fixed "
+                         "(kinematics, inverse dynamics and the mass matrix are defined)")

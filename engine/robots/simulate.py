@@ -41,6 +41,7 @@ from engine.robots.constrained_dynamics import (
 )
 from engine.robots.constraints import joint_limit_constraints
 from engine.robots.gravcomp import gravity_compensation, has_gravity_compensation
+from engine.robots.model_build import check_forward_dynamics
 from engine.robots.model_coords import limited_coordinates
 
 __all__ = [
@@ -249,6 +250,7 @@ def simulate(model, q0, qd0=None, options: SimulationOptions = SimulationOptions
     FloatingPointError when the state stops being finite. ``torque``: a joint torque (nv,) at time
     ``t`` (s from the start), added to ``options.tau`` (e.g. a log's torques)."""
     options.validate()
+    check_forward_dynamics(getattr(model, "name", "robot"), getattr(model, "singular_joints", ()))
     if options.mode == "pd_keyframes" and len(keyframe_times) == 0:
         raise ValueError("PD to keyframes needs at least one keyframe")
     floating = bool(getattr(model, "floating", False))

@@ -11,19 +11,24 @@ numbers) and yourdfpy (the URDF object model; no scene graph, no meshes), then v
   are refused; mimic joints are kept with their ``<mimic>`` (``mimic="coupled"``, the default:
   the model couples them to their master joint), made ordinary independent joints
   (``mimic="independent"``, Pinocchio's default; the ``<mimic>`` is dropped) or refused
-  (``mimic="error"``);
+  (``mimic="error"``); a ``<mimic>`` naming a joint the file does not define is dropped (the
+  joint independent, as in Pinocchio's mimic=False model) with a warning naming both joints;
 - inertials: mass must be positive (``mass = 0`` with an all-zero inertia is accepted as a
   massless marker link, as published URDFs often do), the rotational inertia must be
   symmetric positive definite and satisfy the triangle inequality (``Ixx + Iyy >= Izz``...
   on the principal moments, to a relative tolerance of 1e-6). Three levels (``strict``):
-  the default (None) accepts, with a logged warning, what published files do where the
-  physics stays well defined and Pinocchio accepts the file: a point mass (mass > 0, an
-  all-zero rotational inertia) or a thin body (mass > 0, a positive semi-definite inertia
-  that keeps the triangle inequality), and a root link with mass 0 and an inertia (a fixed
-  base never enters the dynamics); ``strict=True`` refuses those too; ``strict=False``
-  accepts every finite inertial with a warning (inconsistent ones as given).
-- a movable joint that moves nothing with mass or inertia (the mass matrix would be singular)
-  is always refused, naming the joint and the links.
+  the default (None) loads what Pinocchio and PyBullet load where the mass is positive, with
+  one warning per file naming the links: a point mass, a thin body, a root link with mass 0
+  and an inertia, and a rotational inertia that is not positive definite or breaks the
+  triangle inequality (kept as written); ``strict=True`` refuses all of them;
+  ``strict=False`` also accepts a negative mass, mass 0 with an inertia on a moving link and
+  a missing robot name, as warnings, values kept as given;
+- a movable joint that moves nothing with mass or inertia (the mass matrix is singular along
+  it): named in a warning (the model refuses forward dynamics and simulation, naming it;
+  kinematics, inverse dynamics and the mass matrix are defined), refused by ``strict=True``.
+
+What the loader accepted is also kept in ``RobotDescription.warnings`` (one line per kind),
+which ``robot info`` lists and the app shows.
 
 Every failure raises :class:`URDFError` (a ``ValueError``) whose message names the file,
 the element and, where known, the line. Missing mesh files are logged as warnings only.
@@ -45,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +99,9 @@ def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str,
         raise URDFError(f"the root element must be <robot>, found <{tag}>", file=file,
                         line=getattr(root, "sourceline", None))
     robot_name = root.get("name")
+    if not robot_name and root.find("link") is None:
+        raise ctx.error("the file holds no robot: <robot> has no name and no <link> (Pinocchio refuses it "
+                        "too)", root, element="<robot>")
     if not robot_name and strict is False:
         robot_name = Path(file).stem if file else "robot"
         log.warning("%s: <robot> has no name; using %r (accepted: strict=False)", file or "<string>",
@@ -129,7 +138,7 @@ def _parse(data: bytes, file: str | None, base_dir: Path | None, mimic: str,
                             source=file)
     _check_physics(ctx, desc, joint_els)
     _yourdfpy_check(ctx, root)
-    return desc
+    return replace(desc, warnings=tuple(ctx.warnings)) if ctx.warnings else desc
 
 
 def load_urdf(path: str | Path, mimic: str = "coupled", strict: bool | None = None) -> RobotDescription:
@@ -137,11 +146,12 @@ def load_urdf(path: str | Path, mimic: str = "coupled", strict: bool | None = No
 
     ``mimic``: "coupled" (default) keeps each mimic joint coupled to its master, "independent"
     makes each an ordinary joint, "error" refuses them.
-    ``strict``: None (default) accepts the well-defined quirks of published files with a
-    warning (point masses, thin bodies, a root link with mass 0 and an inertia); True refuses
-    them; False also accepts physically inconsistent inertials (mass 0 with an inertia on a
-    moving link, inertia not positive definite or breaking the triangle inequality) and a
-    missing robot name, logged as warnings and kept as given.
+    ``strict``: None (default) loads what Pinocchio loads where the mass is positive (point
+    masses, thin bodies, a root link with mass 0 and an inertia, rotational inertias that are not
+    positive definite or break the triangle inequality, joints that move no mass, a mimic joint
+    whose master is absent), each named once in a warning and in the description's ``warnings``;
+    True refuses them; False also accepts a negative mass, mass 0 with an inertia on a moving
+    link and a missing robot name, kept as given.
     """
     path = Path(path)
     try:

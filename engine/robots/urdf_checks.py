@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import math
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,34 +41,72 @@ def published_quirk(inertial: Inertial, is_root: bool) -> str | None:
     return None
 
 
+def inconsistent_inertia(inertial: Inertial) -> str | None:
+    """A positive mass with a rotational inertia that is not positive definite or breaks the triangle
+    inequality, as a phrase for the warning (the default loader keeps it as written, as Pinocchio and
+    PyBullet do); None otherwise."""
+    if not inertial.mass > 0.0:
+        return None
+    eig = np.linalg.eigvalsh(inertial.inertia_matrix())
+    if not eig[0] > 0.0:
+        return "a rotational inertia that is not positive definite"
+    if eig[0] + eig[1] < eig[2] - _TRIANGLE_RTOL * float(eig.sum()):
+        return "a rotational inertia that breaks the triangle inequality"
+    return None
+
+
 def _check_inertial(ctx: _Ctx, inertial: Inertial, link_name: str, is_root: bool) -> None:
     mass_el, inertia_el = ctx.inertial_elements.get(link_name, (None, None))
     try:
         check_inertial(inertial, link_name, ctx, mass_el, inertia_el)
     except URDFError as exc:
+        quirk = published_quirk(inertial, is_root) or inconsistent_inertia(inertial)
         if ctx.strict is False:
-            ctx.accepted.append((link_name, exc.reason))
+            ctx.accepted.append((link_name, quirk or re.split(r" \(|, ", exc.reason)[0]))
             return
-        quirk = published_quirk(inertial, is_root)
         if quirk is None or ctx.strict:
             hint = ("; load with strict=False to accept it with a warning" if quirk is None else
                     f"; this is {quirk}, which the default loader (strict=None) accepts with a warning")
             raise URDFError(exc.reason + hint, exc.file, exc.element, exc.line, impossible=exc.impossible,
                             remedy={"strict": False} if quirk is None else {"strict": None}) from None
-        ctx.accepted.append((link_name, f"{exc.reason}, {quirk}"))
+        ctx.accepted.append((link_name, quirk))
 
 
 def _check_physics(ctx: _Ctx, desc: RobotDescription, joint_els: dict) -> None:
-    """Every inertial (knowing which link is the root), then the moving subtrees' mass."""
+    """Every inertial (knowing which link is the root), then the moving subtrees' mass: a joint that
+    moves no mass is refused by ``strict=True`` and otherwise named in a warning (the model refuses
+    forward dynamics along it; kinematics and inverse dynamics are defined)."""
     for link in desc.links:
         if link.inertial is not None:
             _check_inertial(ctx, link.inertial, link.name, link.name == desc.root)
     _warn_accepted(ctx)
-    for joint, links in massless_moving_subtrees(desc, limit=1):
-        shown = ", ".join(repr(n) for n in links[:6]) + (" ..." if len(links) > 6 else "")
-        raise ctx.error(f"joint {joint!r} moves links {shown} that have no mass and no inertia, so its "
-                        f"acceleration is undefined; give one of them an <inertial> with a mass, or make "
-                        f"the joint fixed", joint_els.get(joint), element=f"<joint name={joint!r}>")
+    if ctx.strict:
+        for joint, links in massless_moving_subtrees(desc, limit=1):
+            shown = ", ".join(repr(n) for n in links[:6]) + (" ..." if len(links) > 6 else "")
+            raise ctx.error(f"joint {joint!r} moves links {shown} that have no mass and no inertia, so its "
+                            f"acceleration is undefined; give one of them an <inertial> with a mass, or make "
+                            f"the joint fixed (the default loader, strict=None, loads it with a warning)",
+                            joint_els.get(joint), element=f"<joint name={joint!r}>", remedy={"strict": None})
+        return
+    # a coupled mimic joint's row is folded into its master's: only independent joints make M singular
+    bad = [j for j, _ in massless_moving_subtrees(desc, links=False) if desc.joint(j).mimic is None]
+    if bad:
+        _warn(ctx, f"{_names(bad)} move{'s' if len(bad) == 1 else ''} no mass or inertia (the mass matrix "
+                   "is singular along them): forward dynamics and simulation are refused; kinematics, "
+                   "inverse dynamics and the mass matrix are defined")
+
+
+def _names(joints: list[str], kind: str = "joint") -> str:
+    """``joint 'a'`` or ``joints 'a', 'b' and 3 more``."""
+    shown = ", ".join(repr(j) for j in joints[:8]) + (f" and {len(joints) - 8} more" if len(joints) > 8 else "")
+    return f"{kind}{'s' if len(joints) != 1 else ''} {shown}"
+
+
+def _warn(ctx: _Ctx, line: str) -> None:
+    """One accepted fault: a line of the description's ``warnings`` and of the log (naming the file)."""
+    ctx.warnings.append(line)
+    name = Path(ctx.file).name if ctx.file else "<string>"
+    log.warning("%s: %s. File: %s", name, line, ctx.file or "<string>")
 
 
 def _warn_accepted(ctx: _Ctx) -> None:
@@ -82,9 +122,9 @@ def _warn_accepted(ctx: _Ctx) -> None:
         shown = ", ".join(links[:6]) + (f" and {len(links) - 6} more" if len(links) > 6 else "")
         parts.append(f"{reason}: {shown}")
     n = len(ctx.accepted)
-    name = Path(ctx.file).name if ctx.file else "<string>"
-    log.warning("%s: %d link inertial%s kept as written (the dynamics use them as given; %s). File: %s",
-                name, n, "s" if n != 1 else "", "; ".join(parts), ctx.file or "<string>")
+    them = "them" if n != 1 else "it"
+    _warn(ctx, f"{n} link inertial{'s' if n != 1 else ''} kept as written (the dynamics use {them} as given; "
+               f"{'; '.join(parts)})")
 
 
 def check_inertial(inertial: Inertial, link_name: str, ctx: _Ctx | None = None, mass_el=None,
@@ -157,9 +197,19 @@ def _check_tree(ctx: _Ctx, links: list[Link], joints: list[Joint], joint_els: di
         raise ctx.error(f"the robot has {len(roots)} root links ({', '.join(map(repr, roots[:6]))}); "
                         "a URDF must be a single tree", element="<robot>")
     joint_names = {k.name for k in joints}
-    for j in joints:
+    orphans = []
+    for i, j in enumerate(joints):
         if j.mimic is not None and j.mimic.joint not in joint_names:
-            raise ctx.error(f"joint {j.name!r} mimics unknown joint {j.mimic.joint!r}", joint_els[j.name])
+            if ctx.strict:
+                raise ctx.error(f"joint {j.name!r} mimics unknown joint {j.mimic.joint!r} (the default loader, "
+                                "strict=None, loads it as an independent joint with a warning)",
+                                joint_els[j.name], remedy={"strict": None})
+            orphans.append(f"{j.name!r} mimics {j.mimic.joint!r}")
+            joints[i] = replace(j, mimic=None)
+    if orphans:
+        shown = ", ".join(orphans[:8]) + (f" and {len(orphans) - 8} more" if len(orphans) > 8 else "")
+        _warn(ctx, f"mimic joint{'s' if len(orphans) != 1 else ''} whose master the file does not define, "
+                   f"loaded as independent joints (as Pinocchio's mimic=False model): {shown}")
     return roots[0]
 
 

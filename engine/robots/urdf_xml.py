@@ -43,6 +43,7 @@ class _Ctx:
         self.strict = strict
         self.inertial_elements: dict[str, tuple] = {}   # link -> (<mass>, <inertia>) for messages
         self.accepted: list[tuple[str, str]] = []         # (link, what was accepted): one warning at the end
+        self.warnings: list[str] = []                     # each accepted fault, one line per kind, for the description
 
     def error(self, message: str, el=None, element: str | None = None, **fields) -> URDFError:
         line = getattr(el, "sourceline", None) if el is not None else None

@@ -246,13 +246,14 @@ class RobotPage(QWidget):
         return self.loader.load(self.robot.source, why="recent", tree=tree)
 
     def load_robot(self, name_or_path: str, xacro_args: dict | None = None, xacro_allowed: bool = False,
-                   why: str = "recent"):
+                   why: str = "recent", tree: str | None = None):
         """Load a library robot or a URDF, xacro or MJCF file as a job; returns its JobHandle (None
         when the user declined to expand a xacro file: without ``xacro_allowed``, the user did not
-        open it, so :meth:`confirm_xacro` asks first; ``why``: "session" or "recent"). On failure
-        the error is shown (ctx.show_error, quoting the engine) and the robot already shown stays.
+        open it, so :meth:`confirm_xacro` asks first; ``why``: "session" or "recent"; ``tree``: the
+        kinematic tree of an MJCF scene, None: the loader's choice). On failure the error is shown
+        (ctx.show_error, quoting the engine) and the robot already shown stays.
         """
-        return self.loader.load(name_or_path, xacro_args, xacro_allowed, why)
+        return self.loader.load(name_or_path, xacro_args, xacro_allowed, why, tree=tree)
 
     @property
     def _load_handle(self):

@@ -94,11 +94,13 @@ def slider_limits(model) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _load_model(path: Path, xacro_args=None, options=None, tree: str | None = None):
-    """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader;
-    a viewer is lenient where the engine offers it and the physics allows: inconsistent but
-    possible inertials (strict=False; a negative mass or a non-finite inertia never) and mimic
-    joints the coupling cannot take (mimic='independent'), each with a note. Every other error
-    propagates."""
+    """The engine model of a robot file (URDF, xacro or MJCF), validated by the default loader,
+    whose warnings (inconsistent inertials kept as written, joints that move no mass, mimic joints
+    without a master) become notes; a viewer is lenient where the engine offers it and the physics
+    allows: inertials the default loader refuses but strict=False accepts (mass 0 with an inertia
+    on a moving link; a negative mass or a non-finite inertia never; the loader's warning line is
+    the note) and mimic joints the coupling cannot take (mimic='independent'), with a note. Every
+    other error propagates."""
     from engine.robots import RobotModel
     from engine.robots.mjcf_inventory import line_kind
     from engine.robots.urdf import URDFError
@@ -115,8 +117,9 @@ def _load_model(path: Path, xacro_args=None, options=None, tree: str | None = No
             missing = model.description.not_modelled     # each line is in the log (the loader's warning)
             cons = model.description.constraints          # loop closures the simulation keeps closed
             closed = [f"constraints: {', '.join(f'{c.kind} {c.name!r}' for c in cons)}"] if cons else []
-            return model, notes + closed + ([f"not modelled: {', '.join(line_kind(l) for l in missing)}"]
-                                            if missing else [])
+            warned = [f"warning: {w}" for w in model.description.warnings]   # also in the log, once
+            return model, notes + warned + closed + (
+                [f"not modelled: {', '.join(line_kind(l) for l in missing)}"] if missing else [])
         except URDFError as exc:
             remedy = exc.remedy or {}
             if remedy.get("strict", True) is False and "strict" not in kwargs:
@@ -124,11 +127,7 @@ def _load_model(path: Path, xacro_args=None, options=None, tree: str | None = No
                 if exc.impossible:  # the same rule as the API: no silent leniency
                     raise URDFError(f"{reason}: physically impossible; fix the URDF", exc.file, exc.element,
                                     exc.line, impossible=True) from None
-                kwargs["strict"] = False
-                notes.append(
-                    f"accepted although physically inconsistent: {exc.element or 'inertial'}: {reason} "
-                    "(any others are in the log)"
-                )
+                kwargs["strict"] = False       # the loader's warning line (a note) names what it kept
             elif remedy.get("mimic") == "independent" and kwargs.get("mimic") != "independent":
                 kwargs["mimic"] = "independent"
                 notes.append("mimic joints are shown as independent joints")

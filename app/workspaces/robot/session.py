@@ -1,6 +1,6 @@
-"""What the Robot workspace keeps in a session (the state's robot, pose, targets and IK choices;
-angle units, keyframes, the replayed log) and how it comes back: once the robot is loaded, each
-part is restored on its own, and a damaged part is named and skipped."""
+"""What the Robot workspace keeps in a session (the state's robot, its MJCF kinematic tree, pose,
+targets and IK choices; angle units, keyframes, the replayed log) and how it comes back: once the
+robot is loaded, each part is restored on its own, and a damaged part is named and skipped."""
 
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ def robot_session_state(page) -> dict:
 
 
 def checked_q(page, q) -> np.ndarray:
-    """``q`` as the shown robot's joint positions; ValueError when it does not fit the robot."""
+    """``q`` as the shown robot's configuration (nq,: a floating robot's base pose, 7 numbers, then
+    its joints; a ball joint's 4); ValueError when it does not fit the robot."""
     values = np.asarray(q, dtype=float).reshape(-1)
-    dof = page.robot.model.dof
-    if values.shape[0] != dof or not np.all(np.isfinite(values)):
-        raise ValueError(f"expected {dof} finite numbers, got {str(q)[:80]}")
+    model = page.robot.model
+    nq = int(getattr(model, "nq", model.dof))
+    if values.shape[0] != nq or not np.all(np.isfinite(values)):
+        raise ValueError(f"expected {nq} finite numbers, got {str(q)[:80]}")
     return values
 
 
@@ -69,5 +71,6 @@ def restore_robot_session(page, state: dict) -> None:
             page.ctx.show_error("Session partly restored",
                                 "Robot workspace: skipped " + "; ".join(skipped) + ". The rest was restored.")
     page.robot_loaded.connect(apply)
-    if page.load_robot(source, xacro_args=state.get("xacro_args") or None, why="session") is None:
+    tree = state.get("tree") if isinstance(state.get("tree"), str) else None    # an MJCF scene's tree
+    if page.load_robot(source, xacro_args=state.get("xacro_args") or None, why="session", tree=tree) is None:
         page.robot_loaded.disconnect(apply)     # a xacro robot the user chose not to expand

@@ -579,6 +579,7 @@ class RobotState:
         return {
             "robot": self.robot.source if self.robot else None,
             "xacro_args": dict(self.robot.xacro_args) if self.robot else {},
+            "tree": self.robot.tree if self.robot else None,    # an MJCF scene's chosen kinematic tree
             "q": self.q.tolist() if self.robot else None,
             "targets": [{"link": t.link, "pose": t.pose.tolist(), "position_only": t.position_only}
                         for t in self.targets],

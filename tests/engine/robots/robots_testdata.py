@@ -22,11 +22,11 @@ def example_robot_data(relative: str) -> Path:
 
 # name -> (path, loader options). The Panda's finger joints mimic each other; like
 # Pinocchio's default we load them as independent joints. The Allegro hand's published
-# inertias break the triangle inequality slightly, so it loads with strict=False.
+# inertias break the triangle inequality slightly: the default loader keeps them with a warning.
 REFERENCE_ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", {"mimic": "independent"}),
     "ur5": ("ur_description/urdf/ur5_robot.urdf", {}),
-    "allegro": ("allegro_hand_description/urdf/allegro_right_hand.urdf", {"strict": False}),
+    "allegro": ("allegro_hand_description/urdf/allegro_right_hand.urdf", {}),
 }
 
 

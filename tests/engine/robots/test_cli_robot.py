@@ -148,3 +148,22 @@ def test_bench_ik_runs_and_reports(capsys):
     for flag in ("--batch", "--threads", "--n", "--tracking"):
         code, out, err = _run(capsys, "bench", "ik", "--robot", "planar_2link", flag, "0")
         assert code == 2 and out == "" and err.startswith(f"error: {flag}: must be between 1 and"), err
+
+
+def test_robot_info_lists_what_the_loader_accepted(capsys):
+    """example-robot-data's romeo.urdf: its hands' joints move only massless finger links (Pinocchio
+    loads it; M is singular along them). `robot info` loads it by default and names them, once, in
+    ``warnings`` (JSON) and in a ``warning:`` line (text); a robot without any has an empty list."""
+    from robots_testdata import example_robot_data
+
+    path = str(example_robot_data("romeo_description/urdf/romeo.urdf"))
+    code, out, _ = _run(capsys, "robot", "info", path, "--json")
+    assert code == 0
+    info = json.loads(out)
+    assert info["dof"] == pin.buildModelFromUrdf(path, mimic=False).nv - 22      # 22 coupled finger joints
+    (line,) = info["warnings"]
+    assert line.startswith("joints 'LHand', 'RHand' move no mass or inertia")
+    code, out, _ = _run(capsys, "robot", "info", path)
+    assert code == 0 and out.count("warning: joints 'LHand', 'RHand'") == 1
+    code, out, _ = _run(capsys, "robot", "info", "panda", "--json")
+    assert json.loads(out)["warnings"] == []

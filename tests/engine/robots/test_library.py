@@ -77,8 +77,10 @@ def test_ros_package_path(tmp_path, monkeypatch):
 
 
 def test_load_robot_applies_entry_options():
-    # the Allegro hand's published inertias need strict=False
-    assert robot_entry("allegro-right").options == {"strict": False}
+    # the Allegro hand's published inertias load by default (with a warning); Bolt's feet (mass 0 with
+    # an inertia) need strict=False
+    assert robot_entry("allegro-right").options == {}
+    assert robot_entry("bolt").options == {"floating_base": True, "strict": False}
     assert load_robot("allegro-right").dof == 16
     # example-robot-data's Panda: its second finger mimics the first, coupled as the file says
     # (8 dof, the fingers move together; Pinocchio 4's mimic=True model has nv 8 too)

@@ -3,6 +3,10 @@
 The corpus lives in ``malformed/``; ``malformed/expected.json`` gives, per file, a word the
 message must contain (the offending element, value or rule). A hypothesis fuzz test mutates a
 valid URDF and checks that the loader raises nothing but URDFError.
+
+Three files are refused only by ``strict=True`` (``STRICT_ONLY``): a rotational inertia that is not
+positive definite or breaks the triangle inequality, and a mimic joint whose master is absent; the
+default loader keeps them (as Pinocchio does) with one warning in the description.
 """
 
 from __future__ import annotations
@@ -23,6 +27,13 @@ from engine.robots.urdf import URDFError, load_urdf, parse_urdf_string
 
 CORPUS = Path(__file__).parent / "malformed"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
+# refused by strict=True only: file -> a phrase of the default loader's warning
+STRICT_ONLY = {"inertia_not_pd": "not positive definite: arm", "triangle_inequality": "triangle inequality: arm",
+               "mimic_joint": "'j2' mimics 'nosuch'"}
+
+
+def _options(name: str) -> dict:
+    return {"strict": True} if name in STRICT_ONLY else {}
 
 
 def test_corpus_is_large_and_complete():
@@ -35,7 +46,7 @@ def test_corpus_is_large_and_complete():
 def test_malformed_urdf_raises_a_clear_error(name):
     path = CORPUS / f"{name}.urdf"
     with pytest.raises(URDFError) as err:
-        load_urdf(path)
+        load_urdf(path, **_options(name))
     exc = err.value
     message = str(exc)
     assert isinstance(exc, ValueError)
@@ -47,9 +58,21 @@ def test_malformed_urdf_raises_a_clear_error(name):
         assert "<" in exc.element
     # the model and the library refuse it the same way: nothing half-loaded
     with pytest.raises(URDFError):
-        RobotModel.from_urdf(path)
+        RobotModel.from_urdf(path, **_options(name))
     with pytest.raises(URDFError):
-        load_robot(str(path))
+        load_robot(str(path), **_options(name))
+
+
+@pytest.mark.parametrize("name", sorted(STRICT_ONLY))
+def test_what_only_strict_refuses_loads_by_default_with_one_warning(name, caplog):
+    path = CORPUS / f"{name}.urdf"
+    with caplog.at_level(logging.WARNING, logger="engine.robots.urdf"):
+        model = load_robot(str(path))
+    (line,) = model.description.warnings
+    assert STRICT_ONLY[name] in line
+    assert [r.getMessage() for r in caplog.records] == [f"{path.name}: {line}. File: {path}"]
+    if name == "mimic_joint":           # the mimic is dropped: j2 is an independent joint
+        assert model.joint_names == ["j1", "j2"] and model.mimic_joint_names == []
 
 
 def test_line_numbers_point_at_the_element():
@@ -128,8 +151,9 @@ REMEDIES = {
     "negative_mass": ({"strict": False}, True),
     "nan_mass": (None, False),
     "inf_inertia": (None, False),
-    "inertia_not_pd": ({"strict": False}, True),
-    "triangle_inequality": ({"strict": False}, False),
+    "inertia_not_pd": ({"strict": None}, True),
+    "mimic_joint": ({"strict": None}, False),
+    "triangle_inequality": ({"strict": None}, False),
     "zero_mass": ({"strict": False}, False),
 }
 
@@ -137,7 +161,7 @@ REMEDIES = {
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_error_says_which_loader_option_accepts_the_file(name):
     with pytest.raises(URDFError) as err:
-        load_urdf(CORPUS / f"{name}.urdf")
+        load_urdf(CORPUS / f"{name}.urdf", **_options(name))
     exc = err.value
     remedy, impossible = REMEDIES.get(name, (None, False))
     assert exc.remedy == remedy and exc.impossible == impossible, str(exc)

@@ -1,7 +1,8 @@
 """Published URDFs load with the default options where the physics is well defined (as Pinocchio
 loads them): point masses, thin bodies and a fixed base link with mass 0 and an inertia, each with
-a logged warning; ``strict=True`` still refuses them; a joint that moves nothing with mass is
-refused at load. The loaded models are checked against Pinocchio on the same files."""
+a logged warning; ``strict=True`` still refuses them; a joint that moves nothing with mass loads
+with a warning, and the model refuses forward dynamics naming it. The loaded models are checked
+against Pinocchio on the same files."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from pinocchio_pair import PinocchioPair, close
 from test_urdf_parse import JOINT, LINK, robot
 
 from engine.robots import RobotModel, URDFError, load_urdf, parse_urdf_string
+from engine.robots.compiled_calls import CompiledCalls
 from engine.robots.library import load_robot, robot_entry
+from engine.robots.simulate import SimulationOptions, simulate
 
 # library name -> the phrase of the accepted quirk (example-robot-data, pybullet_data, diff_robot_data)
 PUBLISHED = {
@@ -87,28 +90,54 @@ def test_mass_zero_with_an_inertia_on_a_moving_link_is_still_refused():
         parse_urdf_string(xml)
 
 
-def test_a_joint_that_moves_nothing_is_refused_naming_it():
+def test_a_joint_that_moves_nothing_loads_with_a_warning_and_no_forward_dynamics(caplog):
+    """As Pinocchio loads it: the default loader names the joint once (log and description), the
+    model's kinematics, inverse dynamics and mass matrix work, forward dynamics and simulation say
+    which joint makes M singular (not a NaN); strict=True refuses the file naming the joint and line."""
     marker = '<link name="{n}"/>'
-    xml = robot(LINK.format(n="base"), marker.format(n="flange"), marker.format(n="tool"),
-                JOINT.format(n="wrist", t="revolute", p="base", c="flange"),
+    xml = robot(LINK.format(n="base"), LINK.format(n="upper"), marker.format(n="flange"),
+                marker.format(n="tool"),
+                JOINT.format(n="shoulder", t="revolute", p="base", c="upper"),
+                JOINT.format(n="wrist", t="revolute", p="upper", c="flange"),
                 JOINT.format(n="tool_joint", t="fixed", p="flange", c="tool"))
-    for strict in (None, True, False):
-        with pytest.raises(
-            URDFError, match=r"joint 'wrist' moves links 'flange', 'tool' that have no mass"
-        ) as err:
-            parse_urdf_string(xml, source="arm.urdf", strict=strict)
-        assert err.value.line == 6 and "arm.urdf" in str(err.value)
+    with pytest.raises(URDFError, match=r"joint 'wrist' moves links 'flange', 'tool' that have no mass") as err:
+        parse_urdf_string(xml, source="arm.urdf", strict=True)
+    assert err.value.line == 8 and "arm.urdf" in str(err.value) and err.value.remedy == {"strict": None}
+    for strict in (None, False):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="engine.robots.urdf"):
+            desc = parse_urdf_string(xml, source="arm.urdf", strict=strict)
+        (line,) = desc.warnings
+        assert line.startswith("joint 'wrist' moves no mass") and "shoulder" not in line
+        assert [r.getMessage() for r in caplog.records] == [f"arm.urdf: {line}. File: arm.urdf"]
+    model = RobotModel.from_description(desc)
+    assert model.singular_joints == ("wrist",)
+    q = torch.tensor([[0.3, -0.7]], dtype=torch.float64)
+    M = model.mass_matrix(q)
+    # the wrist moves nothing: its row and column of M are zero, the shoulder's entry is the upper
+    # link's inertia about z (0.1, its CoM on the axis)
+    assert torch.equal(M[0, 1], torch.zeros(2, dtype=torch.float64)) and float(M[0, 0, 0]) == pytest.approx(0.1)
+    tau = model.inverse_dynamics(q, torch.ones_like(q), torch.ones_like(q))
+    assert torch.isfinite(tau).all() and float(tau[0, 1]) == 0.0
+    assert model.link_pose(q, "tool").shape == (1, 4, 4)
+    for call in (lambda: model.forward_dynamics(q, torch.zeros_like(q), torch.zeros_like(q)),
+                 lambda: CompiledCalls(model).aba(q.numpy(), np.zeros((1, 2)), np.zeros((1, 2))),
+                 lambda: simulate(model, q[0], options=SimulationOptions(duration=0.01))):
+        with pytest.raises(ValueError, match=r"forward dynamics is undefined: joint 'wrist' moves no mass"):
+            call()
     # a prismatic joint needs mass: rotational inertia alone does not resist a translation
     spinner = ('<link name="s"><inertial><mass value="0"/>'
                '<inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/></inertial></link>')
     xml = robot(LINK.format(n="base"), spinner, JOINT.format(n="slide", t="prismatic", p="base", c="s"))
     with pytest.raises(URDFError, match="joint 'slide'"):
-        parse_urdf_string(xml)
+        parse_urdf_string(xml, strict=True)
+    assert RobotModel.from_string(xml).singular_joints == ("slide",)
     # a massless link moved together with a massive one is fine
     xml = robot(LINK.format(n="base"), marker.format(n="flange"), LINK.format(n="tool"),
                 JOINT.format(n="wrist", t="revolute", p="base", c="flange"),
                 JOINT.format(n="tool_joint", t="fixed", p="flange", c="tool"))
-    assert RobotModel.from_string(xml).dof == 1
+    model = RobotModel.from_string(xml)
+    assert model.dof == 1 and model.singular_joints == () and model.description.warnings == ()
 
 
 def test_inertials_accepted_as_written_are_one_warning_line(caplog):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import re
 
 import pytest
 from robots_testdata import SMALL_TREE, example_robot_data
@@ -62,15 +63,23 @@ def test_example_robot_data_panda_and_mimic():
     assert mesh.kind == "mesh" and mesh.path is not None and mesh.path.endswith("link3.dae")
 
 
-def test_strict_physics_and_lenient_mode(caplog):
+def test_strict_physics_and_the_default(caplog):
+    """The Allegro hand's published inertias break the triangle inequality: strict=True refuses the
+    file naming the link and line; the default and strict=False keep them as written, in one warning
+    line (the log's and the description's) naming the four links."""
     path = example_robot_data("allegro_hand_description/urdf/allegro_right_hand.urdf")
     with pytest.raises(URDFError, match="triangle inequality") as err:
-        load_urdf(path)
-    assert err.value.line is not None and "strict=False" in str(err.value)
-    with caplog.at_level(logging.WARNING):
-        desc = load_urdf(path, strict=False)
-    assert "triangle inequality" in caplog.text
-    assert len(desc.movable_joints) == 16
+        load_urdf(path, strict=True)
+    assert err.value.line is not None and "default loader" in str(err.value)
+    assert err.value.remedy == {"strict": None}
+    for strict in (None, False):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="engine.robots.urdf"):
+            desc = load_urdf(path, strict=strict)
+        assert len(desc.movable_joints) == 16
+        (line,) = desc.warnings
+        assert "triangle inequality" in line and all(f"link_{k}.0" in line for k in (3, 7, 11, 15))
+        assert [r.getMessage() for r in caplog.records] == [f"{path.name}: {line}. File: {path}"]
 
 
 BAD = {
@@ -206,13 +215,20 @@ BAD = {
 }
 
 
+# physically inconsistent rotational inertias: the default loader keeps them (as Pinocchio does), with a
+# warning; strict=True refuses them
+STRICT_ONLY = {"not positive definite", "triangle"}
+
+
 @pytest.mark.parametrize("name", list(BAD))
 def test_bad_urdfs_raise_clear_errors(name, tmp_path):
     xml, pattern, line = BAD[name]
     path = tmp_path / f"{name.replace(' ', '_')}.urdf"
     path.write_text(xml)
+    if name in STRICT_ONLY:
+        assert re.search(pattern, RobotModel.from_urdf(path).description.warnings[0])
     with pytest.raises(URDFError, match=pattern) as err:
-        RobotModel.from_urdf(path)
+        RobotModel.from_urdf(path, **({"strict": True} if name in STRICT_ONLY else {}))
     assert isinstance(err.value, ValueError)
     assert str(path) in str(err.value)
     if line is not None:

@@ -289,8 +289,14 @@ def test_the_viewer_loads_a_possible_but_inconsistent_inertia_leniently_and_refu
     from engine.robots.urdf import URDFError
 
     corpus = Path(__file__).parents[3] / "engine" / "robots" / "malformed"
+    # the default loader keeps an inertia that breaks the triangle inequality: its warning is the note
     model, notes = _load_model(corpus / "triangle_inequality.urdf")
-    assert model.dof >= 1 and len(notes) == 1 and "triangle inequality" in notes[0]
+    assert model.dof >= 1 and notes == [f"warning: {model.description.warnings[0]}"]
+    assert "triangle inequality: arm" in notes[0]
+    # mass 0 with an inertia on a moving link: the viewer retries with strict=False, and the loader's
+    # warning line (one, not a second note of the viewer's own) names the link
+    model, notes = _load_model(corpus / "zero_mass.urdf")
+    assert model.dof >= 1 and len(notes) == 1 and "mass must be positive: arm" in notes[0]
     with pytest.raises(URDFError, match="physically impossible; fix the URDF") as err:
         _load_model(corpus / "negative_mass.urdf")
     assert err.value.impossible and "strict=False" not in str(err.value)

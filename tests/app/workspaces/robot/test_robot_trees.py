@@ -51,3 +51,39 @@ def test_the_kinematic_tree_menu_loads_another_tree(qtbot, tmp_path):
         assert [a.isChecked() for a in menu.actions()] == [False, False, True, False]
     finally:
         env.close(page)
+
+
+def test_a_session_keeps_the_chosen_tree(qtbot, tmp_path):
+    """The tree picked in Workspace > Kinematic Tree is saved with the session and loaded again on
+    restore (the box, floating, with its hinge; not the loader's choice, the arm)."""
+    import json
+
+    from tests.app.workspaces.robot.test_robot_workspace import LOAD_MS, Env
+
+    path = str(write_scene(tmp_path, extra=COUPLED))
+    env = Env(qtbot, tmp_path)
+    page = env.page()
+    try:
+        with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+            page.load_robot(path)
+        assert page.session_state()["tree"] is None                 # the loader's choice
+        with qtbot.waitSignal(page.robot_loaded, timeout=LOAD_MS):
+            page.load_tree("box")
+        saved = json.loads(json.dumps(page.session_state()))        # as a session file holds it
+        assert saved["robot"] == path and saved["tree"] == "box"
+    finally:
+        env.close(page)
+    page2 = env.page()
+    try:
+        with qtbot.waitSignal(page2.robot_loaded, timeout=LOAD_MS):
+            page2.restore_session_state(saved)
+        assert not env.errors, env.errors
+        assert page2.robot.tree == "box" and page2.robot.model.floating
+        assert page2.robot.model.joint_names == ["hinge"]
+        assert [a.isChecked() for a in page2.tree_menu.actions()] == [False, False, True, False]
+        # a session written before trees were saved (no "tree") loads the loader's choice
+        with qtbot.waitSignal(page2.robot_loaded, timeout=LOAD_MS):
+            page2.restore_session_state({k: v for k, v in saved.items() if k not in ("tree", "q")})
+        assert page2.robot.tree is None and page2.robot.model.joint_names == ["j1", "j2"]
+    finally:
+        env.close(page2)
