@@ -353,9 +353,10 @@ class ComparePanel(QWidget):
                 if key == "model":
                     item.setForeground(QColor(color(run.index)))
                 self.table.setItem(i, j, item)
-        for j, (key, _) in enumerate(TABLE_COLUMNS):
-            if key in ROBOT_COLUMNS:
-                self.table.setColumnHidden(j, not any(run.row.get(key) is not None for run in self.runs))
+        for j, (key, _) in enumerate(TABLE_COLUMNS):   # a column no run fills is hidden (a log has no energy)
+            if key not in ("model", "type"):
+                filled = any(run.row.get(key) is not None for run in self.runs)
+                self.table.setColumnHidden(j, not filled if self.runs else key in ROBOT_COLUMNS)
         self.table.setSortingEnabled(True)
 
     def _fill_signal_table(self) -> None:

@@ -32,15 +32,11 @@ def draw_torque_bars(plot, runs: list, joint_names: list[str] | None = None) -> 
         values = list(run.row["torque_rmse_per_joint"])
         x = [j - 0.4 + (k + 0.5) * width for j in range(len(values))]
         bars = pg.BarGraphItem(x=x, height=values, width=width * 0.9, brush=color(run.index), name=run.name)
-        item.addItem(bars)
-        if item.legend is not None:
-            item.legend.addItem(bars, run.name)
+        item.addItem(bars)          # named: the plot's legend lists it once
     if noise:
         x = [j - 0.4 + (groups - 0.5) * width for j in range(len(noise))]
         bars = pg.BarGraphItem(x=x, height=list(noise), width=width * 0.9, brush=NOISE_COLOR, name="noise level")
         item.addItem(bars)
-        if item.legend is not None:
-            item.legend.addItem(bars, "noise level")
     names = list(joint_names or [])[:n] + [f"q[{j}]" for j in range(len(joint_names or []), n)]
     item.getAxis("bottom").setTicks([[(j, names[j]) for j in range(n)], []])
     return len(runs)

@@ -161,11 +161,16 @@ def test_the_tab_fits_1366_and_use_identified_robot_loads_it(make_window, qtbot,
     table = page.compare_panel.table
     headers = [table.horizontalHeaderItem(j).text() for j in range(table.columnCount())
                if not table.isColumnHidden(j)]
-    assert {"torque RMSE [N m]", "noise [N m]", "rollout RMSE 0.1 s [rad]", "note"} <= set(headers)
+    assert {"torque RMSE [N m]", "sliding [N m]", "noise [N m]", "rollout RMSE 0.1 s [rad]", "note"} <= set(headers)
+    import os
+    if os.environ.get("LAGRANGE_SHOT"):
+        window.grab().save(os.environ["LAGRANGE_SHOT"])
     torque_plot = page.compare_panel.plots["torque"]
     assert torque_plot.isVisible()
     bars = [i for i in torque_plot.getPlotItem().items if type(i).__name__ == "BarGraphItem"]
     assert len(bars) == 3                  # urdf, rigid-body and the noise level; node-rk4 has none
+    legend = torque_plot.getPlotItem().legend
+    assert [label.text for _, label in legend.items] == ["urdf", "rigid-body", "noise level"]   # each once
     files = page.compare_panel.export_report(tmp_path / "report")    # both metrics reach the report
     csv = next(f for f in files if f.suffix == ".csv").read_text()
     assert "torque_rmse" in csv.splitlines()[0] and "rollout_rmse_0.1" in csv.splitlines()[0]
