@@ -22,7 +22,8 @@ geoms, ...), so what we read is what MuJoCo simulates:
 - ``<option gravity>`` -> ``RobotDescription.gravity`` (zero with ``<flag gravity="disable">``);
   body ``gravcomp`` -> ``Link.gravcomp`` and joint ``actuatorgravcomp`` ->
   ``Joint.actuator_gravcomp`` (the forces: :mod:`engine.robots.gravcomp`);
-- linear ``<equality joint>`` couplings -> mimic joints (:mod:`engine.robots.mjcf_couplings`);
+- linear ``<equality joint>`` couplings -> mimic joints (:mod:`engine.robots.mjcf_couplings`), in
+  a tree with ball joints too (MuJoCo itself refuses a joint equality on a ball joint);
 - ``<equality connect|weld>`` and linear fixed-tendon equalities -> ``RobotDescription.constraints``
   (hard holonomic constraints: :mod:`engine.robots.mjcf_constraints`);
 - everything else that changes the dynamics (equality constraints, tendons, actuators, springs,
@@ -372,11 +373,6 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
                   "load with mimic='coupled' or 'independent'", f"<joint name={jn!r}>")
     if mimic == "independent":
         coupled, coupled_eqs = {}, set()
-    balls = [j for j in sorted(kept_joints) if m.jnt_type[j] == J.mjJNT_BALL]
-    if coupled and balls:
-        jn = joint_names[next(iter(coupled))]
-        raise err(f"ball joint {joint_names[balls[0]]!r} and joint {jn!r} coupled by an <equality joint> in one "
-                  "tree are not supported together; load with mimic='independent'", f"<joint name={jn!r}>")
     if floating and m.body_geomnum[0]:
         log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
 
