@@ -10,7 +10,7 @@ and the model couples it exactly as it couples mimic joints: ``joint1`` has no c
 own, forces are ``G^T tau`` and the mass matrix ``G^T M G`` (MuJoCo enforces the same equality
 softly, through its constraint solver, so its trajectories differ by the constraint's
 compliance). Couplings are between hinge and slide joints (MuJoCo refuses a joint equality on a
-ball joint) and combine with the tree's ball joints: the coupling maps
+ball joint) and combine with the tree's ball joints and free objects: the coupling maps
 (:func:`engine.robots.backends.tree.coupling_matrix`) pass the quaternions through. Left as
 constraints, and so listed as not modelled: inactive equalities, one without ``joint2`` (it
 locks ``joint1``), non-linear polynomials, couplings across trees or that would close a loop of
