@@ -18,6 +18,11 @@ rad or m, random base poses, normal velocities), on the compiled and on the torc
 - the gravity torques (``qfrc_bias`` at rest);
 - where a body has ``gravcomp``: ``qfrc_gravcomp``.
 
+A file with several trees whose robot is fixed to the world is compared once more as
+:func:`engine.robots.mjcf.load_mjcf` loads it by default, the robot with its free objects
+beside it (three world slides from the object's initial position and a ball from its initial
+orientation each: MuJoCo's free joint), coupled joints or not (``"scene"`` in the results).
+
 The error of a quantity is ``max |ours - MuJoCo's| / max(1, max |MuJoCo's|)`` over the states; a
 tree matches at the worst of its quantities. Writes ``menagerie.json`` (per file: status, trees,
 errors, the not-modelled lines) and ``README.md`` (counts, date, the collection's commit when
@@ -64,6 +69,7 @@ def _state(model, mm, md, rng):
     ``(q, v, dofs, TP, dTv)``: MuJoCo's dof indices of every joint of the tree (a free root's six
     first), ``TP`` MuJoCo's velocity there per the model's (``T``: a free root's linear velocity is
     in the world frame in MuJoCo; ``P``: coupled joints follow their masters), ``dT/dt v``."""
+    import mujoco
     from scipy.spatial.transform import Rotation
 
     desc = model.description
@@ -86,6 +92,24 @@ def _state(model, mm, md, rng):
     movable = [j.name for j in desc.movable_joints]
     rows = []                  # each movable joint's rows of P (a ball joint: three)
     for name in movable:
+        obj = _free_object(desc, mm, name)
+        if obj is not None:    # a free object beside a fixed robot: slides from qpos0, then the ball
+            j, axis = obj
+            sq, sv = model.joint_coordinates(name)
+            a, d = int(mm.jnt_qposadr[j]), int(mm.jnt_dofadr[j])
+            if axis is None:
+                quat = rng.normal(size=4)
+                q[sq] = quat / np.linalg.norm(quat)
+                turned = np.zeros(4)             # MuJoCo's quaternion: the initial one times the ball's
+                mujoco.mju_mulQuat(turned, mm.qpos0[a + 3:a + 7], np.r_[q[sq][3], q[sq][:3]])
+                md.qpos[a + 3:a + 7] = turned
+                rows += [(sv.start + i, 1.0) for i in range(3)]
+                di += [d + 3 + i for i in range(3)]
+            else:
+                md.qpos[a + axis] = mm.qpos0[a + axis] + q[sq.start]
+                rows.append((sv.start, 1.0))
+                di.append(d + axis)
+            continue
         if desc.joint(name).type == "ball":     # quaternion x y z w here, w x y z in MuJoCo; v the same
             sq, sv = model.joint_coordinates(name)
             quat = rng.normal(size=4)
@@ -112,6 +136,23 @@ def _state(model, mm, md, rng):
     dofs = np.array(di, dtype=int)
     md.qvel[dofs] = T @ P @ v
     return q, v, dofs, T @ P, dTv
+
+
+def _free_object(desc, mm, name: str) -> tuple[int, int | None] | None:
+    """``(MuJoCo's free joint, axis 0-2 of a slide or None for the ball)`` where ``name`` is a joint
+    of a free object kept beside a fixed robot (``<joint>_x``, ``_y``, ``_z`` and the ball
+    ``<joint>``: :func:`engine.robots.mjcf._free_object_joints`), else None."""
+    import mujoco
+
+    base, axis = (name[:-2], "xyz".index(name[-1])) if name[-2:] in ("_x", "_y", "_z") else (name, None)
+    try:
+        joint = desc.joint(base)
+        j = int(mm.body(joint.child).jntadr[0]) if joint.type == "ball" else -1
+    except KeyError:
+        return None
+    if j < 0 or mm.jnt_type[j] != mujoco.mjtJoint.mjJNT_FREE:
+        return None
+    return j, axis
 
 
 def _error(ours, ref) -> float:
@@ -169,7 +210,7 @@ def run_file(path: Path, states: int) -> dict:
     """One file: ``{"status": "loaded" | "refused" | "not_compiled" | "fault", ...}``."""
     import mujoco
 
-    from engine.robots.mjcf import MJCFError, load_mjcf_trees
+    from engine.robots.mjcf import MJCFError, load_mjcf, load_mjcf_trees
     from engine.robots.model import RobotModel
 
     try:
@@ -208,6 +249,19 @@ def run_file(path: Path, states: int) -> dict:
             out["not_modelled"] = [l for l in desc.not_modelled if not l.startswith("other kinematic trees")]
     out["nv_kept"] = sum(t["nv"] + t["coupled"] for t in out["trees"].values())     # coupled joints: kept
     out["worst"] = max((t["worst"] for t in out["trees"].values()), default=0.0)
+    if len(descs) > 1:         # load_mjcf's default: a fixed robot with its free objects, one model
+        try:
+            desc = load_mjcf(path)
+            if any(_free_object(desc, mm, j.name) for j in desc.movable_joints):
+                model = RobotModel.from_description(desc)
+                errors = compare_tree(model, mm, states, seed=len(descs))
+                out["scene"] = {"floating": False, "nv": model.nv, "coupled": len(model.mimic_joint_names),
+                                "errors": errors,
+                                "worst": max(errors.values(), default=0.0)}
+                out["worst"] = max(out["worst"], out["scene"]["worst"])
+        except Exception:  # noqa: BLE001
+            out["status"] = "fault"
+            out["traceback"] = traceback.format_exc()[-2000:]
     return out
 
 
@@ -240,6 +294,10 @@ def summarise(results: dict[str, dict]) -> dict:
         "several_trees": sum(1 for r in loaded.values() if len(r["trees"]) > 1),
         "coupled_files": sum(1 for r in loaded.values() if any(t["coupled"] for t in r["trees"].values())),
         "all_dof_kept": sum(1 for r in loaded.values() if r["nv_kept"] == r["nv_mujoco"]),
+        "scenes": sum(1 for r in loaded.values() if "scene" in r),
+        "scenes_all_dof": sum(1 for r in loaded.values()
+                              if "scene" in r and r["scene"]["nv"] + r["scene"]["coupled"] == r["nv_mujoco"]),
+        "scenes_coupled": sum(1 for r in loaded.values() if r.get("scene", {}).get("coupled")),
         "refused_one_line": sum(1 for r in results.values() if r["status"] == "refused" and r["one_line"]),
         "not_compiled_missing_file": sum(1 for r in results.values() if r["status"] == "not_compiled"
                                          and "Error opening file" in r["message"]),
@@ -268,8 +326,8 @@ def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
         "Produced by `python -m experiments.menagerie FOLDER` (see its docstring for the protocol). Files with "
         "several kinematic trees (a robot and free objects) are compared tree by tree (`load_mjcf_trees`; "
         "`load_mjcf` without `tree=` loads a robot fixed to the world with its free objects beside it, each "
-        "as three world slides and a ball joint, unless the robot has coupled joints or floats: then the "
-        "largest tree, naming the others); joints coupled by a linear "
+        "as three world slides and a ball joint, coupled joints or not, compared as one model too; beside "
+        "a floating robot the largest tree, naming the others); joints coupled by a linear "
         "`<equality joint>` are mimic joints, compared as `P^T M P`, `P^T h`.",
         "",
         f"- files with a `<mujoco>` root: {s['files']}; status: "
@@ -283,6 +341,9 @@ def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
         f"({s['floating_trees']} floating); files with several trees: {s['several_trees']}; files whose "
         f"trees hold all of MuJoCo's joints: {s['all_dof_kept']}; files with <equality joint> couplings "
         f"loaded as mimic joints: {s['coupled_files']}",
+        f"- files `load_mjcf` loads as a fixed robot with its free objects beside it (compared as one model "
+        f"too): {s['scenes']}, holding all of MuJoCo's joints: {s['scenes_all_dof']}, with coupled joints: "
+        f"{s['scenes_coupled']}",
         "- loaded files whose every tree matches MuJoCo's mass matrix, bias forces and gravity torques "
         "(and qfrc_gravcomp where used), compiled and torch paths: "
         + ", ".join(f"<= {k}: {v}" for k, v in s["loaded_within"].items()),
@@ -302,6 +363,8 @@ def write_report(out: Path, summary: dict, results: dict, label: str) -> None:
     for name, r in sorted(results.items()):
         if r["status"] == "loaded":
             trees = ", ".join(_tree_text(k, t) for k, t in r["trees"].items())
+            if "scene" in r:
+                trees += f"; with its objects: {_tree_text('world', r['scene'])}"
             lines.append(f"- `{name}`: loaded, worst {r['worst']:.1e}; {trees}")
         else:
             lines.append(f"- `{name}`: {r['status']}: {r.get('message', 'traceback in menagerie.json')[:240]}")

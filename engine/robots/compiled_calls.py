@@ -142,9 +142,9 @@ class CompiledCalls:
                           for l, b in enumerate(cb._link_body)]
         self._link_body_int = [int(b) for b in cb._link_body]
         if model._G is None:
-            self._G = self._P = None
+            self._Gq = self._P = None
         else:
-            self._G = model._G.numpy().copy()             # (n, dof)
+            self._Gq = model._Gq.numpy().copy()            # (nq_all, nq) joint parts: configurations
             self._mimic_offset = model._mimic_offset.numpy().copy()
             self._P = model._P.numpy().copy()             # (nv_all, nv)
             self._Pt = np.ascontiguousarray(self._P.T)
@@ -172,11 +172,11 @@ class CompiledCalls:
             raise ValueError(f"expected configurations of shape ({self.nq},) or (B, {self.nq}), got {shape}")
         if one:
             q = q[None]
-        if self._G is None:
+        if self._Gq is None:
             return q, one
         if not self.floating:
-            return q @ self._G.T + self._mimic_offset, one
-        return np.concatenate([q[:, :7], q[:, 7:] @ self._G.T + self._mimic_offset], axis=1), one
+            return q @ self._Gq.T + self._mimic_offset, one
+        return np.concatenate([q[:, :7], q[:, 7:] @ self._Gq.T + self._mimic_offset], axis=1), one
 
     def _v(self, x, B: int, what: str = "joint vectors"):
         """``x (B, nv_all)`` (``P x``), or ``_NONE`` for None (zero)."""

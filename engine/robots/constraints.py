@@ -188,38 +188,29 @@ def _bodies(constraints) -> list[str]:
 def _tendon_row(model, c: TendonConstraint | TendonLimit, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Residual ``(B,)`` and Jacobian row ``(B, nv)`` of a tendon equality over flat ``q (B, nq)``
     (of a tendon limit: its length ``L``)."""
-    if getattr(model, "ball_joint_names", ()):
-        aq, av = _ball_model_tendon(model, c, q)
-        return q @ aq - float(getattr(c, "offset", 0.0)), av.expand(q.shape[0], -1)
+    aq, av = _tendon_coefficients(model, c, q)
+    r = model._all_q(q)[:, (7 if model.floating else 0):] @ aq - float(getattr(c, "offset", 0.0))
+    return r, model._project(av[None, :]).expand(q.shape[0], -1)
+
+
+def _tendon_coefficients(model, c, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A tendon's coefficients on every movable joint's configuration ``(nq_all,)`` (the joint part;
+    a ball joint's quaternion four columns) and velocity ``(nv_all,)`` (a floating base's six
+    first, zero): its length is ``q_all . aq``, its Jacobian ``P^T av`` (coupled joints projected).
+    A tendon over a ball joint is refused (MuJoCo's fixed tendons take scalar joints only)."""
     names = list(model._full_joint_names)
-    f = 7 if model.floating else 0
+    cols = model.topology.q_columns()
     fv = 6 if model.floating else 0
-    a = q.new_zeros(len(names))
+    aq, av = like.new_zeros(model.topology.nq), like.new_zeros(fv + len(names))
     for j, coef in zip(c.joints, c.coefficients):
         if j not in names:
             raise ValueError(f"{c.kind} {c.name!r}: robot {model.name!r} has no joint {j!r}")
-        a[names.index(j)] += float(coef)
-    q_all = model._all_q(q)[:, f:]
-    r = q_all @ a - float(getattr(c, "offset", 0.0))
-    row = torch.cat([q.new_zeros(fv), a])
-    J = model._project(row[None, :]).expand(q.shape[0], -1)
-    return r, J
-
-
-def _ball_model_tendon(model, c, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A tendon's coefficients on the flat ``q (nq,)`` and ``v (nv,)`` of a model with ball joints
-    (whose quaternions make ``nq != nv``; such models have no mimic coupling). A tendon over a
-    ball joint is refused (MuJoCo's fixed tendons take scalar joints only)."""
-    aq, av = q.new_zeros(model.nq), q.new_zeros(model.nv)
-    for j, coef in zip(c.joints, c.coefficients):
-        if j not in model.joint_names:
-            raise ValueError(f"{c.kind} {c.name!r}: robot {model.name!r} has no joint {j!r}")
-        if j in model.ball_joint_names:
+        if model.description.joint(j).type == "ball":
             raise ValueError(f"{c.kind} {c.name!r}: joint {j!r} is a ball joint; a tendon over a ball joint "
                              "is not supported")
-        sq, sv = model.joint_coordinates(j)
-        aq[sq.start] += float(coef)
-        av[sv.start] += float(coef)
+        k = names.index(j)
+        aq[int(cols[k])] += float(coef)
+        av[fv + k] += float(coef)
     return aq, av
 
 
@@ -326,21 +317,10 @@ def limit_terms(model, limits, q) -> tuple[torch.Tensor, torch.Tensor]:
     qf = q.reshape(-1, model.nq)
     if not limits:
         return qf.new_zeros(shape + (0,)), qf.new_zeros(shape + (0, model.nv))
-    if getattr(model, "ball_joint_names", ()):
-        rows = [_ball_model_tendon(model, c, qf) for c in limits]
-        aq, av = torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows])
-        L, J = qf @ aq.T, av.expand(qf.shape[0], -1, -1)
-        return L.reshape(shape + L.shape[-1:]), J.reshape(shape + J.shape[-2:])
-    names = list(model._full_joint_names)
-    f, fv = (7, 6) if model.floating else (0, 0)
-    a = qf.new_zeros(len(limits), len(names))            # one kinematics-free pass for every limit
-    for i, c in enumerate(limits):
-        for j, coef in zip(c.joints, c.coefficients):
-            if j not in names:
-                raise ValueError(f"{c.kind} {c.name!r}: robot {model.name!r} has no joint {j!r}")
-            a[i, names.index(j)] += float(coef)
-    L = model._all_q(qf)[:, f:] @ a.T
-    J = model._project(torch.cat([qf.new_zeros(len(limits), fv), a], -1)).expand(qf.shape[0], -1, -1)
+    rows = [_tendon_coefficients(model, c, qf) for c in limits]   # one kinematics-free pass for every limit
+    aq, av = torch.stack([r[0] for r in rows]), torch.stack([r[1] for r in rows])
+    L = model._all_q(qf)[:, (7 if model.floating else 0):] @ aq.T
+    J = model._project(av).expand(qf.shape[0], -1, -1)
     return L.reshape(shape + L.shape[-1:]), J.reshape(shape + J.shape[-2:])
 
 

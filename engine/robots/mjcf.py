@@ -22,7 +22,9 @@ geoms, ...), so what we read is what MuJoCo simulates:
 - ``<option gravity>`` -> ``RobotDescription.gravity`` (zero with ``<flag gravity="disable">``);
   body ``gravcomp`` -> ``Link.gravcomp`` and joint ``actuatorgravcomp`` ->
   ``Joint.actuator_gravcomp`` (the forces: :mod:`engine.robots.gravcomp`);
-- linear ``<equality joint>`` couplings -> mimic joints (:mod:`engine.robots.mjcf_couplings`);
+- linear ``<equality joint>`` couplings -> mimic joints (:mod:`engine.robots.mjcf_couplings`), in
+  a tree with ball joints too and with the free objects kept beside the robot (MuJoCo itself
+  refuses a joint equality on a ball joint);
 - ``<equality connect|weld>`` and linear fixed-tendon equalities -> ``RobotDescription.constraints``
   (hard holonomic constraints: :mod:`engine.robots.mjcf_constraints`);
 - everything else that changes the dynamics (equality constraints, tendons, actuators, springs,
@@ -361,22 +363,12 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
     kept = set(chosen.bodies).union(*(t.bodies for t in objects))
     kept_joints = {j for j in range(m.njnt) if int(m.jnt_bodyid[j]) in kept}
     coupled, coupled_eqs = joint_couplings(m, joint_names, kept_joints)
-    left_out = ""
-    if objects and coupled and mimic != "independent":   # coupled joints do not combine with ball joints yet
-        objects, kept = [], set(chosen.bodies)
-        kept_joints = {j for j in range(m.njnt) if int(m.jnt_bodyid[j]) in kept}
-        left_out = "free objects are kept only beside a robot without joints coupled by <equality joint>"
     if mimic == "error" and coupled:
         jn = joint_names[next(iter(coupled))]
         raise err(f"joint {jn!r} is coupled to {coupled[next(iter(coupled))].joint!r} by an <equality joint>; "
                   "load with mimic='coupled' or 'independent'", f"<joint name={jn!r}>")
     if mimic == "independent":
         coupled, coupled_eqs = {}, set()
-    balls = [j for j in sorted(kept_joints) if m.jnt_type[j] == J.mjJNT_BALL]
-    if coupled and balls:
-        jn = joint_names[next(iter(coupled))]
-        raise err(f"ball joint {joint_names[balls[0]]!r} and joint {jn!r} coupled by an <equality joint> in one "
-                  "tree are not supported together; load with mimic='independent'", f"<joint name={jn!r}>")
     if floating and m.body_geomnum[0]:
         log.info("%s: the world body's geoms (floor...) are left to the viewer's ground", path)
 
@@ -443,7 +435,7 @@ def describe_mujoco_model(m, path: str | Path, tree: str | None = None, mimic: s
                 joints.append(Joint(name=f"{names[b]}__frame", type="fixed", parent=child, child=names[b],
                                     origin=_origin(_trans(-p))))
     constraints, constraint_eqs = mujoco_constraints(m, names, joint_names, kept, kept_joints)
-    missing = tuple(other_trees_line(trees, chosen, objects, left_out) + softness_line(constraints)
+    missing = tuple(other_trees_line(trees, chosen, objects) + softness_line(constraints)
                     + not_modelled(m, kept, skip_equalities=coupled_eqs | constraint_eqs))
     if missing:
         log.warning("%s: not modelled: %s", path, "; ".join(missing))

@@ -9,9 +9,12 @@ When the polynomial is linear (``c2 = c3 = c4 = 0``) this is a URDF mimic joint:
 and the model couples it exactly as it couples mimic joints: ``joint1`` has no coordinate of its
 own, forces are ``G^T tau`` and the mass matrix ``G^T M G`` (MuJoCo enforces the same equality
 softly, through its constraint solver, so its trajectories differ by the constraint's
-compliance). Left as constraints, and so listed as not modelled: inactive equalities, one without
-``joint2`` (it locks ``joint1``), non-linear polynomials, couplings across trees or that would
-close a loop of couplings, and a second coupling of the same joint.
+compliance). Couplings are between hinge and slide joints (MuJoCo refuses a joint equality on a
+ball joint) and combine with the tree's ball joints and free objects: the coupling maps
+(:func:`engine.robots.backends.tree.coupling_matrix`) pass the quaternions through. Left as
+constraints, and so listed as not modelled: inactive equalities, one without ``joint2`` (it
+locks ``joint1``), non-linear polynomials, couplings across trees or that would close a loop of
+couplings, and a second coupling of the same joint.
 """
 
 from __future__ import annotations

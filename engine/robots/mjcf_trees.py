@@ -9,8 +9,9 @@ for, or else the largest (the robot before the objects it handles: a user openin
 sees the Panda). When that tree is fixed to the world and no tree is named, the free bodies are
 kept beside it (:func:`free_objects`): each becomes three slides along the world axes and a ball
 joint, MuJoCo's free joint exactly (position in the world, angular velocity in the body frame).
-Trees left out (beside a floating robot, or beside joints coupled by ``<equality joint>``, whose
-coupling does not yet combine with ball joints) are named in the description's ``not_modelled``
+(the robot's joints coupled by ``<equality joint>`` stay coupled: a coupling is between its scalar
+joints, the objects' ball quaternions pass through it). Trees left out (beside a floating robot,
+or all but the named one) are named in the description's ``not_modelled``
 lines and in the load warning, which say how to pick another (``tree="NAME"``, the CLI's
 ``--tree NAME``): a tree is never dropped silently.
 :func:`mujoco_trees` lists them; :func:`engine.robots.mjcf.load_mjcf_trees` loads each.
@@ -91,13 +92,11 @@ def free_objects(trees: list[MujocoTree], chosen: MujocoTree, tree: str | None) 
     return [t for t in trees if t is not chosen and t.floating]
 
 
-def other_trees_line(trees: list[MujocoTree], chosen: MujocoTree, kept: Sequence[MujocoTree] = (),
-                     reason: str = "") -> list[str]:
+def other_trees_line(trees: list[MujocoTree], chosen: MujocoTree, kept: Sequence[MujocoTree] = ()) -> list[str]:
     """The not-modelled line naming the trees left out when ``chosen`` (and the free objects
-    ``kept``) are loaded, or none; ``reason``: why free objects were not kept."""
+    ``kept``) are loaded, or none."""
     others = [t.name for t in trees if t is not chosen and t not in kept]
     if not others:
         return []
-    why = f"; {reason}" if reason else ""
     return [f"other kinematic trees of the file, not in this model (load one with tree='NAME', the CLI's "
-            f"--tree NAME{why}): {named_list(others)}"]
+            f"--tree NAME): {named_list(others)}"]

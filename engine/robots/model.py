@@ -18,7 +18,8 @@ frame). Coupled mimic joints carry no coordinate (``mimic_joint_names``); see
 :mod:`engine.robots.floating`. A ball joint (MJCF ``ball``, ``ball_joint_names``) has four
 configuration numbers, its unit quaternion (x, y, z, w), and three velocity coordinates, the
 child's angular velocity in its frame (``dof`` counts velocity coordinates; ``joint_coordinates(
-joint)`` gives a joint's q and v slices; :mod:`engine.robots.ball`).
+joint)`` gives a joint's q and v slices; :mod:`engine.robots.ball`). Ball joints and coupled
+joints combine: a coupling is between scalar joints, the balls' quaternions pass through it.
 
 =======================================  ==============================================
 ``forward_kinematics(q)``                ``(..., n_links, 4, 4)`` world poses, ``link_names`` order
@@ -76,7 +77,8 @@ URDFs whose inertias are slightly unphysical (e.g. example-robot-data's Allegro 
 a warning.
 
 Implementation: each public method flattens its inputs to one batch ``(B, ...)``, maps the
-user's coordinates to every movable joint's (coupled mimic joints: ``q_all = G q + offset``),
+user's coordinates to every movable joint's (coupled mimic joints: ``q_all = Gq q + offset``,
+``v_all = G v``),
 lets the backend chosen by :meth:`RobotModel._backend_for` compute (compiled numba kernels for
 float64 CPU calls, RNEA and ABA with analytic backwards where a gradient is needed
 (:mod:`engine.robots.derivatives`); else torch body-major below ``BATCH_LAST_BATCH``
@@ -166,11 +168,6 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         self.joint_names = list(dict.fromkeys(j.name for j in joints if j.mimic is None))
         self.mimic_joint_names = [j.name for j in joints if j.mimic is not None]
         self.dof = sum(1 for j in joints if j.mimic is None)     # joint velocity coordinates
-        # ball joints (engine.robots.ball): each ball's first q and v column after the base's
-        self._balls = (tuple(int(c) for c in topo.q_columns()[list(topo.ball_dofs)]), topo.ball_dofs)
-        if topo.ball_dofs and self.mimic_joint_names:
-            raise ValueError(f"robot {description.name!r}: ball joints and coupled (mimic) joints in one "
-                             "model are not supported; load with mimic='independent'")
         self.nq = self.dof + len(topo.ball_dofs) + (7 if self.floating else 0)
         self.nv = self.dof + (6 if self.floating else 0)
         self._joint_index = {name: i for i, name in enumerate(self.joint_names)}
@@ -458,12 +455,12 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
 
     def _all_q(self, q):
         """Flat ``(B, nq)`` -> every movable joint's configuration ``(B, nq_all)`` (coupled mimic
-        joints: ``G q + offset``)."""
-        if self._G is None:
+        joints: ``Gq q + offset``, ball quaternions passed through)."""
+        if self._Gq is None:
             return q
         if not self.floating:
-            return torch.addmm(self._mimic_offset, q, self._G.t())
-        return torch.cat([q[:, :7], torch.addmm(self._mimic_offset, q[:, 7:], self._G.t())], dim=-1)
+            return torch.addmm(self._mimic_offset, q, self._Gq.t())
+        return torch.cat([q[:, :7], torch.addmm(self._mimic_offset, q[:, 7:], self._Gq.t())], dim=-1)
 
     def _all_v(self, v):
         """Flat ``(B, nv)`` (or None) -> ``(B, nv_all)``: ``P v``."""

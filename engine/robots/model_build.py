@@ -24,14 +24,17 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
     """``(tensors, values)`` by attribute name, for a tree of ``n`` movable joints (``joints``, every
     one, topology order; ``joint_names`` the independent ones, ``dof``) and ``L`` links.
 
-    Tensors (None where absent): the tree's (:func:`tree_constants`); the mimic coupling ``_G (n,
-    dof)``, ``_mimic_offset (n,)`` and, with the base, ``_P (nv_all, nv)``; armature
+    Tensors (None where absent): the tree's (:func:`tree_constants`); the mimic coupling (velocities
+    ``_G (n, dof)``; configurations ``_Gq (nq_all, nq_j)`` and ``_mimic_offset (nq_all,)``, the joint
+    parts, ``nq_all = n + balls``: ball quaternions pass through) and, with the base, ``_P (nv_all,
+    nv)``; armature
     ``_armature_v (nv_all,)`` and ``_armature_int (n,)`` (body order); link inertials
     ``_link_mass (L,)`` kg, ``_link_com (L, 3)`` m and ``_link_inertia (L, 3, 3)`` kg m^2 (about the
     CoM, link axes), the bodies' ``_body_m``, ``_body_c``, ``_body_Ic`` and their
     :func:`dyn.body_constants` ``_bc_m``, ``_bc_c1``, ``_bc_Ic4``; joint damping ``_damping (n,)``;
     the base acceleration ``_a0 = [0; -g] (6,)`` from ``gravity (3,)`` m/s^2. Values: the tree's,
-    and the joint limits ``_limits`` (numpy ``(dof, 4)``: lower, upper, velocity, effort).
+    the joint limits ``_limits`` (numpy ``(dof, 4)``: lower, upper, velocity, effort) and ``_balls``
+    (each ball joint's first column in the independent joints' part of ``q`` and of ``v``).
     """
     n = topo.n_bodies
     floating = bool(description.floating_base)
@@ -43,8 +46,9 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
         tensors[name] = torch.as_tensor(np.asarray(value), dtype=dtype_ or dtype, device=device)
 
     if any(j.mimic is not None for j in joints):
-        G, off = coupling_matrix(joints, joint_names, description.name)
-        buf("_G", G)                                 # (n, dof): every movable joint from the independent ones
+        G, Gq, off = coupling_matrix(joints, joint_names, description.name, topo.q_columns())
+        buf("_G", G)                                 # (n, dof): every joint's velocity from the independent ones
+        buf("_Gq", Gq)                               # (nq_all, nq): the same for configurations (balls pass)
         buf("_mimic_offset", off)
         f = 6 if floating else 0
         P = np.zeros((f + n, f + dof))
@@ -52,7 +56,7 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
         P[f:, f:] = G
         buf("_P", P)                                 # (nv_all, nv): the same with the base
     else:
-        for name in ("_G", "_mimic_offset", "_P"):
+        for name in ("_G", "_Gq", "_mimic_offset", "_P"):
             tensors[name] = None
     arm = np.array([j.armature for j in joints], dtype=float)
     if arm.size and np.any(arm != 0):
@@ -86,6 +90,13 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
     tensors.update(zip(("_bc_m", "_bc_c1", "_bc_Ic4"), dyn.body_constants(mb, cb, Ib)))
     buf("_damping", [j.damping for j in joints])
     buf("_a0", [0.0, 0.0, 0.0] + [-float(g) for g in gravity])   # base acceleration [0; -g]
+    q_starts, v_starts, qc, vc = [], [], 0, 0
+    for name in joint_names:                        # the balls among the independent joints
+        if description.joint(name).type == "ball":
+            q_starts.append(qc)
+            v_starts.append(vc)
+        qc, vc = (qc + 4, vc + 3) if description.joint(name).type == "ball" else (qc + 1, vc + 1)
+    values["_balls"] = (tuple(q_starts), tuple(v_starts))
     values["_limits"] = np.array([[j.limit.lower, j.limit.upper, j.limit.velocity, j.limit.effort]
                                   for j in joints if j.name in independent], dtype=float).reshape(dof, 4)
     return tensors, values

@@ -1,7 +1,8 @@
 """experiments.menagerie on files written here (CI has no copy of the collection): a scene with
-three trees, gravity compensation and a joint coupling matches MuJoCo; a ball joint loads and
-matches; a ball joint with a joint coupling in its tree is refused in one line; an include
-fragment MuJoCo cannot compile is refused by the loader in one line too."""
+three trees, gravity compensation and a joint coupling matches MuJoCo tree by tree and as one
+model (the arm with its free objects beside it); a ball joint loads and matches; a ball joint with
+a joint coupling in its tree loads and matches; an include fragment MuJoCo cannot compile is
+refused by the loader in one line."""
 
 from __future__ import annotations
 
@@ -29,12 +30,18 @@ def test_the_collection_run_on_a_small_folder(tmp_path, capsys):
 
     report = json.loads((out / "menagerie.json").read_text())
     files, summary = report["files"], report["summary"]
-    assert summary["files"] == 4 and summary["status"] == {"loaded": 2, "refused": 1, "not_compiled": 1}
+    assert summary["files"] == 4 and summary["status"] == {"loaded": 3, "not_compiled": 1}
     scene = files["scene.xml"]
     assert sorted(scene["trees"]) == ["ball", "box", "world"] and scene["nv_kept"] == scene["nv_mujoco"] == 16
     assert scene["trees"]["world"]["coupled"] == 1 and "gravcomp" in scene["trees"]["box"]["errors"]
-    assert scene["worst"] < 1e-11 and summary["loaded_within"]["1e-11"] == 2
-    assert files["ball.xml"]["nv_kept"] == 3 and files["ball.xml"]["worst"] < 1e-11
-    assert files["coupled.xml"]["one_line"] and "ball joint 's' and joint 'h2'" in files["coupled.xml"]["message"]
+    assert scene["scene"]["nv"] == 15 and scene["scene"]["coupled"] == 1       # the arm, the box and the ball
+    assert set(scene["scene"]["errors"]) == {"mass_matrix", "bias", "gravity", "gravcomp"}
+    assert scene["worst"] < 1e-11 and scene["scene"]["worst"] < 1e-11 and summary["loaded_within"]["1e-11"] == 3
+    assert (summary["scenes"], summary["scenes_all_dof"], summary["scenes_coupled"]) == (1, 1, 1)
+    assert files["ball.xml"]["nv_kept"] == 3 and files["ball.xml"]["worst"] < 1e-11 and "scene" not in files["ball.xml"]
+    coupled = files["coupled.xml"]
+    assert coupled["nv_kept"] == coupled["nv_mujoco"] == 5 and coupled["trees"]["world"]["coupled"] == 1
+    assert coupled["worst"] < 1e-11
     assert files["fragment.xml"]["loader"] == "one line"
-    assert "loaded files: 2" in (out / "README.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert "loaded files: 3" in readme and "free objects beside it (compared as one model too): 1" in readme

@@ -142,25 +142,49 @@ class Inertials:
         return m[0], c[0], Ic[0]
 
 
-def coupling_matrix(joints, joint_names, robot: str):
-    """``(G (n, dof), offset (n,))``: every movable joint's position from the independent ones
-    (``q_all = G q + offset``), following chains of mimic joints."""
+def coupling_matrix(joints, joint_names, robot: str, q_columns=None):
+    """``(G (n, dof), Gq (nq_all, nq), offset (nq_all,))``: every movable joint's velocity from the
+    independent ones (``v_all = G v``) and its configuration (``q_all = Gq q + offset``), following
+    chains of mimic joints. ``joints``: one per dof (a ball joint three times, topology order);
+    ``joint_names``: the independent ones (a ball joint once); ``q_columns (n,)``: each dof's
+    configuration column among every joint's (:meth:`Topology.q_columns`; default one per dof).
+    A ball joint (:mod:`engine.robots.ball`) is never coupled: its three velocity rows and four
+    quaternion rows pass through (identity blocks); a coupling is scalar (revolute, prismatic)."""
     by_name = {j.name: j for j in joints}
-    user = {name: i for i, name in enumerate(joint_names)}
-    G, off = np.zeros((len(joints), len(joint_names))), np.zeros(len(joints))
+    vcol, qcol, nv, nq = {}, {}, 0, 0
+    for name in joint_names:
+        ball = by_name[name].type == "ball"
+        vcol[name], qcol[name] = nv, nq
+        nv, nq = nv + (3 if ball else 1), nq + (4 if ball else 1)
+    cols = np.arange(len(joints)) if q_columns is None else np.asarray(q_columns)
+    nq_all = len(joints) + len({j.name for j in joints if j.type == "ball"})     # a ball: 3 dofs, 4 columns
+    G, Gq, off = np.zeros((len(joints), nv)), np.zeros((nq_all, nq)), np.zeros(nq_all)
+    first: dict[str, int] = {}
     for k, j in enumerate(joints):
+        if j.type == "ball":
+            if j.mimic is not None:
+                raise ValueError(f"ball joint {j.name!r} of {robot!r} mimics {j.mimic.joint!r}: couplings (mimic "
+                                 "joints, <equality joint>) take scalar joints only; load with mimic='independent'")
+            sub = k - first.setdefault(j.name, k)
+            G[k, vcol[j.name] + sub] = 1.0
+            if sub == 0:
+                Gq[cols[k]:cols[k] + 4, qcol[j.name]:qcol[j.name] + 4] = np.eye(4)
+            continue
         a, b, name, seen = 1.0, 0.0, j.name, set()
         while by_name[name].mimic is not None:
             m = by_name[name].mimic
             if m.joint not in by_name:
                 raise ValueError(f"joint {name!r} mimics {m.joint!r}, which is not a movable joint of "
                                  f"{robot!r}; load with mimic='independent'")
+            if by_name[m.joint].type == "ball":
+                raise ValueError(f"joint {name!r} of {robot!r} mimics ball joint {m.joint!r}: couplings (mimic "
+                                 "joints, <equality joint>) take scalar joints only; load with mimic='independent'")
             if name in seen:
                 raise ValueError(f"mimic joints of {robot!r} form a loop at {name!r}")
             seen.add(name)
             a, b, name = a * m.multiplier, b + a * m.offset, m.joint
-        G[k, user[name]], off[k] = a, b
-    return G, off
+        G[k, vcol[name]], Gq[cols[k], qcol[name]], off[cols[k]] = a, a, b
+    return G, Gq, off
 
 
 def dense_tree_masks(topo, dtype, device) -> dict[str, torch.Tensor]:
@@ -209,7 +233,8 @@ class ModelBuffers:
     _chain: bool
     _link_src_identity: bool
     _G: torch.Tensor | None  # None without mimic joints
-    _mimic_offset: torch.Tensor | None
+    _Gq: torch.Tensor | None  # (nq_all, nq) joint parts: configurations (ball quaternions pass through)
+    _mimic_offset: torch.Tensor | None  # (nq_all,)
     _P: torch.Tensor | None
     _armature_v: torch.Tensor | None  # None without armature
     _armature_int: torch.Tensor | None
@@ -225,6 +250,7 @@ class ModelBuffers:
     _damping: torch.Tensor
     _a0: torch.Tensor
     _limits: np.ndarray  # (dof, 4): lower, upper, velocity, effort
+    _balls: tuple[tuple[int, ...], tuple[int, ...]]  # the balls' first q and v columns (independent joints)
     _ball_names: list[str]  # buffers of the BallMap (empty without ball joints)
     _compiled_joints: np.ndarray  # (n, 2): engine.robots.ball.compiled_joints
     _backend_cache: tuple[torch.Tensor | None, dict[str, object]] | None

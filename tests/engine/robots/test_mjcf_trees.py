@@ -24,6 +24,8 @@ from tests.engine.robots.mjcf_scene import (
 )
 
 t = lambda x: torch.as_tensor(x, dtype=torch.float64)  # noqa: E731
+# j3 = 0.1 + 0.5 j2 (both joints' references zero)
+COUPLING = '<equality><joint joint1="j3" joint2="j2" polycoef="0.1 0.5 0 0 0"/></equality>'
 
 EXTRA = """
   <tendon><fixed name="split"><joint joint="j2" coef="1"/><joint joint="j3" coef="-1"/></fixed></tendon>
@@ -33,17 +35,22 @@ EXTRA = """
 
 
 def test_a_file_with_several_trees_loads_the_robot_and_names_the_others(tmp_path, caplog):
-    """With joints coupled by <equality joint> (which do not combine with ball joints yet), the
-    free objects are left out, named, with the reason and how to load one."""
-    path = write_scene(tmp_path, extra='<equality><joint joint1="j3" joint2="j2" polycoef="0.1 0.5 0 0 0"/></equality>')
+    """Beside a robot with joints coupled by <equality joint> the free objects are kept too (the
+    couplings are between the robot's scalar joints, the objects' quaternions pass through); a tree
+    named loads alone, the others named with how to load one."""
+    path = write_scene(tmp_path, extra=COUPLING)
     with caplog.at_level(logging.WARNING):
         desc = load_mjcf(path)
-    assert desc.root == "world" and not desc.floating_base       # the arm, not the box it handles
-    others = [line for line in desc.not_modelled if line.startswith("other kinematic trees")]
+    assert desc.root == "world" and not desc.floating_base       # the arm, with the box and ball it handles
+    assert not [line for line in desc.not_modelled if line.startswith("other kinematic trees")]
+    assert "other kinematic trees" not in caplog.text
+    assert [j.name for j in desc.movable_joints if j.mimic] == ["j3"]
+    assert {"box_free", "ball_free", "hinge"} <= {j.name for j in desc.movable_joints}
+    arm = load_mjcf(path, tree="world")
+    others = [line for line in arm.not_modelled if line.startswith("other kinematic trees")]
     assert others == ["other kinematic trees of the file, not in this model (load one with tree='NAME', the "
-                      "CLI's --tree NAME; free objects are kept only beside a robot without joints coupled by "
-                      "<equality joint>): 'box', 'ball'"]
-    assert caplog.text.count(others[0]) == 1 and "scene.xml" in caplog.text
+                      "CLI's --tree NAME): 'box', 'ball'"]
+    assert [j.name for j in arm.movable_joints] == ["j1", "j2", "j3"]
     with pytest.raises(MJCFError) as info:
         load_mjcf(path, tree="cube")
     message = str(info.value)
@@ -51,7 +58,6 @@ def test_a_file_with_several_trees_loads_the_robot_and_names_the_others(tmp_path
     assert ("no tree named 'cube'; the trees are 'world' (fixed to the world, 3 DoF, 4.1 kg), 'box' (free body, "
             "7 DoF, 1.1 kg), 'ball' (free body, 6 DoF, 0.3 kg)") in message
     assert load_mjcf(path, tree="lower").root == "world"         # any body of a tree names it
-    assert [j.name for j in load_mjcf(path, tree="world").movable_joints] == ["j1", "j2", "j3"]
 
 
 def _scene_state(model, mm, md, rng):
@@ -122,6 +128,39 @@ def test_a_fixed_robot_keeps_its_free_objects_as_mujocos_free_joints(tmp_path, d
         mujoco.mj_forward(mm, md)
         np.testing.assert_allclose(model.bias_forces(t(q), t(np.zeros_like(v))).numpy(), md.qfrc_bias[dofs],
                                    atol=1e-10)
+
+
+def test_a_robot_with_coupled_joints_keeps_its_free_objects_and_matches_mujoco(tmp_path, dynamics_path):
+    """The arm's coupled j3 (a mimic of j2) beside the free box and ball (three slides and a ball
+    joint each): every MuJoCo degree of freedom but the coupled one is a coordinate, and the mass
+    matrix, bias forces and gravity are MuJoCo's projected through ``G`` (written here from the
+    polynomial) to 1e-10, at states where MuJoCo's own equality holds."""
+    path = write_scene(tmp_path, gravity="0.2 0.1 -9.81", extra=COUPLING)
+    model = RobotModel.from_file(path)
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    md = mujoco.MjData(mm)
+    assert model.mimic_joint_names == ["j3"] and model.ball_joint_names == ["box_free", "ball_free"]
+    assert (model.nv, model.nq) == (mm.nv - 1, mm.nq - 1)
+    a2, a3 = mm.joint("j2").qposadr[0], mm.joint("j3").qposadr[0]
+    d2, d3 = mm.joint("j2").dofadr[0], mm.joint("j3").dofadr[0]
+    rng = np.random.default_rng(21)
+    for _ in range(4):
+        q, v, dofs = _scene_state(model, mm, md, rng)
+        md.qpos[a3], md.qvel[d3] = 0.1 + 0.5 * md.qpos[a2], 0.5 * md.qvel[d2]
+        mujoco.mj_forward(mm, md)
+        rows = md.efc_type[:md.nefc] == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+        assert rows.sum() == 1 and abs(md.efc_pos[:md.nefc][rows][0]) < 1e-12
+        G = np.zeros((mm.nv, model.nv))
+        G[dofs, np.arange(model.nv)] = 1.0
+        G[d3] = 0.5 * G[d2]
+        M = model.mass_matrix(t(q)).numpy()
+        np.testing.assert_allclose(M, G.T @ full_mass_matrix(mm, md) @ G, atol=1e-11)
+        np.testing.assert_allclose(model.bias_forces(t(q), t(v)).numpy(), G.T @ md.qfrc_bias, atol=1e-10)
+        P = model.link_pose(t(q), "lower").numpy()
+        np.testing.assert_allclose(P[:3, 3], md.xpos[mm.body("lower").id], atol=1e-12)
+        md.qvel[:] = 0.0
+        mujoco.mj_forward(mm, md)
+        np.testing.assert_allclose(model.gravity_torques(t(q)).numpy(), G.T @ md.qfrc_bias, atol=1e-10)
 
 
 def test_every_tree_matches_its_block_of_mujocos_mass_matrix_and_bias(tmp_path, dynamics_path):

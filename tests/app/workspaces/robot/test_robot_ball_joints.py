@@ -16,7 +16,7 @@ from engine.jobs import NullJobContext
 MJCF = Path(__file__).parents[3] / "engine" / "robots" / "mjcf"
 
 
-@pytest.mark.parametrize("name", ["ball_chain.xml", "ball_floating.xml"])
+@pytest.mark.parametrize("name", ["ball_chain.xml", "ball_floating.xml", "ball_coupled.xml"])
 def test_sliders_and_configuration_of_ball_joints(name):
     loaded = load_robot_job(str(MJCF / name))(NullJobContext())
     model = loaded.model
@@ -121,3 +121,42 @@ def test_log_replay_state_plays_a_log_of_ball_quaternions(tmp_path):
     np.testing.assert_allclose(poses["hand"], ref[model.link_names.index("hand")], atol=1e-12)
     s.set_mapping(s.rmap.mapping)                  # as the mapping dialog hands it back
     assert s.rmap.balls["shoulder"] == cols[1:5] and s.replay.mapped.all()
+
+
+def test_log_replay_of_a_ball_model_with_coupled_joints_maps_the_independent_columns(tmp_path):
+    """ball_coupled.xml (two balls, three joints coupled by <equality joint>): the log holds the
+    independent joints only (a ball's qw qx qy qz); they are matched to their coordinates and the
+    poses shown are the engine's, the coupled fingers and tip placed by their couplings."""
+    from app.workspaces.robot.log_replay_state import LogReplayState
+    from engine.robots import RobotModel
+
+    model = RobotModel.from_file(MJCF / "ball_coupled.xml")
+    assert model.mimic_joint_names == ["flag", "right", "tip"]
+    t = np.linspace(0.0, 1.0, 11)
+    rows = []
+    for ti in t:
+        q = model.neutral().numpy()
+        for k, name in enumerate(model.ball_joint_names):
+            axis = np.array([1.0, 2.0 - k, -1.0]) / np.linalg.norm([1.0, 2.0 - k, -1.0])
+            q[model.joint_coordinates(name)[0]] = [*(np.sin(0.4 * ti) * axis), np.cos(0.4 * ti)]
+        for c, name in enumerate(("yaw", "elbow", "left")):
+            q[model.joint_coordinates(name)[0]] = (0.3 - 0.1 * c) * ti
+        rows.append(q)
+    rows = np.array(rows)
+    cols = ["time", "yaw", "shoulder_qw", "shoulder_qx", "shoulder_qy", "shoulder_qz", "elbow",
+            "wrist_qw", "wrist_qx", "wrist_qy", "wrist_qz", "left"]
+    data = np.column_stack([t, rows[:, 0], rows[:, [4, 1, 2, 3]], rows[:, 5], rows[:, [9, 6, 7, 8]], rows[:, 10]])
+    path = tmp_path / "log.csv"
+    np.savetxt(path, data, delimiter=",", header=",".join(cols), comments="")
+    s = LogReplayState()
+    s.set_robot(model)
+    replay = s.open_file(path)
+    assert replay.mapped.all() and s.rmap.balls == {"shoulder": cols[2:6], "wrist": cols[7:11]}
+    labels = s.series()["q"][2]
+    assert labels == ["yaw", "shoulder rx", "shoulder ry", "shoulder rz", "elbow", "wrist rx", "wrist ry",
+                      "wrist rz", "left"]
+    poses = s.link_poses_at(0.5)
+    with torch.no_grad():
+        ref = model.forward_kinematics(torch.as_tensor(rows[5])).numpy()
+    for link in ("tip", "right", "flag", "hand"):
+        np.testing.assert_allclose(poses[link], ref[model.link_names.index(link)], atol=1e-12)

@@ -1,5 +1,5 @@
 """An MJCF scene with several kinematic trees in the Robot workspace: a robot fixed to the world
-with coupled joints (which keep its free objects out, tests/engine/robots/test_mjcf_trees.py),
+with coupled joints and its free objects beside it (tests/engine/robots/test_mjcf_trees.py),
 Workspace > Kinematic Tree listing the trees, and choosing one loads it."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ def test_the_load_job_lists_the_trees_and_loads_the_one_asked_for(tmp_path):
     path = write_scene(tmp_path, extra=COUPLED)
     loaded = load_robot_job(str(path))(NullJobContext())
     assert [name for name, _ in loaded.trees] == ["world", "box", "ball"] and loaded.tree is None
-    assert loaded.model.joint_names == ["j1", "j2"] and loaded.model.mimic_joint_names == ["j3"]   # the arm
+    assert loaded.model.joint_names[:2] == ["j1", "j2"] and loaded.model.mimic_joint_names == ["j3"]   # the arm
+    assert loaded.model.ball_joint_names == ["box_free", "ball_free"]          # and the objects beside it
     assert "'box' (free body, 7 DoF, 1.1 kg)" in dict(loaded.trees)["box"]
     box = load_robot_job(str(path), tree="box")(NullJobContext())
     assert box.tree == "box" and box.model.floating and box.model.joint_names == ["hinge"]
