@@ -46,14 +46,21 @@ def torque_noise_level(tau: np.ndarray, window: int = 21, polyorder: int = 5, tr
 
 
 def torque_scale_warning(logged: np.ndarray, modelled: np.ndarray, joint_names: list[str],
-                         low: float = 0.2, high: float = 5.0) -> str | None:
+                         low: float = 0.2, high: float = 5.0, light: float = 0.1,
+                         light_band: float = 50.0) -> str | None:
     """A plain warning when the logged torques (N, n) are far from the scale of a model's torques
     for the same motion (N, n) (e.g. mN m logged as N m, motor-side torques before the gear): the
-    ratio of their RMS, over all joints and per joint, outside ``[low, high]``; None otherwise."""
+    ratio of their RMS, over all joints and per joint, outside ``[low, high]``; None otherwise.
+    A *light* joint, whose modelled RMS is under ``light`` times the median joint's (a wrist, where
+    the friction the robot file lacks can be most of the torque), is judged by the wider band
+    ``[1 / light_band, light_band]``: a unit or gear error is still 50 to 1000 times off."""
     lg, md = np.asarray(logged, dtype=float), np.asarray(modelled, dtype=float)
-    per = np.sqrt((lg ** 2).mean(0)) / np.maximum(np.sqrt((md ** 2).mean(0)), 1e-12)
+    model_rms = np.sqrt((md ** 2).mean(0))
+    per = np.sqrt((lg ** 2).mean(0)) / np.maximum(model_rms, 1e-12)
     overall = float(np.sqrt((lg ** 2).mean()) / max(float(np.sqrt((md ** 2).mean())), 1e-12))
-    off = [f"{n} x{r:.3g}" for n, r in zip(joint_names, per) if not low <= r <= high]
+    is_light = model_rms < light * float(np.median(model_rms))
+    off = [f"{n} x{r:.3g}" for n, r, lt in zip(joint_names, per, is_light)
+           if not ((1.0 / light_band <= r <= light_band) if lt else (low <= r <= high))]
     if low <= overall <= high and not off:
         return None
     return (f"the logged torques are {overall:.3g} times the robot model's for the same motion (per joint: "

@@ -20,6 +20,15 @@ def test_torques_far_from_the_models_scale_are_named():
     wrong[:, 2] /= 50.0
     msg = torque_scale_warning(wrong, model, names)
     assert msg is not None and "j3 x0.02" in msg and "j1" not in msg.split("per joint:")[1]
+    # a light wrist joint (modelled torques a hundredth of the others') whose log holds the friction the
+    # model lacks (8 times its modelled torque, as the Panda's joint 7 on the shipped log) is no unit error
+    model4 = np.column_stack([model, rng.normal(size=500) * 0.05])
+    logged4 = np.column_stack([model * 1.05, model4[:, 3] + 0.4 * np.sign(rng.normal(size=500))])
+    assert torque_scale_warning(logged4, model4, names + ["wrist"]) is None
+    # ... but the same joint logged in mN m is
+    logged4[:, 3] *= 1000.0
+    msg = torque_scale_warning(logged4, model4, names + ["wrist"])
+    assert msg is not None and "wrist x" in msg and "j1" not in msg.split("per joint:")[1]
 
 
 def test_sliding_rmse_counts_each_joint_where_it_slides():
