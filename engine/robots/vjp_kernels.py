@@ -1,4 +1,4 @@
-"""Numba kernel of the vector-Jacobian products of RNEA and ABA: the backward of
+"""Numba kernels of the vector-Jacobian products of RNEA and ABA: the backward of
 ``inverse_dynamics`` / ``forward_dynamics`` (:mod:`engine.robots.backends.compiled_autograd`).
 
 Same constants and conventions as :mod:`engine.robots.compiled_kernels` (bodies ``1..n`` in
@@ -25,7 +25,15 @@ v_k)^T I_k v_k``, bilinear in the body's ``pi = [m, h, Ixx, Ixy, Iyy, Ixz, Iyz, 
 
 ABA (``solve``): at ``qdd`` the ABA result, ``lam = M^-1 g`` (``M`` by the composite inertias,
 armature on its diagonal, factorised ``L^T D L`` along the tree), then ``-lam^T dtau/dq``,
-``-lam^T dtau/dv``, ``lam`` and ``-lam^T Y``. Importing this module imports numba.
+``-lam^T dtau/dv``, ``lam`` and ``-lam^T Y``.
+
+A differentiable call's forward runs :func:`forward_kernel`, which keeps what the reverse pass
+reads: per sample and body the pose ``R_k, p_k`` in the parent, ``v_k``, ``a_k`` and ``F_k`` (and
+a floating base's ``gb``); its backward runs :func:`adjoint_kernel`, the reverse pass alone,
+which rebuilds ``X_k v_j = v_k - S_k qd_k`` and ``X_k a_j = a_k - S_k qdd_k - (X_k v_j) x S_k
+qd_k``. (The passes are written out in the two kernels, not as inlined helpers: numba's inlining
+of such multi-array helpers cost about a third more time per sample.) Importing this module
+imports numba.
 """
 
 from __future__ import annotations
@@ -48,9 +56,6 @@ from engine.robots.compiled_kernels import (
 )
 from engine.robots.derivative_kernels import _ltdl, _ltdl_solve
 from engine.robots.regressor_kernels import _add_bilinear_parameters
-
-# what a call of vjp_kernel does (its ``mode``)
-RNEA_VJP, ABA_VJP, ABA_VJP_M, ABA_FORWARD = 0, 1, 2, 3
 
 
 @_inline
@@ -118,113 +123,151 @@ def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, out):
     out[b, 3] = 2.0 * (z * (C[1, 0] - C[0, 1]) + y * (C[0, 2] - C[2, 0]) + x * (C[2, 1] - C[1, 2]))
 
 
-@_jit
-def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, mode, g, want_pi,
-               gq, gv, ga, gpi, H, gquat):
-    """By ``mode``, in the user's order:
-
-    - RNEA_VJP: ``g^T`` times RNEA's derivatives at ``(q, qd, qdd)`` into ``gq`` (tangent),
-      ``gv``, ``ga`` ``(B, nv)``; ``armature (n,)``: RNEA's ``armature * qdd`` (zeros: none);
-    - ABA_VJP: ABA's at its result ``qdd``, ``H (B, nv, nv)`` the factors ABA_FORWARD wrote
-      (``M`` with ``armature`` on its diagonal); ABA_VJP_M the same, ``M`` computed here;
-    - ABA_FORWARD: ``qdd`` holds the applied forces; the accelerations ``M^-1 (tau - h)`` into
-      ``ga`` and the factors of ``M`` into ``H`` (what ABA_VJP takes), nothing else.
-
-    With ``want_pi`` (VJP modes) ``gpi (n + 1, 10)`` += the regressor products (internal body
-    order, summed over the batch). A floating base: ``gquat (B, 4)`` the gradient with respect to
-    the quaternion's four numbers (it acts only through gravity in the base frame)."""
-    B = q.shape[0]
+@_inline
+def _orders(parent, perm, floating):
+    """``user (nv,)``: each internal dof's user index; ``lam (nv,)``: its parent dof (-1: none)."""
     n = perm.shape[0]
-    fq, fv = (7, 6) if floating else (0, 0)
-    nv = n + fv
-    Io, h = _origin_inertias(m, c, Ic)
-    R = np.zeros((n + 1, 3, 3))
-    p = np.zeros((n + 1, 3))
-    v = np.zeros((n + 1, 6))
-    a = np.zeros((n + 1, 6))
-    Xv = np.zeros((n + 1, 6))       # X_k v_j, X_k a_j
-    Xa = np.zeros((n + 1, 6))
-    F = np.zeros((n + 1, 6))
-    Fb = np.zeros((n + 1, 6))
-    ab = np.zeros((n + 1, 6))
-    vb = np.zeros((n + 1, 6))
-    sv = np.empty(6)
-    t = np.empty(6)
-    t2 = np.empty(6)
-    gb = np.zeros(6)
-    x = np.zeros(nv)
-    user = np.empty(nv, dtype=np.int64)
-    lam = np.empty(nv, dtype=np.int64)
-    cm = np.zeros(n + 1)
-    ch = np.zeros((n + 1, 3))
-    cI = np.zeros((n + 1, 3, 3))
-    hr = np.empty(3)
-    RI = np.empty((3, 3))
-    M = np.zeros((nv, nv))
+    fv = 6 if floating else 0
+    user = np.empty(n + fv, dtype=np.int64)
+    lam = np.empty(n + fv, dtype=np.int64)
     for i in range(fv):
         user[i] = i
         lam[i] = i - 1
     for k in range(1, n + 1):
         user[fv + k - 1] = fv + perm[k - 1]
         lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
-    for i in range(3):
-        R[0, i, i] = 1.0
-    solve = mode != RNEA_VJP
-    forward = mode == ABA_FORWARD
-    sign = -1.0 if solve else 1.0
+    return user, lam
+
+
+@_jit
+def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
+                   Rs, ps, vs, as_, Fs, gbs):
+    """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads: per sample the
+    poses ``Rs (B, n + 1, 3, 3)``, ``ps (B, n + 1, 3)`` of the bodies in their parents, their
+    velocities, accelerations and transmitted forces ``vs, as_, Fs (B, n + 1, 6)`` (body 0 the base;
+    a fixed base's rows: identity, zeros, ``a0``) and a floating base's gravity in its frame
+    ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B, nv)`` (``armature * qdd``
+    added). With ``solve`` (``qdd`` holds the applied forces): ABA's accelerations ``M^-1 (tau - h)``
+    into ``out``, the ``L^T D L`` factors of ``M`` (armature on its diagonal) into ``H (B, nv,
+    nv)`` (entries off the tree's ancestor pairs left unset), and the passes at those accelerations."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    sv = np.empty(6)
+    t = np.empty(6)
+    x = np.zeros(nv)
+    user, lam = _orders(parent, perm, floating)
+    cm = np.zeros(n + 1)
+    ch = np.zeros((n + 1, 3))
+    cI = np.zeros((n + 1, 3, 3))
+    hr = np.empty(3)
+    RI = np.empty((3, 3))
     for b in range(B):
-        # ---- RNEA's forward pass
+        R, p, v, a, F, gb = Rs[b], ps[b], vs[b], as_[b], Fs[b], gbs[b]
+        # poses and velocities
+        for i in range(3):
+            p[0, i] = 0.0
+            for j in range(3):
+                R[0, i, j] = 1.0 if i == j else 0.0
         if floating:
             _quaternion_rotation(q, b, R[0])
             _gravity_in_base(R[0], a0, gb)
             for i in range(3):
                 v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
-                a[0, i] = gb[i] + (0.0 if forward else qdd[b, 3 + i])
-                a[0, 3 + i] = gb[3 + i] + (0.0 if forward else qdd[b, i])
         else:
             for i in range(6):
                 v[0, i] = 0.0
-                a[0, i] = a0[i]
+                gb[i] = 0.0
         for k in range(1, n + 1):
             jk = perm[k - 1]
             _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
-            j = parent[k]
-            _motion_to_child(R[k], p[k], v[j], Xv[k])
-            _motion_to_child(R[k], p[k], a[j], Xa[k])
+            _motion_to_child(R[k], p[k], v[parent[k]], v[k])
             xd = qd[b, fv + jk]
-            y = 0.0 if forward else qdd[b, fv + jk]
             for i in range(6):
-                sv[i] = S[k - 1, i] * xd
-                v[k, i] = Xv[k, i] + sv[i]
-                a[k, i] = Xa[k, i] + S[k - 1, i] * y
-            _add_cross_motion(v[k], sv, a[k])
-        for k in range(0 if floating else 1, n + 1):
-            _inertia_times(m[k], h[k], Io[k], a[k], F[k])
-            _inertia_times(m[k], h[k], Io[k], v[k], t)
-            _add_cross_force(v[k], t, F[k])
-        for k in range(n, 0, -1):
-            if parent[k] != 0 or floating:
-                _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
-        # ---- the weights: g, or lam = M^-1 g
-        if forward or mode == ABA_VJP_M:
-            Mb = H[b] if forward else M
-            _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Mb)
-            _ltdl(Mb, lam)
-        if forward:     # qdd = M^-1 (tau - h)
+                v[k, i] += S[k - 1, i] * xd
+        # accelerations and forces: at qdd (RNEA); ABA: at zero (the bias), then at its result
+        for rep in range(2 if solve else 1):
+            acc = qdd if not solve else out
+            zero = solve and rep == 0
+            if floating:
+                for i in range(3):
+                    a[0, i] = gb[i] + (0.0 if zero else acc[b, 3 + i])
+                    a[0, 3 + i] = gb[3 + i] + (0.0 if zero else acc[b, i])
+            else:
+                for i in range(6):
+                    a[0, i] = a0[i]
             for k in range(1, n + 1):
-                d = fv + k - 1
-                x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
-            for i in range(3 if floating else 0):
-                x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
-            _ltdl_solve(H[b], lam, x)
-            for d in range(nv):
-                ga[b, user[d]] = x[d]
-            continue
+                jk = perm[k - 1]
+                _motion_to_child(R[k], p[k], a[parent[k]], a[k])
+                xd = qd[b, fv + jk]
+                y = 0.0 if zero else acc[b, fv + jk]
+                for i in range(6):
+                    sv[i] = S[k - 1, i] * xd
+                    a[k, i] += S[k - 1, i] * y
+                _add_cross_motion(v[k], sv, a[k])
+            for k in range(0 if floating else 1, n + 1):
+                _inertia_times(m[k], h[k], Io[k], a[k], F[k])
+                _inertia_times(m[k], h[k], Io[k], v[k], t)
+                _add_cross_force(v[k], t, F[k])
+            for k in range(n, 0, -1):
+                if parent[k] != 0 or floating:
+                    _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
+            if zero:        # qdd = M^-1 (tau - h) into out[b]
+                _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, H[b])
+                _ltdl(H[b], lam)
+                for k in range(1, n + 1):
+                    d = fv + k - 1
+                    x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
+                for i in range(3 if floating else 0):
+                    x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
+                _ltdl_solve(H[b], lam, x)
+                for d in range(nv):
+                    out[b, user[d]] = x[d]
+        if not solve:
+            for k in range(1, n + 1):
+                u = fv + perm[k - 1]
+                out[b, u] = _dot6(S[k - 1], F[k]) + armature[k - 1] * qdd[b, u]
+            if floating:
+                for i in range(3):
+                    out[b, i], out[b, 3 + i] = F[0, 3 + i], F[0, i]
+
+
+@_jit
+def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
+                   H, Rs, ps, vs, as_, Fs, gbs, gq, gv, ga, gpi, gquat):
+    """The products of the module docstring from what :func:`forward_kernel` kept (``qdd``: the
+    accelerations its passes are at, user order), in the user's order: RNEA's ``g^T dtau/dq``
+    (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga (B, nv)`` (``armature``:
+    RNEA's); with ``solve``, ABA's at its result, ``-lam^T dtau/dq``, ``-lam^T dtau/dv`` and ``lam
+    = M^-1 g`` (``H``: the factors). With ``want_pi`` ``gpi (n + 1, 10)`` += the regressor
+    products (internal body order, summed over the batch). A floating base: ``gquat (B, 4)`` the
+    gradient with respect to the quaternion's four numbers (it acts only through gravity in the
+    base frame)."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fv = 6 if floating else 0
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    Fb = np.zeros((n + 1, 6))
+    ab = np.zeros((n + 1, 6))
+    vb = np.zeros((n + 1, 6))
+    sv = np.empty(6)
+    t = np.empty(6)
+    t2 = np.empty(6)
+    Xv = np.empty(6)
+    Xa = np.empty(6)
+    x = np.zeros(nv)
+    user, lam = _orders(parent, perm, floating)
+    sign = -1.0 if solve else 1.0
+    for b in range(B):
+        R, p, v, a, F, gb = Rs[b], ps[b], vs[b], as_[b], Fs[b], gbs[b]
         for d in range(nv):
             x[d] = g[b, user[d]]
         if solve:
-            _ltdl_solve(M if mode == ABA_VJP_M else H[b], lam, x)
-        # ---- the adjoint: force weights root to leaves
+            _ltdl_solve(H[b], lam, x)
+        # ---- the force weights, root to leaves
         for i in range(6):
             Fb[0, i] = 0.0
         if floating:
@@ -232,10 +275,10 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
                 Fb[0, i], Fb[0, 3 + i] = x[3 + i], x[i]
         for k in range(0 if floating else 1, n + 1):
             if k > 0:
-                _motion_to_child(R[k], p[k], Fb[parent[k]], t2)      # X_k Fb_j, kept in Xv's partner below
+                _motion_to_child(R[k], p[k], Fb[parent[k]], Fb[k])
                 d = fv + k - 1
                 for i in range(6):
-                    Fb[k, i] = t2[i] + S[k - 1, i] * x[d]
+                    Fb[k, i] += S[k - 1, i] * x[d]
             _inertia_times(m[k], h[k], Io[k], Fb[k], ab[k])             # ab = I Fb
             # vb = I (Fb x v) - Fb x* I v
             for i in range(6):
@@ -253,19 +296,21 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
         # ---- leaves to root
         for k in range(n, 0, -1):
             d = fv + k - 1
-            u = user[d]
-            jk = perm[k - 1]
-            xd = qd[b, fv + jk]
+            u = fv + perm[k - 1]
+            xd = qd[b, u]
             Sk = S[k - 1]
             for i in range(6):
                 sv[i] = Sk[i] * xd
+                Xv[i] = v[k, i] - sv[i]
+                Xa[i] = a[k, i] - Sk[i] * qdd[b, u]
+            _add_cross_motion(sv, Xv, Xa)                               # X a_j = a - S qdd - Xv x S qd
             _add_cross_force(sv, ab[k], vb[k])                          # vb += (S qd) x* ab
             # dq: -S . (Xv x* vb + Xa x* ab + (Fb_k - S x) x* F_k)
             for i in range(6):
                 t[i] = 0.0
                 t2[i] = Fb[k, i] - Sk[i] * x[d]
-            _add_cross_force(Xv[k], vb[k], t)
-            _add_cross_force(Xa[k], ab[k], t)
+            _add_cross_force(Xv, vb[k], t)
+            _add_cross_force(Xa, ab[k], t)
             _add_cross_force(t2, F[k], t)
             sq = -_dot6(Sk, t)
             sa = _dot6(Sk, ab[k]) + armature[k - 1] * x[d]
@@ -282,18 +327,17 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
                 _force_to_parent(R[k], p[k], ab[k], ab[j], True)
                 _force_to_parent(R[k], p[k], vb[k], vb[j], True)
         if floating:
-            s = -1.0 if solve else 1.0
             for i in range(3):
                 gq[b, i] = 0.0
-                gv[b, i], gv[b, 3 + i] = s * vb[0, 3 + i], s * vb[0, i]
+                gv[b, i], gv[b, 3 + i] = sign * vb[0, 3 + i], sign * vb[0, i]
                 if solve:
                     ga[b, i], ga[b, 3 + i] = x[i], x[3 + i]
                 else:
                     ga[b, i], ga[b, 3 + i] = ab[0, 3 + i], ab[0, i]
             # rotation: ab_ang x gb_ang + ab_lin x gb_lin
-            gq[b, 3] = s * (ab[0, 1] * gb[2] - ab[0, 2] * gb[1] + ab[0, 4] * gb[5] - ab[0, 5] * gb[4])
-            gq[b, 4] = s * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
-            gq[b, 5] = s * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
+            gq[b, 3] = sign * (ab[0, 1] * gb[2] - ab[0, 2] * gb[1] + ab[0, 4] * gb[5] - ab[0, 5] * gb[4])
+            gq[b, 4] = sign * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
+            gq[b, 5] = sign * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
             if solve:       # qdd_base + g_base does not depend on g_base
                 _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], gquat)
             else:           # dtau/dg_base = dtau/dqdd_base
