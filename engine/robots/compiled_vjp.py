@@ -18,7 +18,7 @@ from engine.robots import compiled_dynamics as cdyn
 
 __all__ = ["Saved", "aba_forward", "aba_vjp", "adjoint", "crba_vjp", "forward", "rnea_vjp"]
 
-_NONE3 = np.empty((0, 0, 0))
+_NONE2 = np.empty((0, 0))
 
 
 def _kernels():
@@ -33,8 +33,8 @@ class Saved(NamedTuple):
     accelerations ``qdd (B, nv)`` the passes are at (RNEA's input, or ABA's result), each body's
     pose in its parent ``R (B, n + 1, 3, 3)``, ``p (B, n + 1, 3)``, velocity, acceleration and
     transmitted force ``v, a, F (B, n + 1, 6)``, a floating base's gravity in its frame ``gb (B, 6)``
-    and, after ABA, the ``L^T D L`` factors of ``M`` ``H (B, nv, nv)`` (only the entries along the
-    tree are meaningful; RNEA: empty)."""
+    and, after ABA, the ``L^T D L`` factors of ``M``, packed ``H (B, size)`` (the diagonal, then each
+    dof's entries along its ancestors; RNEA: empty)."""
 
     qdd: np.ndarray
     R: np.ndarray
@@ -55,11 +55,12 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     B, nv = x.shape
     N = consts[-1].shape[0] + 1
     out = np.empty((B, nv))
-    H = np.empty((B, nv, nv)) if solve else _NONE3
+    vk = _kernels()
+    H = np.empty((B, vk.factor_size(consts[0], consts[-1], floating))) if solve else _NONE2
     R, p = np.empty((B, N, 3, 3)), np.empty((B, N, 3))
     v, a, F = np.empty((B, N, 6)), np.empty((B, N, 6)), np.empty((B, N, 6))
     gb = np.empty((B, 6))
-    _kernels().forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, a, F, gb)
+    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, a, F, gb)
     return out, Saved(out if solve else x, R, p, v, a, F, gb, H)
 
 
@@ -79,8 +80,8 @@ def adjoint(consts, saved: Saved, q, qd, a0, armature, floating: bool, g, want_p
 
 
 def aba_forward(consts, q, qd, tau, a0, armature, floating: bool):
-    """``(qdd, H)``: the accelerations ``M^-1 (tau - h)`` ``(B, nv)`` and the ``L^T D L`` factors of
-    ``M`` (armature on its diagonal) ``(B, nv, nv)``, which :func:`aba_vjp` takes."""
+    """``(qdd, H)``: the accelerations ``M^-1 (tau - h)`` ``(B, nv)`` and the packed ``L^T D L``
+    factors of ``M`` (armature on its diagonal), which :func:`aba_vjp` takes."""
     qdd, saved = forward(consts, q, qd, tau, a0, armature, floating, True)
     return qdd, saved.H
 

@@ -139,6 +139,69 @@ def _orders(parent, perm, floating):
     return user, lam
 
 
+@_inline
+def _chain_offsets(lam):
+    """``off (nv + 1,)``: where the packed factors (:func:`_pack_factors`) keep dof ``i``'s entries
+    along its ancestor chain, ``off[i]:off[i + 1]``; ``off[nv]`` their whole size."""
+    nv = lam.shape[0]
+    off = np.empty(nv + 1, dtype=np.int64)
+    off[0] = nv
+    for i in range(nv):
+        c = 0
+        j = lam[i]
+        while j != -1:
+            c += 1
+            j = lam[j]
+        off[i + 1] = off[i] + c
+    return off
+
+
+@_jit
+def factor_size(parent, perm, floating):
+    """The length of one sample's packed ``L^T D L`` factors (:func:`forward_kernel`'s ``H`` rows)."""
+    return _chain_offsets(_orders(parent, perm, floating)[1])[-1]
+
+
+@_inline
+def _pack_factors(H, lam, off, out):
+    """out = the factors of :func:`engine.robots.derivative_kernels._ltdl` in ``H (nv, nv)``,
+    packed: ``D`` (the diagonal) first, then each dof's entries along its ancestor chain."""
+    for i in range(H.shape[0]):
+        out[i] = H[i, i]
+        r = off[i]
+        j = lam[i]
+        while j != -1:
+            out[r] = H[i, j]
+            r += 1
+            j = lam[j]
+
+
+@_inline
+def _packed_solve(L, lam, off, x):
+    """x = M^-1 x in place, ``L`` the packed factors of ``M`` (:func:`_pack_factors`; the same
+    operations as :func:`engine.robots.derivative_kernels._ltdl_solve` on contiguous memory)."""
+    nv = x.shape[0]
+    for i in range(nv - 1, -1, -1):
+        r = off[i]
+        j = lam[i]
+        xi = x[i]
+        while j != -1:
+            x[j] -= L[r] * xi
+            r += 1
+            j = lam[j]
+    for i in range(nv):
+        x[i] /= L[i]
+    for i in range(nv):
+        r = off[i]
+        j = lam[i]
+        s = x[i]
+        while j != -1:
+            s -= L[r] * x[j]
+            r += 1
+            j = lam[j]
+        x[i] = s
+
+
 @_jit
 def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
                    Rs, ps, vs, as_, Fs, gbs):
@@ -148,8 +211,9 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     a fixed base's rows: identity, zeros, ``a0``) and a floating base's gravity in its frame
     ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B, nv)`` (``armature * qdd``
     added). With ``solve`` (``qdd`` holds the applied forces): ABA's accelerations ``M^-1 (tau - h)``
-    into ``out``, the ``L^T D L`` factors of ``M`` (armature on its diagonal) into ``H (B, nv,
-    nv)`` (entries off the tree's ancestor pairs left unset), and the passes at those accelerations."""
+    into ``out``, the ``L^T D L`` factors of ``M`` (armature on its diagonal) into ``H (B,
+    factor_size)``, packed (:func:`_pack_factors`: a sample's solve then reads one contiguous row),
+    and the passes at those accelerations."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -159,6 +223,10 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     t = np.empty(6)
     x = np.zeros(nv)
     user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
+    M = np.zeros((nv, nv))
+    vc = np.zeros((n + 1, 6))
+    fc = np.zeros((n + 1, 6))
     cm = np.zeros(n + 1)
     ch = np.zeros((n + 1, 3))
     cI = np.zeros((n + 1, 3, 3))
@@ -203,26 +271,35 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
                 _motion_to_child(R[k], p[k], a[parent[k]], a[k])
                 xd = qd[b, fv + jk]
                 y = 0.0 if zero else acc[b, fv + jk]
+                if rep == 0:        # v x S qd, kept for ABA's second turn
+                    for i in range(6):
+                        sv[i] = S[k - 1, i] * xd
+                        vc[k, i] = 0.0
+                    _add_cross_motion(v[k], sv, vc[k])
                 for i in range(6):
-                    sv[i] = S[k - 1, i] * xd
-                    a[k, i] += S[k - 1, i] * y
-                _add_cross_motion(v[k], sv, a[k])
+                    a[k, i] += S[k - 1, i] * y + vc[k, i]
             for k in range(0 if floating else 1, n + 1):
                 _inertia_times(m[k], h[k], Io[k], a[k], F[k])
-                _inertia_times(m[k], h[k], Io[k], v[k], t)
-                _add_cross_force(v[k], t, F[k])
+                if rep == 0:        # v x* I v, kept likewise
+                    _inertia_times(m[k], h[k], Io[k], v[k], t)
+                    for i in range(6):
+                        fc[k, i] = 0.0
+                    _add_cross_force(v[k], t, fc[k])
+                for i in range(6):
+                    F[k, i] += fc[k, i]
             for k in range(n, 0, -1):
                 if parent[k] != 0 or floating:
                     _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
             if zero:        # qdd = M^-1 (tau - h) into out[b]
-                _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, H[b])
-                _ltdl(H[b], lam)
+                _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, M)
+                _ltdl(M, lam)
+                _pack_factors(M, lam, off, H[b])
                 for k in range(1, n + 1):
                     d = fv + k - 1
                     x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
                 for i in range(3 if floating else 0):
                     x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
-                _ltdl_solve(H[b], lam, x)
+                _ltdl_solve(M, lam, x)
                 for d in range(nv):
                     out[b, user[d]] = x[d]
         if not solve:
@@ -241,7 +318,7 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     accelerations its passes are at, user order), in the user's order: RNEA's ``g^T dtau/dq``
     (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga (B, nv)`` (``armature``:
     RNEA's); with ``solve``, ABA's at its result, ``-lam^T dtau/dq``, ``-lam^T dtau/dv`` and ``lam
-    = M^-1 g`` (``H``: the factors). With ``want_pi`` ``gpi (n + 1, 10)`` += the regressor
+    = M^-1 g`` (``H``: the packed factors). With ``want_pi`` ``gpi (n + 1, 10)`` += the regressor
     products (internal body order, summed over the batch). A floating base: ``gquat (B, 4)`` the
     gradient with respect to the quaternion's four numbers (it acts only through gravity in the
     base frame)."""
@@ -260,13 +337,14 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     Xa = np.empty(6)
     x = np.zeros(nv)
     user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
     sign = -1.0 if solve else 1.0
     for b in range(B):
         R, p, v, a, F, gb = Rs[b], ps[b], vs[b], as_[b], Fs[b], gbs[b]
         for d in range(nv):
             x[d] = g[b, user[d]]
         if solve:
-            _ltdl_solve(H[b], lam, x)
+            _packed_solve(H[b], lam, off, x)
         # ---- the force weights, root to leaves
         for i in range(6):
             Fb[0, i] = 0.0
