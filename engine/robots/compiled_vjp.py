@@ -70,8 +70,9 @@ def adjoint(consts, saved: Saved, q, qd, a0, armature, floating: bool, g, want_p
     c = cdyn._c
     B, nv = saved.qdd.shape
     outs = [np.empty((B, nv)) for _ in range(3)]
-    gpi = np.zeros((consts[-1].shape[0] + 1, 10))
-    gquat = np.zeros((B, 4))
+    N = consts[-1].shape[0] + 1
+    gpi = np.zeros((N, 10)) if want_pi else np.empty((N, 10))     # the kernel writes only what is asked
+    gquat = np.empty((B, 4)) if floating else np.zeros((B, 4))
     solve = saved.H.shape[0] > 0
     _kernels().adjoint_kernel(*consts, c(q), c(qd), saved.qdd, c(a0), c(armature), floating, solve, c(g), want_pi,
                               saved.H, saved.R, saved.p, saved.v, saved.a, saved.F, saved.gb, *outs, gpi, gquat)

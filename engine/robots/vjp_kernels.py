@@ -208,7 +208,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads: per sample the
     poses ``Rs (B, n + 1, 3, 3)``, ``ps (B, n + 1, 3)`` of the bodies in their parents, their
     velocities, accelerations and transmitted forces ``vs, as_, Fs (B, n + 1, 6)`` (body 0 the base;
-    a fixed base's rows: identity, zeros, ``a0``) and a floating base's gravity in its frame
+    a fixed base's rows: identity, zeros, ``a0``, zero) and a floating base's gravity in its frame
     ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B, nv)`` (``armature * qdd``
     added). With ``solve`` (``qdd`` holds the applied forces): ABA's accelerations ``M^-1 (tau - h)``
     into ``out``, the ``L^T D L`` factors of ``M`` (armature on its diagonal) into ``H (B,
@@ -248,6 +248,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
             for i in range(6):
                 v[0, i] = 0.0
                 gb[i] = 0.0
+                F[0, i] = 0.0
         for k in range(1, n + 1):
             jk = perm[k - 1]
             _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])

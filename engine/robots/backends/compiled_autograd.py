@@ -80,6 +80,9 @@ def _torch_vjp(fn, xs, rest, g):
 
 
 def _t(x):
+    """A kernel's array as a normal tensor (not an inference tensor), sharing its memory."""
+    if not torch.is_inference_mode_enabled():       # the usual case: no context to enter
+        return torch.from_numpy(x)
     with torch.inference_mode(False):
         return torch.from_numpy(x)
 
