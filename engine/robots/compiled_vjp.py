@@ -31,8 +31,10 @@ def _kernels():
 class Saved(NamedTuple):
     """What a differentiable call's forward keeps for its backward (numpy, sample-major): the
     accelerations ``qdd (B, nv)`` the passes are at (RNEA's input, or ABA's result), each body's
-    pose in its parent ``R (B, n + 1, 3, 3)``, ``p (B, n + 1, 3)``, velocity, acceleration and
-    transmitted force ``v, a, F (B, n + 1, 6)``, a floating base's gravity in its frame ``gb (B, 6)``
+    pose in its parent ``R (B, n + 1, 3, 3)``, ``p (B, n + 1, 3)``, velocity ``v``, its parent's
+    acceleration in its frame ``Xa`` (``X_k a_j``; the base's row: its acceleration), transmitted
+    force ``F`` and ``Iv = I_k v_k`` (each ``(B, n + 1, 6)``), a floating base's gravity in its frame
+    ``gb (B, 6)``
     and, after ABA, the ``L^T D L`` factors of ``M``, packed ``H (B, size)`` (the diagonal, then each
     dof's entries along its ancestors; RNEA: empty)."""
 
@@ -40,8 +42,9 @@ class Saved(NamedTuple):
     R: np.ndarray
     p: np.ndarray
     v: np.ndarray
-    a: np.ndarray
+    Xa: np.ndarray
     F: np.ndarray
+    Iv: np.ndarray
     gb: np.ndarray
     H: np.ndarray
 
@@ -58,10 +61,11 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     vk = _kernels()
     H = np.empty((B, vk.factor_size(consts[0], consts[-1], floating))) if solve else _NONE2
     R, p = np.empty((B, N, 3, 3)), np.empty((B, N, 3))
-    v, a, F = np.empty((B, N, 6)), np.empty((B, N, 6)), np.empty((B, N, 6))
+    v, Xa, F, Iv = (np.empty((B, N, 6)) for _ in range(4))
     gb = np.empty((B, 6))
-    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, a, F, gb)
-    return out, Saved(out if solve else x, R, p, v, a, F, gb, H)
+    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv,
+                      gb)
+    return out, Saved(out if solve else x, R, p, v, Xa, F, Iv, gb, H)
 
 
 def adjoint(consts, saved: Saved, q, qd, a0, armature, floating: bool, g, want_pi: bool = False):
@@ -75,7 +79,8 @@ def adjoint(consts, saved: Saved, q, qd, a0, armature, floating: bool, g, want_p
     gquat = np.empty((B, 4)) if floating else np.zeros((B, 4))
     solve = saved.H.shape[0] > 0
     _kernels().adjoint_kernel(*consts, c(q), c(qd), saved.qdd, c(a0), c(armature), floating, solve, c(g), want_pi,
-                              saved.H, saved.R, saved.p, saved.v, saved.a, saved.F, saved.gb, *outs, gpi, gquat)
+                              saved.H, saved.R, saved.p, saved.v, saved.Xa, saved.F, saved.Iv, saved.gb, *outs,
+                              gpi, gquat)
     gq, gv, ga = outs
     return gq, gv, ga, (gpi if want_pi else None), gquat
 

@@ -28,10 +28,10 @@ armature on its diagonal, factorised ``L^T D L`` along the tree), then ``-lam^T 
 ``-lam^T dtau/dv``, ``lam`` and ``-lam^T Y``.
 
 A differentiable call's forward runs :func:`forward_kernel`, which keeps what the reverse pass
-reads: per sample and body the pose ``R_k, p_k`` in the parent, ``v_k``, ``a_k`` and ``F_k`` (and
-a floating base's ``gb``); its backward runs :func:`adjoint_kernel`, the reverse pass alone,
-which rebuilds ``X_k v_j = v_k - S_k qd_k`` and ``X_k a_j = a_k - S_k qdd_k - (X_k v_j) x S_k
-qd_k``. (The passes are written out in the two kernels, not as inlined helpers: numba's inlining
+reads: per sample and body the pose ``R_k, p_k`` in the parent, ``v_k``, ``X_k a_j``, ``F_k`` and
+``I_k v_k`` (and a floating base's ``gb``); its backward runs :func:`adjoint_kernel`, the reverse
+pass alone, which rebuilds ``X_k v_j = v_k - S_k qd_k`` (and ``a_k``, for the regressor
+products). (The passes are written out in the two kernels, not as inlined helpers: numba's inlining
 of such multi-array helpers cost about a third more time per sample.) Importing this module
 imports numba.
 """
@@ -204,16 +204,17 @@ def _packed_solve(L, lam, off, x):
 
 @_jit
 def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
-                   Rs, ps, vs, as_, Fs, gbs):
+                   Rs, ps, vs, Xas, Fs, Ivs, gbs):
     """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads: per sample the
     poses ``Rs (B, n + 1, 3, 3)``, ``ps (B, n + 1, 3)`` of the bodies in their parents, their
-    velocities, accelerations and transmitted forces ``vs, as_, Fs (B, n + 1, 6)`` (body 0 the base;
-    a fixed base's rows: identity, zeros, ``a0``, zero) and a floating base's gravity in its frame
-    ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B, nv)`` (``armature * qdd``
-    added). With ``solve`` (``qdd`` holds the applied forces): ABA's accelerations ``M^-1 (tau - h)``
-    into ``out``, the ``L^T D L`` factors of ``M`` (armature on its diagonal) into ``H (B,
-    factor_size)``, packed (:func:`_pack_factors`: a sample's solve then reads one contiguous row),
-    and the passes at those accelerations."""
+    velocities ``vs``, their parents' accelerations in their frames ``Xas`` (``X_k a_j``; the base's
+    row: its acceleration), the transmitted forces ``Fs`` and ``I_k v_k`` ``Ivs`` (each ``(B, n + 1,
+    6)``; body 0 the base, a fixed base's rows: identity, zeros, ``a0``, zero, zero) and a floating
+    base's gravity in its frame ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B,
+    nv)`` (``armature * qdd`` added). With ``solve`` (``qdd`` holds the applied forces): ABA's
+    accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
+    diagonal) into ``H (B, factor_size)``, packed (:func:`_pack_factors`: a sample's solve then
+    reads one contiguous row), and the passes at those accelerations."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -225,6 +226,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     user, lam = _orders(parent, perm, floating)
     off = _chain_offsets(lam)
     M = np.zeros((nv, nv))
+    a = np.zeros((n + 1, 6))
     vc = np.zeros((n + 1, 6))
     fc = np.zeros((n + 1, 6))
     cm = np.zeros(n + 1)
@@ -233,7 +235,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     hr = np.empty(3)
     RI = np.empty((3, 3))
     for b in range(B):
-        R, p, v, a, F, gb = Rs[b], ps[b], vs[b], as_[b], Fs[b], gbs[b]
+        R, p, v, Xa, F, Iv, gb = Rs[b], ps[b], vs[b], Xas[b], Fs[b], Ivs[b], gbs[b]
         # poses and velocities
         for i in range(3):
             p[0, i] = 0.0
@@ -249,6 +251,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
                 v[0, i] = 0.0
                 gb[i] = 0.0
                 F[0, i] = 0.0
+                Iv[0, i] = 0.0
         for k in range(1, n + 1):
             jk = perm[k - 1]
             _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
@@ -267,9 +270,11 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
             else:
                 for i in range(6):
                     a[0, i] = a0[i]
+            for i in range(6):
+                Xa[0, i] = a[0, i]
             for k in range(1, n + 1):
                 jk = perm[k - 1]
-                _motion_to_child(R[k], p[k], a[parent[k]], a[k])
+                _motion_to_child(R[k], p[k], a[parent[k]], Xa[k])
                 xd = qd[b, fv + jk]
                 y = 0.0 if zero else acc[b, fv + jk]
                 if rep == 0:        # v x S qd, kept for ABA's second turn
@@ -278,14 +283,14 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
                         vc[k, i] = 0.0
                     _add_cross_motion(v[k], sv, vc[k])
                 for i in range(6):
-                    a[k, i] += S[k - 1, i] * y + vc[k, i]
+                    a[k, i] = Xa[k, i] + S[k - 1, i] * y + vc[k, i]
             for k in range(0 if floating else 1, n + 1):
                 _inertia_times(m[k], h[k], Io[k], a[k], F[k])
                 if rep == 0:        # v x* I v, kept likewise
-                    _inertia_times(m[k], h[k], Io[k], v[k], t)
+                    _inertia_times(m[k], h[k], Io[k], v[k], Iv[k])
                     for i in range(6):
                         fc[k, i] = 0.0
-                    _add_cross_force(v[k], t, fc[k])
+                    _add_cross_force(v[k], Iv[k], fc[k])
                 for i in range(6):
                     F[k, i] += fc[k, i]
             for k in range(n, 0, -1):
@@ -314,7 +319,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
 
 @_jit
 def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
-                   H, Rs, ps, vs, as_, Fs, gbs, gq, gv, ga, gpi, gquat):
+                   H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gquat):
     """The products of the module docstring from what :func:`forward_kernel` kept (``qdd``: the
     accelerations its passes are at, user order), in the user's order: RNEA's ``g^T dtau/dq``
     (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga (B, nv)`` (``armature``:
@@ -335,13 +340,13 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     t = np.empty(6)
     t2 = np.empty(6)
     Xv = np.empty(6)
-    Xa = np.empty(6)
+    ak = np.empty(6)
     x = np.zeros(nv)
     user, lam = _orders(parent, perm, floating)
     off = _chain_offsets(lam)
     sign = -1.0 if solve else 1.0
     for b in range(B):
-        R, p, v, a, F, gb = Rs[b], ps[b], vs[b], as_[b], Fs[b], gbs[b]
+        R, p, v, Xa, F, Iv, gb = Rs[b], ps[b], vs[b], Xas[b], Fs[b], Ivs[b], gbs[b]
         for d in range(nv):
             x[d] = g[b, user[d]]
         if solve:
@@ -363,14 +368,22 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
             for i in range(6):
                 sv[i] = 0.0
                 t2[i] = 0.0
-            _inertia_times(m[k], h[k], Io[k], v[k], t)
-            _add_cross_force(Fb[k], t, t2)
+            _add_cross_force(Fb[k], Iv[k], t2)
             _add_cross_motion(Fb[k], v[k], sv)
             _inertia_times(m[k], h[k], Io[k], sv, vb[k])
             for i in range(6):
                 vb[k, i] -= t2[i]
-            if want_pi:
-                _add_bilinear_parameters(Fb[k], a[k], sign, gpi[k])
+            if want_pi:         # the body's acceleration a_k = X a_j + S qdd + (X v_j) x S qd
+                for i in range(6):
+                    ak[i] = Xa[k, i]
+                if k > 0:
+                    u = fv + perm[k - 1]
+                    for i in range(6):
+                        t[i] = S[k - 1, i] * qd[b, u]
+                        t2[i] = v[k, i] - t[i]
+                        ak[i] += S[k - 1, i] * qdd[b, u]
+                    _add_cross_motion(t2, t, ak)
+                _add_bilinear_parameters(Fb[k], ak, sign, gpi[k])
                 _add_bilinear_parameters(sv, v[k], sign, gpi[k])
         # ---- leaves to root
         for k in range(n, 0, -1):
@@ -381,15 +394,13 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
             for i in range(6):
                 sv[i] = Sk[i] * xd
                 Xv[i] = v[k, i] - sv[i]
-                Xa[i] = a[k, i] - Sk[i] * qdd[b, u]
-            _add_cross_motion(sv, Xv, Xa)                               # X a_j = a - S qdd - Xv x S qd
             _add_cross_force(sv, ab[k], vb[k])                          # vb += (S qd) x* ab
             # dq: -S . (Xv x* vb + Xa x* ab + (Fb_k - S x) x* F_k)
             for i in range(6):
                 t[i] = 0.0
                 t2[i] = Fb[k, i] - Sk[i] * x[d]
             _add_cross_force(Xv, vb[k], t)
-            _add_cross_force(Xa, ab[k], t)
+            _add_cross_force(Xa[k], ab[k], t)
             _add_cross_force(t2, F[k], t)
             sq = -_dot6(Sk, t)
             sa = _dot6(Sk, ab[k]) + armature[k - 1] * x[d]
