@@ -103,14 +103,13 @@ def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, c
 
 
 @_inline
-def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, out):
+def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, C, out):
     """out[b] = d/d quat of ``w . g_base``, ``g_base = [R^T a0_lin; R^T a0_ang]`` with R(quat) the
     kernels' (Eigen's) formula, off the unit sphere too; ``w = [wl; wa]``: ``sum_ij C_ij dR_ij``,
-    ``C_ij = a0_lin,i wl_j + a0_ang,i wa_j``."""
+    ``C_ij = a0_lin,i wl_j + a0_ang,i wa_j`` (``C (3, 3)``: scratch)."""
     x, y, z, w = q[b, 3], q[b, 4], q[b, 5], q[b, 6]
     wl = (wl0, wl1, wl2)
     wa = (wa0, wa1, wa2)
-    C = np.empty((3, 3))
     for i in range(3):
         for j in range(3):
             C[i, j] = a0[3 + i] * wl[j] + a0[i] * wa[j]
@@ -341,6 +340,7 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     t2 = np.empty(6)
     Xv = np.empty(6)
     ak = np.empty(6)
+    C3 = np.empty((3, 3))
     x = np.zeros(nv)
     user, lam = _orders(parent, perm, floating)
     off = _chain_offsets(lam)
@@ -429,9 +429,9 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
             gq[b, 4] = sign * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
             gq[b, 5] = sign * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
             if solve:       # qdd_base + g_base does not depend on g_base
-                _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], gquat)
+                _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], C3, gquat)
             else:           # dtau/dg_base = dtau/dqdd_base
-                _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], gquat)
+                _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], C3, gquat)
 
 
 @_jit
