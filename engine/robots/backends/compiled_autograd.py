@@ -13,7 +13,8 @@ result, ``lambda = M^-1 g``: the forward computes the accelerations as ``M^-1 (t
 keeps the ``L^T D L`` factors of ``M`` for the backward's solve. The forward of either keeps,
 on the autograd context, what the reverse pass reads (each body's pose, velocity, acceleration
 and transmitted force, at ABA's result for ABA; :func:`engine.robots.compiled_vjp.forward`), so
-the backward does not run the forward passes again; the plain value path (nothing to
+the backward does not run the forward passes again (memory: 288 bytes per body and sample,
+plus ABA's packed factors, held until the graph is freed); the plain value path (nothing to
 differentiate) stays on the kernels that keep nothing. CRBA's backward is RNEA's
 product at the unit accelerations (see :class:`_Crba`). Kinematics and Jacobians stay on the
 torch backends.
