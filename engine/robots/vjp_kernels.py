@@ -64,30 +64,57 @@ def _dot6(x, y):
 
 
 @_inline
-def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, M):
+def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, Rw, pw, Sw, M):
     """The joint-space inertia ``M (nv, nv)`` (internal order) of the poses ``R, p`` by the
-    composite inertias (``cm, ch, cI`` scratch; CRBA, Featherstone 2008 table 6.2)."""
+    composite inertias (CRBA, Featherstone 2008 table 6.2), in the root body's frame (a floating
+    base's): each body's pose ``Rw, pw`` and joint axis ``Sw`` there first, then the composite
+    inertias ``cm, ch, cI`` there, so that an entry along a chain is one dot product ``Sw_i . I_k
+    Sw_k`` instead of carrying the force up the chain (Pinocchio's CRBA works in a common frame
+    likewise). ``Rw (n + 1, 3, 3)``, ``pw (n + 1, 3)``, ``Sw (n + 1, 6)``: scratch."""
+    for i in range(3):
+        pw[0, i] = 0.0
+        for j in range(3):
+            Rw[0, i, j] = 1.0 if i == j else 0.0
     for k in range(n + 1):
-        cm[k] = m[k]
-        ch[k] = h[k]
-        cI[k] = Io[k]
+        cm[k] = 0.0
+        for i in range(3):
+            ch[k, i] = 0.0
+            for j in range(3):
+                cI[k, i, j] = 0.0
+    for k in range(1, n + 1):
+        j = parent[k]
+        for r in range(3):
+            pw[k, r] = pw[j, r] + Rw[j, r, 0] * p[k, 0] + Rw[j, r, 1] * p[k, 1] + Rw[j, r, 2] * p[k, 2]
+            for c in range(3):
+                Rw[k, r, c] = Rw[j, r, 0] * R[k, 0, c] + Rw[j, r, 1] * R[k, 1, c] + Rw[j, r, 2] * R[k, 2, c]
+        Sk = S[k - 1]
+        for r in range(3):      # [R s_w; R s_u + p x R s_w]
+            Sw[k, r] = Rw[k, r, 0] * Sk[0] + Rw[k, r, 1] * Sk[1] + Rw[k, r, 2] * Sk[2]
+            Sw[k, 3 + r] = Rw[k, r, 0] * Sk[3] + Rw[k, r, 1] * Sk[4] + Rw[k, r, 2] * Sk[5]
+        Sw[k, 3] += pw[k, 1] * Sw[k, 2] - pw[k, 2] * Sw[k, 1]
+        Sw[k, 4] += pw[k, 2] * Sw[k, 0] - pw[k, 0] * Sw[k, 2]
+        Sw[k, 5] += pw[k, 0] * Sw[k, 1] - pw[k, 1] * Sw[k, 0]
+    for k in range(n, -1 if floating else 0, -1):      # composites, leaves to root
+        cm[k] = _composite_to_parent(Rw[k], pw[k], m[k], h[k], Io[k], cm[k], ch[k], cI[k], hr, RI)
+        j = parent[k]
+        if k > 0 and (j != 0 or floating):
+            cm[j] += cm[k]
+            for i in range(3):
+                ch[j, i] += ch[k, i]
+                for c in range(3):
+                    cI[j, i, c] += cI[k, i, c]
     for k in range(n, 0, -1):
         d = fv + k - 1
-        _inertia_times(cm[k], ch[k], cI[k], S[k - 1], Fc)
-        M[d, d] = _dot6(S[k - 1], Fc) + armature[k - 1]
-        i = k
-        while parent[i] != 0:
-            _force_to_parent(R[i], p[i], Fc, Fc, False)
-            i = parent[i]
+        _inertia_times(cm[k], ch[k], cI[k], Sw[k], Fc)
+        M[d, d] = _dot6(Sw[k], Fc) + armature[k - 1]
+        i = parent[k]
+        while i != 0:
             e = fv + i - 1
-            M[d, e] = M[e, d] = _dot6(S[i - 1], Fc)
+            M[d, e] = M[e, d] = _dot6(Sw[i], Fc)
+            i = parent[i]
         if floating:
-            _force_to_parent(R[i], p[i], Fc, Fc, False)
             for c in range(6):
                 M[d, c] = M[c, d] = Fc[(c + 3) % 6]        # base rows [linear; angular]
-        j = parent[k]
-        if j != 0 or floating:
-            cm[j] = _composite_to_parent(R[k], p[k], cm[k], ch[k], cI[k], cm[j], ch[j], cI[j], hr, RI)
     if floating:        # the base block [[m 1, -[h]x], [[h]x, Io]]
         m0, h0 = cm[0], ch[0]
         for i in range(3):
@@ -233,6 +260,9 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     cI = np.zeros((n + 1, 3, 3))
     hr = np.empty(3)
     RI = np.empty((3, 3))
+    Rw = np.zeros((n + 1, 3, 3))
+    pw = np.zeros((n + 1, 3))
+    Sw = np.zeros((n + 1, 6))
     for b in range(B):
         R, p, v, Xa, F, Iv, gb = Rs[b], ps[b], vs[b], Xas[b], Fs[b], Ivs[b], gbs[b]
         # poses and velocities
@@ -296,7 +326,8 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
                 if parent[k] != 0 or floating:
                     _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
             if zero:        # qdd = M^-1 (tau - h) into out[b]
-                _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, M)
+                _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Rw, pw, Sw,
+                             M)
                 _ltdl(M, lam)
                 _pack_factors(M, lam, off, H[b])
                 for k in range(1, n + 1):
