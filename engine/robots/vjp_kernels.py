@@ -54,7 +54,6 @@ from engine.robots.compiled_kernels import (
     _origin_inertias,
     _quaternion_rotation,
 )
-from engine.robots.derivative_kernels import _ltdl, _ltdl_solve
 from engine.robots.regressor_kernels import _add_bilinear_parameters
 
 
@@ -64,13 +63,15 @@ def _dot6(x, y):
 
 
 @_inline
-def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, Rw, pw, Sw, M):
-    """The joint-space inertia ``M (nv, nv)`` (internal order) of the poses ``R, p`` by the
+def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, Rw, pw, Sw, Mb, off,
+                 P):
+    """The joint-space inertia ``M`` (internal order) of the poses ``R, p``, packed into ``P``
+    (:func:`_chain_offsets`: the diagonal, then each dof's entries along its ancestors), by the
     composite inertias (CRBA, Featherstone 2008 table 6.2), in the root body's frame (a floating
     base's): each body's pose ``Rw, pw`` and joint axis ``Sw`` there first, then the composite
     inertias ``cm, ch, cI`` there, so that an entry along a chain is one dot product ``Sw_i . I_k
     Sw_k`` instead of carrying the force up the chain (Pinocchio's CRBA works in a common frame
-    likewise). ``Rw (n + 1, 3, 3)``, ``pw (n + 1, 3)``, ``Sw (n + 1, 6)``: scratch."""
+    likewise). ``Rw (n + 1, 3, 3)``, ``pw (n + 1, 3)``, ``Sw (n + 1, 6)``, ``Mb (6, 6)``: scratch."""
     for i in range(3):
         pw[0, i] = 0.0
         for j in range(3):
@@ -106,27 +107,30 @@ def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, c
     for k in range(n, 0, -1):
         d = fv + k - 1
         _inertia_times(cm[k], ch[k], cI[k], Sw[k], Fc)
-        M[d, d] = _dot6(Sw[k], Fc) + armature[k - 1]
+        P[d] = _dot6(Sw[k], Fc) + armature[k - 1]
+        r = off[d]
         i = parent[k]
         while i != 0:
-            e = fv + i - 1
-            M[d, e] = M[e, d] = _dot6(Sw[i], Fc)
+            P[r] = _dot6(Sw[i], Fc)
+            r += 1
             i = parent[i]
-        if floating:
-            for c in range(6):
-                M[d, c] = M[c, d] = Fc[(c + 3) % 6]        # base rows [linear; angular]
+        if floating:        # the base dofs 5, ..., 0 ([linear; angular])
+            for c in range(5, -1, -1):
+                P[r] = Fc[(c + 3) % 6]
+                r += 1
     if floating:        # the base block [[m 1, -[h]x], [[h]x, Io]]
         m0, h0 = cm[0], ch[0]
         for i in range(3):
             for j in range(3):
-                M[i, j] = m0 if i == j else 0.0
-                M[3 + i, 3 + j] = cI[0, i, j]
-            M[3 + i, i] = 0.0
-        M[4, 0], M[5, 0], M[3, 1] = h0[2], -h0[1], -h0[2]
-        M[5, 1], M[3, 2], M[4, 2] = h0[0], h0[1], -h0[0]
-        for i in range(3):
-            for j in range(3):
-                M[i, 3 + j] = M[3 + j, i]
+                Mb[i, j] = m0 if i == j else 0.0
+                Mb[3 + i, 3 + j] = cI[0, i, j]
+            Mb[3 + i, i] = 0.0
+        Mb[4, 0], Mb[5, 0], Mb[3, 1] = h0[2], -h0[1], -h0[2]
+        Mb[5, 1], Mb[3, 2], Mb[4, 2] = h0[0], h0[1], -h0[0]
+        for i in range(6):
+            P[i] = Mb[i, i]
+            for j in range(i - 1, -1, -1):
+                P[off[i] + i - 1 - j] = Mb[i, j]
 
 
 @_inline
@@ -167,7 +171,7 @@ def _orders(parent, perm, floating):
 
 @_inline
 def _chain_offsets(lam):
-    """``off (nv + 1,)``: where the packed factors (:func:`_pack_factors`) keep dof ``i``'s entries
+    """``off (nv + 1,)``: where the packed factors (:func:`_ltdl_packed`) keep dof ``i``'s entries
     along its ancestor chain, ``off[i]:off[i + 1]``; ``off[nv]`` their whole size."""
     nv = lam.shape[0]
     off = np.empty(nv + 1, dtype=np.int64)
@@ -189,22 +193,31 @@ def factor_size(parent, perm, floating):
 
 
 @_inline
-def _pack_factors(H, lam, off, out):
-    """out = the factors of :func:`engine.robots.derivative_kernels._ltdl` in ``H (nv, nv)``,
-    packed: ``D`` (the diagonal) first, then each dof's entries along its ancestor chain."""
-    for i in range(H.shape[0]):
-        out[i] = H[i, i]
-        r = off[i]
-        j = lam[i]
-        while j != -1:
-            out[r] = H[i, j]
-            r += 1
-            j = lam[j]
+def _ltdl_packed(P, lam, off):
+    """Factorise ``M = L^T D L`` in place in its packed layout (:func:`_mass_matrix`): the same
+    operations in the same order as :func:`engine.robots.derivative_kernels._ltdl` (Featherstone
+    2008, table 6.3) on the dense matrix, but a dof's update of an ancestor's row is one
+    contiguous loop (an ancestor's chain is the tail of its descendant's)."""
+    for k in range(lam.shape[0] - 1, -1, -1):
+        bk = off[k]
+        m = off[k + 1] - bk
+        dk = P[k]
+        i = lam[k]
+        t = 0
+        while i != -1:
+            x = P[bk + t] / dk
+            P[i] -= x * P[bk + t]
+            bi = off[i]
+            for s in range(m - t - 1):
+                P[bi + s] -= x * P[bk + t + 1 + s]
+            P[bk + t] = x
+            i = lam[i]
+            t += 1
 
 
 @_inline
 def _packed_solve(L, lam, off, x):
-    """x = M^-1 x in place, ``L`` the packed factors of ``M`` (:func:`_pack_factors`; the same
+    """x = M^-1 x in place, ``L`` the packed factors of ``M`` (:func:`_ltdl_packed`; the same
     operations as :func:`engine.robots.derivative_kernels._ltdl_solve` on contiguous memory)."""
     nv = x.shape[0]
     for i in range(nv - 1, -1, -1):
@@ -239,7 +252,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     base's gravity in its frame ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B,
     nv)`` (``armature * qdd`` added). With ``solve`` (``qdd`` holds the applied forces): ABA's
     accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
-    diagonal) into ``H (B, factor_size)``, packed (:func:`_pack_factors`: a sample's solve then
+    diagonal) into ``H (B, factor_size)``, packed (:func:`_ltdl_packed`: a sample's solve then
     reads one contiguous row), and the passes at those accelerations."""
     B = q.shape[0]
     n = perm.shape[0]
@@ -251,7 +264,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     x = np.zeros(nv)
     user, lam = _orders(parent, perm, floating)
     off = _chain_offsets(lam)
-    M = np.zeros((nv, nv))
+    Mb = np.zeros((6, 6))
     a = np.zeros((n + 1, 6))
     vc = np.zeros((n + 1, 6))
     fc = np.zeros((n + 1, 6))
@@ -327,15 +340,14 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
                     _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
             if zero:        # qdd = M^-1 (tau - h) into out[b]
                 _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Rw, pw, Sw,
-                             M)
-                _ltdl(M, lam)
-                _pack_factors(M, lam, off, H[b])
+                             Mb, off, H[b])
+                _ltdl_packed(H[b], lam, off)
                 for k in range(1, n + 1):
                     d = fv + k - 1
                     x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
                 for i in range(3 if floating else 0):
                     x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
-                _ltdl_solve(M, lam, x)
+                _packed_solve(H[b], lam, off, x)
                 for d in range(nv):
                     out[b, user[d]] = x[d]
         if not solve:
