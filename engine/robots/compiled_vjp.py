@@ -1,5 +1,7 @@
-"""Calls of the vector-Jacobian kernel (:func:`engine.robots.vjp_kernels.vjp_kernel`): the O(n)
-backward of RNEA and ABA that :mod:`engine.robots.backends.compiled_autograd` runs.
+"""Calls of the vector-Jacobian kernels (:mod:`engine.robots.vjp_kernels`): the O(n) backward of
+RNEA and ABA that :mod:`engine.robots.backends.compiled_autograd` runs. A differentiable call's
+forward is :func:`forward`, which keeps the per-body results of RNEA's forward passes
+(:class:`Saved`); its backward is :func:`adjoint`, the reverse pass alone.
 
 Conventions as :mod:`engine.robots.compiled_dynamics` (numpy float64, user order, full
 coordinates; consts ``(parent, C0, C, S, m, c, Ic, perm)``; q-gradients in the tangent space,
@@ -8,13 +10,15 @@ a floating base's rows first, ``[linear; angular]``). Importing this module does
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from engine.robots import compiled_dynamics as cdyn
 
-__all__ = ["aba_forward", "aba_vjp", "crba_vjp", "rnea_vjp"]
+__all__ = ["Saved", "aba_forward", "aba_vjp", "adjoint", "crba_vjp", "forward", "rnea_vjp"]
 
-_NONE3 = np.empty((0, 0, 0))
+_NONE2 = np.empty((0, 0))
 
 
 def _kernels():
@@ -24,47 +28,88 @@ def _kernels():
     return vjp_kernels
 
 
-def _call(mode, consts, q, qd, qdd, a0, armature, floating, g, want_pi, H):
+class Saved(NamedTuple):
+    """What a differentiable call's forward keeps for its backward (numpy, sample-major): the
+    accelerations ``qdd (B, nv)`` the passes are at (RNEA's input, or ABA's result), each body's
+    pose in its parent ``R (B, n + 1, 3, 3)``, ``p (B, n + 1, 3)``, velocity ``v``, its parent's
+    acceleration in its frame ``Xa`` (``X_k a_j``; the base's row: its acceleration), transmitted
+    force ``F`` and ``Iv = I_k v_k`` (each ``(B, n + 1, 6)``), a floating base's gravity in its frame
+    ``gb (B, 6)``
+    and, after ABA, the ``L^T D L`` factors of ``M``, packed ``H (B, size)`` (the diagonal, then each
+    dof's entries along its ancestors; RNEA: empty)."""
+
+    qdd: np.ndarray
+    R: np.ndarray
+    p: np.ndarray
+    v: np.ndarray
+    Xa: np.ndarray
+    F: np.ndarray
+    Iv: np.ndarray
+    gb: np.ndarray
+    H: np.ndarray
+
+
+def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tuple[np.ndarray, Saved]:
+    """``(out (B, nv), saved)``: RNEA's forces at ``qdd = x`` (``armature * qdd`` added), or with
+    ``solve`` ABA's accelerations ``M^-1 (tau - h)`` for ``tau = x`` (``M`` with ``armature`` on its
+    diagonal), and what :func:`adjoint` reads (:func:`engine.robots.vjp_kernels.forward_kernel`)."""
     c = cdyn._c
-    q = c(q)
-    B = q.shape[0]
-    nv = q.shape[1] - (1 if floating else 0)
+    q, qd, x = c(q), c(qd), c(x)
+    B, nv = x.shape
+    N = consts[-1].shape[0] + 1
+    out = np.empty((B, nv))
+    vk = _kernels()
+    H = np.empty((B, vk.factor_size(consts[0], consts[-1], floating))) if solve else _NONE2
+    R, p = np.empty((B, N, 3, 3)), np.empty((B, N, 3))
+    v, Xa, F, Iv = (np.empty((B, N, 6)) for _ in range(4))
+    gb = np.empty((B, 6))
+    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv,
+                      gb)
+    return out, Saved(out if solve else x, R, p, v, Xa, F, Iv, gb, H)
+
+
+def adjoint(consts, saved: Saved, q, qd, a0, armature, floating: bool, g, want_pi: bool = False):
+    """:func:`rnea_vjp`'s products (``saved.H`` empty) or :func:`aba_vjp`'s, from the forward's
+    ``saved`` (:func:`forward`, same ``consts, q, qd, a0, armature``): the reverse pass alone."""
+    c = cdyn._c
+    B, nv = saved.qdd.shape
     outs = [np.empty((B, nv)) for _ in range(3)]
-    gpi = np.zeros((consts[-1].shape[0] + 1, 10))
-    gquat = np.zeros((B, 4))
-    _kernels().vjp_kernel(*consts, q, c(qd), c(qdd), c(a0), c(armature), floating, mode,
-                          cdyn._NONE if g is None else c(g), want_pi, *outs, gpi, _NONE3 if H is None else H, gquat)
-    return outs, gpi, gquat
+    N = consts[-1].shape[0] + 1
+    gpi = np.zeros((N, 10)) if want_pi else np.empty((N, 10))     # the kernel writes only what is asked
+    gquat = np.empty((B, 4)) if floating else np.zeros((B, 4))
+    solve = saved.H.shape[0] > 0
+    _kernels().adjoint_kernel(*consts, c(q), c(qd), saved.qdd, c(a0), c(armature), floating, solve, c(g), want_pi,
+                              saved.H, saved.R, saved.p, saved.v, saved.Xa, saved.F, saved.Iv, saved.gb, *outs,
+                              gpi, gquat)
+    gq, gv, ga = outs
+    return gq, gv, ga, (gpi if want_pi else None), gquat
+
+
+def aba_forward(consts, q, qd, tau, a0, armature, floating: bool):
+    """``(qdd, H)``: the accelerations ``M^-1 (tau - h)`` ``(B, nv)`` and the packed ``L^T D L``
+    factors of ``M`` (armature on its diagonal), which :func:`aba_vjp` takes."""
+    qdd, saved = forward(consts, q, qd, tau, a0, armature, floating, True)
+    return qdd, saved.H
 
 
 def rnea_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False):
     """``(g^T dtau/dq, g^T dtau/dqd, g^T dtau/dqdd, g^T Y or None, g^T dtau/dquat)`` at ``(q, qd,
     qdd)``: ``(B, nv)`` each; with ``want_pi`` the regressor product per body summed over the batch
     ``(n + 1, 10)`` (internal order, root first); a floating base's quaternion gradient ``(B, 4)``
-    (zeros on a fixed base). ``armature (n,)`` as RNEA's (zeros: none)."""
-    (gq, gv, ga), gpi, gquat = _call(_kernels().RNEA_VJP, consts, q, qd, qdd, a0, armature, floating, g, want_pi,
-                                     None)
-    return gq, gv, ga, (gpi if want_pi else None), gquat
-
-
-def aba_forward(consts, q, qd, tau, a0, armature, floating: bool):
-    """``(qdd, H)``: the accelerations ``M^-1 (tau - h)`` ``(B, nv)`` and the ``L^T D L`` factors of
-    ``M`` (armature on its diagonal) ``(B, nv, nv)``, which :func:`aba_vjp` takes."""
-    q = cdyn._c(q)
-    nv = q.shape[1] - (1 if floating else 0)
-    H = np.zeros((q.shape[0], nv, nv))
-    (_, _, qdd), _, _ = _call(_kernels().ABA_FORWARD, consts, q, qd, tau, a0, armature, floating, None, False, H)
-    return qdd, H
+    (zeros on a fixed base). ``armature (n,)`` as RNEA's (zeros: none). :func:`forward` then
+    :func:`adjoint`."""
+    _, saved = forward(consts, q, qd, qdd, a0, armature, floating, False)
+    return adjoint(consts, saved, q, qd, a0, armature, floating, g, want_pi)
 
 
 def aba_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False, H=None):
     """``(-lam^T dtau/dq, -lam^T dtau/dqd, lam, -lam^T Y or None, g^T dqdd/dquat)`` at the ABA
-    result ``qdd``, ``lam = M^-1 g`` (``H``: :func:`aba_forward`'s factors; None: ``M`` computed
-    here)."""
-    vk = _kernels()
-    mode = vk.ABA_VJP_M if H is None else vk.ABA_VJP
-    (gq, gv, lam), gpi, gquat = _call(mode, consts, q, qd, qdd, a0, armature, floating, g, want_pi, H)
-    return gq, gv, lam, (gpi if want_pi else None), gquat
+    result ``qdd``, ``lam = M^-1 g`` (``H``: :func:`aba_forward`'s factors; None: ``M`` factorised
+    here, by ABA's forward of RNEA's forces at ``qdd``)."""
+    tau, saved = forward(consts, q, qd, qdd, a0, armature, floating, False)
+    if H is None:
+        H = forward(consts, q, qd, tau, a0, armature, floating, True)[1].H
+    return adjoint(consts, saved._replace(H=H), q, qd, a0, armature, floating, g, want_pi)
 
 
 def crba_vjp(consts, q, floating: bool, G, want_pi: bool = False):

@@ -1,4 +1,4 @@
-"""Numba kernel of the vector-Jacobian products of RNEA and ABA: the backward of
+"""Numba kernels of the vector-Jacobian products of RNEA and ABA: the backward of
 ``inverse_dynamics`` / ``forward_dynamics`` (:mod:`engine.robots.backends.compiled_autograd`).
 
 Same constants and conventions as :mod:`engine.robots.compiled_kernels` (bodies ``1..n`` in
@@ -25,7 +25,15 @@ v_k)^T I_k v_k``, bilinear in the body's ``pi = [m, h, Ixx, Ixy, Iyy, Ixz, Iyz, 
 
 ABA (``solve``): at ``qdd`` the ABA result, ``lam = M^-1 g`` (``M`` by the composite inertias,
 armature on its diagonal, factorised ``L^T D L`` along the tree), then ``-lam^T dtau/dq``,
-``-lam^T dtau/dv``, ``lam`` and ``-lam^T Y``. Importing this module imports numba.
+``-lam^T dtau/dv``, ``lam`` and ``-lam^T Y``.
+
+A differentiable call's forward runs :func:`forward_kernel`, which keeps what the reverse pass
+reads: per sample and body the pose ``R_k, p_k`` in the parent, ``v_k``, ``X_k a_j``, ``F_k`` and
+``I_k v_k`` (and a floating base's ``gb``); its backward runs :func:`adjoint_kernel`, the reverse
+pass alone (``a_k`` rebuilt only for the regressor products; the configuration terms read ``-S_k
+. (y x* f) = f . (y x S_k)`` with ``(X_k v_j) x S_k = v_k x S_k``). The passes are written out in
+the two kernels, not as inlined helpers: numba's inlining of such multi-array helpers cost 30 to
+40 % more time per sample. Importing this module imports numba.
 """
 
 from __future__ import annotations
@@ -46,11 +54,7 @@ from engine.robots.compiled_kernels import (
     _origin_inertias,
     _quaternion_rotation,
 )
-from engine.robots.derivative_kernels import _ltdl, _ltdl_solve
 from engine.robots.regressor_kernels import _add_bilinear_parameters
-
-# what a call of vjp_kernel does (its ``mode``)
-RNEA_VJP, ABA_VJP, ABA_VJP_M, ABA_FORWARD = 0, 1, 2, 3
 
 
 @_inline
@@ -59,53 +63,84 @@ def _dot6(x, y):
 
 
 @_inline
-def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, M):
-    """The joint-space inertia ``M (nv, nv)`` (internal order) of the poses ``R, p`` by the
-    composite inertias (``cm, ch, cI`` scratch; CRBA, Featherstone 2008 table 6.2)."""
+def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, Rw, pw, Sw, Mb, off,
+                 P):
+    """The joint-space inertia ``M`` (internal order) of the poses ``R, p``, packed into ``P``
+    (:func:`_chain_offsets`: the diagonal, then each dof's entries along its ancestors), by the
+    composite inertias (CRBA, Featherstone 2008 table 6.2), in the root body's frame (a floating
+    base's): each body's pose ``Rw, pw`` and joint axis ``Sw`` there first, then the composite
+    inertias ``cm, ch, cI`` there, so that an entry along a chain is one dot product ``Sw_i . I_k
+    Sw_k`` instead of carrying the force up the chain (Pinocchio's CRBA works in a common frame
+    likewise). ``Rw (n + 1, 3, 3)``, ``pw (n + 1, 3)``, ``Sw (n + 1, 6)``, ``Mb (6, 6)``: scratch."""
+    for i in range(3):
+        pw[0, i] = 0.0
+        for j in range(3):
+            Rw[0, i, j] = 1.0 if i == j else 0.0
     for k in range(n + 1):
-        cm[k] = m[k]
-        ch[k] = h[k]
-        cI[k] = Io[k]
+        cm[k] = 0.0
+        for i in range(3):
+            ch[k, i] = 0.0
+            for j in range(3):
+                cI[k, i, j] = 0.0
+    for k in range(1, n + 1):
+        j = parent[k]
+        for r in range(3):
+            pw[k, r] = pw[j, r] + Rw[j, r, 0] * p[k, 0] + Rw[j, r, 1] * p[k, 1] + Rw[j, r, 2] * p[k, 2]
+            for c in range(3):
+                Rw[k, r, c] = Rw[j, r, 0] * R[k, 0, c] + Rw[j, r, 1] * R[k, 1, c] + Rw[j, r, 2] * R[k, 2, c]
+        Sk = S[k - 1]
+        for r in range(3):      # [R s_w; R s_u + p x R s_w]
+            Sw[k, r] = Rw[k, r, 0] * Sk[0] + Rw[k, r, 1] * Sk[1] + Rw[k, r, 2] * Sk[2]
+            Sw[k, 3 + r] = Rw[k, r, 0] * Sk[3] + Rw[k, r, 1] * Sk[4] + Rw[k, r, 2] * Sk[5]
+        Sw[k, 3] += pw[k, 1] * Sw[k, 2] - pw[k, 2] * Sw[k, 1]
+        Sw[k, 4] += pw[k, 2] * Sw[k, 0] - pw[k, 0] * Sw[k, 2]
+        Sw[k, 5] += pw[k, 0] * Sw[k, 1] - pw[k, 1] * Sw[k, 0]
+    for k in range(n, -1 if floating else 0, -1):      # composites, leaves to root
+        cm[k] = _composite_to_parent(Rw[k], pw[k], m[k], h[k], Io[k], cm[k], ch[k], cI[k], hr, RI)
+        j = parent[k]
+        if k > 0 and (j != 0 or floating):
+            cm[j] += cm[k]
+            for i in range(3):
+                ch[j, i] += ch[k, i]
+                for c in range(3):
+                    cI[j, i, c] += cI[k, i, c]
     for k in range(n, 0, -1):
         d = fv + k - 1
-        _inertia_times(cm[k], ch[k], cI[k], S[k - 1], Fc)
-        M[d, d] = _dot6(S[k - 1], Fc) + armature[k - 1]
-        i = k
-        while parent[i] != 0:
-            _force_to_parent(R[i], p[i], Fc, Fc, False)
+        _inertia_times(cm[k], ch[k], cI[k], Sw[k], Fc)
+        P[d] = _dot6(Sw[k], Fc) + armature[k - 1]
+        r = off[d]
+        i = parent[k]
+        while i != 0:
+            P[r] = _dot6(Sw[i], Fc)
+            r += 1
             i = parent[i]
-            e = fv + i - 1
-            M[d, e] = M[e, d] = _dot6(S[i - 1], Fc)
-        if floating:
-            _force_to_parent(R[i], p[i], Fc, Fc, False)
-            for c in range(6):
-                M[d, c] = M[c, d] = Fc[(c + 3) % 6]        # base rows [linear; angular]
-        j = parent[k]
-        if j != 0 or floating:
-            cm[j] = _composite_to_parent(R[k], p[k], cm[k], ch[k], cI[k], cm[j], ch[j], cI[j], hr, RI)
+        if floating:        # the base dofs 5, ..., 0 ([linear; angular])
+            for c in range(5, -1, -1):
+                P[r] = Fc[(c + 3) % 6]
+                r += 1
     if floating:        # the base block [[m 1, -[h]x], [[h]x, Io]]
         m0, h0 = cm[0], ch[0]
         for i in range(3):
             for j in range(3):
-                M[i, j] = m0 if i == j else 0.0
-                M[3 + i, 3 + j] = cI[0, i, j]
-            M[3 + i, i] = 0.0
-        M[4, 0], M[5, 0], M[3, 1] = h0[2], -h0[1], -h0[2]
-        M[5, 1], M[3, 2], M[4, 2] = h0[0], h0[1], -h0[0]
-        for i in range(3):
-            for j in range(3):
-                M[i, 3 + j] = M[3 + j, i]
+                Mb[i, j] = m0 if i == j else 0.0
+                Mb[3 + i, 3 + j] = cI[0, i, j]
+            Mb[3 + i, i] = 0.0
+        Mb[4, 0], Mb[5, 0], Mb[3, 1] = h0[2], -h0[1], -h0[2]
+        Mb[5, 1], Mb[3, 2], Mb[4, 2] = h0[0], h0[1], -h0[0]
+        for i in range(6):
+            P[i] = Mb[i, i]
+            for j in range(i - 1, -1, -1):
+                P[off[i] + i - 1 - j] = Mb[i, j]
 
 
 @_inline
-def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, out):
+def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, C, out):
     """out[b] = d/d quat of ``w . g_base``, ``g_base = [R^T a0_lin; R^T a0_ang]`` with R(quat) the
     kernels' (Eigen's) formula, off the unit sphere too; ``w = [wl; wa]``: ``sum_ij C_ij dR_ij``,
-    ``C_ij = a0_lin,i wl_j + a0_ang,i wa_j``."""
+    ``C_ij = a0_lin,i wl_j + a0_ang,i wa_j`` (``C (3, 3)``: scratch)."""
     x, y, z, w = q[b, 3], q[b, 4], q[b, 5], q[b, 6]
     wl = (wl0, wl1, wl2)
     wa = (wa0, wa1, wa2)
-    C = np.empty((3, 3))
     for i in range(3):
         for j in range(3):
             C[i, j] = a0[3 + i] * wl[j] + a0[i] * wa[j]
@@ -118,113 +153,248 @@ def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, out):
     out[b, 3] = 2.0 * (z * (C[1, 0] - C[0, 1]) + y * (C[0, 2] - C[2, 0]) + x * (C[2, 1] - C[1, 2]))
 
 
-@_jit
-def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, mode, g, want_pi,
-               gq, gv, ga, gpi, H, gquat):
-    """By ``mode``, in the user's order:
-
-    - RNEA_VJP: ``g^T`` times RNEA's derivatives at ``(q, qd, qdd)`` into ``gq`` (tangent),
-      ``gv``, ``ga`` ``(B, nv)``; ``armature (n,)``: RNEA's ``armature * qdd`` (zeros: none);
-    - ABA_VJP: ABA's at its result ``qdd``, ``H (B, nv, nv)`` the factors ABA_FORWARD wrote
-      (``M`` with ``armature`` on its diagonal); ABA_VJP_M the same, ``M`` computed here;
-    - ABA_FORWARD: ``qdd`` holds the applied forces; the accelerations ``M^-1 (tau - h)`` into
-      ``ga`` and the factors of ``M`` into ``H`` (what ABA_VJP takes), nothing else.
-
-    With ``want_pi`` (VJP modes) ``gpi (n + 1, 10)`` += the regressor products (internal body
-    order, summed over the batch). A floating base: ``gquat (B, 4)`` the gradient with respect to
-    the quaternion's four numbers (it acts only through gravity in the base frame)."""
-    B = q.shape[0]
+@_inline
+def _orders(parent, perm, floating):
+    """``user (nv,)``: each internal dof's user index; ``lam (nv,)``: its parent dof (-1: none)."""
     n = perm.shape[0]
-    fq, fv = (7, 6) if floating else (0, 0)
-    nv = n + fv
-    Io, h = _origin_inertias(m, c, Ic)
-    R = np.zeros((n + 1, 3, 3))
-    p = np.zeros((n + 1, 3))
-    v = np.zeros((n + 1, 6))
-    a = np.zeros((n + 1, 6))
-    Xv = np.zeros((n + 1, 6))       # X_k v_j, X_k a_j
-    Xa = np.zeros((n + 1, 6))
-    F = np.zeros((n + 1, 6))
-    Fb = np.zeros((n + 1, 6))
-    ab = np.zeros((n + 1, 6))
-    vb = np.zeros((n + 1, 6))
-    sv = np.empty(6)
-    t = np.empty(6)
-    t2 = np.empty(6)
-    gb = np.zeros(6)
-    x = np.zeros(nv)
-    user = np.empty(nv, dtype=np.int64)
-    lam = np.empty(nv, dtype=np.int64)
-    cm = np.zeros(n + 1)
-    ch = np.zeros((n + 1, 3))
-    cI = np.zeros((n + 1, 3, 3))
-    hr = np.empty(3)
-    RI = np.empty((3, 3))
-    M = np.zeros((nv, nv))
+    fv = 6 if floating else 0
+    user = np.empty(n + fv, dtype=np.int64)
+    lam = np.empty(n + fv, dtype=np.int64)
     for i in range(fv):
         user[i] = i
         lam[i] = i - 1
     for k in range(1, n + 1):
         user[fv + k - 1] = fv + perm[k - 1]
         lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
-    for i in range(3):
-        R[0, i, i] = 1.0
-    solve = mode != RNEA_VJP
-    forward = mode == ABA_FORWARD
-    sign = -1.0 if solve else 1.0
+    return user, lam
+
+
+@_inline
+def _chain_offsets(lam):
+    """``off (nv + 1,)``: where the packed factors (:func:`_ltdl_packed`) keep dof ``i``'s entries
+    along its ancestor chain, ``off[i]:off[i + 1]``; ``off[nv]`` their whole size."""
+    nv = lam.shape[0]
+    off = np.empty(nv + 1, dtype=np.int64)
+    off[0] = nv
+    for i in range(nv):
+        c = 0
+        j = lam[i]
+        while j != -1:
+            c += 1
+            j = lam[j]
+        off[i + 1] = off[i] + c
+    return off
+
+
+@_jit
+def factor_size(parent, perm, floating):
+    """The length of one sample's packed ``L^T D L`` factors (:func:`forward_kernel`'s ``H`` rows)."""
+    return _chain_offsets(_orders(parent, perm, floating)[1])[-1]
+
+
+@_inline
+def _ltdl_packed(P, lam, off):
+    """Factorise ``M = L^T D L`` in place in its packed layout (:func:`_mass_matrix`): the same
+    operations in the same order as :func:`engine.robots.derivative_kernels._ltdl` (Featherstone
+    2008, table 6.3) on the dense matrix, but a dof's update of an ancestor's row is one
+    contiguous loop (an ancestor's chain is the tail of its descendant's)."""
+    for k in range(lam.shape[0] - 1, -1, -1):
+        bk = off[k]
+        m = off[k + 1] - bk
+        dk = P[k]
+        i = lam[k]
+        t = 0
+        while i != -1:
+            x = P[bk + t] / dk
+            P[i] -= x * P[bk + t]
+            bi = off[i]
+            for s in range(m - t - 1):
+                P[bi + s] -= x * P[bk + t + 1 + s]
+            P[bk + t] = x
+            i = lam[i]
+            t += 1
+
+
+@_inline
+def _packed_solve(L, lam, off, x):
+    """x = M^-1 x in place, ``L`` the packed factors of ``M`` (:func:`_ltdl_packed`; the same
+    operations as :func:`engine.robots.derivative_kernels._ltdl_solve` on contiguous memory)."""
+    nv = x.shape[0]
+    for i in range(nv - 1, -1, -1):
+        r = off[i]
+        j = lam[i]
+        xi = x[i]
+        while j != -1:
+            x[j] -= L[r] * xi
+            r += 1
+            j = lam[j]
+    for i in range(nv):
+        x[i] /= L[i]
+    for i in range(nv):
+        r = off[i]
+        j = lam[i]
+        s = x[i]
+        while j != -1:
+            s -= L[r] * x[j]
+            r += 1
+            j = lam[j]
+        x[i] = s
+
+
+@_jit
+def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
+                   Rs, ps, vs, Xas, Fs, Ivs, gbs):
+    """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads: per sample the
+    poses ``Rs (B, n + 1, 3, 3)``, ``ps (B, n + 1, 3)`` of the bodies in their parents, their
+    velocities ``vs``, their parents' accelerations in their frames ``Xas`` (``X_k a_j``; the base's
+    row: its acceleration), the transmitted forces ``Fs`` and ``I_k v_k`` ``Ivs`` (each ``(B, n + 1,
+    6)``; body 0 the base, a fixed base's rows: identity, zeros, ``a0``, zero, zero) and a floating
+    base's gravity in its frame ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B,
+    nv)`` (``armature * qdd`` added). With ``solve`` (``qdd`` holds the applied forces): ABA's
+    accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
+    diagonal) into ``H (B, factor_size)``, packed (:func:`_ltdl_packed`: a sample's solve then
+    reads one contiguous row), and the passes at those accelerations."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    sv = np.empty(6)
+    t = np.empty(6)
+    x = np.zeros(nv)
+    user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
+    Mb = np.zeros((6, 6))
+    a = np.zeros((n + 1, 6))
+    vc = np.zeros((n + 1, 6))
+    fc = np.zeros((n + 1, 6))
+    cm = np.zeros(n + 1)
+    ch = np.zeros((n + 1, 3))
+    cI = np.zeros((n + 1, 3, 3))
+    hr = np.empty(3)
+    RI = np.empty((3, 3))
+    Rw = np.zeros((n + 1, 3, 3))
+    pw = np.zeros((n + 1, 3))
+    Sw = np.zeros((n + 1, 6))
     for b in range(B):
-        # ---- RNEA's forward pass
+        R, p, v, Xa, F, Iv, gb = Rs[b], ps[b], vs[b], Xas[b], Fs[b], Ivs[b], gbs[b]
+        # poses and velocities
+        for i in range(3):
+            p[0, i] = 0.0
+            for j in range(3):
+                R[0, i, j] = 1.0 if i == j else 0.0
         if floating:
             _quaternion_rotation(q, b, R[0])
             _gravity_in_base(R[0], a0, gb)
             for i in range(3):
                 v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
-                a[0, i] = gb[i] + (0.0 if forward else qdd[b, 3 + i])
-                a[0, 3 + i] = gb[3 + i] + (0.0 if forward else qdd[b, i])
         else:
             for i in range(6):
                 v[0, i] = 0.0
-                a[0, i] = a0[i]
+                gb[i] = 0.0
+                F[0, i] = 0.0
+                Iv[0, i] = 0.0
         for k in range(1, n + 1):
             jk = perm[k - 1]
             _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
-            j = parent[k]
-            _motion_to_child(R[k], p[k], v[j], Xv[k])
-            _motion_to_child(R[k], p[k], a[j], Xa[k])
+            _motion_to_child(R[k], p[k], v[parent[k]], v[k])
             xd = qd[b, fv + jk]
-            y = 0.0 if forward else qdd[b, fv + jk]
             for i in range(6):
-                sv[i] = S[k - 1, i] * xd
-                v[k, i] = Xv[k, i] + sv[i]
-                a[k, i] = Xa[k, i] + S[k - 1, i] * y
-            _add_cross_motion(v[k], sv, a[k])
-        for k in range(0 if floating else 1, n + 1):
-            _inertia_times(m[k], h[k], Io[k], a[k], F[k])
-            _inertia_times(m[k], h[k], Io[k], v[k], t)
-            _add_cross_force(v[k], t, F[k])
-        for k in range(n, 0, -1):
-            if parent[k] != 0 or floating:
-                _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
-        # ---- the weights: g, or lam = M^-1 g
-        if forward or mode == ABA_VJP_M:
-            Mb = H[b] if forward else M
-            _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Mb)
-            _ltdl(Mb, lam)
-        if forward:     # qdd = M^-1 (tau - h)
+                v[k, i] += S[k - 1, i] * xd
+        # accelerations and forces: at qdd (RNEA); ABA: at zero (the bias), then at its result
+        for rep in range(2 if solve else 1):
+            acc = qdd if not solve else out
+            zero = solve and rep == 0
+            if floating:
+                for i in range(3):
+                    a[0, i] = gb[i] + (0.0 if zero else acc[b, 3 + i])
+                    a[0, 3 + i] = gb[3 + i] + (0.0 if zero else acc[b, i])
+            else:
+                for i in range(6):
+                    a[0, i] = a0[i]
+            for i in range(6):
+                Xa[0, i] = a[0, i]
             for k in range(1, n + 1):
-                d = fv + k - 1
-                x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
-            for i in range(3 if floating else 0):
-                x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
-            _ltdl_solve(H[b], lam, x)
-            for d in range(nv):
-                ga[b, user[d]] = x[d]
-            continue
+                jk = perm[k - 1]
+                _motion_to_child(R[k], p[k], a[parent[k]], Xa[k])
+                xd = qd[b, fv + jk]
+                y = 0.0 if zero else acc[b, fv + jk]
+                if rep == 0:        # v x S qd, kept for ABA's second turn
+                    for i in range(6):
+                        sv[i] = S[k - 1, i] * xd
+                        vc[k, i] = 0.0
+                    _add_cross_motion(v[k], sv, vc[k])
+                for i in range(6):
+                    a[k, i] = Xa[k, i] + S[k - 1, i] * y + vc[k, i]
+            for k in range(0 if floating else 1, n + 1):
+                _inertia_times(m[k], h[k], Io[k], a[k], F[k])
+                if rep == 0:        # v x* I v, kept likewise
+                    _inertia_times(m[k], h[k], Io[k], v[k], Iv[k])
+                    for i in range(6):
+                        fc[k, i] = 0.0
+                    _add_cross_force(v[k], Iv[k], fc[k])
+                for i in range(6):
+                    F[k, i] += fc[k, i]
+            for k in range(n, 0, -1):
+                if parent[k] != 0 or floating:
+                    _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
+            if zero:        # qdd = M^-1 (tau - h) into out[b]
+                _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Rw, pw, Sw,
+                             Mb, off, H[b])
+                _ltdl_packed(H[b], lam, off)
+                for k in range(1, n + 1):
+                    d = fv + k - 1
+                    x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
+                for i in range(3 if floating else 0):
+                    x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
+                _packed_solve(H[b], lam, off, x)
+                for d in range(nv):
+                    out[b, user[d]] = x[d]
+        if not solve:
+            for k in range(1, n + 1):
+                u = fv + perm[k - 1]
+                out[b, u] = _dot6(S[k - 1], F[k]) + armature[k - 1] * qdd[b, u]
+            if floating:
+                for i in range(3):
+                    out[b, i], out[b, 3 + i] = F[0, 3 + i], F[0, i]
+
+
+@_jit
+def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
+                   H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gquat):
+    """The products of the module docstring from what :func:`forward_kernel` kept (``qdd``: the
+    accelerations its passes are at, user order), in the user's order: RNEA's ``g^T dtau/dq``
+    (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga (B, nv)`` (``armature``:
+    RNEA's); with ``solve``, ABA's at its result, ``-lam^T dtau/dq``, ``-lam^T dtau/dv`` and ``lam
+    = M^-1 g`` (``H``: the packed factors). With ``want_pi`` ``gpi (n + 1, 10)`` += the regressor
+    products (internal body order, summed over the batch). A floating base: ``gquat (B, 4)`` the
+    gradient with respect to the quaternion's four numbers (it acts only through gravity in the
+    base frame)."""
+    B = q.shape[0]
+    n = perm.shape[0]
+    fv = 6 if floating else 0
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    Fb = np.zeros((n + 1, 6))
+    ab = np.zeros((n + 1, 6))
+    vb = np.zeros((n + 1, 6))
+    sv = np.empty(6)
+    t = np.empty(6)
+    t2 = np.empty(6)
+    vS = np.empty(6)
+    ak = np.empty(6)
+    C3 = np.empty((3, 3))
+    x = np.zeros(nv)
+    user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
+    sign = -1.0 if solve else 1.0
+    for b in range(B):
+        R, p, v, Xa, F, Iv, gb = Rs[b], ps[b], vs[b], Xas[b], Fs[b], Ivs[b], gbs[b]
         for d in range(nv):
             x[d] = g[b, user[d]]
         if solve:
-            _ltdl_solve(M if mode == ABA_VJP_M else H[b], lam, x)
-        # ---- the adjoint: force weights root to leaves
+            _packed_solve(H[b], lam, off, x)
+        # ---- the force weights, root to leaves
         for i in range(6):
             Fb[0, i] = 0.0
         if floating:
@@ -232,47 +402,55 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
                 Fb[0, i], Fb[0, 3 + i] = x[3 + i], x[i]
         for k in range(0 if floating else 1, n + 1):
             if k > 0:
-                _motion_to_child(R[k], p[k], Fb[parent[k]], t2)      # X_k Fb_j, kept in Xv's partner below
+                _motion_to_child(R[k], p[k], Fb[parent[k]], Fb[k])
                 d = fv + k - 1
                 for i in range(6):
-                    Fb[k, i] = t2[i] + S[k - 1, i] * x[d]
+                    Fb[k, i] += S[k - 1, i] * x[d]
             _inertia_times(m[k], h[k], Io[k], Fb[k], ab[k])             # ab = I Fb
             # vb = I (Fb x v) - Fb x* I v
             for i in range(6):
                 sv[i] = 0.0
                 t2[i] = 0.0
-            _inertia_times(m[k], h[k], Io[k], v[k], t)
-            _add_cross_force(Fb[k], t, t2)
+            _add_cross_force(Fb[k], Iv[k], t2)
             _add_cross_motion(Fb[k], v[k], sv)
             _inertia_times(m[k], h[k], Io[k], sv, vb[k])
             for i in range(6):
                 vb[k, i] -= t2[i]
-            if want_pi:
-                _add_bilinear_parameters(Fb[k], a[k], sign, gpi[k])
+            if want_pi:         # the body's acceleration a_k = X a_j + S qdd + (X v_j) x S qd
+                for i in range(6):
+                    ak[i] = Xa[k, i]
+                if k > 0:
+                    u = fv + perm[k - 1]
+                    for i in range(6):
+                        t[i] = S[k - 1, i] * qd[b, u]
+                        t2[i] = v[k, i] - t[i]
+                        ak[i] += S[k - 1, i] * qdd[b, u]
+                    _add_cross_motion(t2, t, ak)
+                _add_bilinear_parameters(Fb[k], ak, sign, gpi[k])
                 _add_bilinear_parameters(sv, v[k], sign, gpi[k])
         # ---- leaves to root
         for k in range(n, 0, -1):
             d = fv + k - 1
-            u = user[d]
-            jk = perm[k - 1]
-            xd = qd[b, fv + jk]
+            u = fv + perm[k - 1]
+            xd = qd[b, u]
             Sk = S[k - 1]
             for i in range(6):
                 sv[i] = Sk[i] * xd
-            _add_cross_force(sv, ab[k], vb[k])                          # vb += (S qd) x* ab
-            # dq: -S . (Xv x* vb + Xa x* ab + (Fb_k - S x) x* F_k)
-            for i in range(6):
+                vS[i] = 0.0
                 t[i] = 0.0
                 t2[i] = Fb[k, i] - Sk[i] * x[d]
-            _add_cross_force(Xv[k], vb[k], t)
-            _add_cross_force(Xa[k], ab[k], t)
-            _add_cross_force(t2, F[k], t)
-            sq = -_dot6(Sk, t)
-            sa = _dot6(Sk, ab[k]) + armature[k - 1] * x[d]
+            _add_cross_force(sv, ab[k], vb[k])                          # vb += (S qd) x* ab
+            # dq: -S . (X v_j x* vb + X a_j x* ab + (Fb_k - S x) x* F_k), by -S . (y x* f) = f . (y x S)
+            # and (X v_j) x S = v x S
+            _add_cross_motion(v[k], Sk, vS)
+            _add_cross_motion(Xa[k], Sk, t)
+            sq = _dot6(vb[k], vS) + _dot6(ab[k], t)
             for i in range(6):
                 t[i] = 0.0
-            _add_cross_motion(v[k], Sk, t)
-            sdv = _dot6(Sk, vb[k]) + _dot6(ab[k], t)
+            _add_cross_motion(t2, Sk, t)
+            sq += _dot6(F[k], t)
+            sa = _dot6(Sk, ab[k]) + armature[k - 1] * x[d]
+            sdv = _dot6(Sk, vb[k]) + _dot6(ab[k], vS)
             if solve:
                 gq[b, u], gv[b, u], ga[b, u] = -sq, -sdv, x[d]
             else:
@@ -282,22 +460,21 @@ def vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, float
                 _force_to_parent(R[k], p[k], ab[k], ab[j], True)
                 _force_to_parent(R[k], p[k], vb[k], vb[j], True)
         if floating:
-            s = -1.0 if solve else 1.0
             for i in range(3):
                 gq[b, i] = 0.0
-                gv[b, i], gv[b, 3 + i] = s * vb[0, 3 + i], s * vb[0, i]
+                gv[b, i], gv[b, 3 + i] = sign * vb[0, 3 + i], sign * vb[0, i]
                 if solve:
                     ga[b, i], ga[b, 3 + i] = x[i], x[3 + i]
                 else:
                     ga[b, i], ga[b, 3 + i] = ab[0, 3 + i], ab[0, i]
             # rotation: ab_ang x gb_ang + ab_lin x gb_lin
-            gq[b, 3] = s * (ab[0, 1] * gb[2] - ab[0, 2] * gb[1] + ab[0, 4] * gb[5] - ab[0, 5] * gb[4])
-            gq[b, 4] = s * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
-            gq[b, 5] = s * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
+            gq[b, 3] = sign * (ab[0, 1] * gb[2] - ab[0, 2] * gb[1] + ab[0, 4] * gb[5] - ab[0, 5] * gb[4])
+            gq[b, 4] = sign * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
+            gq[b, 5] = sign * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
             if solve:       # qdd_base + g_base does not depend on g_base
-                _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], gquat)
+                _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], C3, gquat)
             else:           # dtau/dg_base = dtau/dqdd_base
-                _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], gquat)
+                _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], C3, gquat)
 
 
 @_jit

@@ -10,7 +10,12 @@ link inertials, ``g^T Y`` (the regressor) with respect to each body's inertial p
 it on to the learnable modules): one reverse (adjoint) pass of RNEA per sample, no ``(nv, nv)``
 matrix. ABA's is ``-lambda^T dtau/dq, -lambda^T dtau/dv, lambda`` and ``-lambda^T Y`` at the ABA
 result, ``lambda = M^-1 g``: the forward computes the accelerations as ``M^-1 (tau - h)`` and
-keeps the ``L^T D L`` factors of ``M`` for the backward's solve. CRBA's backward is RNEA's
+keeps the ``L^T D L`` factors of ``M`` for the backward's solve. The forward of either keeps,
+on the autograd context, what the reverse pass reads (each body's pose, velocity, acceleration
+and transmitted force, at ABA's result for ABA; :func:`engine.robots.compiled_vjp.forward`), so
+the backward does not run the forward passes again (memory: 288 bytes per body and sample,
+plus ABA's packed factors, held until the graph is freed); the plain value path (nothing to
+differentiate) stays on the kernels that keep nothing. CRBA's backward is RNEA's
 product at the unit accelerations (see :class:`_Crba`). Kinematics and Jacobians stay on the
 torch backends.
 
@@ -76,6 +81,9 @@ def _torch_vjp(fn, xs, rest, g):
 
 
 def _t(x):
+    """A kernel's array as a normal tensor (not an inference tensor), sharing its memory."""
+    if not torch.is_inference_mode_enabled():       # the usual case: no context to enter
+        return torch.from_numpy(x)
     with torch.inference_mode(False):
         return torch.from_numpy(x)
 
@@ -85,7 +93,8 @@ class _Rnea(torch.autograd.Function):
     def forward(ctx, q, v, a, pi, backend, a0, inertials):
         ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
         ctx.save_for_backward(q, v, a, pi)
-        return backend.compiled.rnea(q, v, a, a0, inertials)
+        tau, ctx.kept = backend.forward_kept(q, v, a, a0, inertials, False)
+        return tau
 
     @staticmethod
     def backward(ctx, g):
@@ -95,7 +104,7 @@ class _Rnea(torch.autograd.Function):
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 4
         need = ctx.needs_input_grad
-        gq, gv, ga, gpi, gquat = bk.vjp("rnea", q, v, a, ctx.a0, ctx.inertials, g, need[3])
+        gq, gv, ga, gpi, gquat = bk.adjoint(ctx.kept, g, need[3])
         gq = _q_grad(bk.floating, gq, gquat) if need[0] else None
         return (gq, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
 
@@ -104,19 +113,19 @@ class _Aba(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, v, tau, pi, backend, a0, inertials):
         ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
-        qdd, ctx.factors = backend.aba_factored(q, v, tau, a0, inertials)
-        ctx.save_for_backward(q, v, tau, pi, qdd)
+        ctx.save_for_backward(q, v, tau, pi)
+        qdd, ctx.kept = backend.forward_kept(q, v, tau, a0, inertials, True)
         return qdd
 
     @staticmethod
     def backward(ctx, g):
-        q, v, tau, pi, qdd = ctx.saved_tensors
+        q, v, tau, pi = ctx.saved_tensors
         bk = ctx.backend
         if torch.is_grad_enabled():
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 4
         need = ctx.needs_input_grad
-        gq, gv, lam, gpi, gquat = bk.vjp("aba", q, v, qdd, ctx.a0, ctx.inertials, g, need[3], ctx.factors)
+        gq, gv, lam, gpi, gquat = bk.adjoint(ctx.kept, g, need[3])
         return (_q_grad(bk.floating, gq, gquat) if need[0] else None, gv if need[1] else None,
                 lam if need[2] else None, gpi, None, None, None)
 
@@ -169,29 +178,27 @@ class CompiledAutogradBackend:
     def crba(self, q, inertials: Inertials):
         return _Crba.apply(q, self._parameters(inertials), self, inertials)
 
-    def aba_factored(self, q, v, tau, a0, inertials: Inertials):
-        """``(qdd, factors)``: ABA's accelerations as ``M^-1 (tau - h)`` and the factors of ``M``
-        (numpy, ``(B, nv_all, nv_all)``) that the backward's solve reuses."""
-        c = self.compiled
-        qdd, H = compiled_vjp.aba_forward(c._constants(inertials), _np(q), _np(v), _np(tau), c._gravity(a0),
-                                          c._armature, self.floating)
-        return _t(qdd), H
-
-    def vjp(self, algorithm: str, q, v, a, a0, inertials: Inertials, g, want_pi: bool, factors=None):
-        """``(gq (tangent), gv, ga, gpi, gquat)`` tensors: ``g^T`` times RNEA's derivatives at ``a``
-        (``algorithm`` "rnea"), or ABA's at its result ``a`` (``"aba"``: ``-lam^T dtau/dq``, ``-lam^T
-        dtau/dv``, ``lam``); ``gpi`` the regressor products per body ``(n + 1, 10)`` summed over the
-        batch (None without ``want_pi``), ``gquat`` a floating base's quaternion gradient ``(B, 4)``.
-        :mod:`engine.robots.compiled_vjp`, one O(n) pass."""
+    def forward_kept(self, q, v, x, a0, inertials: Inertials, solve: bool):
+        """``(out, kept)``: RNEA's forces at ``a = x`` or (``solve``) ABA's accelerations for ``tau = x``
+        (computed as ``M^-1 (tau - h)``, armature in ``M``), and what :meth:`adjoint` takes: the
+        forward passes' per-body results (:func:`engine.robots.compiled_vjp.forward`), the factors of
+        ``M`` after ABA, and the kernel's inputs."""
         c = self.compiled
         qn = _np(q)
-        zero = np.zeros((qn.shape[0], g.shape[-1]))
-        args = (c._constants(inertials), qn, zero if v is None else _np(v), zero if a is None else _np(a),
-                c._gravity(a0))
-        if algorithm == "rnea":
-            out = compiled_vjp.rnea_vjp(*args, c._no_armature, self.floating, _np(g), want_pi)
-        else:
-            out = compiled_vjp.aba_vjp(*args, c._armature, self.floating, _np(g), want_pi, factors)
+        zero = None if v is not None and x is not None else np.zeros((qn.shape[0], qn.shape[1] - self.floating))
+        args = (c._constants(inertials), qn, zero if v is None else _np(v))
+        a0n, arm = c._gravity(a0), c._armature if solve else c._no_armature
+        out, saved = compiled_vjp.forward(*args, zero if x is None else _np(x), a0n, arm, self.floating, solve)
+        return _t(out), args + (a0n, arm, saved)
+
+    def adjoint(self, kept, g, want_pi: bool):
+        """``(gq (tangent), gv, ga, gpi, gquat)`` tensors from :meth:`forward_kept`'s ``kept``: ``g^T``
+        times RNEA's derivatives at its ``a``, or ABA's at its result (``-lam^T dtau/dq``, ``-lam^T
+        dtau/dv``, ``lam``); ``gpi`` the regressor products per body ``(n + 1, 10)`` summed over the
+        batch (None without ``want_pi``), ``gquat`` a floating base's quaternion gradient ``(B, 4)``.
+        The reverse pass alone (:func:`engine.robots.compiled_vjp.adjoint`), O(n) per sample."""
+        consts, qn, vn, a0n, arm, saved = kept
+        out = compiled_vjp.adjoint(consts, saved, qn, vn, a0n, arm, self.floating, _np(g), want_pi)
         return tuple(None if x is None else _t(x) for x in out)
 
     @staticmethod

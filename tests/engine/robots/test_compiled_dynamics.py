@@ -23,19 +23,24 @@ from engine.robots.library import load_robot
 
 def _calls(monkeypatch):
     """Counts the kernel calls of each algorithm (after the build's own test calls), whichever
-    route reaches them (the compiled backend, or the model's CompiledCalls shortcut)."""
+    route reaches them (the compiled backend, or the model's CompiledCalls shortcut); "grad": the
+    forward of a differentiable RNEA or ABA call (vjp_kernels.forward_kernel, which keeps what its
+    backward reads)."""
     assert compiled_dynamics.available()
-    counts = {"rnea": 0, "crba": 0, "aba": 0, "link_poses": 0, "jacobian": 0}
+    from engine.robots import vjp_kernels
+
+    counts = {"rnea": 0, "crba": 0, "aba": 0, "link_poses": 0, "jacobian": 0, "grad": 0}
     kernels = {"rnea": "rnea_kernel", "crba": "crba_kernel", "aba": "aba_kernel", "link_poses": "fk_kernel",
                "jacobian": "jacobian_kernel"}
-    for name, kernel in kernels.items():
-        inner = getattr(compiled_kernels, kernel)
+    for module, name, kernel in [(compiled_kernels, n, k) for n, k in kernels.items()] + [
+            (vjp_kernels, "grad", "forward_kernel")]:
+        inner = getattr(module, kernel)
 
         def spy(*args, _inner=inner, _name=name, **kwargs):
             counts[_name] += 1
             return _inner(*args, **kwargs)
 
-        monkeypatch.setattr(compiled_kernels, kernel, spy)
+        monkeypatch.setattr(module, kernel, spy)
     return counts
 
 
@@ -67,14 +72,14 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
     q, v, a = _state(m, 3)
     counts = _calls(monkeypatch)
     _all(m, q, v, a)
-    assert counts == {"rnea": 3, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
+    assert counts == {"rnea": 3, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2, "grad": 0}
     with torch.no_grad():
         m.inverse_dynamics(q.requires_grad_(True), v, a)
-    assert counts["rnea"] == 4                       # no_grad: nothing to differentiate
+    assert counts["rnea"] == 4 and counts["grad"] == 0   # no_grad: nothing to differentiate
     tau = m.inverse_dynamics(q, v, a)                # q requires a gradient: the kernels, analytic backward
-    assert counts["rnea"] == 5 and tau.grad_fn is not None
+    assert counts["rnea"] == 4 and counts["grad"] == 1 and tau.grad_fn is not None
     monkeypatch.setattr(compiled_autograd, "ENABLED", False)     # LAGRANGE_COMPILED_BACKWARD=0: torch
-    assert m.inverse_dynamics(q, v, a).grad_fn is not None and counts["rnea"] == 5
+    assert m.inverse_dynamics(q, v, a).grad_fn is not None and counts["rnea"] == 4 and counts["grad"] == 1
     monkeypatch.setattr(compiled_autograd, "ENABLED", True)
     q = q.detach()
     torch.func.jacrev(lambda x: m.inverse_dynamics(x, v, a))(q[:1])      # a functorch transform
@@ -83,19 +88,19 @@ def test_calls_without_derivatives_take_the_kernels_and_others_do_not(monkeypatc
         m.forward_dynamics(q, v, a)
     monkeypatch.setenv("LAGRANGE_NO_COMPILED", "1")
     m.forward_dynamics(q, v, a)
-    assert counts == {"rnea": 5, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
+    assert counts == {"rnea": 4, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2, "grad": 1}
     monkeypatch.delenv("LAGRANGE_NO_COMPILED")
     J = m.jacobian(q, "FL_FOOT", point=torch.zeros(3, dtype=torch.float64, requires_grad=True))
     assert J.grad_fn is not None                      # a point that needs a gradient: torch
     m32 = load_robot("panda", dtype=torch.float32)   # float32 models stay on torch (the kernels are float64)
     m32.mass_matrix(torch.zeros(2, m32.dof))
-    assert counts == {"rnea": 5, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2}
+    assert counts == {"rnea": 4, "crba": 1, "aba": 1, "link_poses": 1, "jacobian": 2, "grad": 1}
     mimic = load_robot("panda-erd")  # coupled mimic fingers: kernels on every joint, projected
     assert mimic.mimic_joint_names
     x = torch.zeros(2, mimic.nq, dtype=torch.float64)
     mimic.mass_matrix(x)
     mimic.forward_dynamics(x, x, x)                   # M^-1 (tau - h): CRBA and RNEA
-    assert counts == {"rnea": 6, "crba": 3, "aba": 1, "link_poses": 1, "jacobian": 2}
+    assert counts == {"rnea": 5, "crba": 3, "aba": 1, "link_poses": 1, "jacobian": 2, "grad": 1}
 
 
 def test_learnable_parameters_take_the_kernels_with_analytic_backwards(monkeypatch):
@@ -108,16 +113,17 @@ def test_learnable_parameters_take_the_kernels_with_analytic_backwards(monkeypat
     q, v, a = _state(m, 5, seed=1)
     counts = _calls(monkeypatch)
     # grad mode with parameters: RNEA, CRBA and ABA by the kernels with analytic backwards (to the
-    # parameters through the regressor, test_derivatives, test_vjp_kernels; ABA's forward as
-    # M^-1 (tau - h) by the vjp kernel, which keeps M's factors); kinematics, Jacobians: torch
+    # parameters through the regressor, test_derivatives, test_vjp_kernels): RNEA's (inverse
+    # dynamics, gravity, bias) and ABA's (as M^-1 (tau - h)) forward by the vjp kernel that keeps
+    # what the backward reads; kinematics, Jacobians: torch
     ours_grad = _all(m, q, v, a, damping=True)
-    assert counts == {"rnea": 3, "crba": 1, "aba": 0, "link_poses": 0, "jacobian": 0}
+    assert counts == {"rnea": 0, "crba": 1, "aba": 0, "link_poses": 0, "jacobian": 0, "grad": 4}
     assert ours_grad[0].grad_fn is not None and ours_grad[2].grad_fn is not None
     with torch_only():
         ref = _all(m, q, v, a, damping=True)
     with torch.no_grad():
         ours = _all(m, q, v, a, damping=True)
-    assert counts["rnea"] == 6
+    assert counts["rnea"] == 3 and counts["grad"] == 4
     _same(ours, [r.detach() for r in ref])
     _same([r.detach() for r in ours_grad], [r.detach() for r in ref])
 

@@ -180,3 +180,52 @@ def test_mass_matrix_backward(name, tmp_path):
         ours, ref = ((torch.cat([g[0][:, :3], g[0][:, 7:]], -1), *g[1:]) for g in (ours, ref))
     for x, y in zip(ours, ref):
         close(x.numpy(), y.numpy())
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_backward_reads_what_the_forward_kept(floating, monkeypatch):
+    """A differentiable call runs the forward kernel once and its backward the reverse pass alone
+    (no RNEA kernel); what ABA's forward keeps is RNEA's forward at ABA's result (the accelerations
+    and forces of its second turn); a graph kept for a second backward gives the same gradients
+    (the kept arrays are read, not changed); learnable inertials included, against Pinocchio's
+    derivatives contracted with the cotangent where they reach it (test_backward_against_pinocchio)
+    and against the torch path here."""
+    from engine.robots import compiled_dynamics, compiled_kernels, vjp_kernels
+
+    assert compiled_dynamics.available()        # built (its own test calls made) before the spies
+    m = _with_armature(floating)
+    m.make_learnable("c", "mass")
+    m.make_learnable("b", "inertia")
+    q, v, a = (x.requires_grad_(True) for x in _state(m, 4, seed=31))
+    calls = {"forward_kernel": 0, "adjoint_kernel": 0, "rnea_kernel": 0}
+    for module, name in ((vjp_kernels, "forward_kernel"), (vjp_kernels, "adjoint_kernel"),
+                         (compiled_kernels, "rnea_kernel")):
+        inner = getattr(module, name)
+
+        def spy(*args, _inner=inner, _name=name):
+            calls[_name] += 1
+            return _inner(*args)
+        monkeypatch.setattr(module, name, spy)
+    w = torch.randn(4, m.nv, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    params = list(m.parameters())
+    for fn in (m.inverse_dynamics, m.forward_dynamics):
+        before = dict(calls)
+        loss = (fn(q, v, a) * w).sum()
+        assert calls["forward_kernel"] == before["forward_kernel"] + 1
+        first = torch.autograd.grad(loss, [q, v, a] + params, retain_graph=True)
+        again = torch.autograd.grad(loss, [q, v, a] + params)
+        assert calls["adjoint_kernel"] == before["adjoint_kernel"] + 2 and calls["rnea_kernel"] == 0
+        with torch_only():
+            ref = torch.autograd.grad((fn(q, v, a) * w).sum(), [q, v, a] + params)
+        for k, (x, y, z) in enumerate(zip(first, again, ref)):
+            assert torch.equal(x, y)
+            if k == 0:      # a quaternion's gradient: along the unit sphere (see test_backward_against_pinocchio)
+                x, z = _tangent_rows(m, q.detach(), x), _tangent_rows(m, q.detach(), z)
+            close(x.numpy(), z.numpy(), TOL)
+    cb, consts, (qn, vn) = _kernel_args(m, q.detach(), v.detach())
+    a0, tau = cb._gravity(m._a0), a.detach().numpy()
+    qdd, kept = cv.forward(consts, qn, vn, tau, a0, cb._armature, m.floating, True)
+    tau_again, at_qdd = cv.forward(consts, qn, vn, qdd, a0, cb._armature, m.floating, False)
+    close(tau_again, tau, 1e-12)
+    for field in ("R", "p", "v", "Xa", "F", "Iv", "gb"):
+        close(getattr(kept, field), getattr(at_qdd, field), 1e-12)
