@@ -16,8 +16,9 @@ Three settings, switched in one process on the same model and mini-batch:
 - **compiled backward**: the analytic backward kernels (engine/robots/backends/compiled_autograd.py),
   otherwise as at the issue;
 - **now**: the compiled backward, the inertials computed once per training step
-  (``RobotModel.inertials_held``) and the acceleration's gradient by the implicit function theorem
-  (one RNEA and its O(n) backward instead of CRBA's (n, n) backward; engine/models/robot.py).
+  (``RobotModel.inertials_held``) and the acceleration by the compiled ABA with the learned
+  armature on M's diagonal (``forward_dynamics(..., armature=)``: one O(n) forward pass and one
+  reverse pass, the armature's gradient ``-lambda qdd``) instead of CRBA, RNEA and a dense solve.
 
 On a shared machine wall time is unreliable, so each training step (loss and backward on one
 mini-batch, the optimiser excluded) is timed as this thread's CPU time, the settings interleaved,

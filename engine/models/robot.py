@@ -163,18 +163,11 @@ class RobotDynamics(LearnedDynamics):
                 f.value("coulomb").any() or f.value("armature").any() or f.value("offset").any()):
             # damping only: ABA, O(n)
             return self.robot.forward_dynamics(q, qd, force - f.value("damping").to(qd.dtype) * qd)
-        armature = f.value("armature").to(q.dtype)
-        applied = force - f.dissipative_torque(qd)
-        with torch.no_grad():   # the values: (M + Ia) qdd = force - h - tau_friction
-            K = self.robot.mass_matrix(q) + torch.diag_embed(armature.detach().expand(q.shape))
-            lu, pivots, _ = torch.linalg.lu_factor_ex(K)
-            qdd = torch.linalg.lu_solve(lu, pivots, (applied - self.robot.bias_forces(q, qd)).unsqueeze(-1)).squeeze(-1)
-        if not torch.is_grad_enabled():
-            return qdd
-        # the gradient by the implicit function theorem: r = (M + Ia) qdd + h + tau_friction - force = 0 at the
-        # solution, so d qdd = -(M + Ia)^-1 dr; r is one RNEA (O(n) backward), not CRBA's (n, n) backward
-        r = self.robot.inverse_dynamics(q, qd, qdd) + armature * qdd - applied
-        return qdd - torch.linalg.lu_solve(lu, pivots, r.unsqueeze(-1)).squeeze(-1)
+        # (M + Ia) qdd = force - h - tau_friction: the compiled ABA with the learned armature on M's diagonal
+        # (its backward gives the armature's gradient, -lambda qdd; one O(n) forward and reverse pass), composite
+        # where the kernels cannot take it (see RobotModel.forward_dynamics)
+        return self.robot.forward_dynamics(q, qd, force - f.dissipative_torque(qd),
+                                           armature=f.value("armature").to(q.dtype))
 
     def vector_field(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """``(qd, qdd)`` (..., 2n) for states ``x`` (..., 2n) and controls ``u`` (..., m)."""

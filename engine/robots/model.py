@@ -646,7 +646,7 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
 
     @call_policy(lambda m: m.nv)
     def forward_dynamics(self, q, qd, tau, gravity=True, damping: bool = False,
-                         method: str = "auto") -> torch.Tensor:
+                         method: str = "auto", armature=None) -> torch.Tensor:
         """Joint accelerations ``qdd = M^-1 (tau - C qd - g - D qd)``, ``(..., nv)``.
 
         ``method``: ``"articulated"`` (Featherstone's ABA), ``"composite"`` (CRBA, the RNEA bias
@@ -654,6 +654,8 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         arm), where it is faster, ABA for wide ones (a hand). Both agree to rounding. A floating
         base: ABA with the base as its root step, or composite; coupled mimic joints: composite
         (``M^-1 (tau - h)`` with the projected M and h); the compiled kernels: ABA.
+        ``armature (nv,)``: rotor inertia on ``M``'s diagonal beyond the file's (kg m^2; it may
+        carry a gradient, as a learned one does): in the compiled ABA of a fixed base, else composite.
         """
         check_forward_dynamics(self.name, self.singular_joints)
         shape, (q, qd, tau) = self._flat(q, qd, tau, kinds="qvv")
@@ -664,10 +666,12 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
         if damping:
             tau = tau - self._damping_forces(qd)
         q_all = self._all_q(q)
-        if self._G is None:
-            qdd = backend.aba(q_all, qd, tau, self._gravity_acc(gravity), self._inertials(), method)
+        extra = {} if armature is None else {"armature": armature.to(tau.dtype)}
+        if self._G is None and (not extra or backend.name.startswith("compiled") and not self.floating
+                                and not self._ball_names):
+            qdd = backend.aba(q_all, qd, tau, self._gravity_acc(gravity), self._inertials(), method, **extra)
         else:
-            M = self._joint_inertia(backend, q_all)
+            M = self._joint_inertia(backend, q_all) + (torch.diag(extra["armature"]) if extra else 0.0)
             h = self._joint_forces(backend, q_all, self._all_v(qd), None, gravity)
             qdd = dyn_bl.solve_mass_matrix_bl(M.permute(1, 2, 0), (tau - h).t()).t()
         return qdd.reshape(shape + (self.nv,))

@@ -130,7 +130,15 @@ class CompiledBackend:
         return cdyn.regressor_vjp((parent, C0, C, self._S, perm), _np(q), None if v is None else _np(v),
                                   None if a is None else _np(a), self._gravity(a0), self.tree.floating, _np(w))
 
-    def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto") -> torch.Tensor:
-        """The articulated-body algorithm whatever the method."""
+    def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto", armature=None) -> torch.Tensor:
+        """The articulated-body algorithm whatever the method; ``armature (n,)``: rotor inertia beyond
+        the tree's, in its joint order (a fixed base's velocities)."""
         return _tensor(cdyn.aba(self._constants(inertials), _np(q), _np(v), _np(tau), self._gravity(a0),
-                                self._armature, self.tree.floating, self._joints))
+                                self.armature_with(armature), self.tree.floating, self._joints))
+
+    def armature_with(self, extra) -> np.ndarray:
+        """The kernels' armature ``(n,)`` (internal order): the tree's, plus ``extra (n,)`` given in
+        the tree's joint order (None: none)."""
+        if extra is None:
+            return self._armature
+        return np.ascontiguousarray(self._armature + _np(extra)[self._chain[3]])

@@ -110,24 +110,31 @@ class _Rnea(torch.autograd.Function):
 
 
 class _Aba(torch.autograd.Function):
+    """ABA; ``armature (n,)`` (or None): rotor inertia beyond the tree's, in its joint order, with
+    its gradient ``-lambda * qdd`` summed over the batch (``(M + diag Ia) qdd = tau - h``)."""
+
     @staticmethod
-    def forward(ctx, q, v, tau, pi, backend, a0, inertials):
+    def forward(ctx, q, v, tau, pi, backend, a0, inertials, armature=None):
         ctx.backend, ctx.a0, ctx.inertials = backend, a0, inertials
-        ctx.save_for_backward(q, v, tau, pi)
-        qdd, ctx.kept = backend.forward_kept(q, v, tau, a0, inertials, True)
+        qdd, ctx.kept = backend.forward_kept(q, v, tau, a0, inertials, True, armature)
+        ctx.save_for_backward(q, v, tau, pi, armature, qdd if armature is not None else None)
         return qdd
 
     @staticmethod
     def backward(ctx, g):
-        q, v, tau, pi = ctx.saved_tensors
+        q, v, tau, pi, armature, qdd = ctx.saved_tensors
         bk = ctx.backend
         if torch.is_grad_enabled():
             _no_second_order(pi)
-            return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 4
+            if armature is not None:
+                raise RuntimeError("second-order gradients (create_graph) of forward dynamics with an extra "
+                                   "armature: set LAGRANGE_COMPILED_BACKWARD=0")
+            return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 5
         need = ctx.needs_input_grad
         gq, gv, lam, gpi, gquat = bk.adjoint(ctx.kept, g, need[3])
+        garm = -(lam * qdd).sum(0) if armature is not None and need[7] else None
         return (_q_grad(bk.floating, gq, gquat) if need[0] else None, gv if need[1] else None,
-                lam if need[2] else None, gpi, None, None, None)
+                lam if need[2] else None, gpi, None, None, None, garm)
 
 
 class _Crba(torch.autograd.Function):
@@ -178,16 +185,17 @@ class CompiledAutogradBackend:
     def crba(self, q, inertials: Inertials):
         return _Crba.apply(q, self._parameters(inertials), self, inertials)
 
-    def forward_kept(self, q, v, x, a0, inertials: Inertials, solve: bool):
+    def forward_kept(self, q, v, x, a0, inertials: Inertials, solve: bool, armature=None):
         """``(out, kept)``: RNEA's forces at ``a = x`` or (``solve``) ABA's accelerations for ``tau = x``
         (computed as ``M^-1 (tau - h)``, armature in ``M``), and what :meth:`adjoint` takes: the
         forward passes' per-body results (:func:`engine.robots.compiled_vjp.forward`), the factors of
-        ``M`` after ABA, and the kernel's inputs."""
+        ``M`` after ABA, and the kernel's inputs. ``armature``: ABA's extra rotor inertia (see
+        :meth:`CompiledBackend.armature_with`)."""
         c = self.compiled
         qn = _np(q)
         zero = None if v is not None and x is not None else np.zeros((qn.shape[0], qn.shape[1] - self.floating))
         args = (c._constants(inertials), qn, zero if v is None else _np(v))
-        a0n, arm = c._gravity(a0), c._armature if solve else c._no_armature
+        a0n, arm = c._gravity(a0), c.armature_with(armature) if solve else c._no_armature
         out, saved = compiled_vjp.forward(*args, zero if x is None else _np(x), a0n, arm, self.floating, solve)
         return _t(out), args + (a0n, arm, saved)
 
@@ -211,7 +219,9 @@ class CompiledAutogradBackend:
             return self.torch_backend(q).rnea(q, v, a, a0, inertials)
         return _Rnea.apply(q, v, a, self._parameters(inertials), self, a0, inertials)
 
-    def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto"):
+    def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto", armature=None):
         if a0 is not None and a0.requires_grad:
+            if armature is not None:
+                raise ValueError("a differentiable gravity with an extra armature: use the torch algorithms")
             return self.torch_backend(q).aba(q, v, tau, a0, inertials, method)
-        return _Aba.apply(q, v, tau, self._parameters(inertials), self, a0, inertials)
+        return _Aba.apply(q, v, tau, self._parameters(inertials), self, a0, inertials, armature)
