@@ -51,63 +51,25 @@ def _error(ours, ref) -> float:
 def compare_with_pinocchio(model, path: Path, states: int, seed: int = 0) -> dict:
     """``{"poses", "mass_matrix", "rnea", "forward_dynamics"}``: each quantity's error against
     Pinocchio over ``states`` random states (``forward_dynamics`` None where the model refuses it)."""
-    import pinocchio as pin
     import torch
 
-    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if model.floating else \
-        pin.buildModelFromUrdf(str(path))
-    pd = pm.createData()
-    desc, ours = model.description, {name: i for i, name in enumerate(model.joint_names)}
+    from experiments.pinocchio_reference import LoadedPair
 
-    def resolve(name):
-        mimic = desc.joint(name).mimic
-        if mimic is None:
-            return ours[name], 1.0, 0.0
-        k, m, o = resolve(mimic.joint)
-        return k, mimic.multiplier * m, mimic.multiplier * o + mimic.offset
-
-    f = 6 if model.floating else 0
-    G = np.zeros((pm.nv, model.nv))
-    G[:f, :f] = np.eye(f)
-    slots = []
-    for jid in range(1 + bool(f), pm.njoints):
-        jm, (k, m, o) = pm.joints[jid], resolve(pm.names[jid])
-        G[jm.idx_v, f + k] = m
-        slots.append((jm.idx_q, jm.nq, (7 if f else 0) + k, m, o))
-
-    def q_pin(q):
-        out = np.zeros(pm.nq)
-        out[:7 if f else 0] = q[:7 if f else 0]
-        for i, nq, col, m, o in slots:
-            value = m * q[col] + o
-            out[i:i + nq] = (np.cos(value), np.sin(value)) if nq == 2 else value
-        return out
-
-    rng = np.random.default_rng(seed)
-    lim = model.joint_limits
-    lo, hi = np.maximum(lim.lower.numpy(), -np.pi), np.minimum(lim.upper.numpy(), np.pi)
-    q = rng.uniform(lo, hi, (states, model.dof))
-    if f:
-        quat = rng.normal(size=(states, 4))
-        q = np.concatenate([rng.uniform(-1, 1, (states, 3)), quat / np.linalg.norm(quat, axis=1, keepdims=True), q], 1)
-    v, a = rng.normal(size=(states, model.nv)), rng.normal(size=(states, model.nv))
+    pair = LoadedPair(model, path)
+    q, v, a = pair.random_states(states, seed)
     t = lambda x: torch.as_tensor(x, dtype=torch.float64)  # noqa: E731
     poses = model.forward_kinematics(t(q)).numpy()
     M = model.mass_matrix(t(q)).numpy()
     tau = model.inverse_dynamics(t(q), t(v), t(a)).numpy()
     qdd = None if model.singular_joints else model.forward_dynamics(t(q), t(v), t(a)).numpy()
-    frames = [pm.getFrameId(name, pin.BODY) for name in model.link_names]
     err = {"poses": 0.0, "mass_matrix": 0.0, "rnea": 0.0, "forward_dynamics": None if qdd is None else 0.0}
     for s in range(states):
-        qp = q_pin(q[s])
-        pin.framesForwardKinematics(pm, pd, qp)
-        err["poses"] = max(err["poses"], _error(poses[s], np.stack([pd.oMf[i].homogeneous for i in frames])))
-        Mp = pin.crba(pm, pd, qp)
-        Mp = G.T @ (np.triu(Mp) + np.triu(Mp, 1).T) @ G
+        err["poses"] = max(err["poses"], _error(poses[s], pair.link_poses(q[s], model.link_names)))
+        Mp = pair.crba(q[s])
         err["mass_matrix"] = max(err["mass_matrix"], _error(M[s], Mp))
-        err["rnea"] = max(err["rnea"], _error(tau[s], G.T @ pin.rnea(pm, pd, qp, G @ v[s], G @ a[s])))
+        err["rnea"] = max(err["rnea"], _error(tau[s], pair.rnea(q[s], v[s], a[s])))
         if qdd is not None:
-            h = G.T @ pin.rnea(pm, pd, qp, G @ v[s], np.zeros(pm.nv))
+            h = pair.rnea(q[s], v[s], np.zeros(model.nv))
             err["forward_dynamics"] = max(err["forward_dynamics"], _error(Mp @ qdd[s], a[s] - h))
     return err
 
