@@ -105,9 +105,10 @@ def model_constants(description: RobotDescription, topo: Topology, joints: list[
 def singular_joints(description: RobotDescription) -> tuple[str, ...]:
     """The independent joints that move no mass or inertia (the loader names them in a warning): the
     mass matrix is singular along them, so forward dynamics is undefined (a mimic joint's row is
-    folded into its master's, so it is not one of them)."""
+    folded into its master's, so it is not one of them; a joint with armature, a rotor inertia on
+    its diagonal, is not singular)."""
     return tuple(j for j, _ in massless_moving_subtrees(description, links=False)
-                 if description.joint(j).mimic is None)
+                 if description.joint(j).mimic is None and not (description.joint(j).armature or 0.0) > 0.0)
 
 
 def check_forward_dynamics(name: str, joints: tuple[str, ...]) -> None:

@@ -138,6 +138,15 @@ def test_a_joint_that_moves_nothing_loads_with_a_warning_and_no_forward_dynamics
                 JOINT.format(n="tool_joint", t="fixed", p="flange", c="tool"))
     model = RobotModel.from_string(xml)
     assert model.dof == 1 and model.singular_joints == () and model.description.warnings == ()
+    # a rotor inertia on the joint (armature, e.g. from MJCF or an actuation file) keeps M regular
+    from dataclasses import replace
+
+    wrist = replace(desc.joint("wrist"), armature=0.01)
+    geared = replace(desc, joints=tuple(wrist if j.name == "wrist" else j for j in desc.joints))
+    model = RobotModel.from_description(geared)
+    assert model.singular_joints == ()
+    qdd = model.forward_dynamics(q, torch.zeros_like(q), torch.tensor([[0.0, 0.02]], dtype=torch.float64))
+    assert float(qdd[0, 1]) == pytest.approx(2.0)      # tau / armature: the wrist moves nothing else
 
 
 def test_inertials_accepted_as_written_are_one_warning_line(caplog):
