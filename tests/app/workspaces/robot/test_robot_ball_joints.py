@@ -121,6 +121,15 @@ def test_log_replay_state_plays_a_log_of_ball_quaternions(tmp_path):
     np.testing.assert_allclose(poses["hand"], ref[model.link_names.index("hand")], atol=1e-12)
     s.set_mapping(s.rmap.mapping)                  # as the mapping dialog hands it back
     assert s.rmap.balls["shoulder"] == cols[1:5] and s.replay.mapped.all()
+    # the rigid-body ghost of the ball robot: rolled out on the manifold, its poses drawn at the end
+    s.set_ghost_model("rigid")
+    s.horizon = 0.2
+    s.cursor = 0.3
+    ghost = s.compute_ghost()
+    assert ghost.q.shape == (ghost.t.size, model.dof) and np.isfinite(ghost.q).all()
+    assert ghost.t[0] == pytest.approx(0.3) and ghost.t[-1] == pytest.approx(0.5, abs=0.06)
+    ends = s.ghost_link_poses()
+    assert ends is not None and np.isfinite(ends["hand"]).all()
 
 
 def test_log_replay_of_a_ball_model_with_coupled_joints_maps_the_independent_columns(tmp_path):
