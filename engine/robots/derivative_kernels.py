@@ -28,7 +28,8 @@ Pinocchio does. With a free-flyer base the "world" of these recursions is the ba
 coordinates depend on the base's pose only through that gravity, and the base's columns are
 unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's derivatives are
 ``-M^-1`` times these at the ABA result, ``M`` factorised as ``L^T D L`` along the tree
-(Featherstone 2008, table 6.3).
+(Featherstone 2008, table 6.3), applied to ``[dtau/dq | dtau/dv | 1]`` by the tree's sparse
+triangular solves, a few rows at a time (:func:`_tree_solve`).
 Importing this module imports numba.
 """
 
@@ -216,15 +217,24 @@ def _row_terms(d, m, h, I, Q, n, L, F, Sw, Pd, Pdd, Phi, U, W, Y, Z):
 
 
 @_inline
-def _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM):
-    """Entries (d, e) and (e, d) for dof e an ancestor of (or in the same joint as) dof d."""
-    DQ[d, e] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
-    DV[d, e] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
-    DM[d, e] = _dot6(U[d], Sw[e])
+def _pair(d, e, rd, re, cd, ce, ov, md, me, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM):
+    """Entries (d, e) and (e, d) for dof e an ancestor of (or in the same joint as) dof d: of ``DQ``
+    at rows ``rd, re`` and columns ``cd, ce``, of ``DV`` there with the columns ``ov`` further on,
+    of ``DM`` at ``md, me``."""
+    DQ[rd, ce] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
+    DV[rd, ov + ce] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
+    DM[md, me] = _dot6(U[d], Sw[e])
     if e != d:
-        DQ[e, d] = _dot6(Sw[e], Y[d])
-        DV[e, d] = _dot6(Sw[e], Z[d])
-        DM[e, d] = DM[d, e]
+        DQ[re, cd] = _dot6(Sw[e], Y[d])
+        DV[re, ov + cd] = _dot6(Sw[e], Z[d])
+        DM[me, md] = DM[md, me]
+
+
+@_inline
+def _zero(A):
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            A[i, j] = 0.0
 
 
 @_inline
@@ -233,8 +243,9 @@ def _ltdl(H, lam):
     6.3): ``lam (nv,)`` each dof's parent dof (-1: none), parents before children."""
     for k in range(H.shape[0] - 1, -1, -1):
         i = lam[k]
+        r = 1.0 / H[k, k]
         while i != -1:
-            x = H[k, i] / H[k, k]
+            x = H[k, i] * r
             j = i
             while j != -1:
                 H[i, j] -= x * H[k, j]
@@ -262,28 +273,92 @@ def _ltdl_solve(H, lam, x):
 
 
 @_inline
-def _ltdl_solve_rows(H, lam, X):
-    """X = H^-1 X in place for X (nv, k), row by row (contiguous inner loops), H factorised by
-    :func:`_ltdl`."""
-    nv, k = X.shape
+def _sub4(y, x0, x1, x2, x3, h0, h1, h2, h3, a, z):
+    """y[a:z] -= h0 x0[a:z] + h1 x1[a:z] + h2 x2[a:z] + h3 x3[a:z]."""
+    for c in range(a, z):
+        y[c] -= h0 * x0[c] + h1 * x1[c] + h2 * x2[c] + h3 * x3[c]
+
+
+@_inline
+def _axpy(y, x, h, z):
+    """y[:z] -= h x[:z]."""
+    for c in range(z):
+        y[c] -= h * x[c]
+
+
+@_inline
+def _tree_solve(H, rel, rel_ptr, hi_sub, X):
+    """``X = [-H^-1 X1 | -H^-1 X2 | H^-1 X3]`` in place for ``X = [X1 | X2 | X3]`` ``(nv, 3 nv)``,
+    H factorised by :func:`_ltdl`, rows in the internal order; ``rel[rel_ptr[i]:rel_ptr[i + 1]]``
+    the descendant dofs of dof i, ``rel[rel_ptr[nv + i]:rel_ptr[nv + i + 1]]`` its ancestors.
+    Before the solve, row i of X3 is zero from column ``hi_sub[i]`` on (its subtree's columns lie
+    below); the first pass (``L^T``, from the leaves) keeps that, so it runs on the columns below
+    ``2 nv + hi_sub`` only. Both passes subtract up to four rows at a time from a row (contiguous
+    inner loops, one store per entry)."""
+    nv = H.shape[0]
+    w = X.shape[1]
+    for j in range(nv - 1, -1, -1):     # L^T y = x: row j less its descendants' rows
+        y = X[j]
+        t, end = rel_ptr[j], rel_ptr[j + 1]
+        while t + 4 <= end:
+            i0, i1, i2, i3 = rel[t], rel[t + 1], rel[t + 2], rel[t + 3]
+            z = 2 * nv + max(max(hi_sub[i0], hi_sub[i1]), max(hi_sub[i2], hi_sub[i3]))
+            _sub4(y, X[i0], X[i1], X[i2], X[i3], H[i0, j], H[i1, j], H[i2, j], H[i3, j], 0, z)
+            t += 4
+        while t < end:
+            i0 = rel[t]
+            _axpy(y, X[i0], H[i0, j], 2 * nv + hi_sub[i0])
+            t += 1
+    for i in range(nv):
+        xi = X[i]
+        h = 1.0 / H[i, i]
+        for c in range(2 * nv):
+            xi[c] *= -h
+        for c in range(2 * nv, w):
+            xi[c] *= h
+    for i in range(nv):                 # L x = y: row i less its ancestors' rows
+        y = X[i]
+        t, end = rel_ptr[nv + i], rel_ptr[nv + i + 1]
+        while t + 4 <= end:
+            j0, j1, j2, j3 = rel[t], rel[t + 1], rel[t + 2], rel[t + 3]
+            _sub4(y, X[j0], X[j1], X[j2], X[j3], H[i, j0], H[i, j1], H[i, j2], H[i, j3], 0, w)
+            t += 4
+        while t < end:
+            j0 = rel[t]
+            _axpy(y, X[j0], H[i, j0], w)
+            t += 1
+
+
+@_inline
+def _tree_lists(user, lam, hi_sub, rel, rel_ptr):
+    """For :func:`_tree_solve`: ``hi_sub[i]`` one past the largest user index in the subtree of
+    internal dof ``i``; ``rel, rel_ptr`` each dof's descendants, then each dof's ancestors."""
+    nv = user.shape[0]
+    count = np.zeros(nv, dtype=np.int64)      # descendants per dof
+    for i in range(nv):
+        hi_sub[i] = user[i] + 1
     for i in range(nv - 1, -1, -1):
         j = lam[i]
+        if j != -1:
+            hi_sub[j] = max(hi_sub[j], hi_sub[i])
         while j != -1:
-            h = H[i, j]
-            for c in range(k):
-                X[j, c] -= h * X[i, c]
+            count[j] += 1
             j = lam[j]
+    t = 0
     for i in range(nv):
-        h = 1.0 / H[i, i]
-        for c in range(k):
-            X[i, c] *= h
+        rel_ptr[i] = t
+        t += count[i]
+        count[i] = rel_ptr[i]                   # the next free slot of i's descendants
     for i in range(nv):
+        rel_ptr[nv + i] = t
         j = lam[i]
         while j != -1:
-            h = H[i, j]
-            for c in range(k):
-                X[i, c] -= h * X[j, c]
+            rel[count[j]] = i
+            count[j] += 1
+            rel[t] = j
+            t += 1
             j = lam[j]
+    rel_ptr[2 * nv] = t
 
 
 @_inline
@@ -338,11 +413,13 @@ def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, ar
             O3[b, 0, u] = s3
 
 
+
 @_inline
-def _acceleration_pass(n, fv, parent, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
-    """DQ += the part of dtau/dq linear in the accelerations ``x`` (internal order): accelerations
-    ``a2`` without gravity or velocity, ``P2 = a2_parent x S``, forces ``F2 = sum I a2``, ``Y2 = S x*
-    F2 + IC P2`` (the composites ``cm, ch, cI`` of the first pass, the bodies' own ``bm, bh, bI``)."""
+def _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
+    """DQ += the part of dtau/dq linear in the accelerations ``x`` (internal order; DQ's rows
+    internal, its columns the user's, ``user``): accelerations ``a2`` without gravity or velocity, ``P2 = a2_parent
+    x S``, forces ``F2 = sum I a2``, ``Y2 = S x* F2 + IC P2`` (the composites ``cm, ch, cI`` of the
+    first pass, the bodies' own ``bm, bh, bI``)."""
     for i in range(6):
         a2[0, i] = 0.0
     for col in range(fv):
@@ -357,17 +434,19 @@ def _acceleration_pass(n, fv, parent, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, 
         _ic_times(bm[k], bh[k], bI[k], a2[k], F2[k])
     for k in range(n, 0, -1):
         d = fv + k - 1
+        ud = user[d]
         _ic_times(cm[k, 0], ch[k], cI[k], P2[d], Y2[d])
         _add_cross_force(Sw[d], F2[k], Y2[d])
         i = k
         while i != 0:
             e = fv + i - 1
-            DQ[d, e] += _dot6(U[d], P2[e])
+            ue = user[e]
+            DQ[d, ue] += _dot6(U[d], P2[e])
             if e != d:
-                DQ[e, d] += _dot6(Sw[e], Y2[d])
+                DQ[e, ud] += _dot6(Sw[e], Y2[d])
             i = parent[i]
-        for e in range(fv):
-            DQ[e, d] += _dot6(Sw[e], Y2[d])
+        for e in range(fv):     # the base's columns S_e: unit vectors
+            DQ[e, ud] += Y2[d, (e + 3) % 6]
         j = parent[k]
         if j != 0:
             for i in range(6):
@@ -389,7 +468,10 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
       there, a second, acceleration-only pass the rest: the derivatives are affine in ``qdd``);
     - ABA_VJP: ``qdd`` the ABA result; ``g^T`` times the ABA derivatives.
 
-    ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature included).
+    RNEA writes a sample's matrices in place in the outputs (zeroed first); ABA builds ``[DQ | DV |
+    1]`` with the user's columns, solves it in place (:func:`_tree_solve`) and copies its rows
+    out. ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature
+    included).
     """
     B = q.shape[0]
     n = perm.shape[0]
@@ -416,10 +498,7 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     cn = np.zeros((n + 1, 3))
     cL = np.zeros((n + 1, 3))
     F = np.zeros((n + 1, 6))
-    DQ = np.zeros((nv, nv))
-    DV = np.zeros((nv, nv))
-    DM = np.zeros((nv, nv))
-    X = np.zeros((nv, 3 * nv))
+    DM = np.zeros((nv, nv))         # M in the internal order (ABA and the vector-Jacobian products)
     A = np.zeros((n + 1, 6))
     bm = np.zeros(n + 1)
     bh = np.zeros((n + 1, 3))
@@ -432,18 +511,42 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     x = np.zeros(nv)
     user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
     lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
+    iden = np.arange(nv)
     for i in range(fv):
         user[i] = i
         lam[i] = i - 1
     for k in range(1, n + 1):
         user[fv + k - 1] = fv + perm[k - 1]
         lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
+    hi_sub = np.empty(nv, dtype=np.int64)
+    rel = np.empty(nv * nv, dtype=np.int64)
+    rel_ptr = np.empty(2 * nv + 1, dtype=np.int64)
+    _tree_lists(user, lam, hi_sub, rel, rel_ptr)
     for i in range(3):
         Rw[0, i, i] = 1.0                   # a fixed base: the root is the world
     aba = mode == ABA or mode == ABA_VJP
     solve = mode == ABA
     vjp = mode == RNEA_VJP or mode == ABA_VJP
+    full = not vjp
+    rnea = mode == RNEA
+    # RNEA writes into the outputs at the user's rows and columns; ABA into X = [DQ | DV | 1] with
+    # internal rows and the user's columns (then solved in place), M into DM in the internal order
+    X = np.zeros((nv, 3 * nv)) if solve else np.zeros((1, 1))
+    rmap = user if rnea else iden           # rows of DQ and DV
+    mu = user if rnea else iden             # rows and columns of M
+    ov = 0 if rnea else nv                  # DV's first column
     for b in range(B):
+        DQ = O1[b] if rnea else X
+        DV = O2[b] if rnea else X
+        DMb = O3[b] if rnea else DM
+        if rnea:
+            _zero(DQ)
+            _zero(DV)
+            _zero(DMb)
+        elif solve:
+            _zero(X)
+            for d in range(nv):
+                X[d, 2 * nv + user[d]] = 1.0
         if floating:    # computed in the base's frame (the root at the origin), gravity rotated into it
             _quaternion_rotation(q, b, Rq)
             _gravity_in_base(Rq, a0, ab)
@@ -488,25 +591,26 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
             bI[k] = cI[k]
         for k in range(n, 0, -1):
             d = fv + k - 1
+            ud, rd, md = user[d], rmap[d], mu[d]
             _row_terms(d, cm[k, 0], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k], Sw, Pd, Pdd, Phi, U, W, Y, Z)
-            tau[b, user[d]] = _dot6(Sw[d], F[k]) + (0.0 if solve else armature[k - 1] * qdd[b, user[d]])
+            tau[b, ud] = _dot6(Sw[d], F[k]) + (0.0 if solve else armature[k - 1] * qdd[b, ud])
             i = k
             while i != 0:
                 e = fv + i - 1
-                if not vjp:
-                    _pair(d, e, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
+                if full:
+                    _pair(d, e, rd, rmap[e], ud, user[e], ov, md, mu[e], Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DMb)
                 elif aba:                       # M only: the vector-Jacobian products are O(n) below
                     DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
                 i = parent[i]
             for e in range(fv):         # the base's columns S_e: unit vectors (base frame), psi_e = 0
                 r = (e + 3) % 6
-                DM[d, e] = DM[e, d] = U[d, r]
-                if not vjp:
-                    DQ[d, e] = _dot6(U[d], Pdd[e])
-                    DV[d, e] = _dot6(U[d], Phi[e]) + (W[d, e - 3] if e >= 3 else 0.0)
-                    DQ[e, d] = Y[d, r]
-                    DV[e, d] = Z[d, r]
-            DM[d, d] += armature[k - 1]
+                DMb[md, e] = DMb[e, md] = U[d, r]
+                if full:
+                    DQ[rd, e] = _dot6(U[d], Pdd[e])
+                    DV[rd, ov + e] = _dot6(U[d], Phi[e]) + (W[d, e - 3] if e >= 3 else 0.0)
+                    DQ[e, ud] = Y[d, r]
+                    DV[e, ov + ud] = Z[d, r]
+            DMb[md, md] += armature[k - 1]
             j = parent[k]
             if j != 0 or floating:
                 cm[j, 0] += cm[k, 0]
@@ -523,9 +627,10 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
             tau[b, d] = _dot6(Sw[d], F[0])
         for d in range(fv):
             for e in range(fv):
-                DQ[d, e] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
-                DV[d, e] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
-                DM[d, e] = _dot6(U[d], Sw[e])
+                DMb[d, e] = _dot6(U[d], Sw[e])
+                if full:
+                    DQ[d, e] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
+                    DV[d, ov + e] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
         if vjp:
             for d in range(nv):
                 x[d] = g[b, user[d]]
@@ -537,33 +642,20 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
             continue
         if aba:
             for d in range(nv):
-                DV[d, d] += damping[user[d]]
+                X[d, nv + user[d]] += damping[user[d]]
             _ltdl(DM, lam)
             for d in range(nv):                     # qdd = M^-1 (tau - h)
                 x[d] = qdd[b, user[d]] - tau[b, user[d]]
             _ltdl_solve(DM, lam, x)
-            _acceleration_pass(n, fv, parent, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, DQ)
+            _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
             for d in range(nv):
                 tau[b, user[d]] = x[d]
-            # [DQ | DV | 1] -> M^-1 [DQ | DV | 1], one pass over the factor
-            for d in range(nv):
-                for e in range(nv):
-                    X[d, e] = DQ[d, e]
-                    X[d, nv + e] = DV[d, e]
-                    X[d, 2 * nv + e] = 1.0 if d == e else 0.0
-            _ltdl_solve_rows(DM, lam, X)
+            _tree_solve(DM, rel, rel_ptr, hi_sub, X)     # -M^-1 DQ | -M^-1 DV | M^-1
             for d in range(nv):
                 ud = user[d]
                 for e in range(nv):
-                    ue = user[e]
-                    O1[b, ud, ue] = -X[d, e]
-                    O2[b, ud, ue] = -X[d, nv + e]
-                    O3[b, ud, ue] = X[d, 2 * nv + e]
-            continue
-        for d in range(nv):
-            ud = user[d]
-            for e in range(nv):
-                ue = user[e]
-                O1[b, ud, ue] = DQ[d, e]
-                O2[b, ud, ue] = DV[d, e]
-                O3[b, ud, ue] = DM[d, e]
+                    O1[b, ud, e] = X[d, e]
+                for e in range(nv):
+                    O2[b, ud, e] = X[d, nv + e]
+                for e in range(nv):
+                    O3[b, ud, e] = X[d, 2 * nv + e]
