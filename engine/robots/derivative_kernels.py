@@ -29,7 +29,7 @@ coordinates depend on the base's pose only through that gravity, and the base's 
 unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's derivatives are
 ``-M^-1`` times these at the ABA result, ``M`` factorised as ``L^T D L`` along the tree
 (Featherstone 2008, table 6.3), applied to ``[dtau/dq | dtau/dv | 1]`` by the tree's sparse
-triangular solves, a few rows at a time (:func:`_tree_solve`).
+triangular solves, a few rows at a time (:mod:`engine.robots.tree_solve_kernels`).
 Importing this module imports numba.
 """
 
@@ -45,6 +45,7 @@ from engine.robots.compiled_kernels import (
     _local_pose,
     _quaternion_rotation,
 )
+from engine.robots.tree_solve_kernels import _ltdl, _ltdl_solve, _tree_lists, _tree_solve, _zero
 
 # what a call of derivatives_kernel writes (its ``mode``)
 RNEA, RNEA_VJP, ABA, ABA_VJP = 0, 1, 2, 3
@@ -231,134 +232,38 @@ def _pair(d, e, rd, re, cd, ce, ov, md, me, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV
 
 
 @_inline
-def _zero(A):
-    for i in range(A.shape[0]):
-        for j in range(A.shape[1]):
-            A[i, j] = 0.0
+def _cross_force(x, f, out):
+    """out = x x* f (force)."""
+    w0, w1, w2, u0, u1, u2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] = w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4]
+    out[1] = w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5]
+    out[2] = w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3]
+    out[3] = w1 * f[5] - w2 * f[4]
+    out[4] = w2 * f[3] - w0 * f[5]
+    out[5] = w0 * f[4] - w1 * f[3]
 
 
 @_inline
-def _ltdl(H, lam):
-    """Factorise a tree-sparse SPD H (nv, nv) in place as ``L^T D L`` (Featherstone 2008, table
-    6.3): ``lam (nv,)`` each dof's parent dof (-1: none), parents before children."""
-    for k in range(H.shape[0] - 1, -1, -1):
-        i = lam[k]
-        r = 1.0 / H[k, k]
-        while i != -1:
-            x = H[k, i] * r
-            j = i
-            while j != -1:
-                H[i, j] -= x * H[k, j]
-                j = lam[j]
-            H[k, i] = x
-            i = lam[i]
-
-
-@_inline
-def _ltdl_solve(H, lam, x):
-    """x = H^-1 x in place, H factorised by :func:`_ltdl`."""
-    nv = H.shape[0]
-    for i in range(nv - 1, -1, -1):
-        j = lam[i]
-        while j != -1:
-            x[j] -= H[i, j] * x[i]
-            j = lam[j]
-    for i in range(nv):
-        x[i] /= H[i, i]
-    for i in range(nv):
-        j = lam[i]
-        while j != -1:
-            x[i] -= H[i, j] * x[j]
-            j = lam[j]
-
-
-@_inline
-def _sub4(y, x0, x1, x2, x3, h0, h1, h2, h3, a, z):
-    """y[a:z] -= h0 x0[a:z] + h1 x1[a:z] + h2 x2[a:z] + h3 x3[a:z]."""
-    for c in range(a, z):
-        y[c] -= h0 * x0[c] + h1 * x1[c] + h2 * x2[c] + h3 * x3[c]
-
-
-@_inline
-def _axpy(y, x, h, z):
-    """y[:z] -= h x[:z]."""
-    for c in range(z):
-        y[c] -= h * x[c]
-
-
-@_inline
-def _tree_solve(H, rel, rel_ptr, hi_sub, X):
-    """``X = [-H^-1 X1 | -H^-1 X2 | H^-1 X3]`` in place for ``X = [X1 | X2 | X3]`` ``(nv, 3 nv)``,
-    H factorised by :func:`_ltdl`, rows in the internal order; ``rel[rel_ptr[i]:rel_ptr[i + 1]]``
-    the descendant dofs of dof i, ``rel[rel_ptr[nv + i]:rel_ptr[nv + i + 1]]`` its ancestors.
-    Before the solve, row i of X3 is zero from column ``hi_sub[i]`` on (its subtree's columns lie
-    below); the first pass (``L^T``, from the leaves) keeps that, so it runs on the columns below
-    ``2 nv + hi_sub`` only. Both passes subtract up to four rows at a time from a row (contiguous
-    inner loops, one store per entry)."""
-    nv = H.shape[0]
-    w = X.shape[1]
-    for j in range(nv - 1, -1, -1):     # L^T y = x: row j less its descendants' rows
-        y = X[j]
-        t, end = rel_ptr[j], rel_ptr[j + 1]
-        while t + 4 <= end:
-            i0, i1, i2, i3 = rel[t], rel[t + 1], rel[t + 2], rel[t + 3]
-            z = 2 * nv + max(max(hi_sub[i0], hi_sub[i1]), max(hi_sub[i2], hi_sub[i3]))
-            _sub4(y, X[i0], X[i1], X[i2], X[i3], H[i0, j], H[i1, j], H[i2, j], H[i3, j], 0, z)
-            t += 4
-        while t < end:
-            i0 = rel[t]
-            _axpy(y, X[i0], H[i0, j], 2 * nv + hi_sub[i0])
-            t += 1
-    for i in range(nv):
-        xi = X[i]
-        h = 1.0 / H[i, i]
-        for c in range(2 * nv):
-            xi[c] *= -h
-        for c in range(2 * nv, w):
-            xi[c] *= h
-    for i in range(nv):                 # L x = y: row i less its ancestors' rows
-        y = X[i]
-        t, end = rel_ptr[nv + i], rel_ptr[nv + i + 1]
-        while t + 4 <= end:
-            j0, j1, j2, j3 = rel[t], rel[t + 1], rel[t + 2], rel[t + 3]
-            _sub4(y, X[j0], X[j1], X[j2], X[j3], H[i, j0], H[i, j1], H[i, j2], H[i, j3], 0, w)
-            t += 4
-        while t < end:
-            j0 = rel[t]
-            _axpy(y, X[j0], H[i, j0], w)
-            t += 1
-
-
-@_inline
-def _tree_lists(user, lam, hi_sub, rel, rel_ptr):
-    """For :func:`_tree_solve`: ``hi_sub[i]`` one past the largest user index in the subtree of
-    internal dof ``i``; ``rel, rel_ptr`` each dof's descendants, then each dof's ancestors."""
-    nv = user.shape[0]
-    count = np.zeros(nv, dtype=np.int64)      # descendants per dof
-    for i in range(nv):
-        hi_sub[i] = user[i] + 1
-    for i in range(nv - 1, -1, -1):
-        j = lam[i]
-        if j != -1:
-            hi_sub[j] = max(hi_sub[j], hi_sub[i])
-        while j != -1:
-            count[j] += 1
-            j = lam[j]
-    t = 0
-    for i in range(nv):
-        rel_ptr[i] = t
-        t += count[i]
-        count[i] = rel_ptr[i]                   # the next free slot of i's descendants
-    for i in range(nv):
-        rel_ptr[nv + i] = t
-        j = lam[i]
-        while j != -1:
-            rel[count[j]] = i
-            count[j] += 1
-            rel[t] = j
-            t += 1
-            j = lam[j]
-    rel_ptr[2 * nv] = t
+def _base_columns(d, rd, ud, md, ov, ab, v0, U, W, Y, Z, GQ, GV, DQ, DV, DM, full, cols):
+    """Row ``d``'s entries in the base's columns ``S_e`` (unit vectors in the base's frame, ``psi_e
+    = 0``, ``psi2_e = a_b x S_e``, ``dS_e/dt = v_0 x S_e``: ``U . (x x S_e) = -(x x* U)_r``, ``r``
+    the spatial index of ``S_e``), at row ``rd`` of DQ and DV, ``md`` of DM; where ``cols`` (d not
+    a base dof) also column ``d``'s entries in the base's rows (column ``ud``, ``md``)."""
+    for e in range(6):
+        r = (e + 3) % 6
+        DM[md, e] = U[d, r]
+        if cols:
+            DM[e, md] = U[d, r]
+    if full:
+        _cross_force(ab, U[d], GQ)
+        _cross_force(v0, U[d], GV)
+        for e in range(6):
+            r = (e + 3) % 6
+            DQ[rd, e] = -GQ[r]
+            DV[rd, ov + e] = -GV[r] + (W[d, r] if e >= 3 else 0.0)
+            if cols:
+                DQ[e, ud] = Y[d, r]
+                DV[e, ov + ud] = Z[d, r]
 
 
 @_inline
@@ -453,7 +358,6 @@ def _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2
                 F2[j, i] += F2[k, i]
 
 
-@_jit
 def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
                        O1, O2, O3, tau):
     """Derivatives of RNEA (``mode`` RNEA, at ``qdd``) or of ABA, all coordinates in the user's
@@ -469,10 +373,49 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     - ABA_VJP: ``qdd`` the ABA result; ``g^T`` times the ABA derivatives.
 
     RNEA writes a sample's matrices in place in the outputs (zeroed first); ABA builds ``[DQ | DV |
-    1]`` with the user's columns, solves it in place (:func:`_tree_solve`) and copies its rows
-    out. ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature
-    included).
+    1]`` with the user's columns, solves it in place (:func:`engine.robots.tree_solve_kernels._tree_solve`)
+    and copies its rows out. ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's
+    value (armature included).
+
+    A Python function: it calls the kernel compiled for ``mode`` (one compiled body per mode, the
+    mode a constant there, so LLVM keeps only that mode's code; only the modes called compile).
     """
+    _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
+                   tau)
+
+
+@_jit
+def _rnea_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
+                 tau):
+    _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, RNEA, g,
+                 O1, O2, O3, tau)
+
+
+@_jit
+def _aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
+                tau):
+    _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, ABA, g,
+                 O1, O2, O3, tau)
+
+
+@_jit
+def _rnea_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
+                     tau):
+    _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, RNEA_VJP, g,
+                 O1, O2, O3, tau)
+
+
+@_jit
+def _aba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
+                    tau):
+    _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, ABA_VJP, g,
+                 O1, O2, O3, tau)
+
+
+@_inline
+def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
+                 O1, O2, O3, tau):
+    """The body of :func:`derivatives_kernel`, compiled once per ``mode`` (a constant there)."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -509,6 +452,8 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     ab = np.zeros(6)
     Rq = np.zeros((3, 3))
     x = np.zeros(nv)
+    GQ = np.zeros(6)
+    GV = np.zeros(6)
     user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
     lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
     iden = np.arange(nv)
@@ -602,14 +547,8 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
                 elif aba:                       # M only: the vector-Jacobian products are O(n) below
                     DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
                 i = parent[i]
-            for e in range(fv):         # the base's columns S_e: unit vectors (base frame), psi_e = 0
-                r = (e + 3) % 6
-                DMb[md, e] = DMb[e, md] = U[d, r]
-                if full:
-                    DQ[rd, e] = _dot6(U[d], Pdd[e])
-                    DV[rd, ov + e] = _dot6(U[d], Phi[e]) + (W[d, e - 3] if e >= 3 else 0.0)
-                    DQ[e, ud] = Y[d, r]
-                    DV[e, ov + ud] = Z[d, r]
+            if floating:
+                _base_columns(d, rd, ud, md, ov, ab, v[0], U, W, Y, Z, GQ, GV, DQ, DV, DMb, full, True)
             DMb[md, md] += armature[k - 1]
             j = parent[k]
             if j != 0 or floating:
@@ -626,11 +565,7 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
             _row_terms(d, cm[0, 0], ch[0], cI[0], cQ[0], cn[0], cL[0], F[0], Sw, Pd, Pdd, Phi, U, W, Y, Z)
             tau[b, d] = _dot6(Sw[d], F[0])
         for d in range(fv):
-            for e in range(fv):
-                DMb[d, e] = _dot6(U[d], Sw[e])
-                if full:
-                    DQ[d, e] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
-                    DV[d, ov + e] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
+            _base_columns(d, d, d, d, ov, ab, v[0], U, W, Y, Z, GQ, GV, DQ, DV, DMb, full, False)
         if vjp:
             for d in range(nv):
                 x[d] = g[b, user[d]]
@@ -659,3 +594,6 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
                     O2[b, ud, e] = X[d, nv + e]
                 for e in range(nv):
                     O3[b, ud, e] = X[d, 2 * nv + e]
+
+
+_KERNELS = {RNEA: _rnea_kernel, ABA: _aba_kernel, RNEA_VJP: _rnea_vjp_kernel, ABA_VJP: _aba_vjp_kernel}
