@@ -45,7 +45,7 @@ from engine.robots.compiled_kernels import (
     _local_pose,
     _quaternion_rotation,
 )
-from engine.robots.tree_solve_kernels import _ltdl, _ltdl_solve, _tree_lists, _tree_solve, _zero
+from engine.robots.tree_solve_kernels import _chain_solve, _ltdl, _ltdl_solve, _tree_lists, _tree_solve, _zero
 
 # what a call of derivatives_kernel writes (its ``mode``)
 RNEA, RNEA_VJP, ABA, ABA_VJP = 0, 1, 2, 3
@@ -585,7 +585,10 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
             _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
             for d in range(nv):
                 tau[b, user[d]] = x[d]
-            _tree_solve(DM, rel, rel_ptr, hi_sub, X)     # -M^-1 DQ | -M^-1 DV | M^-1
+            if nv > 12:                                 # -M^-1 DQ | -M^-1 DV | M^-1
+                _tree_solve(DM, rel, rel_ptr, hi_sub, X)
+            else:
+                _chain_solve(DM, lam, X)
             for d in range(nv):
                 ud = user[d]
                 for e in range(nv):
