@@ -585,7 +585,7 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
             _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
             for d in range(nv):
                 tau[b, user[d]] = x[d]
-            if nv > 12:                                 # -M^-1 DQ | -M^-1 DV | M^-1
+            if nv > 12:     # -M^-1 DQ | -M^-1 DV | M^-1; grouped rows pay on longer trees only
                 _tree_solve(DM, rel, rel_ptr, hi_sub, X)
             else:
                 _chain_solve(DM, lam, X)

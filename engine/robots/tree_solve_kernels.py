@@ -150,24 +150,24 @@ def _chain_solve(H, lam, X):
     """What :func:`_tree_solve` computes, one row at a time along ``lam`` over whole rows: faster
     on short trees (a 7-dof arm: 0.23 against 0.36 us per sample; an 18-dof quadruped: 1.65
     against 1.56 us)."""
-    nv = H.shape[0]
-    w = X.shape[1]
+    nv, w = X.shape
     for i in range(nv - 1, -1, -1):
-        xi = X[i]
         j = lam[i]
         while j != -1:
-            _axpy(X[j], xi, H[i, j], w)
+            h = H[i, j]
+            for c in range(w):
+                X[j, c] -= h * X[i, c]
             j = lam[j]
     for i in range(nv):
-        xi = X[i]
         h = 1.0 / H[i, i]
+        for c in range(w):
+            X[i, c] *= h
         for c in range(2 * nv):
-            xi[c] *= -h
-        for c in range(2 * nv, w):
-            xi[c] *= h
+            X[i, c] = -X[i, c]
     for i in range(nv):
-        xi = X[i]
         j = lam[i]
         while j != -1:
-            _axpy(xi, X[j], H[i, j], w)
+            h = H[i, j]
+            for c in range(w):
+                X[i, c] -= h * X[j, c]
             j = lam[j]
