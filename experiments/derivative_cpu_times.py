@@ -1,14 +1,16 @@
 """CPU times of the backward rows of ``bench rbd`` against Pinocchio's derivatives (issue #33).
 
 ``python -m experiments.derivative_cpu_times [--robots iiwa,solo12,talos] [--batch 1024] [--turns 9]
-[--out FILE.json] [--label NAME]``
+[--algorithms id_backward,fd_backward,id_vjp,fd_vjp] [--out FILE.json] [--label NAME]``
 
 For each robot (a library name; "iiwa" on its fixed base, the others on a free-flyer base), one
 batch of random states; ours are :func:`engine.robots.bench_derivatives.derivative_calls`'
 ``id_backward``, ``fd_backward`` (forward plus backward of a weighted sum, a training step's call
 and its gradient) and ``id_vjp``, ``fd_vjp`` (the backward alone, its graph built once), Pinocchio's
 its loops of ``computeRNEADerivatives`` / ``computeABADerivatives`` over the samples
-(:func:`engine.robots.bench_derivatives.pinocchio_derivative_loops`). Every function of a robot
+(:func:`engine.robots.bench_derivatives.pinocchio_derivative_loops`). ``--algorithms
+rnea_derivs,aba_derivs`` times the full derivative matrices instead (``model.rnea_derivatives``,
+``model.aba_derivatives``: three ``(B, nv, nv)`` each) against the same loops. Every function of a robot
 is timed in turns (each turn times each once, so a change of load touches all alike), as the
 **CPU time of the measuring thread** (``time.thread_time``) over enough calls to last
 ``min_s``, best of ``turns``: on a shared machine wall-clock times mostly measure the other
@@ -29,7 +31,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-ROWS = {"id_backward": "rnea_derivs", "fd_backward": "aba_derivs", "id_vjp": "rnea_derivs", "fd_vjp": "aba_derivs"}
+ROWS = {"id_backward": "rnea_derivs", "fd_backward": "aba_derivs", "id_vjp": "rnea_derivs", "fd_vjp": "aba_derivs",
+        "rnea_derivs": "rnea_derivs", "aba_derivs": "aba_derivs"}
+DEFAULT_ALGORITHMS = ("id_backward", "fd_backward", "id_vjp", "fd_vjp")
 
 
 def _states(model, pm, batch: int, rng):
@@ -76,7 +80,7 @@ def cpu_times(fns: dict, turns: int = 9, min_s: float = 0.03) -> dict:
     return best
 
 
-def robot_rows(name: str, batch: int, turns: int, seed: int = 0) -> list[dict]:
+def robot_rows(name: str, batch: int, turns: int, seed: int = 0, algorithms=DEFAULT_ALGORITHMS) -> list[dict]:
     """Rows ``{robot, nv, algorithm, ours_ms, pinocchio_ms, x}`` of one library robot."""
     import pinocchio as pin
 
@@ -97,11 +101,11 @@ def robot_rows(name: str, batch: int, turns: int, seed: int = 0) -> list[dict]:
     ours = bd.derivative_calls(model, *ours_state)
     theirs = bd.pinocchio_derivative_loops(pm, pm.createData(), *pin_state)
     fns = {"pin_rnea_derivs": theirs["rnea_derivs"], "pin_aba_derivs": theirs["aba_derivs"]}
-    fns |= {alg: ours[alg] for alg in ROWS}
+    fns |= {alg: ours[alg] for alg in algorithms}
     times = cpu_times(fns, turns)
     rows = []
-    for alg, ref in ROWS.items():
-        p = times["pin_" + ref]
+    for alg in algorithms:
+        p = times["pin_" + ROWS[alg]]
         rows.append({"robot": name, "nv": model.nv, "algorithm": alg, "ours_ms": round(times[alg], 3),
                      "pinocchio_ms": round(p, 3), "x": round(p / times[alg], 2)})
     return rows
@@ -112,16 +116,21 @@ def main(argv=None) -> dict:
     ap.add_argument("--robots", default="iiwa,solo12,talos")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--turns", type=int, default=9)
+    ap.add_argument("--algorithms", default=",".join(DEFAULT_ALGORITHMS))
     ap.add_argument("--label", default="")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     import engine
 
+    algorithms = tuple(args.algorithms.split(","))
+    unknown = set(algorithms) - set(ROWS)
+    if unknown:
+        ap.error(f"unknown algorithms {sorted(unknown)}; known: {', '.join(ROWS)}")
     rows = []
     for name in args.robots.split(","):
-        rows += robot_rows(name, args.batch, args.turns)
-        for r in rows[-len(ROWS):]:
+        rows += robot_rows(name, args.batch, args.turns, algorithms=algorithms)
+        for r in rows[-len(algorithms):]:
             print(f"{r['robot']:8s} {r['algorithm']:12s} ours {r['ours_ms']:8.3f} ms  pinocchio "
                   f"{r['pinocchio_ms']:8.3f} ms  x {r['x']:.2f}", flush=True)
     result = {"label": args.label, "engine": str(Path(engine.__file__).parent), "batch": args.batch,

@@ -195,7 +195,7 @@ def factor_size(parent, perm, floating):
 @_inline
 def _ltdl_packed(P, lam, off):
     """Factorise ``M = L^T D L`` in place in its packed layout (:func:`_mass_matrix`): the same
-    operations in the same order as :func:`engine.robots.derivative_kernels._ltdl` (Featherstone
+    operations in the same order as :func:`engine.robots.tree_solve_kernels._ltdl` (Featherstone
     2008, table 6.3) on the dense matrix, but a dof's update of an ancestor's row is one
     contiguous loop (an ancestor's chain is the tail of its descendant's)."""
     for k in range(lam.shape[0] - 1, -1, -1):
@@ -218,7 +218,7 @@ def _ltdl_packed(P, lam, off):
 @_inline
 def _packed_solve(L, lam, off, x):
     """x = M^-1 x in place, ``L`` the packed factors of ``M`` (:func:`_ltdl_packed`; the same
-    operations as :func:`engine.robots.derivative_kernels._ltdl_solve` on contiguous memory)."""
+    operations as :func:`engine.robots.tree_solve_kernels._ltdl_solve` on contiguous memory)."""
     nv = x.shape[0]
     for i in range(nv - 1, -1, -1):
         r = off[i]

@@ -15,3 +15,10 @@ def test_rows_of_a_fixed_and_a_floating_robot(tmp_path):
     assert [(r["robot"], r["algorithm"]) for r in rows] == [
         (robot, alg) for robot in ("iiwa", "solo12") for alg in ("id_backward", "fd_backward", "id_vjp", "fd_vjp")]
     assert all(r["ours_ms"] > 0 and r["pinocchio_ms"] > 0 for r in rows)
+
+
+def test_rows_of_the_full_derivative_matrices():
+    result = derivative_cpu_times.main(["--robots", "solo12", "--batch", "3", "--turns", "1",
+                                        "--algorithms", "rnea_derivs,aba_derivs"])
+    assert [r["algorithm"] for r in result["rows"]] == ["rnea_derivs", "aba_derivs"]
+    assert all(r["ours_ms"] > 0 and r["pinocchio_ms"] > 0 for r in result["rows"])

@@ -2,8 +2,9 @@
 (:mod:`engine.robots.derivatives`), float64.
 
 Against Pinocchio's ``computeRNEADerivatives``, ``computeABADerivatives`` and
-``computeJointTorqueRegressor`` on an arm (Panda, fingers independent), a quadruped on a free
-flyer (Solo-12; q-derivatives in the tangent space on both sides) and a gripper with coupled
+``computeJointTorqueRegressor`` on an arm (Panda, fingers independent), a quadruped and a
+humanoid on a free flyer (Solo-12, TALOS; q-derivatives in the tangent space on both sides) and a
+gripper with coupled
 mimic joints (against Pinocchio's model with independent joints, projected by the coupling:
 ``P^T (.) P``), to 1e-9 relative to each matrix's magnitude; against central finite differences
 with armature and damping, fixed and floating; the torch fallback against the kernels; and
@@ -86,12 +87,14 @@ class Pair:
         return self.P.T @ X @ self.P
 
 
-@pytest.fixture(scope="module", params=["arm", "quadruped", "mimic"])
+@pytest.fixture(scope="module", params=["arm", "quadruped", "humanoid", "mimic"])
 def pair(request, tmp_path_factory):
     if request.param == "arm":
         return Pair(example_robot_data("panda_description/urdf/panda.urdf"), False, mimic="independent")
     if request.param == "quadruped":
         return Pair(example_robot_data("solo_description/robots/solo12.urdf"), True)
+    if request.param == "humanoid":     # deep chains, the internal order not the user's
+        return Pair(example_robot_data("talos_data/robots/talos_reduced.urdf"), True)
     path = tmp_path_factory.mktemp("derivatives") / "gripper.urdf"
     path.write_text(GRIPPER)
     return Pair(path, False)
