@@ -60,6 +60,18 @@ def full_mass_matrix(mm, md):
     return M
 
 
+def assert_poses_match(model, q, mm, md, atol=1e-12):
+    """Every MuJoCo body's frame (``md`` after a forward pass at the same state) equals the pose
+    of the link of the same name in ``model.forward_kinematics(q)`` (q: (nq,) array)."""
+    import torch
+
+    poses = model.forward_kinematics(torch.as_tensor(q, dtype=torch.float64)).numpy()
+    for b in range(1, mm.nbody):
+        P = poses[model.link_names.index(mm.body(b).name)]
+        np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=atol)
+        np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=atol)
+
+
 def coordinates(model, mm):
     """MuJoCo's qpos and dof indices of ``model``'s coordinates: ``(qpos_idx (nq,), dof_idx (nv,))``.
     A floating model's base is the free joint of its root body; the base quaternion (x y z w

@@ -22,7 +22,7 @@ import torch
 import engine.robots.model as model_module
 from engine.robots import RobotModel
 from engine.robots.backends import torch_only
-from tests.engine.robots.mjcf_scene import full_mass_matrix
+from tests.engine.robots.mjcf_scene import assert_poses_match, full_mass_matrix
 
 HERE = Path(__file__).parent / "mjcf"
 CHAIN = HERE / "ball_chain.xml"
@@ -93,11 +93,7 @@ def test_fixed_base_exact_against_mujoco(path):
         v, tau, a = rng.normal(size=(3, model.nv))
         md.qpos[:], md.qvel[:], md.qfrc_applied[:] = _to_mujoco_qpos(model, mm, q), v, tau
         mujoco.mj_forward(mm, md)
-        poses = model.forward_kinematics(t(q)).numpy()
-        for b in range(1, mm.nbody):
-            P = poses[model.link_names.index(mm.body(b).name)]
-            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
-            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+        assert_poses_match(model, q, mm, md)
         M = full_mass_matrix(mm, md)
         np.testing.assert_allclose(model.mass_matrix(t(q)).numpy(), M, atol=1e-12)
         np.testing.assert_allclose(model.bias_forces(t(q), t(v)).numpy(), md.qfrc_bias, atol=1e-12)
@@ -146,11 +142,7 @@ def test_floating_base_exact_against_mujoco_and_pinocchio(path):
         Tdot_v[:3] = R @ np.cross(v[3:6], v[:3])
         np.testing.assert_allclose(model.inverse_dynamics(t(q), t(v), t(a)).numpy(),
                                    T.T @ (M_mj @ (T @ a + Tdot_v) + md.qfrc_bias), atol=1e-10)
-        poses = model.forward_kinematics(t(q)).numpy()
-        for b in range(1, mm.nbody):
-            P = poses[model.link_names.index(mm.body(b).name)]
-            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
-            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+        assert_poses_match(model, q, mm, md)
 
 
 def test_jacobians_against_pinocchio(path):

@@ -24,7 +24,7 @@ from engine.robots import RobotModel
 from engine.robots.compiled_shortcut import model_calls
 from engine.robots.description import Mimic
 from engine.robots.mjcf import MJCFError, load_mjcf
-from tests.engine.robots.mjcf_scene import full_mass_matrix
+from tests.engine.robots.mjcf_scene import assert_poses_match, full_mass_matrix
 
 FILE = Path(__file__).parent / "mjcf" / "ball_coupled.xml"
 # joint1 -> (joint2, c1, c0, ref1, ref2): joint1 - ref1 = c0 + c1 (joint2 - ref2), as in the file
@@ -96,11 +96,7 @@ def test_dynamics_match_mujoco_projected_through_the_coupling(dynamics_path):
         v, tau, a = rng.normal(size=(3, model.nv))
         qpos, qvel, G = _mujoco(model, mm, q, v)
         rows = _set(mm, md, qpos, qvel)
-        poses = model.forward_kinematics(t(q)).numpy()
-        for b in range(1, mm.nbody):
-            P = poses[model.link_names.index(mm.body(b).name)]
-            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
-            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+        assert_poses_match(model, q, mm, md)
         M_mj = full_mass_matrix(mm, md)
         M = G.T @ M_mj @ G
         np.testing.assert_allclose(model.mass_matrix(t(q)).numpy(), M, atol=1e-12)

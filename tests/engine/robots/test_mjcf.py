@@ -19,6 +19,7 @@ from engine.cli import main
 from engine.robots import RobotModel
 from engine.robots.files import file_format
 from engine.robots.mjcf import MJCFError, load_mjcf
+from tests.engine.robots.mjcf_scene import assert_poses_match
 
 HERE = Path(__file__).parent / "mjcf"
 ARM = HERE / "arm.xml"
@@ -86,11 +87,7 @@ def test_fixed_base_arm_exact_against_pinocchio_and_mujoco(arm, dynamics_path):
         tau_d = model.inverse_dynamics(t(q), t(v), t(a), damping=True).numpy()
         np.testing.assert_allclose(tau_d, md.qfrc_inverse, atol=1e-12)
         # every body's frame is MuJoCo's (hinges anchored off the body origin included)
-        poses = model.forward_kinematics(t(q)).numpy()
-        for b in range(1, mm.nbody):
-            P = poses[model.link_names.index(mm.body(b).name)]
-            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
-            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+        assert_poses_match(model, q, mm, md)
 
 
 def test_mesh_geoms_show_where_mujoco_puts_them(tmp_path):
@@ -202,11 +199,7 @@ def test_floating_base_dynamics_exact_against_pinocchio_and_mujoco(dynamics_path
         # MuJoCo: quaternion w, x, y, z; its free-joint velocity is linear in the world frame
         md.qpos[:] = np.concatenate([q[:3], [q[6]], q[3:6], q[7:]])
         mujoco.mj_forward(mm, md)
-        poses = model.forward_kinematics(t(q)).numpy()
-        for b in range(1, mm.nbody):
-            P = poses[model.link_names.index(mm.body(b).name)]
-            np.testing.assert_allclose(P[:3, 3], md.xpos[b], atol=1e-12)
-            np.testing.assert_allclose(P[:3, :3], md.xmat[b].reshape(3, 3), atol=1e-12)
+        assert_poses_match(model, q, mm, md)
         np.testing.assert_allclose(
             np.linalg.eigvalsh(M), np.linalg.eigvalsh(_full_m(mm, md)), rtol=1e-9, atol=1e-12
         )
