@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["lagrangian_forces", "torque_predictor", "torque_residuals", "torque_rmse"]
+__all__ = ["lagrangian_forces", "torque_predictor", "torque_residuals"]
 
 NO_TORQUE = {
     "state": "a forward model x_next = f(x, u); it gives no torque for a given motion",
@@ -78,14 +78,3 @@ def torque_residuals(model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau:
         with torch.no_grad():   # the Lagrangian terms' derivatives are the networks' own (no autograd)
             preds.append(predict(*args).detach().double().cpu().numpy())
     return np.concatenate(preds) - np.asarray(tau, dtype=np.float64), None
-
-
-def torque_rmse(model, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray, tau: np.ndarray,
-                batch: int = 4096) -> tuple[float | None, list[float] | None, str | None]:
-    """``(rmse, per joint, reason)``: the torque RMSE (N m) of ``model`` on samples ``q``, ``qd``,
-    ``qdd``, ``tau`` (N, n) each; ``None``s and the reason when the model gives no torques."""
-    res, reason = torque_residuals(model, q, qd, qdd, tau, batch)
-    if res is None:
-        return None, None, reason
-    e2 = res ** 2
-    return float(np.sqrt(e2.mean())), [float(v) for v in np.sqrt(e2.mean(0))], None
