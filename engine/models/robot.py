@@ -158,16 +158,13 @@ class RobotDynamics(LearnedDynamics):
         self.B = self.B.to(dtype)
 
     def _acceleration(self, q: torch.Tensor, qd: torch.Tensor, force: torch.Tensor) -> torch.Tensor:
-        f = self.friction
-        if not any(k in f.learned for k in ("coulomb", "armature", "offset")) and not bool(
-                f.value("coulomb").any() or f.value("armature").any() or f.value("offset").any()):
-            # damping only: ABA, O(n)
-            return self.robot.forward_dynamics(q, qd, force - f.value("damping").to(qd.dtype) * qd)
         # (M + Ia) qdd = force - h - tau_friction: the compiled ABA with the learned armature on M's diagonal
         # (its backward gives the armature's gradient, -lambda qdd; one O(n) forward and reverse pass), composite
-        # where the kernels cannot take it (see RobotModel.forward_dynamics)
-        return self.robot.forward_dynamics(q, qd, force - f.dissipative_torque(qd),
-                                           armature=f.value("armature").to(q.dtype))
+        # where the kernels cannot take it (see RobotModel.forward_dynamics); no armature: plain ABA
+        f = self.friction
+        armature = f.value("armature")
+        extra = armature.to(q.dtype) if "armature" in f.learned or bool(armature.any()) else None
+        return self.robot.forward_dynamics(q, qd, force - f.dissipative_torque(qd), armature=extra)
 
     def vector_field(self, x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """``(qd, qdd)`` (..., 2n) for states ``x`` (..., 2n) and controls ``u`` (..., m)."""
