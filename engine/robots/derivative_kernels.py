@@ -30,6 +30,22 @@ unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's deri
 ``-M^-1`` times these at the ABA result, ``M`` factorised as ``L^T D L`` along the tree
 (Featherstone 2008, table 6.3), applied to ``[dtau/dq | dtau/dv | 1]`` by the tree's sparse
 triangular solves, a few rows at a time (:mod:`engine.robots.tree_solve_kernels`).
+
+A ball joint (:mod:`engine.robots.ball`: three revolute sub-bodies about the child's axes, the
+first turned by the quaternion, the mass on the last) is one joint of three columns ``S_c``
+(Pinocchio's JointModelSpherical; ``q exp(dq)`` rotates the child frame about ``S_c``, so
+``dS_c'/dq_c = S_c x S_c'`` within the joint too). Per body, once per call, ``jf`` (the joint's
+first body) and ``jp`` (the body above the joint: a scalar joint's parent, for a ball's three
+sub-bodies the parent of the first; :func:`_joint_bodies`); the formulas differ in three places:
+``psi_c = v_jp x S_c`` and ``psi2_c = a_jp x S_c + v_jp x psi_c`` (the joint's parent, not the
+sub-body's; the sub-bodies' accelerations ``a_k = a_j + S_c qdd_c + psi_c qd_c`` then sum to the
+ball's ``a_p + S qdd + v_p x S qd``, no bias term); ``Phi_c = psi_c + v_child x S_c`` (not ``2
+psi_c``: the child's velocity has the other columns' part, :func:`_ball_phi`); and within one
+ball every column is in the subtree of every other, so its entries above the diagonal of
+``dtau/dq`` lose ``S_e^T (S_d x* F)``: ``+ (S_d x S_e) . F_d`` (:func:`_cross_dot`; likewise in
+ABA's acceleration pass and the products). ``dtau/dv`` and ``M`` need nothing more (``Z`` has no
+force term); the massless sub-bodies add nothing to the composites. Checked against Pinocchio
+(tests/engine/robots/test_ball_derivatives.py).
 Importing this module imports numba.
 """
 
@@ -42,7 +58,7 @@ from engine.robots.compiled_kernels import (
     _gravity_in_base,
     _inline,
     _jit,
-    _local_pose,
+    _joint_pose,
     _quaternion_rotation,
 )
 from engine.robots.tree_solve_kernels import _chain_solve, _ltdl, _ltdl_solve, _tree_lists, _tree_solve, _zero
@@ -244,6 +260,42 @@ def _cross_force(x, f, out):
 
 
 @_inline
+def _cross_dot(x, y, f):
+    """``(x x y) . f`` (x, y motions, f a force) ``= -y . (x x* f)``."""
+    return (f[0] * (x[1] * y[2] - x[2] * y[1]) + f[1] * (x[2] * y[0] - x[0] * y[2]) + f[2] * (x[0] * y[1] - x[1] * y[0])
+            + f[3] * (x[1] * y[5] - x[2] * y[4] + x[4] * y[2] - x[5] * y[1])
+            + f[4] * (x[2] * y[3] - x[0] * y[5] + x[5] * y[0] - x[3] * y[2])
+            + f[5] * (x[0] * y[4] - x[1] * y[3] + x[3] * y[1] - x[4] * y[0]))
+
+
+@_inline
+def _joint_bodies(parent, joints, jf, jp):
+    """Per body ``k`` (1..n): ``jf[k]`` its joint's first body and ``jp[k]`` the body above the
+    joint (``parent[jf[k]]``): ``k`` and its parent but for a ball's second and third sub-bodies
+    (``joints[k - 1, 1]`` 2 and 3, :func:`engine.robots.compiled_kernels._joint_pose`)."""
+    jf[0] = jp[0] = 0
+    for k in range(1, parent.shape[0]):
+        f = k
+        for _ in range(joints[k - 1, 1] - 1):
+            f = parent[f]
+        jf[k] = f
+        jp[k] = parent[f]
+
+
+@_inline
+def _ball_phi(k, fv, parent, vc, Sw, Pd, Phi, t6):
+    """A ball joint's ``Phi_c = psi_c + v_child x S_c`` for its three columns (sub-bodies ``k``, its
+    parent and grandparent; ``vc`` the child's velocity; a scalar joint's ``2 psi``)."""
+    i = k
+    for _ in range(3):
+        e = fv + i - 1
+        _cross_motion(vc, Sw[e], t6)
+        for r in range(6):
+            Phi[e, r] = Pd[e, r] + t6[r]
+        i = parent[i]
+
+
+@_inline
 def _base_columns(d, rd, ud, md, ov, ab, v0, U, W, Y, Z, GQ, GV, DQ, DV, DM, full, cols):
     """Row ``d``'s entries in the base's columns ``S_e`` (unit vectors in the base's frame, ``psi_e
     = 0``, ``psi2_e = a_b x S_e``, ``dS_e/dt = v_0 x S_e``: ``U . (x x S_e) = -(x x* U)_r``, ``r``
@@ -267,12 +319,15 @@ def _base_columns(d, rd, ud, md, ov, ab, v0, U, W, Y, Z, GQ, GV, DQ, DV, DM, ful
 
 
 @_inline
-def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba, O1, O2, O3):
+def _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, Lam, t6, armature, damping, aba,
+         O1, O2, O3):
     """``x^T`` times the derivative matrices in O(n): with the subtree sums ``A_i = sum_{j >= i}
     x_j U_j``, ``Aw_i = sum x_j W_j`` and the ancestor sums ``Lam_k = sum_{j <= k} x_j S_j``, column
     i (parent p) is ``A_i . psi2_i + Aw_i . psi_i + Lam_p . Y_i`` (q), ``A_i . Phi_i + Aw_i . S_i +
     Lam_p . Z_i`` (v), ``A_i . S_i + Lam_p . U_i`` (a); the base's columns take the sums over the
-    whole tree. RNEA: into ``O[b, 0]``; ABA (x = lambda): ``-``, ``-(. + damping x)``, ``x``."""
+    whole tree. A ball's column drops ``S_i x* F_i`` from the rows of its own joint above it:
+    ``+ (S_i x (Lam_p - Lam_jp)) . F_i`` (``jp`` the body above the joint, ``F_i`` the subtree's
+    force). RNEA: into ``O[b, 0]``; ABA (x = lambda): ``-``, ``-(. + damping x)``, ``x``."""
     for k in range(n + 1):
         A[k, :] = 0.0
         Aw[k, :] = 0.0
@@ -305,6 +360,10 @@ def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, ar
         s3 = _dot6(A[k], Sw[d])
         if k > 0:
             s1 += _dot6(Lam[p], Y[d])
+            if jp[k] != p:          # a ball's second or third sub-body
+                for i in range(6):
+                    t6[i] = Lam[p, i] - Lam[jp[k], i]
+                s1 += _cross_dot(Sw[d], t6, F[k])
             s2 += _dot6(Lam[p], Z[d])
             s3 += _dot6(Lam[p], U[d]) + armature[k - 1] * x[d]
         u = user[d]
@@ -320,11 +379,12 @@ def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, ar
 
 
 @_inline
-def _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
+def _acceleration_pass(n, fv, parent, jf, jp, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
     """DQ += the part of dtau/dq linear in the accelerations ``x`` (internal order; DQ's rows
-    internal, its columns the user's, ``user``): accelerations ``a2`` without gravity or velocity, ``P2 = a2_parent
-    x S``, forces ``F2 = sum I a2``, ``Y2 = S x* F2 + IC P2`` (the composites ``cm, ch, cI`` of the
-    first pass, the bodies' own ``bm, bh, bI``)."""
+    internal, its columns the user's, ``user``): accelerations ``a2`` without gravity or velocity, ``P2 = a2_jp
+    x S`` (``jp`` the body above the joint), forces ``F2 = sum I a2``, ``Y2 = S x* F2 + IC P2`` (the
+    composites ``cm, ch, cI`` of the first pass, the bodies' own ``bm, bh, bI``; ``jf`` as in
+    :func:`_joint_bodies`: within one ball no ``S x* F2``)."""
     for i in range(6):
         a2[0, i] = 0.0
     for col in range(fv):
@@ -333,7 +393,7 @@ def _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2
     for k in range(1, n + 1):
         d = fv + k - 1
         j = parent[k]
-        _cross_motion(a2[j], Sw[d], P2[d])
+        _cross_motion(a2[jp[k]], Sw[d], P2[d])
         for i in range(6):
             a2[k, i] = a2[j, i] + Sw[d, i] * x[d]
         _ic_times(bm[k], bh[k], bI[k], a2[k], F2[k])
@@ -349,6 +409,8 @@ def _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2
             DQ[d, ue] += _dot6(U[d], P2[e])
             if e != d:
                 DQ[e, ud] += _dot6(Sw[e], Y2[d])
+                if jf[i] == jf[k]:
+                    DQ[e, ud] += _cross_dot(Sw[d], Sw[e], F2[k])
             i = parent[i]
         for e in range(fv):     # the base's columns S_e: unit vectors
             DQ[e, ud] += Y2[d, (e + 3) % 6]
@@ -359,7 +421,7 @@ def _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2
 
 
 def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
-                       O1, O2, O3, tau):
+                       O1, O2, O3, tau, joints):
     """Derivatives of RNEA (``mode`` RNEA, at ``qdd``) or of ABA, all coordinates in the user's
     order, ``(B, nv, nv)`` each:
 
@@ -381,40 +443,40 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     mode a constant there, so LLVM keeps only that mode's code; only the modes called compile).
     """
     _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                   tau)
+                   tau, joints)
 
 
 @_jit
 def _rnea_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                 tau):
+                 tau, joints):
     _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, RNEA, g,
-                 O1, O2, O3, tau)
+                 O1, O2, O3, tau, joints)
 
 
 @_jit
 def _aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                tau):
+                tau, joints):
     _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, ABA, g,
-                 O1, O2, O3, tau)
+                 O1, O2, O3, tau, joints)
 
 
 @_jit
 def _rnea_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                     tau):
+                     tau, joints):
     _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, RNEA_VJP, g,
-                 O1, O2, O3, tau)
+                 O1, O2, O3, tau, joints)
 
 
 @_jit
 def _aba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                    tau):
+                    tau, joints):
     _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, ABA_VJP, g,
-                 O1, O2, O3, tau)
+                 O1, O2, O3, tau, joints)
 
 
 @_inline
 def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
-                 O1, O2, O3, tau):
+                 O1, O2, O3, tau, joints):
     """The body of :func:`derivatives_kernel`, compiled once per ``mode`` (a constant there)."""
     B = q.shape[0]
     n = perm.shape[0]
@@ -467,6 +529,9 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
     rel = np.empty(nv * nv, dtype=np.int64)
     rel_ptr = np.empty(2 * nv + 1, dtype=np.int64)
     _tree_lists(user, lam, hi_sub, rel, rel_ptr)
+    jf = np.empty(n + 1, dtype=np.int64)    # body -> its joint's first body (a ball: its first sub-body)
+    jp = np.empty(n + 1, dtype=np.int64)    # body -> the body above its joint (psi's v_p, a_p)
+    _joint_bodies(parent, joints, jf, jp)
     for i in range(3):
         Rw[0, i, i] = 1.0                   # a fixed base: the root is the world
     aba = mode == ABA or mode == ABA_VJP
@@ -514,15 +579,16 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
         for k in range(1, n + 1):
             d = fv + k - 1
             j = parent[k]
-            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], Rl, pl)
+            jj = jp[k]
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], joints[k - 1, 1], Rl, pl)
             for r in range(3):
                 for col in range(3):
                     Rw[k, r, col] = Rw[j, r, 0] * Rl[0, col] + Rw[j, r, 1] * Rl[1, col] + Rw[j, r, 2] * Rl[2, col]
                 pw[k, r] = Rw[j, r, 0] * pl[0] + Rw[j, r, 1] * pl[1] + Rw[j, r, 2] * pl[2] + pw[j, r]
             _to_world(Rw[k], pw[k], S[k - 1], Sw[d])
-            _cross_motion(v[j], Sw[d], Pd[d])
-            _cross_motion(a[j], Sw[d], Pdd[d])
-            _cross_motion(v[j], Pd[d], e6)
+            _cross_motion(v[jj], Sw[d], Pd[d])
+            _cross_motion(a[jj], Sw[d], Pdd[d])
+            _cross_motion(v[jj], Pd[d], e6)
             xd = qd[b, fv + perm[k - 1]]
             xdd = 0.0 if solve else qdd[b, fv + perm[k - 1]]
             for i in range(6):
@@ -530,6 +596,8 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
                 Phi[d, i] = 2.0 * Pd[d, i]
                 v[k, i] = v[j, i] + Sw[d, i] * xd
                 a[k, i] = a[j, i] + Sw[d, i] * xdd + Pd[d, i] * xd
+            if joints[k - 1, 1] == 3:       # a ball's last sub-body: its child's velocity is known
+                _ball_phi(k, fv, parent, v[k], Sw, Pd, Phi, e6)
             _body_terms(Rw[k], pw[k], m[k], c[k], Ic[k], v[k], a[k], cm[k], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k])
             bm[k] = cm[k, 0]          # the body's own inertia (the composites are summed in place)
             bh[k] = ch[k]
@@ -544,6 +612,8 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
                 e = fv + i - 1
                 if full:
                     _pair(d, e, rd, rmap[e], ud, user[e], ov, md, mu[e], Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DMb)
+                    if i != k and jf[i] == jf[k]:       # e above d in the same ball: no S_d x* F
+                        DQ[rmap[e], ud] += _cross_dot(Sw[d], Sw[e], F[k])
                 elif aba:                       # M only: the vector-Jacobian products are O(n) below
                     DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
                 i = parent[i]
@@ -572,8 +642,8 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
             if aba:             # lambda = M^-1 g; then -lambda^T dtau/dq, -lambda^T dtau/dv, lambda
                 _ltdl(DM, lam)
                 _ltdl_solve(DM, lam, x)
-            _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba,
-                 O1, O2, O3)
+            _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, Lam, GQ, armature, damping,
+                 aba, O1, O2, O3)
             continue
         if aba:
             for d in range(nv):
@@ -582,7 +652,7 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
             for d in range(nv):                     # qdd = M^-1 (tau - h)
                 x[d] = qdd[b, user[d]] - tau[b, user[d]]
             _ltdl_solve(DM, lam, x)
-            _acceleration_pass(n, fv, parent, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
+            _acceleration_pass(n, fv, parent, jf, jp, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
             for d in range(nv):
                 tau[b, user[d]] = x[d]
             if nv > 12:     # -M^-1 DQ | -M^-1 DV | M^-1; grouped rows pay on longer trees only
