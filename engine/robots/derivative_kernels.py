@@ -283,6 +283,18 @@ def _joint_bodies(parent, joints, jf, jp):
 
 
 @_inline
+def _ball_upper(k, d, ud, fv, parent, jf, rows, Sw, Fk, DQ):
+    """Dof d (body k, a ball's second or third sub-body): the entries of dtau/dq in the rows of
+    its joint's dofs above it, column ``ud``, less ``S_e^T (S_d x* F_k)`` (within one ball every
+    column is in the subtree of every other): ``+= (S_d x S_e) . F_k``; ``rows``: DQ's row of each dof."""
+    i = k
+    while i != jf[k]:
+        i = parent[i]
+        e = fv + i - 1
+        DQ[rows[e], ud] += _cross_dot(Sw[d], Sw[e], Fk)
+
+
+@_inline
 def _ball_phi(k, fv, parent, vc, Sw, Pd, Phi, t6):
     """A ball joint's ``Phi_c = psi_c + v_child x S_c`` for its three columns (sub-bodies ``k``, its
     parent and grandparent; ``vc`` the child's velocity; a scalar joint's ``2 psi``)."""
@@ -379,7 +391,7 @@ def _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, 
 
 
 @_inline
-def _acceleration_pass(n, fv, parent, jf, jp, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
+def _acceleration_pass(n, fv, parent, jf, jp, user, iden, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
     """DQ += the part of dtau/dq linear in the accelerations ``x`` (internal order; DQ's rows
     internal, its columns the user's, ``user``): accelerations ``a2`` without gravity or velocity, ``P2 = a2_jp
     x S`` (``jp`` the body above the joint), forces ``F2 = sum I a2``, ``Y2 = S x* F2 + IC P2`` (the
@@ -409,9 +421,9 @@ def _acceleration_pass(n, fv, parent, jf, jp, user, x, Sw, U, bm, bh, bI, cm, ch
             DQ[d, ue] += _dot6(U[d], P2[e])
             if e != d:
                 DQ[e, ud] += _dot6(Sw[e], Y2[d])
-                if jf[i] == jf[k]:
-                    DQ[e, ud] += _cross_dot(Sw[d], Sw[e], F2[k])
             i = parent[i]
+        if jf[k] != k:
+            _ball_upper(k, d, ud, fv, parent, jf, iden, Sw, F2[k], DQ)
         for e in range(fv):     # the base's columns S_e: unit vectors
             DQ[e, ud] += Y2[d, (e + 3) % 6]
         j = parent[k]
@@ -612,11 +624,11 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
                 e = fv + i - 1
                 if full:
                     _pair(d, e, rd, rmap[e], ud, user[e], ov, md, mu[e], Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DMb)
-                    if i != k and jf[i] == jf[k]:       # e above d in the same ball: no S_d x* F
-                        DQ[rmap[e], ud] += _cross_dot(Sw[d], Sw[e], F[k])
                 elif aba:                       # M only: the vector-Jacobian products are O(n) below
                     DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
                 i = parent[i]
+            if full and jf[k] != k:     # a ball's 2nd or 3rd sub-body: its joint's rows above without S x* F
+                _ball_upper(k, d, ud, fv, parent, jf, rmap, Sw, F[k], DQ)
             if floating:
                 _base_columns(d, rd, ud, md, ov, ab, v[0], U, W, Y, Z, GQ, GV, DQ, DV, DMb, full, True)
             DMb[md, md] += armature[k - 1]
@@ -652,7 +664,7 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
             for d in range(nv):                     # qdd = M^-1 (tau - h)
                 x[d] = qdd[b, user[d]] - tau[b, user[d]]
             _ltdl_solve(DM, lam, x)
-            _acceleration_pass(n, fv, parent, jf, jp, user, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
+            _acceleration_pass(n, fv, parent, jf, jp, user, iden, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
             for d in range(nv):
                 tau[b, user[d]] = x[d]
             if nv > 12:     # -M^-1 DQ | -M^-1 DV | M^-1; grouped rows pay on longer trees only

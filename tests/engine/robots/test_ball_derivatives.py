@@ -8,9 +8,9 @@ along ``integrate`` (armature, damping); against the torch algorithms differenti
 against the full matrices; a ball model with coupled joints against the torch route.
 
 Models: mjcf/ball_chain.xml (a ball at the root, a hinge, a ball with armature, a slide; nv 8),
-mjcf/ball_floating.xml (a free flyer, two balls and a hinge; nv 13), :data:`TREE` below (a hinge,
-a ball, a ball right below it, a hinge and a slide below them, a ball on a branch; nv 13, ABA's
-grouped tree solve) and mjcf/ball_coupled.xml (two balls and three coupled joints).
+mjcf/ball_floating.xml (a free flyer, two balls and a hinge; nv 13), mjcf/ball_tree.xml (a hinge,
+a ball, a ball right below it, a hinge and a slide below them, a ball and a hinge on a branch,
+tilted gravity; nv 13, ABA's grouped tree solve) and mjcf/ball_coupled.xml (two balls and three coupled joints).
 """
 
 from __future__ import annotations
@@ -30,41 +30,6 @@ from engine.robots.derivatives import _compiled_ok
 
 HERE = Path(__file__).parent / "mjcf"
 TOL = 1e-9
-
-TREE = """<mujoco model="ball_tree">
-  <option gravity="0.3 -0.2 -9.81"/>
-  <worldbody>
-    <body name="base" pos="0 0 0.4">
-      <joint name="hip" type="hinge" axis="0.1 0 1" armature="0.02" damping="0.3"/>
-      <geom type="box" size="0.05 0.04 0.03" mass="0.9"/>
-      <body name="upper" pos="0.1 0 0" euler="0.2 -0.1 0.4">
-        <joint name="shoulder" type="ball" pos="0.01 0.02 0" armature="0.03" damping="0.2"/>
-        <geom type="capsule" fromto="0 0 0 0.25 0.02 -0.1" size="0.03" mass="1.1"/>
-        <body name="mid" pos="0.25 0.02 -0.1" quat="0.9 0.3 0.1 0.2">
-          <joint name="twist" type="ball"/>
-          <geom type="box" size="0.1 0.02 0.02" pos="0.1 0 0.01" euler="0.1 0.2 0.3" mass="0.5"/>
-          <body name="fore" pos="0.2 0 0">
-            <joint name="elbow" type="hinge" axis="0.1 1 0.2" pos="0.01 0 0"/>
-            <geom type="box" size="0.08 0.02 0.02" pos="0.08 0.01 0" mass="0.4"/>
-          </body>
-          <body name="side" pos="0.1 0.05 0">
-            <joint name="slide" type="slide" axis="0 1 0.1"/>
-            <geom type="sphere" size="0.02" mass="0.1"/>
-          </body>
-        </body>
-      </body>
-      <body name="other" pos="-0.1 0 0">
-        <joint name="neck" type="ball" damping="0.1"/>
-        <geom type="sphere" size="0.03" pos="0 0 0.05" mass="0.3"/>
-        <body name="head" pos="0 0.02 0.1">
-          <joint name="nod" type="hinge" axis="1 0 0"/>
-          <geom type="box" size="0.03 0.02 0.02" pos="0 0 0.02" mass="0.2"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-</mujoco>
-"""
 
 
 def t(x):
@@ -94,13 +59,9 @@ def _sym(M):
 
 
 @pytest.fixture(scope="module", params=["chain", "floating", "tree"])
-def pair(request, tmp_path_factory):
+def pair(request):
     """Our model and Pinocchio's (model, data) of one MJCF file."""
-    if request.param == "tree":
-        path = tmp_path_factory.mktemp("ball") / "ball_tree.xml"
-        path.write_text(TREE)
-    else:
-        path = HERE / f"ball_{request.param}.xml"
+    path = HERE / f"ball_{request.param}.xml"
     model = RobotModel.from_file(path)
     pm = pin.buildModelFromMJCF(str(path))
     if request.param == "tree":
