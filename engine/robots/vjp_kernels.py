@@ -54,6 +54,16 @@ from engine.robots.compiled_kernels import (
     _origin_inertias,
     _quaternion_rotation,
 )
+from engine.robots.lane_spatial import (
+    _add_bilinear_parameters_l,
+    _cross_force_l,
+    _cross_motion_l,
+    _force_to_parent_add_l,
+    _inertia_times_l,
+    _local_pose_l,
+    _motion_to_child_l,
+    _root_pose_l,
+)
 from engine.robots.regressor_kernels import _add_bilinear_parameters
 
 
@@ -569,3 +579,308 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
                 j = parent[k]
                 if j != 0 or floating:
                     _force_to_parent(R[k], p[k], ab[k], ab[j], True)
+
+
+@_jit
+def forward_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
+                  Rs, ps, vs, Xas, Fs, Ivs, gbs):
+    """forward_kernel with samples in lanes (see lane_spatial): kept arrays (nblk, ..., L)."""
+    B = q.shape[0]
+    L = Rs.shape[-1]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    nq = q.shape[1]
+    Io, h = _origin_inertias(m, c, Ic)
+    user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
+    qT = np.empty((nq, L))
+    qdT = np.empty((nv, L))
+    acc = np.empty((nv, L))
+    s = np.empty(L)
+    c1 = np.empty(L)
+    sv = np.empty((6, L))
+    a = np.zeros((n + 1, 6, L))
+    vc = np.zeros((n + 1, 6, L))
+    fc = np.zeros((n + 1, 6, L))
+    # one sample's scratch for ABA's M^-1 (its poses copied out of the lanes)
+    x = np.zeros(nv)
+    t = np.empty(6)
+    Mb = np.zeros((6, 6))
+    cm = np.zeros(n + 1)
+    ch = np.zeros((n + 1, 3))
+    cI = np.zeros((n + 1, 3, 3))
+    hr = np.empty(3)
+    RI = np.empty((3, 3))
+    Rw = np.zeros((n + 1, 3, 3))
+    pw = np.zeros((n + 1, 3))
+    Sw = np.zeros((n + 1, 6))
+    R1 = np.zeros((n + 1, 3, 3))
+    p1 = np.zeros((n + 1, 3))
+    for blk in range(Rs.shape[0]):
+        b0 = blk * L
+        nl = min(L, B - b0)
+        R, p, v, Xa, F, Iv, gb = Rs[blk], ps[blk], vs[blk], Xas[blk], Fs[blk], Ivs[blk], gbs[blk]
+        for j in range(nq):
+            for lane in range(nl):
+                qT[j, lane] = q[b0 + lane, j]
+        for j in range(nv):
+            for lane in range(nl):
+                qdT[j, lane] = qd[b0 + lane, j]
+                acc[j, lane] = 0.0 if solve else qdd[b0 + lane, j]
+        # poses and velocities
+        _root_pose_l(qT, floating, a0, R[0], p[0], gb, nl)
+        for i in range(6):
+            for lane in range(nl):
+                if floating:
+                    v[0, i, lane] = qdT[(i + 3) % 6, lane]
+                else:
+                    v[0, i, lane] = 0.0
+                    F[0, i, lane] = 0.0
+                    Iv[0, i, lane] = 0.0
+        for k in range(1, n + 1):
+            jk = perm[k - 1]
+            _local_pose_l(C0, C, k - 1, qT[fq + jk], s, c1, R[k], p[k], nl)
+            _motion_to_child_l(R[k], p[k], v[parent[k]], v[k], nl)
+            xd = qdT[fv + jk]
+            for i in range(6):
+                Ski = S[k - 1, i]
+                vk = v[k, i]
+                for lane in range(nl):
+                    vk[lane] += Ski * xd[lane]
+        # accelerations and forces: at qdd (RNEA); ABA: at zero (the bias), then at its result
+        for rep in range(2 if solve else 1):
+            if floating:
+                for i in range(6):
+                    for lane in range(nl):
+                        a[0, i, lane] = gb[i, lane] + acc[(i + 3) % 6, lane]
+            else:
+                for i in range(6):
+                    for lane in range(nl):
+                        a[0, i, lane] = a0[i]
+            for i in range(6):
+                for lane in range(nl):
+                    Xa[0, i, lane] = a[0, i, lane]
+            for k in range(1, n + 1):
+                jk = perm[k - 1]
+                _motion_to_child_l(R[k], p[k], a[parent[k]], Xa[k], nl)
+                xd = qdT[fv + jk]
+                y = acc[fv + jk]
+                if rep == 0:        # v x S qd, kept for ABA's second turn
+                    for i in range(6):
+                        Ski = S[k - 1, i]
+                        for lane in range(nl):
+                            sv[i, lane] = Ski * xd[lane]
+                    _cross_motion_l(v[k], sv, vc[k], nl)
+                for i in range(6):
+                    Ski = S[k - 1, i]
+                    ak, Xak, vck = a[k, i], Xa[k, i], vc[k, i]
+                    for lane in range(nl):
+                        ak[lane] = Xak[lane] + Ski * y[lane] + vck[lane]
+            for k in range(0 if floating else 1, n + 1):
+                if rep == 0:        # v x* I v, kept likewise
+                    _inertia_times_l(m[k], h[k], Io[k], v[k], None, None, Iv[k], nl)
+                    _cross_force_l(v[k], Iv[k], fc[k], False, nl)
+                _inertia_times_l(m[k], h[k], Io[k], a[k], fc[k], None, F[k], nl)
+            for k in range(n, 0, -1):
+                if parent[k] != 0 or floating:
+                    _force_to_parent_add_l(R[k], p[k], F[k], F[parent[k]], nl)
+            if solve and rep == 0:      # qdd = M^-1 (tau - h), one sample at a time
+                for lane in range(nl):
+                    b = b0 + lane
+                    for k in range(1, n + 1):
+                        for i in range(3):
+                            p1[k, i] = p[k, i, lane]
+                            for j in range(3):
+                                R1[k, i, j] = R[k, i, j, lane]
+                    _mass_matrix(parent, S, m, h, Io, R1, p1, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Rw,
+                                 pw, Sw, Mb, off, H[b])
+                    _ltdl_packed(H[b], lam, off)
+                    for k in range(1, n + 1):
+                        d = fv + k - 1
+                        Fk = F[k]
+                        Sk = S[k - 1]
+                        x[d] = qdd[b, user[d]] - (Sk[0] * Fk[0, lane] + Sk[1] * Fk[1, lane] + Sk[2] * Fk[2, lane]
+                                                  + Sk[3] * Fk[3, lane] + Sk[4] * Fk[4, lane] + Sk[5] * Fk[5, lane])
+                    for i in range(3 if floating else 0):
+                        x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i, lane], qdd[b, 3 + i] - F[0, i, lane]
+                    _packed_solve(H[b], lam, off, x)
+                    for d in range(nv):
+                        out[b, user[d]] = x[d]
+                        acc[user[d], lane] = x[d]
+        if not solve:
+            for k in range(1, n + 1):
+                u = fv + perm[k - 1]
+                s0, s1, s2, s3, s4, s5 = S[k - 1, 0], S[k - 1, 1], S[k - 1, 2], S[k - 1, 3], S[k - 1, 4], S[k - 1, 5]
+                ar = armature[k - 1]
+                Fk, y = F[k], acc[u]
+                for lane in range(nl):
+                    out[b0 + lane, u] = (s0 * Fk[0, lane] + s1 * Fk[1, lane] + s2 * Fk[2, lane] + s3 * Fk[3, lane]
+                                         + s4 * Fk[4, lane] + s5 * Fk[5, lane]) + ar * y[lane]
+            if floating:
+                for i in range(6):
+                    for lane in range(nl):
+                        out[b0 + lane, i] = F[0, (i + 3) % 6, lane]
+
+
+@_jit
+def adjoint_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
+                  H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gquat):
+    """adjoint_kernel with samples in lanes."""
+    B = q.shape[0]
+    L = Rs.shape[-1]
+    n = perm.shape[0]
+    fv = 6 if floating else 0
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    Fb = np.zeros((n + 1, 6, L))
+    ab = np.zeros((n + 1, 6, L))
+    vb = np.zeros((n + 1, 6, L))
+    sv = np.empty((6, L))
+    t = np.empty((6, L))
+    t2 = np.empty((6, L))
+    ak = np.empty((6, L))
+    xs = np.empty((nv, L))          # the weights (ABA: lam = M^-1 g), internal order
+    oq = np.empty((nv, L))
+    ov = np.empty((nv, L))
+    oa = np.empty((nv, L))
+    pacc = np.zeros((n + 1, 10, L) if want_pi else (0, 10, L))
+    C3 = np.empty((3, 3))
+    x = np.zeros(nv)
+    user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
+    sign = -1.0 if solve else 1.0
+    for blk in range(Rs.shape[0]):
+        b0 = blk * L
+        nl = min(L, B - b0)
+        R, p, v, Xa, F, Iv, gb = Rs[blk], ps[blk], vs[blk], Xas[blk], Fs[blk], Ivs[blk], gbs[blk]
+        if solve:
+            for lane in range(nl):
+                for d in range(nv):
+                    x[d] = g[b0 + lane, user[d]]
+                _packed_solve(H[b0 + lane], lam, off, x)
+                for d in range(nv):
+                    xs[d, lane] = x[d]
+        else:
+            for d in range(nv):
+                ud = user[d]
+                for lane in range(nl):
+                    xs[d, lane] = g[b0 + lane, ud]
+        # ---- the force weights, root to leaves
+        for i in range(6):
+            for lane in range(nl):
+                Fb[0, i, lane] = xs[(i + 3) % 6, lane] if floating else 0.0
+        for k in range(0 if floating else 1, n + 1):
+            if k > 0:
+                _motion_to_child_l(R[k], p[k], Fb[parent[k]], Fb[k], nl)
+                xd = xs[fv + k - 1]
+                for i in range(6):
+                    Ski = S[k - 1, i]
+                    Fbk = Fb[k, i]
+                    for lane in range(nl):
+                        Fbk[lane] += Ski * xd[lane]
+            _inertia_times_l(m[k], h[k], Io[k], Fb[k], None, None, ab[k], nl)       # ab = I Fb
+            # vb = I (Fb x v) - Fb x* I v
+            _cross_force_l(Fb[k], Iv[k], t2, False, nl)
+            _cross_motion_l(Fb[k], v[k], sv, nl)
+            _inertia_times_l(m[k], h[k], Io[k], sv, None, t2, vb[k], nl)
+            if want_pi:         # the body's acceleration a_k = X a_j + S qdd + (X v_j) x S qd
+                if k > 0:
+                    u = fv + perm[k - 1]
+                    for i in range(6):
+                        Ski = S[k - 1, i]
+                        for lane in range(nl):
+                            ti = Ski * qd[b0 + lane, u]
+                            t[i, lane] = ti
+                            t2[i, lane] = v[k, i, lane] - ti
+                            ak[i, lane] = Xa[k, i, lane] + Ski * qdd[b0 + lane, u]
+                    _cross_motion_l(t2, t, t, nl)
+                    for i in range(6):
+                        for lane in range(nl):
+                            ak[i, lane] += t[i, lane]
+                    _add_bilinear_parameters_l(Fb[k], ak, sign, pacc[k], nl)
+                else:
+                    _add_bilinear_parameters_l(Fb[k], Xa[k], sign, pacc[k], nl)
+                _add_bilinear_parameters_l(sv, v[k], sign, pacc[k], nl)
+        # ---- leaves to root
+        for k in range(n, 0, -1):
+            d = fv + k - 1
+            u = fv + perm[k - 1]
+            s0, s1, s2, s3, s4, s5 = S[k - 1, 0], S[k - 1, 1], S[k - 1, 2], S[k - 1, 3], S[k - 1, 4], S[k - 1, 5]
+            ar = armature[k - 1]
+            for i in range(6):
+                Ski = S[k - 1, i]
+                for lane in range(nl):
+                    sv[i, lane] = Ski * qd[b0 + lane, u]
+            _cross_force_l(sv, ab[k], vb[k], True, nl)                   # vb += (S qd) x* ab
+            vk, Xak, Fbk, Fk, abk, vbk, xd = v[k], Xa[k], Fb[k], F[k], ab[k], vb[k], xs[d]
+            oqd, ovd, oad = oq[d], ov[d], oa[d]
+            for lane in range(nl):
+                # dq: -S . (X v_j x* vb + X a_j x* ab + (Fb_k - S x) x* F_k), by -S . (y x* f) = f . (y x S)
+                # and (X v_j) x S = v x S
+                w0, w1, w2, u0, u1, u2 = vk[0, lane], vk[1, lane], vk[2, lane], vk[3, lane], vk[4, lane], vk[5, lane]
+                vS0, vS1, vS2 = w1 * s2 - w2 * s1, w2 * s0 - w0 * s2, w0 * s1 - w1 * s0
+                vS3 = w1 * s5 - w2 * s4 + u1 * s2 - u2 * s1
+                vS4 = w2 * s3 - w0 * s5 + u2 * s0 - u0 * s2
+                vS5 = w0 * s4 - w1 * s3 + u0 * s1 - u1 * s0
+                w0, w1, w2, u0, u1, u2 = Xak[0, lane], Xak[1, lane], Xak[2, lane], Xak[3, lane], Xak[4, lane], Xak[5, lane]
+                aS0, aS1, aS2 = w1 * s2 - w2 * s1, w2 * s0 - w0 * s2, w0 * s1 - w1 * s0
+                aS3 = w1 * s5 - w2 * s4 + u1 * s2 - u2 * s1
+                aS4 = w2 * s3 - w0 * s5 + u2 * s0 - u0 * s2
+                aS5 = w0 * s4 - w1 * s3 + u0 * s1 - u1 * s0
+                xl = xd[lane]
+                w0, w1, w2 = Fbk[0, lane] - s0 * xl, Fbk[1, lane] - s1 * xl, Fbk[2, lane] - s2 * xl
+                u0, u1, u2 = Fbk[3, lane] - s3 * xl, Fbk[4, lane] - s4 * xl, Fbk[5, lane] - s5 * xl
+                fS0, fS1, fS2 = w1 * s2 - w2 * s1, w2 * s0 - w0 * s2, w0 * s1 - w1 * s0
+                fS3 = w1 * s5 - w2 * s4 + u1 * s2 - u2 * s1
+                fS4 = w2 * s3 - w0 * s5 + u2 * s0 - u0 * s2
+                fS5 = w0 * s4 - w1 * s3 + u0 * s1 - u1 * s0
+                b0_, b1, b2, b3, b4, b5 = vbk[0, lane], vbk[1, lane], vbk[2, lane], vbk[3, lane], vbk[4, lane], vbk[5, lane]
+                a0_, a1, a2, a3, a4, a5 = abk[0, lane], abk[1, lane], abk[2, lane], abk[3, lane], abk[4, lane], abk[5, lane]
+                sq = ((b0_ * vS0 + b1 * vS1 + b2 * vS2 + b3 * vS3 + b4 * vS4 + b5 * vS5)
+                      + (a0_ * aS0 + a1 * aS1 + a2 * aS2 + a3 * aS3 + a4 * aS4 + a5 * aS5))
+                sq += (Fk[0, lane] * fS0 + Fk[1, lane] * fS1 + Fk[2, lane] * fS2 + Fk[3, lane] * fS3
+                       + Fk[4, lane] * fS4 + Fk[5, lane] * fS5)
+                sa = (s0 * a0_ + s1 * a1 + s2 * a2 + s3 * a3 + s4 * a4 + s5 * a5) + ar * xl
+                sdv = ((s0 * b0_ + s1 * b1 + s2 * b2 + s3 * b3 + s4 * b4 + s5 * b5)
+                       + (a0_ * vS0 + a1 * vS1 + a2 * vS2 + a3 * vS3 + a4 * vS4 + a5 * vS5))
+                if solve:
+                    oqd[lane], ovd[lane], oad[lane] = -sq, -sdv, xl
+                else:
+                    oqd[lane], ovd[lane], oad[lane] = sq, sdv, sa
+            j = parent[k]
+            if j != 0 or floating:
+                _force_to_parent_add_l(R[k], p[k], ab[k], ab[j], nl)
+                _force_to_parent_add_l(R[k], p[k], vb[k], vb[j], nl)
+        for d in range(fv, nv):
+            ud = user[d]
+            for lane in range(nl):
+                gq[b0 + lane, ud] = oq[d, lane]
+                gv[b0 + lane, ud] = ov[d, lane]
+                ga[b0 + lane, ud] = oa[d, lane]
+        if floating:
+            for lane in range(nl):
+                b = b0 + lane
+                for i in range(3):
+                    gq[b, i] = 0.0
+                    gv[b, i], gv[b, 3 + i] = sign * vb[0, 3 + i, lane], sign * vb[0, i, lane]
+                    if solve:
+                        ga[b, i], ga[b, 3 + i] = xs[i, lane], xs[3 + i, lane]
+                    else:
+                        ga[b, i], ga[b, 3 + i] = ab[0, 3 + i, lane], ab[0, i, lane]
+                # rotation: ab_ang x gb_ang + ab_lin x gb_lin
+                a0_, a1, a2, a3, a4, a5 = ab[0, 0, lane], ab[0, 1, lane], ab[0, 2, lane], ab[0, 3, lane], ab[0, 4, lane], \
+                    ab[0, 5, lane]
+                g0, g1, g2, g3, g4, g5 = gb[0, lane], gb[1, lane], gb[2, lane], gb[3, lane], gb[4, lane], gb[5, lane]
+                gq[b, 3] = sign * (a1 * g2 - a2 * g1 + a4 * g5 - a5 * g4)
+                gq[b, 4] = sign * (a2 * g0 - a0_ * g2 + a5 * g3 - a3 * g5)
+                gq[b, 5] = sign * (a0_ * g1 - a1 * g0 + a3 * g4 - a4 * g3)
+                if solve:       # qdd_base + g_base does not depend on g_base
+                    _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], C3, gquat)
+                else:           # dtau/dg_base = dtau/dqdd_base
+                    _quaternion_grad(q, b, a0, a3, a4, a5, a0_, a1, a2, C3, gquat)
+    if want_pi:
+        for k in range(n + 1):
+            for i in range(10):
+                for lane in range(L):
+                    gpi[k, i] += pacc[k, i, lane]
