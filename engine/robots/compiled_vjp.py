@@ -18,7 +18,8 @@ from engine.robots import compiled_dynamics as cdyn
 
 __all__ = ["Saved", "aba_forward", "aba_vjp", "adjoint", "crba_vjp", "forward", "rnea_vjp"]
 
-_NONE2 = np.empty((0, 0))
+_NONE3 = np.empty((0, 0, 0))
+LANES = 32     # samples per block of the kernels' SIMD lanes
 
 
 def _kernels():
@@ -57,14 +58,15 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     q, qd, x = c(q), c(qd), c(x)
     B, nv = x.shape
     N = consts[-1].shape[0] + 1
+    L = max(1, min(LANES, B))
+    nb = -(-B // L)
     out = np.empty((B, nv))
     vk = _kernels()
-    H = np.empty((B, vk.factor_size(consts[0], consts[-1], floating))) if solve else _NONE2
-    R, p = np.empty((B, N, 3, 3)), np.empty((B, N, 3))
-    v, Xa, F, Iv = (np.empty((B, N, 6)) for _ in range(4))
-    gb = np.empty((B, 6))
-    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv,
-                      gb)
+    H = np.empty((nb, vk.factor_size(consts[0], consts[-1], floating), L)) if solve else _NONE3
+    R, p = np.empty((nb, N, 3, 3, L)), np.empty((nb, N, 3, L))
+    v, Xa, F, Iv = (np.empty((nb, N, 6, L)) for _ in range(4))
+    gb = np.empty((nb, 6, L))
+    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv, gb)
     return out, Saved(out if solve else x, R, p, v, Xa, F, Iv, gb, H)
 
 

@@ -18,6 +18,33 @@ from engine.robots.compiled_kernels import _inline
 
 
 @_inline
+def _lane6(x, lane):
+    """Column ``lane`` of ``x (6, L)`` as a 6-tuple."""
+    return x[0, lane], x[1, lane], x[2, lane], x[3, lane], x[4, lane], x[5, lane]
+
+
+@_inline
+def _row6(x, r):
+    """Row ``r`` of ``x (., 6)`` (a joint's ``S``) as a 6-tuple."""
+    return x[r, 0], x[r, 1], x[r, 2], x[r, 3], x[r, 4], x[r, 5]
+
+
+@_inline
+def _cross6(x, y):
+    """x x y (motion) of 6-tuples: ``[w x yw; w x yu + u x yw]``."""
+    w0, w1, w2, u0, u1, u2 = x
+    y0, y1, y2, y3, y4, y5 = y
+    return (w1 * y2 - w2 * y1, w2 * y0 - w0 * y2, w0 * y1 - w1 * y0, w1 * y5 - w2 * y4 + u1 * y2 - u2 * y1,
+            w2 * y3 - w0 * y5 + u2 * y0 - u0 * y2, w0 * y4 - w1 * y3 + u0 * y1 - u1 * y0)
+
+
+@_inline
+def _minus_times(x, y, c):
+    """x - c y of 6-tuples."""
+    return x[0] - y[0] * c, x[1] - y[1] * c, x[2] - y[2] * c, x[3] - y[3] * c, x[4] - y[4] * c, x[5] - y[5] * c
+
+
+@_inline
 def _local_pose_l(C0, C, k, qk, s, c1, R, p, nl):
     """Pose of body k+1 in its parent for the joint positions ``qk (L,)``: ``R (3, 3, L)``,
     ``p (3, L)`` written (``_local_pose`` per lane); ``s, c1 (L,)``: scratch."""

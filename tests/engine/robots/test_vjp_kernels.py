@@ -229,3 +229,29 @@ def test_backward_reads_what_the_forward_kept(floating, monkeypatch):
     close(tau_again, tau, 1e-12)
     for field in ("R", "p", "v", "Xa", "F", "Iv", "gb"):
         close(getattr(kept, field), getattr(at_qdd, field), 1e-12)
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_batches_in_blocks_of_lanes(floating):
+    """The kernels take the samples in blocks of ``cv.LANES`` SIMD lanes, the last block the
+    remainder: batches of 1, 5, a block and three, and 37 give the torch path's gradients (the
+    configuration's along the sphere; learnable inertials, whose products are summed over the
+    blocks, and armature included), for inverse and forward dynamics; each sample's gradient is
+    the one it gets alone."""
+    m = _with_armature(floating)
+    m.make_learnable("c", "mass")
+    params = list(m.parameters())
+    for batch in (1, 5, cv.LANES + 3, 37):
+        q, v, a = (x.requires_grad_(True) for x in _state(m, batch, seed=batch))
+        w = torch.randn(batch, m.nv, dtype=torch.float64, generator=torch.Generator().manual_seed(batch))
+        for fn in (m.inverse_dynamics, m.forward_dynamics):
+            ours = torch.autograd.grad((fn(q, v, a) * w).sum(), [q, v, a] + params)
+            with torch_only():
+                ref = torch.autograd.grad((fn(q, v, a) * w).sum(), [q, v, a] + params)
+            for k, (x, z) in enumerate(zip(ours, ref)):
+                if k == 0:
+                    x, z = _tangent_rows(m, q.detach(), x), _tangent_rows(m, q.detach(), z)
+                close(x.numpy(), z.numpy(), TOL)
+            last = torch.autograd.grad((fn(q[-1:], v[-1:], a[-1:]) * w[-1:]).sum(), [q, v, a])
+            for x, y in zip(ours[:3], last):
+                close(x[-1].numpy(), y[-1].numpy(), 1e-12)
