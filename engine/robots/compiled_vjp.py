@@ -19,7 +19,9 @@ from engine.robots import compiled_dynamics as cdyn
 __all__ = ["Saved", "aba_forward", "aba_vjp", "adjoint", "crba_vjp", "forward", "rnea_vjp"]
 
 _NONE3 = np.empty((0, 0, 0))
-LANES = 32     # samples per block of the kernels' SIMD lanes
+# samples per block of the kernels' SIMD lanes, a run-time count (at batch 1024, forward + backward: 16
+# lanes 10 to 25 % slower than 32 on the iiwa and Solo-12, 64 within the noise of 32)
+LANES = 32
 
 
 def _kernels():
@@ -30,14 +32,15 @@ def _kernels():
 
 
 class Saved(NamedTuple):
-    """What a differentiable call's forward keeps for its backward (numpy, sample-major): the
-    accelerations ``qdd (B, nv)`` the passes are at (RNEA's input, or ABA's result), each body's
-    pose in its parent ``R (B, n + 1, 3, 3)``, ``p (B, n + 1, 3)``, velocity ``v``, its parent's
-    acceleration in its frame ``Xa`` (``X_k a_j``; the base's row: its acceleration), transmitted
-    force ``F`` and ``Iv = I_k v_k`` (each ``(B, n + 1, 6)``), a floating base's gravity in its frame
-    ``gb (B, 6)``
-    and, after ABA, the ``L^T D L`` factors of ``M``, packed ``H (B, size)`` (the diagonal, then each
-    dof's entries along its ancestors; RNEA: empty)."""
+    """What a differentiable call's forward keeps for its backward (numpy; the samples in blocks of
+    ``L = min(LANES, B)``, ``nb = ceil(B / L)`` blocks, the sample axis last, the last block's lanes
+    past ``B`` unused: :func:`engine.robots.vjp_kernels.forward_kernel`): the accelerations ``qdd
+    (B, nv)`` the passes are at (RNEA's input, or ABA's result), each body's pose in its parent ``R
+    (nb, n + 1, 3, 3, L)``, ``p (nb, n + 1, 3, L)``, velocity ``v``, its parent's acceleration in
+    its frame ``Xa`` (``X_k a_j``; the base's row: its acceleration), transmitted force ``F`` and
+    ``Iv = I_k v_k`` (each ``(nb, n + 1, 6, L)``), a floating base's gravity in its frame ``gb (nb,
+    6, L)`` and, after ABA, the ``L^T D L`` factors of ``M``, packed ``H (nb, size, L)`` (the
+    diagonal, then each dof's entries along its ancestors; RNEA: empty)."""
 
     qdd: np.ndarray
     R: np.ndarray
@@ -62,7 +65,9 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     nb = -(-B // L)
     out = np.empty((B, nv))
     vk = _kernels()
-    H = np.empty((nb, vk.factor_size(consts[0], consts[-1], floating), L)) if solve else _NONE3
+    from engine.robots import lane_ltdl
+
+    H = np.empty((nb, lane_ltdl.factor_size(consts[0], consts[-1], floating), L)) if solve else _NONE3
     R, p = np.empty((nb, N, 3, 3, L)), np.empty((nb, N, 3, L))
     v, Xa, F, Iv = (np.empty((nb, N, 6, L)) for _ in range(4))
     gb = np.empty((nb, 6, L))

@@ -52,13 +52,14 @@ def _local_pose_l(C0, C, k, qk, s, c1, R, p, nl):
         x = qk[lane]
         s[lane] = math.sin(x)
         c1[lane] = 1.0 - math.cos(x)
-    for r in range(3):
-        for col in range(4):
-            i = 4 * r + col
-            e0, e1, e2, e3 = C0[k, i], C[k, 0, i], C[k, 1, i], C[k, 2, i]
-            out = R[r, col] if col < 3 else p[r]
-            for lane in range(nl):
-                out[lane] = e0 + s[lane] * e1 + c1[lane] * e2 + qk[lane] * e3
+    for lane in range(nl):
+        sl, cl, ql = s[lane], c1[lane], qk[lane]
+        for r in range(3):
+            i = 4 * r
+            R[r, 0, lane] = C0[k, i] + sl * C[k, 0, i] + cl * C[k, 1, i] + ql * C[k, 2, i]
+            R[r, 1, lane] = C0[k, i + 1] + sl * C[k, 0, i + 1] + cl * C[k, 1, i + 1] + ql * C[k, 2, i + 1]
+            R[r, 2, lane] = C0[k, i + 2] + sl * C[k, 0, i + 2] + cl * C[k, 1, i + 2] + ql * C[k, 2, i + 2]
+            p[r, lane] = C0[k, i + 3] + sl * C[k, 0, i + 3] + cl * C[k, 1, i + 3] + ql * C[k, 2, i + 3]
 
 
 @_inline
@@ -223,3 +224,4 @@ def _add_bilinear_parameters_l(x, y, sign, acc, nl):
         acc[7, lane] += sign * (x0 * y2 + x2 * y0)
         acc[8, lane] += sign * (x1 * y2 + x2 * y1)
         acc[9, lane] += sign * x2 * y2
+

@@ -31,9 +31,16 @@ A differentiable call's forward runs :func:`forward_kernel`, which keeps what th
 reads: per sample and body the pose ``R_k, p_k`` in the parent, ``v_k``, ``X_k a_j``, ``F_k`` and
 ``I_k v_k`` (and a floating base's ``gb``); its backward runs :func:`adjoint_kernel`, the reverse
 pass alone (``a_k`` rebuilt only for the regressor products; the configuration terms read ``-S_k
-. (y x* f) = f . (y x S_k)`` with ``(X_k v_j) x S_k = v_k x S_k``). The passes are written out in
-the two kernels, not as inlined helpers: numba's inlining of such multi-array helpers cost 30 to
-40 % more time per sample. Importing this module imports numba.
+. (y x* f) = f . (y x S_k)`` with ``(X_k v_j) x S_k = v_k x S_k``).
+
+Both take the samples in blocks of ``L`` (the kept arrays' last axis, read at run time), one
+sample per SIMD lane: every quantity of a block is an array ``(..., L)``, each step one loop over
+the lanes (:mod:`engine.robots.lane_spatial`, :mod:`engine.robots.lane_ltdl` for ABA's ``M``),
+which LLVM vectorises (AVX-512: eight samples an instruction); the joint constants are shared by
+the lanes. The last block holds the remainder ``B - b0 < L`` (its other lanes are not touched).
+The operations and their order are a per-sample pass's, so each sample's results are the same
+numbers whatever the batch (but for ``want_pi``'s sums over the batch, summed per lane, then over
+the lanes). Importing this module imports numba.
 """
 
 from __future__ import annotations
@@ -56,7 +63,6 @@ from engine.robots.lane_ltdl import (
     _mass_matrix_l,
     _orders,
     _packed_solve_l,
-    factor_size,  # noqa: F401 (compiled_vjp's, through _kernels)
     mass_matrix_scratch,
 )
 from engine.robots.lane_spatial import (
@@ -107,7 +113,7 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
     does not depend on its pose) and, with ``want_pi``, ``gpi (n + 1, 10)`` += ``sum_ij G_ij
     dM_ij/dpi`` summed over the batch, for ``G (B, nv, nv)`` (user order; ``M`` without armature).
     Column ``j`` of ``M`` is RNEA at zero velocity and gravity with ``qdd = e_j``: per column one
-    reverse pass of :func:`vjp_kernel`'s without its velocity terms, the poses computed once per
+    reverse pass of :func:`adjoint_kernel`'s without its velocity terms, the poses computed once per
     sample and each column's accelerations only on the subtree that moves."""
     B = q.shape[0]
     n = perm.shape[0]
@@ -198,7 +204,17 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
 @_jit
 def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
                    Rs, ps, vs, Xas, Fs, Ivs, gbs):
-    """forward_kernel with samples in lanes (see lane_spatial): kept arrays (nblk, ..., L)."""
+    """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads, in blocks of ``L``
+    samples (the module docstring; ``nb = ceil(B / L)``): per block the poses ``Rs (nb, n + 1, 3, 3,
+    L)``, ``ps (nb, n + 1, 3, L)`` of the bodies in their parents, their velocities ``vs``, their
+    parents' accelerations in their frames ``Xas`` (``X_k a_j``; the base's row: its acceleration),
+    the transmitted forces ``Fs`` and ``I_k v_k`` ``Ivs`` (each ``(nb, n + 1, 6, L)``; body 0 the
+    base, a fixed base's rows: identity, zeros, ``a0``, zero, zero) and a floating base's gravity in
+    its frame ``gbs (nb, 6, L)``. Without ``solve``: RNEA at ``qdd`` into ``out (B, nv)``
+    (``armature * qdd`` added). With ``solve`` (``qdd`` holds the applied forces): ABA's
+    accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
+    diagonal) into ``H (nb, factor_size, L)``, packed (:func:`engine.robots.lane_ltdl._ltdl_packed_l`),
+    and the passes at those accelerations."""
     B = q.shape[0]
     L = Rs.shape[-1]
     n = perm.shape[0]
@@ -322,7 +338,14 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
 @_jit
 def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
                    H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gquat):
-    """adjoint_kernel with samples in lanes."""
+    """The products of the module docstring from what :func:`forward_kernel` kept (``qdd``: the
+    accelerations its passes are at, user order; the same blocks of ``L`` samples), in the user's
+    order: RNEA's ``g^T dtau/dq`` (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga
+    (B, nv)`` (``armature``: RNEA's); with ``solve``, ABA's at its result, ``-lam^T dtau/dq``,
+    ``-lam^T dtau/dv`` and ``lam = M^-1 g`` (``H``: the packed factors). With ``want_pi`` ``gpi (n +
+    1, 10)`` += the regressor products (internal body order, summed over the batch). A floating
+    base: ``gquat (B, 4)`` the gradient with respect to the quaternion's four numbers (it acts only
+    through gravity in the base frame)."""
     B = q.shape[0]
     L = Rs.shape[-1]
     n = perm.shape[0]
