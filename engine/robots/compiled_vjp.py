@@ -22,6 +22,9 @@ _NONE3 = np.empty((0, 0, 0))
 # samples per block of the kernels' SIMD lanes, a run-time count (at batch 1024, forward + backward: 16
 # lanes 10 to 25 % slower than 32 on the iiwa and Solo-12, 64 within the noise of 32)
 LANES = 32
+# below this batch, blocks of one sample (the kernels' lane loops compiled away: per-sample code, 2x faster
+# than lanes at batch 1, on par at 8)
+SMALL_BATCH = 8
 
 
 def _kernels():
@@ -61,7 +64,7 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     q, qd, x = c(q), c(qd), c(x)
     B, nv = x.shape
     N = consts[-1].shape[0] + 1
-    L = max(1, min(LANES, B))
+    L = min(LANES, B) if B >= SMALL_BATCH else 1
     nb = -(-B // L)
     out = np.empty((B, nv))
     vk = _kernels()

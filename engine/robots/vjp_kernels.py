@@ -215,6 +215,18 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
     diagonal) into ``H (nb, factor_size, L)``, packed (:func:`engine.robots.lane_ltdl._ltdl_packed_l`),
     and the passes at those accelerations."""
+    if Rs.shape[-1] == 1:       # one sample a block: the lane loops compiled away
+        _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
+                        vs, Xas, Fs, Ivs, gbs, True)
+    else:
+        _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
+                        vs, Xas, Fs, Ivs, gbs, False)
+
+
+@_inline
+def _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
+                    vs, Xas, Fs, Ivs, gbs, single):
+    """:func:`forward_kernel`'s passes; ``single``: blocks of one sample (``L = 1``)."""
     B = q.shape[0]
     L = Rs.shape[-1]
     n = perm.shape[0]
@@ -237,7 +249,7 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     mms = mass_matrix_scratch(n, L) if solve else mass_matrix_scratch(0, 0)
     for blk in range(Rs.shape[0]):
         b0 = blk * L
-        nl = min(L, B - b0)
+        nl = 1 if single else min(L, B - b0)
         R, p, v, Xa, F, Iv, gb = Rs[blk], ps[blk], vs[blk], Xas[blk], Fs[blk], Ivs[blk], gbs[blk]
         for j in range(nq):
             for lane in range(nl):
@@ -346,6 +358,20 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     1, 10)`` += the regressor products (internal body order, summed over the batch). A floating
     base: ``gquat (B, 4)`` the gradient with respect to the quaternion's four numbers (it acts only
     through gravity in the base frame)."""
+    if Rs.shape[-1] == 1:       # one sample a block: the lane loops compiled away
+        _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
+                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gquat), True)
+    else:
+        _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
+                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gquat), False)
+
+
+@_inline
+def _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
+                    Rs, ps, vs, Xas, Fs, Ivs, gbs, outs, single):
+    """:func:`adjoint_kernel`'s passes (``outs``: its ``gq, gv, ga, gpi, gquat``); ``single``: blocks of one
+    sample (``L = 1``)."""
+    gq, gv, ga, gpi, gquat = outs
     B = q.shape[0]
     L = Rs.shape[-1]
     n = perm.shape[0]
@@ -370,7 +396,7 @@ def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     sign = -1.0 if solve else 1.0
     for blk in range(Rs.shape[0]):
         b0 = blk * L
-        nl = min(L, B - b0)
+        nl = 1 if single else min(L, B - b0)
         R, p, v, Xa, F, Iv, gb = Rs[blk], ps[blk], vs[blk], Xas[blk], Fs[blk], Ivs[blk], gbs[blk]
         for d in range(nv):
             ud = user[d]

@@ -234,14 +234,14 @@ def test_backward_reads_what_the_forward_kept(floating, monkeypatch):
 @pytest.mark.parametrize("floating", [False, True])
 def test_batches_in_blocks_of_lanes(floating):
     """The kernels take the samples in blocks of ``cv.LANES`` SIMD lanes, the last block the
-    remainder: batches of 1, 5, a block and three, and 37 give the torch path's gradients (the
-    configuration's along the sphere; learnable inertials, whose products are summed over the
-    blocks, and armature included), for inverse and forward dynamics; each sample's gradient is
-    the one it gets alone."""
+    remainder, or below ``cv.SMALL_BATCH`` one sample a block: batches of 1, 5, one block of 9, a
+    block and three, and 37 give the torch path's gradients (the configuration's along the sphere;
+    learnable inertials, whose products are summed over the blocks, and armature included), for
+    inverse and forward dynamics; each sample's gradient is the one it gets alone."""
     m = _with_armature(floating)
     m.make_learnable("c", "mass")
     params = list(m.parameters())
-    for batch in (1, 5, cv.LANES + 3, 37):
+    for batch in (1, 5, 9, cv.LANES + 3, 37):
         q, v, a = (x.requires_grad_(True) for x in _state(m, batch, seed=batch))
         w = torch.randn(batch, m.nv, dtype=torch.float64, generator=torch.Generator().manual_seed(batch))
         for fn in (m.inverse_dynamics, m.forward_dynamics):
