@@ -37,8 +37,11 @@ Both take the samples in blocks of ``L`` (the kept arrays' last axis, read at ru
 sample per SIMD lane: every quantity of a block is an array ``(..., L)``, each step one loop over
 the lanes (:mod:`engine.robots.lane_spatial`, :mod:`engine.robots.lane_ltdl` for ABA's ``M``),
 which LLVM vectorises (AVX-512: eight samples an instruction); the joint constants are shared by
-the lanes. The last block holds the remainder ``B - b0 < L`` (its other lanes are not touched).
-The operations and their order are a per-sample pass's, so each sample's results are the same
+the lanes. The last block holds the remainder ``B - b0 < L`` (its other lanes are not touched). Blocks of
+one sample (``L = 1``, which :mod:`engine.robots.compiled_vjp` takes below ``SMALL_BATCH``) run a
+second specialisation of the same passes (``_forward_blocks``, ``_adjoint_blocks``, inlined twice),
+whose lane loops of one turn compile away: per-sample code, without the vectorised loops'
+overhead. The operations and their order are a per-sample pass's, so each sample's results are the same
 numbers whatever the batch (but for ``want_pi``'s sums over the batch, summed per lane, then over
 the lanes). Importing this module imports numba.
 """
