@@ -43,7 +43,8 @@ second specialisation of the same passes (``_forward_blocks``, ``_adjoint_blocks
 whose lane loops of one turn compile away: per-sample code, without the vectorised loops'
 overhead. The operations and their order are a per-sample pass's, so each sample's results are the same
 numbers whatever the batch (but for ``want_pi``'s sums over the batch, summed per lane, then over
-the lanes). Importing this module imports numba.
+the lanes); the joint angles' sines and cosines are Cephes' (:func:`engine.robots.lane_spatial._sin_1mcos_l`,
+vectorised), within 2 ulp of the libm values the other kernels use. Importing this module imports numba.
 """
 
 from __future__ import annotations
