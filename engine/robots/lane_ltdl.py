@@ -120,14 +120,9 @@ def _mass_matrix_l(parent, S, m, h, Io, R, p, fv, armature, floating, off, P, s,
         for j in range(3):
             for lane in range(nl):
                 Rw[0, i, j, lane] = 1.0 if i == j else 0.0
-    for k in range(n + 1):
-        cm[k] = 0.0
-        for i in range(3):
-            for lane in range(nl):
-                ch[k, i, lane] = 0.0
-            for j in range(3):
-                for lane in range(nl):
-                    cI[k, i, j, lane] = 0.0
+    cm[:] = 0.0
+    ch[:] = 0.0
+    cI[:] = 0.0
     for k in range(1, n + 1):
         j = parent[k]
         Rj, Rk, pk = Rw[j], R[k], p[k]
@@ -157,14 +152,13 @@ def _mass_matrix_l(parent, S, m, h, Io, R, p, fv, armature, floating, off, P, s,
         _composite_to_parent_l(Rw[k], pw[k], m[k], h[k], Io[k], ch[k], cI[k], hr, RI, nl)
         cm[k] += m[k]
         j = parent[k]
-        if k > 0 and (j != 0 or floating):
+        if k > 0 and (j != 0 or floating):      # (all the lanes: the unused ones are zero or ignored)
             cm[j] += cm[k]
-            for i in range(3):
-                for lane in range(nl):
-                    ch[j, i, lane] += ch[k, i, lane]
-                for c in range(3):
-                    for lane in range(nl):
-                        cI[j, i, c, lane] += cI[k, i, c, lane]
+            chj, chk, cIj, cIk = ch[j].reshape(-1), ch[k].reshape(-1), cI[j].reshape(-1), cI[k].reshape(-1)
+            for e in range(chj.shape[0]):
+                chj[e] += chk[e]
+            for e in range(cIj.shape[0]):
+                cIj[e] += cIk[e]
     for k in range(n, 0, -1):
         d = fv + k - 1
         _composite_times_l(cm[k], ch[k], cI[k], Sw[k], Fc, nl)
