@@ -94,14 +94,13 @@ def _local_pose_l(C0, C, k, qk, s, c1, R, p, nl):
     ``p (3, L)`` written (``_local_pose`` per lane, with :func:`_sin_1mcos_l`); ``s, c1 (L,)``:
     scratch."""
     _sin_1mcos_l(qk, s, c1, nl)
-    for lane in range(nl):
-        sl, cl, ql = s[lane], c1[lane], qk[lane]
-        for r in range(3):
-            i = 4 * r
-            R[r, 0, lane] = C0[k, i] + sl * C[k, 0, i] + cl * C[k, 1, i] + ql * C[k, 2, i]
-            R[r, 1, lane] = C0[k, i + 1] + sl * C[k, 0, i + 1] + cl * C[k, 1, i + 1] + ql * C[k, 2, i + 1]
-            R[r, 2, lane] = C0[k, i + 2] + sl * C[k, 0, i + 2] + cl * C[k, 1, i + 2] + ql * C[k, 2, i + 2]
-            p[r, lane] = C0[k, i + 3] + sl * C[k, 0, i + 3] + cl * C[k, 1, i + 3] + ql * C[k, 2, i + 3]
+    for r in range(3):      # one loop an entry, its constants loaded first (so that LLVM vectorises it)
+        for col in range(4):
+            i = 4 * r + col
+            e0, e1, e2, e3 = C0[k, i], C[k, 0, i], C[k, 1, i], C[k, 2, i]
+            out = R[r, col] if col < 3 else p[r]
+            for lane in range(nl):
+                out[lane] = e0 + s[lane] * e1 + c1[lane] * e2 + qk[lane] * e3
 
 
 @_inline
