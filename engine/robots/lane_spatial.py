@@ -240,6 +240,10 @@ def _root_pose_l(qT, floating, a0, R, p, gb, nl):
         R[0, 0, lane], R[0, 1, lane], R[0, 2, lane] = r00, r01, r02
         R[1, 0, lane], R[1, 1, lane], R[1, 2, lane] = r10, r11, r12
         R[2, 0, lane], R[2, 1, lane], R[2, 2, lane] = r20, r21, r22
+    for lane in range(nl):      # (a loop of its own: LLVM does not vectorise the two in one)
+        r00, r01, r02 = R[0, 0, lane], R[0, 1, lane], R[0, 2, lane]
+        r10, r11, r12 = R[1, 0, lane], R[1, 1, lane], R[1, 2, lane]
+        r20, r21, r22 = R[2, 0, lane], R[2, 1, lane], R[2, 2, lane]
         gb[0, lane] = r00 * a00 + r10 * a01 + r20 * a02
         gb[1, lane] = r01 * a00 + r11 * a01 + r21 * a02
         gb[2, lane] = r02 * a00 + r12 * a01 + r22 * a02
@@ -251,7 +255,8 @@ def _root_pose_l(qT, floating, a0, R, p, gb, nl):
 @_inline
 def _add_bilinear_parameters_l(x, y, sign, acc, nl):
     """acc (10, L) += sign * d(x^T I y)/d pi per lane, for ``x, y (6, L)``
-    (:func:`engine.robots.regressor_kernels._add_bilinear_parameters` per lane)."""
+    (:func:`engine.robots.regressor_kernels._add_bilinear_parameters` per lane; LLVM leaves this
+    loop scalar, and its vectorised split into two loops of five rows ran slower)."""
     for lane in range(nl):
         x0, x1, x2, x3, x4, x5 = x[0, lane], x[1, lane], x[2, lane], x[3, lane], x[4, lane], x[5, lane]
         y0, y1, y2, y3, y4, y5 = y[0, lane], y[1, lane], y[2, lane], y[3, lane], y[4, lane], y[5, lane]
@@ -265,4 +270,3 @@ def _add_bilinear_parameters_l(x, y, sign, acc, nl):
         acc[7, lane] += sign * (x0 * y2 + x2 * y0)
         acc[8, lane] += sign * (x1 * y2 + x2 * y1)
         acc[9, lane] += sign * x2 * y2
-
