@@ -22,8 +22,8 @@ _NONE3 = np.empty((0, 0, 0))
 # samples per block of the kernels' SIMD lanes, a run-time count (at batch 1024, forward + backward: 16
 # lanes 10 to 25 % slower than 32 on the iiwa and Solo-12, 64 within the noise of 32)
 LANES = 32
-# below this batch, blocks of one sample (the kernels' lane loops compiled away: per-sample code, 2x faster
-# than lanes at batch 1, on par at 8)
+# below this batch, blocks of one sample (the kernels' lane loops compiled away: per-sample code; the
+# iiwa's forward at batch 1: 6 us a call against 9 us in lanes, on par at 8)
 SMALL_BATCH = 8
 
 
@@ -32,6 +32,14 @@ def _kernels():
     from engine.robots import vjp_kernels
 
     return vjp_kernels
+
+
+def _factor_size(consts, floating: bool) -> int:
+    """The rows of a block's packed factors of ``M`` (:func:`engine.robots.lane_ltdl.factor_size`)."""
+    _kernels()
+    from engine.robots import lane_ltdl
+
+    return lane_ltdl.factor_size(consts[0], consts[-1], floating)
 
 
 class Saved(NamedTuple):
@@ -68,9 +76,7 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     nb = -(-B // L)
     out = np.empty((B, nv))
     vk = _kernels()
-    from engine.robots import lane_ltdl
-
-    H = np.empty((nb, lane_ltdl.factor_size(consts[0], consts[-1], floating), L)) if solve else _NONE3
+    H = np.empty((nb, _factor_size(consts, floating), L)) if solve else _NONE3
     R, p = np.empty((nb, N, 3, 3, L)), np.empty((nb, N, 3, L))
     v, Xa, F, Iv = (np.empty((nb, N, 6, L)) for _ in range(4))
     gb = np.empty((nb, 6, L))
