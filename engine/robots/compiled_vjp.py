@@ -18,7 +18,13 @@ from engine.robots import compiled_dynamics as cdyn
 
 __all__ = ["Saved", "aba_forward", "aba_vjp", "adjoint", "crba_vjp", "forward", "rnea_vjp"]
 
-_NONE2 = np.empty((0, 0))
+_NONE3 = np.empty((0, 0, 0))
+# samples per block of the kernels' SIMD lanes, a run-time count (at batch 1024, forward + backward: 16
+# lanes 10 to 25 % slower than 32 on the iiwa and Solo-12, 64 within the noise of 32)
+LANES = 32
+# below this batch, blocks of one sample (the kernels' lane loops compiled away: per-sample code; the
+# iiwa's forward at batch 1: 6 us a call against 9 us in lanes, on par at 8)
+SMALL_BATCH = 8
 
 
 def _kernels():
@@ -28,15 +34,24 @@ def _kernels():
     return vjp_kernels
 
 
+def _factor_size(consts, floating: bool) -> int:
+    """The rows of a block's packed factors of ``M`` (:func:`engine.robots.lane_ltdl.factor_size`)."""
+    _kernels()
+    from engine.robots import lane_ltdl
+
+    return lane_ltdl.factor_size(consts[0], consts[-1], floating)
+
+
 class Saved(NamedTuple):
-    """What a differentiable call's forward keeps for its backward (numpy, sample-major): the
-    accelerations ``qdd (B, nv)`` the passes are at (RNEA's input, or ABA's result), each body's
-    pose in its parent ``R (B, n + 1, 3, 3)``, ``p (B, n + 1, 3)``, velocity ``v``, its parent's
-    acceleration in its frame ``Xa`` (``X_k a_j``; the base's row: its acceleration), transmitted
-    force ``F`` and ``Iv = I_k v_k`` (each ``(B, n + 1, 6)``), a floating base's gravity in its frame
-    ``gb (B, 6)``
-    and, after ABA, the ``L^T D L`` factors of ``M``, packed ``H (B, size)`` (the diagonal, then each
-    dof's entries along its ancestors; RNEA: empty)."""
+    """What a differentiable call's forward keeps for its backward (numpy; the samples in blocks of
+    ``L = min(LANES, B)``, ``nb = ceil(B / L)`` blocks, the sample axis last, the last block's lanes
+    past ``B`` unused: :func:`engine.robots.vjp_kernels.forward_kernel`): the accelerations ``qdd
+    (B, nv)`` the passes are at (RNEA's input, or ABA's result), each body's pose in its parent ``R
+    (nb, n + 1, 3, 3, L)``, ``p (nb, n + 1, 3, L)``, velocity ``v``, its parent's acceleration in
+    its frame ``Xa`` (``X_k a_j``; the base's row: its acceleration), transmitted force ``F`` and
+    ``Iv = I_k v_k`` (each ``(nb, n + 1, 6, L)``), a floating base's gravity in its frame ``gb (nb,
+    6, L)`` and, after ABA, the ``L^T D L`` factors of ``M``, packed ``H (nb, size, L)`` (the
+    diagonal, then each dof's entries along its ancestors; RNEA: empty)."""
 
     qdd: np.ndarray
     R: np.ndarray
@@ -57,14 +72,15 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     q, qd, x = c(q), c(qd), c(x)
     B, nv = x.shape
     N = consts[-1].shape[0] + 1
+    L = min(LANES, B) if B >= SMALL_BATCH else 1
+    nb = -(-B // L)
     out = np.empty((B, nv))
     vk = _kernels()
-    H = np.empty((B, vk.factor_size(consts[0], consts[-1], floating))) if solve else _NONE2
-    R, p = np.empty((B, N, 3, 3)), np.empty((B, N, 3))
-    v, Xa, F, Iv = (np.empty((B, N, 6)) for _ in range(4))
-    gb = np.empty((B, 6))
-    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv,
-                      gb)
+    H = np.empty((nb, _factor_size(consts, floating), L)) if solve else _NONE3
+    R, p = np.empty((nb, N, 3, 3, L)), np.empty((nb, N, 3, L))
+    v, Xa, F, Iv = (np.empty((nb, N, 6, L)) for _ in range(4))
+    gb = np.empty((nb, 6, L))
+    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv, gb)
     return out, Saved(out if solve else x, R, p, v, Xa, F, Iv, gb, H)
 
 

@@ -31,9 +31,20 @@ A differentiable call's forward runs :func:`forward_kernel`, which keeps what th
 reads: per sample and body the pose ``R_k, p_k`` in the parent, ``v_k``, ``X_k a_j``, ``F_k`` and
 ``I_k v_k`` (and a floating base's ``gb``); its backward runs :func:`adjoint_kernel`, the reverse
 pass alone (``a_k`` rebuilt only for the regressor products; the configuration terms read ``-S_k
-. (y x* f) = f . (y x S_k)`` with ``(X_k v_j) x S_k = v_k x S_k``). The passes are written out in
-the two kernels, not as inlined helpers: numba's inlining of such multi-array helpers cost 30 to
-40 % more time per sample. Importing this module imports numba.
+. (y x* f) = f . (y x S_k)`` with ``(X_k v_j) x S_k = v_k x S_k``).
+
+Both take the samples in blocks of ``L`` (the kept arrays' last axis, read at run time), one
+sample per SIMD lane: every quantity of a block is an array ``(..., L)``, each step one loop over
+the lanes (:mod:`engine.robots.lane_spatial`, :mod:`engine.robots.lane_ltdl` for ABA's ``M``),
+which LLVM vectorises (AVX-512: eight samples an instruction); the joint constants are shared by
+the lanes. The last block holds the remainder ``B - b0 < L`` (its other lanes are not touched). Blocks of
+one sample (``L = 1``, which :mod:`engine.robots.compiled_vjp` takes below ``SMALL_BATCH``) run a
+second specialisation of the same passes (``_forward_blocks``, ``_adjoint_blocks``, inlined twice),
+whose lane loops of one turn compile away: per-sample code, without the vectorised loops'
+overhead. The operations and their order are a per-sample pass's, so each sample's results are the same
+numbers whatever the batch (but for ``want_pi``'s sums over the batch, summed per lane, then over
+the lanes); the joint angles' sines and cosines are Cephes' (:func:`engine.robots.lane_spatial._sin_1mcos_l`,
+vectorised), within 2 ulp of the libm values the other kernels use. Importing this module imports numba.
 """
 
 from __future__ import annotations
@@ -42,17 +53,35 @@ import numpy as np
 
 from engine.robots.compiled_kernels import (
     _add_cross_force,
-    _add_cross_motion,
-    _composite_to_parent,
     _force_to_parent,
-    _gravity_in_base,
     _inertia_times,
     _inline,
     _jit,
     _local_pose,
     _motion_to_child,
     _origin_inertias,
-    _quaternion_rotation,
+)
+from engine.robots.lane_ltdl import (
+    _chain_offsets,
+    _ltdl_packed_l,
+    _mass_matrix_l,
+    _orders,
+    _packed_solve_l,
+    mass_matrix_scratch,
+)
+from engine.robots.lane_spatial import (
+    _add_bilinear_parameters_l,
+    _cross6,
+    _cross_force_l,
+    _cross_motion_l,
+    _force_to_parent_add_l,
+    _inertia_times_l,
+    _lane6,
+    _local_pose_l,
+    _minus_times,
+    _motion_to_child_l,
+    _root_pose_l,
+    _row6,
 )
 from engine.robots.regressor_kernels import _add_bilinear_parameters
 
@@ -60,77 +89,6 @@ from engine.robots.regressor_kernels import _add_bilinear_parameters
 @_inline
 def _dot6(x, y):
     return x[0] * y[0] + x[1] * y[1] + x[2] * y[2] + x[3] * y[3] + x[4] * y[4] + x[5] * y[5]
-
-
-@_inline
-def _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, Fc, Rw, pw, Sw, Mb, off,
-                 P):
-    """The joint-space inertia ``M`` (internal order) of the poses ``R, p``, packed into ``P``
-    (:func:`_chain_offsets`: the diagonal, then each dof's entries along its ancestors), by the
-    composite inertias (CRBA, Featherstone 2008 table 6.2), in the root body's frame (a floating
-    base's): each body's pose ``Rw, pw`` and joint axis ``Sw`` there first, then the composite
-    inertias ``cm, ch, cI`` there, so that an entry along a chain is one dot product ``Sw_i . I_k
-    Sw_k`` instead of carrying the force up the chain (Pinocchio's CRBA works in a common frame
-    likewise). ``Rw (n + 1, 3, 3)``, ``pw (n + 1, 3)``, ``Sw (n + 1, 6)``, ``Mb (6, 6)``: scratch."""
-    for i in range(3):
-        pw[0, i] = 0.0
-        for j in range(3):
-            Rw[0, i, j] = 1.0 if i == j else 0.0
-    for k in range(n + 1):
-        cm[k] = 0.0
-        for i in range(3):
-            ch[k, i] = 0.0
-            for j in range(3):
-                cI[k, i, j] = 0.0
-    for k in range(1, n + 1):
-        j = parent[k]
-        for r in range(3):
-            pw[k, r] = pw[j, r] + Rw[j, r, 0] * p[k, 0] + Rw[j, r, 1] * p[k, 1] + Rw[j, r, 2] * p[k, 2]
-            for c in range(3):
-                Rw[k, r, c] = Rw[j, r, 0] * R[k, 0, c] + Rw[j, r, 1] * R[k, 1, c] + Rw[j, r, 2] * R[k, 2, c]
-        Sk = S[k - 1]
-        for r in range(3):      # [R s_w; R s_u + p x R s_w]
-            Sw[k, r] = Rw[k, r, 0] * Sk[0] + Rw[k, r, 1] * Sk[1] + Rw[k, r, 2] * Sk[2]
-            Sw[k, 3 + r] = Rw[k, r, 0] * Sk[3] + Rw[k, r, 1] * Sk[4] + Rw[k, r, 2] * Sk[5]
-        Sw[k, 3] += pw[k, 1] * Sw[k, 2] - pw[k, 2] * Sw[k, 1]
-        Sw[k, 4] += pw[k, 2] * Sw[k, 0] - pw[k, 0] * Sw[k, 2]
-        Sw[k, 5] += pw[k, 0] * Sw[k, 1] - pw[k, 1] * Sw[k, 0]
-    for k in range(n, -1 if floating else 0, -1):      # composites, leaves to root
-        cm[k] = _composite_to_parent(Rw[k], pw[k], m[k], h[k], Io[k], cm[k], ch[k], cI[k], hr, RI)
-        j = parent[k]
-        if k > 0 and (j != 0 or floating):
-            cm[j] += cm[k]
-            for i in range(3):
-                ch[j, i] += ch[k, i]
-                for c in range(3):
-                    cI[j, i, c] += cI[k, i, c]
-    for k in range(n, 0, -1):
-        d = fv + k - 1
-        _inertia_times(cm[k], ch[k], cI[k], Sw[k], Fc)
-        P[d] = _dot6(Sw[k], Fc) + armature[k - 1]
-        r = off[d]
-        i = parent[k]
-        while i != 0:
-            P[r] = _dot6(Sw[i], Fc)
-            r += 1
-            i = parent[i]
-        if floating:        # the base dofs 5, ..., 0 ([linear; angular])
-            for c in range(5, -1, -1):
-                P[r] = Fc[(c + 3) % 6]
-                r += 1
-    if floating:        # the base block [[m 1, -[h]x], [[h]x, Io]]
-        m0, h0 = cm[0], ch[0]
-        for i in range(3):
-            for j in range(3):
-                Mb[i, j] = m0 if i == j else 0.0
-                Mb[3 + i, 3 + j] = cI[0, i, j]
-            Mb[3 + i, i] = 0.0
-        Mb[4, 0], Mb[5, 0], Mb[3, 1] = h0[2], -h0[1], -h0[2]
-        Mb[5, 1], Mb[3, 2], Mb[4, 2] = h0[0], h0[1], -h0[0]
-        for i in range(6):
-            P[i] = Mb[i, i]
-            for j in range(i - 1, -1, -1):
-                P[off[i] + i - 1 - j] = Mb[i, j]
 
 
 @_inline
@@ -153,337 +111,13 @@ def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, C, out):
     out[b, 3] = 2.0 * (z * (C[1, 0] - C[0, 1]) + y * (C[0, 2] - C[2, 0]) + x * (C[2, 1] - C[1, 2]))
 
 
-@_inline
-def _orders(parent, perm, floating):
-    """``user (nv,)``: each internal dof's user index; ``lam (nv,)``: its parent dof (-1: none)."""
-    n = perm.shape[0]
-    fv = 6 if floating else 0
-    user = np.empty(n + fv, dtype=np.int64)
-    lam = np.empty(n + fv, dtype=np.int64)
-    for i in range(fv):
-        user[i] = i
-        lam[i] = i - 1
-    for k in range(1, n + 1):
-        user[fv + k - 1] = fv + perm[k - 1]
-        lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
-    return user, lam
-
-
-@_inline
-def _chain_offsets(lam):
-    """``off (nv + 1,)``: where the packed factors (:func:`_ltdl_packed`) keep dof ``i``'s entries
-    along its ancestor chain, ``off[i]:off[i + 1]``; ``off[nv]`` their whole size."""
-    nv = lam.shape[0]
-    off = np.empty(nv + 1, dtype=np.int64)
-    off[0] = nv
-    for i in range(nv):
-        c = 0
-        j = lam[i]
-        while j != -1:
-            c += 1
-            j = lam[j]
-        off[i + 1] = off[i] + c
-    return off
-
-
-@_jit
-def factor_size(parent, perm, floating):
-    """The length of one sample's packed ``L^T D L`` factors (:func:`forward_kernel`'s ``H`` rows)."""
-    return _chain_offsets(_orders(parent, perm, floating)[1])[-1]
-
-
-@_inline
-def _ltdl_packed(P, lam, off):
-    """Factorise ``M = L^T D L`` in place in its packed layout (:func:`_mass_matrix`): the same
-    operations in the same order as :func:`engine.robots.tree_solve_kernels._ltdl` (Featherstone
-    2008, table 6.3) on the dense matrix, but a dof's update of an ancestor's row is one
-    contiguous loop (an ancestor's chain is the tail of its descendant's)."""
-    for k in range(lam.shape[0] - 1, -1, -1):
-        bk = off[k]
-        m = off[k + 1] - bk
-        dk = P[k]
-        i = lam[k]
-        t = 0
-        while i != -1:
-            x = P[bk + t] / dk
-            P[i] -= x * P[bk + t]
-            bi = off[i]
-            for s in range(m - t - 1):
-                P[bi + s] -= x * P[bk + t + 1 + s]
-            P[bk + t] = x
-            i = lam[i]
-            t += 1
-
-
-@_inline
-def _packed_solve(L, lam, off, x):
-    """x = M^-1 x in place, ``L`` the packed factors of ``M`` (:func:`_ltdl_packed`; the same
-    operations as :func:`engine.robots.tree_solve_kernels._ltdl_solve` on contiguous memory)."""
-    nv = x.shape[0]
-    for i in range(nv - 1, -1, -1):
-        r = off[i]
-        j = lam[i]
-        xi = x[i]
-        while j != -1:
-            x[j] -= L[r] * xi
-            r += 1
-            j = lam[j]
-    for i in range(nv):
-        x[i] /= L[i]
-    for i in range(nv):
-        r = off[i]
-        j = lam[i]
-        s = x[i]
-        while j != -1:
-            s -= L[r] * x[j]
-            r += 1
-            j = lam[j]
-        x[i] = s
-
-
-@_jit
-def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
-                   Rs, ps, vs, Xas, Fs, Ivs, gbs):
-    """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads: per sample the
-    poses ``Rs (B, n + 1, 3, 3)``, ``ps (B, n + 1, 3)`` of the bodies in their parents, their
-    velocities ``vs``, their parents' accelerations in their frames ``Xas`` (``X_k a_j``; the base's
-    row: its acceleration), the transmitted forces ``Fs`` and ``I_k v_k`` ``Ivs`` (each ``(B, n + 1,
-    6)``; body 0 the base, a fixed base's rows: identity, zeros, ``a0``, zero, zero) and a floating
-    base's gravity in its frame ``gbs (B, 6)``. Without ``solve``: RNEA at ``qdd`` into ``out (B,
-    nv)`` (``armature * qdd`` added). With ``solve`` (``qdd`` holds the applied forces): ABA's
-    accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
-    diagonal) into ``H (B, factor_size)``, packed (:func:`_ltdl_packed`: a sample's solve then
-    reads one contiguous row), and the passes at those accelerations."""
-    B = q.shape[0]
-    n = perm.shape[0]
-    fq, fv = (7, 6) if floating else (0, 0)
-    nv = n + fv
-    Io, h = _origin_inertias(m, c, Ic)
-    sv = np.empty(6)
-    t = np.empty(6)
-    x = np.zeros(nv)
-    user, lam = _orders(parent, perm, floating)
-    off = _chain_offsets(lam)
-    Mb = np.zeros((6, 6))
-    a = np.zeros((n + 1, 6))
-    vc = np.zeros((n + 1, 6))
-    fc = np.zeros((n + 1, 6))
-    cm = np.zeros(n + 1)
-    ch = np.zeros((n + 1, 3))
-    cI = np.zeros((n + 1, 3, 3))
-    hr = np.empty(3)
-    RI = np.empty((3, 3))
-    Rw = np.zeros((n + 1, 3, 3))
-    pw = np.zeros((n + 1, 3))
-    Sw = np.zeros((n + 1, 6))
-    for b in range(B):
-        R, p, v, Xa, F, Iv, gb = Rs[b], ps[b], vs[b], Xas[b], Fs[b], Ivs[b], gbs[b]
-        # poses and velocities
-        for i in range(3):
-            p[0, i] = 0.0
-            for j in range(3):
-                R[0, i, j] = 1.0 if i == j else 0.0
-        if floating:
-            _quaternion_rotation(q, b, R[0])
-            _gravity_in_base(R[0], a0, gb)
-            for i in range(3):
-                v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
-        else:
-            for i in range(6):
-                v[0, i] = 0.0
-                gb[i] = 0.0
-                F[0, i] = 0.0
-                Iv[0, i] = 0.0
-        for k in range(1, n + 1):
-            jk = perm[k - 1]
-            _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
-            _motion_to_child(R[k], p[k], v[parent[k]], v[k])
-            xd = qd[b, fv + jk]
-            for i in range(6):
-                v[k, i] += S[k - 1, i] * xd
-        # accelerations and forces: at qdd (RNEA); ABA: at zero (the bias), then at its result
-        for rep in range(2 if solve else 1):
-            acc = qdd if not solve else out
-            zero = solve and rep == 0
-            if floating:
-                for i in range(3):
-                    a[0, i] = gb[i] + (0.0 if zero else acc[b, 3 + i])
-                    a[0, 3 + i] = gb[3 + i] + (0.0 if zero else acc[b, i])
-            else:
-                for i in range(6):
-                    a[0, i] = a0[i]
-            for i in range(6):
-                Xa[0, i] = a[0, i]
-            for k in range(1, n + 1):
-                jk = perm[k - 1]
-                _motion_to_child(R[k], p[k], a[parent[k]], Xa[k])
-                xd = qd[b, fv + jk]
-                y = 0.0 if zero else acc[b, fv + jk]
-                if rep == 0:        # v x S qd, kept for ABA's second turn
-                    for i in range(6):
-                        sv[i] = S[k - 1, i] * xd
-                        vc[k, i] = 0.0
-                    _add_cross_motion(v[k], sv, vc[k])
-                for i in range(6):
-                    a[k, i] = Xa[k, i] + S[k - 1, i] * y + vc[k, i]
-            for k in range(0 if floating else 1, n + 1):
-                _inertia_times(m[k], h[k], Io[k], a[k], F[k])
-                if rep == 0:        # v x* I v, kept likewise
-                    _inertia_times(m[k], h[k], Io[k], v[k], Iv[k])
-                    for i in range(6):
-                        fc[k, i] = 0.0
-                    _add_cross_force(v[k], Iv[k], fc[k])
-                for i in range(6):
-                    F[k, i] += fc[k, i]
-            for k in range(n, 0, -1):
-                if parent[k] != 0 or floating:
-                    _force_to_parent(R[k], p[k], F[k], F[parent[k]], True)
-            if zero:        # qdd = M^-1 (tau - h) into out[b]
-                _mass_matrix(parent, S, m, h, Io, R, p, n, fv, armature, floating, cm, ch, cI, hr, RI, t, Rw, pw, Sw,
-                             Mb, off, H[b])
-                _ltdl_packed(H[b], lam, off)
-                for k in range(1, n + 1):
-                    d = fv + k - 1
-                    x[d] = qdd[b, user[d]] - _dot6(S[k - 1], F[k])
-                for i in range(3 if floating else 0):
-                    x[i], x[3 + i] = qdd[b, i] - F[0, 3 + i], qdd[b, 3 + i] - F[0, i]
-                _packed_solve(H[b], lam, off, x)
-                for d in range(nv):
-                    out[b, user[d]] = x[d]
-        if not solve:
-            for k in range(1, n + 1):
-                u = fv + perm[k - 1]
-                out[b, u] = _dot6(S[k - 1], F[k]) + armature[k - 1] * qdd[b, u]
-            if floating:
-                for i in range(3):
-                    out[b, i], out[b, 3 + i] = F[0, 3 + i], F[0, i]
-
-
-@_jit
-def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
-                   H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gquat):
-    """The products of the module docstring from what :func:`forward_kernel` kept (``qdd``: the
-    accelerations its passes are at, user order), in the user's order: RNEA's ``g^T dtau/dq``
-    (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga (B, nv)`` (``armature``:
-    RNEA's); with ``solve``, ABA's at its result, ``-lam^T dtau/dq``, ``-lam^T dtau/dv`` and ``lam
-    = M^-1 g`` (``H``: the packed factors). With ``want_pi`` ``gpi (n + 1, 10)`` += the regressor
-    products (internal body order, summed over the batch). A floating base: ``gquat (B, 4)`` the
-    gradient with respect to the quaternion's four numbers (it acts only through gravity in the
-    base frame)."""
-    B = q.shape[0]
-    n = perm.shape[0]
-    fv = 6 if floating else 0
-    nv = n + fv
-    Io, h = _origin_inertias(m, c, Ic)
-    Fb = np.zeros((n + 1, 6))
-    ab = np.zeros((n + 1, 6))
-    vb = np.zeros((n + 1, 6))
-    sv = np.empty(6)
-    t = np.empty(6)
-    t2 = np.empty(6)
-    vS = np.empty(6)
-    ak = np.empty(6)
-    C3 = np.empty((3, 3))
-    x = np.zeros(nv)
-    user, lam = _orders(parent, perm, floating)
-    off = _chain_offsets(lam)
-    sign = -1.0 if solve else 1.0
-    for b in range(B):
-        R, p, v, Xa, F, Iv, gb = Rs[b], ps[b], vs[b], Xas[b], Fs[b], Ivs[b], gbs[b]
-        for d in range(nv):
-            x[d] = g[b, user[d]]
-        if solve:
-            _packed_solve(H[b], lam, off, x)
-        # ---- the force weights, root to leaves
-        for i in range(6):
-            Fb[0, i] = 0.0
-        if floating:
-            for i in range(3):
-                Fb[0, i], Fb[0, 3 + i] = x[3 + i], x[i]
-        for k in range(0 if floating else 1, n + 1):
-            if k > 0:
-                _motion_to_child(R[k], p[k], Fb[parent[k]], Fb[k])
-                d = fv + k - 1
-                for i in range(6):
-                    Fb[k, i] += S[k - 1, i] * x[d]
-            _inertia_times(m[k], h[k], Io[k], Fb[k], ab[k])             # ab = I Fb
-            # vb = I (Fb x v) - Fb x* I v
-            for i in range(6):
-                sv[i] = 0.0
-                t2[i] = 0.0
-            _add_cross_force(Fb[k], Iv[k], t2)
-            _add_cross_motion(Fb[k], v[k], sv)
-            _inertia_times(m[k], h[k], Io[k], sv, vb[k])
-            for i in range(6):
-                vb[k, i] -= t2[i]
-            if want_pi:         # the body's acceleration a_k = X a_j + S qdd + (X v_j) x S qd
-                for i in range(6):
-                    ak[i] = Xa[k, i]
-                if k > 0:
-                    u = fv + perm[k - 1]
-                    for i in range(6):
-                        t[i] = S[k - 1, i] * qd[b, u]
-                        t2[i] = v[k, i] - t[i]
-                        ak[i] += S[k - 1, i] * qdd[b, u]
-                    _add_cross_motion(t2, t, ak)
-                _add_bilinear_parameters(Fb[k], ak, sign, gpi[k])
-                _add_bilinear_parameters(sv, v[k], sign, gpi[k])
-        # ---- leaves to root
-        for k in range(n, 0, -1):
-            d = fv + k - 1
-            u = fv + perm[k - 1]
-            xd = qd[b, u]
-            Sk = S[k - 1]
-            for i in range(6):
-                sv[i] = Sk[i] * xd
-                vS[i] = 0.0
-                t[i] = 0.0
-                t2[i] = Fb[k, i] - Sk[i] * x[d]
-            _add_cross_force(sv, ab[k], vb[k])                          # vb += (S qd) x* ab
-            # dq: -S . (X v_j x* vb + X a_j x* ab + (Fb_k - S x) x* F_k), by -S . (y x* f) = f . (y x S)
-            # and (X v_j) x S = v x S
-            _add_cross_motion(v[k], Sk, vS)
-            _add_cross_motion(Xa[k], Sk, t)
-            sq = _dot6(vb[k], vS) + _dot6(ab[k], t)
-            for i in range(6):
-                t[i] = 0.0
-            _add_cross_motion(t2, Sk, t)
-            sq += _dot6(F[k], t)
-            sa = _dot6(Sk, ab[k]) + armature[k - 1] * x[d]
-            sdv = _dot6(Sk, vb[k]) + _dot6(ab[k], vS)
-            if solve:
-                gq[b, u], gv[b, u], ga[b, u] = -sq, -sdv, x[d]
-            else:
-                gq[b, u], gv[b, u], ga[b, u] = sq, sdv, sa
-            j = parent[k]
-            if j != 0 or floating:
-                _force_to_parent(R[k], p[k], ab[k], ab[j], True)
-                _force_to_parent(R[k], p[k], vb[k], vb[j], True)
-        if floating:
-            for i in range(3):
-                gq[b, i] = 0.0
-                gv[b, i], gv[b, 3 + i] = sign * vb[0, 3 + i], sign * vb[0, i]
-                if solve:
-                    ga[b, i], ga[b, 3 + i] = x[i], x[3 + i]
-                else:
-                    ga[b, i], ga[b, 3 + i] = ab[0, 3 + i], ab[0, i]
-            # rotation: ab_ang x gb_ang + ab_lin x gb_lin
-            gq[b, 3] = sign * (ab[0, 1] * gb[2] - ab[0, 2] * gb[1] + ab[0, 4] * gb[5] - ab[0, 5] * gb[4])
-            gq[b, 4] = sign * (ab[0, 2] * gb[0] - ab[0, 0] * gb[2] + ab[0, 5] * gb[3] - ab[0, 3] * gb[5])
-            gq[b, 5] = sign * (ab[0, 0] * gb[1] - ab[0, 1] * gb[0] + ab[0, 3] * gb[4] - ab[0, 4] * gb[3])
-            if solve:       # qdd_base + g_base does not depend on g_base
-                _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], C3, gquat)
-            else:           # dtau/dg_base = dtau/dqdd_base
-                _quaternion_grad(q, b, a0, ab[0, 3], ab[0, 4], ab[0, 5], ab[0, 0], ab[0, 1], ab[0, 2], C3, gquat)
-
-
 @_jit
 def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, gq, gpi):
     """``sum_ij G_ij dM_ij/dq`` (tangent, ``gq (B, nv)``; zero on a floating base's rows: ``M``
     does not depend on its pose) and, with ``want_pi``, ``gpi (n + 1, 10)`` += ``sum_ij G_ij
     dM_ij/dpi`` summed over the batch, for ``G (B, nv, nv)`` (user order; ``M`` without armature).
     Column ``j`` of ``M`` is RNEA at zero velocity and gravity with ``qdd = e_j``: per column one
-    reverse pass of :func:`vjp_kernel`'s without its velocity terms, the poses computed once per
+    reverse pass of :func:`adjoint_kernel`'s without its velocity terms, the poses computed once per
     sample and each column's accelerations only on the subtree that moves."""
     B = q.shape[0]
     n = perm.shape[0]
@@ -569,3 +203,305 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
                 j = parent[k]
                 if j != 0 or floating:
                     _force_to_parent(R[k], p[k], ab[k], ab[j], True)
+
+
+@_jit
+def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
+                   Rs, ps, vs, Xas, Fs, Ivs, gbs):
+    """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads, in blocks of ``L``
+    samples (the module docstring; ``nb = ceil(B / L)``): per block the poses ``Rs (nb, n + 1, 3, 3,
+    L)``, ``ps (nb, n + 1, 3, L)`` of the bodies in their parents, their velocities ``vs``, their
+    parents' accelerations in their frames ``Xas`` (``X_k a_j``; the base's row: its acceleration),
+    the transmitted forces ``Fs`` and ``I_k v_k`` ``Ivs`` (each ``(nb, n + 1, 6, L)``; body 0 the
+    base, a fixed base's rows: identity, zeros, ``a0``, zero, zero) and a floating base's gravity in
+    its frame ``gbs (nb, 6, L)``. Without ``solve``: RNEA at ``qdd`` into ``out (B, nv)``
+    (``armature * qdd`` added). With ``solve`` (``qdd`` holds the applied forces): ABA's
+    accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
+    diagonal) into ``H (nb, factor_size, L)``, packed (:func:`engine.robots.lane_ltdl._ltdl_packed_l`),
+    and the passes at those accelerations."""
+    if Rs.shape[-1] == 1:       # one sample a block: the lane loops compiled away
+        _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
+                        vs, Xas, Fs, Ivs, gbs, True)
+    else:
+        _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
+                        vs, Xas, Fs, Ivs, gbs, False)
+
+
+@_inline
+def _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
+                    vs, Xas, Fs, Ivs, gbs, single):
+    """:func:`forward_kernel`'s passes; ``single``: blocks of one sample (``L = 1``)."""
+    B = q.shape[0]
+    L = Rs.shape[-1]
+    n = perm.shape[0]
+    fq, fv = (7, 6) if floating else (0, 0)
+    nv = n + fv
+    nq = q.shape[1]
+    Io, h = _origin_inertias(m, c, Ic)
+    user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
+    qT = np.empty((nq, L))
+    qdT = np.empty((nv, L))
+    acc = np.empty((nv, L))
+    s = np.empty(L)
+    c1 = np.empty(L)
+    sv = np.empty((6, L))
+    a = np.zeros((n + 1, 6, L))
+    vc = np.zeros((n + 1, 6, L))
+    fc = np.zeros((n + 1, 6, L))
+    x = np.empty((nv, L))       # ABA: the rhs tau - h, then M^-1 of it (internal order)
+    mms = mass_matrix_scratch(n, L) if solve else mass_matrix_scratch(0, 0)
+    for blk in range(Rs.shape[0]):
+        b0 = blk * L
+        nl = 1 if single else min(L, B - b0)
+        R, p, v, Xa, F, Iv, gb = Rs[blk], ps[blk], vs[blk], Xas[blk], Fs[blk], Ivs[blk], gbs[blk]
+        for j in range(nq):
+            for lane in range(nl):
+                qT[j, lane] = q[b0 + lane, j]
+        for j in range(nv):
+            for lane in range(nl):
+                qdT[j, lane] = qd[b0 + lane, j]
+                acc[j, lane] = 0.0 if solve else qdd[b0 + lane, j]
+        # poses and velocities
+        _root_pose_l(qT, floating, a0, R[0], p[0], gb, nl)
+        for i in range(6):
+            for lane in range(nl):
+                if floating:
+                    v[0, i, lane] = qdT[(i + 3) % 6, lane]
+                else:
+                    v[0, i, lane] = 0.0
+                    F[0, i, lane] = 0.0
+                    Iv[0, i, lane] = 0.0
+        for k in range(1, n + 1):
+            jk = perm[k - 1]
+            _local_pose_l(C0, C, k - 1, qT[fq + jk], s, c1, R[k], p[k], nl)
+            _motion_to_child_l(R[k], p[k], v[parent[k]], v[k], nl)
+            xd = qdT[fv + jk]
+            for i in range(6):
+                Ski = S[k - 1, i]
+                vk = v[k, i]
+                for lane in range(nl):
+                    vk[lane] += Ski * xd[lane]
+        # accelerations and forces: at qdd (RNEA); ABA: at zero (the bias), then at its result
+        for rep in range(2 if solve else 1):
+            if floating:
+                for i in range(6):
+                    for lane in range(nl):
+                        a[0, i, lane] = gb[i, lane] + acc[(i + 3) % 6, lane]
+            else:
+                for i in range(6):
+                    for lane in range(nl):
+                        a[0, i, lane] = a0[i]
+            for i in range(6):
+                for lane in range(nl):
+                    Xa[0, i, lane] = a[0, i, lane]
+            for k in range(1, n + 1):
+                jk = perm[k - 1]
+                _motion_to_child_l(R[k], p[k], a[parent[k]], Xa[k], nl)
+                xd = qdT[fv + jk]
+                y = acc[fv + jk]
+                if rep == 0:        # v x S qd, kept for ABA's second turn
+                    for i in range(6):
+                        Ski = S[k - 1, i]
+                        for lane in range(nl):
+                            sv[i, lane] = Ski * xd[lane]
+                    _cross_motion_l(v[k], sv, vc[k], nl)
+                for i in range(6):
+                    Ski = S[k - 1, i]
+                    ak, Xak, vck = a[k, i], Xa[k, i], vc[k, i]
+                    for lane in range(nl):
+                        ak[lane] = Xak[lane] + Ski * y[lane] + vck[lane]
+            for k in range(0 if floating else 1, n + 1):
+                if rep == 0:        # v x* I v, kept likewise
+                    _inertia_times_l(m[k], h[k], Io[k], v[k], None, None, Iv[k], nl)
+                    _cross_force_l(v[k], Iv[k], fc[k], False, nl)
+                _inertia_times_l(m[k], h[k], Io[k], a[k], fc[k], None, F[k], nl)
+            for k in range(n, 0, -1):
+                if parent[k] != 0 or floating:
+                    _force_to_parent_add_l(R[k], p[k], F[k], F[parent[k]], nl)
+            if solve and rep == 0:      # qdd = M^-1 (tau - h)
+                Hb = H[blk]
+                _mass_matrix_l(parent, S, m, h, Io, R, p, fv, armature, floating, off, Hb, mms, nl)
+                _ltdl_packed_l(Hb, lam, off, c1, nl)     # c1: scratch here
+                for k in range(1, n + 1):
+                    d = fv + k - 1
+                    ud, Fk, xd = user[d], F[k], x[d]
+                    Sk = _row6(S, k - 1)
+                    for lane in range(nl):
+                        xd[lane] = qdd[b0 + lane, ud] - _dot6(Sk, _lane6(Fk, lane))
+                for i in range(6 if floating else 0):
+                    for lane in range(nl):
+                        x[i, lane] = qdd[b0 + lane, i] - F[0, (i + 3) % 6, lane]
+                _packed_solve_l(Hb, lam, off, x, nl)
+                for d in range(nv):
+                    ud, xd, ad = user[d], x[d], acc[user[d]]
+                    for lane in range(nl):
+                        out[b0 + lane, ud] = xd[lane]
+                        ad[lane] = xd[lane]
+        if not solve:
+            for k in range(1, n + 1):
+                u = fv + perm[k - 1]
+                Sk, ar = _row6(S, k - 1), armature[k - 1]
+                Fk, y = F[k], acc[u]
+                for lane in range(nl):
+                    out[b0 + lane, u] = _dot6(Sk, _lane6(Fk, lane)) + ar * y[lane]
+            if floating:
+                for i in range(6):
+                    for lane in range(nl):
+                        out[b0 + lane, i] = F[0, (i + 3) % 6, lane]
+
+
+@_jit
+def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
+                   H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gquat):
+    """The products of the module docstring from what :func:`forward_kernel` kept (``qdd``: the
+    accelerations its passes are at, user order; the same blocks of ``L`` samples), in the user's
+    order: RNEA's ``g^T dtau/dq`` (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga
+    (B, nv)`` (``armature``: RNEA's); with ``solve``, ABA's at its result, ``-lam^T dtau/dq``,
+    ``-lam^T dtau/dv`` and ``lam = M^-1 g`` (``H``: the packed factors). With ``want_pi`` ``gpi (n +
+    1, 10)`` += the regressor products (internal body order, summed over the batch). A floating
+    base: ``gquat (B, 4)`` the gradient with respect to the quaternion's four numbers (it acts only
+    through gravity in the base frame)."""
+    if Rs.shape[-1] == 1:       # one sample a block: the lane loops compiled away
+        _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
+                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gquat), True)
+    else:
+        _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
+                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gquat), False)
+
+
+@_inline
+def _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
+                    Rs, ps, vs, Xas, Fs, Ivs, gbs, outs, single):
+    """:func:`adjoint_kernel`'s passes (``outs``: its ``gq, gv, ga, gpi, gquat``); ``single``: blocks of one
+    sample (``L = 1``)."""
+    gq, gv, ga, gpi, gquat = outs
+    B = q.shape[0]
+    L = Rs.shape[-1]
+    n = perm.shape[0]
+    fv = 6 if floating else 0
+    nv = n + fv
+    Io, h = _origin_inertias(m, c, Ic)
+    Fb = np.zeros((n + 1, 6, L))
+    ab = np.zeros((n + 1, 6, L))
+    vb = np.zeros((n + 1, 6, L))
+    sv = np.empty((6, L))
+    t = np.empty((6, L))
+    t2 = np.empty((6, L))
+    ak = np.empty((6, L))
+    xs = np.empty((nv, L))          # the weights (ABA: lam = M^-1 g), internal order
+    oq = np.empty((nv, L))
+    ov = np.empty((nv, L))
+    oa = np.empty((nv, L))
+    pacc = np.zeros((n + 1, 10, L) if want_pi else (0, 10, L))
+    C3 = np.empty((3, 3))
+    user, lam = _orders(parent, perm, floating)
+    off = _chain_offsets(lam)
+    sign = -1.0 if solve else 1.0
+    for blk in range(Rs.shape[0]):
+        b0 = blk * L
+        nl = 1 if single else min(L, B - b0)
+        R, p, v, Xa, F, Iv, gb = Rs[blk], ps[blk], vs[blk], Xas[blk], Fs[blk], Ivs[blk], gbs[blk]
+        for d in range(nv):
+            ud = user[d]
+            for lane in range(nl):
+                xs[d, lane] = g[b0 + lane, ud]
+        if solve:
+            _packed_solve_l(H[blk], lam, off, xs, nl)
+        # ---- the force weights, root to leaves
+        for i in range(6):
+            for lane in range(nl):
+                Fb[0, i, lane] = xs[(i + 3) % 6, lane] if floating else 0.0
+        for k in range(0 if floating else 1, n + 1):
+            if k > 0:
+                _motion_to_child_l(R[k], p[k], Fb[parent[k]], Fb[k], nl)
+                xd = xs[fv + k - 1]
+                for i in range(6):
+                    Ski = S[k - 1, i]
+                    Fbk = Fb[k, i]
+                    for lane in range(nl):
+                        Fbk[lane] += Ski * xd[lane]
+            _inertia_times_l(m[k], h[k], Io[k], Fb[k], None, None, ab[k], nl)       # ab = I Fb
+            # vb = I (Fb x v) - Fb x* I v
+            _cross_force_l(Fb[k], Iv[k], t2, False, nl)
+            _cross_motion_l(Fb[k], v[k], sv, nl)
+            _inertia_times_l(m[k], h[k], Io[k], sv, None, t2, vb[k], nl)
+            if want_pi:         # the body's acceleration a_k = X a_j + S qdd + (X v_j) x S qd
+                if k > 0:
+                    u = fv + perm[k - 1]
+                    for i in range(6):
+                        Ski = S[k - 1, i]
+                        for lane in range(nl):
+                            ti = Ski * qd[b0 + lane, u]
+                            t[i, lane] = ti
+                            t2[i, lane] = v[k, i, lane] - ti
+                            ak[i, lane] = Xa[k, i, lane] + Ski * qdd[b0 + lane, u]
+                    _cross_motion_l(t2, t, t, nl)
+                    for i in range(6):
+                        for lane in range(nl):
+                            ak[i, lane] += t[i, lane]
+                    _add_bilinear_parameters_l(Fb[k], ak, sign, pacc[k], nl)
+                else:
+                    _add_bilinear_parameters_l(Fb[k], Xa[k], sign, pacc[k], nl)
+                _add_bilinear_parameters_l(sv, v[k], sign, pacc[k], nl)
+        # ---- leaves to root
+        for k in range(n, 0, -1):
+            d = fv + k - 1
+            u = fv + perm[k - 1]
+            Sk = _row6(S, k - 1)
+            ar = armature[k - 1]
+            for i in range(6):
+                Ski = Sk[i]
+                for lane in range(nl):
+                    sv[i, lane] = Ski * qd[b0 + lane, u]
+            _cross_force_l(sv, ab[k], vb[k], True, nl)                   # vb += (S qd) x* ab
+            vk, Xak, Fbk, Fk, abk, vbk, xd = v[k], Xa[k], Fb[k], F[k], ab[k], vb[k], xs[d]
+            oqd, ovd, oad = oq[d], ov[d], oa[d]
+            for lane in range(nl):
+                # dq: -S . (X v_j x* vb + X a_j x* ab + (Fb_k - S x) x* F_k), by -S . (y x* f) = f . (y x S)
+                # and (X v_j) x S = v x S
+                xl = xd[lane]
+                vS = _cross6(_lane6(vk, lane), Sk)
+                abl, vbl = _lane6(abk, lane), _lane6(vbk, lane)
+                sq = _dot6(vbl, vS) + _dot6(abl, _cross6(_lane6(Xak, lane), Sk))
+                sq += _dot6(_lane6(Fk, lane), _cross6(_minus_times(_lane6(Fbk, lane), Sk, xl), Sk))
+                sdv = _dot6(Sk, vbl) + _dot6(abl, vS)
+                if solve:
+                    oqd[lane], ovd[lane], oad[lane] = -sq, -sdv, xl
+                else:
+                    oqd[lane], ovd[lane], oad[lane] = sq, sdv, _dot6(Sk, abl) + ar * xl
+            j = parent[k]
+            if j != 0 or floating:
+                _force_to_parent_add_l(R[k], p[k], ab[k], ab[j], nl)
+                _force_to_parent_add_l(R[k], p[k], vb[k], vb[j], nl)
+        for d in range(fv, nv):
+            ud = user[d]
+            for lane in range(nl):
+                gq[b0 + lane, ud] = oq[d, lane]
+                gv[b0 + lane, ud] = ov[d, lane]
+                ga[b0 + lane, ud] = oa[d, lane]
+        if floating:
+            for lane in range(nl):
+                b = b0 + lane
+                for i in range(3):
+                    gq[b, i] = 0.0
+                    gv[b, i], gv[b, 3 + i] = sign * vb[0, 3 + i, lane], sign * vb[0, i, lane]
+                    if solve:
+                        ga[b, i], ga[b, 3 + i] = xs[i, lane], xs[3 + i, lane]
+                    else:
+                        ga[b, i], ga[b, 3 + i] = ab[0, 3 + i, lane], ab[0, i, lane]
+                # rotation: ab_ang x gb_ang + ab_lin x gb_lin
+                a0_, a1, a2, a3, a4, a5 = _lane6(ab[0], lane)
+                g0, g1, g2, g3, g4, g5 = _lane6(gb, lane)
+                gq[b, 3] = sign * (a1 * g2 - a2 * g1 + a4 * g5 - a5 * g4)
+                gq[b, 4] = sign * (a2 * g0 - a0_ * g2 + a5 * g3 - a3 * g5)
+                gq[b, 5] = sign * (a0_ * g1 - a1 * g0 + a3 * g4 - a4 * g3)
+                if solve:       # qdd_base + g_base does not depend on g_base
+                    _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], C3, gquat)
+                else:           # dtau/dg_base = dtau/dqdd_base
+                    _quaternion_grad(q, b, a0, a3, a4, a5, a0_, a1, a2, C3, gquat)
+    if want_pi:
+        for k in range(n + 1):
+            for i in range(10):
+                for lane in range(L):
+                    gpi[k, i] += pacc[k, i, lane]

@@ -11,6 +11,8 @@ coupled gripper's inverse and forward dynamics through the compiled backward.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -229,3 +231,57 @@ def test_backward_reads_what_the_forward_kept(floating, monkeypatch):
     close(tau_again, tau, 1e-12)
     for field in ("R", "p", "v", "Xa", "F", "Iv", "gb"):
         close(getattr(kept, field), getattr(at_qdd, field), 1e-12)
+
+
+@pytest.mark.parametrize("floating", [False, True])
+def test_batches_in_blocks_of_lanes(floating):
+    """The kernels take the samples in blocks of ``cv.LANES`` SIMD lanes, the last block the
+    remainder, or below ``cv.SMALL_BATCH`` one sample a block: batches of 1, 5, one block of 9, a
+    block and three, and 37 give the torch path's gradients (the configuration's along the sphere;
+    learnable inertials, whose products are summed over the blocks, and armature included), for
+    inverse and forward dynamics; each sample's gradient is the one it gets alone."""
+    m = _with_armature(floating)
+    m.make_learnable("c", "mass")
+    params = list(m.parameters())
+    for batch in (1, 5, 9, cv.LANES + 3, 37):
+        q, v, a = (x.requires_grad_(True) for x in _state(m, batch, seed=batch))
+        w = torch.randn(batch, m.nv, dtype=torch.float64, generator=torch.Generator().manual_seed(batch))
+        for fn in (m.inverse_dynamics, m.forward_dynamics):
+            ours = torch.autograd.grad((fn(q, v, a) * w).sum(), [q, v, a] + params)
+            with torch_only():
+                ref = torch.autograd.grad((fn(q, v, a) * w).sum(), [q, v, a] + params)
+            for k, (x, z) in enumerate(zip(ours, ref)):
+                if k == 0:
+                    x, z = _tangent_rows(m, q.detach(), x), _tangent_rows(m, q.detach(), z)
+                close(x.numpy(), z.numpy(), TOL)
+            last = torch.autograd.grad((fn(q[-1:], v[-1:], a[-1:]) * w[-1:]).sum(), [q, v, a])
+            for x, y in zip(ours[:3], last):
+                close(x[-1].numpy(), y[-1].numpy(), 1e-12)
+
+
+def test_lane_sine_and_cosine_against_libm():
+    """The vectorised sine and ``1 - cos`` of the lane kernels (Cephes' formulas) against libm's
+    (``math``): within 2 units in the last place of ``sin`` (near its zeros ``k pi``, where the
+    reduction's error shows, ``1e-30 |x|``) and of ``cos`` (hence ``1 - cos`` within 2 ulp of 1),
+    exact at 0, libm's own beyond ``2^30``, inf and nan."""
+    from numba import njit
+
+    from engine.robots.lane_spatial import _sin_1mcos_l
+
+    @njit
+    def lanes(x, s, c1):
+        _sin_1mcos_l(x, s, c1, x.shape[0])
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(-4, 4, 20000), rng.uniform(-1e-6, 1e-6, 1000), rng.uniform(-1e9, 1e9, 2000),
+                        np.arange(-16, 17) * np.pi / 4, [0.0, -0.0, 2e9, -3e15, np.inf, -np.inf, np.nan]])
+    s, c1 = np.empty_like(x), np.empty_like(x)
+    lanes(x, s, c1)
+    sin, cos = (np.array([f(t) if math.isfinite(t) else math.nan for t in x]) for f in (math.sin, math.cos))
+    ok = np.isfinite(x)
+    assert np.all(np.abs(s - sin)[ok] <= 2 * np.spacing(np.abs(sin[ok])) + 1e-30 * np.abs(x[ok]))
+    assert np.all(np.abs((1.0 - c1) - cos)[ok] <= 2 * np.spacing(np.maximum(np.abs(cos[ok]), 0.5)))
+    assert s[-7] == 0.0 and c1[-7] == 0.0
+    big = ~(np.abs(x) <= 2.0**30)
+    np.testing.assert_array_equal(s[big], sin[big])     # nan where libm gives nan (inf, nan)
+    np.testing.assert_array_equal(c1[big], 1.0 - cos[big])
