@@ -45,6 +45,7 @@ from engine.robots.compiled_kernels import (
     _local_pose,
     _quaternion_rotation,
 )
+from engine.robots.derivative_lane_kernels import LANES, aba_lanes, rnea_lanes
 from engine.robots.tree_solve_kernels import _chain_solve, _ltdl, _ltdl_solve, _tree_lists, _tree_solve, _zero
 
 # what a call of derivatives_kernel writes (its ``mode``)
@@ -380,8 +381,14 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     A Python function: it calls the kernel compiled for ``mode`` (one compiled body per mode, the
     mode a constant there, so LLVM keeps only that mode's code; only the modes called compile).
     """
-    _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                   tau)
+    if mode == RNEA:
+        rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, LANES)
+    elif mode == ABA:
+        aba_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau,
+                  LANES)
+    else:
+        _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
+                       tau)
 
 
 @_jit
