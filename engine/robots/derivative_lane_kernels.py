@@ -301,7 +301,6 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
             b = b0 + l
             for d in range(nv):
                 tau[b, user[d]] = x[d, l]
-            H = DM[:, :, l]
             for d in range(nv):
                 for e in range(2 * nv):
                     Xs[d, e] = X[d, e, l]
@@ -309,9 +308,9 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
                     Xs[d, e] = 0.0
                 Xs[d, 2 * nv + user[d]] = 1.0
             if nv > 12:     # -M^-1 DQ | -M^-1 DV | M^-1; grouped rows pay on longer trees only
-                _tree_solve(H, rel, rel_ptr, hi_sub, Xs)
+                _tree_solve(DM[:, :, l], rel, rel_ptr, hi_sub, Xs)
             else:
-                _chain_solve(H, lam, Xs)
+                _chain_solve(DM[:, :, l], lam, Xs)
             for d in range(nv):
                 ud = user[d]
                 for e in range(nv):
