@@ -49,7 +49,7 @@ from engine.robots.compiled_kernels import (
     _local_pose,
     _quaternion_rotation,
 )
-from engine.robots.derivative_lane_kernels import LANES, aba_lanes, rnea_lanes
+from engine.robots.derivative_lane_kernels import LANES, MIN_LANES, aba_lanes, aba_one, rnea_lanes, rnea_one
 from engine.robots.tree_solve_kernels import _ltdl, _ltdl_solve
 
 # what a call of derivatives_kernel writes (its ``mode``)
@@ -301,18 +301,23 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
       there, a second, acceleration-only pass the rest: the derivatives are affine in ``qdd``);
     - ABA_VJP: ``qdd`` the ABA result; ``g^T`` times the ABA derivatives.
 
-    RNEA and ABA run in blocks of ``LANES`` samples (:mod:`engine.robots.derivative_lane_kernels`);
+    RNEA and ABA run in blocks of ``LANES`` samples (:mod:`engine.robots.derivative_lane_kernels`;
+    batches under ``MIN_LANES`` one sample at a time, compiled for one lane);
     ABA solves ``[DQ | DV | 1]`` per sample (:func:`engine.robots.tree_solve_kernels._tree_solve`).
     ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature included).
 
     A Python function: it calls the kernel compiled for ``mode`` (one compiled body per mode, the
     mode a constant there, so LLVM keeps only that mode's code; only the modes called compile).
     """
-    if mode == RNEA:
+    if mode == RNEA and q.shape[0] >= MIN_LANES:
         rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, LANES)
-    elif mode == ABA:
+    elif mode == RNEA:
+        rnea_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau)
+    elif mode == ABA and q.shape[0] >= MIN_LANES:
         aba_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau,
                   LANES)
+    elif mode == ABA:
+        aba_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau)
     else:
         _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
                        tau)

@@ -54,21 +54,39 @@ from engine.robots.lane_terms import (
 )
 from engine.robots.tree_solve_kernels import _chain_solve, _tree_lists, _tree_solve
 
-LANES = 16      # samples per block (see results/benchmarks/derivatives.md for the choice)
+LANES = 32      # samples per block (see results/benchmarks/derivatives.md for the choice)
+MIN_LANES = 8   # smaller batches run one sample at a time (rnea_one, aba_one)
 
 
 @_jit
 def rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, L):
-    """Mode RNEA of :func:`engine.robots.derivative_kernels.derivatives_kernel` in blocks of ``L`` lanes."""
+    """Mode RNEA of :func:`engine.robots.derivative_kernels.derivatives_kernel` in blocks of ``L``
+    lanes (at most LANES)."""
     _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, armature, floating, False,
-                      O1, O2, O3, tau, L)
+                      O1, O2, O3, tau, L, LANES)
 
 
 @_jit
 def aba_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau, L):
-    """Mode ABA of :func:`engine.robots.derivative_kernels.derivatives_kernel` in blocks of ``L`` lanes."""
+    """Mode ABA of :func:`engine.robots.derivative_kernels.derivatives_kernel` in blocks of ``L``
+    lanes (at most LANES)."""
     _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, True,
-                      O1, O2, O3, tau, L)
+                      O1, O2, O3, tau, L, LANES)
+
+
+@_jit
+def rnea_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau):
+    """:func:`rnea_lanes` compiled for one lane (one sample at a time): small batches, where the
+    LANES-wide scratch would cost more to allocate than the samples to compute."""
+    _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, armature, floating, False,
+                      O1, O2, O3, tau, 1, 1)
+
+
+@_jit
+def aba_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau):
+    """:func:`aba_lanes` compiled for one lane (see :func:`rnea_one`)."""
+    _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, True,
+                      O1, O2, O3, tau, 1, 1)
 
 
 @_inline
@@ -145,41 +163,43 @@ def _acceleration_pass(L, n, fv, parent, user, x, Sw, U, Kb, K, a2, P2, F2, Y2, 
 
 @_inline
 def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, solve,
-                      O1, O2, O3, tau, L):
+                      O1, O2, O3, tau, L, width):
     """The body of :func:`rnea_lanes` (``solve`` False) and :func:`aba_lanes` (True); arguments
-    as :func:`engine.robots.derivative_kernels.derivatives_kernel`'s, ``L`` the lanes per block."""
+    as :func:`engine.robots.derivative_kernels.derivatives_kernel`'s, ``L`` the lanes per block,
+    ``width`` the scratch arrays' lane axis (a constant in each compiled body: LLVM then knows
+    the arrays' row strides)."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
     nv = n + fv
     nq = n + fq
-    L = max(1, min(L, B, LANES))      # lanes in use; the arrays are LANES wide (a constant row stride)
-    qT = np.zeros((nq, LANES))
-    vT = np.zeros((nv, LANES))
-    aT = np.zeros((nv, LANES))
-    qk = np.zeros(LANES)
-    zero = np.zeros(LANES)
-    sn = np.zeros(LANES)
-    c1 = np.zeros(LANES)
-    T = np.zeros((12, LANES))
-    Rw = np.zeros((n + 1, 3, 3, LANES))
-    pw = np.zeros((n + 1, 3, LANES))
-    Sw = np.zeros((nv, 6, LANES))
-    Pd = np.zeros((nv, 6, LANES))
-    Pdd = np.zeros((nv, 6, LANES))
-    Phi = np.zeros((nv, 6, LANES))
-    U = np.zeros((nv, 6, LANES))
-    W = np.zeros((nv, 3, LANES))
-    Y = np.zeros((nv, 6, LANES))
-    Z = np.zeros((nv, 6, LANES))
-    v = np.zeros((n + 1, 6, LANES))
-    a = np.zeros((n + 1, 6, LANES))
-    K = np.zeros((n + 1, NK, LANES))       # composites (lane_terms: KM, KH, ...), summed in place
-    hT = np.zeros((nv, LANES))              # RNEA's tau (ABA: at zero acceleration), internal order
-    ab = np.zeros((6, LANES))
-    GQ = np.zeros((6, LANES))
-    GV = np.zeros((6, LANES))
-    DM = np.zeros((nv, nv, LANES))          # RNEA: M in the user's order; ABA: internal, then factorised
+    Lc = max(1, min(L, B, width))     # lanes per block
+    qT = np.zeros((nq, width))
+    vT = np.zeros((nv, width))
+    aT = np.zeros((nv, width))
+    qk = np.zeros(width)
+    zero = np.zeros(width)
+    sn = np.zeros(width)
+    c1 = np.zeros(width)
+    T = np.zeros((12, width))
+    Rw = np.zeros((n + 1, 3, 3, width))
+    pw = np.zeros((n + 1, 3, width))
+    Sw = np.zeros((nv, 6, width))
+    Pd = np.zeros((nv, 6, width))
+    Pdd = np.zeros((nv, 6, width))
+    Phi = np.zeros((nv, 6, width))
+    U = np.zeros((nv, 6, width))
+    W = np.zeros((nv, 3, width))
+    Y = np.zeros((nv, 6, width))
+    Z = np.zeros((nv, 6, width))
+    v = np.zeros((n + 1, 6, width))
+    a = np.zeros((n + 1, 6, width))
+    K = np.zeros((n + 1, NK, width))       # composites (lane_terms: KM, KH, ...), summed in place
+    hT = np.zeros((nv, width))              # RNEA's tau (ABA: at zero acceleration), internal order
+    ab = np.zeros((6, width))
+    GQ = np.zeros((6, width))
+    GV = np.zeros((6, width))
+    DM = np.zeros((nv, nv, width))          # RNEA: M in the user's order; ABA: internal, then factorised
     user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
     lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
     for i in range(fv):
@@ -192,30 +212,30 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
     rmap = iden if solve else user          # rows of DQ and DV
     ov = nv if solve else 0                 # DV's first column
     # RNEA: DQ, DV (nv, nv, L) in the user's order; ABA: X = [DQ | DV] (nv, 2 nv, L), internal rows
-    X = np.zeros((nv, 2 * nv if solve else nv, LANES))
+    X = np.zeros((nv, 2 * nv if solve else nv, width))
     DQ = X
-    DV = X if solve else np.zeros((nv, nv, LANES))
+    DV = X if solve else np.zeros((nv, nv, width))
     # ABA only (sized 1 for RNEA)
     nb = n + 1 if solve else 1
-    Kb = np.zeros((nb, NB, LANES))             # the bodies' own inertia
-    x = np.zeros((nv if solve else 1, LANES))
-    F2 = np.zeros((nb, 6, LANES))
-    r_ = np.zeros(LANES)
-    x_ = np.zeros(LANES)
+    Kb = np.zeros((nb, NB, width))             # the bodies' own inertia
+    x = np.zeros((nv if solve else 1, width))
+    F2 = np.zeros((nb, 6, width))
+    r_ = np.zeros(width)
+    x_ = np.zeros(width)
     Xs = np.zeros((nv, 3 * nv) if solve else (1, 1))   # one sample's [DQ | DV | 1], solved in place
     hi_sub = np.empty(nv, dtype=np.int64)
     rel = np.empty(nv * nv, dtype=np.int64)
     rel_ptr = np.empty(2 * nv + 1, dtype=np.int64)
     _tree_lists(user, lam, hi_sub, rel, rel_ptr)
-    for l in range(L):
+    for l in range(width):
         for i in range(3):
             Rw[0, i, i, l] = 1.0            # the root's frame is the world (a free flyer: the base's)
         for col in range(fv):
             Sw[col, (col + 3) % 6, l] = 1.0  # velocity [linear; angular] -> spatial [angular; linear]
-    for b0 in range(0, B, L):
-        Lb = min(L, B - b0)
+    for b0 in range(0, B, Lc):
+        L = min(Lc, B - b0)                 # the lanes of this block (the last one may have fewer)
         for l in range(L):
-            b = b0 + min(l, Lb - 1)         # spare lanes of the last block: its last sample again
+            b = b0 + l
             for i in range(nq):
                 qT[i, l] = q[b, i]
             for i in range(nv):
@@ -276,7 +296,7 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
         for d in range(fv):
             _base_columns(L, d, d, d, d, ov, ab, v[0], U, W, Y, Z, GQ, GV, DQ, DV, DM, False)
         if not solve:
-            for l in range(Lb):
+            for l in range(L):
                 b = b0 + l
                 for d in range(nv):
                     tau[b, user[d]] = hT[d, l]
@@ -297,7 +317,7 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
                 x[d, l] = aT[user[d], l] - hT[d, l]
         _ltdl_solve_lanes(L, DM, lam, x)
         _acceleration_pass(L, n, fv, parent, user, x, Sw, U, Kb, K, a, Pdd, F2, Y, X)
-        for l in range(Lb):
+        for l in range(L):
             b = b0 + l
             for d in range(nv):
                 tau[b, user[d]] = x[d, l]
