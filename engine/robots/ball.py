@@ -8,6 +8,9 @@ other two are the identity (their "angles" are zero), so the motion subspaces ar
 axes and the velocity ``(wx, wy, wz)`` is the child's angular velocity in its own frame (rad/s),
 the convention of Pinocchio's JointModelSpherical and MuJoCo's ball joint. Tangent-space
 derivatives (``q exp(delta)``) are those of the three revolute sub-joints at the configuration.
+The analytic derivative kernels treat the three sub-bodies as one joint of three columns
+(:mod:`engine.robots.derivative_kernels`); the compiled backward does not know ball joints, so
+gradients of ball models are autograd's through the torch algorithms.
 
 One correction makes the chain exact: the velocity-product acceleration ``v x S qd`` of the
 three sub-joints must use the *child's* velocity (the axes turn with the child), not each

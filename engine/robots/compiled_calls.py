@@ -129,7 +129,7 @@ class CompiledCalls:
         # each body's configuration column and kind (ball joints: engine.robots.ball.compiled_joints)
         self._joints = np.ascontiguousarray(cb.tree.joints if cb.tree.joints is not None
                                             else np.stack([perm, np.zeros_like(perm)], axis=1))
-        self._ball = bool(model._ball_names)      # the derivative kernels do not know ball joints
+        self._ball = bool(model._ball_names)      # the regressor kernels do not know ball joints
         self._chain = cb._chain
         self._S, self._rev = cb._S, cb._rev
         self._armature = cb._armature.copy()
@@ -337,9 +337,6 @@ class CompiledCalls:
     def rnea_derivatives(self, q, v, a, gravity=True, damping: bool = False, out=None):
         """``(dtau/dq, dtau/dv, dtau/da)`` ``(..., nv, nv)`` each (``model.rnea_derivatives``;
         a free flyer's q-derivatives in the tangent space)."""
-        if self._ball:
-            raise ValueError(f"robot {self.name!r} has ball joints, which the derivative kernels do not "
-                             "model; call the model's method")
         dk = self._derivative_kernels()
         qa, one = self._q(q)
         B, nv, na = qa.shape[0], self.nv, self._nv_all
@@ -347,7 +344,7 @@ class CompiledCalls:
         res = self._targets(out, self._shape(one, B, (nv, nv)))
         mats = [_batch(r, one) for r in res] if self._P is None else [np.empty((B, na, na)) for _ in res]
         dk.derivatives_kernel(*self._consts, qa, va, aa, self._gravity(gravity), self._armature, np.zeros(na),
-                              self.floating, dk.RNEA, _NONE, *mats, np.empty((B, na)))
+                              self.floating, dk.RNEA, _NONE, *mats, np.empty((B, na)), self._joints)
         if damping:
             f = self._f
             idx = np.arange(f, na)
@@ -360,9 +357,6 @@ class CompiledCalls:
     def aba_derivatives(self, q, v, tau, gravity=True, damping: bool = False, out=None):
         """``(dqdd/dq, dqdd/dv, dqdd/dtau = M^-1)`` ``(..., nv, nv)`` each at ``qdd = aba(q, v, tau)``
         (``model.aba_derivatives``)."""
-        if self._ball:
-            raise ValueError(f"robot {self.name!r} has ball joints, which the derivative kernels do not "
-                             "model; call the model's method")
         if self._P is not None:       # coupled joints: -M^-1 times the projected RNEA derivatives
             qdd = self.aba(q, v, tau, gravity=gravity, damping=damping)
             dq, dv, M = self.rnea_derivatives(q, v, qdd, gravity=gravity, damping=damping)
@@ -384,13 +378,13 @@ class CompiledCalls:
             ta = ta - d * va
         res = self._targets(out, self._shape(one, B, (nv, nv)))
         dk.derivatives_kernel(*self._consts, qa, va, ta, self._gravity(gravity), self._armature, d, self.floating,
-                              dk.ABA, _NONE, *(_batch(r, one) for r in res), np.empty((B, nv)))
+                              dk.ABA, _NONE, *(_batch(r, one) for r in res), np.empty((B, nv)), self._joints)
         return res
 
     def regressor(self, q, v, a, gravity=True, out=None) -> np.ndarray:
         """The joint-torque regressor ``(..., nv, 10 N)`` (``model.regressor``; no armature)."""
         if self._ball:
-            raise ValueError(f"robot {self.name!r} has ball joints, which the derivative kernels do not "
+            raise ValueError(f"robot {self.name!r} has ball joints, which the regressor kernels do not "
                              "model; call the model's method")
         rk = self._regressor_kernels()
         qa, one = self._q(q)

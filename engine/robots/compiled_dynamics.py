@@ -153,17 +153,17 @@ def _regressor_kernels():
     return regressor_kernels
 
 
-def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, damping=None, g=None):
+def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, damping=None, g=None, joints=None):
     """Analytic derivatives (:func:`engine.robots.derivative_kernels.derivatives_kernel`):
     ``mode`` "rnea" -> ``(dtau/dq, dtau/dv, dtau/da)``, "aba" (``qdd``: the applied forces tau,
     damping subtracted) -> ``(dqdd/dq, dqdd/dv, dqdd/dtau)``, each ``(B, nv, nv)``; "rnea_vjp" /
     "aba_vjp" (``qdd``: the ABA result) -> the products ``g^T (.)`` ``(B, nv)`` each, with
     ``g (B, nv)``. q-derivatives in the tangent space; ``damping (nv,)`` enters the ABA modes
-    (``dtau/dv + diag(damping)``)."""
+    (``dtau/dv + diag(damping)``); joints: see :func:`_joints` (ball joints)."""
     dk = _derivative_kernels()
     q = _c(q)
     B = q.shape[0]
-    nv = q.shape[1] - (1 if floating else 0)
+    nv = consts[-1].shape[0] + (6 if floating else 0)
     code = {"rnea": dk.RNEA, "rnea_vjp": dk.RNEA_VJP, "aba": dk.ABA, "aba_vjp": dk.ABA_VJP}[mode]
     rows = 1 if mode.endswith("_vjp") else nv
     outs = [np.empty((B, rows, nv)) for _ in range(3)]
@@ -171,7 +171,7 @@ def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, dam
     zeros = np.zeros((B, nv))
     dk.derivatives_kernel(*consts, q, zeros if qd is None else _c(qd), zeros if qdd is None else _c(qdd), _c(a0),
                           _c(armature), np.zeros(nv) if damping is None else _c(damping), floating, code,
-                          _NONE if g is None else _c(g), *outs, tau)
+                          _NONE if g is None else _c(g), *outs, tau, _joints(consts[-1], joints))
     return tuple(o[:, 0] for o in outs) if rows == 1 else tuple(outs)
 
 

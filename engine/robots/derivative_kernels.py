@@ -34,6 +34,23 @@ triangular solves, a few rows at a time (:mod:`engine.robots.tree_solve_kernels`
 The full matrices (modes RNEA and ABA) run these passes with the samples in SIMD lanes
 (:mod:`engine.robots.derivative_lane_kernels`); this module's per-sample passes serve the
 vector-Jacobian products (RNEA_VJP, ABA_VJP), which need ``M`` only to solve with it.
+
+A ball joint (:mod:`engine.robots.ball`: three revolute sub-bodies about the child's axes, the
+first turned by the quaternion, the mass on the last) is one joint of three columns ``S_c``
+(Pinocchio's JointModelSpherical; ``q exp(dq)`` rotates the child frame about ``S_c``, so
+``dS_c'/dq_c = S_c x S_c'`` within the joint too). Per body, once per call, ``jf`` (the joint's
+first body) and ``jp`` (the body above the joint: a scalar joint's parent, for a ball's three
+sub-bodies the parent of the first; :func:`_joint_bodies`); the formulas differ in three places:
+``psi_c = v_jp x S_c`` and ``psi2_c = a_jp x S_c + v_jp x psi_c`` (the joint's parent, not the
+sub-body's; the sub-bodies' accelerations ``a_k = a_j + S_c qdd_c + psi_c qd_c`` then sum to the
+ball's ``a_p + S qdd + v_p x S qd``, no bias term); ``Phi_c = psi_c + v_child x S_c`` (not ``2
+psi_c``: the child's velocity has the other columns' part, :func:`_ball_phi`); and within one
+ball every column is in the subtree of every other, so its entries above the diagonal of
+``dtau/dq`` lose ``S_e^T (S_d x* F)``: ``+ (S_d x S_e) . F_d`` (:func:`_cross_dot`; likewise in
+ABA's acceleration pass and the products). ``dtau/dv`` and ``M`` need nothing more (``Z`` has no
+force term); the massless sub-bodies add nothing to the composites. Checked against Pinocchio
+(tests/engine/robots/test_ball_derivatives.py). The lane kernels' versions of these steps:
+:mod:`engine.robots.lane_ball_terms`.
 Importing this module imports numba.
 """
 
@@ -46,10 +63,11 @@ from engine.robots.compiled_kernels import (
     _gravity_in_base,
     _inline,
     _jit,
-    _local_pose,
+    _joint_pose,
     _quaternion_rotation,
 )
 from engine.robots.derivative_lane_kernels import LANES, MIN_LANES, aba_lanes, aba_one, rnea_lanes, rnea_one
+from engine.robots.lane_ball_terms import _joint_bodies
 from engine.robots.tree_solve_kernels import _ltdl, _ltdl_solve
 
 # what a call of derivatives_kernel writes (its ``mode``)
@@ -223,6 +241,28 @@ def _row_terms(d, m, h, I, Q, n, L, F, Sw, Pd, Pdd, Phi, U, W, Y, Z):
 
 
 @_inline
+def _cross_dot(x, y, f):
+    """``(x x y) . f`` (x, y motions, f a force) ``= -y . (x x* f)``."""
+    return (f[0] * (x[1] * y[2] - x[2] * y[1]) + f[1] * (x[2] * y[0] - x[0] * y[2]) + f[2] * (x[0] * y[1] - x[1] * y[0])
+            + f[3] * (x[1] * y[5] - x[2] * y[4] + x[4] * y[2] - x[5] * y[1])
+            + f[4] * (x[2] * y[3] - x[0] * y[5] + x[5] * y[0] - x[3] * y[2])
+            + f[5] * (x[0] * y[4] - x[1] * y[3] + x[3] * y[1] - x[4] * y[0]))
+
+
+@_inline
+def _ball_phi(k, fv, parent, vc, Sw, Pd, Phi, t6):
+    """A ball joint's ``Phi_c = psi_c + v_child x S_c`` for its three columns (sub-bodies ``k``, its
+    parent and grandparent; ``vc`` the child's velocity; a scalar joint's ``2 psi``)."""
+    i = k
+    for _ in range(3):
+        e = fv + i - 1
+        _cross_motion(vc, Sw[e], t6)
+        for r in range(6):
+            Phi[e, r] = Pd[e, r] + t6[r]
+        i = parent[i]
+
+
+@_inline
 def _base_columns(d, md, U, DM, cols):
     """Row ``d``'s entries of M in the base's columns ``S_e`` (unit vectors in the base's frame:
     ``U_d . S_e = U[d, r]``, ``r`` the spatial index of ``S_e``), at row ``md``; where ``cols`` (d
@@ -235,12 +275,15 @@ def _base_columns(d, md, U, DM, cols):
 
 
 @_inline
-def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba, O1, O2, O3):
+def _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, Lam, t6, armature, damping, aba,
+         O1, O2, O3):
     """``x^T`` times the derivative matrices in O(n): with the subtree sums ``A_i = sum_{j >= i}
     x_j U_j``, ``Aw_i = sum x_j W_j`` and the ancestor sums ``Lam_k = sum_{j <= k} x_j S_j``, column
     i (parent p) is ``A_i . psi2_i + Aw_i . psi_i + Lam_p . Y_i`` (q), ``A_i . Phi_i + Aw_i . S_i +
     Lam_p . Z_i`` (v), ``A_i . S_i + Lam_p . U_i`` (a); the base's columns take the sums over the
-    whole tree. RNEA: into ``O[b, 0]``; ABA (x = lambda): ``-``, ``-(. + damping x)``, ``x``."""
+    whole tree. A ball's column drops ``S_i x* F_i`` from the rows of its own joint above it:
+    ``+ (S_i x (Lam_p - Lam_jp)) . F_i`` (``jp`` the body above the joint, ``F_i`` the subtree's
+    force). RNEA: into ``O[b, 0]``; ABA (x = lambda): ``-``, ``-(. + damping x)``, ``x``."""
     for k in range(n + 1):
         A[k, :] = 0.0
         Aw[k, :] = 0.0
@@ -273,6 +316,10 @@ def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, ar
         s3 = _dot6(A[k], Sw[d])
         if k > 0:
             s1 += _dot6(Lam[p], Y[d])
+            if jp[k] != p:          # a ball's second or third sub-body
+                for i in range(6):
+                    t6[i] = Lam[p, i] - Lam[jp[k], i]
+                s1 += _cross_dot(Sw[d], t6, F[k])
             s2 += _dot6(Lam[p], Z[d])
             s3 += _dot6(Lam[p], U[d]) + armature[k - 1] * x[d]
         u = user[d]
@@ -288,7 +335,7 @@ def _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, ar
 
 
 def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
-                       O1, O2, O3, tau):
+                       O1, O2, O3, tau, joints):
     """Derivatives of RNEA (``mode`` RNEA, at ``qdd``) or of ABA, all coordinates in the user's
     order, ``(B, nv, nv)`` each:
 
@@ -304,42 +351,44 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
     RNEA and ABA run in blocks of ``LANES`` samples (:mod:`engine.robots.derivative_lane_kernels`;
     batches under ``MIN_LANES`` one sample at a time, compiled for one lane);
     ABA solves ``[DQ | DV | 1]`` per sample (:func:`engine.robots.tree_solve_kernels._tree_solve`).
-    ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature included).
+    ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature included);
+    ``joints (n, 2)`` each body's configuration column and kind (:func:`engine.robots.compiled_kernels._joint_pose`).
 
     A Python function: it calls the kernel compiled for ``mode`` (one compiled body per mode, the
     mode a constant there, so LLVM keeps only that mode's code; only the modes called compile).
     """
     if mode == RNEA and q.shape[0] >= MIN_LANES:
-        rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, LANES)
+        rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, joints, LANES)
     elif mode == RNEA:
-        rnea_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau)
+        rnea_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, joints)
     elif mode == ABA and q.shape[0] >= MIN_LANES:
         aba_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau,
-                  LANES)
+                  joints, LANES)
     elif mode == ABA:
-        aba_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau)
+        aba_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau,
+                joints)
     else:
         _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                       tau)
+                       tau, joints)
 
 
 @_jit
 def _rnea_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                     tau):
+                     tau, joints):
     _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, RNEA_VJP, g,
-                 O1, O2, O3, tau)
+                 O1, O2, O3, tau, joints)
 
 
 @_jit
 def _aba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                    tau):
+                    tau, joints):
     _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, ABA_VJP, g,
-                 O1, O2, O3, tau)
+                 O1, O2, O3, tau, joints)
 
 
 @_inline
 def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
-                 O1, O2, O3, tau):
+                 O1, O2, O3, tau, joints):
     """The body of :func:`derivatives_kernel`'s vector-Jacobian products, compiled once per ``mode``
     (RNEA_VJP or ABA_VJP, a constant there). The full matrices (RNEA, ABA) run the same passes
     with the samples in SIMD lanes (:mod:`engine.robots.derivative_lane_kernels`)."""
@@ -384,6 +433,9 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
     for k in range(1, n + 1):
         user[fv + k - 1] = fv + perm[k - 1]
         lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
+    jf = np.empty(n + 1, dtype=np.int64)    # body -> its joint's first body (a ball: its first sub-body)
+    jp = np.empty(n + 1, dtype=np.int64)    # body -> the body above its joint (psi's v_p, a_p)
+    _joint_bodies(parent, joints, jf, jp)
     for i in range(3):
         Rw[0, i, i] = 1.0                   # a fixed base: the root is the world
     aba = mode == ABA_VJP
@@ -410,15 +462,16 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
         for k in range(1, n + 1):
             d = fv + k - 1
             j = parent[k]
-            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], Rl, pl)
+            jj = jp[k]
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], joints[k - 1, 1], Rl, pl)
             for r in range(3):
                 for col in range(3):
                     Rw[k, r, col] = Rw[j, r, 0] * Rl[0, col] + Rw[j, r, 1] * Rl[1, col] + Rw[j, r, 2] * Rl[2, col]
                 pw[k, r] = Rw[j, r, 0] * pl[0] + Rw[j, r, 1] * pl[1] + Rw[j, r, 2] * pl[2] + pw[j, r]
             _to_world(Rw[k], pw[k], S[k - 1], Sw[d])
-            _cross_motion(v[j], Sw[d], Pd[d])
-            _cross_motion(a[j], Sw[d], Pdd[d])
-            _cross_motion(v[j], Pd[d], e6)
+            _cross_motion(v[jj], Sw[d], Pd[d])
+            _cross_motion(a[jj], Sw[d], Pdd[d])
+            _cross_motion(v[jj], Pd[d], e6)
             xd = qd[b, fv + perm[k - 1]]
             xdd = qdd[b, fv + perm[k - 1]]
             for i in range(6):
@@ -426,6 +479,8 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
                 Phi[d, i] = 2.0 * Pd[d, i]
                 v[k, i] = v[j, i] + Sw[d, i] * xd
                 a[k, i] = a[j, i] + Sw[d, i] * xdd + Pd[d, i] * xd
+            if joints[k - 1, 1] == 3:       # a ball's last sub-body: its child's velocity is known
+                _ball_phi(k, fv, parent, v[k], Sw, Pd, Phi, e6)
             _body_terms(Rw[k], pw[k], m[k], c[k], Ic[k], v[k], a[k], cm[k], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k])
         for k in range(n, 0, -1):
             d = fv + k - 1
@@ -462,7 +517,7 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
         if aba:             # lambda = M^-1 g; then -lambda^T dtau/dq, -lambda^T dtau/dv, lambda
             _ltdl(DM, lam)
             _ltdl_solve(DM, lam, x)
-        _vjp(b, n, fv, parent, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, A, Aw, Lam, armature, damping, aba,
+        _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, Lam, e6, armature, damping, aba,
              O1, O2, O3)
 
 

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from engine.robots.compiled_kernels import _inline, _jit
+from engine.robots.lane_ball_terms import _ball_motion, _ball_phi, _ball_turn, _ball_upper, _joint_bodies
 from engine.robots.lane_solve_kernels import _ltdl_lanes, _ltdl_solve_lanes
 from engine.robots.lane_terms import (
     KF,
@@ -59,34 +60,35 @@ MIN_LANES = 8   # smaller batches run one sample at a time (rnea_one, aba_one)
 
 
 @_jit
-def rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, L):
+def rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, joints, L):
     """Mode RNEA of :func:`engine.robots.derivative_kernels.derivatives_kernel` in blocks of ``L``
     lanes (at most LANES)."""
     _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, armature, floating, False,
-                      O1, O2, O3, tau, L, LANES)
+                      O1, O2, O3, tau, joints, L, LANES)
 
 
 @_jit
-def aba_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau, L):
+def aba_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau, joints,
+              L):
     """Mode ABA of :func:`engine.robots.derivative_kernels.derivatives_kernel` in blocks of ``L``
     lanes (at most LANES)."""
     _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, True,
-                      O1, O2, O3, tau, L, LANES)
+                      O1, O2, O3, tau, joints, L, LANES)
 
 
 @_jit
-def rnea_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau):
+def rnea_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, joints):
     """:func:`rnea_lanes` compiled for one lane (one sample at a time): small batches, where the
     LANES-wide scratch would cost more to allocate than the samples to compute."""
     _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, armature, floating, False,
-                      O1, O2, O3, tau, 1, 1)
+                      O1, O2, O3, tau, joints, 1, 1)
 
 
 @_jit
-def aba_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau):
+def aba_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau, joints):
     """:func:`aba_lanes` compiled for one lane (see :func:`rnea_one`)."""
     _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, True,
-                      O1, O2, O3, tau, 1, 1)
+                      O1, O2, O3, tau, joints, 1, 1)
 
 
 @_inline
@@ -112,11 +114,12 @@ def _base_state(L, a0, qT, vT, aT, solve, ab, v0, a_0):
 
 
 @_inline
-def _acceleration_pass(L, n, fv, parent, user, x, Sw, U, Kb, K, a2, P2, F2, Y2, DQ):
+def _acceleration_pass(L, n, fv, parent, jf, jp, user, iden, x, Sw, U, Kb, K, a2, P2, F2, Y2, DQ):
     """DQ ``(nv, nv.., L)`` += the part of dtau/dq linear in the accelerations ``x (nv, L)``
     (internal order; DQ's rows internal, its columns the user's): accelerations ``a2`` without
-    gravity or velocity, ``P2 = a2_parent x S``, forces ``F2 = sum I a2``, ``Y2 = S x* F2 + IC P2``
-    (the composites ``K`` of the first pass, the bodies' own ``Kb``)."""
+    gravity or velocity, ``P2 = a2_jp x S`` (``jp`` the body above the joint), forces ``F2 = sum
+    I a2``, ``Y2 = S x* F2 + IC P2`` (the composites ``K`` of the first pass, the bodies' own
+    ``Kb``; ``jf``: within one ball no ``S x* F2``, :func:`engine.robots.lane_ball_terms._ball_upper`)."""
     for i in range(6):
         for l in range(L):
             a2[0, i, l] = 0.0
@@ -127,7 +130,7 @@ def _acceleration_pass(L, n, fv, parent, user, x, Sw, U, Kb, K, a2, P2, F2, Y2, 
     for k in range(1, n + 1):
         d = fv + k - 1
         j = parent[k]
-        _cross_lanes(L, a2[j], Sw[d], P2[d], False)
+        _cross_lanes(L, a2[jp[k]], Sw[d], P2[d], False)
         for i in range(6):
             for l in range(L):
                 a2[k, i, l] = a2[j, i, l] + Sw[d, i, l] * x[d, l]
@@ -153,6 +156,8 @@ def _acceleration_pass(L, n, fv, parent, user, x, Sw, U, Kb, K, a2, P2, F2, Y2, 
                 for l in range(L):
                     DQ[e, ud, l] += _dot6_t(_ld6(Se, l), _ld6(Yd, l))
             i = parent[i]
+        if jf[k] != k:
+            _ball_upper(L, k, d, ud, fv, parent, jf, iden, Sw, Fk, 0, DQ)
         for e in range(fv):     # the base's columns S_e: unit vectors
             for l in range(L):
                 DQ[e, ud, l] += Yd[(e + 3) % 6, l]
@@ -163,7 +168,7 @@ def _acceleration_pass(L, n, fv, parent, user, x, Sw, U, Kb, K, a2, P2, F2, Y2, 
 
 @_inline
 def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, solve,
-                      O1, O2, O3, tau, L, width):
+                      O1, O2, O3, tau, joints, L, width):
     """The body of :func:`rnea_lanes` (``solve`` False) and :func:`aba_lanes` (True); arguments
     as :func:`engine.robots.derivative_kernels.derivatives_kernel`'s, ``L`` the lanes per block,
     ``width`` the scratch arrays' lane axis (a constant in each compiled body: LLVM then knows
@@ -172,7 +177,7 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
     nv = n + fv
-    nq = n + fq
+    nq = q.shape[1]
     Lc = max(1, min(L, B, width))     # lanes per block
     qT = np.zeros((nq, width))
     vT = np.zeros((nv, width))
@@ -227,6 +232,9 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
     rel = np.empty(nv * nv, dtype=np.int64)
     rel_ptr = np.empty(2 * nv + 1, dtype=np.int64)
     _tree_lists(user, lam, hi_sub, rel, rel_ptr)
+    jf = np.empty(n + 1, dtype=np.int64)    # body -> its joint's first body (a ball: its first sub-body)
+    jp = np.empty(n + 1, dtype=np.int64)    # body -> the body above its joint (psi's v_p, a_p)
+    _joint_bodies(parent, joints, jf, jp)
     for l in range(width):
         for i in range(3):
             Rw[0, i, i, l] = 1.0            # the root's frame is the world (a free flyer: the base's)
@@ -255,15 +263,26 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
             d = fv + k - 1
             j = parent[k]
             col = fv + perm[k - 1]
-            for l in range(L):
-                qk[l] = qT[fq + perm[k - 1], l]
-            for l in range(L):
-                sn[l] = math.sin(qk[l])
-            for l in range(L):
-                c1[l] = 1.0 - math.cos(qk[l])
-            _pose(L, C0, C, k - 1, qk, sn, c1, T, Rw[j], pw[j], Rw[k], pw[k])
+            kind = joints[k - 1, 1]
+            if kind == 0:
+                for l in range(L):
+                    qk[l] = qT[fq + joints[k - 1, 0], l]
+                for l in range(L):
+                    sn[l] = math.sin(qk[l])
+                for l in range(L):
+                    c1[l] = 1.0 - math.cos(qk[l])
+                _pose(L, C0, C, k - 1, qk, sn, c1, T, Rw[j], pw[j], Rw[k], pw[k])
+            else:               # a ball's sub-body: at angle zero, the first turned by the quaternion
+                _pose(L, C0, C, k - 1, zero, zero, zero, T, Rw[j], pw[j], Rw[k], pw[k])
+                if kind == 1:
+                    _ball_turn(L, qT, fq + joints[k - 1, 0], Rw[k])
             _motion(L, Rw[k], pw[k], S[k - 1], vT[col], zero if solve else aT[col], v[j], a[j], Sw[d], Pd[d],
                     Pdd[d], Phi[d], v[k], a[k])
+            if jp[k] != j:      # a ball's second or third sub-body: psi from the joint's parent
+                _ball_motion(L, Sw[d], vT[col], zero if solve else aT[col], v[jp[k]], a[jp[k]], a[j], Pd[d], Pdd[d],
+                             Phi[d], a[k])
+            if kind == 3:       # a ball's last sub-body: its child's velocity is known
+                _ball_phi(L, k, fv, parent, v[k], Sw, Pd, Phi)
             _body_terms(L, Rw[k], pw[k], m[k], c[k], Ic[k], v[k], a[k], K[k])
             if solve:
                 for i in range(NB):
@@ -282,6 +301,8 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
                 e = fv + i - 1
                 _pair(L, d, e, rd, rmap[e], ud, user[e], ov, md, rmap[e], Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM)
                 i = parent[i]
+            if jf[k] != k:      # a ball's 2nd or 3rd sub-body: its joint's rows above without S x* F
+                _ball_upper(L, k, d, ud, fv, parent, jf, rmap, Sw, Kk, KF, DQ)
             if floating:
                 _base_columns(L, d, rd, ud, md, ov, ab, v[0], U, W, Y, Z, GQ, GV, DQ, DV, DM, True)
             for l in range(L):
@@ -316,7 +337,7 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
             for l in range(L):
                 x[d, l] = aT[user[d], l] - hT[d, l]
         _ltdl_solve_lanes(L, DM, lam, x)
-        _acceleration_pass(L, n, fv, parent, user, x, Sw, U, Kb, K, a, Pdd, F2, Y, X)
+        _acceleration_pass(L, n, fv, parent, jf, jp, user, iden, x, Sw, U, Kb, K, a, Pdd, F2, Y, X)
         for l in range(L):
             b = b0 + l
             for d in range(nv):

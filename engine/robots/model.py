@@ -300,8 +300,8 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
           (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
         - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below;
         - a model with ball joints (:mod:`engine.robots.ball`): the compiled kernels for values, a
-          torch backend where a gradient is needed (the analytic derivative kernels do not know
-          ball joints; derivatives are then autograd's through the torch algorithms).
+          torch backend where a gradient is needed (the compiled backward, :mod:`engine.robots.
+          vjp_kernels`, does not know ball joints; the derivative functions' kernels do).
         """
         t = tensors[0]
         if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()

@@ -115,7 +115,8 @@ class CompiledBackend:
         arm = self._armature if armature or mode.startswith("aba") else self._no_armature
         return cdyn.derivatives(self._constants(inertials), _np(q), None if v is None else _np(v),
                                 None if a is None else _np(a), self._gravity(a0), arm, self.tree.floating, mode,
-                                None if damping is None else _np(damping), None if g is None else _np(g))
+                                None if damping is None else _np(damping), None if g is None else _np(g),
+                                self._joints)
 
     def regressor(self, q, v, a, a0) -> torch.Tensor:
         """The joint-torque regressor ``(B, nv_all, 10 N)`` in full coordinates (no armature)."""

@@ -219,8 +219,9 @@ def test_gradients_flow_through_ball_models():
 
 def test_ball_models_take_the_compiled_kernels_for_values_and_torch_for_gradients():
     """The compiled value kernels know ball joints (the default route above is checked against
-    MuJoCo); the analytic derivative kernels do not: a gradient or a derivative call of a ball
-    model takes the torch algorithms (autograd), the compiled shortcut declines derivatives."""
+    MuJoCo), and so do the derivative kernels (tests/engine/robots/test_ball_derivatives.py); the
+    compiled backward does not: a gradient of a ball model takes the torch algorithms (autograd),
+    and the compiled shortcut declines the regressor."""
     from engine.robots.compiled_shortcut import model_calls
 
     model = RobotModel.from_file(CHAIN)
@@ -230,7 +231,7 @@ def test_ball_models_take_the_compiled_kernels_for_values_and_torch_for_gradient
     calls = model_calls(model)
     v = np.ones(model.nv)
     with pytest.raises(ValueError, match="ball joints"):
-        calls.rnea_derivatives(q[0].numpy(), v, v)
+        calls.regressor(q[0].numpy(), v, v)
     np.testing.assert_allclose(calls.crba(q[0].numpy()), model.mass_matrix(q[0]).numpy(), atol=1e-14)
     with torch_only():
         M = model.mass_matrix(q[0]).numpy()

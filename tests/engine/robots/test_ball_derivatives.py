@@ -1,0 +1,202 @@
+"""Analytic derivatives of RNEA and ABA on models with ball joints (the compiled kernels,
+:mod:`engine.robots.derivative_kernels`): against Pinocchio's ``computeRNEADerivatives`` and
+``computeABADerivatives`` on the same MJCF (``<joint type="ball">`` is its JointModelSpherical, q a
+quaternion (x, y, z, w) and the q-derivatives in the tangent space, ``q exp(dq)``, as our
+``integrate``), to 1e-9 relative to each matrix's magnitude; against central finite differences
+along ``integrate`` (armature, damping); against the torch algorithms differentiated by autograd
+(``torch_only``, the route these models took before); the kernels' vector-Jacobian products
+against the full matrices; a ball model with coupled joints against the torch route.
+
+Models: mjcf/ball_chain.xml (a ball at the root, a hinge, a ball with armature, a slide; nv 8),
+mjcf/ball_floating.xml (a free flyer, two balls and a hinge; nv 13), mjcf/ball_tree.xml (a hinge,
+a ball, a ball right below it, a hinge and a slide below them, a ball and a hinge on a branch,
+tilted gravity; nv 13, ABA's grouped tree solve) and mjcf/ball_coupled.xml (two balls and three coupled joints).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+import torch
+
+from engine.robots import RobotModel, compiled_shortcut
+from engine.robots.backends import torch_only
+from engine.robots.compiled_shortcut import model_calls
+from engine.robots.derivatives import _compiled_ok
+
+HERE = Path(__file__).parent / "mjcf"
+TOL = 1e-9
+
+
+def t(x):
+    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+def _states(model, rng, batch):
+    """``q (batch, nq)`` with unit quaternions, ``v, a (batch, nv)``."""
+    q = rng.normal(size=(batch, model.nq))
+    if model.floating:
+        q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+    for name in model.ball_joint_names:
+        s = model.joint_coordinates(name)[0]
+        q[:, s] /= np.linalg.norm(q[:, s], axis=1, keepdims=True)
+    return q, rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
+
+
+def close(ours, ref, tol=TOL):
+    ours, ref = np.asarray(ours), np.asarray(ref)
+    scale = max(1.0, float(np.abs(ref).max()))
+    err = float(np.abs(ours - ref).max())
+    assert err <= tol * scale, f"max error {err:.3e} (scale {scale:.3g})"
+
+
+def _sym(M):
+    return np.triu(M) + np.triu(M, 1).T
+
+
+@pytest.fixture(scope="module", params=["chain", "floating", "tree"])
+def pair(request):
+    """Our model and Pinocchio's (model, data) of one MJCF file."""
+    path = HERE / f"ball_{request.param}.xml"
+    model = RobotModel.from_file(path)
+    pm = pin.buildModelFromMJCF(str(path))
+    if request.param == "tree":
+        pm.gravity.linear = np.array([0.3, -0.2, -9.81])     # Pinocchio's MJCF reader keeps its own
+    assert (pm.nq, pm.nv) == (model.nq, model.nv)
+    assert sum(pm.joints[i].shortname() == "JointModelSpherical" for i in range(pm.njoints)) \
+        == len(model.ball_joint_names) >= 2
+    return model, pm, pm.createData()
+
+
+@pytest.fixture(params=["shortcut", "backend"])
+def route(request, monkeypatch):
+    """The model's plain call (the compiled shortcut) and, with the shortcut off, the compiled
+    backend of :mod:`engine.robots.derivatives`."""
+    if request.param == "backend":
+        monkeypatch.setattr(compiled_shortcut, "ENABLED", False)
+    return request.param
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_rnea_derivatives_against_pinocchio_and_autograd(pair, route, batch):
+    model, pm, pd = pair
+    q, v, a = _states(model, np.random.default_rng(batch), batch)
+    assert _compiled_ok(model, t(q))
+    ours = [x.numpy() for x in model.rnea_derivatives(t(q), t(v), t(a))]
+    assert ours[0].shape == (batch, model.nv, model.nv)
+    with torch_only():
+        auto = [x.numpy() for x in model.rnea_derivatives(t(q), t(v), t(a))]
+    for s in range(batch):
+        ref = pin.computeRNEADerivatives(pm, pd, q[s], v[s], a[s])
+        for X, R, A in zip(ours, (ref[0], ref[1], _sym(ref[2])), auto):
+            close(X[s], R)
+            close(X[s], A[s])
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_aba_derivatives_against_pinocchio_and_autograd(pair, route, batch):
+    model, pm, pd = pair
+    q, v, tau = _states(model, np.random.default_rng(10 + batch), batch)
+    ours = [x.numpy() for x in model.aba_derivatives(t(q), t(v), t(tau))]
+    with torch_only():
+        auto = [x.numpy() for x in model.aba_derivatives(t(q), t(v), t(tau))]
+    for s in range(batch):
+        ref = pin.computeABADerivatives(pm, pd, q[s], v[s], tau[s])
+        for X, R, A in zip(ours, (ref[0], ref[1], _sym(ref[2])), auto):
+            close(X[s], R)
+            close(X[s], A[s])
+
+
+def test_one_sample_without_a_batch_dimension(pair):
+    model, pm, pd = pair
+    q, v, a = (x[0] for x in _states(model, np.random.default_rng(3), 1))
+    dq, dv, da = (x.numpy() for x in model.rnea_derivatives(t(q), t(v), t(a), gravity=False))
+    assert dq.shape == (model.nv, model.nv)
+    saved = pm.gravity.linear.copy()
+    pm.gravity.linear = np.zeros(3)
+    try:
+        ref = pin.computeRNEADerivatives(pm, pd, q, v, a)
+    finally:
+        pm.gravity.linear = saved
+    close(dq, ref[0])
+    close(dv, ref[1])
+
+
+def _fd(fn, model, q, v, x, k, eps=1e-6):
+    """Central differences of ``fn(q, v, x)`` along column ``k`` of the tangent space (k = 0,
+    along ``integrate``), of v (1) or of x (2), every column stacked last."""
+    eye = torch.eye(model.nv, dtype=torch.float64)
+    cols = []
+    for i in range(model.nv):
+        step = eps * eye[i].expand(q.shape[0], model.nv)
+        plus, minus = ([model.integrate(q, s), v, x] if k == 0 else [q, v + s, x] if k == 1 else [q, v, x + s]
+                       for s in (step, -step))
+        cols.append((fn(*plus) - fn(*minus)) / (2 * eps))
+    return torch.stack(cols, dim=-1)
+
+
+def test_derivatives_with_armature_and_damping_against_finite_differences(pair):
+    model, _, _ = pair
+    q, v, a = (t(x) for x in _states(model, np.random.default_rng(4), 2))
+    for deriv, fn in ((model.rnea_derivatives, model.inverse_dynamics),
+                      (model.aba_derivatives, model.forward_dynamics)):
+        analytic = deriv(q, v, a, damping=True)
+        for k in range(3):
+            fd = _fd(partial(fn, damping=True), model, q, v, a, k)
+            ref = analytic[k]
+            assert float((fd - ref).abs().max()) <= 1e-6 * max(1.0, float(ref.abs().max())), (fn.__name__, k)
+    close(model.aba_derivatives(q, v, a)[2].numpy() @ model.rnea_derivatives(q, v, a)[2].numpy(),
+          np.broadcast_to(np.eye(model.nv), (2, model.nv, model.nv)), 1e-10)
+
+
+def test_vector_jacobian_products_of_the_kernels(pair):
+    """The kernels' O(n) products ``g^T (.)`` (ball columns included) equal ``g^T`` times the full
+    matrices, with armature and, in ABA's, damping."""
+    model, _, _ = pair
+    cb = model._compiled()
+    q, v, a = (t(x) for x in _states(model, np.random.default_rng(5), 3))
+    g = torch.randn(3, model.nv, dtype=torch.float64)
+    d = torch.rand(model.nv, dtype=torch.float64)
+    args = (q, v, a, model._a0, model._inertials())
+    qdd = cb.aba(q, v, a, model._a0, model._inertials())
+    for mode, kw in (("rnea", {}), ("aba", {"damping": d})):
+        full = cb.derivatives(*args, mode, **kw)
+        at = (q, v, qdd, *args[3:]) if mode == "aba" else args
+        products = cb.derivatives(*at, mode + "_vjp", g=g, **kw)
+        for X, p in zip(full, products):
+            close(p, np.einsum("bi,bij->bj", g.numpy(), X))
+
+
+def test_the_shortcut_serves_ball_derivatives_but_not_the_regressor():
+    model = RobotModel.from_file(HERE / "ball_chain.xml")
+    q, v, a = _states(model, np.random.default_rng(6), 2)
+    calls = model_calls(model)
+    ours = calls.rnea_derivatives(q, v, a)
+    for x, y in zip(ours, model.rnea_derivatives(t(q), t(v), t(a))):
+        np.testing.assert_array_equal(x, y.numpy())
+    with pytest.raises(ValueError, match="ball joints"):
+        calls.regressor(q, v, a)
+    assert not _compiled_ok(model, t(q), balls=False)
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_a_ball_model_with_coupled_joints_against_autograd_and_finite_differences(route, batch):
+    """Two balls and three coupled joints (mjcf/ball_coupled.xml): the kernels' derivatives
+    projected by the coupling (ABA's by ``-M^-1`` from the projected RNEA ones) against the torch
+    route, and ABA's against finite differences along ``integrate``."""
+    model = RobotModel.from_file(HERE / "ball_coupled.xml")
+    assert model._G is not None and model.ball_joint_names
+    q, v, a = (t(x) for x in _states(model, np.random.default_rng(7 + batch), batch))
+    for damping in (False, True):
+        ours = [*model.rnea_derivatives(q, v, a, damping=damping), *model.aba_derivatives(q, v, a, damping=damping)]
+        with torch_only():
+            auto = [*model.rnea_derivatives(q, v, a, damping=damping),
+                    *model.aba_derivatives(q, v, a, damping=damping)]
+        for x, y in zip(ours, auto):
+            close(x.numpy(), y.numpy())
+    dq = model.aba_derivatives(q, v, a)[0]
+    close(dq.numpy(), _fd(model.forward_dynamics, model, q, v, a, 0).numpy(), 1e-6)
