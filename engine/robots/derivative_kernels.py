@@ -31,6 +31,10 @@ unit vectors, so their entries are components of ``U``, ``Y``, ``Z``. ABA's deri
 (Featherstone 2008, table 6.3), applied to ``[dtau/dq | dtau/dv | 1]`` by the tree's sparse
 triangular solves, a few rows at a time (:mod:`engine.robots.tree_solve_kernels`).
 
+The full matrices (modes RNEA and ABA) run these passes with the samples in SIMD lanes
+(:mod:`engine.robots.derivative_lane_kernels`); this module's per-sample passes serve the
+vector-Jacobian products (RNEA_VJP, ABA_VJP), which need ``M`` only to solve with it.
+
 A ball joint (:mod:`engine.robots.ball`: three revolute sub-bodies about the child's axes, the
 first turned by the quaternion, the mass on the last) is one joint of three columns ``S_c``
 (Pinocchio's JointModelSpherical; ``q exp(dq)`` rotates the child frame about ``S_c``, so
@@ -45,7 +49,8 @@ ball every column is in the subtree of every other, so its entries above the dia
 ``dtau/dq`` lose ``S_e^T (S_d x* F)``: ``+ (S_d x S_e) . F_d`` (:func:`_cross_dot`; likewise in
 ABA's acceleration pass and the products). ``dtau/dv`` and ``M`` need nothing more (``Z`` has no
 force term); the massless sub-bodies add nothing to the composites. Checked against Pinocchio
-(tests/engine/robots/test_ball_derivatives.py).
+(tests/engine/robots/test_ball_derivatives.py). The lane kernels' versions of these steps:
+:mod:`engine.robots.lane_ball_terms`.
 Importing this module imports numba.
 """
 
@@ -61,7 +66,9 @@ from engine.robots.compiled_kernels import (
     _joint_pose,
     _quaternion_rotation,
 )
-from engine.robots.tree_solve_kernels import _chain_solve, _ltdl, _ltdl_solve, _tree_lists, _tree_solve, _zero
+from engine.robots.derivative_lane_kernels import LANES, MIN_LANES, aba_lanes, aba_one, rnea_lanes, rnea_one
+from engine.robots.lane_ball_terms import _joint_bodies
+from engine.robots.tree_solve_kernels import _ltdl, _ltdl_solve
 
 # what a call of derivatives_kernel writes (its ``mode``)
 RNEA, RNEA_VJP, ABA, ABA_VJP = 0, 1, 2, 3
@@ -234,64 +241,12 @@ def _row_terms(d, m, h, I, Q, n, L, F, Sw, Pd, Pdd, Phi, U, W, Y, Z):
 
 
 @_inline
-def _pair(d, e, rd, re, cd, ce, ov, md, me, Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DM):
-    """Entries (d, e) and (e, d) for dof e an ancestor of (or in the same joint as) dof d: of ``DQ``
-    at rows ``rd, re`` and columns ``cd, ce``, of ``DV`` there with the columns ``ov`` further on,
-    of ``DM`` at ``md, me``."""
-    DQ[rd, ce] = _dot6(U[d], Pdd[e]) + _dot3(W[d], Pd[e])
-    DV[rd, ov + ce] = _dot6(U[d], Phi[e]) + _dot3(W[d], Sw[e])
-    DM[md, me] = _dot6(U[d], Sw[e])
-    if e != d:
-        DQ[re, cd] = _dot6(Sw[e], Y[d])
-        DV[re, ov + cd] = _dot6(Sw[e], Z[d])
-        DM[me, md] = DM[md, me]
-
-
-@_inline
-def _cross_force(x, f, out):
-    """out = x x* f (force)."""
-    w0, w1, w2, u0, u1, u2 = x[0], x[1], x[2], x[3], x[4], x[5]
-    out[0] = w1 * f[2] - w2 * f[1] + u1 * f[5] - u2 * f[4]
-    out[1] = w2 * f[0] - w0 * f[2] + u2 * f[3] - u0 * f[5]
-    out[2] = w0 * f[1] - w1 * f[0] + u0 * f[4] - u1 * f[3]
-    out[3] = w1 * f[5] - w2 * f[4]
-    out[4] = w2 * f[3] - w0 * f[5]
-    out[5] = w0 * f[4] - w1 * f[3]
-
-
-@_inline
 def _cross_dot(x, y, f):
     """``(x x y) . f`` (x, y motions, f a force) ``= -y . (x x* f)``."""
     return (f[0] * (x[1] * y[2] - x[2] * y[1]) + f[1] * (x[2] * y[0] - x[0] * y[2]) + f[2] * (x[0] * y[1] - x[1] * y[0])
             + f[3] * (x[1] * y[5] - x[2] * y[4] + x[4] * y[2] - x[5] * y[1])
             + f[4] * (x[2] * y[3] - x[0] * y[5] + x[5] * y[0] - x[3] * y[2])
             + f[5] * (x[0] * y[4] - x[1] * y[3] + x[3] * y[1] - x[4] * y[0]))
-
-
-@_inline
-def _joint_bodies(parent, joints, jf, jp):
-    """Per body ``k`` (1..n): ``jf[k]`` its joint's first body and ``jp[k]`` the body above the
-    joint (``parent[jf[k]]``): ``k`` and its parent but for a ball's second and third sub-bodies
-    (``joints[k - 1, 1]`` 2 and 3, :func:`engine.robots.compiled_kernels._joint_pose`)."""
-    jf[0] = jp[0] = 0
-    for k in range(1, parent.shape[0]):
-        f = k
-        for _ in range(joints[k - 1, 1] - 1):
-            f = parent[f]
-        jf[k] = f
-        jp[k] = parent[f]
-
-
-@_inline
-def _ball_upper(k, d, ud, fv, parent, jf, rows, Sw, Fk, DQ):
-    """Dof d (body k, a ball's second or third sub-body): the entries of dtau/dq in the rows of
-    its joint's dofs above it, column ``ud``, less ``S_e^T (S_d x* F_k)`` (within one ball every
-    column is in the subtree of every other): ``+= (S_d x S_e) . F_k``; ``rows``: DQ's row of each dof."""
-    i = k
-    while i != jf[k]:
-        i = parent[i]
-        e = fv + i - 1
-        DQ[rows[e], ud] += _cross_dot(Sw[d], Sw[e], Fk)
 
 
 @_inline
@@ -308,26 +263,15 @@ def _ball_phi(k, fv, parent, vc, Sw, Pd, Phi, t6):
 
 
 @_inline
-def _base_columns(d, rd, ud, md, ov, ab, v0, U, W, Y, Z, GQ, GV, DQ, DV, DM, full, cols):
-    """Row ``d``'s entries in the base's columns ``S_e`` (unit vectors in the base's frame, ``psi_e
-    = 0``, ``psi2_e = a_b x S_e``, ``dS_e/dt = v_0 x S_e``: ``U . (x x S_e) = -(x x* U)_r``, ``r``
-    the spatial index of ``S_e``), at row ``rd`` of DQ and DV, ``md`` of DM; where ``cols`` (d not
-    a base dof) also column ``d``'s entries in the base's rows (column ``ud``, ``md``)."""
+def _base_columns(d, md, U, DM, cols):
+    """Row ``d``'s entries of M in the base's columns ``S_e`` (unit vectors in the base's frame:
+    ``U_d . S_e = U[d, r]``, ``r`` the spatial index of ``S_e``), at row ``md``; where ``cols`` (d
+    not a base dof) also column ``d``'s entries in the base's rows."""
     for e in range(6):
         r = (e + 3) % 6
         DM[md, e] = U[d, r]
         if cols:
             DM[e, md] = U[d, r]
-    if full:
-        _cross_force(ab, U[d], GQ)
-        _cross_force(v0, U[d], GV)
-        for e in range(6):
-            r = (e + 3) % 6
-            DQ[rd, e] = -GQ[r]
-            DV[rd, ov + e] = -GV[r] + (W[d, r] if e >= 3 else 0.0)
-            if cols:
-                DQ[e, ud] = Y[d, r]
-                DV[e, ov + ud] = Z[d, r]
 
 
 @_inline
@@ -390,48 +334,6 @@ def _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, 
 
 
 
-@_inline
-def _acceleration_pass(n, fv, parent, jf, jp, user, iden, x, Sw, U, bm, bh, bI, cm, ch, cI, a2, P2, F2, Y2, DQ):
-    """DQ += the part of dtau/dq linear in the accelerations ``x`` (internal order; DQ's rows
-    internal, its columns the user's, ``user``): accelerations ``a2`` without gravity or velocity, ``P2 = a2_jp
-    x S`` (``jp`` the body above the joint), forces ``F2 = sum I a2``, ``Y2 = S x* F2 + IC P2`` (the
-    composites ``cm, ch, cI`` of the first pass, the bodies' own ``bm, bh, bI``; ``jf`` as in
-    :func:`_joint_bodies`: within one ball no ``S x* F2``)."""
-    for i in range(6):
-        a2[0, i] = 0.0
-    for col in range(fv):
-        for i in range(6):
-            a2[0, i] += Sw[col, i] * x[col]
-    for k in range(1, n + 1):
-        d = fv + k - 1
-        j = parent[k]
-        _cross_motion(a2[jp[k]], Sw[d], P2[d])
-        for i in range(6):
-            a2[k, i] = a2[j, i] + Sw[d, i] * x[d]
-        _ic_times(bm[k], bh[k], bI[k], a2[k], F2[k])
-    for k in range(n, 0, -1):
-        d = fv + k - 1
-        ud = user[d]
-        _ic_times(cm[k, 0], ch[k], cI[k], P2[d], Y2[d])
-        _add_cross_force(Sw[d], F2[k], Y2[d])
-        i = k
-        while i != 0:
-            e = fv + i - 1
-            ue = user[e]
-            DQ[d, ue] += _dot6(U[d], P2[e])
-            if e != d:
-                DQ[e, ud] += _dot6(Sw[e], Y2[d])
-            i = parent[i]
-        if jf[k] != k:
-            _ball_upper(k, d, ud, fv, parent, jf, iden, Sw, F2[k], DQ)
-        for e in range(fv):     # the base's columns S_e: unit vectors
-            DQ[e, ud] += Y2[d, (e + 3) % 6]
-        j = parent[k]
-        if j != 0:
-            for i in range(6):
-                F2[j, i] += F2[k, i]
-
-
 def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
                        O1, O2, O3, tau, joints):
     """Derivatives of RNEA (``mode`` RNEA, at ``qdd``) or of ABA, all coordinates in the user's
@@ -446,30 +348,28 @@ def derivatives_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armatur
       there, a second, acceleration-only pass the rest: the derivatives are affine in ``qdd``);
     - ABA_VJP: ``qdd`` the ABA result; ``g^T`` times the ABA derivatives.
 
-    RNEA writes a sample's matrices in place in the outputs (zeroed first); ABA builds ``[DQ | DV |
-    1]`` with the user's columns, solves it in place (:func:`engine.robots.tree_solve_kernels._tree_solve`)
-    and copies its rows out. ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's
-    value (armature included).
+    RNEA and ABA run in blocks of ``LANES`` samples (:mod:`engine.robots.derivative_lane_kernels`;
+    batches under ``MIN_LANES`` one sample at a time, compiled for one lane);
+    ABA solves ``[DQ | DV | 1]`` per sample (:func:`engine.robots.tree_solve_kernels._tree_solve`).
+    ``damping (nv,)`` only enters the ABA modes; ``tau (B, nv)``: RNEA's value (armature included);
+    ``joints (n, 2)`` each body's configuration column and kind (:func:`engine.robots.compiled_kernels._joint_pose`).
 
     A Python function: it calls the kernel compiled for ``mode`` (one compiled body per mode, the
     mode a constant there, so LLVM keeps only that mode's code; only the modes called compile).
     """
-    _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                   tau, joints)
-
-
-@_jit
-def _rnea_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                 tau, joints):
-    _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, RNEA, g,
-                 O1, O2, O3, tau, joints)
-
-
-@_jit
-def _aba_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
-                tau, joints):
-    _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, ABA, g,
-                 O1, O2, O3, tau, joints)
+    if mode == RNEA and q.shape[0] >= MIN_LANES:
+        rnea_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, joints, LANES)
+    elif mode == RNEA:
+        rnea_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, O1, O2, O3, tau, joints)
+    elif mode == ABA and q.shape[0] >= MIN_LANES:
+        aba_lanes(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau,
+                  joints, LANES)
+    elif mode == ABA:
+        aba_one(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, O1, O2, O3, tau,
+                joints)
+    else:
+        _KERNELS[mode](parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, g, O1, O2, O3,
+                       tau, joints)
 
 
 @_jit
@@ -489,7 +389,9 @@ def _aba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
 @_inline
 def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, damping, floating, mode, g,
                  O1, O2, O3, tau, joints):
-    """The body of :func:`derivatives_kernel`, compiled once per ``mode`` (a constant there)."""
+    """The body of :func:`derivatives_kernel`'s vector-Jacobian products, compiled once per ``mode``
+    (RNEA_VJP or ABA_VJP, a constant there). The full matrices (RNEA, ABA) run the same passes
+    with the samples in SIMD lanes (:mod:`engine.robots.derivative_lane_kernels`)."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -515,60 +417,29 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
     cn = np.zeros((n + 1, 3))
     cL = np.zeros((n + 1, 3))
     F = np.zeros((n + 1, 6))
-    DM = np.zeros((nv, nv))         # M in the internal order (ABA and the vector-Jacobian products)
+    DM = np.zeros((nv, nv))         # M in the internal order (ABA_VJP)
     A = np.zeros((n + 1, 6))
-    bm = np.zeros(n + 1)
-    bh = np.zeros((n + 1, 3))
-    bI = np.zeros((n + 1, 6))
     Aw = np.zeros((n + 1, 3))
     Lam = np.zeros((n + 1, 6))
     e6 = np.zeros(6)
     ab = np.zeros(6)
     Rq = np.zeros((3, 3))
     x = np.zeros(nv)
-    GQ = np.zeros(6)
-    GV = np.zeros(6)
     user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
     lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
-    iden = np.arange(nv)
     for i in range(fv):
         user[i] = i
         lam[i] = i - 1
     for k in range(1, n + 1):
         user[fv + k - 1] = fv + perm[k - 1]
         lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
-    hi_sub = np.empty(nv, dtype=np.int64)
-    rel = np.empty(nv * nv, dtype=np.int64)
-    rel_ptr = np.empty(2 * nv + 1, dtype=np.int64)
-    _tree_lists(user, lam, hi_sub, rel, rel_ptr)
     jf = np.empty(n + 1, dtype=np.int64)    # body -> its joint's first body (a ball: its first sub-body)
     jp = np.empty(n + 1, dtype=np.int64)    # body -> the body above its joint (psi's v_p, a_p)
     _joint_bodies(parent, joints, jf, jp)
     for i in range(3):
         Rw[0, i, i] = 1.0                   # a fixed base: the root is the world
-    aba = mode == ABA or mode == ABA_VJP
-    solve = mode == ABA
-    vjp = mode == RNEA_VJP or mode == ABA_VJP
-    full = not vjp
-    rnea = mode == RNEA
-    # RNEA writes into the outputs at the user's rows and columns; ABA into X = [DQ | DV | 1] with
-    # internal rows and the user's columns (then solved in place), M into DM in the internal order
-    X = np.zeros((nv, 3 * nv)) if solve else np.zeros((1, 1))
-    rmap = user if rnea else iden           # rows of DQ and DV
-    mu = user if rnea else iden             # rows and columns of M
-    ov = 0 if rnea else nv                  # DV's first column
+    aba = mode == ABA_VJP
     for b in range(B):
-        DQ = O1[b] if rnea else X
-        DV = O2[b] if rnea else X
-        DMb = O3[b] if rnea else DM
-        if rnea:
-            _zero(DQ)
-            _zero(DV)
-            _zero(DMb)
-        elif solve:
-            _zero(X)
-            for d in range(nv):
-                X[d, 2 * nv + user[d]] = 1.0
         if floating:    # computed in the base's frame (the root at the origin), gravity rotated into it
             _quaternion_rotation(q, b, Rq)
             _gravity_in_base(Rq, a0, ab)
@@ -577,8 +448,8 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
                 Sw[col, (col + 3) % 6] = 1.0    # velocity [linear; angular] -> spatial [angular; linear]
             for i in range(3):
                 v[0, i], v[0, 3 + i] = qd[b, 3 + i], qd[b, i]
-                a[0, i] = ab[i] + (0.0 if solve else qdd[b, 3 + i])
-                a[0, 3 + i] = ab[3 + i] + (0.0 if solve else qdd[b, i])
+                a[0, i] = ab[i] + qdd[b, 3 + i]
+                a[0, 3 + i] = ab[3 + i] + qdd[b, i]
             for col in range(6):
                 Pd[col, :] = 0.0
                 _cross_motion(ab, Sw[col], Pdd[col])
@@ -602,7 +473,7 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
             _cross_motion(a[jj], Sw[d], Pdd[d])
             _cross_motion(v[jj], Pd[d], e6)
             xd = qd[b, fv + perm[k - 1]]
-            xdd = 0.0 if solve else qdd[b, fv + perm[k - 1]]
+            xdd = qdd[b, fv + perm[k - 1]]
             for i in range(6):
                 Pdd[d, i] += e6[i]
                 Phi[d, i] = 2.0 * Pd[d, i]
@@ -611,27 +482,20 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
             if joints[k - 1, 1] == 3:       # a ball's last sub-body: its child's velocity is known
                 _ball_phi(k, fv, parent, v[k], Sw, Pd, Phi, e6)
             _body_terms(Rw[k], pw[k], m[k], c[k], Ic[k], v[k], a[k], cm[k], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k])
-            bm[k] = cm[k, 0]          # the body's own inertia (the composites are summed in place)
-            bh[k] = ch[k]
-            bI[k] = cI[k]
         for k in range(n, 0, -1):
             d = fv + k - 1
-            ud, rd, md = user[d], rmap[d], mu[d]
+            ud = user[d]
             _row_terms(d, cm[k, 0], ch[k], cI[k], cQ[k], cn[k], cL[k], F[k], Sw, Pd, Pdd, Phi, U, W, Y, Z)
-            tau[b, ud] = _dot6(Sw[d], F[k]) + (0.0 if solve else armature[k - 1] * qdd[b, ud])
-            i = k
-            while i != 0:
-                e = fv + i - 1
-                if full:
-                    _pair(d, e, rd, rmap[e], ud, user[e], ov, md, mu[e], Sw, Pd, Pdd, Phi, U, W, Y, Z, DQ, DV, DMb)
-                elif aba:                       # M only: the vector-Jacobian products are O(n) below
+            tau[b, ud] = _dot6(Sw[d], F[k]) + armature[k - 1] * qdd[b, ud]
+            if aba:         # M only: the vector-Jacobian products are O(n) below
+                i = k
+                while i != 0:
+                    e = fv + i - 1
                     DM[d, e] = DM[e, d] = _dot6(U[d], Sw[e])
-                i = parent[i]
-            if full and jf[k] != k:     # a ball's 2nd or 3rd sub-body: its joint's rows above without S x* F
-                _ball_upper(k, d, ud, fv, parent, jf, rmap, Sw, F[k], DQ)
-            if floating:
-                _base_columns(d, rd, ud, md, ov, ab, v[0], U, W, Y, Z, GQ, GV, DQ, DV, DMb, full, True)
-            DMb[md, md] += armature[k - 1]
+                    i = parent[i]
+                if floating:
+                    _base_columns(d, d, U, DM, True)
+                DM[d, d] += armature[k - 1]
             j = parent[k]
             if j != 0 or floating:
                 cm[j, 0] += cm[k, 0]
@@ -646,39 +510,15 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
         for d in range(fv):
             _row_terms(d, cm[0, 0], ch[0], cI[0], cQ[0], cn[0], cL[0], F[0], Sw, Pd, Pdd, Phi, U, W, Y, Z)
             tau[b, d] = _dot6(Sw[d], F[0])
-        for d in range(fv):
-            _base_columns(d, d, d, d, ov, ab, v[0], U, W, Y, Z, GQ, GV, DQ, DV, DMb, full, False)
-        if vjp:
-            for d in range(nv):
-                x[d] = g[b, user[d]]
-            if aba:             # lambda = M^-1 g; then -lambda^T dtau/dq, -lambda^T dtau/dv, lambda
-                _ltdl(DM, lam)
-                _ltdl_solve(DM, lam, x)
-            _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, Lam, GQ, armature, damping,
-                 aba, O1, O2, O3)
-            continue
-        if aba:
-            for d in range(nv):
-                X[d, nv + user[d]] += damping[user[d]]
+            if aba:
+                _base_columns(d, d, U, DM, False)
+        for d in range(nv):
+            x[d] = g[b, user[d]]
+        if aba:             # lambda = M^-1 g; then -lambda^T dtau/dq, -lambda^T dtau/dv, lambda
             _ltdl(DM, lam)
-            for d in range(nv):                     # qdd = M^-1 (tau - h)
-                x[d] = qdd[b, user[d]] - tau[b, user[d]]
             _ltdl_solve(DM, lam, x)
-            _acceleration_pass(n, fv, parent, jf, jp, user, iden, x, Sw, U, bm, bh, bI, cm, ch, cI, a, Pdd, F, Y, X)
-            for d in range(nv):
-                tau[b, user[d]] = x[d]
-            if nv > 12:     # -M^-1 DQ | -M^-1 DV | M^-1; grouped rows pay on longer trees only
-                _tree_solve(DM, rel, rel_ptr, hi_sub, X)
-            else:
-                _chain_solve(DM, lam, X)
-            for d in range(nv):
-                ud = user[d]
-                for e in range(nv):
-                    O1[b, ud, e] = X[d, e]
-                for e in range(nv):
-                    O2[b, ud, e] = X[d, nv + e]
-                for e in range(nv):
-                    O3[b, ud, e] = X[d, 2 * nv + e]
+        _vjp(b, n, fv, parent, jp, user, x, Sw, Pd, Pdd, Phi, U, W, Y, Z, F, A, Aw, Lam, e6, armature, damping, aba,
+             O1, O2, O3)
 
 
-_KERNELS = {RNEA: _rnea_kernel, ABA: _aba_kernel, RNEA_VJP: _rnea_vjp_kernel, ABA_VJP: _aba_vjp_kernel}
+_KERNELS = {RNEA_VJP: _rnea_vjp_kernel, ABA_VJP: _aba_vjp_kernel}

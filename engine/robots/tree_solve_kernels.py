@@ -15,13 +15,6 @@ from engine.robots.compiled_kernels import _inline
 
 
 @_inline
-def _zero(A):
-    for i in range(A.shape[0]):
-        for j in range(A.shape[1]):
-            A[i, j] = 0.0
-
-
-@_inline
 def _ltdl(H, lam):
     """Factorise a tree-sparse SPD H (nv, nv) in place as ``L^T D L`` (Featherstone 2008, table
     6.3): ``lam (nv,)`` each dof's parent dof (-1: none), parents before children."""

@@ -111,6 +111,23 @@ def test_aba_derivatives_against_pinocchio_and_autograd(pair, route, batch):
             close(X[s], A[s])
 
 
+def test_a_batch_in_lanes_against_pinocchio(pair):
+    """A batch of 37 runs the lane kernels (a full block of LANES = 32 samples and a partial one
+    of 5; batches 1 and 5 above run one sample at a time): RNEA's and ABA's derivatives per sample
+    against Pinocchio."""
+    model, pm, pd = pair
+    q, v, a = _states(model, np.random.default_rng(37), 37)
+    rnea = [x.numpy() for x in model.rnea_derivatives(t(q), t(v), t(a))]
+    aba = [x.numpy() for x in model.aba_derivatives(t(q), t(v), t(a))]
+    for s in range(37):
+        ref = pin.computeRNEADerivatives(pm, pd, q[s], v[s], a[s])
+        for X, R in zip(rnea, (ref[0], ref[1], _sym(ref[2]))):
+            close(X[s], R)
+        ref = pin.computeABADerivatives(pm, pd, q[s], v[s], a[s])
+        for X, R in zip(aba, (ref[0], ref[1], _sym(ref[2]))):
+            close(X[s], R)
+
+
 def test_one_sample_without_a_batch_dimension(pair):
     model, pm, pd = pair
     q, v, a = (x[0] for x in _states(model, np.random.default_rng(3), 1))

@@ -191,6 +191,28 @@ def test_derivatives_against_finite_differences(floating):
     torch.testing.assert_close(aba @ rnea, eye.expand_as(rnea), rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("floating", [False, True])
+def test_batches_in_lanes_match_one_sample_at_a_time(floating):
+    """The full matrices run in blocks of LANES samples (:mod:`engine.robots.derivative_lane_kernels`):
+    a batch of one, fewer samples than lanes, one full block, a partial last block and several
+    blocks give each sample what it gets alone (a batch of one), with armature and damping; and
+    the torch path's (autograd) at 37 samples."""
+    from engine.robots.derivative_lane_kernels import LANES
+
+    m = _with_armature(floating)
+    q, v, a = _state(m, 37, seed=7)
+    for deriv in (m.rnea_derivatives, m.aba_derivatives):
+        alone = [deriv(q[i], v[i], a[i], damping=True) for i in range(37)]
+        for B in (1, 5, LANES, LANES + 3, 37):
+            batch = deriv(q[:B], v[:B], a[:B], damping=True)
+            for k in range(3):
+                close(batch[k].numpy(), torch.stack([x[k] for x in alone[:B]]).numpy(), 1e-12)
+        with torch_only():
+            fallback = deriv(q, v, a, damping=True)
+        for x, y in zip(batch, fallback):
+            close(x.numpy(), y.numpy())
+
+
 @pytest.mark.parametrize("name", ["arm", "quadruped", "mimic"])
 def test_torch_fallback_agrees_with_the_kernels(name, tmp_path):
     """The torch path (autograd through the torch algorithms; what other dtypes and devices get)."""
