@@ -5,20 +5,24 @@ The math is :mod:`engine.robots.derivative_kernels`' (see its docstring: the wor
 recursions of Carpentier and Mansard 2018, composites, row terms ``U, W, Y, Z``, the (dof,
 ancestor) pairs, a free flyer's base columns; ABA: ``M = L^T D L`` along the tree, the
 accelerations, the acceleration-only pass, the solve of ``[DQ | DV | 1]``). Here the batch runs
-in blocks of ``L`` samples, each per-sample array of that kernel gaining a last axis of lanes
-(``Sw (nv, 6, L)``, composites ``K (n + 1, NK, L)``, ...), and every step loops over the lanes
-innermost (:mod:`engine.robots.lane_terms`), which LLVM turns into AVX-512 instructions on
+in blocks of ``LANES`` samples, each per-sample array of that kernel gaining a last axis of lanes
+(``Sw (nv, 6, lanes)``, composites ``K (n + 1, NK, lanes)``, ...), and every step loops over the
+lanes innermost (:mod:`engine.robots.lane_terms`), which LLVM turns into AVX-512 instructions on
 eight samples at once: the joints' types, parents, motion subspaces and tree transforms are the
-same in every lane, so the lanes never diverge. A last, partial block repeats its last sample in
-the spare lanes (computed, not written out); a batch smaller than ``L`` runs in ``B`` lanes.
+same in every lane, so the lanes never diverge. The loops' trip count is the block's sample
+count, read at run time (a last, partial block runs in fewer lanes); the arrays' lane axis is a
+constant of each compiled body (LANES, or 1 for batches under MIN_LANES: :func:`rnea_one`,
+:func:`aba_one`), so LLVM knows their row strides: with run-time strides every row of every
+array is a pointer of its own for the vectoriser's overlap checks, and it refused the large
+loops ("too many memory checks").
 
-The matrices are built lane-major (``(rows, columns, L)``: contiguous stores in the lane loops)
-and copied out per sample; RNEA's scratch is in the user's order, and only the entries of the
-tree's (dof, ancestor) pairs and the base's rows and columns are ever written (the same in every
-block: the rest stays zero from the allocation). ABA's row solve runs per sample on a copy of its
-lane (:func:`engine.robots.tree_solve_kernels._tree_solve`, already vectorised along the rows),
-its factorisation and the accelerations in lanes (:mod:`engine.robots.lane_solve_kernels`).
-Importing this module imports numba.
+The matrices are built lane-major (``(rows, columns, lanes)``: contiguous stores in the lane
+loops) and copied out per sample; RNEA's scratch is in the user's order, and only the entries of
+the tree's (dof, ancestor) pairs and the base's rows and columns are ever written (the same in
+every block: the rest stays zero from the allocation). ABA's factorisation, accelerations and
+acceleration-only pass run in lanes (:mod:`engine.robots.lane_solve_kernels`), its row solve per
+sample on a copy of its lane (:func:`engine.robots.tree_solve_kernels._tree_solve`, vectorised
+along the rows already). Importing this module imports numba.
 """
 
 from __future__ import annotations

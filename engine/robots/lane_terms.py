@@ -1,16 +1,18 @@
 """Lane helpers of :mod:`engine.robots.derivative_lane_kernels`: the spatial algebra of
-:mod:`engine.robots.derivative_kernels` on ``L`` samples at once.
+:mod:`engine.robots.derivative_kernels` on many samples at once.
 
 Every per-sample quantity gains a last axis of lanes, one sample per lane: a spatial vector of
-a body is ``(6, L)``, a rotation ``(3, 3, L)``. Each helper loops over the lanes innermost, ``L``
-read from an array's shape at run time (a compile-time lane count lets LLVM unroll the loop
-before its loop vectoriser sees it, and then nothing vectorises), and inside the loop loads a
-lane's inputs into locals, computes on tuples (the ``_t`` functions, pure arithmetic on
-scalars) and stores: LLVM vectorises the lane loop (AVX-512: eight samples per instruction),
-with run-time checks that the arrays do not overlap. Per-joint constants (motion subspace,
-tree transforms, inertias) are the same in every lane, loaded before the loop.
+a body is ``(6, lanes)``, a rotation ``(3, 3, lanes)``. Each helper loops over the first ``L``
+lanes innermost, ``L`` its first argument, a run-time value (a compile-time trip count lets LLVM
+unroll the loop before its loop vectoriser sees it, and then nothing vectorises; the arrays' lane
+axis may be a constant), and inside the loop loads a lane's inputs into locals, computes on
+tuples (the ``_t`` functions, pure arithmetic on scalars) and stores: LLVM vectorises the lane
+loop (AVX-512: eight samples per instruction), with run-time checks that the arrays do not
+overlap. Per-joint constants (motion subspace, tree transforms, inertias) are the same in every
+lane, loaded before the loop. The shapes below name the lane axis ``L``: an array's lane axis
+has at least the ``L`` lanes in use.
 
-The composites of a body are packed in one ``(NK, L)`` array (one store target per loop, fewer
+The composites of a body are packed in one ``(NK, lanes)`` array (one store target per loop, fewer
 overlap checks): mass at ``KM``, first moment ``h`` (3) at ``KH``, rotational inertia about the
 world origin (6, symmetric ``xx, xy, xz, yy, yz, zz``) at ``KI``, ``Q`` (6, symmetric) at
 ``KQ``, momentum ``(n, L)`` at ``KN`` and ``KL`` (3 each), force at ``KF`` (6); see
