@@ -235,7 +235,9 @@ def warm_up() -> bool:
 
 
 def _exercise_derivatives() -> None:
-    """Build the derivative kernels (every mode, fixed and floating) on a two-body tree."""
+    """Build the derivative kernels (every mode, fixed and floating; RNEA and ABA for one sample
+    and in lanes) on a two-body tree."""
+    from engine.robots.derivative_lane_kernels import MIN_LANES
     parent = np.array([0, 0, 1], dtype=np.int64)
     C0 = np.tile(np.eye(4).reshape(1, 16), (2, 1))
     C = np.zeros((2, 3, 16))
@@ -250,6 +252,9 @@ def _exercise_derivatives() -> None:
         v = np.zeros((1, q.shape[1] - (1 if floating else 0)))
         for mode in ("rnea", "aba", "rnea_vjp", "aba_vjp"):
             derivatives(consts, q, v, v, a0, np.zeros(2), floating, mode, g=v if mode.endswith("_vjp") else None)
+        for mode in ("rnea", "aba"):    # the lane bodies, for batches of MIN_LANES samples and more
+            qb, vb = np.repeat(q, MIN_LANES, 0), np.repeat(v, MIN_LANES, 0)
+            derivatives(consts, qb, vb, vb, a0, np.zeros(2), floating, mode)
         regressor((parent, C0, C, S, perm), q, v, v, a0, floating)
         regressor_vjp((parent, C0, C, S, perm), q, v, v, a0, floating, v)
 
