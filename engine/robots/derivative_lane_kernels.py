@@ -22,18 +22,19 @@ the tree's (dof, ancestor) pairs and the base's rows and columns are ever writte
 every block: the rest stays zero from the allocation). ABA's factorisation, accelerations and
 acceleration-only pass run in lanes (:mod:`engine.robots.lane_solve_kernels`), its row solve per
 sample on a copy of its lane (:func:`engine.robots.tree_solve_kernels._tree_solve`, vectorised
-along the rows already). Importing this module imports numba.
+along the rows already). The joint angles' sines and cosines are Cephes' (vectorised:
+:func:`engine.robots.lane_spatial._sin_1mcos_l`, within 2 ulp of libm's), in the one-lane build too,
+so a sample's numbers do not depend on the batch size. Importing this module imports numba.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from engine.robots.compiled_kernels import _inline, _jit
 from engine.robots.lane_ball_terms import _ball_motion, _ball_phi, _ball_turn, _ball_upper, _joint_bodies
 from engine.robots.lane_solve_kernels import _ltdl_lanes, _ltdl_solve_lanes
+from engine.robots.lane_spatial import _sin_1mcos_l
 from engine.robots.lane_terms import (
     KF,
     KH,
@@ -271,10 +272,7 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
             if kind == 0:
                 for l in range(L):
                     qk[l] = qT[fq + joints[k - 1, 0], l]
-                for l in range(L):
-                    sn[l] = math.sin(qk[l])
-                for l in range(L):
-                    c1[l] = 1.0 - math.cos(qk[l])
+                _sin_1mcos_l(qk, sn, c1, L)     # Cephes' formulas, vectorised (libm's calls are not)
                 _pose(L, C0, C, k - 1, qk, sn, c1, T, Rw[j], pw[j], Rw[k], pw[k])
             else:               # a ball's sub-body: at angle zero, the first turned by the quaternion
                 _pose(L, C0, C, k - 1, zero, zero, zero, T, Rw[j], pw[j], Rw[k], pw[k])
