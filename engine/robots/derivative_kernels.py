@@ -68,6 +68,7 @@ from engine.robots.compiled_kernels import (
 )
 from engine.robots.derivative_lane_kernels import LANES, MIN_LANES, aba_lanes, aba_one, rnea_lanes, rnea_one
 from engine.robots.lane_ball_terms import _joint_bodies
+from engine.robots.lane_ltdl import _orders
 from engine.robots.tree_solve_kernels import _ltdl, _ltdl_solve
 
 # what a call of derivatives_kernel writes (its ``mode``)
@@ -425,14 +426,7 @@ def _derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, dam
     ab = np.zeros(6)
     Rq = np.zeros((3, 3))
     x = np.zeros(nv)
-    user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
-    lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
-    for i in range(fv):
-        user[i] = i
-        lam[i] = i - 1
-    for k in range(1, n + 1):
-        user[fv + k - 1] = fv + perm[k - 1]
-        lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
+    user, lam = _orders(parent, perm, floating)     # internal dof -> its user index, its parent dof
     jf = np.empty(n + 1, dtype=np.int64)    # body -> its joint's first body (a ball: its first sub-body)
     jp = np.empty(n + 1, dtype=np.int64)    # body -> the body above its joint (psi's v_p, a_p)
     _joint_bodies(parent, joints, jf, jp)

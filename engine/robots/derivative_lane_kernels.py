@@ -33,6 +33,7 @@ import numpy as np
 
 from engine.robots.compiled_kernels import _inline, _jit
 from engine.robots.lane_ball_terms import _ball_motion, _ball_phi, _ball_turn, _ball_upper, _joint_bodies
+from engine.robots.lane_ltdl import _orders
 from engine.robots.lane_solve_kernels import _ltdl_lanes, _ltdl_solve_lanes
 from engine.robots.lane_spatial import _sin_1mcos_l
 from engine.robots.lane_terms import (
@@ -210,14 +211,7 @@ def _lane_derivatives(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature
     GQ = np.zeros((6, width))
     GV = np.zeros((6, width))
     DM = np.zeros((nv, nv, width))          # RNEA: M in the user's order; ABA: internal, then factorised
-    user = np.empty(nv, dtype=np.int64)    # internal dof -> user index
-    lam = np.empty(nv, dtype=np.int64)     # internal dof -> its parent dof
-    for i in range(fv):
-        user[i] = i
-        lam[i] = i - 1
-    for k in range(1, n + 1):
-        user[fv + k - 1] = fv + perm[k - 1]
-        lam[fv + k - 1] = (fv - 1) if parent[k] == 0 else fv + parent[k] - 1
+    user, lam = _orders(parent, perm, floating)     # internal dof -> its user index, its parent dof
     iden = np.arange(nv)
     rmap = iden if solve else user          # rows of DQ and DV
     ov = nv if solve else 0                 # DV's first column
