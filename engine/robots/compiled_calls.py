@@ -129,7 +129,6 @@ class CompiledCalls:
         # each body's configuration column and kind (ball joints: engine.robots.ball.compiled_joints)
         self._joints = np.ascontiguousarray(cb.tree.joints if cb.tree.joints is not None
                                             else np.stack([perm, np.zeros_like(perm)], axis=1))
-        self._ball = bool(model._ball_names)      # the regressor kernels do not know ball joints
         self._chain = cb._chain
         self._S, self._rev = cb._S, cb._rev
         self._armature = cb._armature.copy()
@@ -383,9 +382,6 @@ class CompiledCalls:
 
     def regressor(self, q, v, a, gravity=True, out=None) -> np.ndarray:
         """The joint-torque regressor ``(..., nv, 10 N)`` (``model.regressor``; no armature)."""
-        if self._ball:
-            raise ValueError(f"robot {self.name!r} has ball joints, which the regressor kernels do not "
-                             "model; call the model's method")
         rk = self._regressor_kernels()
         qa, one = self._q(q)
         B, na = qa.shape[0], self._nv_all
@@ -394,7 +390,8 @@ class CompiledCalls:
         res = _target(out, self._shape(one, B, (self.nv, cols)))
         Y = _batch(res, one) if self._P is None else np.empty((B, na, cols))
         parent, C0, C, perm = self._chain
-        rk.regressor_kernel(parent, C0, C, self._S, perm, qa, va, aa, self._gravity(gravity), self.floating, Y)
+        rk.regressor_kernel(parent, C0, C, self._S, perm, qa, va, aa, self._gravity(gravity), self.floating, Y,
+                            self._joints)
         if self._P is not None:
             np.matmul(self._Pt, Y, out=_batch(res, one))
         return res

@@ -175,30 +175,33 @@ def derivatives(consts, q, qd, qdd, a0, armature, floating: bool, mode: str, dam
     return tuple(o[:, 0] for o in outs) if rows == 1 else tuple(outs)
 
 
-def regressor(consts, q, qd, qdd, a0, floating: bool):
+def regressor(consts, q, qd, qdd, a0, floating: bool, joints=None):
     """The joint-torque regressor ``(B, nv, 10 N)`` (see
-    :func:`engine.robots.regressor_kernels.regressor_kernel`); consts ``(parent, C0, C, S, perm)``."""
+    :func:`engine.robots.regressor_kernels.regressor_kernel`); consts ``(parent, C0, C, S, perm)``;
+    joints: see :func:`_joints` (ball joints)."""
     q = _c(q)
     B = q.shape[0]
-    nv = q.shape[1] - (1 if floating else 0)
+    nv = consts[-1].shape[0] + (6 if floating else 0)
     n_bodies = consts[-1].shape[0] + (1 if floating else 0)
     Y = np.empty((B, nv, 10 * n_bodies))
     zeros = np.zeros((B, nv))
     _regressor_kernels().regressor_kernel(*consts, q, zeros if qd is None else _c(qd),
-                                           zeros if qdd is None else _c(qdd), _c(a0), floating, Y)
+                                           zeros if qdd is None else _c(qdd), _c(a0), floating, Y,
+                                           _joints(consts[-1], joints))
     return Y
 
 
-def regressor_vjp(consts, q, qd, qdd, a0, floating: bool, w):
+def regressor_vjp(consts, q, qd, qdd, a0, floating: bool, w, joints=None):
     """``w^T Y`` per body ``(B, n + 1, 10)`` in the internal body order (see
     :func:`engine.robots.regressor_kernels.regressor_vjp_kernel`); consts ``(parent, C0, C, S, perm)``."""
     q = _c(q)
     B = q.shape[0]
-    nv = q.shape[1] - (1 if floating else 0)
+    nv = consts[-1].shape[0] + (6 if floating else 0)
     out = np.empty((B, consts[-1].shape[0] + 1, 10))
     zeros = np.zeros((B, nv))
     _regressor_kernels().regressor_vjp_kernel(*consts, q, zeros if qd is None else _c(qd),
-                                               zeros if qdd is None else _c(qdd), _c(a0), floating, _c(w), out)
+                                               zeros if qdd is None else _c(qdd), _c(a0), floating, _c(w), out,
+                                               _joints(consts[-1], joints))
     return out
 
 

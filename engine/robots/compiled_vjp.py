@@ -5,7 +5,9 @@ forward is :func:`forward`, which keeps the per-body results of RNEA's forward p
 
 Conventions as :mod:`engine.robots.compiled_dynamics` (numpy float64, user order, full
 coordinates; consts ``(parent, C0, C, S, m, c, Ic, perm)``; q-gradients in the tangent space,
-a floating base's rows first, ``[linear; angular]``). Importing this module does not import numba.
+a floating base's rows first, ``[linear; angular]``, and with respect to the configuration's
+numbers; ``joints``: :func:`engine.robots.compiled_dynamics._joints`, ball joints). Importing this
+module does not import numba.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class Saved(NamedTuple):
     H: np.ndarray
 
 
-def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tuple[np.ndarray, Saved]:
+def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool, joints=None) -> tuple[np.ndarray, Saved]:
     """``(out (B, nv), saved)``: RNEA's forces at ``qdd = x`` (``armature * qdd`` added), or with
     ``solve`` ABA's accelerations ``M^-1 (tau - h)`` for ``tau = x`` (``M`` with ``armature`` on its
     diagonal), and what :func:`adjoint` reads (:func:`engine.robots.vjp_kernels.forward_kernel`)."""
@@ -80,52 +82,55 @@ def forward(consts, q, qd, x, a0, armature, floating: bool, solve: bool) -> tupl
     R, p = np.empty((nb, N, 3, 3, L)), np.empty((nb, N, 3, L))
     v, Xa, F, Iv = (np.empty((nb, N, 6, L)) for _ in range(4))
     gb = np.empty((nb, 6, L))
-    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv, gb)
+    vk.forward_kernel(*consts, q, qd, x, c(a0), c(armature), floating, solve, out, H, R, p, v, Xa, F, Iv, gb,
+                      cdyn._joints(consts[-1], joints))
     return out, Saved(out if solve else x, R, p, v, Xa, F, Iv, gb, H)
 
 
-def adjoint(consts, saved: Saved, q, qd, a0, armature, floating: bool, g, want_pi: bool = False):
+def adjoint(consts, saved: Saved, q, qd, a0, armature, floating: bool, g, want_pi: bool = False, joints=None):
     """:func:`rnea_vjp`'s products (``saved.H`` empty) or :func:`aba_vjp`'s, from the forward's
-    ``saved`` (:func:`forward`, same ``consts, q, qd, a0, armature``): the reverse pass alone."""
+    ``saved`` (:func:`forward`, same ``consts, q, qd, a0, armature, joints``): the reverse pass alone."""
     c = cdyn._c
     B, nv = saved.qdd.shape
     outs = [np.empty((B, nv)) for _ in range(3)]
     N = consts[-1].shape[0] + 1
     gpi = np.zeros((N, 10)) if want_pi else np.empty((N, 10))     # the kernel writes only what is asked
-    gquat = np.empty((B, 4)) if floating else np.zeros((B, 4))
+    q = c(q)
+    gcfg = np.empty(q.shape)
     solve = saved.H.shape[0] > 0
-    _kernels().adjoint_kernel(*consts, c(q), c(qd), saved.qdd, c(a0), c(armature), floating, solve, c(g), want_pi,
+    _kernels().adjoint_kernel(*consts, q, c(qd), saved.qdd, c(a0), c(armature), floating, solve, c(g), want_pi,
                               saved.H, saved.R, saved.p, saved.v, saved.Xa, saved.F, saved.Iv, saved.gb, *outs,
-                              gpi, gquat)
+                              gpi, gcfg, cdyn._joints(consts[-1], joints))
     gq, gv, ga = outs
-    return gq, gv, ga, (gpi if want_pi else None), gquat
+    return gq, gv, ga, (gpi if want_pi else None), gcfg
 
 
-def aba_forward(consts, q, qd, tau, a0, armature, floating: bool):
+def aba_forward(consts, q, qd, tau, a0, armature, floating: bool, joints=None):
     """``(qdd, H)``: the accelerations ``M^-1 (tau - h)`` ``(B, nv)`` and the packed ``L^T D L``
     factors of ``M`` (armature on its diagonal), which :func:`aba_vjp` takes."""
-    qdd, saved = forward(consts, q, qd, tau, a0, armature, floating, True)
+    qdd, saved = forward(consts, q, qd, tau, a0, armature, floating, True, joints)
     return qdd, saved.H
 
 
-def rnea_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False):
-    """``(g^T dtau/dq, g^T dtau/dqd, g^T dtau/dqdd, g^T Y or None, g^T dtau/dquat)`` at ``(q, qd,
-    qdd)``: ``(B, nv)`` each; with ``want_pi`` the regressor product per body summed over the batch
-    ``(n + 1, 10)`` (internal order, root first); a floating base's quaternion gradient ``(B, 4)``
-    (zeros on a fixed base). ``armature (n,)`` as RNEA's (zeros: none). :func:`forward` then
-    :func:`adjoint`."""
-    _, saved = forward(consts, q, qd, qdd, a0, armature, floating, False)
-    return adjoint(consts, saved, q, qd, a0, armature, floating, g, want_pi)
+def rnea_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False, joints=None):
+    """``(g^T dtau/dq, g^T dtau/dqd, g^T dtau/dqdd, g^T Y or None, g^T dtau/dconfiguration)`` at ``(q,
+    qd, qdd)``: ``(B, nv)`` each (q: tangent); with ``want_pi`` the regressor product per body summed
+    over the batch ``(n + 1, 10)`` (internal order, root first); the gradient with respect to the
+    configuration's numbers ``(B, nq)`` (a floating base's and a ball's quaternion by the kernels'
+    formula, off the unit sphere too). ``armature (n,)`` as RNEA's (zeros: none). :func:`forward`
+    then :func:`adjoint`."""
+    _, saved = forward(consts, q, qd, qdd, a0, armature, floating, False, joints)
+    return adjoint(consts, saved, q, qd, a0, armature, floating, g, want_pi, joints)
 
 
-def aba_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False, H=None):
-    """``(-lam^T dtau/dq, -lam^T dtau/dqd, lam, -lam^T Y or None, g^T dqdd/dquat)`` at the ABA
-    result ``qdd``, ``lam = M^-1 g`` (``H``: :func:`aba_forward`'s factors; None: ``M`` factorised
+def aba_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool = False, H=None, joints=None):
+    """``(-lam^T dtau/dq, -lam^T dtau/dqd, lam, -lam^T Y or None, g^T dqdd/dconfiguration)`` at the
+    ABA result ``qdd``, ``lam = M^-1 g`` (``H``: :func:`aba_forward`'s factors; None: ``M`` factorised
     here, by ABA's forward of RNEA's forces at ``qdd``)."""
-    tau, saved = forward(consts, q, qd, qdd, a0, armature, floating, False)
+    tau, saved = forward(consts, q, qd, qdd, a0, armature, floating, False, joints)
     if H is None:
-        H = forward(consts, q, qd, tau, a0, armature, floating, True)[1].H
-    return adjoint(consts, saved._replace(H=H), q, qd, a0, armature, floating, g, want_pi)
+        H = forward(consts, q, qd, tau, a0, armature, floating, True, joints)[1].H
+    return adjoint(consts, saved._replace(H=H), q, qd, a0, armature, floating, g, want_pi, joints)
 
 
 def crba_vjp(consts, q, floating: bool, G, want_pi: bool = False):

@@ -16,8 +16,8 @@ joints are projected (``P^T (.) P``; ABA: ``-M^-1`` times the projected RNEA der
 ABA result, ``dqdd/dtau = M^-1``).
 
 Float64 CPU calls without a gradient to carry run the compiled kernels
-(:mod:`engine.robots.derivative_kernels`; ball joints included, the regressor's kernels
-excepted); every other call (another dtype or device, inputs
+(:mod:`engine.robots.derivative_kernels`, :mod:`engine.robots.regressor_kernels`; ball joints
+included); every other call (another dtype or device, inputs
 requiring a gradient, learnable parameters, a torch.func transform) differentiates the torch
 algorithms with autograd (one backward pass per row), so the functions always work and their
 results are differentiable there.
@@ -50,10 +50,9 @@ __all__ = ["DerivativeMethods", "aba_derivatives", "compiled_backend_for", "dyna
            "rnea_derivatives"]
 
 
-def _compiled_ok(model: Any, t: torch.Tensor, balls: bool = True) -> bool:
-    """The compiled kernels serve a call on ``t``; ``balls``: they know ball joints (the derivative
-    kernels do, the regressor's not: torch there, :mod:`engine.robots.ball`)."""
-    return (model._n > 0 and (balls or not model._ball_names)
+def _compiled_ok(model: Any, t: torch.Tensor) -> bool:
+    """The compiled kernels serve a call on ``t`` (ball joints included)."""
+    return (model._n > 0
             and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
             and cdyn.available())
 
@@ -182,7 +181,7 @@ def regressor(model: Any, q, qd, qdd, gravity=True) -> torch.Tensor:
     """``Y (..., nv, 10 N)``: ``inverse_dynamics(q, qd, qdd) = Y @ dynamic_parameters()`` plus the
     armature's ``armature * qdd`` (see the module docstring)."""
     shape, (q, qd, qdd) = model._flat(q, qd, qdd, kinds="qvv")
-    if _compiled_ok(model, q, balls=False):
+    if _compiled_ok(model, q):
         with torch.no_grad():
             Y = model._compiled().regressor(model._all_q(q), model._all_v(qd), model._all_v(qdd),
                                             _a0(model, gravity))

@@ -298,15 +298,13 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
           analytic backwards where inputs or learnable inertials need a gradient
           (:func:`engine.robots.derivatives.compiled_backend_for`), unless switched off
           (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
-        - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below;
-        - a model with ball joints (:mod:`engine.robots.ball`): the compiled kernels for values, a
-          torch backend where a gradient is needed (the compiled backward, :mod:`engine.robots.
-          vjp_kernels`, does not know ball joints; the derivative functions' kernels do).
+        - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below.
+
+        Ball joints (:mod:`engine.robots.ball`) included (their CRBA backward: torch).
         """
         t = tensors[0]
         if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()
-                and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None
-                and (chosen.name == "compiled" or not self._ball_names)):
+                and cdyn.available() and (chosen := self._compiled_for(tensors, BATCH_LAST_BATCH)) is not None):
             return chosen
         backends = self._backends()
         return backends["batch-last" if t.shape[0] >= BATCH_LAST_BATCH and self._n > 0 else "body-major"]

@@ -6,6 +6,11 @@ Same constants and conventions as :mod:`engine.robots.compiled_kernels` (body fr
 vectors ``[angular; linear]``). Per body, ``pi`` is Pinocchio's ``Inertia.toDynamicParameters``:
 ``[m, m c_x, m c_y, m c_z, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]`` with the rotational inertia about the
 body's origin. The body force ``f = I a + v x* I v`` is linear in it: ``f = Phi(v, a) pi``.
+
+Ball joints (``joints``, :func:`engine.robots.compiled_kernels._joint_pose`): three sub-bodies, the
+first two massless; each sub-body's velocity product ``v x S qd`` takes the ball's child's
+velocity (the torch algorithms' ``bias_src``, :mod:`engine.robots.ball`), so that the massless
+sub-bodies' columns are the torch regressor's too and the last one's acceleration is the ball's.
 Importing this module imports numba.
 """
 
@@ -21,7 +26,7 @@ from engine.robots.compiled_kernels import (
     _inertia_times,
     _inline,
     _jit,
-    _local_pose,
+    _joint_pose,
     _motion_to_child,
     _quaternion_rotation,
 )
@@ -51,12 +56,30 @@ def _parameter_forces(mk_v, mk_a, Phi, hu, Iu, col, t):
             Phi[i, cidx] = col[i]
 
 
+@_inline
+def _add_velocity_product(qd, b, col, kind, vk, sv, t, ak):
+    """``ak += v x S qd`` (``sv = S qd``): ``v`` the body's velocity ``vk``, or on a ball's
+    sub-body (kind 1, 2, 3; the ball's three velocities at columns ``col - kind + 1 ..``, its
+    sub-bodies turning about x, y, z) the child's: ``vk`` plus the later sub-bodies' ``w``
+    (``t (6,)``: scratch)."""
+    if kind == 0:
+        _add_cross_motion(vk, sv, ak)
+        return
+    first = col - kind + 1
+    for i in range(6):
+        t[i] = vk[i]
+    for i in range(kind, 3):
+        t[i] += qd[b, first + i]
+    _add_cross_motion(t, sv, ak)
+
+
 @_jit
-def regressor_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, Y):
+def regressor_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, Y, joints):
     """The joint-torque regressor ``Y (B, nv, 10 N)`` (``tau = Y pi`` without armature), ``N``
     bodies: the floating base's (if any) first, then each movable joint's child body in the user
     order. ``pi`` per body: Pinocchio's ``Inertia.toDynamicParameters`` ``[m, m c (3), Ixx, Ixy,
-    Iyy, Ixz, Iyz, Izz]`` with the rotational inertia about the body's origin, body axes."""
+    Iyy, Ixz, Iyz, Izz]`` with the rotational inertia about the body's origin, body axes.
+    ``joints (n, 2)``: each body's configuration column and kind (ball joints)."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -86,7 +109,8 @@ def regressor_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, Y):
                 a[0, i] = a0[i]
         for k in range(1, n + 1):
             jk = perm[k - 1]
-            _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
+            kind = joints[k - 1, 1]
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], kind, R[k], p[k])
             j = parent[k]
             _motion_to_child(R[k], p[k], v[j], v[k])
             _motion_to_child(R[k], p[k], a[j], a[k])
@@ -96,7 +120,7 @@ def regressor_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, Y):
                 sv[i] = S[k - 1, i] * x
                 v[k, i] += sv[i]
                 a[k, i] += S[k - 1, i] * y
-            _add_cross_motion(v[k], sv, a[k])
+            _add_velocity_product(qd, b, fv + jk, kind, v[k], sv, t, a[k])
         for k in range(0 if floating else 1, n + 1):
             # Phi: the body's force I a + v x* I v, one column per parameter
             _parameter_forces(v[k], a[k], Phi, hu, Iu, col, t)
@@ -141,11 +165,11 @@ def _add_bilinear_parameters(x, y, sign, out):
 
 
 @_jit
-def regressor_vjp_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, w, out):
+def regressor_vjp_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, w, out, joints):
     """``out (B, n + 1, 10)``: ``w^T Y`` per body in the internal order (root first; zero for a
     fixed root), ``w (B, nv)``: with ``lam_k = X_k lam_parent + S_k w_k`` (the weights carried to
     each body's frame; a floating root starts from its own), ``out_k = d(lam_k . f_k)/d pi_k``
-    for the body force ``f = I a + v x* I v``. O(n)."""
+    for the body force ``f = I a + v x* I v``. O(n). ``joints``: :func:`regressor_kernel`'s."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -173,7 +197,8 @@ def regressor_vjp_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, w, ou
                 lam[0, i] = 0.0
         for k in range(1, n + 1):
             jk = perm[k - 1]
-            _local_pose(C0, C, k - 1, q[b, fq + jk], R[k], p[k])
+            kind = joints[k - 1, 1]
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], kind, R[k], p[k])
             j = parent[k]
             _motion_to_child(R[k], p[k], v[j], v[k])
             _motion_to_child(R[k], p[k], a[j], a[k])
@@ -185,7 +210,7 @@ def regressor_vjp_kernel(parent, C0, C, S, perm, q, qd, qdd, a0, floating, w, ou
                 v[k, i] += sv[i]
                 a[k, i] += S[k - 1, i] * y
                 lam[k, i] += S[k - 1, i] * w[b, fv + jk]
-            _add_cross_motion(v[k], sv, a[k])
+            _add_velocity_product(qd, b, fv + jk, kind, v[k], sv, t, a[k])
         for k in range(0 if floating else 1, n + 1):
             # lam . f = lam^T I a - mu^T I v with mu = v x lam: bilinear in the parameters
             _cross_motion(v[k], lam[k], t)

@@ -61,6 +61,13 @@ from engine.robots.compiled_kernels import (
     _motion_to_child,
     _origin_inertias,
 )
+from engine.robots.lane_ball_terms import _ball_turn
+from engine.robots.lane_ball_vjp import (
+    ball_adjoint_l,
+    ball_bias_at,
+    body_acceleration_l,
+    rotation_quaternion_grad,
+)
 from engine.robots.lane_ltdl import (
     _chain_offsets,
     _ltdl_packed_l,
@@ -93,22 +100,17 @@ def _dot6(x, y):
 
 @_inline
 def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, C, out):
-    """out[b] = d/d quat of ``w . g_base``, ``g_base = [R^T a0_lin; R^T a0_ang]`` with R(quat) the
+    """out[b, 3:7] = d/d quat of ``w . g_base``, ``g_base = [R^T a0_lin; R^T a0_ang]`` with R(quat) the
     kernels' (Eigen's) formula, off the unit sphere too; ``w = [wl; wa]``: ``sum_ij C_ij dR_ij``,
     ``C_ij = a0_lin,i wl_j + a0_ang,i wa_j`` (``C (3, 3)``: scratch)."""
-    x, y, z, w = q[b, 3], q[b, 4], q[b, 5], q[b, 6]
     wl = (wl0, wl1, wl2)
     wa = (wa0, wa1, wa2)
     for i in range(3):
         for j in range(3):
             C[i, j] = a0[3 + i] * wl[j] + a0[i] * wa[j]
-    out[b, 0] = (2.0 * (y * (C[0, 1] + C[1, 0]) + z * (C[0, 2] + C[2, 0]) + w * (C[2, 1] - C[1, 2]))
-                 - 4.0 * x * (C[1, 1] + C[2, 2]))
-    out[b, 1] = (2.0 * (x * (C[0, 1] + C[1, 0]) + w * (C[0, 2] - C[2, 0]) + z * (C[1, 2] + C[2, 1]))
-                 - 4.0 * y * (C[0, 0] + C[2, 2]))
-    out[b, 2] = (2.0 * (w * (C[1, 0] - C[0, 1]) + x * (C[0, 2] + C[2, 0]) + y * (C[1, 2] + C[2, 1]))
-                 - 4.0 * z * (C[0, 0] + C[1, 1]))
-    out[b, 3] = 2.0 * (z * (C[1, 0] - C[0, 1]) + y * (C[0, 2] - C[2, 0]) + x * (C[2, 1] - C[1, 2]))
+    g4 = rotation_quaternion_grad(q[b, 3], q[b, 4], q[b, 5], q[b, 6], C)
+    for i in range(4):
+        out[b, 3 + i] = g4[i]
 
 
 @_jit
@@ -207,7 +209,7 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
 
 @_jit
 def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H,
-                   Rs, ps, vs, Xas, Fs, Ivs, gbs):
+                   Rs, ps, vs, Xas, Fs, Ivs, gbs, joints):
     """A differentiable call's forward, keeping what :func:`adjoint_kernel` reads, in blocks of ``L``
     samples (the module docstring; ``nb = ceil(B / L)``): per block the poses ``Rs (nb, n + 1, 3, 3,
     L)``, ``ps (nb, n + 1, 3, L)`` of the bodies in their parents, their velocities ``vs``, their
@@ -218,18 +220,19 @@ def forward_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, f
     (``armature * qdd`` added). With ``solve`` (``qdd`` holds the applied forces): ABA's
     accelerations ``M^-1 (tau - h)`` into ``out``, the ``L^T D L`` factors of ``M`` (armature on its
     diagonal) into ``H (nb, factor_size, L)``, packed (:func:`engine.robots.lane_ltdl._ltdl_packed_l`),
-    and the passes at those accelerations."""
+    and the passes at those accelerations. ``joints (n, 2)``: each body's configuration column and
+    kind (ball joints, :func:`engine.robots.compiled_kernels._joint_pose`)."""
     if Rs.shape[-1] == 1:       # one sample a block: the lane loops compiled away
         _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
-                        vs, Xas, Fs, Ivs, gbs, True)
+                        vs, Xas, Fs, Ivs, gbs, joints, True)
     else:
         _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
-                        vs, Xas, Fs, Ivs, gbs, False)
+                        vs, Xas, Fs, Ivs, gbs, joints, False)
 
 
 @_inline
 def _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, out, H, Rs, ps,
-                    vs, Xas, Fs, Ivs, gbs, single):
+                    vs, Xas, Fs, Ivs, gbs, joints, single):
     """:func:`forward_kernel`'s passes; ``single``: blocks of one sample (``L = 1``)."""
     B = q.shape[0]
     L = Rs.shape[-1]
@@ -245,6 +248,7 @@ def _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
     acc = np.empty((nv, L))
     s = np.empty(L)
     c1 = np.empty(L)
+    zl = np.zeros(L)            # a ball's sub-bodies' angles
     sv = np.empty((6, L))
     a = np.zeros((n + 1, 6, L))
     vc = np.zeros((n + 1, 6, L))
@@ -274,7 +278,10 @@ def _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
                     Iv[0, i, lane] = 0.0
         for k in range(1, n + 1):
             jk = perm[k - 1]
-            _local_pose_l(C0, C, k - 1, qT[fq + jk], s, c1, R[k], p[k], nl)
+            kind, col = joints[k - 1, 1], fq + joints[k - 1, 0]
+            _local_pose_l(C0, C, k - 1, qT[col] if kind == 0 else zl, s, c1, R[k], p[k], nl)
+            if kind == 1:       # a ball's first sub-body: turned by the quaternion
+                _ball_turn(nl, qT, col, R[k])
             _motion_to_child_l(R[k], p[k], v[parent[k]], v[k], nl)
             xd = qdT[fv + jk]
             for i in range(6):
@@ -306,6 +313,10 @@ def _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
                         for lane in range(nl):
                             sv[i, lane] = Ski * xd[lane]
                     _cross_motion_l(v[k], sv, vc[k], nl)
+                    if joints[k - 1, 1] == 3:       # a ball's last sub-body: K(w)
+                        u = fv + jk
+                        for lane in range(nl):
+                            ball_bias_at(vc[k], lane, qdT[u - 2, lane], qdT[u - 1, lane], qdT[u, lane])
                 for i in range(6):
                     Ski = S[k - 1, i]
                     ak, Xak, vck = a[k, i], Xa[k, i], vc[k, i]
@@ -353,29 +364,32 @@ def _forward_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
 
 @_jit
 def adjoint_kernel(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi,
-                   H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gquat):
+                   H, Rs, ps, vs, Xas, Fs, Ivs, gbs, gq, gv, ga, gpi, gcfg, joints):
     """The products of the module docstring from what :func:`forward_kernel` kept (``qdd``: the
     accelerations its passes are at, user order; the same blocks of ``L`` samples), in the user's
     order: RNEA's ``g^T dtau/dq`` (tangent), ``g^T dtau/dqd``, ``g^T dtau/dqdd`` into ``gq, gv, ga
     (B, nv)`` (``armature``: RNEA's); with ``solve``, ABA's at its result, ``-lam^T dtau/dq``,
     ``-lam^T dtau/dv`` and ``lam = M^-1 g`` (``H``: the packed factors). With ``want_pi`` ``gpi (n +
-    1, 10)`` += the regressor products (internal body order, summed over the batch). A floating
-    base: ``gquat (B, 4)`` the gradient with respect to the quaternion's four numbers (it acts only
-    through gravity in the base frame)."""
+    1, 10)`` += the regressor products (internal body order, summed over the batch). ``gcfg (B,
+    nq)``: the gradient with respect to the configuration's numbers: a scalar joint's the tangent
+    one; a floating base's zero on its position and, on its quaternion's four numbers, through
+    gravity in the base frame (the only way its pose acts); a ball joint's quaternion
+    (:mod:`engine.robots.lane_ball_vjp`, which also gives its tangent rows in ``gq``). ``joints``:
+    :func:`forward_kernel`'s."""
     if Rs.shape[-1] == 1:       # one sample a block: the lane loops compiled away
         _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
-                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gquat), True)
+                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gcfg), joints, True)
     else:
         _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
-                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gquat), False)
+                        Rs, ps, vs, Xas, Fs, Ivs, gbs, (gq, gv, ga, gpi, gcfg), joints, False)
 
 
 @_inline
 def _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, floating, solve, g, want_pi, H,
-                    Rs, ps, vs, Xas, Fs, Ivs, gbs, outs, single):
-    """:func:`adjoint_kernel`'s passes (``outs``: its ``gq, gv, ga, gpi, gquat``); ``single``: blocks of one
+                    Rs, ps, vs, Xas, Fs, Ivs, gbs, outs, joints, single):
+    """:func:`adjoint_kernel`'s passes (``outs``: its ``gq, gv, ga, gpi, gcfg``); ``single``: blocks of one
     sample (``L = 1``)."""
-    gq, gv, ga, gpi, gquat = outs
+    gq, gv, ga, gpi, gcfg = outs
     B = q.shape[0]
     L = Rs.shape[-1]
     n = perm.shape[0]
@@ -395,6 +409,11 @@ def _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
     oa = np.empty((nv, L))
     pacc = np.zeros((n + 1, 10, L) if want_pi else (0, 10, L))
     C3 = np.empty((3, 3))
+    fq = 7 if floating else 0
+    balls = False
+    for k in range(n):
+        balls = balls or joints[k, 1] != 0
+    ball_scratch = (np.empty((6, L)), t, t2, np.empty((3, 3)), C3)
     user, lam = _orders(parent, perm, floating)
     off = _chain_offsets(lam)
     sign = -1.0 if solve else 1.0
@@ -426,23 +445,9 @@ def _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
             _cross_force_l(Fb[k], Iv[k], t2, False, nl)
             _cross_motion_l(Fb[k], v[k], sv, nl)
             _inertia_times_l(m[k], h[k], Io[k], sv, None, t2, vb[k], nl)
-            if want_pi:         # the body's acceleration a_k = X a_j + S qdd + (X v_j) x S qd
-                if k > 0:
-                    u = fv + perm[k - 1]
-                    for i in range(6):
-                        Ski = S[k - 1, i]
-                        for lane in range(nl):
-                            ti = Ski * qd[b0 + lane, u]
-                            t[i, lane] = ti
-                            t2[i, lane] = v[k, i, lane] - ti
-                            ak[i, lane] = Xa[k, i, lane] + Ski * qdd[b0 + lane, u]
-                    _cross_motion_l(t2, t, t, nl)
-                    for i in range(6):
-                        for lane in range(nl):
-                            ak[i, lane] += t[i, lane]
-                    _add_bilinear_parameters_l(Fb[k], ak, sign, pacc[k], nl)
-                else:
-                    _add_bilinear_parameters_l(Fb[k], Xa[k], sign, pacc[k], nl)
+            if want_pi:         # the body's acceleration a_k = X a_j + S qdd + (X v_j) x S qd (+ K)
+                body_acceleration_l(k, S, perm, joints, fv, qd, qdd, b0, v, Xa, t, t2, ak, nl)
+                _add_bilinear_parameters_l(Fb[k], ak, sign, pacc[k], nl)
                 _add_bilinear_parameters_l(sv, v[k], sign, pacc[k], nl)
         # ---- leaves to root
         for k in range(n, 0, -1):
@@ -496,10 +501,20 @@ def _adjoint_blocks(parent, C0, C, S, m, c, Ic, perm, q, qd, qdd, a0, armature, 
                 gq[b, 3] = sign * (a1 * g2 - a2 * g1 + a4 * g5 - a5 * g4)
                 gq[b, 4] = sign * (a2 * g0 - a0_ * g2 + a5 * g3 - a3 * g5)
                 gq[b, 5] = sign * (a0_ * g1 - a1 * g0 + a3 * g4 - a4 * g3)
+                for i in range(3):
+                    gcfg[b, i] = 0.0
                 if solve:       # qdd_base + g_base does not depend on g_base
-                    _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], C3, gquat)
+                    _quaternion_grad(q, b, a0, -g[b, 0], -g[b, 1], -g[b, 2], -g[b, 3], -g[b, 4], -g[b, 5], C3, gcfg)
                 else:           # dtau/dg_base = dtau/dqdd_base
-                    _quaternion_grad(q, b, a0, a3, a4, a5, a0_, a1, a2, C3, gquat)
+                    _quaternion_grad(q, b, a0, a3, a4, a5, a0_, a1, a2, C3, gcfg)
+        if balls:
+            ball_adjoint_l(n, parent, C0, S, perm, joints, fq, fv, q, qd, qdd, b0, sign, R, p, v, Xa, F, Fb, ab, vb,
+                           ball_scratch, gq, gv, gcfg, nl)
+        for k in range(1, n + 1):       # the scalar joints' configuration gradient: the tangent one
+            if joints[k - 1, 1] == 0:
+                cq, u = fq + joints[k - 1, 0], fv + perm[k - 1]
+                for lane in range(nl):
+                    gcfg[b0 + lane, cq] = gq[b0 + lane, u]
     if want_pi:
         for k in range(n + 1):
             for i in range(10):

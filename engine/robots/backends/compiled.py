@@ -122,14 +122,16 @@ class CompiledBackend:
         """The joint-torque regressor ``(B, nv_all, 10 N)`` in full coordinates (no armature)."""
         parent, C0, C, perm = self._chain
         return _tensor(cdyn.regressor((parent, C0, C, self._S, perm), _np(q), None if v is None else _np(v),
-                                      None if a is None else _np(a), self._gravity(a0), self.tree.floating))
+                                      None if a is None else _np(a), self._gravity(a0), self.tree.floating,
+                                      self._joints))
 
     def regressor_vjp(self, q, v, a, a0, w) -> np.ndarray:
         """``w^T Y`` per body ``(B, n + 1, 10)`` (internal order, root first): the gradient of
         ``w . tau`` with respect to each body's inertial parameters (numpy)."""
         parent, C0, C, perm = self._chain
         return cdyn.regressor_vjp((parent, C0, C, self._S, perm), _np(q), None if v is None else _np(v),
-                                  None if a is None else _np(a), self._gravity(a0), self.tree.floating, _np(w))
+                                  None if a is None else _np(a), self._gravity(a0), self.tree.floating, _np(w),
+                                  self._joints)
 
     def aba(self, q, v, tau, a0, inertials: Inertials, method: str = "auto", armature=None) -> torch.Tensor:
         """The articulated-body algorithm whatever the method; ``armature (n,)``: rotor inertia beyond

@@ -23,7 +23,10 @@ A free-flyer base: the kernels depend on the base pose only through gravity in t
 (``R(quat)^T a0``), so the configuration gradient is the tangent one on the joints, zero on
 the base position and, on the quaternion, ``dtau/dg`` (the base columns of ``M``) through Eigen's
 quaternion formula, in the kernel: the derivative of the computed value in every direction, off the unit sphere
-too (the torch algorithms, in the world frame, agree with it along the sphere).
+too (the torch algorithms, in the world frame, agree with it along the sphere). Ball joints: RNEA's
+and ABA's backward in the kernels too, their quaternions' gradient by the same formula
+(:mod:`engine.robots.lane_ball_vjp`, which says where it is exact); CRBA's backward on the torch
+backends.
 A backward that must itself be differentiable (``create_graph=True``) differentiates the torch
 algorithms instead; with learnable inertials it raises (use ``LAGRANGE_COMPILED_BACKWARD=0`` or
 :class:`engine.robots.backends.torch_only` for second-order gradients of those).
@@ -36,6 +39,7 @@ import os
 import numpy as np
 import torch
 
+from engine.robots import compiled_dynamics as cdyn
 from engine.robots import compiled_vjp
 from engine.robots.backends.compiled import CompiledBackend, _np
 from engine.robots.backends.tree import Inertials
@@ -64,8 +68,8 @@ def _no_second_order(pi):
 
 
 def _q_grad(floating: bool, gq_tangent, gquat):
-    """The configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)`` and, for a
-    floating base, the kernel's quaternion gradient ``(B, 4)`` (the position's is zero)."""
+    """CRBA's configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)`` and, for a
+    floating base, a quaternion gradient ``(B, 4)`` (the position's is zero)."""
     if not floating:
         return gq_tangent
     return torch.cat([torch.zeros_like(gquat[:, :3]), gquat, gq_tangent[:, 6:]], dim=-1)
@@ -104,9 +108,8 @@ class _Rnea(torch.autograd.Function):
             _no_second_order(pi)
             return _torch_vjp(bk.torch_backend(q).rnea, (q, v, a), (ctx.a0, ctx.inertials), g) + (None,) * 4
         need = ctx.needs_input_grad
-        gq, gv, ga, gpi, gquat = bk.adjoint(ctx.kept, g, need[3])
-        gq = _q_grad(bk.floating, gq, gquat) if need[0] else None
-        return (gq, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
+        _, gv, ga, gpi, gcfg = bk.adjoint(ctx.kept, g, need[3])
+        return (gcfg if need[0] else None, gv if need[1] else None, ga if need[2] else None, gpi, None, None, None)
 
 
 class _Aba(torch.autograd.Function):
@@ -131,9 +134,9 @@ class _Aba(torch.autograd.Function):
                                    "armature: set LAGRANGE_COMPILED_BACKWARD=0")
             return _torch_vjp(bk.torch_backend(q).aba, (q, v, tau), (ctx.a0, ctx.inertials), g) + (None,) * 5
         need = ctx.needs_input_grad
-        gq, gv, lam, gpi, gquat = bk.adjoint(ctx.kept, g, need[3])
+        _, gv, lam, gpi, gcfg = bk.adjoint(ctx.kept, g, need[3])
         garm = -(lam * qdd).sum(0) if armature is not None and need[7] else None
-        return (_q_grad(bk.floating, gq, gquat) if need[0] else None, gv if need[1] else None,
+        return (gcfg if need[0] else None, gv if need[1] else None,
                 lam if need[2] else None, gpi, None, None, None, garm)
 
 
@@ -175,6 +178,10 @@ class CompiledAutogradBackend:
         self.tree = compiled.tree
         self.floating = compiled.tree.floating
         self.torch_backend = torch_backend
+        perm = compiled._chain[3]
+        self._joints = cdyn._joints(perm, compiled._joints)       # the kernels' layout (ball joints)
+        self._balls = compiled._joints is not None
+        self._nv = perm.shape[0] + (6 if self.floating else 0)
 
     def fk(self, q):
         return self.torch_backend(q).fk(q)
@@ -183,6 +190,8 @@ class CompiledAutogradBackend:
         return self.torch_backend(q).jacobians(q, links, point, with_poses)
 
     def crba(self, q, inertials: Inertials):
+        if self._balls:         # its backward kernel does not know ball joints
+            return self.torch_backend(q).crba(q, inertials)
         return _Crba.apply(q, self._parameters(inertials), self, inertials)
 
     def forward_kept(self, q, v, x, a0, inertials: Inertials, solve: bool, armature=None):
@@ -193,20 +202,21 @@ class CompiledAutogradBackend:
         :meth:`CompiledBackend.armature_with`)."""
         c = self.compiled
         qn = _np(q)
-        zero = None if v is not None and x is not None else np.zeros((qn.shape[0], qn.shape[1] - self.floating))
+        zero = None if v is not None and x is not None else np.zeros((qn.shape[0], self._nv))
         args = (c._constants(inertials), qn, zero if v is None else _np(v))
         a0n, arm = c._gravity(a0), c.armature_with(armature) if solve else c._no_armature
-        out, saved = compiled_vjp.forward(*args, zero if x is None else _np(x), a0n, arm, self.floating, solve)
+        out, saved = compiled_vjp.forward(*args, zero if x is None else _np(x), a0n, arm, self.floating, solve,
+                                          self._joints)
         return _t(out), args + (a0n, arm, saved)
 
     def adjoint(self, kept, g, want_pi: bool):
-        """``(gq (tangent), gv, ga, gpi, gquat)`` tensors from :meth:`forward_kept`'s ``kept``: ``g^T``
+        """``(gq (tangent), gv, ga, gpi, gcfg)`` tensors from :meth:`forward_kept`'s ``kept``: ``g^T``
         times RNEA's derivatives at its ``a``, or ABA's at its result (``-lam^T dtau/dq``, ``-lam^T
         dtau/dv``, ``lam``); ``gpi`` the regressor products per body ``(n + 1, 10)`` summed over the
-        batch (None without ``want_pi``), ``gquat`` a floating base's quaternion gradient ``(B, 4)``.
+        batch (None without ``want_pi``), ``gcfg`` the gradient with respect to the configuration ``(B, nq)``.
         The reverse pass alone (:func:`engine.robots.compiled_vjp.adjoint`), O(n) per sample."""
         consts, qn, vn, a0n, arm, saved = kept
-        out = compiled_vjp.adjoint(consts, saved, qn, vn, a0n, arm, self.floating, _np(g), want_pi)
+        out = compiled_vjp.adjoint(consts, saved, qn, vn, a0n, arm, self.floating, _np(g), want_pi, self._joints)
         return tuple(None if x is None else _t(x) for x in out)
 
     @staticmethod

@@ -5,7 +5,8 @@ quaternion (x, y, z, w) and the q-derivatives in the tangent space, ``q exp(dq)`
 ``integrate``), to 1e-9 relative to each matrix's magnitude; against central finite differences
 along ``integrate`` (armature, damping); against the torch algorithms differentiated by autograd
 (``torch_only``, the route these models took before); the kernels' vector-Jacobian products
-against the full matrices; a ball model with coupled joints against the torch route.
+against the full matrices; a ball model with coupled joints against the torch route; the compiled
+regressor against Pinocchio's ``computeJointTorqueRegressor`` and the torch route.
 
 Models: mjcf/ball_chain.xml (a ball at the root, a hinge, a ball with armature, a slide; nv 8),
 mjcf/ball_floating.xml (a free flyer, two balls and a hinge; nv 13), mjcf/ball_tree.xml (a hinge,
@@ -188,16 +189,51 @@ def test_vector_jacobian_products_of_the_kernels(pair):
             close(p, np.einsum("bi,bij->bj", g.numpy(), X))
 
 
-def test_the_shortcut_serves_ball_derivatives_but_not_the_regressor():
+def test_the_shortcut_serves_ball_derivatives_and_the_regressor():
     model = RobotModel.from_file(HERE / "ball_chain.xml")
     q, v, a = _states(model, np.random.default_rng(6), 2)
     calls = model_calls(model)
     ours = calls.rnea_derivatives(q, v, a)
     for x, y in zip(ours, model.rnea_derivatives(t(q), t(v), t(a))):
         np.testing.assert_array_equal(x, y.numpy())
-    with pytest.raises(ValueError, match="ball joints"):
-        calls.regressor(q, v, a)
-    assert not _compiled_ok(model, t(q), balls=False)
+    np.testing.assert_array_equal(calls.regressor(q, v, a), model.regressor(t(q), t(v), t(a)).numpy())
+    assert _compiled_ok(model, t(q))
+
+
+def _regressor_block(model, joint: str) -> int:
+    """The regressor's body block of a joint's child body (a ball's: its last sub-body)."""
+    f = 6 if model.floating else 0
+    return (1 if model.floating else 0) + model.joint_coordinates(joint)[1].stop - 1 - f
+
+
+@pytest.mark.parametrize("batch", [1, 37])
+def test_regressor_against_pinocchio_and_the_torch_route(pair, batch):
+    """The compiled regressor: each joint's child body's ten columns against Pinocchio's
+    ``computeJointTorqueRegressor`` (its joint's block), every column (the balls' massless
+    sub-bodies too) against the torch route's, ``Y pi`` against inverse dynamics less the armature's
+    torques, and the kernels' ``w^T Y`` per body against ``w^T`` times ``Y``."""
+    model, pm, pd = pair
+    q, v, a = _states(model, np.random.default_rng(20 + batch), batch)
+    Y = model.regressor(t(q), t(v), t(a)).numpy()
+    with torch_only():
+        close(Y, model.regressor(t(q), t(v), t(a)).numpy())
+    arm = model._compiled()._armature
+    assert arm.any() or model.name.endswith("floating")
+    tau = model.inverse_dynamics(t(q), t(v), t(a)).numpy()
+    f = 6 if model.floating else 0
+    tau[:, f:] -= a[:, f:] * arm[np.argsort(model._compiled()._chain[3])]
+    close(Y @ model.dynamic_parameters().detach().numpy(), tau)
+    blocks = [0] * model.floating + [_regressor_block(model, name) for name in model.joint_names]
+    for s in range(batch):
+        ref = pin.computeJointTorqueRegressor(pm, pd, q[s], v[s], a[s])
+        assert ref.shape[1] == 10 * len(blocks)
+        for i, b in enumerate(blocks):
+            close(Y[s][:, 10 * b:10 * b + 10], ref[:, 10 * i:10 * i + 10])
+    w = np.random.default_rng(2).normal(size=v.shape)
+    per_body = model._compiled().regressor_vjp(t(q), t(v), t(a), model._a0, t(w))       # internal order
+    order = ([0] if model.floating else []) + (model._dof_body + 1).tolist()
+    wY = np.einsum("bi,bij->bj", w, Y).reshape(batch, -1, 10)
+    close(per_body[:, order], wY)
 
 
 @pytest.mark.parametrize("batch", [1, 4])

@@ -217,21 +217,22 @@ def test_gradients_flow_through_ball_models():
     assert torch.isfinite(q.grad).all() and torch.isfinite(v.grad).all() and v.grad.abs().sum() > 0
 
 
-def test_ball_models_take_the_compiled_kernels_for_values_and_torch_for_gradients():
+def test_ball_models_take_the_compiled_kernels_for_values_and_gradients():
     """The compiled value kernels know ball joints (the default route above is checked against
-    MuJoCo), and so do the derivative kernels (tests/engine/robots/test_ball_derivatives.py); the
-    compiled backward does not: a gradient of a ball model takes the torch algorithms (autograd),
-    and the compiled shortcut declines the regressor."""
+    MuJoCo), and so do the derivative kernels (tests/engine/robots/test_ball_derivatives.py) and
+    the compiled backward (test_ball_backward.py): a gradient of a ball model takes the compiled
+    backward; the compiled shortcut serves the regressor (checked against Pinocchio there)."""
     from engine.robots.compiled_shortcut import model_calls
 
     model = RobotModel.from_file(CHAIN)
     q = t(_random_q(model, np.random.default_rng(6)))[None]
     assert model._backend_for(q).name == "compiled"
-    assert model._backend_for(q.clone().requires_grad_(True)).name == "body-major"
+    assert model._backend_for(q.clone().requires_grad_(True)).name == "compiled-autograd"
     calls = model_calls(model)
     v = np.ones(model.nv)
-    with pytest.raises(ValueError, match="ball joints"):
-        calls.regressor(q[0].numpy(), v, v)
+    with torch_only():
+        Y = model.regressor(q[0], t(v), t(v)).numpy()
+    np.testing.assert_allclose(calls.regressor(q[0].numpy(), v, v), Y, atol=1e-12)
     np.testing.assert_allclose(calls.crba(q[0].numpy()), model.mass_matrix(q[0]).numpy(), atol=1e-14)
     with torch_only():
         M = model.mass_matrix(q[0]).numpy()
