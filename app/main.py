@@ -168,6 +168,8 @@ def run_self_test(window, app) -> int:
         failures.append(f"engine job: {outcome.get('error', 'did not finish in 120 s')}")
     elif not outcome["result"].get("ok"):
         failures.append(f"engine job returned {outcome['result']}")
+    elif getattr(sys, "frozen", False) and not outcome["result"].get("compiled_kernels"):
+        failures.append("the compiled rigid-body kernels (numba) did not load in the packaged app: see the log")
     for key in window.workspace_keys():
         page = window.page(key)
         if type(page).__name__ == "_BrokenPage":

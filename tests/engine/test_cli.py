@@ -19,6 +19,16 @@ def test_selftest_json(subprocess_env):
                          text=True, env=subprocess_env, check=True).stdout
     result = json.loads(out)
     assert result["ok"] is True and result["energy_drift"] < 1e-6
+    # the compiled kernels (numba is installed here): the compiled backward against the torch algorithms
+    assert result["compiled_kernels"] is True and result["agree"] is True and result["kernel_error"] < 1e-9
+
+
+def test_selftest_without_the_compiled_kernels(subprocess_env):
+    """Switched off (as where numba is missing): the torch algorithms serve, and the self-test says so."""
+    out = subprocess.run([sys.executable, "-m", "engine", "selftest", "--json"], capture_output=True, text=True,
+                         env={**subprocess_env, "LAGRANGE_NO_COMPILED": "1"}, check=True).stdout
+    result = json.loads(out)
+    assert result["ok"] is True and result["compiled_kernels"] is False and "agree" not in result
 
 
 # ----------------------------------------------------------------------------- errors and exit codes
