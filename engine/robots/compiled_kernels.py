@@ -11,11 +11,12 @@ Importing this module imports numba.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Literal, TypedDict
 
 import numpy as np
 from numba import njit
+
+from engine.robots.kernel_cache import can_cache
 
 
 class _JitOptions(TypedDict):
@@ -24,8 +25,8 @@ class _JitOptions(TypedDict):
     error_model: Literal["python", "numpy"]
 
 
-# the compiled code is cached next to this file (or in numba's user cache), not in a frozen app
-_OPTIONS: _JitOptions = {"cache": not getattr(sys, "frozen", False), "nogil": True, "error_model": "numpy"}
+# cached on disk where numba can (engine.robots.kernel_cache: a frozen app in the user's cache folder)
+_OPTIONS: _JitOptions = {"cache": can_cache(), "nogil": True, "error_model": "numpy"}
 _jit = njit(**_OPTIONS)
 _inline = njit(inline="always", **_OPTIONS)       # the small helpers, inlined into the kernels
 
