@@ -9,10 +9,9 @@ axes and the velocity ``(wx, wy, wz)`` is the child's angular velocity in its ow
 the convention of Pinocchio's JointModelSpherical and MuJoCo's ball joint. Tangent-space
 derivatives (``q exp(delta)``) are those of the three revolute sub-joints at the configuration.
 The analytic derivative kernels treat the three sub-bodies as one joint of three columns
-(:mod:`engine.robots.derivative_kernels`); the compiled backward of RNEA and ABA runs the chain's
+(:mod:`engine.robots.derivative_kernels`); the compiled backward of RNEA, ABA and CRBA runs the chain's
 reverse pass plus the ball's two differences (:mod:`engine.robots.lane_ball_vjp`); the regressor's
-kernels take :class:`BallMap`'s ``bias_src`` convention below (:mod:`engine.robots.regressor_kernels`);
-CRBA's backward of ball models is the torch algorithms'.
+kernels take :class:`BallMap`'s ``bias_src`` convention below (:mod:`engine.robots.regressor_kernels`).
 
 One correction makes the chain exact: the velocity-product acceleration ``v x S qd`` of the
 three sub-joints must use the *child's* velocity (the axes turn with the child), not each

@@ -133,12 +133,13 @@ def aba_vjp(consts, q, qd, qdd, a0, armature, floating: bool, g, want_pi: bool =
     return adjoint(consts, saved._replace(H=H), q, qd, a0, armature, floating, g, want_pi, joints)
 
 
-def crba_vjp(consts, q, floating: bool, G, want_pi: bool = False):
-    """``(sum_ij G_ij dM_ij/dq (B, nv) tangent, sum_ij G_ij dM_ij/dpi (n + 1, 10) or None)`` for
-    ``G (B, nv, nv)``, ``M`` the mass matrix without armature (:func:`engine.robots.vjp_kernels.crba_vjp_kernel`)."""
+def crba_vjp(consts, q, floating: bool, G, want_pi: bool = False, joints=None):
+    """``(sum_ij G_ij dM_ij/dq (B, nq), sum_ij G_ij dM_ij/dpi (n + 1, 10) or None)`` for ``G (B, nv,
+    nv)``, ``M`` the mass matrix without armature, q the configuration's numbers
+    (:func:`engine.robots.vjp_kernels.crba_vjp_kernel`)."""
     c = cdyn._c
     q = c(q)
-    gq = np.empty((q.shape[0], q.shape[1] - (1 if floating else 0)))
+    gq = np.empty(q.shape)
     gpi = np.zeros((consts[-1].shape[0] + 1, 10))
-    _kernels().crba_vjp_kernel(*consts, q, floating, c(G), want_pi, gq, gpi)
+    _kernels().crba_vjp_kernel(*consts, q, floating, c(G), want_pi, gq, gpi, cdyn._joints(consts[-1], joints))
     return gq, (gpi if want_pi else None)

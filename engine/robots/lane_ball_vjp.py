@@ -72,7 +72,7 @@ def body_acceleration_l(k, S, perm, joints, fv, qd, qdd, b0, v, Xa, t, t2, out, 
 
 
 @_inline
-def _add_rotation_grad(G, y, c, p, lane):
+def add_rotation_grad(G, y, c, p, lane):
     """``G (3, 3) +=`` the gradient of ``c . X y`` with respect to ``R`` (``X`` the motion transform
     of pose ``(R, p)``, ``y (6, L)`` of the parent, ``c (6, L)`` of the child): ``w c_w^T + (u - p
     x w) c_u^T``."""
@@ -86,6 +86,16 @@ def _add_rotation_grad(G, y, c, p, lane):
         G[0, s] += w0 * cw + t0 * cu
         G[1, s] += w1 * cw + t1 * cu
         G[2, s] += w2 * cw + t2 * cu
+
+
+@_inline
+def quaternion_rotation_grad(C0, k, G, sign, Gq):
+    """``Gq (3, 3) = sign R0^T G``: a ball's gradient with respect to ``R(quat)`` from the one with
+    respect to its first sub-body's rotation ``R = R0 R(quat)`` (body ``k``; ``R0``: ``C0``'s rotation,
+    the pose at angle zero)."""
+    for r in range(3):
+        for s in range(3):
+            Gq[r, s] = sign * (C0[k - 1, r] * G[0, s] + C0[k - 1, 4 + r] * G[1, s] + C0[k - 1, 8 + r] * G[2, s])
 
 
 @_inline
@@ -129,13 +139,10 @@ def ball_adjoint_l(n, parent, C0, S, perm, joints, fq, fv, q, qd, qdd, b0, sign,
                 for r in range(3):
                     for s in range(3):
                         G[r, s] = 0.0
-                _add_rotation_grad(G, v[j], vb[k], p[k], lane)
-                _add_rotation_grad(G, aj, ab[k], p[k], lane)
-                _add_rotation_grad(G, Fb[j], F[k], p[k], lane)
-                for r in range(3):          # G_q = R0^T G_R, R0 = C0's rotation (the pose at angle zero)
-                    for s in range(3):
-                        Gq[r, s] = sign * (C0[k - 1, r] * G[0, s] + C0[k - 1, 4 + r] * G[1, s]
-                                           + C0[k - 1, 8 + r] * G[2, s])
+                add_rotation_grad(G, v[j], vb[k], p[k], lane)
+                add_rotation_grad(G, aj, ab[k], p[k], lane)
+                add_rotation_grad(G, Fb[j], F[k], p[k], lane)
+                quaternion_rotation_grad(C0, k, G, sign, Gq)
                 x, y, z, w = q[b, col], q[b, col + 1], q[b, col + 2], q[b, col + 3]
                 g4 = rotation_quaternion_grad(x, y, z, w, Gq)
                 for i in range(4):

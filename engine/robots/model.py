@@ -300,7 +300,7 @@ class RobotModel(DenseTreeMasks, derivatives.DerivativeMethods, nn.Module):
           (``LAGRANGE_NO_COMPILED``, :class:`engine.robots.backends.torch_only`);
         - else batch-last from ``BATCH_LAST_BATCH`` samples on, body-major below.
 
-        Ball joints (:mod:`engine.robots.ball`) included (their CRBA backward: torch).
+        Ball joints (:mod:`engine.robots.ball`) included.
         """
         t = tensors[0]
         if (self._n and t.dtype == torch.float64 and t.device.type == "cpu" and not compiled_switched_off()

@@ -57,15 +57,17 @@ from engine.robots.compiled_kernels import (
     _inertia_times,
     _inline,
     _jit,
-    _local_pose,
+    _joint_pose,
     _motion_to_child,
     _origin_inertias,
 )
 from engine.robots.lane_ball_terms import _ball_turn
 from engine.robots.lane_ball_vjp import (
+    add_rotation_grad,
     ball_adjoint_l,
     ball_bias_at,
     body_acceleration_l,
+    quaternion_rotation_grad,
     rotation_quaternion_grad,
 )
 from engine.robots.lane_ltdl import (
@@ -114,13 +116,15 @@ def _quaternion_grad(q, b, a0, wl0, wl1, wl2, wa0, wa1, wa2, C, out):
 
 
 @_jit
-def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, gq, gpi):
-    """``sum_ij G_ij dM_ij/dq`` (tangent, ``gq (B, nv)``; zero on a floating base's rows: ``M``
-    does not depend on its pose) and, with ``want_pi``, ``gpi (n + 1, 10)`` += ``sum_ij G_ij
-    dM_ij/dpi`` summed over the batch, for ``G (B, nv, nv)`` (user order; ``M`` without armature).
-    Column ``j`` of ``M`` is RNEA at zero velocity and gravity with ``qdd = e_j``: per column one
-    reverse pass of :func:`adjoint_kernel`'s without its velocity terms, the poses computed once per
-    sample and each column's accelerations only on the subtree that moves."""
+def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, gq, gpi, joints):
+    """``sum_ij G_ij dM_ij/dq`` with respect to the configuration's numbers, ``gq (B, nq)`` (zero on
+    a floating base's: ``M`` does not depend on its pose; a ball's quaternion through its first
+    sub-body's transform, :mod:`engine.robots.lane_ball_vjp`) and, with ``want_pi``, ``gpi (n + 1,
+    10)`` += ``sum_ij G_ij dM_ij/dpi`` summed over the batch, for ``G (B, nv, nv)`` (user order;
+    ``M`` without armature). Column ``j`` of ``M`` is RNEA at zero velocity and gravity with ``qdd =
+    e_j``: per column one reverse pass of :func:`adjoint_kernel`'s without its velocity terms, the
+    poses computed once per sample and each column's accelerations only on the subtree that moves.
+    ``joints``: :func:`forward_kernel`'s."""
     B = q.shape[0]
     n = perm.shape[0]
     fq, fv = (7, 6) if floating else (0, 0)
@@ -137,6 +141,8 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
     t = np.empty(6)
     t2 = np.empty(6)
     x = np.zeros(nv)
+    GR = np.zeros((n + 1, 3, 3))        # per ball (its first sub-body): the gradient with respect to R
+    Gq = np.empty((3, 3))
     user = np.empty(nv, dtype=np.int64)
     for i in range(fv):
         user[i] = i
@@ -144,9 +150,10 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
         user[fv + k - 1] = fv + perm[k - 1]
     for b in range(B):
         for k in range(1, n + 1):
-            _local_pose(C0, C, k - 1, q[b, fq + perm[k - 1]], R[k], p[k])
-        for d in range(nv):
+            _joint_pose(C0, C, k - 1, q, b, fq + joints[k - 1, 0], joints[k - 1, 1], R[k], p[k])
+        for d in range(q.shape[1]):
             gq[b, d] = 0.0
+        GR[:, :, :] = 0.0
         for col in range(nv):
             jb = 0 if col < fv else col - fv + 1
             uc = user[col]
@@ -201,10 +208,22 @@ def crba_vjp_kernel(parent, C0, C, S, m, c, Ic, perm, q, floating, G, want_pi, g
                 if moving[k]:
                     _add_cross_force(Xa[k], ab[k], t)
                 _add_cross_force(t2, F[k], t)
-                gq[b, user[d]] -= _dot6(S[k - 1], t)
+                kind = joints[k - 1, 1]
                 j = parent[k]
+                if kind == 0:
+                    gq[b, fq + joints[k - 1, 0]] -= _dot6(S[k - 1], t)
+                elif kind == 1:     # (a_j, ab_k) and (Fb_j, F_k) through R, as (6, 1) lane arrays
+                    add_rotation_grad(GR[k], a[j:j + 1].T, ab[k:k + 1].T, p[k:k + 1].T, 0)
+                    add_rotation_grad(GR[k], Fb[j:j + 1].T, F[k:k + 1].T, p[k:k + 1].T, 0)
                 if j != 0 or floating:
                     _force_to_parent(R[k], p[k], ab[k], ab[j], True)
+        for k in range(1, n + 1):
+            if joints[k - 1, 1] == 1:       # a ball: its quaternion's numbers
+                col = fq + joints[k - 1, 0]
+                quaternion_rotation_grad(C0, k, GR[k], 1.0, Gq)
+                g4 = rotation_quaternion_grad(q[b, col], q[b, col + 1], q[b, col + 2], q[b, col + 3], Gq)
+                for i in range(4):
+                    gq[b, col + i] = g4[i]
 
 
 @_jit

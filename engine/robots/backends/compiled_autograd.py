@@ -25,8 +25,7 @@ the base position and, on the quaternion, ``dtau/dg`` (the base columns of ``M``
 quaternion formula, in the kernel: the derivative of the computed value in every direction, off the unit sphere
 too (the torch algorithms, in the world frame, agree with it along the sphere). Ball joints: RNEA's
 and ABA's backward in the kernels too, their quaternions' gradient by the same formula
-(:mod:`engine.robots.lane_ball_vjp`, which says where it is exact); CRBA's backward on the torch
-backends.
+(:mod:`engine.robots.lane_ball_vjp`, which says where it is exact), CRBA's likewise.
 A backward that must itself be differentiable (``create_graph=True``) differentiates the torch
 algorithms instead; with learnable inertials it raises (use ``LAGRANGE_COMPILED_BACKWARD=0`` or
 :class:`engine.robots.backends.torch_only` for second-order gradients of those).
@@ -65,14 +64,6 @@ def _no_second_order(pi):
         raise RuntimeError("second-order gradients (create_graph) through the compiled backward do not reach "
                            "learnable inertials: set LAGRANGE_COMPILED_BACKWARD=0 or use "
                            "engine.robots.backends.torch_only()")
-
-
-def _q_grad(floating: bool, gq_tangent, gquat):
-    """CRBA's configuration gradient ``(B, nq_all)`` from the tangent one ``(B, nv_all)`` and, for a
-    floating base, a quaternion gradient ``(B, 4)`` (the position's is zero)."""
-    if not floating:
-        return gq_tangent
-    return torch.cat([torch.zeros_like(gquat[:, :3]), gquat, gq_tangent[:, 6:]], dim=-1)
 
 
 def _torch_vjp(fn, xs, rest, g):
@@ -161,10 +152,9 @@ class _Crba(torch.autograd.Function):
             return _torch_vjp(bk.torch_backend(q).crba, (q,), (ctx.inertials,), G) + (None,) * 3
         need = ctx.needs_input_grad
         c = bk.compiled
-        gq, gpi = compiled_vjp.crba_vjp(c._constants(ctx.inertials), _np(q), bk.floating, _np(G), need[1])
-        # M does not depend on the base's pose: zero on its position and quaternion
-        gq = _q_grad(bk.floating, _t(gq), torch.zeros_like(q[:, :4])) if need[0] else None
-        return gq, None if gpi is None else _t(gpi), None, None
+        gq, gpi = compiled_vjp.crba_vjp(c._constants(ctx.inertials), _np(q), bk.floating, _np(G), need[1],
+                                        bk._joints)
+        return _t(gq) if need[0] else None, None if gpi is None else _t(gpi), None, None
 
 
 class CompiledAutogradBackend:
@@ -180,7 +170,6 @@ class CompiledAutogradBackend:
         self.torch_backend = torch_backend
         perm = compiled._chain[3]
         self._joints = cdyn._joints(perm, compiled._joints)       # the kernels' layout (ball joints)
-        self._balls = compiled._joints is not None
         self._nv = perm.shape[0] + (6 if self.floating else 0)
 
     def fk(self, q):
@@ -190,8 +179,6 @@ class CompiledAutogradBackend:
         return self.torch_backend(q).jacobians(q, links, point, with_poses)
 
     def crba(self, q, inertials: Inertials):
-        if self._balls:         # its backward kernel does not know ball joints
-            return self.torch_backend(q).crba(q, inertials)
         return _Crba.apply(q, self._parameters(inertials), self, inertials)
 
     def forward_kept(self, q, v, x, a0, inertials: Inertials, solve: bool, armature=None):

@@ -8,7 +8,8 @@ forward_dynamics`` through ``loss.backward()``.
 - against the torch algorithms differentiated by autograd (``torch_only``, the route these models
   took before), the learnable link inertials' gradients included, and a model with coupled joints;
 - off the unit sphere, the gradient with respect to every number of the configuration (balls'
-  and free flyer's quaternions) against central differences of the compiled values.
+  and free flyer's quaternions) against central differences of the compiled values;
+- ``mass_matrix``'s backward (the compiled CRBA's) against the torch route's.
 
 Models: tests/engine/robots/mjcf/ball_*.xml (see test_ball_derivatives.py).
 """
@@ -190,3 +191,32 @@ def test_a_ball_model_with_coupled_joints_against_the_torch_route():
         close(_tangent_rows(model, t(q), gq), _tangent_rows(model, t(q), rq))
         close(gv, rv)
         close(ga, ra)
+
+
+@pytest.mark.parametrize("batch", [1, 6])
+@pytest.mark.parametrize("name, link", [("tree", "upper"), ("floating", "thigh")])
+def test_mass_matrix_backward_against_the_torch_route(name, link, batch):
+    """``sum_ij G_ij dM_ij`` through the compiled CRBA's backward (RNEA's products at the unit
+    accelerations): the configuration's gradient as tangent rows, and the learnable inertia and
+    centre of mass of a ball's child link, equal the torch route's."""
+    model = RobotModel.from_file(HERE / f"ball_{name}.xml")
+    model.make_learnable(link, "inertia")
+    model.make_learnable(link, "com")
+    rng = np.random.default_rng(60 + batch)
+    q = _states(model, rng, batch)[0]
+    G = t(rng.normal(size=(batch, model.nv, model.nv)))
+    params = [p for p in model.parameters() if p.requires_grad]
+    grads = []
+    for torch_route in (False, True):
+        x = t(q).requires_grad_(True)
+        if torch_route:
+            with torch_only():
+                M = model.mass_matrix(x)
+        else:
+            assert model._backend_for(x).name == "compiled-autograd"
+            M = model.mass_matrix(x)
+        gq, *gp = torch.autograd.grad((M * G).sum(), [x, *params])
+        grads.append([_tangent_rows(model, t(q), gq), *gp])
+    assert float(grads[1][0].abs().max()) > 1e-3
+    for x, y in zip(*grads):
+        close(x.numpy(), y.numpy())
