@@ -81,7 +81,7 @@ def setup(force: bool = False) -> Path:
     call(pip + ["--no-deps"] + NO_DEPS_REFERENCES)
     # compile the rigid-body kernels once (numba caches them next to their source), so that the
     # first dynamics call of the app or the tests does not wait about ten seconds for the compiler
-    call([python, "-c", "from engine.robots.compiled_dynamics import warm_up; warm_up()"])
+    call([python, "-c", "from engine.robots.kernel_warm_up import warm_up; warm_up()"])
     STAMP.write_text(fingerprint())
     say("setup complete")
     return python

@@ -38,7 +38,7 @@ import threading
 import numpy as np
 
 __all__ = ["aba", "available", "crba", "derivatives", "jacobian", "link_poses", "regressor", "regressor_vjp", "rnea",
-           "warm_up"]
+           "two_bodies", "warm_up"]
 
 log = logging.getLogger(__name__)
 
@@ -226,36 +226,17 @@ def jacobian(chain, S, rev, q, body: int, offset, point, floating: bool, joints=
 
 
 def warm_up() -> bool:
-    """Build the kernels now (compiled and cached on disk by numba, or loaded from that cache);
-    False where they are not available. ``python build_scripts/dev.py setup`` calls it, so the
-    first dynamics call of a session does not wait about ten seconds for the compiler. The
-    derivative kernels (:mod:`engine.robots.derivative_kernels`) and the backward's
-    (:mod:`engine.robots.vjp_kernels`, minutes of CPU on a first build) are built here too;
-    otherwise on their first use."""
+    """Build the value and derivative kernels now (compiled and cached on disk by numba, or loaded
+    from that cache); False where they are not available. :func:`engine.robots.kernel_warm_up.
+    warm_up` (``python build_scripts/dev.py setup``) calls it, so that the first dynamics call of a
+    session does not wait for the compiler."""
     if not available():
         return False
     _exercise_derivatives()
-    _exercise_backward()
     return True
 
 
-def _exercise_backward() -> None:
-    """Build the backward's kernels (RNEA's and ABA's forward and reverse passes, CRBA's) on a
-    two-body tree, fixed and floating."""
-    from engine.robots import compiled_vjp
-
-    consts, a0 = _two_bodies(), np.array([0.0, 0.0, 0.0, 0.0, 0.0, 9.81])
-    for floating in (False, True):
-        q = np.zeros((1, 9 if floating else 2))
-        if floating:
-            q[0, 6] = 1.0
-        v = np.zeros((1, q.shape[1] - (1 if floating else 0)))
-        compiled_vjp.rnea_vjp(consts, q, v, v, a0, np.zeros(2), floating, v, want_pi=True)
-        compiled_vjp.aba_vjp(consts, q, v, v, a0, np.zeros(2), floating, v, want_pi=True)
-        compiled_vjp.crba_vjp(consts, q, floating, np.zeros((1, v.shape[1], v.shape[1])), want_pi=True)
-
-
-def _two_bodies():
+def two_bodies():
     """The kernels' constants ``(parent, C0, C, S, m, c, Ic, perm)`` of a chain of two revolutes."""
     return (np.array([0, 0, 1], dtype=np.int64), np.tile(np.eye(4).reshape(1, 16), (2, 1)), np.zeros((2, 3, 16)),
             np.array([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]] * 2), np.ones(3), np.zeros((3, 3)),
@@ -266,7 +247,7 @@ def _exercise_derivatives() -> None:
     """Build the derivative kernels (every mode, fixed and floating; RNEA and ABA for one sample
     and in lanes) on a two-body tree."""
     from engine.robots.derivative_lane_kernels import MIN_LANES
-    consts = _two_bodies()
+    consts = two_bodies()
     parent, C0, C, S, perm = consts[:4] + consts[-1:]
     a0 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 9.81])
     for floating in (False, True):
@@ -286,7 +267,7 @@ def _exercise_derivatives() -> None:
 def _exercise() -> None:
     """Run every kernel on a two-body tree, fixed and floating (the argument types of every
     later call: the kernels compile once per type signature)."""
-    consts = _two_bodies()
+    consts = two_bodies()
     parent, C0, C, S = consts[:4]
     a0 = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 9.81])
     arm = np.zeros(2)

@@ -222,9 +222,10 @@ def test_a_kernel_build_failure_leaves_the_torch_algorithms_serving(monkeypatch,
 
 
 WARM_UP = """
-from engine.robots import compiled_dynamics, compiled_kernels, regressor_kernels, vjp_kernels
+from engine.robots import compiled_kernels, regressor_kernels, vjp_kernels
 from engine.robots import derivative_lane_kernels as dl
-assert compiled_dynamics.warm_up()
+from engine.robots.kernel_warm_up import warm_up
+assert warm_up()
 kernels = [compiled_kernels.rnea_kernel, compiled_kernels.aba_kernel, dl.rnea_lanes, dl.aba_lanes, dl.rnea_one,
            dl.aba_one, regressor_kernels.regressor_kernel, regressor_kernels.regressor_vjp_kernel,
            vjp_kernels.forward_kernel, vjp_kernels.adjoint_kernel, vjp_kernels.crba_vjp_kernel]
@@ -233,7 +234,7 @@ print("unbuilt", [k.__name__ for k in kernels if not k.signatures])
 
 
 def test_warm_up_builds_the_derivative_and_backward_kernels(subprocess_env):
-    """``dev.py setup`` runs warm_up so that no first call of a session waits for the compiler: in a
+    """``dev.py setup`` runs kernel_warm_up.warm_up so that no first call of a session waits for the compiler: in a
     fresh process, after it, each kernel (values, derivatives, regressor, the backward's passes)
     holds a compiled signature (built, or loaded from numba's cache)."""
     import subprocess
