@@ -16,22 +16,14 @@ Models: tests/engine/robots/mjcf/ball_*.xml (see test_ball_derivatives.py).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pinocchio as pin
 import pytest
 import torch
+from test_ball_derivatives import HERE, _sym, close, t
 
 from engine.robots import RobotModel
 from engine.robots.backends import torch_only
-
-HERE = Path(__file__).parent / "mjcf"
-TOL = 1e-9
-
-
-def t(x):
-    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
 
 
 def _states(model, rng, batch, radius=1.0):
@@ -42,17 +34,6 @@ def _states(model, rng, batch, radius=1.0):
     for s in cols:
         q[:, s] *= radius / np.linalg.norm(q[:, s], axis=1, keepdims=True)
     return q, rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
-
-
-def close(ours, ref, tol=TOL):
-    ours, ref = np.asarray(ours), np.asarray(ref)
-    scale = max(1.0, float(np.abs(ref).max()))
-    err = float(np.abs(ours - ref).max())
-    assert err <= tol * scale, f"max error {err:.3e} (scale {scale:.3g})"
-
-
-def _sym(M):
-    return np.triu(M) + np.triu(M, 1).T
 
 
 def _quaternion_rows(quat, g4):
