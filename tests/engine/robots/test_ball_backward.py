@@ -71,24 +71,12 @@ def _gradients(model, fn, q, v, x, w, torch_route=False):
     return out.detach(), tuple(y.grad for y in xs)
 
 
-@pytest.fixture(scope="module", params=["chain", "floating", "tree"])
-def pair(request):
-    """Our model and Pinocchio's (model, data) of one MJCF file."""
-    path = HERE / f"ball_{request.param}.xml"
-    model = RobotModel.from_file(path)
-    pm = pin.buildModelFromMJCF(str(path))
-    if request.param == "tree":
-        pm.gravity.linear = np.array([0.3, -0.2, -9.81])     # Pinocchio's MJCF reader keeps its own
-    assert len(model.ball_joint_names) >= 2
-    return model, pm, pm.createData()
-
-
 @pytest.mark.parametrize("batch", [1, 5, 37])
-def test_backward_against_pinocchio_and_the_torch_route(pair, batch):
+def test_backward_against_pinocchio_and_the_torch_route(ball_pair, batch):
     """RNEA's and ABA's backward: ``w^T`` times Pinocchio's derivatives (the tangent rows of the
     configuration gradient), and the torch route's gradients (the configuration's as tangent rows:
     the two routes compute the quaternion's rotation differently, so they agree along the sphere)."""
-    model, pm, pd = pair
+    model, pm, pd = ball_pair
     rng = np.random.default_rng(batch)
     q, v, a = _states(model, rng, batch)
     w = rng.normal(size=v.shape)

@@ -59,20 +59,6 @@ def _sym(M):
     return np.triu(M) + np.triu(M, 1).T
 
 
-@pytest.fixture(scope="module", params=["chain", "floating", "tree"])
-def pair(request):
-    """Our model and Pinocchio's (model, data) of one MJCF file."""
-    path = HERE / f"ball_{request.param}.xml"
-    model = RobotModel.from_file(path)
-    pm = pin.buildModelFromMJCF(str(path))
-    if request.param == "tree":
-        pm.gravity.linear = np.array([0.3, -0.2, -9.81])     # Pinocchio's MJCF reader keeps its own
-    assert (pm.nq, pm.nv) == (model.nq, model.nv)
-    assert sum(pm.joints[i].shortname() == "JointModelSpherical" for i in range(pm.njoints)) \
-        == len(model.ball_joint_names) >= 2
-    return model, pm, pm.createData()
-
-
 @pytest.fixture(params=["shortcut", "backend"])
 def route(request, monkeypatch):
     """The model's plain call (the compiled shortcut) and, with the shortcut off, the compiled
@@ -83,8 +69,8 @@ def route(request, monkeypatch):
 
 
 @pytest.mark.parametrize("batch", [1, 5])
-def test_rnea_derivatives_against_pinocchio_and_autograd(pair, route, batch):
-    model, pm, pd = pair
+def test_rnea_derivatives_against_pinocchio_and_autograd(ball_pair, route, batch):
+    model, pm, pd = ball_pair
     q, v, a = _states(model, np.random.default_rng(batch), batch)
     assert _compiled_ok(model, t(q))
     ours = [x.numpy() for x in model.rnea_derivatives(t(q), t(v), t(a))]
@@ -99,8 +85,8 @@ def test_rnea_derivatives_against_pinocchio_and_autograd(pair, route, batch):
 
 
 @pytest.mark.parametrize("batch", [1, 5])
-def test_aba_derivatives_against_pinocchio_and_autograd(pair, route, batch):
-    model, pm, pd = pair
+def test_aba_derivatives_against_pinocchio_and_autograd(ball_pair, route, batch):
+    model, pm, pd = ball_pair
     q, v, tau = _states(model, np.random.default_rng(10 + batch), batch)
     ours = [x.numpy() for x in model.aba_derivatives(t(q), t(v), t(tau))]
     with torch_only():
@@ -112,11 +98,11 @@ def test_aba_derivatives_against_pinocchio_and_autograd(pair, route, batch):
             close(X[s], A[s])
 
 
-def test_a_batch_in_lanes_against_pinocchio(pair):
+def test_a_batch_in_lanes_against_pinocchio(ball_pair):
     """A batch of 37 runs the lane kernels (a full block of LANES = 32 samples and a partial one
     of 5; batches 1 and 5 above run one sample at a time): RNEA's and ABA's derivatives per sample
     against Pinocchio."""
-    model, pm, pd = pair
+    model, pm, pd = ball_pair
     q, v, a = _states(model, np.random.default_rng(37), 37)
     rnea = [x.numpy() for x in model.rnea_derivatives(t(q), t(v), t(a))]
     aba = [x.numpy() for x in model.aba_derivatives(t(q), t(v), t(a))]
@@ -129,8 +115,8 @@ def test_a_batch_in_lanes_against_pinocchio(pair):
             close(X[s], R)
 
 
-def test_one_sample_without_a_batch_dimension(pair):
-    model, pm, pd = pair
+def test_one_sample_without_a_batch_dimension(ball_pair):
+    model, pm, pd = ball_pair
     q, v, a = (x[0] for x in _states(model, np.random.default_rng(3), 1))
     dq, dv, da = (x.numpy() for x in model.rnea_derivatives(t(q), t(v), t(a), gravity=False))
     assert dq.shape == (model.nv, model.nv)
@@ -157,8 +143,8 @@ def _fd(fn, model, q, v, x, k, eps=1e-6):
     return torch.stack(cols, dim=-1)
 
 
-def test_derivatives_with_armature_and_damping_against_finite_differences(pair):
-    model, _, _ = pair
+def test_derivatives_with_armature_and_damping_against_finite_differences(ball_pair):
+    model, _, _ = ball_pair
     q, v, a = (t(x) for x in _states(model, np.random.default_rng(4), 2))
     for deriv, fn in ((model.rnea_derivatives, model.inverse_dynamics),
                       (model.aba_derivatives, model.forward_dynamics)):
@@ -171,10 +157,10 @@ def test_derivatives_with_armature_and_damping_against_finite_differences(pair):
           np.broadcast_to(np.eye(model.nv), (2, model.nv, model.nv)), 1e-10)
 
 
-def test_vector_jacobian_products_of_the_kernels(pair):
+def test_vector_jacobian_products_of_the_kernels(ball_pair):
     """The kernels' O(n) products ``g^T (.)`` (ball columns included) equal ``g^T`` times the full
     matrices, with armature and, in ABA's, damping."""
-    model, _, _ = pair
+    model, _, _ = ball_pair
     cb = model._compiled()
     q, v, a = (t(x) for x in _states(model, np.random.default_rng(5), 3))
     g = torch.randn(3, model.nv, dtype=torch.float64)
@@ -207,12 +193,12 @@ def _regressor_block(model, joint: str) -> int:
 
 
 @pytest.mark.parametrize("batch", [1, 37])
-def test_regressor_against_pinocchio_and_the_torch_route(pair, batch):
+def test_regressor_against_pinocchio_and_the_torch_route(ball_pair, batch):
     """The compiled regressor: each joint's child body's ten columns against Pinocchio's
     ``computeJointTorqueRegressor`` (its joint's block), every column (the balls' massless
     sub-bodies too) against the torch route's, ``Y pi`` against inverse dynamics less the armature's
     torques, and the kernels' ``w^T Y`` per body against ``w^T`` times ``Y``."""
-    model, pm, pd = pair
+    model, pm, pd = ball_pair
     q, v, a = _states(model, np.random.default_rng(20 + batch), batch)
     Y = model.regressor(t(q), t(v), t(a)).numpy()
     with torch_only():
