@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screenshot", metavar="PATH", help="write a PNG of the main window once it has drawn")
     p.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
     p.add_argument("--self-test", action="store_true", help="check the installation and exit")
+    p.add_argument("--warm-up-kernels", action="store_true",
+                   help="build the compiled rigid-body kernels into the cache and exit (a packaged app "
+                        "starts this itself on its first run)")
     p.add_argument("--benchmark-view", metavar="NAME_OR_PATH", help="measure the 3D view's frame rate")
     p.add_argument("--seconds", type=float, default=3.0, help="duration of --benchmark-view")
     p.add_argument("--json", action="store_true", help="print results as JSON")
@@ -79,19 +82,47 @@ def _make_application(argv: list[str]):
         app.setStyleSheet(resource("style.qss").read_text(encoding="utf-8"))
     except OSError as exc:
         log.warning("style sheet not loaded: %s", exc)
-    _build_kernels_in_background()
+    _build_kernels_in_background(warm_up_elsewhere="--self-test" not in argv)
     return app
 
 
-def _build_kernels_in_background() -> None:
+def _build_kernels_in_background(warm_up_elsewhere: bool = True) -> None:
     """Load (or, without numba's cache, compile: about ten seconds) the rigid-body kernels on a
     thread of their own, so that the first forward kinematics the viewer draws on the GUI thread
-    does not wait for them (engine.robots.compiled_dynamics.available builds them once)."""
+    does not wait for them (engine.robots.compiled_dynamics.available builds them once). A
+    packaged app's first run of a build also starts :func:`start_kernel_warm_up`."""
     import threading
 
     from engine.robots.compiled_dynamics import available
 
-    threading.Thread(target=available, name="rigid-body kernels", daemon=True).start()
+    def build():
+        if available() and warm_up_elsewhere and getattr(sys, "frozen", False):
+            start_kernel_warm_up()
+
+    threading.Thread(target=build, name="rigid-body kernels", daemon=True).start()
+
+
+def start_kernel_warm_up(command: list[str] | None = None):
+    """Unless this build's kernels are all cached (engine.robots.kernel_warm_up.warmed): build the
+    derivative and backward kernels (minutes of CPU on a first run) in a process of its own at a low
+    priority, ``command`` (default: this executable with ``--warm-up-kernels``), so that the first
+    training or optimisation does not wait for the compiler and the window stays responsive.
+    Returns the process, or None."""
+    import os
+    import subprocess
+
+    from engine.robots.kernel_warm_up import warmed
+
+    if warmed():
+        return None
+    nice = {"preexec_fn": lambda: os.nice(10)} if os.name == "posix" else {
+        "creationflags": getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0)}
+    try:
+        return subprocess.Popen(command or [sys.executable, "--warm-up-kernels"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **nice)
+    except OSError as exc:
+        log.info("the kernels' warm-up did not start (%s): they compile on first use", exc)
+        return None
 
 
 def create_main_window(options: dict, settings=None):
@@ -190,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     from engine.runtime import tune_malloc
 
     tune_malloc()  # see engine/runtime.py: large tensors reuse memory instead of faulting pages in
+    if args.warm_up_kernels:
+        from engine.robots.kernel_warm_up import warm_up
+
+        return 0 if warm_up() else 1
     ensure_display()
     problem = check_platform()  # missing system libraries: a message, not Qt's abort
     if problem:

@@ -26,7 +26,7 @@ from numba.core import config
 from numba.core.caching import _CacheLocator
 from numba.misc.appdirs import AppDirs
 
-__all__ = ["FrozenAppCacheLocator", "can_cache", "frozen_cache_folder"]
+__all__ = ["FrozenAppCacheLocator", "can_cache", "frozen_cache_folder", "frozen_stamp", "warmed_marker"]
 
 
 def _frozen() -> bool:
@@ -47,6 +47,18 @@ def _file_hash(path: str, mtime: float, size: int) -> str:
     return digest.hexdigest()
 
 
+def frozen_stamp() -> str:
+    """The frozen app's build: a hash of its executable (which holds its modules)."""
+    st = os.stat(sys.executable)
+    return _file_hash(sys.executable, st.st_mtime, st.st_size)
+
+
+def warmed_marker() -> str:
+    """The file :func:`engine.robots.kernel_warm_up.warm_up` writes in a frozen app once every kernel
+    of this build is in the cache."""
+    return os.path.join(frozen_cache_folder(), f"built-{frozen_stamp()[:16]}")
+
+
 class FrozenAppCacheLocator(_CacheLocator):
     """numba's cache locator in a frozen app (the module docstring): one folder per module folder
     (``engine.robots``), entries told apart by the function's first line, stamped with the
@@ -61,8 +73,7 @@ class FrozenAppCacheLocator(_CacheLocator):
         return self._cache_path
 
     def get_source_stamp(self) -> str:
-        st = os.stat(sys.executable)
-        return _file_hash(sys.executable, st.st_mtime, st.st_size)
+        return frozen_stamp()
 
     def get_disambiguator(self) -> str:
         return str(self._lineno)

@@ -295,6 +295,31 @@ def test_app_without_a_display_starts_its_own_virtual_screen(repo_root, tmp_path
     assert shot.exists() and not _is_blank(QImage(str(shot)))
 
 
+def test_warm_up_kernels_option_builds_them_and_exits(subprocess_env):
+    """``--warm-up-kernels`` (what a packaged app starts on its first run) builds or loads every
+    kernel without a window and exits 0."""
+    result = _run_headless([sys.executable, "-m", "app", "--warm-up-kernels"], subprocess_env, timeout=1800)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_packaged_app_warms_its_kernels_up_in_a_low_priority_process(tmp_path, monkeypatch):
+    """start_kernel_warm_up: nothing once the build is warmed; else a process of its own, niced
+    (its command replaced here by one that writes its niceness)."""
+    import os
+
+    from app import main as app_main
+    from engine.robots import kernel_warm_up
+
+    out = tmp_path / "nice.txt"
+    command = [sys.executable, "-c", f"import os; open({str(out)!r}, 'w').write(str(os.nice(0)))"]
+    monkeypatch.setattr(kernel_warm_up, "warmed", lambda: True)
+    assert app_main.start_kernel_warm_up(command) is None
+    monkeypatch.setattr(kernel_warm_up, "warmed", lambda: False)
+    process = app_main.start_kernel_warm_up(command)
+    assert process is not None and process.wait(timeout=60) == 0
+    assert int(out.read_text()) >= os.nice(0) + 10 or int(out.read_text()) == 19
+
+
 def test_self_test_runs_an_engine_job_through_the_runner(repo_root, subprocess_env):
     result = _run_headless([sys.executable, "-m", "app", "--self-test"], subprocess_env)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -66,3 +66,24 @@ def test_from_sources_numba_keeps_its_own_places():
     assert can_cache()
     assert not config.CACHE_LOCATOR_CLASSES
     assert FrozenAppCacheLocator.from_function(can_cache, __file__) is None
+
+
+def test_a_frozen_build_is_warmed_once(tmp_path, monkeypatch):
+    """kernel_warm_up.warmed: False from sources; in a frozen app, True once warm_up has left this
+    build's marker, and False again for a rebuilt executable."""
+    from engine.robots import kernel_cache, kernel_warm_up
+
+    assert not kernel_warm_up.warmed()
+    exe = tmp_path / "LagrangeStudio"
+    exe.write_bytes(b"build one")
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", str(exe))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert not kernel_warm_up.warmed()
+    marker = Path(kernel_cache.warmed_marker())
+    assert marker.parent == tmp_path / "cache" / "lagrange-studio" / "kernels"
+    marker.parent.mkdir(parents=True)
+    marker.touch()
+    assert kernel_warm_up.warmed()
+    exe.write_bytes(b"build two, rebuilt")
+    assert not kernel_warm_up.warmed()
