@@ -44,7 +44,13 @@ whose lane loops of one turn compile away: per-sample code, without the vectoris
 overhead. The operations and their order are a per-sample pass's, so each sample's results are the same
 numbers whatever the batch (but for ``want_pi``'s sums over the batch, summed per lane, then over
 the lanes); the joint angles' sines and cosines are Cephes' (:func:`engine.robots.lane_spatial._sin_1mcos_l`,
-vectorised), within 2 ulp of the libm values the other kernels use. Importing this module imports numba.
+vectorised), within 2 ulp of the libm values the other kernels use.
+
+Ball joints (``joints``, :func:`engine.robots.compiled_kernels._joint_pose`): the forward poses a
+ball's first sub-body by its quaternion and adds the velocity product the chain of three
+revolutes misses; the reverse passes are the chain's plus the ball's two differences
+(:mod:`engine.robots.lane_ball_vjp`). The configuration gradient comes with respect to every number
+of ``q`` (``gcfg``; a scalar joint's is its tangent one). Importing this module imports numba.
 """
 
 from __future__ import annotations
