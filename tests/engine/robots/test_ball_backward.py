@@ -20,20 +20,10 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import torch
-from test_ball_derivatives import HERE, _sym, close, t
+from test_ball_derivatives import HERE, _states, _sym, close, t
 
 from engine.robots import RobotModel
 from engine.robots.backends import torch_only
-
-
-def _states(model, rng, batch, radius=1.0):
-    """``q (batch, nq)`` with quaternions of norm ``radius``, ``v, a (batch, nv)``."""
-    q = rng.normal(size=(batch, model.nq))
-    cols = [slice(3, 7)] if model.floating else []
-    cols += [model.joint_coordinates(name)[0] for name in model.ball_joint_names]
-    for s in cols:
-        q[:, s] *= radius / np.linalg.norm(q[:, s], axis=1, keepdims=True)
-    return q, rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
 
 
 def _quaternion_rows(quat, g4):

@@ -37,14 +37,13 @@ def t(x):
     return torch.as_tensor(np.asarray(x), dtype=torch.float64)
 
 
-def _states(model, rng, batch):
-    """``q (batch, nq)`` with unit quaternions, ``v, a (batch, nv)``."""
+def _states(model, rng, batch, radius=1.0):
+    """``q (batch, nq)`` with quaternions of norm ``radius`` (unit by default), ``v, a (batch, nv)``."""
     q = rng.normal(size=(batch, model.nq))
-    if model.floating:
-        q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
-    for name in model.ball_joint_names:
-        s = model.joint_coordinates(name)[0]
-        q[:, s] /= np.linalg.norm(q[:, s], axis=1, keepdims=True)
+    cols = [slice(3, 7)] if model.floating else []
+    cols += [model.joint_coordinates(name)[0] for name in model.ball_joint_names]
+    for s in cols:
+        q[:, s] *= radius / np.linalg.norm(q[:, s], axis=1, keepdims=True)
     return q, rng.normal(size=(batch, model.nv)), rng.normal(size=(batch, model.nv))
 
 
